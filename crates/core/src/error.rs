@@ -1,0 +1,46 @@
+//! The error type of `tessera-core`.
+
+use crate::layout::LayoutError;
+
+/// Everything that can be wrong with domain data handed to this crate.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CoreError {
+    /// A GPU model name that is not in the built-in table.
+    #[error("unknown GPU model '{given}' (known: {known})")]
+    UnknownGpu { given: String, known: String },
+    /// A MIG profile name that the GPU model does not have.
+    #[error("GPU model {gpu} has no MIG profile '{given}' (it has: {known})")]
+    UnknownProfile {
+        gpu: String,
+        given: String,
+        known: String,
+    },
+    /// A MIG instance size (in GPCs) that the GPU model does not offer.
+    #[error("GPU model {gpu} has no {size}g MIG instance (sizes: {known})")]
+    UnknownSize {
+        gpu: String,
+        size: u8,
+        known: String,
+    },
+    /// A number outside its allowed range, e.g. a negative rate.
+    #[error("{field} must be {expected}, got {value}")]
+    InvalidValue {
+        field: &'static str,
+        expected: &'static str,
+        value: String,
+    },
+    /// A MIG layout that the hardware would reject.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+}
+
+impl CoreError {
+    /// Shorthand for [`CoreError::InvalidValue`].
+    pub fn invalid(field: &'static str, expected: &'static str, value: impl ToString) -> Self {
+        CoreError::InvalidValue {
+            field,
+            expected,
+            value: value.to_string(),
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Tessera's domain model: GPU models and their MIG placement lattice,
+//! segment profiles, service-level objectives and plans.
+//!
+//! Invariant: this crate does no I/O and holds no global mutable state.
+//! Everything here is data in, data out; parsers and the store live in
+//! `tessera-store`, decisions in `tessera-plan`.
+
+pub mod error;
+pub mod gpu;
+pub mod layout;
+pub mod plan;
+pub mod profile;
+pub mod slo;
+pub mod synthetic;
+
+pub use error::CoreError;
+pub use gpu::{GpuModel, GpuSpec, MigProfile};
+pub use layout::{Lattice, LayoutError, Placement, SizeCounts};
+pub use plan::{GpuAssignment, InstanceAssignment, Plan, ServiceReport};
+pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
+pub use slo::ServiceSlo;

@@ -1,0 +1,92 @@
+//! A plan is data: which MIG instances each GPU gets, which segment runs in
+//! each, and how every service fares. It can be saved, verified, rendered
+//! and applied independently of the planner that produced it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::gpu::GpuModel;
+
+/// A complete deployment plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Number of GPUs used (equals `gpus.len()`).
+    pub gpu_count: usize,
+    /// The strategy that produced the plan, e.g. `parva`.
+    pub strategy: String,
+    /// The latency rule the plan was made under, e.g. `parva`.
+    pub latency_rule: String,
+    /// GPUs per node used to number nodes.
+    pub gpus_per_node: u32,
+    /// Every GPU with at least one instance.
+    pub gpus: Vec<GpuAssignment>,
+    /// Every service with its provisioned throughput and latency.
+    pub services: Vec<ServiceReport>,
+}
+
+/// One GPU and its MIG instances.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuAssignment {
+    /// Node number (global GPU index / GPUs per node).
+    pub node: u32,
+    /// GPU index within the node.
+    pub index: u32,
+    /// The GPU model.
+    pub gpu_model: GpuModel,
+    /// Its MIG instances, largest first.
+    pub instances: Vec<InstanceAssignment>,
+}
+
+/// One MIG instance with the segment it serves.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InstanceAssignment {
+    /// MIG profile name, e.g. `3g.40gb`.
+    pub profile: String,
+    /// Compute slices (GPCs).
+    pub size: u8,
+    /// Start memory slice (explicit placement).
+    pub start: u8,
+    /// The service it serves.
+    pub service: String,
+    /// The model the service runs.
+    pub model: String,
+    /// Requests per batch.
+    pub batch: u32,
+    /// MPS processes.
+    pub procs: u32,
+    /// Segment throughput in requests/s (all processes).
+    pub throughput_rps: f64,
+    /// Latency of one batch in ms.
+    pub latency_ms: f64,
+}
+
+/// How one service fares under the plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServiceReport {
+    /// Service name.
+    pub service: String,
+    /// Model name.
+    pub model: String,
+    /// Required request rate.
+    pub rate_rps: f64,
+    /// Latency objective.
+    pub latency_slo_ms: f64,
+    /// Sum of the throughput of the service's segments.
+    pub provisioned_rps: f64,
+    /// The latency the plan's latency rule predicts for the slowest segment.
+    pub worst_latency_ms: f64,
+    /// Number of segments serving it.
+    pub segments: usize,
+    /// `true` when the rate is covered and the latency rule holds.
+    pub met: bool,
+}
+
+impl Plan {
+    /// Total compute slices used by the plan's instances.
+    pub fn compute_slices_used(&self) -> u32 {
+        self.gpus
+            .iter()
+            .flat_map(|gpu| &gpu.instances)
+            .map(|instance| u32::from(instance.size))
+            .sum()
+    }
+}

@@ -1,0 +1,90 @@
+//! Service-level objectives. A service is not a model: many tenants can run
+//! the same model, each with its own request rate and latency target.
+
+use crate::error::CoreError;
+
+/// One inference service and its objective.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ServiceSlo {
+    /// Unique service name.
+    pub service: String,
+    /// The model it runs; names a profile.
+    pub model: String,
+    /// Requests per second the service must sustain.
+    pub rate_rps: f64,
+    /// Latency objective per request, in milliseconds.
+    pub latency_slo_ms: f64,
+}
+
+impl ServiceSlo {
+    /// A validated objective: non-empty names, positive finite numbers.
+    pub fn new(
+        service: impl Into<String>,
+        model: impl Into<String>,
+        rate_rps: f64,
+        latency_slo_ms: f64,
+    ) -> Result<Self, CoreError> {
+        let service = service.into();
+        let model = model.into();
+        if service.trim().is_empty() {
+            return Err(CoreError::invalid("service", "a non-empty name", "''"));
+        }
+        if model.trim().is_empty() {
+            return Err(CoreError::invalid("model", "a non-empty name", "''"));
+        }
+        if !(rate_rps.is_finite() && rate_rps > 0.0) {
+            return Err(CoreError::invalid(
+                "rate_rps",
+                "a positive number",
+                rate_rps,
+            ));
+        }
+        if !(latency_slo_ms.is_finite() && latency_slo_ms > 0.0) {
+            return Err(CoreError::invalid(
+                "latency_ms",
+                "a positive number",
+                latency_slo_ms,
+            ));
+        }
+        Ok(ServiceSlo {
+            service,
+            model,
+            rate_rps,
+            latency_slo_ms,
+        })
+    }
+}
+
+/// Checks that service names are unique; returns the first duplicate.
+pub fn find_duplicate_service(services: &[ServiceSlo]) -> Option<&str> {
+    let mut seen = std::collections::HashSet::new();
+    services
+        .iter()
+        .map(|s| s.service.as_str())
+        .find(|name| !seen.insert(*name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_fields() {
+        assert!(ServiceSlo::new("a", "bert", 10.0, 100.0).is_ok());
+        assert!(ServiceSlo::new("a", "bert", -1.0, 100.0).is_err());
+        assert!(ServiceSlo::new("a", "bert", 1.0, 0.0).is_err());
+        assert!(ServiceSlo::new("", "bert", 1.0, 1.0).is_err());
+        let error = ServiceSlo::new("a", "bert", f64::INFINITY, 1.0)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("rate_rps"), "{error}");
+    }
+
+    #[test]
+    fn finds_duplicate_names() {
+        let a = ServiceSlo::new("a", "bert", 1.0, 1.0).unwrap();
+        let b = ServiceSlo::new("b", "bert", 1.0, 1.0).unwrap();
+        assert_eq!(find_duplicate_service(&[a.clone(), b.clone()]), None);
+        assert_eq!(find_duplicate_service(&[a.clone(), b, a]), Some("a"));
+    }
+}
