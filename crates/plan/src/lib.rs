@@ -1,1 +1,26 @@
-//! placeholder
+//! Tessera's planners: from services with SLOs and segment profiles to a
+//! [`Plan`](tessera_core::Plan) of MIG instances with MPS segments.
+//!
+//! * [`configure`] — the segment configurator: per service, which
+//!   (size, batch, processes) triplets to run and how many segments.
+//! * [`allocate`] — the segment allocator: which GPU each segment goes to,
+//!   on the real MIG placement lattice.
+//! * [`parva`] — the `parva` strategy, ParvaGPU's configurator + allocator
+//!   with physically valid placements and nothing dropped.
+//! * [`verify`] — an independent checker of any plan against profiles and
+//!   SLOs; it shares no code with the planners except the latency rule.
+//!
+//! Invariant: no I/O, no global state.
+
+pub mod allocate;
+pub mod configure;
+pub mod error;
+pub mod latency;
+pub mod parva;
+pub mod report;
+pub mod verify;
+
+pub use error::PlanError;
+pub use latency::LatencyRule;
+pub use parva::{plan_parva, PlanRequest};
+pub use verify::{verify, VerifyRequest, Violation};

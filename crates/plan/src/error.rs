@@ -1,0 +1,39 @@
+//! The error type of `tessera-plan`.
+
+/// Why no plan can be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlanError {
+    /// No service to plan for.
+    #[error("no service to plan: the SLO set is empty")]
+    NoServices,
+    /// Two services share a name.
+    #[error("service '{0}' is listed twice; service names must be unique")]
+    DuplicateService(String),
+    /// A service's model has no profile on the GPU model.
+    #[error(
+        "service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})"
+    )]
+    NoProfile {
+        service: String,
+        model: String,
+        gpu: String,
+        known: String,
+    },
+    /// No profiled configuration meets the service's latency objective.
+    #[error(
+        "service '{service}' (model '{model}'): no configuration meets the latency SLO of {slo_ms} ms \
+         under the {rule} rule (budget {budget_ms:.2} ms per batch); the fastest is {fastest} at {fastest_ms:.2} ms"
+    )]
+    Unmeetable {
+        service: String,
+        model: String,
+        rule: &'static str,
+        slo_ms: f64,
+        budget_ms: f64,
+        fastest: String,
+        fastest_ms: f64,
+    },
+    /// `--max-procs 0` or similar.
+    #[error("max processes per segment must be at least 1")]
+    NoProcesses,
+}

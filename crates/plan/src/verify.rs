@@ -1,0 +1,422 @@
+//! An independent plan verifier.
+//!
+//! It trusts nothing the planner wrote except the assignment itself: each
+//! GPU's layout is checked against the MIG lattice, each segment against the
+//! profiles (it must exist, be feasible, and carry the profiled numbers), and
+//! each service's throughput is recomputed from the profiles. It shares no
+//! code with the planners but the latency rule, which defines "feasible".
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use tessera_core::layout::validate_layout;
+use tessera_core::{
+    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, SegmentConfig,
+    ServiceSlo,
+};
+
+use crate::latency::LatencyRule;
+use crate::report::covers;
+
+/// Relative tolerance when comparing the plan's numbers with the profile's.
+const VALUE_TOLERANCE: f64 = 1e-9;
+
+/// What a plan is checked against.
+#[derive(Debug, Clone, Copy)]
+pub struct VerifyRequest<'a> {
+    /// The profiles.
+    pub catalog: &'a ProfileCatalog,
+    /// The services and their objectives.
+    pub services: &'a [ServiceSlo],
+    /// The latency rule every segment must meet.
+    pub rule: LatencyRule,
+    /// Most MPS processes allowed per segment.
+    pub max_procs: u32,
+}
+
+/// Where in a plan a violation is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstanceRef {
+    /// Node of the GPU.
+    pub node: u32,
+    /// Index of the GPU in its node.
+    pub index: u32,
+    /// Profile name as written in the plan.
+    pub profile: String,
+    /// Start slice as written in the plan.
+    pub start: u8,
+}
+
+impl fmt::Display for InstanceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "node {} gpu {} {}@{}",
+            self.node, self.index, self.profile, self.start
+        )
+    }
+}
+
+/// One thing wrong with a plan.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Violation {
+    /// `gpu_count` disagrees with the GPU list.
+    #[error("gpu_count is {claimed} but the plan lists {listed} GPUs")]
+    GpuCount { claimed: usize, listed: usize },
+    /// Two GPUs share a (node, index).
+    #[error("node {node} gpu {index} is listed twice")]
+    DuplicateGpu { node: u32, index: u32 },
+    /// A GPU with no instance.
+    #[error("node {node} gpu {index} has no instance")]
+    EmptyGpu { node: u32, index: u32 },
+    /// A profile name the GPU model does not have, or a size that disagrees.
+    #[error("{at}: {problem}")]
+    Profile { at: InstanceRef, problem: String },
+    /// The GPU's layout is physically invalid.
+    #[error("node {node} gpu {index}: {error}")]
+    Layout {
+        node: u32,
+        index: u32,
+        error: LayoutError,
+    },
+    /// A segment of a service that is not in the SLO set.
+    #[error("{at}: service '{service}' is not in the SLOs")]
+    UnknownService { at: InstanceRef, service: String },
+    /// A segment whose model differs from its service's model.
+    #[error("{at}: service '{service}' runs model '{expected}', the plan says '{found}'")]
+    ModelMismatch {
+        at: InstanceRef,
+        service: String,
+        expected: String,
+        found: String,
+    },
+    /// A configuration that is not in the profiles (or infeasible there).
+    #[error("{at}: {config} of model '{model}' is not a feasible profiled configuration on {gpu}")]
+    NotProfiled {
+        at: InstanceRef,
+        model: String,
+        gpu: String,
+        config: SegmentConfig,
+    },
+    /// More MPS processes than allowed.
+    #[error("{at}: {procs} processes, at most {max} allowed")]
+    TooManyProcs {
+        at: InstanceRef,
+        procs: u32,
+        max: u32,
+    },
+    /// The plan's throughput or latency differs from the profile's.
+    #[error("{at}: plan says {field} = {claimed}, the profile says {profiled}")]
+    WrongValue {
+        at: InstanceRef,
+        field: &'static str,
+        claimed: f64,
+        profiled: f64,
+    },
+    /// A segment breaks its service's latency rule.
+    #[error("{at}: batch latency {latency_ms:.3} ms breaks the {rule} rule for service '{service}' (budget {budget_ms:.3} ms)")]
+    Latency {
+        at: InstanceRef,
+        service: String,
+        rule: &'static str,
+        latency_ms: f64,
+        budget_ms: f64,
+    },
+    /// A service's segments do not cover its rate.
+    #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
+    RateNotCovered {
+        service: String,
+        provisioned_rps: f64,
+        rate_rps: f64,
+    },
+}
+
+/// Every violation of `plan` against `request`; empty when the plan is sound.
+pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
+    let mut violations = Vec::new();
+    if plan.gpu_count != plan.gpus.len() {
+        violations.push(Violation::GpuCount {
+            claimed: plan.gpu_count,
+            listed: plan.gpus.len(),
+        });
+    }
+    let services: HashMap<&str, &ServiceSlo> = request
+        .services
+        .iter()
+        .map(|s| (s.service.as_str(), s))
+        .collect();
+    let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
+    let mut positions = HashSet::new();
+    for gpu in &plan.gpus {
+        if !positions.insert((gpu.node, gpu.index)) {
+            violations.push(Violation::DuplicateGpu {
+                node: gpu.node,
+                index: gpu.index,
+            });
+        }
+        if gpu.instances.is_empty() {
+            violations.push(Violation::EmptyGpu {
+                node: gpu.node,
+                index: gpu.index,
+            });
+        }
+        check_layout(gpu, &mut violations);
+        for instance in &gpu.instances {
+            let at = InstanceRef {
+                node: gpu.node,
+                index: gpu.index,
+                profile: instance.profile.clone(),
+                start: instance.start,
+            };
+            if let Some(rps) = check_segment(gpu, instance, at, &services, request, &mut violations)
+            {
+                *provisioned_rps
+                    .entry(services[instance.service.as_str()].service.as_str())
+                    .or_default() += rps;
+            }
+        }
+    }
+    for slo in request.services {
+        let provisioned = provisioned_rps
+            .get(slo.service.as_str())
+            .copied()
+            .unwrap_or(0.0);
+        if !covers(provisioned, slo.rate_rps) {
+            violations.push(Violation::RateNotCovered {
+                service: slo.service.clone(),
+                provisioned_rps: provisioned,
+                rate_rps: slo.rate_rps,
+            });
+        }
+    }
+    violations
+}
+
+fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
+    let spec = gpu.gpu_model.spec();
+    let mut placements = Vec::new();
+    for instance in &gpu.instances {
+        let at = || InstanceRef {
+            node: gpu.node,
+            index: gpu.index,
+            profile: instance.profile.clone(),
+            start: instance.start,
+        };
+        match spec.profile_by_name(&instance.profile) {
+            Ok(profile) if profile.compute_slices == instance.size => placements.push(Placement {
+                profile,
+                start: instance.start,
+            }),
+            Ok(profile) => violations.push(Violation::Profile {
+                at: at(),
+                problem: format!(
+                    "size {} disagrees with profile {} ({}g)",
+                    instance.size, profile.name, profile.compute_slices
+                ),
+            }),
+            Err(error) => violations.push(Violation::Profile {
+                at: at(),
+                problem: error.to_string(),
+            }),
+        }
+    }
+    if let Err(error) = validate_layout(gpu.gpu_model, &placements) {
+        violations.push(Violation::Layout {
+            node: gpu.node,
+            index: gpu.index,
+            error,
+        });
+    }
+}
+
+/// Checks one segment; returns its profiled throughput when it may count
+/// towards its service's rate.
+fn check_segment(
+    gpu: &GpuAssignment,
+    instance: &InstanceAssignment,
+    at: InstanceRef,
+    services: &HashMap<&str, &ServiceSlo>,
+    request: &VerifyRequest<'_>,
+    violations: &mut Vec<Violation>,
+) -> Option<f64> {
+    let Some(slo) = services.get(instance.service.as_str()) else {
+        violations.push(Violation::UnknownService {
+            at,
+            service: instance.service.clone(),
+        });
+        return None;
+    };
+    if slo.model != instance.model {
+        violations.push(Violation::ModelMismatch {
+            at,
+            service: slo.service.clone(),
+            expected: slo.model.clone(),
+            found: instance.model.clone(),
+        });
+        return None;
+    }
+    let config = SegmentConfig {
+        size_gpcs: instance.size,
+        batch: instance.batch,
+        procs: instance.procs,
+    };
+    let Some(point) = request
+        .catalog
+        .get(gpu.gpu_model, &slo.model)
+        .and_then(|profile| profile.point(config))
+    else {
+        violations.push(Violation::NotProfiled {
+            at,
+            model: slo.model.clone(),
+            gpu: gpu.gpu_model.to_string(),
+            config,
+        });
+        return None;
+    };
+    if instance.procs > request.max_procs {
+        violations.push(Violation::TooManyProcs {
+            at: at.clone(),
+            procs: instance.procs,
+            max: request.max_procs,
+        });
+    }
+    for (field, claimed, profiled) in [
+        (
+            "throughput_rps",
+            instance.throughput_rps,
+            point.throughput_rps,
+        ),
+        ("latency_ms", instance.latency_ms, point.latency_ms),
+    ] {
+        if (claimed - profiled).abs() > VALUE_TOLERANCE * profiled.abs() {
+            violations.push(Violation::WrongValue {
+                at: at.clone(),
+                field,
+                claimed,
+                profiled,
+            });
+        }
+    }
+    if !request.rule.is_feasible(point, slo.latency_slo_ms) {
+        violations.push(Violation::Latency {
+            at,
+            service: slo.service.clone(),
+            rule: request.rule.name(),
+            latency_ms: point.latency_ms,
+            budget_ms: request.rule.batch_budget_ms(slo.latency_slo_ms),
+        });
+    }
+    Some(point.throughput_rps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parva::{plan_parva, PlanRequest};
+    use tessera_core::synthetic::{builtin_catalog, demo_services};
+    use tessera_core::GpuModel;
+
+    fn setup() -> (ProfileCatalog, Vec<ServiceSlo>) {
+        (builtin_catalog(), demo_services())
+    }
+
+    fn plan(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Plan {
+        plan_parva(&PlanRequest {
+            gpu: GpuModel::A100_80GB,
+            catalog,
+            services,
+            rule: LatencyRule::Parva,
+            max_procs: 5,
+            gpus_per_node: 8,
+        })
+        .unwrap()
+    }
+
+    fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {
+        VerifyRequest {
+            catalog,
+            services,
+            rule: LatencyRule::Parva,
+            max_procs: 5,
+        }
+    }
+
+    #[test]
+    fn a_planner_plan_passes() {
+        let (catalog, services) = setup();
+        let plan = plan(&catalog, &services);
+        assert_eq!(verify(&plan, &request(&catalog, &services)), vec![]);
+    }
+
+    #[test]
+    fn catches_overlapping_instances() {
+        let (catalog, services) = setup();
+        let mut plan = plan(&catalog, &services);
+        let gpu = plan
+            .gpus
+            .iter_mut()
+            .find(|g| g.instances.len() >= 2)
+            .expect("a shared GPU");
+        gpu.instances[1].start = gpu.instances[0].start;
+        let violations = verify(&plan, &request(&catalog, &services));
+        assert!(
+            violations
+                .iter()
+                .any(|v| matches!(v, Violation::Layout { .. })),
+            "{violations:?}"
+        );
+    }
+
+    #[test]
+    fn catches_a_missing_segment_and_tampered_numbers() {
+        let (catalog, services) = setup();
+        let mut plan = plan(&catalog, &services);
+        let removed = plan.gpus[0].instances.remove(0);
+        let last = plan.gpus.len() - 1;
+        plan.gpus[last]
+            .instances
+            .iter_mut()
+            .for_each(|i| i.throughput_rps *= 2.0);
+        let violations = verify(&plan, &request(&catalog, &services));
+        let message = violations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            message.contains(&format!("service '{}': provisioned", removed.service)),
+            "{message}"
+        );
+        assert!(message.contains("plan says throughput_rps"), "{message}");
+    }
+
+    #[test]
+    fn catches_latency_rule_breaks_and_unknown_services() {
+        let (catalog, mut services) = setup();
+        let plan = plan(&catalog, &services);
+        services[0].latency_slo_ms = 1.0;
+        services.pop();
+        let violations = verify(&plan, &request(&catalog, &services));
+        assert!(violations
+            .iter()
+            .any(|v| matches!(v, Violation::Latency { .. })));
+        assert!(violations
+            .iter()
+            .any(|v| matches!(v, Violation::UnknownService { .. })));
+    }
+
+    #[test]
+    fn catches_unprofiled_configurations_and_gpu_count() {
+        let (catalog, services) = setup();
+        let mut plan = plan(&catalog, &services);
+        plan.gpus[0].instances[0].batch = 3;
+        plan.gpu_count += 1;
+        let violations = verify(&plan, &request(&catalog, &services));
+        assert!(violations
+            .iter()
+            .any(|v| matches!(v, Violation::NotProfiled { .. })));
+        assert!(violations
+            .iter()
+            .any(|v| matches!(v, Violation::GpuCount { .. })));
+    }
+}
