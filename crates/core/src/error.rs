@@ -10,25 +10,13 @@ pub enum CoreError {
     UnknownGpu { given: String, known: String },
     /// A MIG profile name that the GPU model does not have.
     #[error("GPU model {gpu} has no MIG profile '{given}' (it has: {known})")]
-    UnknownProfile {
-        gpu: String,
-        given: String,
-        known: String,
-    },
+    UnknownProfile { gpu: String, given: String, known: String },
     /// A MIG instance size (in GPCs) that the GPU model does not offer.
     #[error("GPU model {gpu} has no {size}g MIG instance (sizes: {known})")]
-    UnknownSize {
-        gpu: String,
-        size: u8,
-        known: String,
-    },
+    UnknownSize { gpu: String, size: u8, known: String },
     /// A number outside its allowed range, e.g. a negative rate.
     #[error("{field} must be {expected}, got {value}")]
-    InvalidValue {
-        field: &'static str,
-        expected: &'static str,
-        value: String,
-    },
+    InvalidValue { field: &'static str, expected: &'static str, value: String },
     /// A MIG layout that the hardware would reject.
     #[error(transparent)]
     Layout(#[from] LayoutError),
@@ -37,10 +25,6 @@ pub enum CoreError {
 impl CoreError {
     /// Shorthand for [`CoreError::InvalidValue`].
     pub fn invalid(field: &'static str, expected: &'static str, value: impl ToString) -> Self {
-        CoreError::InvalidValue {
-            field,
-            expected,
-            value: value.to_string(),
-        }
+        CoreError::InvalidValue { field, expected, value: value.to_string() }
     }
 }

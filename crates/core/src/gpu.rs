@@ -220,10 +220,7 @@ impl FromStr for GpuModel {
         GpuModel::ALL
             .into_iter()
             .find(|model| model.id() == normalized)
-            .ok_or_else(|| CoreError::UnknownGpu {
-                given: given.to_string(),
-                known: GpuModel::known_ids(),
-            })
+            .ok_or_else(|| CoreError::UnknownGpu { given: given.to_string(), known: GpuModel::known_ids() })
     }
 }
 
@@ -231,34 +228,22 @@ impl GpuSpec {
     /// The profile with this NVIDIA name (case-insensitive), e.g. `3g.40gb`.
     pub fn profile_by_name(&self, name: &str) -> Result<&'static MigProfile, CoreError> {
         let wanted = name.trim().to_ascii_lowercase();
-        self.profiles
-            .iter()
-            .find(|profile| profile.name == wanted)
-            .ok_or_else(|| CoreError::UnknownProfile {
-                gpu: self.id.to_string(),
-                given: name.to_string(),
-                known: self
-                    .profiles
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+        self.profiles.iter().find(|profile| profile.name == wanted).ok_or_else(|| CoreError::UnknownProfile {
+            gpu: self.id.to_string(),
+            given: name.to_string(),
+            known: self.profiles.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+        })
     }
 
     /// The primary profile with this many compute slices, e.g. 3 → `3g.40gb`.
     pub fn profile_for_size(&self, compute_slices: u8) -> Result<&'static MigProfile, CoreError> {
-        self.primary_profiles()
-            .find(|profile| profile.compute_slices == compute_slices)
-            .ok_or_else(|| CoreError::UnknownSize {
+        self.primary_profiles().find(|profile| profile.compute_slices == compute_slices).ok_or_else(|| {
+            CoreError::UnknownSize {
                 gpu: self.id.to_string(),
                 size: compute_slices,
-                known: self
-                    .sizes()
-                    .map(|s| format!("{s}g"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
+                known: self.sizes().map(|s| format!("{s}g")).collect::<Vec<_>>().join(", "),
+            }
+        })
     }
 
     /// The primary profiles (one per compute size), smallest first.
@@ -269,8 +254,7 @@ impl GpuSpec {
 
     /// The instance sizes (compute slices) this model offers, smallest first.
     pub fn sizes(&self) -> impl Iterator<Item = u8> {
-        self.primary_profiles()
-            .map(|profile| profile.compute_slices)
+        self.primary_profiles().map(|profile| profile.compute_slices)
     }
 }
 
@@ -280,45 +264,23 @@ mod tests {
 
     #[test]
     fn parses_ids_leniently_and_rejects_unknown_models() {
-        assert_eq!(
-            "A100-80GB".parse::<GpuModel>().unwrap(),
-            GpuModel::A100_80GB
-        );
-        assert_eq!(
-            "nvidia_h100_80gb".parse::<GpuModel>().unwrap(),
-            GpuModel::H100_80GB
-        );
+        assert_eq!("A100-80GB".parse::<GpuModel>().unwrap(), GpuModel::A100_80GB);
+        assert_eq!("nvidia_h100_80gb".parse::<GpuModel>().unwrap(), GpuModel::H100_80GB);
         let error = "v100-32gb".parse::<GpuModel>().unwrap_err().to_string();
-        assert!(
-            error.contains("v100-32gb") && error.contains("a100-80gb"),
-            "{error}"
-        );
+        assert!(error.contains("v100-32gb") && error.contains("a100-80gb"), "{error}");
     }
 
     #[test]
     fn looks_up_profiles_by_name_and_size() {
         let a100 = GpuModel::A100_80GB.spec();
         let three = a100.profile_by_name("3g.40gb").unwrap();
-        assert_eq!(
-            (three.compute_slices, three.memory_slices, three.starts),
-            (3, 4, &[0u8, 4][..])
-        );
+        assert_eq!((three.compute_slices, three.memory_slices, three.starts), (3, 4, &[0u8, 4][..]));
         assert_eq!(a100.profile_for_size(3).unwrap().name, "3g.40gb");
         assert_eq!(a100.profile_for_size(1).unwrap().name, "1g.10gb");
-        assert_eq!(
-            GpuModel::H200_141GB
-                .spec()
-                .profile_for_size(7)
-                .unwrap()
-                .memory_gb,
-            141
-        );
+        assert_eq!(GpuModel::H200_141GB.spec().profile_for_size(7).unwrap().memory_gb, 141);
         assert!(a100.profile_by_name("3g.20gb").is_err());
         assert!(a100.profile_for_size(5).is_err());
-        assert_eq!(
-            GpuModel::A30_24GB.spec().sizes().collect::<Vec<_>>(),
-            vec![1, 2, 4]
-        );
+        assert_eq!(GpuModel::A30_24GB.spec().sizes().collect::<Vec<_>>(), vec![1, 2, 4]);
     }
 
     #[test]
@@ -327,12 +289,7 @@ mod tests {
             let spec = model.spec();
             for profile in spec.profiles {
                 for &start in profile.starts {
-                    assert!(
-                        start + profile.memory_slices <= spec.memory_slices,
-                        "{} {}",
-                        spec.id,
-                        profile.name
-                    );
+                    assert!(start + profile.memory_slices <= spec.memory_slices, "{} {}", spec.id, profile.name);
                 }
                 assert!(profile.memory_gb <= spec.memory_gb);
                 assert!(profile.max_count as usize >= 1);

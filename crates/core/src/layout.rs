@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt;
 
-use crate::gpu::{GpuModel, GpuSpec, MigProfile};
+use crate::gpu::{GpuModel, MigProfile};
 
 /// One MIG instance on a GPU: a profile at a start memory slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,33 +42,16 @@ fn slice_mask(start: u8, count: u8) -> u16 {
 pub enum LayoutError {
     /// An instance starts at a memory slice its profile does not allow.
     #[error("{profile} cannot start at memory slice {start} on {gpu} (valid starts: {valid:?})")]
-    InvalidStart {
-        gpu: &'static str,
-        profile: &'static str,
-        start: u8,
-        valid: &'static [u8],
-    },
+    InvalidStart { gpu: &'static str, profile: &'static str, start: u8, valid: &'static [u8] },
     /// Two instances share a memory slice.
     #[error("{first} and {second} share memory slices on {gpu}")]
-    Overlap {
-        gpu: &'static str,
-        first: String,
-        second: String,
-    },
+    Overlap { gpu: &'static str, first: String, second: String },
     /// More instances of a profile than the GPU allows.
     #[error("{count} instances of {profile} on {gpu}, at most {max} allowed")]
-    TooMany {
-        gpu: &'static str,
-        profile: &'static str,
-        count: usize,
-        max: u8,
-    },
+    TooMany { gpu: &'static str, profile: &'static str, count: usize, max: u8 },
     /// A profile that belongs to another GPU model.
     #[error("profile {profile} does not belong to {gpu}")]
-    ForeignProfile {
-        gpu: &'static str,
-        profile: &'static str,
-    },
+    ForeignProfile { gpu: &'static str, profile: &'static str },
 }
 
 /// Checks one GPU's layout against the placement rules of its model.
@@ -77,10 +60,7 @@ pub fn validate_layout(model: GpuModel, placements: &[Placement]) -> Result<(), 
     for placement in placements {
         let profile = placement.profile;
         if !spec.profiles.iter().any(|p| std::ptr::eq(p, profile)) {
-            return Err(LayoutError::ForeignProfile {
-                gpu: spec.id,
-                profile: profile.name,
-            });
+            return Err(LayoutError::ForeignProfile { gpu: spec.id, profile: profile.name });
         }
         if !profile.starts.contains(&placement.start) {
             return Err(LayoutError::InvalidStart {
@@ -90,29 +70,15 @@ pub fn validate_layout(model: GpuModel, placements: &[Placement]) -> Result<(), 
                 valid: profile.starts,
             });
         }
-        let count = placements
-            .iter()
-            .filter(|p| std::ptr::eq(p.profile, profile))
-            .count();
+        let count = placements.iter().filter(|p| std::ptr::eq(p.profile, profile)).count();
         if count > usize::from(profile.max_count) {
-            return Err(LayoutError::TooMany {
-                gpu: spec.id,
-                profile: profile.name,
-                count,
-                max: profile.max_count,
-            });
+            return Err(LayoutError::TooMany { gpu: spec.id, profile: profile.name, count, max: profile.max_count });
         }
     }
     for (i, first) in placements.iter().enumerate() {
-        if let Some(second) = placements[i + 1..]
-            .iter()
-            .find(|second| first.memory_mask() & second.memory_mask() != 0)
+        if let Some(second) = placements[i + 1..].iter().find(|second| first.memory_mask() & second.memory_mask() != 0)
         {
-            return Err(LayoutError::Overlap {
-                gpu: spec.id,
-                first: first.to_string(),
-                second: second.to_string(),
-            });
+            return Err(LayoutError::Overlap { gpu: spec.id, first: first.to_string(), second: second.to_string() });
         }
     }
     Ok(())
@@ -185,9 +151,7 @@ impl SizeCounts {
 
     /// The sizes, largest first, with repetition.
     pub fn sizes_desc(&self) -> impl Iterator<Item = u8> + '_ {
-        (1..8u8)
-            .rev()
-            .flat_map(move |size| std::iter::repeat_n(size, usize::from(self.0[usize::from(size)])))
+        (1..8u8).rev().flat_map(move |size| std::iter::repeat_n(size, usize::from(self.0[usize::from(size)])))
     }
 }
 
@@ -219,15 +183,10 @@ impl Lattice {
         let spec = model.spec();
         let candidates: Vec<Placement> = spec
             .primary_profiles()
-            .flat_map(|profile| {
-                profile
-                    .starts
-                    .iter()
-                    .map(move |&start| Placement { profile, start })
-            })
+            .flat_map(|profile| profile.starts.iter().map(move |&start| Placement { profile, start }))
             .collect();
         let mut maximal = Vec::new();
-        collect_maximal(spec, &candidates, 0, 0, &mut Vec::new(), &mut maximal);
+        collect_maximal(&candidates, 0, 0, &mut Vec::new(), &mut maximal);
         maximal.sort_by_key(|layout: &Vec<Placement>| {
             let compute: u8 = layout.iter().map(|p| p.profile.compute_slices).sum();
             (std::cmp::Reverse(compute), layout.len())
@@ -237,11 +196,7 @@ impl Lattice {
             let counts = SizeCounts::from_sizes(layout.iter().map(|p| p.profile.compute_slices));
             insert_sub_multisets(counts, &mut realizable);
         }
-        Lattice {
-            model,
-            maximal,
-            realizable,
-        }
+        Lattice { model, maximal, realizable }
     }
 
     /// The GPU model of this lattice.
@@ -264,10 +219,7 @@ impl Lattice {
             .collect();
         let mut maximal: Vec<SizeCounts> = all
             .iter()
-            .filter(|counts| {
-                !all.iter()
-                    .any(|other| other != *counts && counts.is_subset_of(other))
-            })
+            .filter(|counts| !all.iter().any(|other| other != *counts && counts.is_subset_of(other)))
             .copied()
             .collect();
         maximal.sort();
@@ -292,9 +244,7 @@ impl Lattice {
     /// start 0 strands the seventh compute slice.
     pub fn realize(&self, counts: &SizeCounts) -> Option<Vec<Placement>> {
         let layout = self.maximal.iter().find(|layout| {
-            counts.is_subset_of(&SizeCounts::from_sizes(
-                layout.iter().map(|p| p.profile.compute_slices),
-            ))
+            counts.is_subset_of(&SizeCounts::from_sizes(layout.iter().map(|p| p.profile.compute_slices)))
         })?;
         let mut remaining = *counts;
         let mut placements: Vec<Placement> = layout
@@ -313,7 +263,6 @@ impl Lattice {
 }
 
 fn collect_maximal(
-    spec: &GpuSpec,
     candidates: &[Placement],
     next: usize,
     used: u16,
@@ -322,10 +271,7 @@ fn collect_maximal(
 ) {
     if next == candidates.len() {
         let fits = |p: &Placement| {
-            let count = chosen
-                .iter()
-                .filter(|c| std::ptr::eq(c.profile, p.profile))
-                .count();
+            let count = chosen.iter().filter(|c| std::ptr::eq(c.profile, p.profile)).count();
             p.memory_mask() & used == 0 && count < usize::from(p.profile.max_count)
         };
         if !candidates.iter().any(fits) {
@@ -336,23 +282,13 @@ fn collect_maximal(
         return;
     }
     let candidate = candidates[next];
-    let count = chosen
-        .iter()
-        .filter(|c| std::ptr::eq(c.profile, candidate.profile))
-        .count();
+    let count = chosen.iter().filter(|c| std::ptr::eq(c.profile, candidate.profile)).count();
     if candidate.memory_mask() & used == 0 && count < usize::from(candidate.profile.max_count) {
         chosen.push(candidate);
-        collect_maximal(
-            spec,
-            candidates,
-            next + 1,
-            used | candidate.memory_mask(),
-            chosen,
-            out,
-        );
+        collect_maximal(candidates, next + 1, used | candidate.memory_mask(), chosen, out);
         chosen.pop();
     }
-    collect_maximal(spec, candidates, next + 1, used, chosen, out);
+    collect_maximal(candidates, next + 1, used, chosen, out);
 }
 
 fn insert_sub_multisets(counts: SizeCounts, into: &mut HashSet<SizeCounts>) {
@@ -371,10 +307,7 @@ mod tests {
     use super::*;
 
     fn place(model: GpuModel, name: &str, start: u8) -> Placement {
-        Placement {
-            profile: model.spec().profile_by_name(name).unwrap(),
-            start,
-        }
+        Placement { profile: model.spec().profile_by_name(name).unwrap(), start }
     }
 
     #[test]
@@ -389,12 +322,7 @@ mod tests {
 
     #[test]
     fn every_seven_slice_model_shares_the_a100_lattice_shape() {
-        for model in [
-            GpuModel::A100_40GB,
-            GpuModel::H100_80GB,
-            GpuModel::H100_94GB,
-            GpuModel::H200_141GB,
-        ] {
+        for model in [GpuModel::A100_40GB, GpuModel::H100_80GB, GpuModel::H100_94GB, GpuModel::H200_141GB] {
             assert_eq!(Lattice::new(model).maximal_layouts().len(), 19, "{model}");
         }
     }
@@ -414,20 +342,12 @@ mod tests {
         let error = validate_layout(m, &[place(m, "3g.40gb", 2)]).unwrap_err();
         assert!(matches!(error, LayoutError::InvalidStart { start: 2, .. }));
         // 2g at 0 covers memory slices 0-1, so a 1g at 1 collides.
-        let error =
-            validate_layout(m, &[place(m, "2g.20gb", 0), place(m, "1g.10gb", 1)]).unwrap_err();
+        let error = validate_layout(m, &[place(m, "2g.20gb", 0), place(m, "1g.10gb", 1)]).unwrap_err();
         assert!(matches!(error, LayoutError::Overlap { .. }), "{error}");
-        let error =
-            validate_layout(m, &[place(m, "4g.40gb", 0), place(m, "4g.40gb", 0)]).unwrap_err();
-        assert!(matches!(
-            error,
-            LayoutError::TooMany { .. } | LayoutError::Overlap { .. }
-        ));
+        let error = validate_layout(m, &[place(m, "4g.40gb", 0), place(m, "4g.40gb", 0)]).unwrap_err();
+        assert!(matches!(error, LayoutError::TooMany { .. } | LayoutError::Overlap { .. }));
         let foreign = place(GpuModel::A100_40GB, "3g.20gb", 4);
-        assert!(matches!(
-            validate_layout(m, &[foreign]),
-            Err(LayoutError::ForeignProfile { .. })
-        ));
+        assert!(matches!(validate_layout(m, &[foreign]), Err(LayoutError::ForeignProfile { .. })));
         validate_layout(m, &[place(m, "4g.40gb", 0), place(m, "3g.40gb", 4)]).unwrap();
     }
 
@@ -453,10 +373,7 @@ mod tests {
         for counts in lattice.realizable_sets() {
             let placements = lattice.realize(counts).unwrap();
             validate_layout(model, &placements).unwrap();
-            assert_eq!(
-                SizeCounts::from_sizes(placements.iter().map(|p| p.profile.compute_slices)),
-                *counts
-            );
+            assert_eq!(SizeCounts::from_sizes(placements.iter().map(|p| p.profile.compute_slices)), *counts);
         }
         assert!(lattice.realize(&SizeCounts::from_sizes([7, 1])).is_none());
     }

@@ -83,10 +83,6 @@ pub struct ServiceReport {
 impl Plan {
     /// Total compute slices used by the plan's instances.
     pub fn compute_slices_used(&self) -> u32 {
-        self.gpus
-            .iter()
-            .flat_map(|gpu| &gpu.instances)
-            .map(|instance| u32::from(instance.size))
-            .sum()
+        self.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| u32::from(instance.size)).sum()
     }
 }

@@ -12,9 +12,7 @@ use crate::error::CoreError;
 use crate::gpu::GpuModel;
 
 /// The knobs of one segment: instance size, batch size and MPS processes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct SegmentConfig {
     /// MIG instance size in compute slices (GPCs).
     pub size_gpcs: u8,
@@ -26,11 +24,7 @@ pub struct SegmentConfig {
 
 impl std::fmt::Display for SegmentConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}g batch {} x {} proc",
-            self.size_gpcs, self.batch, self.procs
-        )
+        write!(f, "{}g batch {} x {} proc", self.size_gpcs, self.batch, self.procs)
     }
 }
 
@@ -56,11 +50,7 @@ impl ProfilePoint {
         memory_gb: Option<f64>,
     ) -> Result<Self, CoreError> {
         if config.size_gpcs == 0 || config.size_gpcs > 7 {
-            return Err(CoreError::invalid(
-                "size_gpcs",
-                "between 1 and 7",
-                config.size_gpcs,
-            ));
+            return Err(CoreError::invalid("size_gpcs", "between 1 and 7", config.size_gpcs));
         }
         if config.batch == 0 {
             return Err(CoreError::invalid("batch", "at least 1", config.batch));
@@ -69,34 +59,17 @@ impl ProfilePoint {
             return Err(CoreError::invalid("procs", "at least 1", config.procs));
         }
         if !(throughput_rps.is_finite() && throughput_rps > 0.0) {
-            return Err(CoreError::invalid(
-                "throughput_rps",
-                "a positive number",
-                throughput_rps,
-            ));
+            return Err(CoreError::invalid("throughput_rps", "a positive number", throughput_rps));
         }
         if !(latency_ms.is_finite() && latency_ms > 0.0) {
-            return Err(CoreError::invalid(
-                "latency_ms",
-                "a positive number",
-                latency_ms,
-            ));
+            return Err(CoreError::invalid("latency_ms", "a positive number", latency_ms));
         }
         if let Some(memory) = memory_gb {
             if !(memory.is_finite() && memory >= 0.0) {
-                return Err(CoreError::invalid(
-                    "memory_gb",
-                    "a non-negative number",
-                    memory,
-                ));
+                return Err(CoreError::invalid("memory_gb", "a non-negative number", memory));
             }
         }
-        Ok(ProfilePoint {
-            config,
-            throughput_rps,
-            latency_ms,
-            memory_gb,
-        })
+        Ok(ProfilePoint { config, throughput_rps, latency_ms, memory_gb })
     }
 
     /// Throughput per compute slice, the configurator's efficiency measure.
@@ -118,11 +91,7 @@ pub struct ModelProfile {
 impl ModelProfile {
     /// A validated profile: every size exists on `gpu`, no configuration
     /// appears twice. Points are kept sorted by configuration.
-    pub fn new(
-        gpu: GpuModel,
-        model: impl Into<String>,
-        mut points: Vec<ProfilePoint>,
-    ) -> Result<Self, CoreError> {
+    pub fn new(gpu: GpuModel, model: impl Into<String>, mut points: Vec<ProfilePoint>) -> Result<Self, CoreError> {
         let model = model.into();
         if model.trim().is_empty() {
             return Err(CoreError::invalid("model", "a non-empty name", "''"));
@@ -131,10 +100,7 @@ impl ModelProfile {
             gpu.spec().profile_for_size(point.config.size_gpcs)?;
         }
         points.sort_by_key(|p| p.config);
-        if let Some(pair) = points
-            .windows(2)
-            .find(|pair| pair[0].config == pair[1].config)
-        {
+        if let Some(pair) = points.windows(2).find(|pair| pair[0].config == pair[1].config) {
             return Err(CoreError::invalid(
                 "configuration",
                 "listed once per model and GPU",
@@ -151,10 +117,7 @@ impl ModelProfile {
 
     /// The point of one configuration, if it was profiled and is feasible.
     pub fn point(&self, config: SegmentConfig) -> Option<&ProfilePoint> {
-        self.points
-            .binary_search_by_key(&config, |p| p.config)
-            .ok()
-            .map(|index| &self.points[index])
+        self.points.binary_search_by_key(&config, |p| p.config).ok().map(|index| &self.points[index])
     }
 }
 
@@ -172,8 +135,7 @@ impl ProfileCatalog {
 
     /// Adds a profile, replacing any earlier one of the same GPU and model.
     pub fn insert(&mut self, profile: ModelProfile) {
-        self.profiles
-            .insert((profile.gpu, profile.model.clone()), profile);
+        self.profiles.insert((profile.gpu, profile.model.clone()), profile);
     }
 
     /// The profile of `model` on `gpu`.
@@ -188,10 +150,7 @@ impl ProfileCatalog {
 
     /// The model names profiled on `gpu`, alphabetically.
     pub fn models(&self, gpu: GpuModel) -> impl Iterator<Item = &str> {
-        self.profiles
-            .keys()
-            .filter(move |(g, _)| *g == gpu)
-            .map(|(_, model)| model.as_str())
+        self.profiles.keys().filter(move |(g, _)| *g == gpu).map(|(_, model)| model.as_str())
     }
 
     /// Number of (GPU model, model) profiles.
@@ -220,11 +179,7 @@ mod tests {
     use super::*;
 
     fn config(size_gpcs: u8, batch: u32, procs: u32) -> SegmentConfig {
-        SegmentConfig {
-            size_gpcs,
-            batch,
-            procs,
-        }
+        SegmentConfig { size_gpcs, batch, procs }
     }
 
     #[test]
@@ -242,8 +197,7 @@ mod tests {
         let point = |size| ProfilePoint::new(config(size, 1, 1), 10.0, 1.0, None).unwrap();
         assert!(ModelProfile::new(GpuModel::A30_24GB, "m", vec![point(3)]).is_err());
         assert!(ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(3), point(3)]).is_err());
-        let profile =
-            ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(7), point(1)]).unwrap();
+        let profile = ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(7), point(1)]).unwrap();
         assert_eq!(profile.points()[0].config.size_gpcs, 1);
         assert!(profile.point(config(7, 1, 1)).is_some());
         assert!(profile.point(config(2, 1, 1)).is_none());

@@ -33,35 +33,19 @@ impl ServiceSlo {
             return Err(CoreError::invalid("model", "a non-empty name", "''"));
         }
         if !(rate_rps.is_finite() && rate_rps > 0.0) {
-            return Err(CoreError::invalid(
-                "rate_rps",
-                "a positive number",
-                rate_rps,
-            ));
+            return Err(CoreError::invalid("rate_rps", "a positive number", rate_rps));
         }
         if !(latency_slo_ms.is_finite() && latency_slo_ms > 0.0) {
-            return Err(CoreError::invalid(
-                "latency_ms",
-                "a positive number",
-                latency_slo_ms,
-            ));
+            return Err(CoreError::invalid("latency_ms", "a positive number", latency_slo_ms));
         }
-        Ok(ServiceSlo {
-            service,
-            model,
-            rate_rps,
-            latency_slo_ms,
-        })
+        Ok(ServiceSlo { service, model, rate_rps, latency_slo_ms })
     }
 }
 
 /// Checks that service names are unique; returns the first duplicate.
 pub fn find_duplicate_service(services: &[ServiceSlo]) -> Option<&str> {
     let mut seen = std::collections::HashSet::new();
-    services
-        .iter()
-        .map(|s| s.service.as_str())
-        .find(|name| !seen.insert(*name))
+    services.iter().map(|s| s.service.as_str()).find(|name| !seen.insert(*name))
 }
 
 #[cfg(test)]
@@ -74,9 +58,7 @@ mod tests {
         assert!(ServiceSlo::new("a", "bert", -1.0, 100.0).is_err());
         assert!(ServiceSlo::new("a", "bert", 1.0, 0.0).is_err());
         assert!(ServiceSlo::new("", "bert", 1.0, 1.0).is_err());
-        let error = ServiceSlo::new("a", "bert", f64::INFINITY, 1.0)
-            .unwrap_err()
-            .to_string();
+        let error = ServiceSlo::new("a", "bert", f64::INFINITY, 1.0).unwrap_err().to_string();
         assert!(error.contains("rate_rps"), "{error}");
     }
 

@@ -82,32 +82,19 @@ pub fn synthetic_profile(gpu: GpuModel, model: &SyntheticModel) -> Result<ModelP
     let mut points = Vec::new();
     for profile in spec.primary_profiles() {
         let size = profile.compute_slices;
-        let capacity_rps =
-            model.peak_rps * relative_speed(gpu) * (f64::from(size) / 7.0).powf(model.gpc_exponent);
+        let capacity_rps = model.peak_rps * relative_speed(gpu) * (f64::from(size) / 7.0).powf(model.gpc_exponent);
         for batch in BATCHES {
             for procs in 1..=MAX_PROCS {
                 let (b, p) = (f64::from(batch), f64::from(procs));
-                let memory_gb = p
-                    * (CONTEXT_GB_PER_PROCESS
-                        + model.weights_gb
-                        + model.activation_gb_per_sample * b);
+                let memory_gb = p * (CONTEXT_GB_PER_PROCESS + model.weights_gb + model.activation_gb_per_sample * b);
                 if memory_gb > f64::from(profile.memory_gb) {
                     continue;
                 }
                 let contention = 1.0 + MPS_CONTENTION_PER_EXTRA_PROCESS * (p - 1.0);
                 let latency_ms = model.overhead_ms + 1000.0 * p * b / capacity_rps * contention;
                 let segment_rps = p * 1000.0 * b / latency_ms;
-                let config = SegmentConfig {
-                    size_gpcs: size,
-                    batch,
-                    procs,
-                };
-                points.push(ProfilePoint::new(
-                    config,
-                    segment_rps,
-                    latency_ms,
-                    Some(memory_gb),
-                )?);
+                let config = SegmentConfig { size_gpcs: size, batch, procs };
+                points.push(ProfilePoint::new(config, segment_rps, latency_ms, Some(memory_gb))?);
             }
         }
     }
@@ -118,11 +105,7 @@ pub fn synthetic_profile(gpu: GpuModel, model: &SyntheticModel) -> Result<ModelP
 pub fn builtin_catalog() -> ProfileCatalog {
     BUILTIN_GPUS
         .iter()
-        .flat_map(|&gpu| {
-            MODELS
-                .iter()
-                .map(move |model| synthetic_profile(gpu, model))
-        })
+        .flat_map(|&gpu| MODELS.iter().map(move |model| synthetic_profile(gpu, model)))
         .map(|profile| profile.expect("built-in synthetic parameters are valid"))
         .collect()
 }
@@ -142,8 +125,7 @@ pub fn demo_services() -> Vec<ServiceSlo> {
     table
         .iter()
         .map(|&(service, model, rate_rps, latency_ms)| {
-            ServiceSlo::new(service, model, rate_rps, latency_ms)
-                .expect("built-in demo objectives are valid")
+            ServiceSlo::new(service, model, rate_rps, latency_ms).expect("built-in demo objectives are valid")
         })
         .collect()
 }
@@ -156,19 +138,8 @@ mod tests {
         synthetic_profile(GpuModel::A100_80GB, &MODELS[3]).unwrap()
     }
 
-    fn point(
-        profile: &ModelProfile,
-        size_gpcs: u8,
-        batch: u32,
-        procs: u32,
-    ) -> Option<ProfilePoint> {
-        profile
-            .point(SegmentConfig {
-                size_gpcs,
-                batch,
-                procs,
-            })
-            .copied()
+    fn point(profile: &ModelProfile, size_gpcs: u8, batch: u32, procs: u32) -> Option<ProfilePoint> {
+        profile.point(SegmentConfig { size_gpcs, batch, procs }).copied()
     }
 
     #[test]
@@ -184,10 +155,7 @@ mod tests {
         let profile = resnet_a100();
         let one = point(&profile, 7, 4, 1).unwrap().throughput_rps;
         let three = point(&profile, 7, 4, 3).unwrap().throughput_rps;
-        assert!(
-            three > one && three < 3.0 * one,
-            "1 proc {one}, 3 procs {three}"
-        );
+        assert!(three > one && three < 3.0 * one, "1 proc {one}, 3 procs {three}");
     }
 
     #[test]
@@ -212,21 +180,11 @@ mod tests {
         assert_eq!(catalog.len(), MODELS.len() * BUILTIN_GPUS.len());
         for service in demo_services() {
             for gpu in BUILTIN_GPUS {
-                assert!(
-                    catalog.get(gpu, &service.model).is_some(),
-                    "{} on {gpu}",
-                    service.model
-                );
+                assert!(catalog.get(gpu, &service.model).is_some(), "{} on {gpu}", service.model);
             }
         }
-        let a100 = catalog
-            .get(GpuModel::A100_80GB, "bert-base")
-            .unwrap()
-            .points()[0];
-        let h100 = catalog
-            .get(GpuModel::H100_80GB, "bert-base")
-            .unwrap()
-            .points()[0];
+        let a100 = catalog.get(GpuModel::A100_80GB, "bert-base").unwrap().points()[0];
+        let h100 = catalog.get(GpuModel::H100_80GB, "bert-base").unwrap().points()[0];
         assert!(h100.throughput_rps > a100.throughput_rps);
     }
 }

@@ -129,10 +129,7 @@ impl<'l> Fleet<'l> {
 
     /// The segments of every non-empty GPU, in GPU order.
     pub fn into_gpus(self) -> Vec<Vec<Segment>> {
-        self.gpus
-            .into_iter()
-            .filter(|gpu| !gpu.is_empty())
-            .collect()
+        self.gpus.into_iter().filter(|gpu| !gpu.is_empty()).collect()
     }
 }
 
@@ -173,11 +170,7 @@ impl SmallPieces {
             (None, Some(two)) => take(two, (*deficit_rps / two.throughput_rps).ceil(), deficit_rps),
             (Some(one), Some(two)) => {
                 if two.throughput_rps / 2.0 > one.throughput_rps {
-                    take(
-                        two,
-                        (*deficit_rps / two.throughput_rps).floor(),
-                        deficit_rps,
-                    );
+                    take(two, (*deficit_rps / two.throughput_rps).floor(), deficit_rps);
                 }
                 take(one, (*deficit_rps / one.throughput_rps).ceil(), deficit_rps);
             }
@@ -227,15 +220,8 @@ mod tests {
     use tessera_core::{GpuModel, SegmentConfig};
 
     fn segment(service: usize, size_gpcs: u8, throughput_rps: f64) -> Segment {
-        let config = SegmentConfig {
-            size_gpcs,
-            batch: 1,
-            procs: 1,
-        };
-        Segment {
-            service,
-            point: ProfilePoint::new(config, throughput_rps, 1.0, None).unwrap(),
-        }
+        let config = SegmentConfig { size_gpcs, batch: 1, procs: 1 };
+        Segment { service, point: ProfilePoint::new(config, throughput_rps, 1.0, None).unwrap() }
     }
 
     #[test]
@@ -244,10 +230,7 @@ mod tests {
         let mut fleet = Fleet::new(&lattice);
         // 3g + 3g fill all eight memory slices; a 1g must go elsewhere even
         // though one compute slice is free.
-        place_largest_first(
-            &mut fleet,
-            &[segment(0, 3, 1.0), segment(0, 3, 1.0), segment(0, 1, 1.0)],
-        );
+        place_largest_first(&mut fleet, &[segment(0, 3, 1.0), segment(0, 3, 1.0), segment(0, 1, 1.0)]);
         let gpus = fleet.into_gpus();
         assert_eq!(gpus.len(), 2);
         assert_eq!(gpus[0].len(), 2);
@@ -272,34 +255,16 @@ mod tests {
         let mut fleet = Fleet::new(&lattice);
         // gpu 0: 4g + 2g (one slice free); gpu 1: a lone 1g of service 1
         // holding 50 rps. Dissolving gpu 1 moves the 1g into gpu 0.
-        place_largest_first(
-            &mut fleet,
-            &[
-                segment(0, 4, 100.0),
-                segment(0, 2, 50.0),
-                segment(1, 1, 50.0),
-            ],
-        );
+        place_largest_first(&mut fleet, &[segment(0, 4, 100.0), segment(0, 2, 50.0), segment(1, 1, 50.0)]);
         assert_eq!(fleet.len(), 1, "best fit already packs it");
         let mut fleet = Fleet::new(&lattice);
         place_largest_first(&mut fleet, &[segment(0, 7, 100.0), segment(1, 3, 90.0)]);
         assert_eq!(fleet.len(), 2);
         let one = segment(1, 1, 40.0).point;
-        let pieces = [
-            SmallPieces::default(),
-            SmallPieces {
-                one: Some(one),
-                two: None,
-            },
-        ];
+        let pieces = [SmallPieces::default(), SmallPieces { one: Some(one), two: None }];
         dissolve_small_gpus(&mut fleet, &pieces, 4);
         let gpus = fleet.into_gpus();
-        let provided: f64 = gpus
-            .iter()
-            .flatten()
-            .filter(|s| s.service == 1)
-            .map(|s| s.point.throughput_rps)
-            .sum();
+        let provided: f64 = gpus.iter().flatten().filter(|s| s.service == 1).map(|s| s.point.throughput_rps).sum();
         assert!(provided >= 90.0, "{provided}");
         assert_eq!(gpus.iter().flatten().filter(|s| s.service == 1).count(), 3);
     }
@@ -318,11 +283,7 @@ mod tests {
         let one = segment(0, 1, 10.0).point;
         let two = segment(0, 2, 25.0).point;
         let mut deficit = 60.0;
-        let pieces = SmallPieces {
-            one: Some(one),
-            two: Some(two),
-        }
-        .cover(&mut deficit);
+        let pieces = SmallPieces { one: Some(one), two: Some(two) }.cover(&mut deficit);
         let sizes: Vec<u8> = pieces.iter().map(|p| p.config.size_gpcs).collect();
         assert_eq!(sizes, vec![2, 2, 1]);
         assert!(deficit <= 0.0);

@@ -30,8 +30,7 @@ pub struct SegmentChoice {
 impl SegmentChoice {
     /// The configurations of every segment, full ones first.
     pub fn segments(&self) -> impl Iterator<Item = ProfilePoint> + '_ {
-        std::iter::repeat_n(self.optimal, self.full_segments as usize)
-            .chain(std::iter::once(self.last))
+        std::iter::repeat_n(self.optimal, self.full_segments as usize).chain(std::iter::once(self.last))
     }
 }
 
@@ -46,14 +45,8 @@ pub fn configure(
 ) -> Result<SegmentChoice, PlanError> {
     let mut optimal: Option<ProfilePoint> = None;
     let mut best_by_size: BTreeMap<u8, ProfilePoint> = BTreeMap::new();
-    let candidates = profile
-        .points()
-        .iter()
-        .filter(|p| p.config.procs <= max_procs);
-    for point in candidates
-        .clone()
-        .filter(|p| rule.is_feasible(p, slo.latency_slo_ms))
-    {
+    let candidates = profile.points().iter().filter(|p| p.config.procs <= max_procs);
+    for point in candidates.clone().filter(|p| rule.is_feasible(p, slo.latency_slo_ms)) {
         if optimal.is_none_or(|best| point.throughput_per_gpc() > best.throughput_per_gpc()) {
             optimal = Some(*point);
         }
@@ -73,16 +66,8 @@ pub fn configure(
     let remaining_rps = slo.rate_rps - full_segments * optimal.throughput_rps;
     // The optimal point is the best of its own size and covers at least
     // `remaining_rps`, so a last segment always exists.
-    let last = *best_by_size
-        .values()
-        .find(|point| remaining_rps <= point.throughput_rps)
-        .unwrap_or(&optimal);
-    Ok(SegmentChoice {
-        optimal,
-        full_segments: full_segments as u32,
-        last,
-        best_by_size,
-    })
+    let last = *best_by_size.values().find(|point| remaining_rps <= point.throughput_rps).unwrap_or(&optimal);
+    Ok(SegmentChoice { optimal, full_segments: full_segments as u32, last, best_by_size })
 }
 
 fn unmeetable<'a>(
@@ -101,10 +86,7 @@ fn unmeetable<'a>(
         rule: rule.name(),
         slo_ms: slo.latency_slo_ms,
         budget_ms: rule.batch_budget_ms(slo.latency_slo_ms),
-        fastest: fastest.map_or_else(
-            || "none (no configuration profiled)".to_string(),
-            |p| p.config.to_string(),
-        ),
+        fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |p| p.config.to_string()),
         fastest_ms: fastest.map_or(f64::NAN, |p| p.latency_ms),
     }
 }
@@ -115,11 +97,7 @@ mod tests {
     use tessera_core::{GpuModel, SegmentConfig};
 
     fn point(size_gpcs: u8, batch: u32, throughput_rps: f64, latency_ms: f64) -> ProfilePoint {
-        let config = SegmentConfig {
-            size_gpcs,
-            batch,
-            procs: 1,
-        };
+        let config = SegmentConfig { size_gpcs, batch, procs: 1 };
         ProfilePoint::new(config, throughput_rps, latency_ms, None).unwrap()
     }
 
@@ -164,27 +142,18 @@ mod tests {
         let error = configure(&profile(), &slo(10.0, 10.0), LatencyRule::Parva, 5).unwrap_err();
         let message = error.to_string();
         assert!(
-            message.contains("svc")
-                && message.contains("1g batch 1 x 1 proc")
-                && message.contains("5.00 ms"),
+            message.contains("svc") && message.contains("1g batch 1 x 1 proc") && message.contains("5.00 ms"),
             "{message}"
         );
     }
 
     #[test]
     fn max_procs_filters_configurations() {
-        let many = SegmentConfig {
-            size_gpcs: 1,
-            batch: 1,
-            procs: 4,
-        };
+        let many = SegmentConfig { size_gpcs: 1, batch: 1, procs: 4 };
         let profile = ModelProfile::new(
             GpuModel::A100_80GB,
             "m",
-            vec![
-                point(1, 1, 100.0, 5.0),
-                ProfilePoint::new(many, 300.0, 6.0, None).unwrap(),
-            ],
+            vec![point(1, 1, 100.0, 5.0), ProfilePoint::new(many, 300.0, 6.0, None).unwrap()],
         )
         .unwrap();
         let free = configure(&profile, &slo(50.0, 100.0), LatencyRule::Parva, 5).unwrap();

@@ -10,15 +10,8 @@ pub enum PlanError {
     #[error("service '{0}' is listed twice; service names must be unique")]
     DuplicateService(String),
     /// A service's model has no profile on the GPU model.
-    #[error(
-        "service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})"
-    )]
-    NoProfile {
-        service: String,
-        model: String,
-        gpu: String,
-        known: String,
-    },
+    #[error("service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})")]
+    NoProfile { service: String, model: String, gpu: String, known: String },
     /// No profiled configuration meets the service's latency objective.
     #[error(
         "service '{service}' (model '{model}'): no configuration meets the latency SLO of {slo_ms} ms \

@@ -77,11 +77,7 @@ mod tests {
     use tessera_core::SegmentConfig;
 
     fn point(latency_ms: f64) -> ProfilePoint {
-        let config = SegmentConfig {
-            size_gpcs: 1,
-            batch: 1,
-            procs: 1,
-        };
+        let config = SegmentConfig { size_gpcs: 1, batch: 1, procs: 1 };
         ProfilePoint::new(config, 1.0, latency_ms, None).unwrap()
     }
 

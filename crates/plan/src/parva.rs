@@ -4,8 +4,7 @@
 
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{
-    GpuAssignment, GpuModel, InstanceAssignment, Lattice, Plan, ProfileCatalog, ServiceSlo,
-    SizeCounts,
+    GpuAssignment, GpuModel, InstanceAssignment, Lattice, Plan, ProfileCatalog, ServiceSlo, SizeCounts,
 };
 
 use crate::allocate::{dissolve_small_gpus, place_largest_first, Fleet, Segment, SmallPieces};
@@ -45,11 +44,7 @@ pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     let segments: Vec<Segment> = choices
         .iter()
         .enumerate()
-        .flat_map(|(service, choice)| {
-            choice
-                .segments()
-                .map(move |point| Segment { service, point })
-        })
+        .flat_map(|(service, choice)| choice.segments().map(move |point| Segment { service, point }))
         .collect();
     place_largest_first(&mut fleet, &segments);
     let pieces: Vec<SmallPieces> = choices
@@ -78,15 +73,12 @@ fn configure_all(request: &PlanRequest<'_>) -> Result<Vec<SegmentChoice>, PlanEr
         .services
         .iter()
         .map(|slo| {
-            let profile = request
-                .catalog
-                .get(request.gpu, &slo.model)
-                .ok_or_else(|| PlanError::NoProfile {
-                    service: slo.service.clone(),
-                    model: slo.model.clone(),
-                    gpu: request.gpu.to_string(),
-                    known: known_models(request.catalog, request.gpu),
-                })?;
+            let profile = request.catalog.get(request.gpu, &slo.model).ok_or_else(|| PlanError::NoProfile {
+                service: slo.service.clone(),
+                model: slo.model.clone(),
+                gpu: request.gpu.to_string(),
+                known: known_models(request.catalog, request.gpu),
+            })?;
             configure(profile, slo, request.rule, request.max_procs)
         })
         .collect()
@@ -115,19 +107,14 @@ pub(crate) fn build_plan(
         .enumerate()
         .map(|(global, mut segments)| {
             let counts = SizeCounts::from_sizes(segments.iter().map(|s| s.point.config.size_gpcs));
-            let placements = lattice
-                .realize(&counts)
-                .expect("the allocator only builds realizable GPUs");
+            let placements = lattice.realize(&counts).expect("the allocator only builds realizable GPUs");
             segments.sort_by_key(|s| std::cmp::Reverse(s.point.config.size_gpcs));
             let instances = placements
                 .iter()
                 .zip(&segments)
                 .map(|(placement, segment)| {
                     let slo = &request.services[segment.service];
-                    debug_assert_eq!(
-                        placement.profile.compute_slices,
-                        segment.point.config.size_gpcs
-                    );
+                    debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
                     InstanceAssignment {
                         profile: placement.profile.name.to_string(),
                         size: placement.profile.compute_slices,
@@ -150,14 +137,8 @@ pub(crate) fn build_plan(
             }
         })
         .collect();
-    debug_assert!(assignments
-        .iter()
-        .all(|gpu| gpu.instances.len() <= usize::from(spec.compute_slices)));
-    let services = service_reports(
-        assignments.iter().flat_map(|gpu| &gpu.instances),
-        request.services,
-        request.rule,
-    );
+    debug_assert!(assignments.iter().all(|gpu| gpu.instances.len() <= usize::from(spec.compute_slices)));
+    let services = service_reports(assignments.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
     Plan {
         gpu_count: assignments.len(),
         strategy: strategy.to_string(),
@@ -198,21 +179,10 @@ mod tests {
     fn unknown_model_and_duplicates_are_errors() {
         let catalog = builtin_catalog();
         let mut services = vec![ServiceSlo::new("x", "alexnet", 10.0, 100.0).unwrap()];
-        let error = plan_parva(&request(&catalog, &services))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("alexnet") && error.contains("bert-base"),
-            "{error}"
-        );
+        let error = plan_parva(&request(&catalog, &services)).unwrap_err().to_string();
+        assert!(error.contains("alexnet") && error.contains("bert-base"), "{error}");
         services = vec![ServiceSlo::new("x", "gpt2", 10.0, 500.0).unwrap(); 2];
-        assert_eq!(
-            plan_parva(&request(&catalog, &services)).unwrap_err(),
-            PlanError::DuplicateService("x".into())
-        );
-        assert_eq!(
-            plan_parva(&request(&catalog, &[])).unwrap_err(),
-            PlanError::NoServices
-        );
+        assert_eq!(plan_parva(&request(&catalog, &services)).unwrap_err(), PlanError::DuplicateService("x".into()));
+        assert_eq!(plan_parva(&request(&catalog, &[])).unwrap_err(), PlanError::NoServices);
     }
 }

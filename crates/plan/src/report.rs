@@ -23,11 +23,7 @@ pub fn service_reports<'a>(
     services: &[ServiceSlo],
     rule: LatencyRule,
 ) -> Vec<ServiceReport> {
-    let index: HashMap<&str, usize> = services
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (s.service.as_str(), i))
-        .collect();
+    let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
     let mut reports: Vec<ServiceReport> = services
         .iter()
         .map(|slo| ServiceReport {
@@ -47,9 +43,7 @@ pub fn service_reports<'a>(
         };
         let report = &mut reports[i];
         report.provisioned_rps += instance.throughput_rps;
-        report.worst_latency_ms = report
-            .worst_latency_ms
-            .max(rule.predicted_latency_ms(instance.latency_ms));
+        report.worst_latency_ms = report.worst_latency_ms.max(rule.predicted_latency_ms(instance.latency_ms));
         report.segments += 1;
         report.met &= rule.meets(instance.latency_ms, report.latency_slo_ms);
     }

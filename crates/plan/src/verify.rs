@@ -11,8 +11,7 @@ use std::fmt;
 
 use tessera_core::layout::validate_layout;
 use tessera_core::{
-    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, SegmentConfig,
-    ServiceSlo,
+    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, SegmentConfig, ServiceSlo,
 };
 
 use crate::latency::LatencyRule;
@@ -49,11 +48,7 @@ pub struct InstanceRef {
 
 impl fmt::Display for InstanceRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "node {} gpu {} {}@{}",
-            self.node, self.index, self.profile, self.start
-        )
+        write!(f, "node {} gpu {} {}@{}", self.node, self.index, self.profile, self.start)
     }
 }
 
@@ -74,91 +69,45 @@ pub enum Violation {
     Profile { at: InstanceRef, problem: String },
     /// The GPU's layout is physically invalid.
     #[error("node {node} gpu {index}: {error}")]
-    Layout {
-        node: u32,
-        index: u32,
-        error: LayoutError,
-    },
+    Layout { node: u32, index: u32, error: LayoutError },
     /// A segment of a service that is not in the SLO set.
     #[error("{at}: service '{service}' is not in the SLOs")]
     UnknownService { at: InstanceRef, service: String },
     /// A segment whose model differs from its service's model.
     #[error("{at}: service '{service}' runs model '{expected}', the plan says '{found}'")]
-    ModelMismatch {
-        at: InstanceRef,
-        service: String,
-        expected: String,
-        found: String,
-    },
+    ModelMismatch { at: InstanceRef, service: String, expected: String, found: String },
     /// A configuration that is not in the profiles (or infeasible there).
     #[error("{at}: {config} of model '{model}' is not a feasible profiled configuration on {gpu}")]
-    NotProfiled {
-        at: InstanceRef,
-        model: String,
-        gpu: String,
-        config: SegmentConfig,
-    },
+    NotProfiled { at: InstanceRef, model: String, gpu: String, config: SegmentConfig },
     /// More MPS processes than allowed.
     #[error("{at}: {procs} processes, at most {max} allowed")]
-    TooManyProcs {
-        at: InstanceRef,
-        procs: u32,
-        max: u32,
-    },
+    TooManyProcs { at: InstanceRef, procs: u32, max: u32 },
     /// The plan's throughput or latency differs from the profile's.
     #[error("{at}: plan says {field} = {claimed}, the profile says {profiled}")]
-    WrongValue {
-        at: InstanceRef,
-        field: &'static str,
-        claimed: f64,
-        profiled: f64,
-    },
+    WrongValue { at: InstanceRef, field: &'static str, claimed: f64, profiled: f64 },
     /// A segment breaks its service's latency rule.
     #[error("{at}: batch latency {latency_ms:.3} ms breaks the {rule} rule for service '{service}' (budget {budget_ms:.3} ms)")]
-    Latency {
-        at: InstanceRef,
-        service: String,
-        rule: &'static str,
-        latency_ms: f64,
-        budget_ms: f64,
-    },
+    Latency { at: InstanceRef, service: String, rule: &'static str, latency_ms: f64, budget_ms: f64 },
     /// A service's segments do not cover its rate.
     #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
-    RateNotCovered {
-        service: String,
-        provisioned_rps: f64,
-        rate_rps: f64,
-    },
+    RateNotCovered { service: String, provisioned_rps: f64, rate_rps: f64 },
 }
 
 /// Every violation of `plan` against `request`; empty when the plan is sound.
 pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     let mut violations = Vec::new();
     if plan.gpu_count != plan.gpus.len() {
-        violations.push(Violation::GpuCount {
-            claimed: plan.gpu_count,
-            listed: plan.gpus.len(),
-        });
+        violations.push(Violation::GpuCount { claimed: plan.gpu_count, listed: plan.gpus.len() });
     }
-    let services: HashMap<&str, &ServiceSlo> = request
-        .services
-        .iter()
-        .map(|s| (s.service.as_str(), s))
-        .collect();
+    let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
         if !positions.insert((gpu.node, gpu.index)) {
-            violations.push(Violation::DuplicateGpu {
-                node: gpu.node,
-                index: gpu.index,
-            });
+            violations.push(Violation::DuplicateGpu { node: gpu.node, index: gpu.index });
         }
         if gpu.instances.is_empty() {
-            violations.push(Violation::EmptyGpu {
-                node: gpu.node,
-                index: gpu.index,
-            });
+            violations.push(Violation::EmptyGpu { node: gpu.node, index: gpu.index });
         }
         check_layout(gpu, &mut violations);
         for instance in &gpu.instances {
@@ -168,19 +117,13 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 profile: instance.profile.clone(),
                 start: instance.start,
             };
-            if let Some(rps) = check_segment(gpu, instance, at, &services, request, &mut violations)
-            {
-                *provisioned_rps
-                    .entry(services[instance.service.as_str()].service.as_str())
-                    .or_default() += rps;
+            if let Some(rps) = check_segment(gpu, instance, at, &services, request, &mut violations) {
+                *provisioned_rps.entry(services[instance.service.as_str()].service.as_str()).or_default() += rps;
             }
         }
     }
     for slo in request.services {
-        let provisioned = provisioned_rps
-            .get(slo.service.as_str())
-            .copied()
-            .unwrap_or(0.0);
+        let provisioned = provisioned_rps.get(slo.service.as_str()).copied().unwrap_or(0.0);
         if !covers(provisioned, slo.rate_rps) {
             violations.push(Violation::RateNotCovered {
                 service: slo.service.clone(),
@@ -203,10 +146,9 @@ fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
             start: instance.start,
         };
         match spec.profile_by_name(&instance.profile) {
-            Ok(profile) if profile.compute_slices == instance.size => placements.push(Placement {
-                profile,
-                start: instance.start,
-            }),
+            Ok(profile) if profile.compute_slices == instance.size => {
+                placements.push(Placement { profile, start: instance.start })
+            }
             Ok(profile) => violations.push(Violation::Profile {
                 at: at(),
                 problem: format!(
@@ -214,18 +156,11 @@ fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
                     instance.size, profile.name, profile.compute_slices
                 ),
             }),
-            Err(error) => violations.push(Violation::Profile {
-                at: at(),
-                problem: error.to_string(),
-            }),
+            Err(error) => violations.push(Violation::Profile { at: at(), problem: error.to_string() }),
         }
     }
     if let Err(error) = validate_layout(gpu.gpu_model, &placements) {
-        violations.push(Violation::Layout {
-            node: gpu.node,
-            index: gpu.index,
-            error,
-        });
+        violations.push(Violation::Layout { node: gpu.node, index: gpu.index, error });
     }
 }
 
@@ -240,10 +175,7 @@ fn check_segment(
     violations: &mut Vec<Violation>,
 ) -> Option<f64> {
     let Some(slo) = services.get(instance.service.as_str()) else {
-        violations.push(Violation::UnknownService {
-            at,
-            service: instance.service.clone(),
-        });
+        violations.push(Violation::UnknownService { at, service: instance.service.clone() });
         return None;
     };
     if slo.model != instance.model {
@@ -255,16 +187,8 @@ fn check_segment(
         });
         return None;
     }
-    let config = SegmentConfig {
-        size_gpcs: instance.size,
-        batch: instance.batch,
-        procs: instance.procs,
-    };
-    let Some(point) = request
-        .catalog
-        .get(gpu.gpu_model, &slo.model)
-        .and_then(|profile| profile.point(config))
-    else {
+    let config = SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs };
+    let Some(point) = request.catalog.get(gpu.gpu_model, &slo.model).and_then(|profile| profile.point(config)) else {
         violations.push(Violation::NotProfiled {
             at,
             model: slo.model.clone(),
@@ -274,27 +198,14 @@ fn check_segment(
         return None;
     };
     if instance.procs > request.max_procs {
-        violations.push(Violation::TooManyProcs {
-            at: at.clone(),
-            procs: instance.procs,
-            max: request.max_procs,
-        });
+        violations.push(Violation::TooManyProcs { at: at.clone(), procs: instance.procs, max: request.max_procs });
     }
     for (field, claimed, profiled) in [
-        (
-            "throughput_rps",
-            instance.throughput_rps,
-            point.throughput_rps,
-        ),
+        ("throughput_rps", instance.throughput_rps, point.throughput_rps),
         ("latency_ms", instance.latency_ms, point.latency_ms),
     ] {
         if (claimed - profiled).abs() > VALUE_TOLERANCE * profiled.abs() {
-            violations.push(Violation::WrongValue {
-                at: at.clone(),
-                field,
-                claimed,
-                profiled,
-            });
+            violations.push(Violation::WrongValue { at: at.clone(), field, claimed, profiled });
         }
     }
     if !request.rule.is_feasible(point, slo.latency_slo_ms) {
@@ -333,12 +244,7 @@ mod tests {
     }
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {
-        VerifyRequest {
-            catalog,
-            services,
-            rule: LatencyRule::Parva,
-            max_procs: 5,
-        }
+        VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: 5 }
     }
 
     #[test]
@@ -352,19 +258,10 @@ mod tests {
     fn catches_overlapping_instances() {
         let (catalog, services) = setup();
         let mut plan = plan(&catalog, &services);
-        let gpu = plan
-            .gpus
-            .iter_mut()
-            .find(|g| g.instances.len() >= 2)
-            .expect("a shared GPU");
+        let gpu = plan.gpus.iter_mut().find(|g| g.instances.len() >= 2).expect("a shared GPU");
         gpu.instances[1].start = gpu.instances[0].start;
         let violations = verify(&plan, &request(&catalog, &services));
-        assert!(
-            violations
-                .iter()
-                .any(|v| matches!(v, Violation::Layout { .. })),
-            "{violations:?}"
-        );
+        assert!(violations.iter().any(|v| matches!(v, Violation::Layout { .. })), "{violations:?}");
     }
 
     #[test]
@@ -373,20 +270,10 @@ mod tests {
         let mut plan = plan(&catalog, &services);
         let removed = plan.gpus[0].instances.remove(0);
         let last = plan.gpus.len() - 1;
-        plan.gpus[last]
-            .instances
-            .iter_mut()
-            .for_each(|i| i.throughput_rps *= 2.0);
+        plan.gpus[last].instances.iter_mut().for_each(|i| i.throughput_rps *= 2.0);
         let violations = verify(&plan, &request(&catalog, &services));
-        let message = violations
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("\n");
-        assert!(
-            message.contains(&format!("service '{}': provisioned", removed.service)),
-            "{message}"
-        );
+        let message = violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(message.contains(&format!("service '{}': provisioned", removed.service)), "{message}");
         assert!(message.contains("plan says throughput_rps"), "{message}");
     }
 
@@ -397,12 +284,8 @@ mod tests {
         services[0].latency_slo_ms = 1.0;
         services.pop();
         let violations = verify(&plan, &request(&catalog, &services));
-        assert!(violations
-            .iter()
-            .any(|v| matches!(v, Violation::Latency { .. })));
-        assert!(violations
-            .iter()
-            .any(|v| matches!(v, Violation::UnknownService { .. })));
+        assert!(violations.iter().any(|v| matches!(v, Violation::Latency { .. })));
+        assert!(violations.iter().any(|v| matches!(v, Violation::UnknownService { .. })));
     }
 
     #[test]
@@ -412,11 +295,7 @@ mod tests {
         plan.gpus[0].instances[0].batch = 3;
         plan.gpu_count += 1;
         let violations = verify(&plan, &request(&catalog, &services));
-        assert!(violations
-            .iter()
-            .any(|v| matches!(v, Violation::NotProfiled { .. })));
-        assert!(violations
-            .iter()
-            .any(|v| matches!(v, Violation::GpuCount { .. })));
+        assert!(violations.iter().any(|v| matches!(v, Violation::NotProfiled { .. })));
+        assert!(violations.iter().any(|v| matches!(v, Violation::GpuCount { .. })));
     }
 }
