@@ -116,7 +116,7 @@ pub fn demo_services() -> Vec<ServiceSlo> {
     #[rustfmt::skip]
     let table: [(&str, &str, f64, f64); 6] = [
         ("search-ranking", "bert-base", 600.0, 120.0),
-        ("fraud-check", "bert-base", 120.0, 60.0),
+        ("fraud-check", "bert-base", 300.0, 20.0),
         ("chat-assist", "gpt2", 40.0, 800.0),
         ("photo-tagging", "resnet50", 2500.0, 80.0),
         ("thumbnails", "mobilenetv2", 3000.0, 40.0),

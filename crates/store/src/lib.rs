@@ -1,1 +1,30 @@
-//! placeholder
+//! Tessera's profile store and file formats.
+//!
+//! This is the only crate that reads or writes files holding profiles and
+//! service-level objectives; `tessera-core` stays free of I/O and
+//! `tessera-plan` works on the domain types this crate produces.
+//!
+//! - [`db`]: the profile store, an SQLite database ([`Store`]) with versioned
+//!   migrations, atomic imports that replace a model's old points, and
+//!   loading into a [`tessera_core::ProfileCatalog`].
+//! - [`formats::parvagpu`]: ParvaGPU's profile folders, SLO scenario tables
+//!   and deployment map.
+//! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
+//!   with units in the column names.
+//! - [`fs`]: atomic file writes.
+//!
+//! Every error is a [`StoreError`] whose message is one line naming the
+//! file, the line (1-based, header = line 1) and the field concerned.
+
+#![warn(missing_docs)]
+
+pub mod db;
+pub mod error;
+pub mod formats;
+pub mod fs;
+
+pub use db::{default_path, ImportSummary, ProfileSummary, Store};
+pub use error::StoreError;
+pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
+pub use formats::parvagpu::{read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport};
+pub use fs::write_atomic;

@@ -1,0 +1,230 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tessera_core::GpuModel;
+use tessera_plan::LatencyRule;
+
+/// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
+/// MIG instances with MPS processes inside ("segments"), on as few GPUs as
+/// possible while every service meets its request rate and latency SLO.
+#[derive(Debug, Parser)]
+#[command(name = "tessera", version, propagate_version = true)]
+pub struct Cli {
+    /// The profile store (SQLite). Default: the user's data directory.
+    #[arg(long, global = true, env = "TESSERA_STORE", value_name = "PATH")]
+    pub store: Option<PathBuf>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Plan MIG instances and MPS segments that meet every service's SLO.
+    Plan(PlanArgs),
+    /// Check a plan against profiles, SLOs and the MIG lattice.
+    Verify(VerifyArgs),
+    /// Manage the profile store: import, list, export.
+    #[command(subcommand)]
+    Profiles(ProfilesCommand),
+    /// Measure how long planning takes.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+/// Where profiles come from.
+#[derive(Debug, Clone, Args)]
+pub struct ProfileSource {
+    /// Profiles to use instead of the store: a ParvaGPU folder (one
+    /// `<model>.csv` per model) or a Tessera profile CSV file.
+    #[arg(long, value_name = "DIR|FILE")]
+    pub profiles: Option<PathBuf>,
+
+    /// GPU model of the fleet, e.g. a100-80gb, h100-80gb.
+    #[arg(long, default_value = "a100-80gb", value_parser = parse_gpu)]
+    pub gpu: GpuModel,
+}
+
+/// Where SLOs come from.
+#[derive(Debug, Clone, Args)]
+pub struct SloSource {
+    /// SLO CSV with the header `service,model,rate_rps,latency_ms`
+    /// (`model` optional: the service name is then the model).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["slo_rates", "slo_latency"])]
+    pub slo: Option<PathBuf>,
+
+    /// ParvaGPU request-rate file (headerless, one scenario per row).
+    #[arg(long, value_name = "FILE", requires_all = ["slo_latency", "scenario"])]
+    pub slo_rates: Option<PathBuf>,
+
+    /// ParvaGPU latency-SLO file (headerless, one scenario per row).
+    #[arg(long, value_name = "FILE", requires_all = ["slo_rates", "scenario"])]
+    pub slo_latency: Option<PathBuf>,
+
+    /// Scenario (1-based row) of the ParvaGPU SLO files.
+    #[arg(long, value_name = "K", requires = "slo_rates")]
+    pub scenario: Option<usize>,
+}
+
+/// Planning knobs shared by `plan` and `verify`.
+#[derive(Debug, Clone, Args)]
+pub struct RuleArgs {
+    /// Most MPS processes per segment.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_procs: u32,
+}
+
+/// `tessera plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Plan the built-in example (synthetic profiles and six services); no
+    /// files and no GPU needed. `--slo` may replace the example services.
+    #[arg(long)]
+    pub demo: bool,
+
+    #[command(flatten)]
+    pub profiles: ProfileSource,
+
+    #[command(flatten)]
+    pub slos: SloSource,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+
+    /// Planning strategy.
+    #[arg(long, value_enum, default_value_t = Strategy::Parva)]
+    pub strategy: Strategy,
+
+    /// Latency rule every segment must meet.
+    #[arg(long, default_value = "parva", value_parser = parse_rule)]
+    pub latency_rule: LatencyRule,
+
+    /// GPUs per node, for numbering nodes.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus_per_node: u32,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+
+    /// Write the plan to this file (atomically) instead of stdout.
+    #[arg(long, short, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `tessera verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The plan (JSON, as written by `tessera plan --format json`).
+    pub plan: PathBuf,
+
+    /// Verify against the built-in example profiles and services.
+    #[arg(long)]
+    pub demo: bool,
+
+    #[command(flatten)]
+    pub profiles: ProfileSource,
+
+    #[command(flatten)]
+    pub slos: SloSource,
+
+    #[command(flatten)]
+    pub rules: RuleArgs,
+
+    /// Latency rule; default: the one recorded in the plan.
+    #[arg(long, value_parser = parse_rule)]
+    pub latency_rule: Option<LatencyRule>,
+}
+
+/// Planning strategies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Strategy {
+    /// ParvaGPU's configurator and best-fit allocator, on the real lattice.
+    Parva,
+}
+
+/// Output formats of a plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    Table,
+    /// The plan as JSON.
+    Json,
+    /// ParvaGPU's deployment-map CSV.
+    Csv,
+}
+
+/// `tessera profiles …`.
+#[derive(Debug, Subcommand)]
+pub enum ProfilesCommand {
+    /// Import profiles into the store (one transaction).
+    Import {
+        /// A ParvaGPU folder or a Tessera profile CSV.
+        path: PathBuf,
+        /// Input format.
+        #[arg(long, value_enum, default_value_t = ProfileFormat::Parvagpu)]
+        format: ProfileFormat,
+        /// GPU model the profiles were measured on (ParvaGPU folders do not
+        /// say; Tessera CSVs carry a gpu_model column).
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: Option<GpuModel>,
+    },
+    /// List the profiles in the store.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Export profiles from the store as Tessera profile CSV.
+    Export {
+        /// Only this GPU model.
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: Option<GpuModel>,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// Profile input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileFormat {
+    /// ParvaGPU's folder of `<model>.csv` files.
+    Parvagpu,
+    /// Tessera's profile CSV.
+    Native,
+}
+
+/// Output formats of listings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// Aligned text.
+    Table,
+    /// JSON.
+    Json,
+}
+
+/// `tessera bench …`.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Time the planner on ParvaGPU's six scenarios and the demo.
+    Plan {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Timed repetitions per input.
+        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+        iterations: u32,
+    },
+}
+
+fn parse_gpu(value: &str) -> Result<GpuModel, String> {
+    value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
+}
+
+fn parse_rule(value: &str) -> Result<LatencyRule, String> {
+    value.parse()
+}

@@ -1,0 +1,83 @@
+//! `tessera bench plan`: planning time on ParvaGPU's scenarios and the demo.
+//!
+//! Times only the planner (inputs are loaded once, outside the timing) and
+//! reports the median and minimum over repetitions, plus the GPUs used.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use tessera_core::synthetic::{builtin_catalog, demo_services};
+use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
+use tessera_plan::{plan_parva, LatencyRule, PlanRequest};
+use tessera_store::{read_profile_dir, read_slo_scenario};
+
+use crate::args::BenchCommand;
+use crate::table::TextTable;
+
+/// ParvaGPU's SLO files hold six scenarios.
+const PARVAGPU_SCENARIOS: usize = 6;
+
+pub fn run(command: BenchCommand) -> Result<()> {
+    let BenchCommand::Plan { parvagpu, iterations } = command;
+    let mut inputs: Vec<(String, ProfileCatalog, Vec<ServiceSlo>)> =
+        vec![("demo (synthetic)".to_string(), builtin_catalog(), demo_services())];
+    if parvagpu.join("prof_data").is_dir() {
+        inputs.extend(parvagpu_scenarios(&parvagpu)?);
+    } else {
+        eprintln!("note: {} is absent; timing the built-in demo only", parvagpu.display());
+    }
+    let mut table = TextTable::new(&["input", "services", "GPUs", "median µs", "min µs"]);
+    for (name, catalog, services) in &inputs {
+        let request = PlanRequest {
+            gpu: GpuModel::A100_80GB,
+            catalog,
+            services,
+            rule: LatencyRule::Parva,
+            max_procs: 5,
+            gpus_per_node: 8,
+        };
+        let (plan, times) = time_plans(&request, iterations)?;
+        table.row(vec![
+            name.clone(),
+            services.len().to_string(),
+            plan.gpu_count.to_string(),
+            format!("{:.1}", micros(times[times.len() / 2])),
+            format!("{:.1}", micros(times[0])),
+        ]);
+    }
+    println!("strategy parva, latency rule parva, a100-80gb, {iterations} runs each");
+    print!("{}", table.render());
+    Ok(())
+}
+
+fn parvagpu_scenarios(dir: &Path) -> Result<Vec<(String, ProfileCatalog, Vec<ServiceSlo>)>> {
+    let catalog: ProfileCatalog =
+        read_profile_dir(&dir.join("prof_data"), GpuModel::A100_80GB)?.profiles.into_iter().collect();
+    let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
+    let (rates, latency) = (dir.join("slo/SLO_req_rate.csv"), dir.join("slo/SLO_latency.csv"));
+    (1..=PARVAGPU_SCENARIOS)
+        .map(|k| {
+            let services = read_slo_scenario(&rates, &latency, k, &models)?;
+            Ok((format!("parvagpu scenario {k}"), catalog.clone(), services))
+        })
+        .collect()
+}
+
+/// Plans `iterations` times; returns the plan and the sorted durations.
+fn time_plans(request: &PlanRequest<'_>, iterations: u32) -> Result<(Plan, Vec<Duration>)> {
+    let mut times = Vec::with_capacity(iterations as usize);
+    let mut plan = None;
+    for _ in 0..iterations {
+        let start = Instant::now();
+        let made = plan_parva(request)?;
+        times.push(start.elapsed());
+        plan = Some(made);
+    }
+    times.sort();
+    Ok((plan.expect("at least one iteration"), times))
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}

@@ -1,0 +1,313 @@
+//! End-to-end tests of the `tessera` binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tempfile::TempDir;
+
+fn tessera(args: &[&str], store: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("TESSERA_STORE", store)
+        .output()
+        .expect("the tessera binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs and expects failure with a one-line error containing every needle.
+fn fails_with(args: &[&str], store: &Path, needles: &[&str]) -> String {
+    let output = tessera(args, store);
+    let message = stderr(&output);
+    assert!(!output.status.success(), "expected failure of {args:?}, got: {}", stdout(&output));
+    assert_eq!(message.trim_end().lines().count(), 1, "one-line error expected: {message}");
+    for needle in needles {
+        assert!(message.contains(needle), "{needle:?} not in: {message}");
+    }
+    message
+}
+
+/// A small ParvaGPU-format folder of the project's own: two models with a
+/// handful of configurations (per-process throughput, seconds).
+fn write_parvagpu_fixture(dir: &Path) -> PathBuf {
+    let profiles = dir.join("prof_data");
+    std::fs::create_dir_all(&profiles).unwrap();
+    let header = "Mig instance,Batch size,Workload Number,Throughput,Latency\n";
+    std::fs::write(
+        profiles.join("alpha.csv"),
+        format!("{header}1,1,1,100.0,0.010\n1,8,1,200.0,0.040\n1,64,1,0,0\n2,8,2,200.0,0.040\n3,8,1,600.0,0.013\n7,8,1,1300.0,0.006\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        profiles.join("beta.csv"),
+        format!("{header}1,4,1,50.0,0.080\n2,4,1,120.0,0.033\n4,16,3,150.0,0.107\n7,16,1,800.0,0.020"),
+    )
+    .unwrap();
+    profiles
+}
+
+fn store_in(dir: &TempDir) -> PathBuf {
+    dir.path().join("store.sqlite")
+}
+
+#[test]
+fn demo_plans_with_no_files_and_verifies() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = tessera(&["plan", "--demo"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("GPUs (a100-80gb)") && table.contains("search-ranking"), "{table}");
+    assert!(!table.contains(" NO"), "every demo service is met: {table}");
+
+    let plan = dir.path().join("plan.json");
+    let output =
+        tessera(&["plan", "--demo", "--gpu", "h100-80gb", "--format", "json", "-o", plan.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(json["gpus"][0]["gpu_model"], "h100-80gb");
+    for field in ["profile", "size", "start", "service", "model", "batch", "procs", "throughput_rps", "latency_ms"] {
+        assert!(!json["gpus"][0]["instances"][0][field].is_null(), "{field}");
+    }
+    for field in ["service", "model", "rate_rps", "latency_slo_ms", "provisioned_rps", "worst_latency_ms", "met"] {
+        assert!(!json["services"][0][field].is_null(), "{field}");
+    }
+    let output = tessera(&["verify", plan.to_str().unwrap(), "--demo", "--gpu", "h100-80gb"], &store);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    assert!(!store.exists(), "planning the demo never creates a store");
+}
+
+#[test]
+fn verify_reports_every_violation_of_a_tampered_plan() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan_path = dir.path().join("plan.json");
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", plan_path.to_str().unwrap()], &store)
+        .status
+        .success());
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    plan["gpus"][0]["instances"][0]["start"] = serde_json::json!(1);
+    plan["gpus"][0]["instances"].as_array_mut().unwrap().remove(1);
+    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let output = tessera(&["verify", plan_path.to_str().unwrap(), "--demo"], &store);
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    assert!(report.contains("violation: node 0 gpu 0: ") && report.contains("provisioned"), "{report}");
+}
+
+#[test]
+fn csv_output_uses_parvagpu_deployment_columns() {
+    let dir = TempDir::new().unwrap();
+    let output = tessera(&["plan", "--demo", "--format", "csv"], &store_in(&dir));
+    let csv = stdout(&output);
+    assert!(csv.starts_with("Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n"), "{csv}");
+    assert!(csv.lines().skip(1).all(|line| line.split(',').count() == 7));
+}
+
+#[test]
+fn profiles_import_list_export_and_plan_from_the_store() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = write_parvagpu_fixture(dir.path());
+    let output = tessera(
+        &["profiles", "import", profiles.to_str().unwrap(), "--format", "parvagpu", "--gpu", "a100-80gb"],
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("imported 2 profiles (9 points; 1 infeasible rows skipped"),
+        "{}",
+        stdout(&output)
+    );
+
+    let listing = stdout(&tessera(&["profiles", "list"], &store));
+    assert!(listing.contains("alpha") && listing.contains("beta") && listing.contains("1g,2g,4g,7g"), "{listing}");
+
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(
+        &slo,
+        "service,model,rate_rps,latency_ms\nshop,alpha,900,100\nads,alpha,150,60\nsearch,beta,500,200\n",
+    )
+    .unwrap();
+    let from_store = tessera(&["plan", "--slo", slo.to_str().unwrap(), "--format", "json"], &store);
+    assert!(from_store.status.success(), "{}", stderr(&from_store));
+    let from_files = tessera(
+        &["plan", "--profiles", profiles.to_str().unwrap(), "--slo", slo.to_str().unwrap(), "--format", "json"],
+        &store,
+    );
+    assert_eq!(stdout(&from_store), stdout(&from_files));
+
+    let exported = dir.path().join("profiles.csv");
+    assert!(tessera(&["profiles", "export", "-o", exported.to_str().unwrap()], &store).status.success());
+    let from_export = tessera(
+        &["plan", "--profiles", exported.to_str().unwrap(), "--slo", slo.to_str().unwrap(), "--format", "json"],
+        &store,
+    );
+    assert_eq!(stdout(&from_store), stdout(&from_export), "export round-trips the profiles");
+}
+
+#[test]
+fn a_failed_import_leaves_the_store_unchanged() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = write_parvagpu_fixture(dir.path());
+    let import = |path: &Path| tessera(&["profiles", "import", path.to_str().unwrap(), "--gpu", "a100-80gb"], &store);
+    assert!(import(&profiles).status.success());
+    let before = stdout(&tessera(&["profiles", "export"], &store));
+
+    // A second folder: one good file (which would replace alpha) and one bad.
+    let bad = dir.path().join("bad");
+    std::fs::create_dir(&bad).unwrap();
+    let header = "Mig instance,Batch size,Workload Number,Throughput,Latency\n";
+    std::fs::write(bad.join("alpha.csv"), format!("{header}7,1,1,999.0,0.001\n")).unwrap();
+    std::fs::write(bad.join("gamma.csv"), format!("{header}1,1,1,abc,0.010\n")).unwrap();
+    let output = import(&bad);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("gamma.csv:2"), "{}", stderr(&output));
+    assert_eq!(stdout(&tessera(&["profiles", "export"], &store)), before);
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors_naming_the_culprit() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = write_parvagpu_fixture(dir.path());
+    let p = profiles.to_str().unwrap();
+    let header = "Mig instance,Batch size,Workload Number,Throughput,Latency\n";
+    let slo = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let good_slo = slo("good.csv", "service,model,rate_rps,latency_ms\nshop,alpha,100,100\n");
+    let g = good_slo.to_str().unwrap();
+
+    // A misspelt column.
+    let misspelt = dir.path().join("misspelt");
+    std::fs::create_dir(&misspelt).unwrap();
+    std::fs::write(misspelt.join("m.csv"), "Mig instance,Batch,Workload Number,Throughput,Latency\n1,1,1,1,1\n")
+        .unwrap();
+    fails_with(&["plan", "--profiles", misspelt.to_str().unwrap(), "--slo", g], &store, &["m.csv", "Batch size"]);
+
+    // Non-numeric and negative values.
+    let numbers = dir.path().join("numbers");
+    std::fs::create_dir(&numbers).unwrap();
+    std::fs::write(numbers.join("m.csv"), format!("{header}1,1,1,100,0.01\n1,2,1,fast,0.01\n")).unwrap();
+    fails_with(
+        &["plan", "--profiles", numbers.to_str().unwrap(), "--slo", g],
+        &store,
+        &["m.csv:3", "Throughput", "fast"],
+    );
+    std::fs::write(numbers.join("m.csv"), format!("{header}1,1,1,100,-0.01\n")).unwrap();
+    fails_with(&["plan", "--profiles", numbers.to_str().unwrap(), "--slo", g], &store, &["m.csv:2", "Latency"]);
+    let negative_slo = slo("negative.csv", "service,model,rate_rps,latency_ms\nshop,alpha,-5,100\n");
+    fails_with(
+        &["plan", "--profiles", p, "--slo", negative_slo.to_str().unwrap()],
+        &store,
+        &["negative.csv:2", "rate_rps"],
+    );
+
+    // An unknown GPU model.
+    fails_with(&["plan", "--demo", "--gpu", "v100-32gb"], &store, &["v100-32gb", "a100-80gb"]);
+
+    // An SLO for a model with no profile, and one no configuration meets.
+    let unknown = slo("unknown.csv", "service,model,rate_rps,latency_ms\nshop,alexnet,100,100\n");
+    fails_with(
+        &["plan", "--profiles", p, "--slo", unknown.to_str().unwrap()],
+        &store,
+        &["shop", "alexnet", "alpha, beta"],
+    );
+    let strict = slo("strict.csv", "service,model,rate_rps,latency_ms\nshop,alpha,100,5\n");
+    fails_with(
+        &["plan", "--profiles", p, "--slo", strict.to_str().unwrap()],
+        &store,
+        &["shop", "alpha", "fastest", "6.00 ms"],
+    );
+
+    // An empty profile folder.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    fails_with(&["plan", "--profiles", empty.to_str().unwrap(), "--slo", g], &store, &["empty"]);
+
+    // A scenario index out of range.
+    let rates = slo("rates.csv", "100,200\n300,400");
+    let latency = slo("latency.csv", "100,200\n300,400");
+    let (r, l) = (rates.to_str().unwrap(), latency.to_str().unwrap());
+    fails_with(
+        &["plan", "--profiles", p, "--slo-rates", r, "--slo-latency", l, "--scenario", "3"],
+        &store,
+        &["rates.csv", "3"],
+    );
+    let ok = tessera(&["plan", "--profiles", p, "--slo-rates", r, "--slo-latency", l, "--scenario", "2"], &store);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+
+    assert!(!store.exists(), "no command above touched the store");
+}
+
+/// The six ParvaGPU scenarios with ParvaGPU's rules use exactly as many
+/// GPUs as ParvaGPU itself, pass `tessera verify`, and meet every rate.
+#[test]
+fn parvagpu_scenarios_match_parvagpu_gpu_counts() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu");
+    if !data.join("prof_data").is_dir() {
+        eprintln!("skipping: {} is absent (ParvaGPU reference data)", data.display());
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = data.join("prof_data");
+    let rates = data.join("slo/SLO_req_rate.csv");
+    let latency = data.join("slo/SLO_latency.csv");
+    for (scenario, expected_gpus) in [(1, 2), (2, 3), (3, 5), (4, 7), (5, 13), (6, 16)] {
+        let plan = dir.path().join(format!("plan{scenario}.json"));
+        let k = scenario.to_string();
+        let inputs = [
+            "--profiles",
+            profiles.to_str().unwrap(),
+            "--slo-rates",
+            rates.to_str().unwrap(),
+            "--slo-latency",
+            latency.to_str().unwrap(),
+            "--scenario",
+            &k,
+            "--gpu",
+            "a100-80gb",
+        ];
+        let mut args = vec!["plan"];
+        args.extend(inputs);
+        args.extend([
+            "--strategy",
+            "parva",
+            "--latency-rule",
+            "parva",
+            "--format",
+            "json",
+            "-o",
+            plan.to_str().unwrap(),
+        ]);
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "scenario {scenario}: {}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+        assert_eq!(json["gpu_count"], expected_gpus, "scenario {scenario}");
+        assert!(json["services"].as_array().unwrap().iter().all(|s| s["met"] == true), "scenario {scenario}");
+
+        let mut args = vec!["verify", plan.to_str().unwrap()];
+        args.extend(inputs);
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "scenario {scenario}: {}", stdout(&output));
+    }
+}
+
+#[test]
+fn a_misspelt_optional_column_is_an_error_not_ignored() {
+    let dir = TempDir::new().unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,modle,rate_rps,latency_ms\nshop,alpha,100,100\n").unwrap();
+    fails_with(&["plan", "--demo", "--slo", slo.to_str().unwrap()], &store_in(&dir), &["slo.csv:1", "modle", "model"]);
+}

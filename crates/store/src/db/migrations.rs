@@ -1,0 +1,79 @@
+//! The store's schema, as an ordered list of migrations.
+//!
+//! Migration `i` (0-based) brings the database from version `i` to `i + 1`;
+//! the version is kept in SQLite's `PRAGMA user_version`. Never edit a
+//! released migration: append a new one.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::error::StoreError;
+
+/// Every migration, oldest first.
+pub(crate) const MIGRATIONS: &[&str] = &[
+    // v1: imports and profile points.
+    r#"
+    CREATE TABLE imports (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL,
+        format TEXT NOT NULL,
+        imported_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+        "rows" INTEGER NOT NULL CHECK ("rows" >= 0)
+    );
+    CREATE TABLE profiles (
+        gpu_model TEXT NOT NULL CHECK (length(gpu_model) > 0),
+        model TEXT NOT NULL CHECK (length(model) > 0),
+        size_gpcs INTEGER NOT NULL CHECK (size_gpcs > 0),
+        batch INTEGER NOT NULL CHECK (batch > 0),
+        procs INTEGER NOT NULL CHECK (procs > 0),
+        throughput_rps REAL NOT NULL CHECK (throughput_rps > 0),
+        latency_ms REAL NOT NULL CHECK (latency_ms > 0),
+        memory_gb REAL NULL CHECK (memory_gb IS NULL OR memory_gb >= 0),
+        import_id INTEGER NOT NULL REFERENCES imports(id),
+        PRIMARY KEY (gpu_model, model, size_gpcs, batch, procs)
+    );
+    CREATE INDEX profiles_by_import ON profiles(import_id);
+    "#,
+];
+
+/// The schema version this code writes and understands.
+pub(crate) const SUPPORTED_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// The database's schema version.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Brings the database to [`SUPPORTED_VERSION`]: the pending migrations run
+/// in order inside one write transaction (so concurrent openers apply them
+/// once). A database newer than this code is refused.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let sqlite = |context: &str| {
+        let context = context.to_string();
+        move |source| StoreError::sqlite(path, context, source)
+    };
+    let too_new = |found| StoreError::SchemaTooNew { path: path.to_path_buf(), found, supported: SUPPORTED_VERSION };
+    let found = version(conn).map_err(sqlite("reading the schema version"))?;
+    if found == SUPPORTED_VERSION {
+        return Ok(());
+    }
+    if found > SUPPORTED_VERSION {
+        return Err(too_new(found));
+    }
+    let transaction = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite("starting the schema migration"))?;
+    // Another process may have migrated since the first look.
+    let found = version(&transaction).map_err(sqlite("reading the schema version"))?;
+    if found > SUPPORTED_VERSION {
+        return Err(too_new(found));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = index as u32 + 1;
+        let context = format!("migrating the schema to version {version}");
+        transaction.execute_batch(sql).map_err(sqlite(&context))?;
+        transaction.pragma_update(None, "user_version", version).map_err(sqlite(&context))?;
+    }
+    transaction.commit().map_err(sqlite("committing the schema migration"))
+}

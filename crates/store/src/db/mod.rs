@@ -1,0 +1,131 @@
+//! The profile store: an SQLite database of imported profile points.
+//!
+//! Opening a store applies any pending schema migrations; the profile
+//! operations live in the `profiles` submodule.
+
+mod migrations;
+mod profiles;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use crate::error::StoreError;
+
+pub use profiles::{ImportSummary, ProfileSummary};
+
+/// How long a write waits for another process's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// An open profile store.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// The default database location: `<data_dir>/tessera/profiles.sqlite`,
+/// where `<data_dir>` is the platform's per-user data folder (e.g.
+/// `~/.local/share` on Linux). `None` when no home folder is known.
+pub fn default_path() -> Option<PathBuf> {
+    let dirs = directories::BaseDirs::new()?;
+    Some(dirs.data_dir().join("tessera").join("profiles.sqlite"))
+}
+
+impl Store {
+    /// Opens (creating it and its parent folders if needed) the database at
+    /// `path`, in WAL mode with foreign keys enforced, and migrates its
+    /// schema to the current version.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io { path: parent.to_path_buf(), source })?;
+        }
+        let conn = Connection::open(path).map_err(|source| StoreError::sqlite(path, "opening the database", source))?;
+        Store::configure(conn, path.to_path_buf())
+    }
+
+    /// A fresh store that lives in memory only (for tests and dry runs).
+    pub fn open_in_memory() -> Result<Store, StoreError> {
+        let path = PathBuf::from(":memory:");
+        let conn = Connection::open_in_memory()
+            .map_err(|source| StoreError::sqlite(&path, "opening an in-memory database", source))?;
+        Store::configure(conn, path)
+    }
+
+    fn configure(mut conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
+        let sqlite = |context: &str| {
+            let (path, context) = (path.clone(), context.to_string());
+            move |source| StoreError::sqlite(&path, context, source)
+        };
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sqlite("setting the busy timeout"))?;
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
+            .map_err(sqlite("enabling write-ahead logging"))?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(sqlite("enabling foreign keys"))?;
+        migrations::migrate(&mut conn, &path)?;
+        Ok(Store { conn, path })
+    }
+
+    /// The database file (`:memory:` for an in-memory store).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The database's schema version (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        migrations::version(&self.conn).map_err(|source| self.sqlite("reading the schema version", source))
+    }
+
+    /// An SQLite error with the database path and what the store was doing.
+    fn sqlite(&self, context: &str, source: rusqlite::Error) -> StoreError {
+        StoreError::sqlite(&self.path, context, source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn creates_folders_and_migrates_to_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a").join("b").join("profiles.sqlite");
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
+        assert_eq!(store.path(), path);
+        let mode: String = store.conn.pragma_query_value(None, "journal_mode", |row| row.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        let foreign_keys: bool = store.conn.pragma_query_value(None, "foreign_keys", |row| row.get(0)).unwrap();
+        assert!(foreign_keys);
+        drop(store);
+        // Reopening is a no-op migration.
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 1);
+    }
+
+    #[test]
+    fn refuses_a_newer_schema() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profiles.sqlite");
+        let store = Store::open(&path).unwrap();
+        store.conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(store);
+        let error = Store::open(&path).unwrap_err();
+        assert!(matches!(error, StoreError::SchemaTooNew { found: 99, .. }));
+        let message = error.to_string();
+        assert!(message.contains("profiles.sqlite") && message.contains("99"), "{message}");
+    }
+
+    #[test]
+    fn default_path_ends_in_tessera_profiles() {
+        if let Some(path) = default_path() {
+            assert!(path.ends_with("tessera/profiles.sqlite"), "{}", path.display());
+        }
+    }
+
+    #[test]
+    fn in_memory_store_is_migrated() {
+        let store = Store::open_in_memory().unwrap();
+        assert_eq!(store.schema_version().unwrap(), 1);
+    }
+}

@@ -1,0 +1,217 @@
+//! The one error type of `tessera-store`.
+//!
+//! Every message is a single line that starts with the file (or database)
+//! it concerns and, for file contents, the 1-based line number as it appears
+//! in the file (the header is line 1), then names the field, column or model
+//! and says what is wrong.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use tessera_core::CoreError;
+
+/// Everything that can go wrong while reading, writing or storing profiles
+/// and service-level objectives.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A file or folder could not be read, written or created.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Writing to an output stream (not a named file) failed.
+    #[error("writing {what}: {source}")]
+    Write {
+        /// What was being written, e.g. `deployment CSV`.
+        what: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A value that could not be parsed or is out of its allowed range.
+    #[error("{}:{line}: field '{field}': {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number in the file.
+        line: u64,
+        /// The column name (or column number and model for headerless files).
+        field: String,
+        /// What is wrong, including the offending text.
+        message: String,
+    },
+    /// A header column the format does not know (e.g. a misspelt name).
+    #[error("{}:1: unknown column '{column}' (expected: {expected})", path.display())]
+    UnknownColumn {
+        /// The file.
+        path: PathBuf,
+        /// The column nobody reads.
+        column: String,
+        /// The columns the format knows.
+        expected: String,
+    },
+    /// A required column is absent from the header.
+    #[error("{}:1: missing column '{column}' (the header has: {found})", path.display())]
+    MissingColumn {
+        /// The file.
+        path: PathBuf,
+        /// The column that is required.
+        column: String,
+        /// The header's columns, comma-separated.
+        found: String,
+    },
+    /// A column name appears more than once in the header.
+    #[error("{}:1: column '{column}' appears more than once in the header", path.display())]
+    DuplicateColumn {
+        /// The file.
+        path: PathBuf,
+        /// The repeated column name.
+        column: String,
+    },
+    /// A row with the wrong number of fields.
+    #[error("{}:{line}: expected {expected} fields ({detail}), found {found}", path.display())]
+    FieldCount {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number in the file.
+        line: u64,
+        /// Fields the row must have.
+        expected: usize,
+        /// Fields the row has.
+        found: usize,
+        /// Where the expected count comes from, e.g. `one per header column`.
+        detail: String,
+    },
+    /// A file without usable data rows.
+    #[error("{}:{line}: {reason}", path.display())]
+    NoRows {
+        /// The file.
+        path: PathBuf,
+        /// The last line read (1 for a header-only file).
+        line: u64,
+        /// Why nothing could be used.
+        reason: String,
+    },
+    /// A profile folder without any `*.csv` file.
+    #[error("{}: no *.csv profile file in this folder", path.display())]
+    EmptyDir {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A scenario number outside the rows of an SLO file.
+    #[error("{}: scenario {scenario} is out of range ({})", path.display(), scenario_range(*available))]
+    ScenarioOutOfRange {
+        /// The SLO file.
+        path: PathBuf,
+        /// The scenario asked for (1-based).
+        scenario: usize,
+        /// Number of scenarios (non-blank rows) in the file.
+        available: usize,
+    },
+    /// A row whose values the domain model rejects, e.g. a MIG size the GPU
+    /// model does not offer.
+    #[error("{}:{line}: field '{field}': {source}", path.display())]
+    Domain {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number in the file.
+        line: u64,
+        /// The column (or model) concerned.
+        field: String,
+        /// The domain model's verdict (boxed to keep the error small).
+        source: Box<CoreError>,
+    },
+    /// The same segment configuration listed twice for one model.
+    #[error("{}:{line}: model '{model}': configuration {config} already listed on line {first_line}", path.display())]
+    DuplicateConfig {
+        /// The file.
+        path: PathBuf,
+        /// The line of the repeated configuration.
+        line: u64,
+        /// The model.
+        model: String,
+        /// The configuration, e.g. `3g batch 8 x 2 proc`.
+        config: String,
+        /// The line where it first appeared.
+        first_line: u64,
+    },
+    /// The same service name listed twice in an SLO file.
+    #[error("{}:{line}: field 'service': service '{service}' already listed on line {first_line}", path.display())]
+    DuplicateService {
+        /// The file.
+        path: PathBuf,
+        /// The line of the repeated service.
+        line: u64,
+        /// The service name.
+        service: String,
+        /// The line where it first appeared.
+        first_line: u64,
+    },
+    /// The same (GPU model, model) profile given twice to one import.
+    #[error("{}: import from '{source_name}': model '{model}' on {gpu} is given twice", path.display())]
+    DuplicateProfile {
+        /// The database.
+        path: PathBuf,
+        /// The import's source.
+        source_name: String,
+        /// The GPU model id.
+        gpu: String,
+        /// The model.
+        model: String,
+    },
+    /// An SQLite operation failed.
+    #[error("{}: {context}: {source}", path.display())]
+    Sqlite {
+        /// The database (`:memory:` for an in-memory store).
+        path: PathBuf,
+        /// What the store was doing.
+        context: String,
+        /// SQLite's error (boxed to keep the error small).
+        source: Box<rusqlite::Error>,
+    },
+    /// A database written by a newer Tessera.
+    #[error("{}: database schema version {found} is newer than this program supports ({supported}); upgrade Tessera", path.display())]
+    SchemaTooNew {
+        /// The database.
+        path: PathBuf,
+        /// The version found in the database.
+        found: u32,
+        /// The newest version this code knows.
+        supported: u32,
+    },
+    /// Stored data that the domain model rejects (edited by hand?).
+    #[error("{}: stored profile of model '{model}' on '{gpu}' is invalid: {detail}", path.display())]
+    Corrupt {
+        /// The database.
+        path: PathBuf,
+        /// The GPU model as stored.
+        gpu: String,
+        /// The model as stored.
+        model: String,
+        /// What is wrong.
+        detail: String,
+    },
+}
+
+impl StoreError {
+    /// An SQLite error on the database at `path` while doing `context`.
+    pub(crate) fn sqlite(path: &Path, context: impl Into<String>, source: rusqlite::Error) -> Self {
+        StoreError::Sqlite { path: path.to_path_buf(), context: context.into(), source: Box::new(source) }
+    }
+
+    /// A domain-model rejection of `field` on `line` of the file at `path`.
+    pub(crate) fn domain(path: &Path, line: u64, field: impl Into<String>, source: CoreError) -> Self {
+        StoreError::Domain { path: path.to_path_buf(), line, field: field.into(), source: Box::new(source) }
+    }
+}
+
+/// The scenarios a file offers, in words.
+fn scenario_range(available: usize) -> String {
+    match available {
+        0 => "the file has no scenario rows".to_string(),
+        1 => "the file has only scenario 1".to_string(),
+        n => format!("the file has scenarios 1 to {n}"),
+    }
+}

@@ -1,0 +1,267 @@
+//! Tessera's own CSV formats. Headers carry units, columns are found by
+//! name and may come in any order.
+//!
+//! - Profiles: `gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb`
+//!   (`memory_gb` optional, an empty cell means unknown; `throughput_rps` is
+//!   the whole segment's, all processes together).
+//! - SLOs: `service,model,rate_rps,latency_ms` (`model` optional: absent
+//!   means the service runs the model of its own name).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+
+use tessera_core::{GpuModel, ModelProfile, SegmentConfig, ServiceSlo};
+
+use crate::error::StoreError;
+use crate::formats::points::{PointColumns, PointRow, ProfileRows};
+use crate::formats::table::{Cell, Table};
+
+/// Tessera's profile columns, in the order they are written.
+const PROFILE_HEADER: [&str; 8] =
+    ["gpu_model", "model", "size_gpcs", "batch", "procs", "throughput_rps", "latency_ms", "memory_gb"];
+
+/// The profile point columns (identical to the domain's field names).
+const COLUMNS: PointColumns = PointColumns {
+    size_gpcs: "size_gpcs",
+    batch: "batch",
+    procs: "procs",
+    throughput: "throughput_rps",
+    latency: "latency_ms",
+    memory: "memory_gb",
+};
+
+/// Reads a profile CSV; rows are grouped by (`gpu_model`, `model`) and the
+/// profiles returned ordered by GPU model (as in [`GpuModel::ALL`]), then
+/// model name, like a [`tessera_core::ProfileCatalog`].
+pub fn read_profiles_csv(path: &Path) -> Result<Vec<ModelProfile>, StoreError> {
+    let table = Table::read(path)?;
+    table.reject_unknown_columns(&PROFILE_HEADER)?;
+    let gpu_column = table.require("gpu_model")?;
+    let model_column = table.require("model")?;
+    let size = table.require(COLUMNS.size_gpcs)?;
+    let batch = table.require(COLUMNS.batch)?;
+    let procs = table.require(COLUMNS.procs)?;
+    let throughput = table.require(COLUMNS.throughput)?;
+    let latency = table.require(COLUMNS.latency)?;
+    let memory = table.optional(COLUMNS.memory)?;
+
+    let mut groups: BTreeMap<(GpuModel, String), ProfileRows> = BTreeMap::new();
+    for record in &table.rows {
+        let cell = |column| Cell::of(path, record, column);
+        let gpu_cell = cell(gpu_column);
+        let gpu: GpuModel = gpu_cell.text.parse().map_err(|error| gpu_cell.domain(error))?;
+        let model = cell(model_column).name()?;
+        let row = PointRow {
+            line: record.line,
+            config: SegmentConfig {
+                size_gpcs: cell(size).whole()?,
+                batch: cell(batch).whole()?,
+                procs: cell(procs).whole()?,
+            },
+            throughput_rps: cell(throughput).positive()?,
+            latency_ms: cell(latency).positive()?,
+            memory_gb: match memory.map(cell) {
+                Some(memory) if !memory.text.is_empty() => Some(memory.non_negative()?),
+                _ => None,
+            },
+        };
+        groups
+            .entry((gpu, model.to_string()))
+            .or_insert_with(|| ProfileRows::new(path, COLUMNS, gpu, model, record.line))
+            .push(row)?;
+    }
+    groups.into_values().map(ProfileRows::finish).collect()
+}
+
+/// Writes profiles in Tessera's profile CSV format, one row per point, with
+/// numbers in Rust's shortest round-trip notation (reading the file back
+/// gives the same values).
+pub fn write_profiles_csv<'a, W: Write>(
+    out: W,
+    profiles: impl IntoIterator<Item = &'a ModelProfile>,
+) -> Result<(), StoreError> {
+    let write_error = |source: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), source };
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(PROFILE_HEADER).map_err(|error| write_error(error.into()))?;
+    for profile in profiles {
+        for point in profile.points() {
+            writer
+                .write_record([
+                    profile.gpu.id().to_string(),
+                    profile.model.clone(),
+                    point.config.size_gpcs.to_string(),
+                    point.config.batch.to_string(),
+                    point.config.procs.to_string(),
+                    point.throughput_rps.to_string(),
+                    point.latency_ms.to_string(),
+                    point.memory_gb.map_or(String::new(), |gb| gb.to_string()),
+                ])
+                .map_err(|error| write_error(error.into()))?;
+        }
+    }
+    writer.flush().map_err(write_error)
+}
+
+/// Reads an SLO CSV. Service names must be unique; a file without rows is
+/// an error.
+pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
+    let table = Table::read(path)?;
+    table.reject_unknown_columns(&["service", "model", "rate_rps", "latency_ms"])?;
+    let service_column = table.require("service")?;
+    let model_column = table.optional("model")?;
+    let rate = table.require("rate_rps")?;
+    let latency = table.require("latency_ms")?;
+
+    let mut services = Vec::with_capacity(table.rows.len());
+    for record in &table.rows {
+        let cell = |column| Cell::of(path, record, column);
+        let service = cell(service_column).name()?;
+        let model = match model_column {
+            Some(column) => cell(column).name()?,
+            None => service,
+        };
+        let slo = ServiceSlo::new(service, model, cell(rate).positive()?, cell(latency).positive()?)
+            .map_err(|error| cell(service_column).domain(error))?;
+        services.push(slo);
+    }
+    if let Some(duplicate) = tessera_core::slo::find_duplicate_service(&services) {
+        let mut lines =
+            table.rows.iter().zip(&services).filter(|(_, slo)| slo.service == duplicate).map(|(record, _)| record.line);
+        let first_line = lines.next().unwrap_or(0);
+        return Err(StoreError::DuplicateService {
+            path: path.to_path_buf(),
+            line: lines.next().unwrap_or(0),
+            service: duplicate.to_string(),
+            first_line,
+        });
+    }
+    Ok(services)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+    use tessera_core::ProfilePoint;
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn error_of<T: std::fmt::Debug>(read: fn(&Path) -> Result<T, StoreError>, name: &str, text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), name, text);
+        read(&path).unwrap_err().to_string()
+    }
+
+    fn assert_names(message: &str, parts: &[&str]) {
+        assert!(!message.contains('\n'), "{message}");
+        for part in parts {
+            assert!(message.contains(part), "'{part}' missing from: {message}");
+        }
+    }
+
+    fn point(size_gpcs: u8, batch: u32, rps: f64, memory_gb: Option<f64>) -> ProfilePoint {
+        let config = SegmentConfig { size_gpcs, batch, procs: 2 };
+        ProfilePoint::new(config, rps, 12.345678901234567, memory_gb).unwrap()
+    }
+
+    #[test]
+    fn profiles_round_trip_exactly() {
+        let profiles = vec![
+            ModelProfile::new(
+                GpuModel::A100_80GB,
+                "bert",
+                vec![point(1, 1, 0.1 + 0.2, None), point(7, 64, 1e-7, Some(3.5))],
+            )
+            .unwrap(),
+            ModelProfile::new(GpuModel::A100_80GB, "resnet50", vec![point(2, 8, 1234.5, Some(0.0))]).unwrap(),
+            ModelProfile::new(GpuModel::A30_24GB, "bert", vec![point(4, 2, 1e21, None)]).unwrap(),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profiles.csv");
+        let mut bytes = Vec::new();
+        write_profiles_csv(&mut bytes, &profiles).unwrap();
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_profiles_csv(&path).unwrap(), profiles);
+    }
+
+    #[test]
+    fn reads_profiles_in_any_column_order_with_optional_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(
+            dir.path(),
+            "p.csv",
+            "\u{feff}latency_ms,throughput_rps,procs,batch,size_gpcs,model,gpu_model\r\n\
+             10,100,1,4,3,bert,A100-80GB\n20,50,1,4,1,bert,a100-80gb",
+        );
+        let profiles = read_profiles_csv(&path).unwrap();
+        assert_eq!(profiles.len(), 1);
+        assert_eq!(profiles[0].points().len(), 2);
+        assert_eq!(profiles[0].points()[0].memory_gb, None);
+    }
+
+    #[test]
+    fn rejects_bad_profile_rows_naming_file_line_and_field() {
+        let header = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb\n";
+        let read = read_profiles_csv;
+        let message = error_of(read, "p.csv", &format!("{header}v100,bert,1,1,1,5,5,\n"));
+        assert_names(&message, &["p.csv:2:", "'gpu_model'", "v100"]);
+        let message =
+            error_of(read, "p.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,\na100-80gb,bert,1,2,1,x,5,\n"));
+        assert_names(&message, &["p.csv:3:", "'throughput_rps'", "'x'"]);
+        let message = error_of(read, "p.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,-1\n"));
+        assert_names(&message, &["p.csv:2:", "'memory_gb'", "'-1'"]);
+        let message = error_of(read, "p.csv", &format!("{header}a30-24gb,bert,3,1,1,5,5,\n"));
+        assert_names(&message, &["p.csv:2:", "'size_gpcs'", "3g"]);
+        let message = error_of(read, "p.csv", &format!("{header}a100-80gb,,1,1,1,5,5,\n"));
+        assert_names(&message, &["p.csv:2:", "'model'", "empty"]);
+        let message = error_of(read, "p.csv", &format!("{header}a100-80gb,bert,1,1,1,0,5,\n"));
+        assert_names(&message, &["p.csv:2:", "'throughput_rps'", "positive"]);
+        let message =
+            error_of(read, "p.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,\na100-80gb,bert,1,1,1,6,6,\n"));
+        assert_names(&message, &["p.csv:3:", "bert", "line 2"]);
+        let message = error_of(read, "p.csv", "gpu_model,model,size_gpcs\na,b,c\n");
+        assert_names(&message, &["p.csv:1:", "'batch'"]);
+    }
+
+    #[test]
+    fn reads_slos_with_and_without_model_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let path =
+            write(dir.path(), "s.csv", "service,model,rate_rps,latency_ms\nchat-a,bert,10.5,100\nchat-b,bert,3,200\n");
+        let services = read_slo_csv(&path).unwrap();
+        assert_eq!(services[1].service, "chat-b");
+        assert_eq!(services[1].model, "bert");
+        assert_eq!(services[0].rate_rps, 10.5);
+        let path = write(dir.path(), "t.csv", "latency_ms,rate_rps,service\n100,10,bert\n");
+        let services = read_slo_csv(&path).unwrap();
+        assert_eq!(services[0].model, "bert");
+        assert_eq!(services[0].latency_slo_ms, 100.0);
+    }
+
+    #[test]
+    fn rejects_bad_slos_naming_file_line_and_field() {
+        let header = "service,model,rate_rps,latency_ms\n";
+        let read = read_slo_csv;
+        let message = error_of(read, "s.csv", &format!("{header}a,bert,1,1\nb,bert,1,1\na,vgg,2,2\n"));
+        assert_names(&message, &["s.csv:4:", "'service'", "'a'", "line 2"]);
+        let message = error_of(read, "s.csv", header);
+        assert_names(&message, &["s.csv:1:", "no data rows"]);
+        let message = error_of(read, "s.csv", "");
+        assert_names(&message, &["s.csv:1:", "empty"]);
+        let message = error_of(read, "s.csv", &format!("{header}a,bert,-3,1\n"));
+        assert_names(&message, &["s.csv:2:", "'rate_rps'", "positive", "'-3'"]);
+        let message = error_of(read, "s.csv", &format!("{header}a,bert,3,fast\n"));
+        assert_names(&message, &["s.csv:2:", "'latency_ms'", "'fast'"]);
+        let message = error_of(read, "s.csv", "service,rate,latency_ms\na,1,1\n");
+        assert_names(&message, &["s.csv:1:", "'rate'", "rate_rps"]);
+        let message = error_of(read, "s.csv", "service,latency_ms\na,1\n");
+        assert_names(&message, &["s.csv:1:", "'rate_rps'", "service,latency_ms"]);
+        let message = error_of(read, "s.csv", &format!("{header}a,,3,1\n"));
+        assert_names(&message, &["s.csv:2:", "'model'"]);
+    }
+}

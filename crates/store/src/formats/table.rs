@@ -1,0 +1,203 @@
+//! Reading CSV files into rows that remember their line numbers, and turning
+//! cells into numbers with errors that name the file, line and field.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use csv::{ReaderBuilder, StringRecord, Trim};
+
+use crate::error::StoreError;
+
+/// One non-blank CSV record and the 1-based line it starts on.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// 1-based line number in the file.
+    pub line: u64,
+    /// The trimmed fields.
+    pub fields: StringRecord,
+}
+
+/// A CSV file with a header line, read whole.
+#[derive(Debug)]
+pub(crate) struct Table {
+    /// The file, as given by the caller.
+    pub path: PathBuf,
+    header: StringRecord,
+    /// The data rows, blank lines skipped.
+    pub rows: Vec<Record>,
+}
+
+/// A column found in a header.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Column<'a> {
+    /// Position in the record.
+    pub index: usize,
+    /// Its header name.
+    pub name: &'a str,
+}
+
+/// Reads every non-blank record of `path` (a line of only whitespace is
+/// blank), trimmed, with its line number.
+fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io { path: path.to_path_buf(), source })?;
+    let mut reader =
+        ReaderBuilder::new().has_headers(false).flexible(true).trim(Trim::All).from_reader(bytes.as_slice());
+    let mut records = Vec::new();
+    for result in reader.records() {
+        let fields = result.map_err(|error| csv_error(path, &error))?;
+        let line = fields.position().map_or(0, |p| p.line());
+        let blank = fields.len() == 1 && fields[0].is_empty();
+        if !blank {
+            records.push(Record { line, fields });
+        }
+    }
+    Ok(records)
+}
+
+/// Converts a CSV-level error (bad UTF-8) into a one-line error.
+fn csv_error(path: &Path, error: &csv::Error) -> StoreError {
+    let line = error.position().map_or(0, |p| p.line());
+    let field = match error.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => format!("column {}", err.field() + 1),
+        _ => "row".to_string(),
+    };
+    StoreError::Parse { path: path.to_path_buf(), line, field, message: error.to_string() }
+}
+
+/// Reads a headerless CSV file: every non-blank line is a record.
+pub(crate) fn read_headerless(path: &Path) -> Result<Vec<Record>, StoreError> {
+    read_records(path)
+}
+
+impl Table {
+    /// Reads a CSV file whose first non-blank line is the header. Every data
+    /// row must have as many fields as the header; a file without data rows
+    /// is an error.
+    pub fn read(path: &Path) -> Result<Table, StoreError> {
+        let mut records = read_records(path)?.into_iter();
+        let Some(header) = records.next().map(|r| r.fields) else {
+            return Err(StoreError::NoRows {
+                path: path.to_path_buf(),
+                line: 1,
+                reason: "the file is empty (expected a header line)".to_string(),
+            });
+        };
+        let rows: Vec<Record> = records.collect();
+        let header_line = header.position().map_or(1, |p| p.line());
+        if rows.is_empty() {
+            return Err(StoreError::NoRows {
+                path: path.to_path_buf(),
+                line: header_line,
+                reason: "no data rows after the header".to_string(),
+            });
+        }
+        if let Some(row) = rows.iter().find(|row| row.fields.len() != header.len()) {
+            return Err(StoreError::FieldCount {
+                path: path.to_path_buf(),
+                line: row.line,
+                expected: header.len(),
+                found: row.fields.len(),
+                detail: "one per header column".to_string(),
+            });
+        }
+        Ok(Table { path: path.to_path_buf(), header, rows })
+    }
+
+    /// The column named `name` (exact after trimming), which must exist once.
+    pub fn require(&self, name: &str) -> Result<Column<'_>, StoreError> {
+        self.optional(name)?.ok_or_else(|| StoreError::MissingColumn {
+            path: self.path.clone(),
+            column: name.to_string(),
+            found: self.header.iter().collect::<Vec<_>>().join(","),
+        })
+    }
+
+    /// Fails on the first header column not in `known`: in a format whose
+    /// columns are optional, a misspelt name must not be silently ignored.
+    pub fn reject_unknown_columns(&self, known: &[&str]) -> Result<(), StoreError> {
+        match self.header.iter().find(|column| !known.contains(column)) {
+            Some(column) => Err(StoreError::UnknownColumn {
+                path: self.path.clone(),
+                column: column.to_string(),
+                expected: known.join(", "),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The column named `name` if present; an error if it appears twice.
+    pub fn optional(&self, name: &str) -> Result<Option<Column<'_>>, StoreError> {
+        let mut matches = self.header.iter().enumerate().filter(|(_, header)| *header == name);
+        let found = matches.next();
+        if matches.next().is_some() {
+            return Err(StoreError::DuplicateColumn { path: self.path.clone(), column: name.to_string() });
+        }
+        Ok(found.map(|(index, name)| Column { index, name }))
+    }
+}
+
+/// A cell being interpreted: where it is, for error messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Cell<'a> {
+    /// The file.
+    pub path: &'a Path,
+    /// 1-based line number.
+    pub line: u64,
+    /// The column name or description.
+    pub field: &'a str,
+    /// The trimmed text.
+    pub text: &'a str,
+}
+
+impl<'a> Cell<'a> {
+    /// The cell of `column` in `record`.
+    pub fn of(path: &'a Path, record: &'a Record, column: Column<'a>) -> Cell<'a> {
+        Cell { path, line: record.line, field: column.name, text: record.fields.get(column.index).unwrap_or("") }
+    }
+
+    /// A parse error about this cell.
+    pub fn error(&self, message: impl Into<String>) -> StoreError {
+        StoreError::Parse {
+            path: self.path.to_path_buf(),
+            line: self.line,
+            field: self.field.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// A domain error about this cell.
+    pub fn domain(&self, source: tessera_core::CoreError) -> StoreError {
+        StoreError::domain(self.path, self.line, self.field, source)
+    }
+
+    /// A non-empty text.
+    pub fn name(&self) -> Result<&'a str, StoreError> {
+        if self.text.is_empty() {
+            return Err(self.error("expected a name, got an empty cell"));
+        }
+        Ok(self.text)
+    }
+
+    /// A whole number of type `T` (no sign, no fraction).
+    pub fn whole<T: FromStr>(&self) -> Result<T, StoreError> {
+        self.text.parse().map_err(|_| self.error(format!("expected a whole number, got '{}'", self.text)))
+    }
+
+    /// A finite number that is zero or more.
+    pub fn non_negative(&self) -> Result<f64, StoreError> {
+        match self.text.parse::<f64>() {
+            Ok(value) if value.is_finite() && value >= 0.0 => Ok(value),
+            Ok(_) => Err(self.error(format!("expected a non-negative number, got '{}'", self.text))),
+            Err(_) => Err(self.error(format!("expected a number, got '{}'", self.text))),
+        }
+    }
+
+    /// A finite number above zero.
+    pub fn positive(&self) -> Result<f64, StoreError> {
+        match self.text.parse::<f64>() {
+            Ok(value) if value.is_finite() && value > 0.0 => Ok(value),
+            Ok(_) => Err(self.error(format!("expected a positive number, got '{}'", self.text))),
+            Err(_) => Err(self.error(format!("expected a number, got '{}'", self.text))),
+        }
+    }
+}
