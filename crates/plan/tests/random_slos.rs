@@ -1,0 +1,85 @@
+//! Property test: every plan the `parva` strategy writes passes the
+//! independent verifier, on random SLO sets drawn over the built-in
+//! synthetic profiles and (when present) ParvaGPU's measured profiles.
+
+use std::path::Path;
+
+use tessera_core::synthetic::builtin_catalog;
+use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+use tessera_plan::{plan_parva, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest};
+
+/// SplitMix64: a tiny deterministic generator, enough for test inputs.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [low, high).
+    fn uniform(&mut self, low: f64, high: f64) -> f64 {
+        low + (high - low) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Plans `cases` random SLO sets on `gpu`; returns how many were plannable.
+fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, seed: u64) -> usize {
+    let models: Vec<&str> = catalog.models(gpu).collect();
+    let mut rng = SplitMix64(seed);
+    let mut planned = 0;
+    for case in 0..cases {
+        let count = 1 + rng.below(14);
+        let services: Vec<ServiceSlo> = (0..count)
+            .map(|i| {
+                let model = models[rng.below(models.len())];
+                let rate_rps = rng.uniform(0.5, 4000.0);
+                let latency_ms = rng.uniform(10.0, 3000.0);
+                ServiceSlo::new(format!("svc{i}"), model, rate_rps, latency_ms).unwrap()
+            })
+            .collect();
+        let max_procs = 1 + rng.below(5) as u32;
+        let request =
+            PlanRequest { gpu, catalog, services: &services, rule: LatencyRule::Parva, max_procs, gpus_per_node: 8 };
+        let plan = match plan_parva(&request) {
+            Ok(plan) => plan,
+            Err(PlanError::Unmeetable { .. }) => continue,
+            Err(other) => panic!("case {case}: {other}"),
+        };
+        let violations =
+            verify(&plan, &VerifyRequest { catalog, services: &services, rule: LatencyRule::Parva, max_procs });
+        assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
+        assert!(plan.services.iter().all(|s| s.met), "case {case}");
+        planned += 1;
+    }
+    planned
+}
+
+#[test]
+fn parva_plans_on_synthetic_profiles_always_verify() {
+    let catalog = builtin_catalog();
+    for (gpu, seed) in [(GpuModel::A100_80GB, 1), (GpuModel::H100_80GB, 2)] {
+        let planned = check_random_plans(&catalog, gpu, 300, seed);
+        assert!(planned > 150, "{gpu}: only {planned} of 300 random SLO sets were plannable");
+    }
+}
+
+#[test]
+fn parva_plans_on_parvagpu_profiles_always_verify() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
+    if !dir.is_dir() {
+        eprintln!("skipping: {} is absent (ParvaGPU reference data)", dir.display());
+        return;
+    }
+    let catalog: ProfileCatalog =
+        tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect();
+    let planned = check_random_plans(&catalog, GpuModel::A100_80GB, 300, 3);
+    assert!(planned > 150, "only {planned} of 300 random SLO sets were plannable");
+}
