@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::GpuModel;
+use tessera_plan::parva::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_PROCS};
 use tessera_plan::LatencyRule;
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
@@ -69,18 +70,10 @@ pub struct SloSource {
     pub scenario: Option<usize>,
 }
 
-/// Planning knobs shared by `plan` and `verify`.
+/// What `plan` and `verify` read: profiles, SLOs and the process limit.
 #[derive(Debug, Clone, Args)]
-pub struct RuleArgs {
-    /// Most MPS processes per segment.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_procs: u32,
-}
-
-/// `tessera plan`.
-#[derive(Debug, Args)]
-pub struct PlanArgs {
-    /// Plan the built-in example (synthetic profiles and six services); no
+pub struct PlanInputs {
+    /// Use the built-in example (synthetic profiles and six services); no
     /// files and no GPU needed. `--slo` may replace the example services.
     #[arg(long)]
     pub demo: bool,
@@ -91,8 +84,16 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub slos: SloSource,
 
+    /// Most MPS processes per segment.
+    #[arg(long, default_value_t = DEFAULT_MAX_PROCS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_procs: u32,
+}
+
+/// `tessera plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
     #[command(flatten)]
-    pub rules: RuleArgs,
+    pub inputs: PlanInputs,
 
     /// Planning strategy.
     #[arg(long, value_enum, default_value_t = Strategy::Parva)]
@@ -103,7 +104,7 @@ pub struct PlanArgs {
     pub latency_rule: LatencyRule,
 
     /// GPUs per node, for numbering nodes.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
 
     /// Output format.
@@ -121,18 +122,8 @@ pub struct VerifyArgs {
     /// The plan (JSON, as written by `tessera plan --format json`).
     pub plan: PathBuf,
 
-    /// Verify against the built-in example profiles and services.
-    #[arg(long)]
-    pub demo: bool,
-
     #[command(flatten)]
-    pub profiles: ProfileSource,
-
-    #[command(flatten)]
-    pub slos: SloSource,
-
-    #[command(flatten)]
-    pub rules: RuleArgs,
+    pub inputs: PlanInputs,
 
     /// Latency rule; default: the one recorded in the plan.
     #[arg(long, value_parser = parse_rule)]

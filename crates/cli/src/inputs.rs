@@ -7,7 +7,7 @@ use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
 use tessera_store::{read_profile_dir, read_profiles_csv, read_slo_csv, read_slo_scenario, Store};
 
-use crate::args::{ProfileSource, SloSource};
+use crate::args::{PlanInputs, ProfileSource, SloSource};
 
 /// Resolves the store path: `--store`/`TESSERA_STORE`, else the default.
 pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
@@ -18,8 +18,15 @@ pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// The profiles and services that `inputs` name.
+pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<(ProfileCatalog, Vec<ServiceSlo>)> {
+    let catalog = load_catalog(&inputs.profiles, inputs.demo, store)?;
+    let services = load_services(&inputs.slos, inputs.demo, &catalog, inputs.profiles.gpu)?;
+    Ok((catalog, services))
+}
+
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the store.
-pub fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<ProfileCatalog> {
+fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<ProfileCatalog> {
     let catalog = if let Some(path) = &source.profiles {
         read_profiles(path, source.gpu)?
     } else if demo {
@@ -56,12 +63,7 @@ pub fn read_profiles(path: &Path, gpu: GpuModel) -> Result<ProfileCatalog> {
 }
 
 /// SLOs from `--slo`, the ParvaGPU scenario files, or the built-in example.
-pub fn load_services(
-    source: &SloSource,
-    demo: bool,
-    catalog: &ProfileCatalog,
-    gpu: GpuModel,
-) -> Result<Vec<ServiceSlo>> {
+fn load_services(source: &SloSource, demo: bool, catalog: &ProfileCatalog, gpu: GpuModel) -> Result<Vec<ServiceSlo>> {
     if let Some(path) = &source.slo {
         return Ok(read_slo_csv(path)?);
     }

@@ -36,6 +36,28 @@ pub struct PlanRequest<'a> {
     pub gpus_per_node: u32,
 }
 
+/// ParvaGPU's default for the most MPS processes per segment.
+pub const DEFAULT_MAX_PROCS: u32 = 5;
+
+/// ParvaGPU's default number of GPUs per node.
+pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
+
+impl<'a> PlanRequest<'a> {
+    /// A request with ParvaGPU's defaults: the `parva` latency rule, at
+    /// most [`DEFAULT_MAX_PROCS`] processes, [`DEFAULT_GPUS_PER_NODE`] GPUs
+    /// per node.
+    pub fn new(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
+        PlanRequest {
+            gpu,
+            catalog,
+            services,
+            rule: LatencyRule::Parva,
+            max_procs: DEFAULT_MAX_PROCS,
+            gpus_per_node: DEFAULT_GPUS_PER_NODE,
+        }
+    }
+}
+
 /// Plans `request` with the `parva` strategy.
 pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     let choices = configure_all(request)?;
@@ -155,14 +177,7 @@ mod tests {
     use tessera_core::synthetic::{builtin_catalog, demo_services};
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
-        PlanRequest {
-            gpu: GpuModel::A100_80GB,
-            catalog,
-            services,
-            rule: LatencyRule::Parva,
-            max_procs: 5,
-            gpus_per_node: 8,
-        }
+        PlanRequest::new(GpuModel::A100_80GB, catalog, services)
     }
 
     #[test]

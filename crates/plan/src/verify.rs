@@ -232,15 +232,7 @@ mod tests {
     }
 
     fn plan(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Plan {
-        plan_parva(&PlanRequest {
-            gpu: GpuModel::A100_80GB,
-            catalog,
-            services,
-            rule: LatencyRule::Parva,
-            max_procs: 5,
-            gpus_per_node: 8,
-        })
-        .unwrap()
+        plan_parva(&PlanRequest::new(GpuModel::A100_80GB, catalog, services)).unwrap()
     }
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {

@@ -46,8 +46,7 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
             })
             .collect();
         let max_procs = 1 + rng.below(5) as u32;
-        let request =
-            PlanRequest { gpu, catalog, services: &services, rule: LatencyRule::Parva, max_procs, gpus_per_node: 8 };
+        let request = PlanRequest { max_procs, ..PlanRequest::new(gpu, catalog, &services) };
         let plan = match plan_parva(&request) {
             Ok(plan) => plan,
             Err(PlanError::Unmeetable { .. }) => continue,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_parva, LatencyRule, PlanRequest};
+use tessera_plan::{plan_parva, PlanRequest};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::args::BenchCommand;
@@ -29,14 +29,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     }
     let mut table = TextTable::new(&["input", "services", "GPUs", "median µs", "min µs"]);
     for (name, catalog, services) in &inputs {
-        let request = PlanRequest {
-            gpu: GpuModel::A100_80GB,
-            catalog,
-            services,
-            rule: LatencyRule::Parva,
-            max_procs: 5,
-            gpus_per_node: 8,
-        };
+        let request = PlanRequest::new(GpuModel::A100_80GB, catalog, services);
         let (plan, times) = time_plans(&request, iterations)?;
         table.row(vec![
             name.clone(),

@@ -7,18 +7,17 @@ use tessera_plan::{plan_parva, PlanRequest};
 
 use super::emit;
 use crate::args::{PlanArgs, Strategy};
-use crate::inputs::{load_catalog, load_services};
+use crate::inputs;
 use crate::render::render_plan;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
-    let catalog = load_catalog(&args.profiles, args.demo, store)?;
-    let services = load_services(&args.slos, args.demo, &catalog, args.profiles.gpu)?;
+    let (catalog, services) = inputs::load(&args.inputs, store)?;
     let request = PlanRequest {
-        gpu: args.profiles.gpu,
+        gpu: args.inputs.profiles.gpu,
         catalog: &catalog,
         services: &services,
         rule: args.latency_rule,
-        max_procs: args.rules.max_procs,
+        max_procs: args.inputs.max_procs,
         gpus_per_node: args.gpus_per_node,
     };
     let plan = match args.strategy {

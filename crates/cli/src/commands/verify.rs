@@ -7,7 +7,7 @@ use tessera_core::Plan;
 use tessera_plan::{verify, LatencyRule, VerifyRequest};
 
 use crate::args::VerifyArgs;
-use crate::inputs::{load_catalog, load_services};
+use crate::inputs;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let text = std::fs::read_to_string(&args.plan).with_context(|| format!("cannot read {}", args.plan.display()))?;
@@ -21,10 +21,9 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("{}: field 'latency_rule'", args.plan.display()))?,
     };
-    let catalog = load_catalog(&args.profiles, args.demo, store)?;
-    let services = load_services(&args.slos, args.demo, &catalog, args.profiles.gpu)?;
-    let violations =
-        verify(&plan, &VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: args.rules.max_procs });
+    let (catalog, services) = inputs::load(&args.inputs, store)?;
+    let request = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: args.inputs.max_procs };
+    let violations = verify(&plan, &request);
     if violations.is_empty() {
         println!(
             "{}: OK: {} GPUs, {} services, every rate covered and every segment within the {rule} latency rule",
