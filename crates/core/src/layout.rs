@@ -88,7 +88,7 @@ pub fn validate_layout(model: GpuModel, placements: &[Placement]) -> Result<(), 
 ///
 /// Index `s` counts the instances with `s` compute slices; index 0 is unused.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SizeCounts([u8; 8]);
+pub struct SizeCounts([u32; 8]);
 
 impl SizeCounts {
     /// The empty multiset.
@@ -125,18 +125,18 @@ impl SizeCounts {
     }
 
     /// Number of instances of `size`.
-    pub fn count(&self, size: u8) -> u8 {
+    pub fn count(&self, size: u8) -> u32 {
         self.0[usize::from(size)]
     }
 
     /// Total compute slices used.
-    pub fn compute_slices(&self) -> u8 {
-        (1..8u8).map(|size| size * self.0[usize::from(size)]).sum()
+    pub fn compute_slices(&self) -> u32 {
+        (1..8u8).map(|size| u32::from(size) * self.0[usize::from(size)]).sum()
     }
 
     /// Number of instances.
     pub fn len(&self) -> usize {
-        self.0.iter().map(|&c| usize::from(c)).sum()
+        self.0.iter().map(|&c| c as usize).sum()
     }
 
     /// `true` when there is no instance.
@@ -151,7 +151,7 @@ impl SizeCounts {
 
     /// The sizes, largest first, with repetition.
     pub fn sizes_desc(&self) -> impl Iterator<Item = u8> + '_ {
-        (1..8u8).rev().flat_map(move |size| std::iter::repeat_n(size, usize::from(self.0[usize::from(size)])))
+        (1..8u8).rev().flat_map(move |size| std::iter::repeat_n(size, self.0[usize::from(size)] as usize))
     }
 }
 

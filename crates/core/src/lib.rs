@@ -8,6 +8,7 @@
 pub mod error;
 pub mod gpu;
 pub mod layout;
+pub mod packing;
 pub mod plan;
 pub mod profile;
 pub mod slo;
@@ -16,6 +17,7 @@ pub mod synthetic;
 pub use error::CoreError;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
 pub use layout::{Lattice, LayoutError, Placement, SizeCounts};
+pub use packing::Packer;
 pub use plan::{GpuAssignment, InstanceAssignment, Plan, ServiceReport};
 pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 pub use slo::ServiceSlo;

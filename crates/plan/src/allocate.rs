@@ -35,13 +35,13 @@ impl Segment {
 #[derive(Debug)]
 pub struct Fleet<'l> {
     lattice: &'l Lattice,
-    capacity_gpcs: u8,
+    capacity_gpcs: u32,
     gpus: Vec<Vec<Segment>>,
     counts: Vec<SizeCounts>,
     /// GPU indices grouped by their current multiset of sizes.
     by_counts: HashMap<SizeCounts, BTreeSet<usize>>,
     /// Most instances of each size per GPU, on top of the lattice's rules.
-    size_caps: [u8; 8],
+    size_caps: [u32; 8],
 }
 
 impl<'l> Fleet<'l> {
@@ -49,18 +49,18 @@ impl<'l> Fleet<'l> {
     pub fn new(lattice: &'l Lattice) -> Self {
         Fleet {
             lattice,
-            capacity_gpcs: lattice.model().spec().compute_slices,
+            capacity_gpcs: u32::from(lattice.model().spec().compute_slices),
             gpus: Vec::new(),
             counts: Vec::new(),
             by_counts: HashMap::new(),
-            size_caps: [u8::MAX; 8],
+            size_caps: [u32::MAX; 8],
         }
     }
 
     /// Allows at most `cap` instances of `size` per GPU (ParvaGPU allows
     /// one 3g, keeping the other four compute slices for smaller pieces).
     #[must_use]
-    pub fn with_size_cap(mut self, size: u8, cap: u8) -> Self {
+    pub fn with_size_cap(mut self, size: u8, cap: u32) -> Self {
         self.size_caps[usize::from(size)] = cap;
         self
     }
@@ -72,7 +72,7 @@ impl<'l> Fleet<'l> {
             .filter(|(counts, _)| counts.count(size) < self.size_caps[usize::from(size)])
             .filter(|(counts, _)| self.lattice.is_realizable(&counts.with(size)))
             .filter_map(|(counts, gpus)| {
-                let free_after = self.capacity_gpcs - counts.compute_slices() - size;
+                let free_after = self.capacity_gpcs - counts.compute_slices() - u32::from(size);
                 gpus.first().map(|&gpu| (free_after, gpu))
             })
             .min()
@@ -113,7 +113,7 @@ impl<'l> Fleet<'l> {
     }
 
     /// Compute slices used on `gpu`.
-    pub fn used_gpcs(&self, gpu: usize) -> u8 {
+    pub fn used_gpcs(&self, gpu: usize) -> u32 {
         self.counts[gpu].compute_slices()
     }
 
@@ -183,7 +183,7 @@ impl SmallPieces {
 /// compute slices (ParvaGPU: 4), last GPU first, into 1g/2g pieces
 /// re-placed best-fit. `pieces[s]` gives service `s`'s small configurations;
 /// a segment of a service with neither stays where it is.
-pub fn dissolve_small_gpus(fleet: &mut Fleet<'_>, pieces: &[SmallPieces], max_used_gpcs: u8) {
+pub fn dissolve_small_gpus(fleet: &mut Fleet<'_>, pieces: &[SmallPieces], max_used_gpcs: u32) {
     let mut deficit_rps = vec![0.0; pieces.len()];
     for gpu in (0..fleet.len()).rev() {
         if fleet.used_gpcs(gpu) > max_used_gpcs {

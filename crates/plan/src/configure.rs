@@ -46,7 +46,7 @@ pub fn configure(
     let mut optimal: Option<ProfilePoint> = None;
     let mut best_by_size: BTreeMap<u8, ProfilePoint> = BTreeMap::new();
     let candidates = profile.points().iter().filter(|p| p.config.procs <= max_procs);
-    for point in candidates.clone().filter(|p| rule.is_feasible(p, slo.latency_slo_ms)) {
+    for point in candidates.clone().filter(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).is_some()) {
         if optimal.is_none_or(|best| point.throughput_per_gpc() > best.throughput_per_gpc()) {
             optimal = Some(*point);
         }
@@ -56,7 +56,7 @@ pub fn configure(
         }
     }
     let Some(optimal) = optimal else {
-        return Err(unmeetable(candidates, slo, rule));
+        return Err(unmeetable(candidates.copied(), slo, rule));
     };
 
     let mut full_segments = (slo.rate_rps / optimal.throughput_rps).floor();
@@ -70,24 +70,22 @@ pub fn configure(
     Ok(SegmentChoice { optimal, full_segments: full_segments as u32, last, best_by_size })
 }
 
-fn unmeetable<'a>(
-    mut candidates: impl Iterator<Item = &'a ProfilePoint>,
+/// The error for a service that no configuration among `candidates` can
+/// serve: it names the configuration with the lowest worst-case latency.
+pub(crate) fn unmeetable(
+    candidates: impl Iterator<Item = ProfilePoint>,
     slo: &ServiceSlo,
     rule: LatencyRule,
 ) -> PlanError {
-    let first = candidates.next();
-    let fastest = candidates.fold(first, |best, p| match best {
-        Some(b) if b.latency_ms <= p.latency_ms => Some(b),
-        _ => Some(p),
-    });
+    let fastest = candidates.map(|p| (rule.worst_latency_ms(&p, 1.0), p)).min_by(|a, b| a.0.total_cmp(&b.0));
     PlanError::Unmeetable {
         service: slo.service.clone(),
         model: slo.model.clone(),
         rule: rule.name(),
         slo_ms: slo.latency_slo_ms,
-        budget_ms: rule.batch_budget_ms(slo.latency_slo_ms),
-        fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |p| p.config.to_string()),
-        fastest_ms: fastest.map_or(f64::NAN, |p| p.latency_ms),
+        requirement: rule.requirement(slo.latency_slo_ms),
+        fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |(_, p)| p.config.to_string()),
+        fastest_ms: fastest.map_or(f64::NAN, |(ms, _)| ms),
     }
 }
 

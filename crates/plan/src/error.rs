@@ -15,17 +15,20 @@ pub enum PlanError {
     /// No profiled configuration meets the service's latency objective.
     #[error(
         "service '{service}' (model '{model}'): no configuration meets the latency SLO of {slo_ms} ms \
-         under the {rule} rule (budget {budget_ms:.2} ms per batch); the fastest is {fastest} at {fastest_ms:.2} ms"
+         under the {rule} rule ({requirement}); the fastest is {fastest} at {fastest_ms:.2} ms"
     )]
     Unmeetable {
         service: String,
         model: String,
         rule: &'static str,
         slo_ms: f64,
-        budget_ms: f64,
+        requirement: String,
         fastest: String,
         fastest_ms: f64,
     },
+    /// A strategy asked to plan under a latency rule it does not implement.
+    #[error("the {strategy} strategy implements the {supported} latency rule only (asked for {asked})")]
+    UnsupportedRule { strategy: &'static str, supported: &'static str, asked: &'static str },
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,

@@ -1,55 +1,114 @@
-//! Latency rules: when does a segment configuration meet a latency SLO?
+//! Latency rules: when does a segment meet its service's latency SLO?
+//!
+//! A service's requests are split across its segments in proportion to
+//! their throughput, so every segment of a service runs at the same
+//! *utilization* `u = rate / provisioned throughput` (≤ 1 when the rate is
+//! covered). Rules see a segment's profile point and `u`.
+//!
+//! **`queueing`** (the default) bounds the latency of a request in a real
+//! open-loop server. A process of a segment with batch `b`, batch latency
+//! `L` and `p` processes receives `λ = u · b / L` requests per ms (its share
+//! of the service's rate). The worst-placed request is the first of a batch:
+//!
+//! ```text
+//! worst = fill + wait + run = (b − 1) / λ + L + L = L · (2 + (b − 1) / (b · u))
+//! ```
+//!
+//! It waits for `b − 1` more requests to arrive, then for the process to
+//! finish the batch it is running (at most `L`, since `u ≤ 1` means batches
+//! arrive no faster than they complete), then for its own batch to run.
+//! The segment is feasible when `worst ≤ SLO`. Filling a batch is slow at
+//! low utilization, so a service must not be over-provisioned too much with
+//! large batches: a configuration is usable only while
+//! `provisioned / rate ≤ b · (SLO / L − 2) / (b − 1)` (its *maximum
+//! provisioning ratio*); a batch of 1 has no fill time and no such limit.
+//!
+//! **`parva`** is ParvaGPU's rule: the batch latency must be strictly below
+//! 0.45 × the SLO truncated to whole ms (half the SLO for batching, minus
+//! 10%). It ignores utilization, so low-rate services with large batches
+//! can miss their SLO in a real server.
 
 use std::fmt;
 use std::str::FromStr;
 
 use tessera_core::ProfilePoint;
 
-/// A rule that decides whether a profiled configuration meets a latency SLO.
+/// Relative tolerance of latency comparisons (floating-point noise).
+const LATENCY_TOLERANCE: f64 = 1e-9;
+
+/// A rule that decides whether a segment meets a latency SLO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum LatencyRule {
-    /// ParvaGPU's rule: the batch latency must be strictly below
-    /// 0.45 × the SLO truncated to whole milliseconds (half the SLO is left
-    /// for forming the batch, minus a 10% margin). It ignores the time to
-    /// fill a batch at the actual request rate.
+    /// Fill + wait + run at the routed rate must fit in the SLO.
+    Queueing,
+    /// ParvaGPU's rule: batch latency < 0.45 × ⌊SLO⌋.
     Parva,
 }
 
 impl LatencyRule {
     /// Every rule, for `--help` texts and parsing.
-    pub const ALL: [LatencyRule; 1] = [LatencyRule::Parva];
+    pub const ALL: [LatencyRule; 2] = [LatencyRule::Queueing, LatencyRule::Parva];
 
     /// The rule's name on the command line and in plans.
     pub fn name(self) -> &'static str {
         match self {
+            LatencyRule::Queueing => "queueing",
             LatencyRule::Parva => "parva",
         }
     }
 
-    /// The largest batch latency (ms) the rule allows; feasible points must
-    /// stay strictly below it.
-    pub fn batch_budget_ms(self, slo_ms: f64) -> f64 {
+    /// ParvaGPU's largest allowed batch latency (ms) for an SLO.
+    fn parva_budget_ms(slo_ms: f64) -> f64 {
+        slo_ms.trunc() / 2.0 * 0.9
+    }
+
+    /// What the rule asks of a segment, for error messages.
+    pub fn requirement(self, slo_ms: f64) -> String {
         match self {
-            LatencyRule::Parva => slo_ms.trunc() / 2.0 * 0.9,
+            LatencyRule::Queueing => {
+                format!("2 × batch latency + batch fill time ≤ {slo_ms} ms")
+            }
+            LatencyRule::Parva => format!("batch latency < {:.2} ms", Self::parva_budget_ms(slo_ms)),
         }
     }
 
-    /// `true` when a segment whose batches take `batch_latency_ms` meets an
-    /// SLO of `slo_ms` under this rule.
-    pub fn meets(self, batch_latency_ms: f64, slo_ms: f64) -> bool {
-        batch_latency_ms < self.batch_budget_ms(slo_ms)
-    }
-
-    /// `true` when `point` meets an SLO of `slo_ms` under this rule.
-    pub fn is_feasible(self, point: &ProfilePoint, slo_ms: f64) -> bool {
-        self.meets(point.latency_ms, slo_ms)
-    }
-
-    /// The latency (ms) this rule reports for a segment whose batches take
-    /// `batch_latency_ms`: for `parva`, the batch latency it bounds.
-    pub fn predicted_latency_ms(self, batch_latency_ms: f64) -> f64 {
+    /// The worst-case latency (ms) of a request served by `point` when its
+    /// service runs at `utilization` (rate / provisioned, capped to (0, 1]).
+    /// For `parva`, the batch latency the rule bounds.
+    pub fn worst_latency_ms(self, point: &ProfilePoint, utilization: f64) -> f64 {
         match self {
-            LatencyRule::Parva => batch_latency_ms,
+            LatencyRule::Queueing => {
+                let batch = f64::from(point.config.batch);
+                let utilization = utilization.clamp(f64::MIN_POSITIVE, 1.0);
+                point.latency_ms * (2.0 + (batch - 1.0) / (batch * utilization))
+            }
+            LatencyRule::Parva => point.latency_ms,
+        }
+    }
+
+    /// `true` when `point` meets an SLO of `slo_ms` at `utilization`.
+    pub fn meets(self, point: &ProfilePoint, utilization: f64, slo_ms: f64) -> bool {
+        match self {
+            LatencyRule::Queueing => self.worst_latency_ms(point, utilization) <= slo_ms * (1.0 + LATENCY_TOLERANCE),
+            LatencyRule::Parva => point.latency_ms < Self::parva_budget_ms(slo_ms),
+        }
+    }
+
+    /// The largest provisioned / rate ratio at which `point` still meets the
+    /// SLO (`f64::INFINITY` when there is no limit), or `None` when it never
+    /// does, not even fully utilized.
+    pub fn max_provision_ratio(self, point: &ProfilePoint, slo_ms: f64) -> Option<f64> {
+        match self {
+            LatencyRule::Parva => self.meets(point, 1.0, slo_ms).then_some(f64::INFINITY),
+            LatencyRule::Queueing => {
+                let batch = f64::from(point.config.batch);
+                let headroom = slo_ms / point.latency_ms - 2.0;
+                if point.config.batch == 1 {
+                    return (headroom >= -LATENCY_TOLERANCE).then_some(f64::INFINITY);
+                }
+                let ratio = batch * headroom / (batch - 1.0);
+                (ratio >= 1.0 && self.meets(point, 1.0, slo_ms)).then_some(ratio * (1.0 - LATENCY_TOLERANCE))
+            }
         }
     }
 }
@@ -67,7 +126,7 @@ impl FromStr for LatencyRule {
         LatencyRule::ALL
             .into_iter()
             .find(|rule| rule.name() == s)
-            .ok_or_else(|| format!("unknown latency rule '{s}' (known: parva)"))
+            .ok_or_else(|| format!("unknown latency rule '{s}' (known: queueing, parva)"))
     }
 }
 
@@ -76,20 +135,45 @@ mod tests {
     use super::*;
     use tessera_core::SegmentConfig;
 
-    fn point(latency_ms: f64) -> ProfilePoint {
-        let config = SegmentConfig { size_gpcs: 1, batch: 1, procs: 1 };
-        ProfilePoint::new(config, 1.0, latency_ms, None).unwrap()
+    fn point(batch: u32, latency_ms: f64) -> ProfilePoint {
+        let config = SegmentConfig { size_gpcs: 1, batch, procs: 1 };
+        ProfilePoint::new(config, 1000.0 * f64::from(batch) / latency_ms, latency_ms, None).unwrap()
     }
 
     #[test]
     fn parva_truncates_the_slo_and_keeps_045_of_it_strictly() {
         let rule = LatencyRule::Parva;
         // 216.5 ms truncates to 216; 0.45 × 216 = 97.2.
-        assert!((rule.batch_budget_ms(216.5) - 97.2).abs() < 1e-9);
-        assert!(rule.is_feasible(&point(97.0), 216.5));
-        assert!(!rule.is_feasible(&point(97.3), 216.5));
-        assert!(!rule.is_feasible(&point(9.0), 20.0), "the bound is strict");
+        assert!(rule.meets(&point(1, 97.0), 1.0, 216.5));
+        assert!(!rule.meets(&point(1, 97.3), 1.0, 216.5));
+        assert!(!rule.meets(&point(1, 9.0), 0.01, 20.0), "the bound is strict");
+        assert_eq!(rule.max_provision_ratio(&point(8, 9.0), 100.0), Some(f64::INFINITY));
         assert_eq!("parva".parse::<LatencyRule>().unwrap(), LatencyRule::Parva);
         assert!("fast".parse::<LatencyRule>().is_err());
+    }
+
+    #[test]
+    fn queueing_adds_fill_time_that_grows_as_utilization_falls() {
+        let rule = LatencyRule::Queueing;
+        let p = point(8, 10.0);
+        // Fully utilized: 10 × (2 + 7/8) = 28.75 ms.
+        assert!((rule.worst_latency_ms(&p, 1.0) - 28.75).abs() < 1e-9);
+        // Half utilized, the batch takes twice as long to fill.
+        assert!((rule.worst_latency_ms(&p, 0.5) - 37.5).abs() < 1e-9);
+        assert!(rule.meets(&p, 1.0, 30.0) && !rule.meets(&p, 0.5, 30.0));
+    }
+
+    #[test]
+    fn max_provision_ratio_is_where_the_worst_case_reaches_the_slo() {
+        let rule = LatencyRule::Queueing;
+        let p = point(8, 10.0);
+        let ratio = rule.max_provision_ratio(&p, 40.0).unwrap();
+        // 10 × (2 + 7 / (8u)) = 40  ⇔  u = 7/16, ratio 16/7.
+        assert!((ratio - 16.0 / 7.0).abs() < 1e-6, "{ratio}");
+        assert!(rule.meets(&p, 1.0 / ratio, 40.0));
+        assert!(!rule.meets(&p, 1.0 / (ratio * 1.001), 40.0));
+        assert_eq!(rule.max_provision_ratio(&p, 25.0), None, "too slow even fully utilized");
+        assert_eq!(rule.max_provision_ratio(&point(1, 10.0), 20.0), Some(f64::INFINITY));
+        assert_eq!(rule.max_provision_ratio(&point(1, 10.0), 19.0), None);
     }
 }

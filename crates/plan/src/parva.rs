@@ -4,7 +4,7 @@
 
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{
-    GpuAssignment, GpuModel, InstanceAssignment, Lattice, Plan, ProfileCatalog, ServiceSlo, SizeCounts,
+    GpuAssignment, GpuModel, InstanceAssignment, Lattice, ModelProfile, Plan, ProfileCatalog, ServiceSlo, SizeCounts,
 };
 
 use crate::allocate::{dissolve_small_gpus, place_largest_first, Fleet, Segment, SmallPieces};
@@ -14,10 +14,10 @@ use crate::latency::LatencyRule;
 use crate::report::service_reports;
 
 /// GPUs using at most this many compute slices are dissolved (ParvaGPU: 4).
-pub const DISSOLVE_MAX_USED_GPCS: u8 = 4;
+pub const DISSOLVE_MAX_USED_GPCS: u32 = 4;
 
 /// ParvaGPU places at most one 3g instance per GPU.
-pub const MAX_3G_PER_GPU: u8 = 1;
+pub const MAX_3G_PER_GPU: u32 = 1;
 
 /// Everything a planner needs.
 #[derive(Debug, Clone, Copy)]
@@ -82,28 +82,41 @@ pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
 
 /// Validates the request and runs the configurator for every service.
 fn configure_all(request: &PlanRequest<'_>) -> Result<Vec<SegmentChoice>, PlanError> {
-    if request.services.is_empty() {
-        return Err(PlanError::NoServices);
+    if request.rule != LatencyRule::Parva {
+        return Err(PlanError::UnsupportedRule {
+            strategy: "parva",
+            supported: LatencyRule::Parva.name(),
+            asked: request.rule.name(),
+        });
     }
-    if request.max_procs == 0 {
-        return Err(PlanError::NoProcesses);
+    request.check()?;
+    request.services.iter().map(|slo| configure(request.profile(slo)?, slo, request.rule, request.max_procs)).collect()
+}
+
+impl PlanRequest<'_> {
+    /// Checks what every strategy needs: services, unique names, processes.
+    pub(crate) fn check(&self) -> Result<(), PlanError> {
+        if self.services.is_empty() {
+            return Err(PlanError::NoServices);
+        }
+        if self.max_procs == 0 {
+            return Err(PlanError::NoProcesses);
+        }
+        if let Some(name) = find_duplicate_service(self.services) {
+            return Err(PlanError::DuplicateService(name.to_string()));
+        }
+        Ok(())
     }
-    if let Some(name) = find_duplicate_service(request.services) {
-        return Err(PlanError::DuplicateService(name.to_string()));
-    }
-    request
-        .services
-        .iter()
-        .map(|slo| {
-            let profile = request.catalog.get(request.gpu, &slo.model).ok_or_else(|| PlanError::NoProfile {
-                service: slo.service.clone(),
-                model: slo.model.clone(),
-                gpu: request.gpu.to_string(),
-                known: known_models(request.catalog, request.gpu),
-            })?;
-            configure(profile, slo, request.rule, request.max_procs)
+
+    /// The profile of a service's model on the request's GPU model.
+    pub(crate) fn profile(&self, slo: &ServiceSlo) -> Result<&ModelProfile, PlanError> {
+        self.catalog.get(self.gpu, &slo.model).ok_or_else(|| PlanError::NoProfile {
+            service: slo.service.clone(),
+            model: slo.model.clone(),
+            gpu: self.gpu.to_string(),
+            known: known_models(self.catalog, self.gpu),
         })
-        .collect()
+    }
 }
 
 fn known_models(catalog: &ProfileCatalog, gpu: GpuModel) -> String {

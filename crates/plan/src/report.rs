@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tessera_core::{InstanceAssignment, ServiceReport, ServiceSlo};
+use tessera_core::{InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport, ServiceSlo};
 
 use crate::latency::LatencyRule;
 
@@ -13,6 +13,25 @@ pub const RATE_TOLERANCE: f64 = 1e-9;
 /// `true` when `provisioned_rps` covers `rate_rps`.
 pub fn covers(provisioned_rps: f64, rate_rps: f64) -> bool {
     provisioned_rps >= rate_rps * (1.0 - RATE_TOLERANCE)
+}
+
+/// The utilization of a service's segments: rate / provisioned, at most 1.
+pub fn utilization(rate_rps: f64, provisioned_rps: f64) -> f64 {
+    if provisioned_rps > 0.0 {
+        (rate_rps / provisioned_rps).min(1.0)
+    } else {
+        1.0
+    }
+}
+
+/// The profile point an instance of a plan claims to run.
+fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
+    ProfilePoint {
+        config: SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs },
+        throughput_rps: instance.throughput_rps,
+        latency_ms: instance.latency_ms,
+        memory_gb: None,
+    }
 }
 
 /// One report per service, in the order of `services`, from the plan's
@@ -37,15 +56,19 @@ pub fn service_reports<'a>(
             met: true,
         })
         .collect();
-    for instance in instances {
-        let Some(&i) = index.get(instance.service.as_str()) else {
-            continue;
-        };
-        let report = &mut reports[i];
-        report.provisioned_rps += instance.throughput_rps;
-        report.worst_latency_ms = report.worst_latency_ms.max(rule.predicted_latency_ms(instance.latency_ms));
-        report.segments += 1;
-        report.met &= rule.meets(instance.latency_ms, report.latency_slo_ms);
+    let mine: Vec<(usize, ProfilePoint)> = instances
+        .into_iter()
+        .filter_map(|instance| index.get(instance.service.as_str()).map(|&i| (i, instance_point(instance))))
+        .collect();
+    for (i, point) in &mine {
+        reports[*i].provisioned_rps += point.throughput_rps;
+        reports[*i].segments += 1;
+    }
+    for (i, point) in &mine {
+        let report = &mut reports[*i];
+        let utilization = utilization(report.rate_rps, report.provisioned_rps);
+        report.worst_latency_ms = report.worst_latency_ms.max(rule.worst_latency_ms(point, utilization));
+        report.met &= rule.meets(point, utilization, report.latency_slo_ms);
     }
     for report in &mut reports {
         report.met &= report.segments > 0 && covers(report.provisioned_rps, report.rate_rps);

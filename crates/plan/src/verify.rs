@@ -11,11 +11,12 @@ use std::fmt;
 
 use tessera_core::layout::validate_layout;
 use tessera_core::{
-    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, SegmentConfig, ServiceSlo,
+    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, ProfilePoint, SegmentConfig,
+    ServiceSlo,
 };
 
 use crate::latency::LatencyRule;
-use crate::report::covers;
+use crate::report::{covers, utilization};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
@@ -86,8 +87,19 @@ pub enum Violation {
     #[error("{at}: plan says {field} = {claimed}, the profile says {profiled}")]
     WrongValue { at: InstanceRef, field: &'static str, claimed: f64, profiled: f64 },
     /// A segment breaks its service's latency rule.
-    #[error("{at}: batch latency {latency_ms:.3} ms breaks the {rule} rule for service '{service}' (budget {budget_ms:.3} ms)")]
-    Latency { at: InstanceRef, service: String, rule: &'static str, latency_ms: f64, budget_ms: f64 },
+    #[error(
+        "{at}: service '{service}' misses its {slo_ms} ms SLO under the {rule} rule \
+         ({requirement}; this segment: {worst_ms:.3} ms at utilization {utilization:.3})"
+    )]
+    Latency {
+        at: InstanceRef,
+        service: String,
+        rule: &'static str,
+        slo_ms: f64,
+        requirement: String,
+        worst_ms: f64,
+        utilization: f64,
+    },
     /// A service's segments do not cover its rate.
     #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
     RateNotCovered { service: String, provisioned_rps: f64, rate_rps: f64 },
@@ -101,6 +113,7 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     }
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
+    let mut served = Vec::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
         if !positions.insert((gpu.node, gpu.index)) {
@@ -117,9 +130,24 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 profile: instance.profile.clone(),
                 start: instance.start,
             };
-            if let Some(rps) = check_segment(gpu, instance, at, &services, request, &mut violations) {
-                *provisioned_rps.entry(services[instance.service.as_str()].service.as_str()).or_default() += rps;
+            if let Some((slo, point)) = check_segment(gpu, instance, at.clone(), &services, request, &mut violations) {
+                *provisioned_rps.entry(slo.service.as_str()).or_default() += point.throughput_rps;
+                served.push((at, slo, point));
             }
+        }
+    }
+    for (at, slo, point) in served {
+        let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
+        if !request.rule.meets(&point, utilization, slo.latency_slo_ms) {
+            violations.push(Violation::Latency {
+                at,
+                service: slo.service.clone(),
+                rule: request.rule.name(),
+                slo_ms: slo.latency_slo_ms,
+                requirement: request.rule.requirement(slo.latency_slo_ms),
+                worst_ms: request.rule.worst_latency_ms(&point, utilization),
+                utilization,
+            });
         }
     }
     for slo in request.services {
@@ -164,16 +192,16 @@ fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
     }
 }
 
-/// Checks one segment; returns its profiled throughput when it may count
-/// towards its service's rate.
-fn check_segment(
+/// Checks one segment against the profiles; returns its service and
+/// profiled point when it counts towards its service's rate.
+fn check_segment<'a>(
     gpu: &GpuAssignment,
     instance: &InstanceAssignment,
     at: InstanceRef,
-    services: &HashMap<&str, &ServiceSlo>,
-    request: &VerifyRequest<'_>,
+    services: &HashMap<&str, &'a ServiceSlo>,
+    request: &VerifyRequest<'a>,
     violations: &mut Vec<Violation>,
-) -> Option<f64> {
+) -> Option<(&'a ServiceSlo, ProfilePoint)> {
     let Some(slo) = services.get(instance.service.as_str()) else {
         violations.push(Violation::UnknownService { at, service: instance.service.clone() });
         return None;
@@ -208,16 +236,7 @@ fn check_segment(
             violations.push(Violation::WrongValue { at: at.clone(), field, claimed, profiled });
         }
     }
-    if !request.rule.is_feasible(point, slo.latency_slo_ms) {
-        violations.push(Violation::Latency {
-            at,
-            service: slo.service.clone(),
-            rule: request.rule.name(),
-            latency_ms: point.latency_ms,
-            budget_ms: request.rule.batch_budget_ms(slo.latency_slo_ms),
-        });
-    }
-    Some(point.throughput_rps)
+    Some((slo, *point))
 }
 
 #[cfg(test)]
