@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
 
-use crate::error::PlanError;
+use crate::error::{PlanError, UnmeetableSlo};
 use crate::latency::LatencyRule;
 
 /// The configurator's decision for one service.
@@ -78,7 +78,7 @@ pub(crate) fn unmeetable(
     rule: LatencyRule,
 ) -> PlanError {
     let fastest = candidates.map(|p| (rule.worst_latency_ms(&p, 1.0), p)).min_by(|a, b| a.0.total_cmp(&b.0));
-    PlanError::Unmeetable {
+    PlanError::Unmeetable(Box::new(UnmeetableSlo {
         service: slo.service.clone(),
         model: slo.model.clone(),
         rule: rule.name(),
@@ -86,7 +86,7 @@ pub(crate) fn unmeetable(
         requirement: rule.requirement(slo.latency_slo_ms),
         fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |(_, p)| p.config.to_string()),
         fastest_ms: fastest.map_or(f64::NAN, |(ms, _)| ms),
-    }
+    }))
 }
 
 #[cfg(test)]

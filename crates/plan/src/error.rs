@@ -13,23 +13,35 @@ pub enum PlanError {
     #[error("service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})")]
     NoProfile { service: String, model: String, gpu: String, known: String },
     /// No profiled configuration meets the service's latency objective.
-    #[error(
-        "service '{service}' (model '{model}'): no configuration meets the latency SLO of {slo_ms} ms \
-         under the {rule} rule ({requirement}); the fastest is {fastest} at {fastest_ms:.2} ms"
-    )]
-    Unmeetable {
-        service: String,
-        model: String,
-        rule: &'static str,
-        slo_ms: f64,
-        requirement: String,
-        fastest: String,
-        fastest_ms: f64,
-    },
+    #[error(transparent)]
+    Unmeetable(Box<UnmeetableSlo>),
     /// A strategy asked to plan under a latency rule it does not implement.
     #[error("the {strategy} strategy implements the {supported} latency rule only (asked for {asked})")]
     UnsupportedRule { strategy: &'static str, supported: &'static str, asked: &'static str },
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,
+}
+
+/// A service whose latency SLO no profiled configuration meets.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "service '{service}' (model '{model}'): no configuration meets the latency SLO of {slo_ms} ms \
+     under the {rule} rule ({requirement}); the fastest is {fastest} at {fastest_ms:.2} ms"
+)]
+pub struct UnmeetableSlo {
+    /// The service.
+    pub service: String,
+    /// Its model.
+    pub model: String,
+    /// The latency rule's name.
+    pub rule: &'static str,
+    /// The SLO.
+    pub slo_ms: f64,
+    /// What the rule asks, in words.
+    pub requirement: String,
+    /// The configuration with the lowest worst-case latency.
+    pub fastest: String,
+    /// Its worst-case latency at full utilization.
+    pub fastest_ms: f64,
 }

@@ -49,7 +49,7 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
         let request = PlanRequest { max_procs, ..PlanRequest::new(gpu, catalog, &services) };
         let plan = match plan_parva(&request) {
             Ok(plan) => plan,
-            Err(PlanError::Unmeetable { .. }) => continue,
+            Err(PlanError::Unmeetable(_)) => continue,
             Err(other) => panic!("case {case}: {other}"),
         };
         let violations =
