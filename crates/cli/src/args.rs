@@ -96,12 +96,19 @@ pub struct PlanArgs {
     pub inputs: PlanInputs,
 
     /// Planning strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::Parva)]
+    #[arg(long, value_enum, default_value_t = Strategy::Optimal)]
     pub strategy: Strategy,
 
-    /// Latency rule every segment must meet.
-    #[arg(long, default_value = "parva", value_parser = parse_rule)]
-    pub latency_rule: LatencyRule,
+    /// Latency rule every segment must meet: `queueing` (fill + wait + run
+    /// at the routed rate ≤ SLO) or `parva` (ParvaGPU's: batch latency <
+    /// 0.45 × SLO). Default: queueing, or parva with `--strategy parva`.
+    #[arg(long, value_parser = parse_rule)]
+    pub latency_rule: Option<LatencyRule>,
+
+    /// Seconds the optimal strategy may search before returning its best
+    /// plan with the gap to its lower bound.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    pub time_limit: f64,
 
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
@@ -133,6 +140,8 @@ pub struct VerifyArgs {
 /// Planning strategies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Strategy {
+    /// The fewest GPUs, proven against a lower bound (or the gap reported).
+    Optimal,
     /// ParvaGPU's configurator and best-fit allocator, on the real lattice.
     Parva,
 }
@@ -214,6 +223,13 @@ pub enum BenchCommand {
 
 fn parse_gpu(value: &str) -> Result<GpuModel, String> {
     value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
+}
+
+fn parse_seconds(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!("expected a positive number of seconds, got '{value}'")),
+    }
 }
 
 fn parse_rule(value: &str) -> Result<LatencyRule, String> {

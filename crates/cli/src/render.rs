@@ -26,13 +26,19 @@ pub fn render_plan(plan: &Plan, format: Format) -> Result<Vec<u8>> {
 fn plan_table(plan: &Plan) -> String {
     let gpu_model = plan.gpus.first().map_or_else(|| "-".to_string(), |g| g.gpu_model.to_string());
     let mut out = format!(
-        "{} GPUs ({}), {} compute slices used; strategy {}, latency rule {}\n\n",
+        "{} GPUs ({}), {} compute slices used; strategy {}, latency rule {}\n",
         plan.gpu_count,
         gpu_model,
         plan.compute_slices_used(),
         plan.strategy,
         plan.latency_rule
     );
+    if let Some(o) = &plan.optimality {
+        let verdict =
+            if o.proven_optimal { "proven optimal".to_string() } else { format!("gap {:.2}%", 100.0 * o.gap) };
+        out.push_str(&format!("lower bound {} GPUs: {verdict}\n", o.lower_bound_gpus));
+    }
+    out.push('\n');
     let mut gpus =
         TextTable::new(&["node", "gpu", "profile", "start", "service", "model", "batch", "procs", "req/s", "batch ms"]);
     for gpu in &plan.gpus {

@@ -124,6 +124,31 @@ impl SizeCounts {
         self
     }
 
+    /// The union of two multisets (counts added).
+    #[must_use]
+    pub fn plus(mut self, other: &SizeCounts) -> Self {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine += theirs;
+        }
+        self
+    }
+
+    /// This multiset less `other` (counts subtracted, floored at zero).
+    #[must_use]
+    pub fn minus(mut self, other: &SizeCounts) -> Self {
+        for (mine, theirs) in self.0.iter_mut().zip(other.0) {
+            *mine = mine.saturating_sub(theirs);
+        }
+        self
+    }
+
+    /// This multiset plus `n` instances of `size`.
+    #[must_use]
+    pub fn with_n(mut self, size: u8, n: u32) -> Self {
+        self.0[usize::from(size)] += n;
+        self
+    }
+
     /// Number of instances of `size`.
     pub fn count(&self, size: u8) -> u32 {
         self.0[usize::from(size)]
@@ -386,5 +411,8 @@ mod tests {
         assert_eq!(counts.to_string(), "3g+1g+1g");
         assert_eq!(counts.without(1).without(1).without(1).to_string(), "3g");
         assert!(SizeCounts::from_sizes([1]).is_subset_of(&counts));
+        let more = counts.plus(&SizeCounts::from_sizes([7])).with_n(2, 3);
+        assert_eq!(more.to_string(), "7g+3g+2g+2g+2g+1g+1g");
+        assert_eq!(more.minus(&counts).minus(&SizeCounts::from_sizes([1])).to_string(), "7g+2g+2g+2g");
     }
 }

@@ -18,6 +18,6 @@ pub use error::CoreError;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
 pub use layout::{Lattice, LayoutError, Placement, SizeCounts};
 pub use packing::Packer;
-pub use plan::{GpuAssignment, InstanceAssignment, Plan, ServiceReport};
+pub use plan::{GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
 pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 pub use slo::ServiceSlo;

@@ -21,6 +21,21 @@ pub struct Plan {
     pub gpus: Vec<GpuAssignment>,
     /// Every service with its provisioned throughput and latency.
     pub services: Vec<ServiceReport>,
+    /// How close to optimal the plan is proven to be, when the strategy
+    /// knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimality: Option<Optimality>,
+}
+
+/// A plan's GPU count against a proven lower bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Optimality {
+    /// No plan can use fewer GPUs than this.
+    pub lower_bound_gpus: u64,
+    /// `true` when the plan's GPU count equals the lower bound.
+    pub proven_optimal: bool,
+    /// (GPUs − lower bound) / lower bound.
+    pub gap: f64,
 }
 
 /// One GPU and its MIG instances.

@@ -7,6 +7,8 @@
 //!   on the real MIG placement lattice.
 //! * [`parva`] — the `parva` strategy, ParvaGPU's configurator + allocator
 //!   with physically valid placements and nothing dropped.
+//! * [`options`] and [`optimal`] — the `optimal` strategy: every minimal way
+//!   to serve each service, and a search for the fewest GPUs with a bound.
 //! * [`verify`] — an independent checker of any plan against profiles and
 //!   SLOs; it shares no code with the planners except the latency rule.
 //!
@@ -16,11 +18,14 @@ pub mod allocate;
 pub mod configure;
 pub mod error;
 pub mod latency;
+pub mod optimal;
+pub mod options;
 pub mod parva;
 pub mod report;
 pub mod verify;
 
 pub use error::PlanError;
 pub use latency::LatencyRule;
+pub use optimal::plan_optimal;
 pub use parva::{plan_parva, PlanRequest};
 pub use verify::{verify, VerifyRequest, Violation};

@@ -34,6 +34,9 @@ pub struct PlanRequest<'a> {
     pub max_procs: u32,
     /// GPUs per node, for numbering nodes.
     pub gpus_per_node: u32,
+    /// How long a search may run before returning its best plan (the
+    /// `optimal` strategy); `None` for no limit.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// ParvaGPU's default for the most MPS processes per segment.
@@ -45,7 +48,7 @@ pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 impl<'a> PlanRequest<'a> {
     /// A request with ParvaGPU's defaults: the `parva` latency rule, at
     /// most [`DEFAULT_MAX_PROCS`] processes, [`DEFAULT_GPUS_PER_NODE`] GPUs
-    /// per node.
+    /// per node, and no time limit.
     pub fn new(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
         PlanRequest {
             gpu,
@@ -54,6 +57,7 @@ impl<'a> PlanRequest<'a> {
             rule: LatencyRule::Parva,
             max_procs: DEFAULT_MAX_PROCS,
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
+            time_limit: None,
         }
     }
 }
@@ -181,6 +185,7 @@ pub(crate) fn build_plan(
         gpus_per_node,
         gpus: assignments,
         services,
+        optimality: None,
     }
 }
 

@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use anyhow::Result;
-use tessera_plan::{plan_parva, PlanRequest};
+use std::time::Duration;
+
+use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanRequest};
 
 use super::emit;
 use crate::args::{PlanArgs, Strategy};
@@ -12,15 +14,21 @@ use crate::render::render_plan;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let (catalog, services) = inputs::load(&args.inputs, store)?;
+    let default_rule = match args.strategy {
+        Strategy::Optimal => LatencyRule::Queueing,
+        Strategy::Parva => LatencyRule::Parva,
+    };
     let request = PlanRequest {
         gpu: args.inputs.profiles.gpu,
         catalog: &catalog,
         services: &services,
-        rule: args.latency_rule,
+        rule: args.latency_rule.unwrap_or(default_rule),
         max_procs: args.inputs.max_procs,
         gpus_per_node: args.gpus_per_node,
+        time_limit: Some(Duration::from_secs_f64(args.time_limit)),
     };
     let plan = match args.strategy {
+        Strategy::Optimal => plan_optimal(&request)?,
         Strategy::Parva => plan_parva(&request)?,
     };
     emit(&render_plan(&plan, args.format)?, args.output.as_deref())

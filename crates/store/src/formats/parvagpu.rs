@@ -389,6 +389,7 @@ mod tests {
             strategy: "parva".into(),
             latency_rule: "parva".into(),
             gpus_per_node: 8,
+            optimality: None,
             gpus: vec![
                 GpuAssignment {
                     node: 0,
