@@ -126,7 +126,8 @@ pub struct PlanArgs {
 /// `tessera verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The plan (JSON, as written by `tessera plan --format json`).
+    /// The plan: JSON as written by `tessera plan --format json`, or a
+    /// ParvaGPU deployment map (`.csv`) on `--gpu`.
     pub plan: PathBuf,
 
     #[command(flatten)]

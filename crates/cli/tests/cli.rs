@@ -344,6 +344,45 @@ fn queueing_plans_keep_worst_case_latency_within_the_slo() {
     }
 }
 
+/// ParvaGPU's own plan for scenario 1 runs bert at batch 128 × 3 processes
+/// on a 1g for 19 req/s: filling a batch takes ~20 s against a 6.4 s SLO.
+/// The queueing rule catches it (and three more services that ParvaGPU
+/// over-provisions with large batches); Tessera's own plan for the same
+/// scenario passes it.
+#[test]
+fn parvagpu_scenario_1_plan_breaks_the_queueing_rule_for_bert() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    let reference = data.join("reference_deployments/SLO1_ParvaGPU_deploy.csv");
+    let (profiles, rates, latency) =
+        (data.join("prof_data"), data.join("slo/SLO_req_rate.csv"), data.join("slo/SLO_latency.csv"));
+    let output = tessera(
+        &[
+            "verify",
+            reference.to_str().unwrap(),
+            "--profiles",
+            profiles.to_str().unwrap(),
+            "--slo-rates",
+            rates.to_str().unwrap(),
+            "--slo-latency",
+            latency.to_str().unwrap(),
+            "--scenario",
+            "1",
+            "--latency-rule",
+            "queueing",
+        ],
+        &store_in(&dir),
+    );
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    let bert: Vec<&str> = report.lines().filter(|l| l.contains("service 'bert' misses its 6434 ms SLO")).collect();
+    assert!(!bert.is_empty(), "{report}");
+
+    let ours = plan_scenario(&data, &dir, 1, &[]);
+    let bert = ours["services"].as_array().unwrap().iter().find(|s| s["service"] == "bert").unwrap();
+    assert!(bert["worst_latency_ms"].as_f64().unwrap() <= 6434.0, "{bert}");
+}
+
 #[test]
 fn a_misspelt_optional_column_is_an_error_not_ignored() {
     let dir = TempDir::new().unwrap();

@@ -26,5 +26,7 @@ pub mod fs;
 pub use db::{default_path, ImportSummary, ProfileSummary, Store};
 pub use error::StoreError;
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
-pub use formats::parvagpu::{read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport};
+pub use formats::parvagpu::{
+    read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
+};
 pub use fs::write_atomic;

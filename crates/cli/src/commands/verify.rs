@@ -3,16 +3,16 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_core::Plan;
+use tessera_core::{GpuModel, Plan, ProfileCatalog};
 use tessera_plan::{verify, LatencyRule, VerifyRequest};
+use tessera_store::read_deployment_csv;
 
 use crate::args::VerifyArgs;
 use crate::inputs;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
-    let text = std::fs::read_to_string(&args.plan).with_context(|| format!("cannot read {}", args.plan.display()))?;
-    let plan: Plan =
-        serde_json::from_str(&text).with_context(|| format!("{}: not a Tessera plan", args.plan.display()))?;
+    let (catalog, services) = inputs::load(&args.inputs, store)?;
+    let plan = read_plan(&args.plan, args.inputs.profiles.gpu, &catalog)?;
     let rule = match args.latency_rule {
         Some(rule) => rule,
         None => plan
@@ -21,7 +21,6 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("{}: field 'latency_rule'", args.plan.display()))?,
     };
-    let (catalog, services) = inputs::load(&args.inputs, store)?;
     let request = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: args.inputs.max_procs };
     let violations = verify(&plan, &request);
     if violations.is_empty() {
@@ -37,4 +36,14 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         println!("violation: {violation}");
     }
     bail!("{}: {} violation(s)", args.plan.display(), violations.len())
+}
+
+/// A Tessera plan (JSON) or, for a `.csv` file, a ParvaGPU deployment map
+/// on `gpu` with its numbers taken from `catalog`.
+fn read_plan(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan> {
+    if path.extension().is_some_and(|ext| ext.eq_ignore_ascii_case("csv")) {
+        return Ok(read_deployment_csv(path, gpu, catalog)?);
+    }
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not a Tessera plan", path.display()))
 }

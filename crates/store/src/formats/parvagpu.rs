@@ -9,7 +9,9 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use tessera_core::{GpuModel, ModelProfile, Plan, SegmentConfig, ServiceSlo};
+use tessera_core::{
+    GpuAssignment, GpuModel, InstanceAssignment, ModelProfile, Plan, ProfileCatalog, SegmentConfig, ServiceSlo,
+};
 
 use crate::error::StoreError;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
@@ -199,6 +201,59 @@ fn slo_cell<'a>(path: &'a Path, row: &'a Record, index: usize, field: &'a str) -
     Cell { path, line: row.line, field, text: row.fields.get(index).unwrap_or("") }
 }
 
+/// ParvaGPU's number of GPUs per node (`NUM_GPU_PER_NODE`).
+const PARVAGPU_GPUS_PER_NODE: u32 = 8;
+
+/// The columns of ParvaGPU's deployment map.
+const DEPLOYMENT_HEADER: [&str; 7] =
+    ["Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc"];
+
+/// Reads a ParvaGPU deployment map (e.g. `SLO1_ParvaGPU_deploy.csv`) as a
+/// plan on `gpu`, so that it can be verified like any plan. Each model is
+/// a service of the same name; `Placement` becomes the start slice as
+/// written (ParvaGPU's are often not physically valid: the verifier will
+/// say so). Throughput and latency come from `catalog`; a configuration it
+/// lacks gets 0 for both, which the verifier reports as not profiled.
+pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan, StoreError> {
+    let table = Table::read(path)?;
+    table.reject_unknown_columns(&DEPLOYMENT_HEADER)?;
+    let columns = DEPLOYMENT_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let mut gpus: Vec<GpuAssignment> = Vec::new();
+    for record in &table.rows {
+        let cell = |i: usize| Cell::of(path, record, columns[i]);
+        let (node, index): (u32, u32) = (cell(0).whole()?, cell(1).whole()?);
+        let model = cell(2).name()?;
+        let size: u8 = cell(4).whole()?;
+        let config = SegmentConfig { size_gpcs: size, batch: cell(5).whole()?, procs: cell(6).whole()? };
+        let profile = gpu.spec().profile_for_size(size).map_err(|error| cell(4).domain(error))?;
+        let point = catalog.get(gpu, model).and_then(|p| p.point(config));
+        let instance = InstanceAssignment {
+            profile: profile.name.to_string(),
+            size,
+            start: cell(3).whole()?,
+            service: model.to_string(),
+            model: model.to_string(),
+            batch: config.batch,
+            procs: config.procs,
+            throughput_rps: point.map_or(0.0, |p| p.throughput_rps),
+            latency_ms: point.map_or(0.0, |p| p.latency_ms),
+        };
+        match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
+            Some(existing) => existing.instances.push(instance),
+            None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
+        }
+    }
+    Ok(Plan {
+        gpu_count: gpus.len(),
+        strategy: "parvagpu".to_string(),
+        latency_rule: "parva".to_string(),
+        gpus_per_node: PARVAGPU_GPUS_PER_NODE,
+        gpus,
+        services: Vec::new(),
+        optimality: None,
+    })
+}
+
 /// Writes `plan` as ParvaGPU's deployment map: one row per MIG instance in
 /// plan order, with columns `Num instance` (node), `Num GPU` (GPU index in
 /// the node), `Model`, `Placement` (start slice), `Instance size` (GPCs),
@@ -207,9 +262,7 @@ pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreEr
     let write_error =
         |error: csv::Error| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), source: error.into() };
     let mut writer = csv::Writer::from_writer(out);
-    writer
-        .write_record(["Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc"])
-        .map_err(write_error)?;
+    writer.write_record(DEPLOYMENT_HEADER).map_err(write_error)?;
     for gpu in &plan.gpus {
         for instance in &gpu.instances {
             writer
@@ -413,6 +466,38 @@ mod tests {
             "Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n\
              0,0,bert,0,4,8,2\n0,0,vgg16,4,3,8,2\n1,2,resnet50,0,7,8,2\n"
         );
+    }
+
+    #[test]
+    fn reads_a_deployment_map_back_with_profiled_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n\
+                    0,0,m,4,3,8,2\n0,0,m,0,2,8,1\n1,2,other,0,7,1,1\n";
+        let path = write(dir.path(), "deploy.csv", text);
+        let config = SegmentConfig { size_gpcs: 3, batch: 8, procs: 2 };
+        let point = tessera_core::ProfilePoint::new(config, 300.0, 50.0, None).unwrap();
+        let catalog: ProfileCatalog =
+            [ModelProfile::new(GpuModel::A100_80GB, "m", vec![point]).unwrap()].into_iter().collect();
+        let plan = read_deployment_csv(&path, GpuModel::A100_80GB, &catalog).unwrap();
+        assert_eq!(plan.gpu_count, 2);
+        let first = &plan.gpus[0].instances[0];
+        assert_eq!(
+            (first.profile.as_str(), first.start, first.throughput_rps, first.latency_ms),
+            ("3g.40gb", 4, 300.0, 50.0)
+        );
+        assert_eq!(plan.gpus[0].instances[1].throughput_rps, 0.0, "not profiled");
+        assert_eq!((plan.gpus[1].node, plan.gpus[1].index), (1, 2));
+        let mut out = Vec::new();
+        write_deployment_csv(&mut out, &plan).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), text);
+
+        let bad = write(
+            dir.path(),
+            "bad.csv",
+            "Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n0,0,m,0,5,8,1\n",
+        );
+        let message = read_deployment_csv(&bad, GpuModel::A100_80GB, &catalog).unwrap_err().to_string();
+        assert_names(&message, &["bad.csv:2", "Instance size"]);
     }
 
     /// The real ParvaGPU data, when the shared data folder is present.
