@@ -16,12 +16,18 @@
 //! **Search.** A local search starts from every service's cheapest mix and
 //! switches single services to other mixes while the objective improves.
 //! For instances of up to [`EXACT_SERVICE_LIMIT`] services, a depth-first
-//! branch and bound then explores every mix that could still lead to a plan
-//! no worse than the incumbent (a service may exceed its cheapest mix by at
-//! most the compute the incumbent leaves unused), pruning on the bound
-//! above and memoizing (depth, instance multiset) states. If it finishes,
-//! the plan is proven optimal; under `--time-limit` it stops with the best
-//! plan found and reports the gap to the bound.
+//! branch and bound then explores every mix that could still lead to fewer
+//! GPUs (a service may exceed its cheapest mix by at most the compute the
+//! incumbent leaves unused), pruning on the bound above and memoizing
+//! (depth, instance multiset) states. If it finishes, the GPU count is
+//! proven optimal; under `--time-limit` it stops with the best plan found
+//! and the gap to the bound. A second, node-budgeted pass then looks for
+//! less slack and fewer segments among plans with that many GPUs.
+//!
+//! Under `parva` the mixes cover every plan (one size's best configuration
+//! dominates its others), so "proven optimal" holds over all plans. Under
+//! `queueing` a mix runs one configuration per size, and the proof holds
+//! over plans of that form.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -43,6 +49,9 @@ const HEURISTIC_LIMITS: OptionLimits = OptionLimits { extra_gpcs: 3, max_mixes: 
 
 /// Most mixes per service in the exact search.
 const EXACT_MAX_MIXES: usize = 5_000;
+
+/// Search nodes spent on tie-breaks among plans with the fewest GPUs.
+const TIE_BREAK_NODES: u64 = 200_000;
 
 /// Most memoized search states (beyond this the search runs unmemoized).
 const MEMO_LIMIT: usize = 2_000_000;
@@ -71,14 +80,25 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     let extra = (incumbent.gpus * slices - min_gpcs).min(u64::from(u32::MAX)) as u32;
     let wide = all_options(request, OptionLimits { extra_gpcs: extra, max_mixes: EXACT_MAX_MIXES })?;
     let complete = wide.iter().all(|o| o.mixes.len() < EXACT_MAX_MIXES);
-    let mut search = BranchAndBound::new(&wide, packer, slices, incumbent, deadline);
-    search.run();
-    let best = search.best.gpus;
-    let bound = if complete && !search.timed_out { best } else { lower_bound };
-    match search.best_choice {
-        Some(found) => finish(request, &wide, &found, bound),
-        None => finish(request, &options, &choice, bound),
+
+    // Phase 1: the fewest GPUs, proven by exhausting the search.
+    let mut fewest = BranchAndBound::new(&wide, packer, slices, incumbent, Goal::FewestGpus, deadline);
+    fewest.run();
+    let proven = complete && !fewest.stopped;
+    let (mut chosen_from, mut chosen, best) = match fewest.best_choice.take() {
+        Some(found) => (&wide, found, fewest.best),
+        None => (&options, choice, incumbent),
+    };
+    // Phase 2: among plans with that many GPUs, the least slack, then the
+    // fewest segments, within a node budget.
+    let mut ties = BranchAndBound::new(&wide, packer, slices, best, Goal::Lexicographic, deadline);
+    ties.node_budget = Some(TIE_BREAK_NODES);
+    ties.run();
+    if let Some(found) = ties.best_choice.take() {
+        (chosen_from, chosen) = (&wide, found);
     }
+    let bound = if proven { best.gpus } else { lower_bound };
+    finish(request, chosen_from, &chosen, bound)
 }
 
 /// Builds the plan of `choice` and, under the `parva` rule, falls back to
@@ -177,8 +197,18 @@ fn local_search(options: &[ServiceOptions], packer: &Packer) -> Vec<usize> {
     }
 }
 
+/// What a branch and bound improves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Goal {
+    /// GPUs only: any plan with fewer GPUs than the incumbent.
+    FewestGpus,
+    /// The whole objective: GPUs, then slack, then segments.
+    Lexicographic,
+}
+
 /// Depth-first branch and bound over one mix per service.
 struct BranchAndBound<'a> {
+    goal: Goal,
     options: &'a [ServiceOptions],
     /// Services in search order (fewest mixes first).
     order: Vec<usize>,
@@ -193,8 +223,11 @@ struct BranchAndBound<'a> {
     current: Vec<usize>,
     memo: HashMap<(usize, SizeCounts), (f64, u64)>,
     deadline: Option<Instant>,
+    /// Most nodes to visit; `None` for no limit.
+    node_budget: Option<u64>,
     nodes: u64,
-    timed_out: bool,
+    /// Set when the deadline or the node budget cut the search short.
+    stopped: bool,
 }
 
 impl<'a> BranchAndBound<'a> {
@@ -203,6 +236,7 @@ impl<'a> BranchAndBound<'a> {
         packer: Packer,
         slices: u64,
         incumbent: Objective,
+        goal: Goal,
         deadline: Option<Instant>,
     ) -> Self {
         let mut order: Vec<usize> = (0..options.len()).collect();
@@ -219,6 +253,7 @@ impl<'a> BranchAndBound<'a> {
         let rest_slack = suffix(&min_of(|m| m.slack));
         let rest_segments = suffix(&min_of(|m| f64::from(m.segments))).into_iter().map(|v| v as u64).collect();
         BranchAndBound {
+            goal,
             options,
             current: vec![0; options.len()],
             order,
@@ -231,8 +266,17 @@ impl<'a> BranchAndBound<'a> {
             best_choice: None,
             memo: HashMap::new(),
             deadline,
+            node_budget: None,
             nodes: 0,
-            timed_out: false,
+            stopped: false,
+        }
+    }
+
+    /// `true` when a plan bounded below by `bound` could beat the incumbent.
+    fn improves(&self, bound: &Objective) -> bool {
+        match self.goal {
+            Goal::FewestGpus => bound.gpus < self.best.gpus,
+            Goal::Lexicographic => bound.better_than(&self.best),
         }
     }
 
@@ -241,12 +285,13 @@ impl<'a> BranchAndBound<'a> {
     }
 
     fn descend(&mut self, depth: usize, counts: SizeCounts, slack: f64, segments: u64) {
-        if self.timed_out {
+        if self.stopped {
             return;
         }
         self.nodes += 1;
-        if self.nodes % 4096 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
-            self.timed_out = true;
+        let over_budget = self.node_budget.is_some_and(|budget| self.nodes > budget);
+        if over_budget || (self.nodes % 4096 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d)) {
+            self.stopped = true;
             return;
         }
         let compute = u64::from(counts.compute_slices()) + self.rest_gpcs[depth];
@@ -255,7 +300,7 @@ impl<'a> BranchAndBound<'a> {
             slack: slack + self.rest_slack[depth],
             segments: segments + self.rest_segments[depth],
         };
-        if !bound.better_than(&self.best) {
+        if !self.improves(&bound) {
             return;
         }
         if depth == self.order.len() {
@@ -276,7 +321,14 @@ impl<'a> BranchAndBound<'a> {
             _ => {}
         }
         let service = self.order[depth];
+        let compute_before = u64::from(counts.compute_slices()) + self.rest_gpcs[depth + 1];
         for (index, mix) in self.options[service].mixes.iter().enumerate() {
+            // Mixes come cheapest first: once the compute bound alone
+            // exceeds the incumbent, every later mix does too.
+            let gpus_bound = (compute_before + u64::from(mix.gpcs)).div_ceil(self.slices);
+            if gpus_bound > self.best.gpus || (self.goal == Goal::FewestGpus && gpus_bound == self.best.gpus) {
+                break;
+            }
             self.current[service] = index;
             self.descend(depth + 1, counts.plus(&mix.counts), slack + mix.slack, segments + u64::from(mix.segments));
         }

@@ -1,12 +1,16 @@
-//! Property test: every plan the `parva` strategy writes passes the
-//! independent verifier, on random SLO sets drawn over the built-in
-//! synthetic profiles and (when present) ParvaGPU's measured profiles.
+//! Property tests on random SLO sets drawn over the built-in synthetic
+//! profiles and (when present) ParvaGPU's measured profiles: every plan
+//! either strategy writes passes the independent verifier, and the
+//! `optimal` strategy never uses more GPUs than `parva`.
 
 use std::path::Path;
 
+use std::time::Duration;
 use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_parva, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest};
+
+use tessera_core::Plan;
+use tessera_plan::{plan_optimal, plan_parva, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest};
 
 /// SplitMix64: a tiny deterministic generator, enough for test inputs.
 struct SplitMix64(u64);
@@ -46,23 +50,44 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
             })
             .collect();
         let max_procs = 1 + rng.below(5) as u32;
-        let request = PlanRequest { max_procs, ..PlanRequest::new(gpu, catalog, &services) };
-        let plan = match plan_parva(&request) {
+        let request = PlanRequest {
+            max_procs,
+            time_limit: Some(Duration::from_secs(5)),
+            ..PlanRequest::new(gpu, catalog, &services)
+        };
+        let check = |plan: &Plan, rule| {
+            let violations = verify(plan, &VerifyRequest { catalog, services: &services, rule, max_procs });
+            assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
+            assert!(plan.services.iter().all(|s| s.met), "case {case}");
+        };
+        let parva = match plan_parva(&request) {
             Ok(plan) => plan,
             Err(PlanError::Unmeetable(_)) => continue,
             Err(other) => panic!("case {case}: {other}"),
         };
-        let violations =
-            verify(&plan, &VerifyRequest { catalog, services: &services, rule: LatencyRule::Parva, max_procs });
-        assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
-        assert!(plan.services.iter().all(|s| s.met), "case {case}");
+        check(&parva, LatencyRule::Parva);
+        let optimal = plan_optimal(&request).unwrap_or_else(|e| panic!("case {case}: {e}"));
+        check(&optimal, LatencyRule::Parva);
+        assert!(
+            optimal.gpu_count <= parva.gpu_count,
+            "case {case}: optimal {} > parva {}",
+            optimal.gpu_count,
+            parva.gpu_count
+        );
+        let bound = optimal.optimality.expect("optimal reports its bound").lower_bound_gpus;
+        assert!(bound as usize <= optimal.gpu_count && bound as usize <= parva.gpu_count, "case {case}");
+        match plan_optimal(&PlanRequest { rule: LatencyRule::Queueing, ..request }) {
+            Ok(plan) => check(&plan, LatencyRule::Queueing),
+            Err(PlanError::Unmeetable(_)) => {}
+            Err(other) => panic!("case {case}: {other}"),
+        }
         planned += 1;
     }
     planned
 }
 
 #[test]
-fn parva_plans_on_synthetic_profiles_always_verify() {
+fn plans_on_synthetic_profiles_verify_and_optimal_beats_parva() {
     let catalog = builtin_catalog();
     for (gpu, seed) in [(GpuModel::A100_80GB, 1), (GpuModel::H100_80GB, 2)] {
         let planned = check_random_plans(&catalog, gpu, 300, seed);
@@ -71,7 +96,7 @@ fn parva_plans_on_synthetic_profiles_always_verify() {
 }
 
 #[test]
-fn parva_plans_on_parvagpu_profiles_always_verify() {
+fn plans_on_parvagpu_profiles_verify_and_optimal_beats_parva() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
     if !dir.is_dir() {
         eprintln!("skipping: {} is absent (ParvaGPU reference data)", dir.display());
