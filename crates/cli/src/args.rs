@@ -220,6 +220,23 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
     },
+    /// Plan catalogues of many services with both strategies, each as a
+    /// whole `tessera plan` process: time (load + plan + write), peak
+    /// memory, GPUs, lower bound.
+    Scale {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Catalogue sizes (services).
+        #[arg(long, value_delimiter = ',', default_value = "110,1100,11000")]
+        sizes: Vec<usize>,
+        /// Seed of the rate factors.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Latency rule of every run.
+        #[arg(long, default_value = "parva", value_parser = parse_rule)]
+        latency_rule: LatencyRule,
+    },
 }
 
 fn parse_gpu(value: &str) -> Result<GpuModel, String> {

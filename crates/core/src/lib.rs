@@ -11,6 +11,7 @@ pub mod layout;
 pub mod packing;
 pub mod plan;
 pub mod profile;
+pub mod rng;
 pub mod slo;
 pub mod synthetic;
 

@@ -15,6 +15,7 @@
 //! Invariant: no I/O, no global state.
 
 pub mod allocate;
+pub mod bound;
 pub mod configure;
 pub mod error;
 pub mod latency;

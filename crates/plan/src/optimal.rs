@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 use tessera_core::{Lattice, Optimality, Packer, Plan, SizeCounts};
 
 use crate::allocate::Segment;
+use crate::bound::{price_of, round_up, service_price, tune_prices, PriceRegion, Prices};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
 use crate::options::{service_options, Mix, OptionLimits, ServiceOptions};
@@ -42,6 +43,10 @@ use crate::parva::{build_plan, plan_parva, PlanRequest};
 
 /// Largest instance (in services) the exact branch and bound is tried on.
 pub const EXACT_SERVICE_LIMIT: usize = 400;
+
+/// The exact search runs only when the heuristic is at most this many GPUs
+/// above the lower bound (beyond that its option space explodes).
+pub const EXACT_GAP_GPUS: u64 = 2;
 
 /// Mixes per service for the local search: a few compute slices above the
 /// cheapest, at most this many.
@@ -68,11 +73,29 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
 
     let options = all_options(request, HEURISTIC_LIMITS)?;
     let min_gpcs: u64 = options.iter().map(|o| u64::from(o.min_gpcs)).sum();
-    let lower_bound = min_gpcs.div_ceil(slices);
-    let choice = local_search(&options, &packer);
-    let incumbent = objective(&options, &choice, &packer);
+    let region = PriceRegion::new(request.gpu);
+    let prices = tune_prices(&region, request.gpu.spec().compute_slices, &options);
+    let priced: f64 = request
+        .services
+        .iter()
+        .map(|slo| Ok(service_price(request.profile(slo)?, slo, request.rule, request.max_procs, &prices)))
+        .sum::<Result<f64, PlanError>>()?;
+    let lower_bound = min_gpcs.div_ceil(slices).max(round_up(priced));
 
-    if request.services.len() > EXACT_SERVICE_LIMIT {
+    // Two starts: every service's cheapest mix in compute, and in prices.
+    let cheapest_priced: Vec<usize> = options.iter().map(|o| cheapest_by_price(o, &prices)).collect();
+    let (choice, incumbent) = [vec![0; options.len()], cheapest_priced]
+        .into_iter()
+        .map(|start| {
+            let choice = local_search(&options, &packer, start);
+            let value = objective(&options, &choice, &packer);
+            (choice, value)
+        })
+        .reduce(|a, b| if b.1.better_than(&a.1) { b } else { a })
+        .expect("two starts");
+
+    let gap_gpus = incumbent.gpus - lower_bound.min(incumbent.gpus);
+    if request.services.len() > EXACT_SERVICE_LIMIT || gap_gpus > EXACT_GAP_GPUS {
         return finish(request, &options, &choice, lower_bound);
     }
     // A plan with at most the incumbent's GPUs leaves any one service at
@@ -82,7 +105,7 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     let complete = wide.iter().all(|o| o.mixes.len() < EXACT_MAX_MIXES);
 
     // Phase 1: the fewest GPUs, proven by exhausting the search.
-    let mut fewest = BranchAndBound::new(&wide, packer, slices, incumbent, Goal::FewestGpus, deadline);
+    let mut fewest = BranchAndBound::new(&wide, packer, slices, prices, incumbent, Goal::FewestGpus, deadline);
     fewest.run();
     let proven = complete && !fewest.stopped;
     let (mut chosen_from, mut chosen, best) = match fewest.best_choice.take() {
@@ -91,7 +114,7 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     };
     // Phase 2: among plans with that many GPUs, the least slack, then the
     // fewest segments, within a node budget.
-    let mut ties = BranchAndBound::new(&wide, packer, slices, best, Goal::Lexicographic, deadline);
+    let mut ties = BranchAndBound::new(&wide, packer, slices, prices, best, Goal::Lexicographic, deadline);
     ties.node_budget = Some(TIE_BREAK_NODES);
     ties.run();
     if let Some(found) = ties.best_choice.take() {
@@ -164,12 +187,17 @@ fn objective(options: &[ServiceOptions], choice: &[usize], packer: &Packer) -> O
     Objective { gpus: packer.min_gpus(&counts), slack, segments }
 }
 
-/// Starts from every service's cheapest mix and moves single services to
-/// other mixes while that improves the objective.
-fn local_search(options: &[ServiceOptions], packer: &Packer) -> Vec<usize> {
-    let mut choice = vec![0; options.len()];
+/// The index of a service's mix with the lowest price (first on ties).
+fn cheapest_by_price(options: &ServiceOptions, prices: &Prices) -> usize {
+    let price = |i: usize| price_of(prices, &options.mixes[i].counts);
+    (0..options.mixes.len()).fold(0, |best, i| if price(i) < price(best) - 1e-12 { i } else { best })
+}
+
+/// Moves single services from `choice` to other mixes while that improves
+/// the objective.
+fn local_search(options: &[ServiceOptions], packer: &Packer, mut choice: Vec<usize>) -> Vec<usize> {
     let mut current = objective(options, &choice, packer);
-    let mut counts = options.iter().fold(SizeCounts::EMPTY, |acc, o| acc.plus(&o.mixes[0].counts));
+    let mut counts = options.iter().zip(&choice).fold(SizeCounts::EMPTY, |acc, (o, &c)| acc.plus(&o.mixes[c].counts));
     loop {
         let mut improved = false;
         for (service, option) in options.iter().enumerate() {
@@ -214,8 +242,11 @@ struct BranchAndBound<'a> {
     order: Vec<usize>,
     packer: Packer,
     slices: u64,
-    /// Per depth, the least compute, slack and segments still to come.
+    /// Instance prices of the packing bound (see [`crate::bound`]).
+    prices: Prices,
+    /// Per depth, the least compute, price, slack and segments still to come.
     rest_gpcs: Vec<u64>,
+    rest_price: Vec<f64>,
     rest_slack: Vec<f64>,
     rest_segments: Vec<u64>,
     best: Objective,
@@ -235,6 +266,7 @@ impl<'a> BranchAndBound<'a> {
         options: &'a [ServiceOptions],
         packer: Packer,
         slices: u64,
+        prices: Prices,
         incumbent: Objective,
         goal: Goal,
         deadline: Option<Instant>,
@@ -250,6 +282,8 @@ impl<'a> BranchAndBound<'a> {
         };
         let min_of = |f: fn(&Mix) -> f64| move |o: &ServiceOptions| o.mixes.iter().map(f).fold(f64::INFINITY, f64::min);
         let rest_gpcs = suffix(&|o| f64::from(o.min_gpcs)).into_iter().map(|v| v as u64).collect();
+        let rest_price =
+            suffix(&|o| o.mixes.iter().map(|m| price_of(&prices, &m.counts)).fold(f64::INFINITY, f64::min));
         let rest_slack = suffix(&min_of(|m| m.slack));
         let rest_segments = suffix(&min_of(|m| f64::from(m.segments))).into_iter().map(|v| v as u64).collect();
         BranchAndBound {
@@ -259,7 +293,9 @@ impl<'a> BranchAndBound<'a> {
             order,
             packer,
             slices,
+            prices,
             rest_gpcs,
+            rest_price,
             rest_slack,
             rest_segments,
             best: incumbent,
@@ -296,7 +332,11 @@ impl<'a> BranchAndBound<'a> {
         }
         let compute = u64::from(counts.compute_slices()) + self.rest_gpcs[depth];
         let bound = Objective {
-            gpus: self.packer.min_gpus(&counts).max(compute.div_ceil(self.slices)),
+            gpus: self
+                .packer
+                .min_gpus(&counts)
+                .max(compute.div_ceil(self.slices))
+                .max(round_up(price_of(&self.prices, &counts) + self.rest_price[depth])),
             slack: slack + self.rest_slack[depth],
             segments: segments + self.rest_segments[depth],
         };

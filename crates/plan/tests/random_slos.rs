@@ -6,38 +6,17 @@
 use std::path::Path;
 
 use std::time::Duration;
+use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
 
 use tessera_core::Plan;
 use tessera_plan::{plan_optimal, plan_parva, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest};
 
-/// SplitMix64: a tiny deterministic generator, enough for test inputs.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [low, high).
-    fn uniform(&mut self, low: f64, high: f64) -> f64 {
-        low + (high - low) * (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-}
-
 /// Plans `cases` random SLO sets on `gpu`; returns how many were plannable.
 fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, seed: u64) -> usize {
     let models: Vec<&str> = catalog.models(gpu).collect();
-    let mut rng = SplitMix64(seed);
+    let mut rng = SplitMix64::new(seed);
     let mut planned = 0;
     for case in 0..cases {
         let count = 1 + rng.below(14);

@@ -12,18 +12,16 @@ use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{plan_parva, PlanRequest};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
-use crate::args::BenchCommand;
 use crate::table::TextTable;
 
 /// ParvaGPU's SLO files hold six scenarios.
 const PARVAGPU_SCENARIOS: usize = 6;
 
-pub fn run(command: BenchCommand) -> Result<()> {
-    let BenchCommand::Plan { parvagpu, iterations } = command;
+pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
     let mut inputs: Vec<(String, ProfileCatalog, Vec<ServiceSlo>)> =
         vec![("demo (synthetic)".to_string(), builtin_catalog(), demo_services())];
     if parvagpu.join("prof_data").is_dir() {
-        inputs.extend(parvagpu_scenarios(&parvagpu)?);
+        inputs.extend(parvagpu_scenarios(parvagpu)?);
     } else {
         eprintln!("note: {} is absent; timing the built-in demo only", parvagpu.display());
     }

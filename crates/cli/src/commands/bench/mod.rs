@@ -1,0 +1,18 @@
+//! `tessera bench …`: figures, not tests. Each subcommand prints a table of
+//! measurements taken in the same run, so ratios compare like with like.
+
+mod scale;
+mod timing;
+
+use anyhow::Result;
+
+use crate::args::BenchCommand;
+
+pub fn run(command: BenchCommand) -> Result<()> {
+    match command {
+        BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
+        BenchCommand::Scale { parvagpu, sizes, seed, latency_rule } => {
+            scale::run(&parvagpu, &sizes, seed, latency_rule)
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `tessera bench scale`: both strategies on catalogues of many services,
+//! each run as a whole `tessera plan` process.
+//!
+//! Catalogues are built the way the peer measurement built them: service
+//! `i` runs the `i mod m`-th of `m` base models in alphabetical order, keeps
+//! that model's latency SLO, and asks its base rate times a factor drawn
+//! uniformly from [0.2, 3] (SplitMix64, fixed seed). The ParvaGPU catalogue
+//! takes its base rates and SLOs from ParvaGPU's scenario 6; the synthetic
+//! one from the built-in demo services (the first one of each model).
+//!
+//! Each run is timed from spawn to exit (loading, planning, writing the JSON
+//! plan); its peak resident memory comes from `wait4`. The plan is then
+//! read back and checked with the verifier, outside the timing.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tessera_core::rng::SplitMix64;
+use tessera_core::synthetic::{builtin_catalog, demo_services};
+use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
+use tessera_plan::{verify, LatencyRule, VerifyRequest};
+use tessera_store::{read_profile_dir, read_slo_scenario};
+
+use crate::table::TextTable;
+
+/// ParvaGPU's scenario whose objectives seed the catalogue.
+const BASE_SCENARIO: usize = 6;
+
+/// Range of the factor applied to each base rate.
+const RATE_FACTOR: (f64, f64) = (0.2, 3.0);
+
+const STRATEGIES: [&str; 2] = ["optimal", "parva"];
+
+/// One family of catalogues: base objectives, profiles, how to pass them.
+struct Family {
+    name: &'static str,
+    base: Vec<ServiceSlo>,
+    catalog: ProfileCatalog,
+    profile_args: Vec<String>,
+}
+
+/// What one `tessera plan` process did.
+struct Run {
+    wall: Duration,
+    peak_rss_kib: u64,
+    plan: Plan,
+}
+
+pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Result<()> {
+    let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
+    let mut families = Vec::new();
+    if parvagpu.join("prof_data").is_dir() {
+        families.push(parvagpu_family(parvagpu)?);
+    } else {
+        eprintln!("note: {} is absent; measuring the synthetic catalogue only", parvagpu.display());
+    }
+    families.push(synthetic_family());
+
+    let mut table = TextTable::new(&[
+        "catalogue",
+        "services",
+        "strategy",
+        "GPUs",
+        "bound",
+        "ratio",
+        "time s",
+        "peak MiB",
+        "SLOs met",
+        "verified",
+    ]);
+    for family in &families {
+        for &size in sizes {
+            let services = catalogue(&family.base, size, seed);
+            let slo_path = dir.path().join(format!("{}-{size}.csv", family.name));
+            write_slo_csv(&slo_path, &services)?;
+            let mut bound = None;
+            for strategy in STRATEGIES {
+                eprintln!("{} × {size}: {strategy} …", family.name);
+                let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
+                let run = run_plan(family, &slo_path, &plan_path, strategy, rule)?;
+                bound = bound.or(run.plan.optimality.map(|o| o.lower_bound_gpus));
+                let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
+                let violations = verify(&run.plan, &request);
+                let met = run.plan.services.iter().filter(|s| s.met).count();
+                let gpus = run.plan.gpu_count;
+                table.row(vec![
+                    family.name.to_string(),
+                    size.to_string(),
+                    strategy.to_string(),
+                    gpus.to_string(),
+                    bound.map_or("-".to_string(), |b| b.to_string()),
+                    bound.map_or("-".to_string(), |b| format!("{:.4}", gpus as f64 / b as f64)),
+                    format!("{:.2}", run.wall.as_secs_f64()),
+                    format!("{:.0}", run.peak_rss_kib as f64 / 1024.0),
+                    format!("{met}/{}", services.len()),
+                    if violations.is_empty() { "yes".to_string() } else { format!("NO ({})", violations.len()) },
+                ]);
+            }
+        }
+    }
+    println!(
+        "latency rule {rule}, a100-80gb, up to 5 processes, seed {seed}; bound = ⌈Σ fewest slices per service / 7⌉"
+    );
+    print!("{}", table.render());
+    Ok(())
+}
+
+fn parvagpu_family(dir: &Path) -> Result<Family> {
+    let profiles = dir.join("prof_data");
+    let catalog: ProfileCatalog = read_profile_dir(&profiles, GpuModel::A100_80GB)?.profiles.into_iter().collect();
+    let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
+    let base =
+        read_slo_scenario(&dir.join("slo/SLO_req_rate.csv"), &dir.join("slo/SLO_latency.csv"), BASE_SCENARIO, &models)?;
+    Ok(Family {
+        name: "parvagpu",
+        base,
+        catalog,
+        profile_args: vec!["--profiles".to_string(), profiles.display().to_string()],
+    })
+}
+
+fn synthetic_family() -> Family {
+    let mut base: Vec<ServiceSlo> = Vec::new();
+    for service in demo_services() {
+        if !base.iter().any(|b| b.model == service.model) {
+            base.push(service);
+        }
+    }
+    base.sort_by(|a, b| a.model.cmp(&b.model));
+    Family { name: "synthetic", base, catalog: builtin_catalog(), profile_args: vec!["--demo".to_string()] }
+}
+
+/// `size` services over the base objectives (see the module docs).
+fn catalogue(base: &[ServiceSlo], size: usize, seed: u64) -> Vec<ServiceSlo> {
+    let mut rng = SplitMix64::new(seed);
+    (0..size)
+        .map(|i| {
+            let model = &base[i % base.len()];
+            let rate_rps = model.rate_rps * rng.uniform(RATE_FACTOR.0, RATE_FACTOR.1);
+            ServiceSlo::new(format!("svc{i:05}"), model.model.clone(), rate_rps, model.latency_slo_ms)
+                .expect("scaled objectives stay valid")
+        })
+        .collect()
+}
+
+fn write_slo_csv(path: &Path, services: &[ServiceSlo]) -> Result<()> {
+    let mut text = String::from("service,model,rate_rps,latency_ms\n");
+    for s in services {
+        text.push_str(&format!("{},{},{},{}\n", s.service, s.model, s.rate_rps, s.latency_slo_ms));
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Runs `tessera plan` as a child process and measures it.
+fn run_plan(family: &Family, slo: &Path, output: &Path, strategy: &str, rule: LatencyRule) -> Result<Run> {
+    let exe = std::env::current_exe().context("cannot find the tessera executable")?;
+    let log: PathBuf = output.with_extension("log");
+    let mut command = Command::new(exe);
+    command
+        .arg("plan")
+        .args(&family.profile_args)
+        .args(["--slo", &slo.display().to_string(), "--strategy", strategy, "--latency-rule", rule.name()])
+        .args(["--format", "json", "-o", &output.display().to_string()])
+        .stdout(Stdio::null())
+        .stderr(File::create(&log)?);
+    let started = Instant::now();
+    let child = command.spawn().context("cannot start tessera plan")?;
+    let (status, peak_rss_kib) = wait_with_peak_memory(child.id())?;
+    let wall = started.elapsed();
+    if status != 0 {
+        let message = std::fs::read_to_string(&log).unwrap_or_default();
+        bail!("tessera plan --strategy {strategy} failed: {}", message.trim());
+    }
+    let text = std::fs::read_to_string(output)?;
+    let plan: Plan = serde_json::from_str(&text).with_context(|| format!("{}: not a plan", output.display()))?;
+    Ok(Run { wall, peak_rss_kib, plan })
+}
+
+/// Reaps child `pid`; returns its exit status (or 128 + signal) and peak
+/// resident set size in KiB.
+fn wait_with_peak_memory(pid: u32) -> Result<(i32, u64)> {
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value, and `wait4` only
+    // writes into the two locals whose addresses it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    if reaped < 0 {
+        bail!("wait4 failed: {}", std::io::Error::last_os_error());
+    }
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+    Ok((code, usage.ru_maxrss.max(0) as u64))
+}
