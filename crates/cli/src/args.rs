@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tessera_core::GpuModel;
-use tessera_plan::parva::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_PROCS};
+use tessera_core::{GpuModel, GpuOffer};
+use tessera_plan::request::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_PROCS};
 use tessera_plan::LatencyRule;
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
@@ -40,13 +40,25 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct ProfileSource {
     /// Profiles to use instead of the store: a ParvaGPU folder (one
-    /// `<model>.csv` per model) or a Tessera profile CSV file.
+    /// `<model>.csv` per model, measured on the first --gpu) or a Tessera
+    /// profile CSV file.
     #[arg(long, value_name = "DIR|FILE")]
     pub profiles: Option<PathBuf>,
 
-    /// GPU model of the fleet, e.g. a100-80gb, h100-80gb.
-    #[arg(long, default_value = "a100-80gb", value_parser = parse_gpu)]
-    pub gpu: GpuModel,
+    /// A GPU model of the fleet, with an optional cost per GPU and count
+    /// limit; repeat for a mixed fleet (the objective becomes total cost):
+    /// `--gpu a100-80gb:cost=1.0 --gpu h100-80gb:cost=1.6,count=16`. GPU
+    /// models without profiles of a model get estimated ones (said in the
+    /// output).
+    #[arg(long = "gpu", value_name = "MODEL[:cost=C][,count=N]", default_value = "a100-80gb", value_parser = parse_offer)]
+    pub gpus: Vec<GpuOffer>,
+}
+
+impl ProfileSource {
+    /// The first GPU model named.
+    pub fn first_gpu(&self) -> GpuModel {
+        self.gpus.first().map_or(GpuModel::A100_80GB, |offer| offer.model)
+    }
 }
 
 /// Where SLOs come from.
@@ -240,6 +252,10 @@ pub enum BenchCommand {
 }
 
 fn parse_gpu(value: &str) -> Result<GpuModel, String> {
+    value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
+}
+
+fn parse_offer(value: &str) -> Result<GpuOffer, String> {
     value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
 }
 

@@ -1,13 +1,24 @@
 //! Loading profiles and SLOs from the places the command line names.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use tessera_core::synthetic::{builtin_catalog, demo_services};
+use tessera_core::synthetic::{builtin_catalog, demo_services, synthetic_profile, transfer_profile, MODELS};
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
 use tessera_store::{read_profile_dir, read_profiles_csv, read_slo_csv, read_slo_scenario, Store};
 
 use crate::args::{PlanInputs, ProfileSource, SloSource};
+
+/// What `plan` and `verify` work from.
+pub struct Loaded {
+    /// Profiles of every model on every GPU model of the fleet.
+    pub catalog: ProfileCatalog,
+    /// The services.
+    pub services: Vec<ServiceSlo>,
+    /// Profiles that were estimated rather than loaded, in words.
+    pub notes: Vec<String>,
+}
 
 /// Resolves the store path: `--store`/`TESSERA_STORE`, else the default.
 pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
@@ -19,38 +30,37 @@ pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// The profiles and services that `inputs` name.
-pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<(ProfileCatalog, Vec<ServiceSlo>)> {
-    let catalog = load_catalog(&inputs.profiles, inputs.demo, store)?;
-    let services = load_services(&inputs.slos, inputs.demo, &catalog, inputs.profiles.gpu)?;
-    Ok((catalog, services))
+pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
+    let loaded = load_catalog(&inputs.profiles, inputs.demo, store)?;
+    let fleet: Vec<GpuModel> = inputs.profiles.gpus.iter().map(|offer| offer.model).collect();
+    let (catalog, notes) = complete_for_fleet(loaded, &fleet);
+    if let Some(&gpu) = fleet.iter().find(|&&gpu| catalog.models(gpu).next().is_none()) {
+        let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu.to_string()).collect();
+        bail!(
+            "no profiles for GPU model {gpu}, and none can be estimated (profiles exist for: {}); pick one with --gpu",
+            if have.is_empty() { "none".to_string() } else { have.into_iter().collect::<Vec<_>>().join(", ") }
+        );
+    }
+    let services = load_services(&inputs.slos, inputs.demo, &catalog, inputs.profiles.first_gpu())?;
+    Ok(Loaded { catalog, services, notes })
 }
 
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the store.
 fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<ProfileCatalog> {
-    let catalog = if let Some(path) = &source.profiles {
-        read_profiles(path, source.gpu)?
-    } else if demo {
-        builtin_catalog()
-    } else {
-        let path = store_path(store)?;
-        if !path.exists() {
-            bail!(
-                "no profile store at {}; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo",
-                path.display()
-            );
-        }
-        Store::open(&path)?.load_catalog(Some(source.gpu))?
-    };
-    if catalog.models(source.gpu).next().is_none() {
-        let have: Vec<String> =
-            catalog.iter().map(|p| p.gpu.to_string()).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
+    if let Some(path) = &source.profiles {
+        return read_profiles(path, source.first_gpu());
+    }
+    if demo {
+        return Ok(builtin_catalog());
+    }
+    let path = store_path(store)?;
+    if !path.exists() {
         bail!(
-            "no profiles for GPU model {} (profiles exist for: {}); pick one with --gpu",
-            source.gpu,
-            if have.is_empty() { "none".to_string() } else { have.join(", ") }
+            "no profile store at {}; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo",
+            path.display()
         );
     }
-    Ok(catalog)
+    Ok(Store::open(&path)?.load_catalog(None)?)
 }
 
 /// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.
@@ -60,6 +70,37 @@ pub fn read_profiles(path: &Path, gpu: GpuModel) -> Result<ProfileCatalog> {
     } else {
         Ok(read_profiles_csv(path)?.into_iter().collect())
     }
+}
+
+/// Adds, for every GPU model of the fleet, the profiles it lacks: built-in
+/// models from the synthetic profile model, measured ones scaled from a GPU
+/// model of the same shape (see `synthetic::transfer_profile`). Returns the
+/// catalogue and one note per estimated profile.
+fn complete_for_fleet(mut catalog: ProfileCatalog, fleet: &[GpuModel]) -> (ProfileCatalog, Vec<String>) {
+    let models: BTreeSet<String> = catalog.iter().map(|p| p.model.clone()).collect();
+    let mut notes = Vec::new();
+    for &gpu in fleet {
+        for model in &models {
+            if catalog.get(gpu, model).is_some() {
+                continue;
+            }
+            if let Some(params) = MODELS.iter().find(|m| m.name == model) {
+                let profile = synthetic_profile(gpu, params).expect("built-in synthetic parameters are valid");
+                catalog.insert(profile);
+                notes.push(format!("profiles of {model} on {gpu} come from the synthetic profile model"));
+                continue;
+            }
+            let source =
+                catalog.iter().filter(|p| &p.model == model).find_map(|p| transfer_profile(p, gpu).map(|t| (p.gpu, t)));
+            if let Some((from, profile)) = source {
+                catalog.insert(profile);
+                notes.push(format!(
+                    "profiles of {model} on {gpu} are estimated from {from} measurements scaled by the synthetic speed model"
+                ));
+            }
+        }
+    }
+    (catalog, notes)
 }
 
 /// SLOs from `--slo`, the ParvaGPU scenario files, or the built-in example.

@@ -23,39 +23,46 @@ pub fn render_plan(plan: &Plan, format: Format) -> Result<Vec<u8>> {
     })
 }
 
+/// The plan for people: a header, each GPU as a row of tiles in memory-slice
+/// order (`[3g photo-tagging b4×3]`), and each service's segments,
+/// provisioned vs demanded throughput, and worst latency vs SLO.
 fn plan_table(plan: &Plan) -> String {
-    let gpu_model = plan.gpus.first().map_or_else(|| "-".to_string(), |g| g.gpu_model.to_string());
+    let fleet: Vec<String> = plan
+        .fleet
+        .iter()
+        .filter(|f| f.gpus > 0 || plan.fleet.len() > 1)
+        .map(|f| match f.limit {
+            Some(limit) => format!("{} × {} (of {limit})", f.gpus, f.gpu_model),
+            None => format!("{} × {}", f.gpus, f.gpu_model),
+        })
+        .collect();
     let mut out = format!(
         "{} GPUs ({}), {} compute slices used; strategy {}, latency rule {}\n",
         plan.gpu_count,
-        gpu_model,
+        fleet.join(" + "),
         plan.compute_slices_used(),
         plan.strategy,
         plan.latency_rule
     );
+    if plan.fleet.len() > 1 {
+        out.push_str(&format!("total cost {:.2}\n", plan.total_cost));
+    }
     if let Some(o) = &plan.optimality {
         let verdict =
             if o.proven_optimal { "proven optimal".to_string() } else { format!("gap {:.2}%", 100.0 * o.gap) };
-        out.push_str(&format!("lower bound {} GPUs: {verdict}\n", o.lower_bound_gpus));
+        out.push_str(&format!("lower bound on {}: {:.2}: {verdict}\n", o.objective, o.lower_bound));
+    }
+    for note in &plan.notes {
+        out.push_str(&format!("note: {note}\n"));
     }
     out.push('\n');
-    let mut gpus =
-        TextTable::new(&["node", "gpu", "profile", "start", "service", "model", "batch", "procs", "req/s", "batch ms"]);
+    let mut gpus = TextTable::new(&["node", "gpu", "model", "layout"]);
     for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            gpus.row(vec![
-                gpu.node.to_string(),
-                gpu.index.to_string(),
-                instance.profile.clone(),
-                instance.start.to_string(),
-                instance.service.clone(),
-                instance.model.clone(),
-                instance.batch.to_string(),
-                instance.procs.to_string(),
-                format!("{:.1}", instance.throughput_rps),
-                format!("{:.1}", instance.latency_ms),
-            ]);
-        }
+        let mut instances: Vec<_> = gpu.instances.iter().collect();
+        instances.sort_by_key(|i| i.start);
+        let tiles: String =
+            instances.iter().map(|i| format!("[{}g {} b{}×{}]", i.size, i.service, i.batch, i.procs)).collect();
+        gpus.row(vec![gpu.node.to_string(), gpu.index.to_string(), gpu.gpu_model.to_string(), tiles]);
     }
     out.push_str(&gpus.render());
     out.push('\n');
@@ -77,10 +84,28 @@ fn plan_table(plan: &Plan) -> String {
             format!("{:.1}", service.provisioned_rps),
             format!("{}", service.latency_slo_ms),
             format!("{:.1}", service.worst_latency_ms),
-            service.segments.to_string(),
+            segment_summary(plan, &service.service),
             if service.met { "yes" } else { "NO" }.to_string(),
         ]);
     }
     out.push_str(&services.render());
     out
+}
+
+/// A service's segments grouped by configuration: `2×3g b16×3 + 1×1g b8×1`.
+fn segment_summary(plan: &Plan, service: &str) -> String {
+    let mut groups: Vec<((u8, u32, u32), usize)> = Vec::new();
+    for instance in plan.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == service) {
+        let key = (instance.size, instance.batch, instance.procs);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, n)) => *n += 1,
+            None => groups.push((key, 1)),
+        }
+    }
+    groups.sort_by_key(|(key, _)| std::cmp::Reverse(*key));
+    groups
+        .iter()
+        .map(|((size, batch, procs), n)| format!("{n}×{size}g b{batch}×{procs}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
 }

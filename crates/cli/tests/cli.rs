@@ -63,7 +63,8 @@ fn demo_plans_with_no_files_and_verifies() {
     let output = tessera(&["plan", "--demo"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
-    assert!(table.contains("GPUs (a100-80gb)") && table.contains("search-ranking"), "{table}");
+    assert!(table.contains("× a100-80gb)") && table.contains("[7g fraud-check b1×3]"), "{table}");
+    assert!(table.contains("lower bound on gpus") && table.contains("1×3g b2×4 + 2×1g b1×5"), "{table}");
     assert!(!table.contains(" NO"), "every demo service is met: {table}");
 
     let plan = dir.path().join("plan.json");
@@ -81,6 +82,33 @@ fn demo_plans_with_no_files_and_verifies() {
     let output = tessera(&["verify", plan.to_str().unwrap(), "--demo", "--gpu", "h100-80gb"], &store);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     assert!(!store.exists(), "planning the demo never creates a store");
+}
+
+#[test]
+fn a_mixed_fleet_plans_by_cost_and_says_which_profiles_are_estimated() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("plan.json");
+    let fleet = ["--gpu", "a100-80gb:cost=1", "--gpu", "h200-141gb:cost=1.5,count=2"];
+    let mut args = vec!["plan", "--demo", "--format", "json", "-o", plan.to_str().unwrap()];
+    args.extend(fleet);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(json["optimality"]["objective"], "cost");
+    let h200 = json["fleet"].as_array().unwrap().iter().find(|f| f["gpu_model"] == "h200-141gb").unwrap();
+    assert!(h200["gpus"].as_u64().unwrap() <= 2, "{h200}");
+    assert!(json["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("synthetic")));
+    let mut args = vec!["verify", plan.to_str().unwrap(), "--demo"];
+    args.extend(fleet);
+    assert!(tessera(&args, &store).status.success());
+    fails_with(&["plan", "--demo", "--gpu", "a100-80gb:cost=0"], &store, &["cost", "positive"]);
+    fails_with(&["plan", "--demo", "--gpu", "a100-80gb:count=1"], &store, &["too small", "a100-80gb"]);
+    fails_with(
+        &["plan", "--demo", "--strategy", "parva", "--gpu", "a100-80gb", "--gpu", "h100-80gb"],
+        &store,
+        &["one GPU model"],
+    );
 }
 
 #[test]
@@ -323,7 +351,8 @@ fn optimal_strategy_proves_the_optimum_of_parvagpu_scenarios() {
         let plan = plan_scenario(&data, &dir, k, &["--latency-rule", "parva"]);
         assert_eq!(plan["gpu_count"], gpus, "scenario {k}");
         assert_eq!(plan["optimality"]["proven_optimal"], true, "scenario {k}");
-        assert_eq!(plan["optimality"]["lower_bound_gpus"], gpus, "scenario {k}");
+        assert_eq!(plan["optimality"]["lower_bound"], gpus as f64, "scenario {k}");
+        assert_eq!(plan["optimality"]["objective"], "gpus", "scenario {k}");
     }
 }
 

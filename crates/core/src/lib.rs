@@ -6,6 +6,7 @@
 //! `tessera-store`, decisions in `tessera-plan`.
 
 pub mod error;
+pub mod fleet;
 pub mod gpu;
 pub mod layout;
 pub mod packing;
@@ -16,9 +17,10 @@ pub mod slo;
 pub mod synthetic;
 
 pub use error::CoreError;
+pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
 pub use layout::{Lattice, LayoutError, Placement, SizeCounts};
 pub use packing::Packer;
-pub use plan::{GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
+pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
 pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 pub use slo::ServiceSlo;

@@ -11,12 +11,18 @@ use crate::gpu::GpuModel;
 pub struct Plan {
     /// Number of GPUs used (equals `gpus.len()`).
     pub gpu_count: usize,
+    /// Σ GPUs × cost per GPU over the fleet.
+    #[serde(default)]
+    pub total_cost: f64,
     /// The strategy that produced the plan, e.g. `parva`.
     pub strategy: String,
     /// The latency rule the plan was made under, e.g. `parva`.
     pub latency_rule: String,
     /// GPUs per node used to number nodes.
     pub gpus_per_node: u32,
+    /// The GPU models offered and how many of each the plan uses.
+    #[serde(default)]
+    pub fleet: Vec<FleetUse>,
     /// Every GPU with at least one instance.
     pub gpus: Vec<GpuAssignment>,
     /// Every service with its provisioned throughput and latency.
@@ -25,16 +31,37 @@ pub struct Plan {
     /// knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub optimality: Option<Optimality>,
+    /// Things a reader should know, e.g. profiles that were estimated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
-/// A plan's GPU count against a proven lower bound.
+/// One GPU model of the fleet and its use in a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FleetUse {
+    /// The GPU model.
+    pub gpu_model: GpuModel,
+    /// Cost of one GPU.
+    pub cost_per_gpu: f64,
+    /// Most GPUs available, if limited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+    /// GPUs of this model the plan uses.
+    pub gpus: u64,
+}
+
+/// A plan's objective against a proven lower bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Optimality {
-    /// No plan can use fewer GPUs than this.
-    pub lower_bound_gpus: u64,
-    /// `true` when the plan's GPU count equals the lower bound.
+    /// What is minimized: `gpus`, or `cost` for a fleet of several models.
+    pub objective: String,
+    /// The plan's value of the objective.
+    pub value: f64,
+    /// No plan can do better than this.
+    pub lower_bound: f64,
+    /// `true` when the value equals the lower bound.
     pub proven_optimal: bool,
-    /// (GPUs − lower bound) / lower bound.
+    /// (value − lower bound) / lower bound.
     pub gap: f64,
 }
 

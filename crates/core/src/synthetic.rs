@@ -101,6 +101,32 @@ pub fn synthetic_profile(gpu: GpuModel, model: &SyntheticModel) -> Result<ModelP
     ModelProfile::new(gpu, model.name, points)
 }
 
+/// Estimates the profile of a measured model on another GPU model with the
+/// same slice structure and at least as much memory per instance: every
+/// configuration keeps fitting, throughput scales by the ratio of
+/// [`relative_speed`]s and batch latency by its inverse. `None` when the
+/// GPU models differ in structure or the target has less memory.
+pub fn transfer_profile(measured: &ModelProfile, to: GpuModel) -> Option<ModelProfile> {
+    let (from, to_spec) = (measured.gpu.spec(), to.spec());
+    if from.compute_slices != to_spec.compute_slices || from.memory_slices != to_spec.memory_slices {
+        return None;
+    }
+    for size in from.sizes() {
+        let (source, target) = (from.profile_for_size(size).ok()?, to_spec.profile_for_size(size).ok()?);
+        if target.memory_gb < source.memory_gb {
+            return None;
+        }
+    }
+    let speedup = relative_speed(to) / relative_speed(measured.gpu);
+    let points = measured
+        .points()
+        .iter()
+        .map(|p| ProfilePoint::new(p.config, p.throughput_rps * speedup, p.latency_ms / speedup, p.memory_gb))
+        .collect::<Result<Vec<_>, _>>()
+        .ok()?;
+    ModelProfile::new(to, measured.model.clone(), points).ok()
+}
+
 /// Synthetic profiles of every built-in model on every built-in GPU.
 pub fn builtin_catalog() -> ProfileCatalog {
     BUILTIN_GPUS
@@ -172,6 +198,18 @@ mod tests {
         let profile = resnet_a100();
         assert!(point(&profile, 1, 256, 1).is_none());
         assert!(point(&profile, 7, 256, 1).is_some());
+    }
+
+    #[test]
+    fn transfers_scale_speed_and_refuse_smaller_or_different_gpus() {
+        let a100 = resnet_a100();
+        let h100 = transfer_profile(&a100, GpuModel::H100_80GB).unwrap();
+        assert_eq!(h100.points().len(), a100.points().len());
+        let (slow, fast) = (a100.points()[0], h100.points()[0]);
+        assert!((fast.throughput_rps / slow.throughput_rps - 1.8).abs() < 1e-9);
+        assert!((slow.latency_ms / fast.latency_ms - 1.8).abs() < 1e-9);
+        assert!(transfer_profile(&a100, GpuModel::A100_40GB).is_none(), "less memory");
+        assert!(transfer_profile(&a100, GpuModel::A30_24GB).is_none(), "other slices");
     }
 
     #[test]

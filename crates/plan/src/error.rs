@@ -18,6 +18,18 @@ pub enum PlanError {
     /// A strategy asked to plan under a latency rule it does not implement.
     #[error("the {strategy} strategy implements the {supported} latency rule only (asked for {asked})")]
     UnsupportedRule { strategy: &'static str, supported: &'static str, asked: &'static str },
+    /// No GPU model to plan on.
+    #[error("the fleet is empty: name at least one GPU model")]
+    EmptyFleet,
+    /// A GPU model listed twice in the fleet.
+    #[error("GPU model {0} is listed twice in the fleet")]
+    DuplicateGpu(String),
+    /// A strategy that plans one GPU model was given several.
+    #[error("the {strategy} strategy plans one GPU model; use --strategy optimal for a mixed fleet")]
+    SingleGpuOnly { strategy: &'static str },
+    /// The fleet's count limits cannot hold the plan.
+    #[error("the fleet is too small: the best plan found needs {needed} {gpu} GPUs, count={limit} allows")]
+    FleetTooSmall { gpu: String, needed: u64, limit: u64 },
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,

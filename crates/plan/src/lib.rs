@@ -15,18 +15,23 @@
 //! Invariant: no I/O, no global state.
 
 pub mod allocate;
+mod assemble;
 pub mod bound;
+mod branch;
 pub mod configure;
 pub mod error;
 pub mod latency;
+mod objective;
 pub mod optimal;
 pub mod options;
 pub mod parva;
 pub mod report;
+pub mod request;
 pub mod verify;
 
 pub use error::PlanError;
 pub use latency::LatencyRule;
 pub use optimal::plan_optimal;
-pub use parva::{plan_parva, PlanRequest};
+pub use parva::plan_parva;
+pub use request::PlanRequest;
 pub use verify::{verify, VerifyRequest, Violation};

@@ -1,27 +1,30 @@
-//! The `optimal` strategy: the fewest GPUs that meet every SLO, with a
-//! proof (or a measured gap) against a lower bound.
+//! The `optimal` strategy: the fewest GPUs (or, for a fleet of several GPU
+//! models, the lowest cost) that meet every SLO, with a proof or a measured
+//! gap against a lower bound.
 //!
-//! **Objective**, lexicographic: (1) GPUs; (2) provisioned slack, the sum
-//! over services of provisioned / rate − 1; (3) segments.
+//! **Objective**, lexicographic (see [`crate::objective`]): GPUs or cost;
+//! then provisioned slack, the sum over services of provisioned / rate − 1;
+//! then segments. Fleet limits (`count=`) must hold.
 //!
-//! **Model.** Each service chooses one [`Mix`] (how many segments of which
-//! configuration, see [`crate::options`]); what the GPUs must hold is the sum
-//! of the chosen instance multisets, and [`Packer::min_gpus`] gives, exactly,
-//! the fewest GPUs that hold it on the real MIG lattice. So the problem is
-//! to pick one mix per service minimizing the packed GPU count.
+//! **Model.** Each service chooses one GPU model of the fleet and one
+//! [`Mix`] on it (how many segments of which configuration, see
+//! [`crate::options`]). What the GPUs of a model must hold is the sum of the
+//! multisets chosen on it, and [`Packer::min_gpus`] gives, exactly, the
+//! fewest GPUs that hold it on that model's MIG lattice.
 //!
-//! **Bound.** Every service needs at least its cheapest mix's compute
-//! slices, so `⌈Σ min slices / slices per GPU⌉` GPUs are necessary.
+//! **Bound.** Every service needs at least its cheapest mix's compute, and
+//! at least its cheapest price under packing-aware instance prices (see
+//! [`crate::bound`]); summed over services, either bounds the optimum.
 //!
-//! **Search.** A local search starts from every service's cheapest mix and
-//! switches single services to other mixes while the objective improves.
-//! For instances of up to [`EXACT_SERVICE_LIMIT`] services, a depth-first
-//! branch and bound then explores every mix that could still lead to fewer
-//! GPUs (a service may exceed its cheapest mix by at most the compute the
-//! incumbent leaves unused), pruning on the bound above and memoizing
-//! (depth, instance multiset) states. If it finishes, the GPU count is
-//! proven optimal; under `--time-limit` it stops with the best plan found
-//! and the gap to the bound. A second, node-budgeted pass then looks for
+//! **Search.** A local search starts from every service's cheapest choice
+//! in compute and in price, and moves single services to other choices
+//! while the objective improves. On one GPU model, for instances of up to
+//! [`EXACT_SERVICE_LIMIT`] services within [`EXACT_GAP_GPUS`] of the bound,
+//! a branch and bound ([`crate::branch`]) then explores every mix that could
+//! still lead to fewer GPUs (a service may exceed its cheapest mix by at
+//! most the compute the incumbent leaves unused). If it finishes, the GPU
+//! count is proven optimal; under the time limit it stops with the best plan
+//! found and the gap to the bound. A second, node-budgeted pass looks for
 //! less slack and fewer segments among plans with that many GPUs.
 //!
 //! Under `parva` the mixes cover every plan (one size's best configuration
@@ -29,17 +32,24 @@
 //! `queueing` a mix runs one configuration per size, and the proof holds
 //! over plans of that form.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use tessera_core::{Lattice, Optimality, Packer, Plan, SizeCounts};
+use tessera_core::{GpuModel, GpuOffer, Optimality, Packer, Plan, SizeCounts};
 
 use crate::allocate::Segment;
+use crate::assemble::build_plan;
 use crate::bound::{price_of, round_up, service_price, tune_prices, PriceRegion, Prices};
+use crate::branch::{BranchAndBound, Goal};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
+use crate::objective::Objective;
 use crate::options::{service_options, Mix, OptionLimits, ServiceOptions};
-use crate::parva::{build_plan, plan_parva, PlanRequest};
+use crate::parva::plan_parva;
+use crate::request::PlanRequest;
+
+/// How long the search may run by default.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 /// Largest instance (in services) the exact branch and bound is tried on.
 pub const EXACT_SERVICE_LIMIT: usize = 400;
@@ -48,8 +58,8 @@ pub const EXACT_SERVICE_LIMIT: usize = 400;
 /// above the lower bound (beyond that its option space explodes).
 pub const EXACT_GAP_GPUS: u64 = 2;
 
-/// Mixes per service for the local search: a few compute slices above the
-/// cheapest, at most this many.
+/// Mixes per service and GPU model for the local search: a few compute
+/// slices above the cheapest, at most this many.
 const HEURISTIC_LIMITS: OptionLimits = OptionLimits { extra_gpcs: 3, max_mixes: 24 };
 
 /// Most mixes per service in the exact search.
@@ -58,354 +68,317 @@ const EXACT_MAX_MIXES: usize = 5_000;
 /// Search nodes spent on tie-breaks among plans with the fewest GPUs.
 const TIE_BREAK_NODES: u64 = 200_000;
 
-/// Most memoized search states (beyond this the search runs unmemoized).
-const MEMO_LIMIT: usize = 2_000_000;
+/// Penalty per GPU over a fleet limit, in units of the largest GPU cost.
+const OVER_LIMIT_PENALTY: f64 = 1e6;
 
-/// Slack differences below this count as ties.
-const SLACK_EPSILON: f64 = 1e-9;
+/// One GPU model of the fleet, ready for planning.
+struct FleetModel {
+    offer: GpuOffer,
+    /// The cost the search uses: 1 for a fleet of one model (GPUs are the
+    /// objective), the offer's cost otherwise.
+    cost: f64,
+    packer: Packer,
+    slices: u64,
+    prices: Prices,
+}
+
+/// A choice of one service: a GPU model (fleet index) and a mix on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Choice {
+    model: usize,
+    mix: usize,
+}
+
+/// The options of every service on every GPU model: `[model][service]`.
+type OptionTable = Vec<Vec<Option<ServiceOptions>>>;
 
 /// Plans `request` with the `optimal` strategy.
 pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     request.check()?;
     let deadline = request.time_limit.map(|limit| Instant::now() + limit);
-    let packer = Packer::new(request.gpu);
-    let slices = u64::from(request.gpu.spec().compute_slices);
-
-    let options = all_options(request, HEURISTIC_LIMITS)?;
-    let min_gpcs: u64 = options.iter().map(|o| u64::from(o.min_gpcs)).sum();
-    let region = PriceRegion::new(request.gpu);
-    let prices = tune_prices(&region, request.gpu.spec().compute_slices, &options);
-    let priced: f64 = request
-        .services
+    let table = option_table(request, HEURISTIC_LIMITS)?;
+    let single = request.fleet.len() == 1;
+    let models: Vec<FleetModel> = request
+        .fleet
         .iter()
-        .map(|slo| Ok(service_price(request.profile(slo)?, slo, request.rule, request.max_procs, &prices)))
-        .sum::<Result<f64, PlanError>>()?;
-    let lower_bound = min_gpcs.div_ceil(slices).max(round_up(priced));
-
-    // Two starts: every service's cheapest mix in compute, and in prices.
-    let cheapest_priced: Vec<usize> = options.iter().map(|o| cheapest_by_price(o, &prices)).collect();
-    let (choice, incumbent) = [vec![0; options.len()], cheapest_priced]
-        .into_iter()
-        .map(|start| {
-            let choice = local_search(&options, &packer, start);
-            let value = objective(&options, &choice, &packer);
-            (choice, value)
+        .zip(&table)
+        .map(|(offer, options)| {
+            let spec = offer.model.spec();
+            let known: Vec<ServiceOptions> = options.iter().flatten().cloned().collect();
+            FleetModel {
+                offer: *offer,
+                cost: if single { 1.0 } else { offer.cost },
+                packer: Packer::new(offer.model),
+                slices: u64::from(spec.compute_slices),
+                prices: tune_prices(&PriceRegion::new(offer.model), spec.compute_slices, &known),
+            }
         })
+        .collect();
+    let lower_bound = lower_bound(request, &models, &table)?;
+    let choices = choice_lists(&models, &table);
+    let search = LocalSearch { models: &models, table: &table, choices: &choices };
+    let compute_start = search.cheapest_start(|model, mix| model.cost * f64::from(mix.gpcs) / model.slices as f64);
+    let price_start = search.cheapest_start(|model, mix| model.cost * price_of(&model.prices, &mix.counts));
+    let (choice, incumbent) = [compute_start, price_start]
+        .into_iter()
+        .map(|start| search.improve(start))
         .reduce(|a, b| if b.1.better_than(&a.1) { b } else { a })
         .expect("two starts");
 
-    let gap_gpus = incumbent.gpus - lower_bound.min(incumbent.gpus);
-    if request.services.len() > EXACT_SERVICE_LIMIT || gap_gpus > EXACT_GAP_GPUS {
-        return finish(request, &options, &choice, lower_bound);
+    let plain = |choice: &[Choice], bound| finish(request, &models, &table, choice, bound);
+    if !single || request.services.len() > EXACT_SERVICE_LIMIT || incumbent.cost - lower_bound > EXACT_GAP_GPUS as f64 {
+        return plain(&choice, lower_bound);
     }
-    // A plan with at most the incumbent's GPUs leaves any one service at
-    // most this many slices above its cheapest mix.
-    let extra = (incumbent.gpus * slices - min_gpcs).min(u64::from(u32::MAX)) as u32;
-    let wide = all_options(request, OptionLimits { extra_gpcs: extra, max_mixes: EXACT_MAX_MIXES })?;
-    let complete = wide.iter().all(|o| o.mixes.len() < EXACT_MAX_MIXES);
+
+    // One GPU model, close to the bound: search exactly. A plan with at most
+    // the incumbent's GPUs leaves any service at most this many slices above
+    // its cheapest mix.
+    let model = &models[0];
+    let options: Vec<ServiceOptions> = table[0].iter().map(|o| o.clone().expect("one model serves all")).collect();
+    let min_gpcs: u64 = options.iter().map(|o| u64::from(o.min_gpcs)).sum();
+    let extra = (incumbent.cost as u64 * model.slices).saturating_sub(min_gpcs).min(u64::from(u32::MAX)) as u32;
+    let wide_limits = OptionLimits { extra_gpcs: extra, max_mixes: EXACT_MAX_MIXES };
+    let wide = option_table(request, wide_limits)?;
+    let wide_options: Vec<ServiceOptions> = wide[0].iter().map(|o| o.clone().expect("one model serves all")).collect();
+    let complete = wide_options.iter().all(|o| o.mixes.len() < EXACT_MAX_MIXES);
+    let branch = |incumbent, goal| {
+        BranchAndBound::new(&wide_options, model.packer, model.slices, model.prices, incumbent, goal, deadline)
+    };
 
     // Phase 1: the fewest GPUs, proven by exhausting the search.
-    let mut fewest = BranchAndBound::new(&wide, packer, slices, prices, incumbent, Goal::FewestGpus, deadline);
+    let mut fewest = branch(incumbent, Goal::FewestGpus);
     fewest.run();
     let proven = complete && !fewest.stopped;
-    let (mut chosen_from, mut chosen, best) = match fewest.best_choice.take() {
-        Some(found) => (&wide, found, fewest.best),
-        None => (&options, choice, incumbent),
-    };
-    // Phase 2: among plans with that many GPUs, the least slack, then the
-    // fewest segments, within a node budget.
-    let mut ties = BranchAndBound::new(&wide, packer, slices, prices, best, Goal::Lexicographic, deadline);
+    let best = fewest.best;
+    // Phase 2: the least slack, then the fewest segments, at that count.
+    let mut ties = branch(best, Goal::Lexicographic);
     ties.node_budget = Some(TIE_BREAK_NODES);
     ties.run();
-    if let Some(found) = ties.best_choice.take() {
-        (chosen_from, chosen) = (&wide, found);
+    let bound = if proven { best.cost } else { lower_bound };
+    match ties.best_choice.take().or(fewest.best_choice.take()) {
+        Some(found) => {
+            let choice: Vec<Choice> = found.into_iter().map(|mix| Choice { model: 0, mix }).collect();
+            finish(request, &models, &wide, &choice, bound)
+        }
+        None => plain(&choice, bound),
     }
-    let bound = if proven { best.gpus } else { lower_bound };
-    finish(request, chosen_from, &chosen, bound)
 }
 
-/// Builds the plan of `choice` and, under the `parva` rule, falls back to
-/// the `parva` strategy's plan if that one is smaller (possible only when
-/// the search was cut short), so `optimal` is never worse.
+/// Options of every service on every model of the fleet. A service that
+/// no model can serve is an error (the most telling one: an unmeetable SLO
+/// before a missing profile).
+fn option_table(request: &PlanRequest<'_>, limits: OptionLimits) -> Result<OptionTable, PlanError> {
+    let mut table: OptionTable = vec![Vec::with_capacity(request.services.len()); request.fleet.len()];
+    for slo in request.services {
+        let mut failure = None;
+        for (m, offer) in request.fleet.iter().enumerate() {
+            let options = request
+                .profile(slo, offer.model)
+                .and_then(|profile| service_options(profile, slo, request.rule, request.max_procs, limits));
+            match options {
+                Ok(options) => table[m].push(Some(options)),
+                Err(error) => {
+                    if failure.is_none() || matches!(error, PlanError::Unmeetable(_)) {
+                        failure = Some(error);
+                    }
+                    table[m].push(None);
+                }
+            }
+        }
+        if table.iter().all(|options| options.last().is_some_and(Option::is_none)) {
+            return Err(failure.expect("a failure per model"));
+        }
+    }
+    Ok(table)
+}
+
+/// The best lower bound on the objective: compute and price bounds, per
+/// service the cheapest GPU model; in whole GPUs for a single model.
+fn lower_bound(request: &PlanRequest<'_>, models: &[FleetModel], table: &OptionTable) -> Result<f64, PlanError> {
+    let (mut compute, mut priced) = (0.0, 0.0);
+    for (s, slo) in request.services.iter().enumerate() {
+        let (mut cheapest_compute, mut cheapest_price) = (f64::INFINITY, f64::INFINITY);
+        for (model, options) in models.iter().zip(table) {
+            let Some(options) = &options[s] else { continue };
+            cheapest_compute = cheapest_compute.min(model.cost * f64::from(options.min_gpcs) / model.slices as f64);
+            let profile = request.profile(slo, model.offer.model)?;
+            let price = service_price(profile, slo, request.rule, request.max_procs, &model.prices);
+            cheapest_price = cheapest_price.min(model.cost * price);
+        }
+        compute += cheapest_compute;
+        priced += cheapest_price;
+    }
+    Ok(match models {
+        // Whole GPUs; the compute bound is exact in slices.
+        [model] => {
+            let slices: u64 = table[0].iter().flatten().map(|o| u64::from(o.min_gpcs)).sum();
+            slices.div_ceil(model.slices).max(round_up(priced)) as f64
+        }
+        _ => compute.max(priced),
+    })
+}
+
+/// Every (model, mix) choice of every service.
+fn choice_lists(models: &[FleetModel], table: &OptionTable) -> Vec<Vec<Choice>> {
+    let services = table.first().map_or(0, Vec::len);
+    (0..services)
+        .map(|s| {
+            (0..models.len())
+                .filter_map(|m| table[m][s].as_ref().map(|o| (m, o)))
+                .flat_map(|(model, options)| (0..options.mixes.len()).map(move |mix| Choice { model, mix }))
+                .collect()
+        })
+        .collect()
+}
+
+/// Local search over single-service moves.
+struct LocalSearch<'a> {
+    models: &'a [FleetModel],
+    table: &'a OptionTable,
+    choices: &'a [Vec<Choice>],
+}
+
+impl LocalSearch<'_> {
+    fn mix(&self, service: usize, choice: Choice) -> &Mix {
+        &self.table[choice.model][service].as_ref().expect("choices exist only where options do").mixes[choice.mix]
+    }
+
+    /// Every service's choice with the lowest `score` (first on ties).
+    fn cheapest_start(&self, score: impl Fn(&FleetModel, &Mix) -> f64) -> Vec<Choice> {
+        self.choices
+            .iter()
+            .enumerate()
+            .map(|(s, choices)| {
+                let value = |c: &Choice| score(&self.models[c.model], self.mix(s, *c));
+                *choices
+                    .iter()
+                    .reduce(|best, c| if value(c) < value(best) - 1e-12 { c } else { best })
+                    .expect("a choice")
+            })
+            .collect()
+    }
+
+    /// The cost of per-model instance counts, limits enforced by penalty.
+    fn cost(&self, counts: &[SizeCounts]) -> f64 {
+        let top = self.models.iter().map(|m| m.cost).fold(0.0, f64::max);
+        self.models
+            .iter()
+            .zip(counts)
+            .map(|(model, counts)| {
+                let gpus = model.packer.min_gpus(counts);
+                let over = model.offer.limit.map_or(0, |limit| gpus.saturating_sub(limit));
+                model.cost * gpus as f64 + OVER_LIMIT_PENALTY * top * over as f64
+            })
+            .sum()
+    }
+
+    /// Moves single services to other choices while that improves the
+    /// objective; returns the final choice and its value.
+    fn improve(&self, mut choice: Vec<Choice>) -> (Vec<Choice>, Objective) {
+        let mut counts = vec![SizeCounts::EMPTY; self.models.len()];
+        let (mut slack, mut segments) = (0.0, 0u64);
+        for (s, c) in choice.iter().enumerate() {
+            let mix = self.mix(s, *c);
+            counts[c.model] = counts[c.model].plus(&mix.counts);
+            slack += mix.slack;
+            segments += u64::from(mix.segments);
+        }
+        let mut current = Objective { cost: self.cost(&counts), slack, segments };
+        loop {
+            let mut improved = false;
+            for s in 0..choice.len() {
+                let old = self.mix(s, choice[s]);
+                for &candidate in &self.choices[s] {
+                    let new = self.mix(s, candidate);
+                    let mut moved = counts.clone();
+                    moved[choice[s].model] = moved[choice[s].model].minus(&old.counts);
+                    moved[candidate.model] = moved[candidate.model].plus(&new.counts);
+                    let value = Objective {
+                        cost: self.cost(&moved),
+                        slack: current.slack - old.slack + new.slack,
+                        segments: current.segments - u64::from(old.segments) + u64::from(new.segments),
+                    };
+                    if value.better_than(&current) {
+                        (choice[s], current, counts, improved) = (candidate, value, moved, true);
+                        break;
+                    }
+                }
+            }
+            if !improved {
+                return (choice, current);
+            }
+        }
+    }
+}
+
+/// Builds the plan of `choice`, checks the fleet limits, and under the
+/// `parva` rule on one model falls back to the `parva` strategy's plan if it
+/// is smaller (possible only when the search was cut short), so `optimal`
+/// is never worse.
 fn finish(
     request: &PlanRequest<'_>,
-    options: &[ServiceOptions],
-    choice: &[usize],
-    lower_bound: u64,
+    models: &[FleetModel],
+    table: &OptionTable,
+    choice: &[Choice],
+    lower_bound: f64,
 ) -> Result<Plan, PlanError> {
-    let mixes: Vec<&Mix> = options.iter().zip(choice).map(|(o, &c)| &o.mixes[c]).collect();
-    let mut plan = assemble(request, &mixes);
-    if request.rule == LatencyRule::Parva {
+    let mut plan = assemble(request, models, table, choice);
+    if request.rule == LatencyRule::Parva && models.len() == 1 {
         let parva = plan_parva(request)?;
         if parva.gpu_count < plan.gpu_count {
             plan = Plan { strategy: "optimal".to_string(), ..parva };
         }
     }
-    let gpus = plan.gpu_count as u64;
+    if let Some(over) = plan.fleet.iter().find(|f| f.limit.is_some_and(|limit| f.gpus > limit)) {
+        return Err(PlanError::FleetTooSmall {
+            gpu: over.gpu_model.to_string(),
+            needed: over.gpus,
+            limit: over.limit.expect("limited"),
+        });
+    }
+    let (objective, value) =
+        if models.len() == 1 { ("gpus", plan.gpu_count as f64) } else { ("cost", plan.total_cost) };
+    let tolerance = 1e-9 * value.max(1.0);
     plan.optimality = Some(Optimality {
-        lower_bound_gpus: lower_bound,
-        proven_optimal: gpus == lower_bound,
-        gap: if lower_bound > 0 { (gpus - lower_bound) as f64 / lower_bound as f64 } else { 0.0 },
+        objective: objective.to_string(),
+        value,
+        lower_bound,
+        proven_optimal: value <= lower_bound + tolerance,
+        gap: if lower_bound > 0.0 { (value - lower_bound).max(0.0) / lower_bound } else { 0.0 },
     });
     Ok(plan)
 }
 
-fn all_options(request: &PlanRequest<'_>, limits: OptionLimits) -> Result<Vec<ServiceOptions>, PlanError> {
-    request
-        .services
-        .iter()
-        .map(|slo| service_options(request.profile(slo)?, slo, request.rule, request.max_procs, limits))
-        .collect()
-}
-
-/// The value of a choice of mixes.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Objective {
-    gpus: u64,
-    slack: f64,
-    segments: u64,
-}
-
-impl Objective {
-    /// Lexicographically smaller, with slack ties within [`SLACK_EPSILON`].
-    fn better_than(&self, other: &Objective) -> bool {
-        if self.gpus != other.gpus {
-            return self.gpus < other.gpus;
-        }
-        if (self.slack - other.slack).abs() > SLACK_EPSILON {
-            return self.slack < other.slack;
-        }
-        self.segments < other.segments
-    }
-}
-
-fn objective(options: &[ServiceOptions], choice: &[usize], packer: &Packer) -> Objective {
-    let mixes = options.iter().zip(choice).map(|(o, &c)| &o.mixes[c]);
-    let (counts, slack, segments) = mixes.fold((SizeCounts::EMPTY, 0.0, 0), |(counts, slack, segments), mix| {
-        (counts.plus(&mix.counts), slack + mix.slack, segments + u64::from(mix.segments))
-    });
-    Objective { gpus: packer.min_gpus(&counts), slack, segments }
-}
-
-/// The index of a service's mix with the lowest price (first on ties).
-fn cheapest_by_price(options: &ServiceOptions, prices: &Prices) -> usize {
-    let price = |i: usize| price_of(prices, &options.mixes[i].counts);
-    (0..options.mixes.len()).fold(0, |best, i| if price(i) < price(best) - 1e-12 { i } else { best })
-}
-
-/// Moves single services from `choice` to other mixes while that improves
-/// the objective.
-fn local_search(options: &[ServiceOptions], packer: &Packer, mut choice: Vec<usize>) -> Vec<usize> {
-    let mut current = objective(options, &choice, packer);
-    let mut counts = options.iter().zip(&choice).fold(SizeCounts::EMPTY, |acc, (o, &c)| acc.plus(&o.mixes[c].counts));
-    loop {
-        let mut improved = false;
-        for (service, option) in options.iter().enumerate() {
-            let old = &option.mixes[choice[service]];
-            let without = counts.minus(&old.counts);
-            for (index, mix) in option.mixes.iter().enumerate() {
-                let with = without.plus(&mix.counts);
-                let candidate = Objective {
-                    gpus: packer.min_gpus(&with),
-                    slack: current.slack - old.slack + mix.slack,
-                    segments: current.segments - u64::from(old.segments) + u64::from(mix.segments),
-                };
-                if candidate.better_than(&current) {
-                    choice[service] = index;
-                    current = candidate;
-                    counts = with;
-                    improved = true;
-                    break;
-                }
+/// Packs each model's chosen mixes onto its GPUs and builds the plan.
+fn assemble(request: &PlanRequest<'_>, models: &[FleetModel], table: &OptionTable, choice: &[Choice]) -> Plan {
+    let mut gpus: Vec<(GpuModel, Vec<Segment>)> = Vec::new();
+    for (m, model) in models.iter().enumerate() {
+        let mut counts = SizeCounts::EMPTY;
+        let mut queues: [VecDeque<Segment>; 8] = Default::default();
+        for (service, c) in choice.iter().enumerate().filter(|(_, c)| c.model == m) {
+            let mix = &table[m][service].as_ref().expect("chosen options exist").mixes[c.mix];
+            counts = counts.plus(&mix.counts);
+            for &(point, n) in &mix.parts {
+                let queue = &mut queues[usize::from(point.config.size_gpcs)];
+                queue.extend(std::iter::repeat_n(Segment { service, point }, n as usize));
             }
         }
-        if !improved {
-            return choice;
-        }
-    }
-}
-
-/// What a branch and bound improves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Goal {
-    /// GPUs only: any plan with fewer GPUs than the incumbent.
-    FewestGpus,
-    /// The whole objective: GPUs, then slack, then segments.
-    Lexicographic,
-}
-
-/// Depth-first branch and bound over one mix per service.
-struct BranchAndBound<'a> {
-    goal: Goal,
-    options: &'a [ServiceOptions],
-    /// Services in search order (fewest mixes first).
-    order: Vec<usize>,
-    packer: Packer,
-    slices: u64,
-    /// Instance prices of the packing bound (see [`crate::bound`]).
-    prices: Prices,
-    /// Per depth, the least compute, price, slack and segments still to come.
-    rest_gpcs: Vec<u64>,
-    rest_price: Vec<f64>,
-    rest_slack: Vec<f64>,
-    rest_segments: Vec<u64>,
-    best: Objective,
-    best_choice: Option<Vec<usize>>,
-    current: Vec<usize>,
-    memo: HashMap<(usize, SizeCounts), (f64, u64)>,
-    deadline: Option<Instant>,
-    /// Most nodes to visit; `None` for no limit.
-    node_budget: Option<u64>,
-    nodes: u64,
-    /// Set when the deadline or the node budget cut the search short.
-    stopped: bool,
-}
-
-impl<'a> BranchAndBound<'a> {
-    fn new(
-        options: &'a [ServiceOptions],
-        packer: Packer,
-        slices: u64,
-        prices: Prices,
-        incumbent: Objective,
-        goal: Goal,
-        deadline: Option<Instant>,
-    ) -> Self {
-        let mut order: Vec<usize> = (0..options.len()).collect();
-        order.sort_by_key(|&s| options[s].mixes.len());
-        let suffix = |value: &dyn Fn(&ServiceOptions) -> f64| {
-            let mut sums = vec![0.0; order.len() + 1];
-            for depth in (0..order.len()).rev() {
-                sums[depth] = sums[depth + 1] + value(&options[order[depth]]);
-            }
-            sums
-        };
-        let min_of = |f: fn(&Mix) -> f64| move |o: &ServiceOptions| o.mixes.iter().map(f).fold(f64::INFINITY, f64::min);
-        let rest_gpcs = suffix(&|o| f64::from(o.min_gpcs)).into_iter().map(|v| v as u64).collect();
-        let rest_price =
-            suffix(&|o| o.mixes.iter().map(|m| price_of(&prices, &m.counts)).fold(f64::INFINITY, f64::min));
-        let rest_slack = suffix(&min_of(|m| m.slack));
-        let rest_segments = suffix(&min_of(|m| f64::from(m.segments))).into_iter().map(|v| v as u64).collect();
-        BranchAndBound {
-            goal,
-            options,
-            current: vec![0; options.len()],
-            order,
-            packer,
-            slices,
-            prices,
-            rest_gpcs,
-            rest_price,
-            rest_slack,
-            rest_segments,
-            best: incumbent,
-            best_choice: None,
-            memo: HashMap::new(),
-            deadline,
-            node_budget: None,
-            nodes: 0,
-            stopped: false,
-        }
-    }
-
-    /// `true` when a plan bounded below by `bound` could beat the incumbent.
-    fn improves(&self, bound: &Objective) -> bool {
-        match self.goal {
-            Goal::FewestGpus => bound.gpus < self.best.gpus,
-            Goal::Lexicographic => bound.better_than(&self.best),
-        }
-    }
-
-    fn run(&mut self) {
-        self.descend(0, SizeCounts::EMPTY, 0.0, 0);
-    }
-
-    fn descend(&mut self, depth: usize, counts: SizeCounts, slack: f64, segments: u64) {
-        if self.stopped {
-            return;
-        }
-        self.nodes += 1;
-        let over_budget = self.node_budget.is_some_and(|budget| self.nodes > budget);
-        if over_budget || (self.nodes % 4096 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d)) {
-            self.stopped = true;
-            return;
-        }
-        let compute = u64::from(counts.compute_slices()) + self.rest_gpcs[depth];
-        let bound = Objective {
-            gpus: self
-                .packer
-                .min_gpus(&counts)
-                .max(compute.div_ceil(self.slices))
-                .max(round_up(price_of(&self.prices, &counts) + self.rest_price[depth])),
-            slack: slack + self.rest_slack[depth],
-            segments: segments + self.rest_segments[depth],
-        };
-        if !self.improves(&bound) {
-            return;
-        }
-        if depth == self.order.len() {
-            self.best = bound;
-            self.best_choice = Some(self.current.clone());
-            return;
-        }
-        match self.memo.get(&(depth, counts)) {
-            Some(&(seen_slack, seen_segments))
-                if seen_slack < slack + SLACK_EPSILON
-                    && (seen_slack < slack - SLACK_EPSILON || seen_segments <= segments) =>
-            {
-                return;
-            }
-            _ if self.memo.len() < MEMO_LIMIT => {
-                self.memo.insert((depth, counts), (slack, segments));
-            }
-            _ => {}
-        }
-        let service = self.order[depth];
-        let compute_before = u64::from(counts.compute_slices()) + self.rest_gpcs[depth + 1];
-        for (index, mix) in self.options[service].mixes.iter().enumerate() {
-            // Mixes come cheapest first: once the compute bound alone
-            // exceeds the incumbent, every later mix does too.
-            let gpus_bound = (compute_before + u64::from(mix.gpcs)).div_ceil(self.slices);
-            if gpus_bound > self.best.gpus || (self.goal == Goal::FewestGpus && gpus_bound == self.best.gpus) {
-                break;
-            }
-            self.current[service] = index;
-            self.descend(depth + 1, counts.plus(&mix.counts), slack + mix.slack, segments + u64::from(mix.segments));
-        }
-    }
-}
-
-/// Packs the chosen mixes onto GPUs and builds the plan.
-fn assemble(request: &PlanRequest<'_>, mixes: &[&Mix]) -> Plan {
-    let counts = mixes.iter().fold(SizeCounts::EMPTY, |acc, mix| acc.plus(&mix.counts));
-    let mut queues: [VecDeque<Segment>; 8] = Default::default();
-    for (service, mix) in mixes.iter().enumerate() {
-        for &(point, n) in &mix.parts {
-            let queue = &mut queues[usize::from(point.config.size_gpcs)];
-            queue.extend(std::iter::repeat_n(Segment { service, point }, n as usize));
-        }
-    }
-    let gpus: Vec<Vec<Segment>> = Packer::new(request.gpu)
-        .pack(&counts)
-        .iter()
-        .map(|gpu| {
-            gpu.sizes_desc()
+        for gpu in model.packer.pack(&counts) {
+            let segments = gpu
+                .sizes_desc()
                 .map(|size| queues[usize::from(size)].pop_front().expect("the packing holds every segment"))
-                .collect()
-        })
-        .collect();
-    build_plan(request, &Lattice::new(request.gpu), gpus, "optimal")
+                .collect();
+            gpus.push((model.offer.model, segments));
+        }
+    }
+    build_plan(request, gpus, "optimal")
 }
-
-/// How long the search may run by default.
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::verify::{verify, VerifyRequest};
     use tessera_core::synthetic::{builtin_catalog, demo_services};
-    use tessera_core::GpuModel;
 
     #[test]
     fn demo_is_planned_optimally_and_verifies_under_both_rules() {
@@ -414,14 +387,13 @@ mod tests {
         for rule in LatencyRule::ALL {
             let request = PlanRequest { rule, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
             let plan = plan_optimal(&request).unwrap();
-            let optimality = plan.optimality.unwrap();
-            assert!(optimality.lower_bound_gpus as usize <= plan.gpu_count);
+            let optimality = plan.optimality.clone().unwrap();
+            assert!(optimality.lower_bound <= plan.gpu_count as f64);
             let check = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: 5 };
             assert_eq!(verify(&plan, &check), vec![], "{rule}");
-            assert!(plan
-                .services
-                .iter()
-                .all(|s| s.met && s.worst_latency_ms <= s.latency_slo_ms || rule == LatencyRule::Parva));
+            if rule == LatencyRule::Queueing {
+                assert!(plan.services.iter().all(|s| s.met && s.worst_latency_ms <= s.latency_slo_ms));
+            }
         }
     }
 
@@ -435,12 +407,53 @@ mod tests {
         assert!(optimal.gpu_count <= parva.gpu_count);
     }
 
+    fn mixed_request<'a>(
+        catalog: &'a tessera_core::ProfileCatalog,
+        services: &'a [tessera_core::ServiceSlo],
+        h100_cost: f64,
+        h100_limit: Option<u64>,
+    ) -> PlanRequest<'a> {
+        PlanRequest {
+            fleet: vec![
+                GpuOffer::plain(GpuModel::A100_80GB),
+                GpuOffer { model: GpuModel::H100_80GB, cost: h100_cost, limit: h100_limit },
+            ],
+            rule: LatencyRule::Queueing,
+            ..PlanRequest::new(GpuModel::A100_80GB, catalog, services)
+        }
+    }
+
     #[test]
-    fn objective_orders_gpus_then_slack_then_segments() {
-        let base = Objective { gpus: 3, slack: 0.5, segments: 9 };
-        assert!(Objective { gpus: 2, slack: 9.0, segments: 99 }.better_than(&base));
-        assert!(Objective { gpus: 3, slack: 0.4, segments: 99 }.better_than(&base));
-        assert!(Objective { gpus: 3, slack: 0.5 + 1e-12, segments: 8 }.better_than(&base));
-        assert!(!base.better_than(&base));
+    fn a_mixed_fleet_follows_the_costs() {
+        // The synthetic H100 is 1.8× as fast as the A100: at cost 1.2 it
+        // wins, at cost 3 it loses.
+        let catalog = builtin_catalog();
+        let services = demo_services();
+        let cheap = plan_optimal(&mixed_request(&catalog, &services, 1.2, None)).unwrap();
+        let dear = plan_optimal(&mixed_request(&catalog, &services, 3.0, None)).unwrap();
+        let uses = |plan: &Plan, model| plan.fleet.iter().find(|f| f.gpu_model == model).unwrap().gpus;
+        assert!(uses(&cheap, GpuModel::H100_80GB) > 0, "{:?}", cheap.fleet);
+        assert_eq!(uses(&dear, GpuModel::H100_80GB), 0, "{:?}", dear.fleet);
+        for plan in [&cheap, &dear] {
+            let optimality = plan.optimality.as_ref().unwrap();
+            assert_eq!(optimality.objective, "cost");
+            assert!(optimality.lower_bound <= plan.total_cost + 1e-9);
+            let check =
+                VerifyRequest { catalog: &catalog, services: &services, rule: LatencyRule::Queueing, max_procs: 5 };
+            assert_eq!(verify(plan, &check), vec![]);
+        }
+    }
+
+    #[test]
+    fn fleet_limits_hold_or_fail_clearly() {
+        let catalog = builtin_catalog();
+        let services = demo_services();
+        let limited = plan_optimal(&mixed_request(&catalog, &services, 1.2, Some(1))).unwrap();
+        assert!(limited.fleet.iter().all(|f| f.limit.is_none_or(|limit| f.gpus <= limit)), "{:?}", limited.fleet);
+        let request = PlanRequest {
+            fleet: vec![GpuOffer { model: GpuModel::A100_80GB, cost: 1.0, limit: Some(1) }],
+            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+        };
+        assert!(matches!(plan_optimal(&request), Err(PlanError::FleetTooSmall { .. })));
     }
 }

@@ -242,7 +242,8 @@ fn check_segment<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::parva::{plan_parva, PlanRequest};
+    use crate::parva::plan_parva;
+    use crate::request::PlanRequest;
     use tessera_core::synthetic::{builtin_catalog, demo_services};
     use tessera_core::GpuModel;
 

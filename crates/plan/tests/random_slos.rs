@@ -53,8 +53,8 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
             optimal.gpu_count,
             parva.gpu_count
         );
-        let bound = optimal.optimality.expect("optimal reports its bound").lower_bound_gpus;
-        assert!(bound as usize <= optimal.gpu_count && bound as usize <= parva.gpu_count, "case {case}");
+        let bound = optimal.optimality.as_ref().expect("optimal reports its bound").lower_bound;
+        assert!(bound <= optimal.gpu_count as f64 && bound <= parva.gpu_count as f64, "case {case}");
         match plan_optimal(&PlanRequest { rule: LatencyRule::Queueing, ..request }) {
             Ok(plan) => check(&plan, LatencyRule::Queueing),
             Err(PlanError::Unmeetable(_)) => {}

@@ -13,23 +13,24 @@ use crate::inputs;
 use crate::render::render_plan;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
-    let (catalog, services) = inputs::load(&args.inputs, store)?;
+    let loaded = inputs::load(&args.inputs, store)?;
     let default_rule = match args.strategy {
         Strategy::Optimal => LatencyRule::Queueing,
         Strategy::Parva => LatencyRule::Parva,
     };
     let request = PlanRequest {
-        gpu: args.inputs.profiles.gpu,
-        catalog: &catalog,
-        services: &services,
+        fleet: args.inputs.profiles.gpus.clone(),
+        catalog: &loaded.catalog,
+        services: &loaded.services,
         rule: args.latency_rule.unwrap_or(default_rule),
         max_procs: args.inputs.max_procs,
         gpus_per_node: args.gpus_per_node,
         time_limit: Some(Duration::from_secs_f64(args.time_limit)),
     };
-    let plan = match args.strategy {
+    let mut plan = match args.strategy {
         Strategy::Optimal => plan_optimal(&request)?,
         Strategy::Parva => plan_parva(&request)?,
     };
+    plan.notes = loaded.notes;
     emit(&render_plan(&plan, args.format)?, args.output.as_deref())
 }

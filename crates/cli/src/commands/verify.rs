@@ -11,8 +11,8 @@ use crate::args::VerifyArgs;
 use crate::inputs;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
-    let (catalog, services) = inputs::load(&args.inputs, store)?;
-    let plan = read_plan(&args.plan, args.inputs.profiles.gpu, &catalog)?;
+    let inputs::Loaded { catalog, services, .. } = inputs::load(&args.inputs, store)?;
+    let plan = read_plan(&args.plan, args.inputs.profiles.first_gpu(), &catalog)?;
     let rule = match args.latency_rule {
         Some(rule) => rule,
         None => plan

@@ -10,7 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tessera_core::{
-    GpuAssignment, GpuModel, InstanceAssignment, ModelProfile, Plan, ProfileCatalog, SegmentConfig, ServiceSlo,
+    FleetUse, GpuAssignment, GpuModel, InstanceAssignment, ModelProfile, Plan, ProfileCatalog, SegmentConfig,
+    ServiceSlo,
 };
 
 use crate::error::StoreError;
@@ -243,14 +244,18 @@ pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog)
             None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
         }
     }
+    let used = gpus.len() as u64;
     Ok(Plan {
         gpu_count: gpus.len(),
+        total_cost: used as f64,
         strategy: "parvagpu".to_string(),
         latency_rule: "parva".to_string(),
         gpus_per_node: PARVAGPU_GPUS_PER_NODE,
+        fleet: vec![FleetUse { gpu_model: gpu, cost_per_gpu: 1.0, limit: None, gpus: used }],
         gpus,
         services: Vec::new(),
         optimality: None,
+        notes: Vec::new(),
     })
 }
 
@@ -443,6 +448,9 @@ mod tests {
             latency_rule: "parva".into(),
             gpus_per_node: 8,
             optimality: None,
+            total_cost: 2.0,
+            fleet: Vec::new(),
+            notes: Vec::new(),
             gpus: vec![
                 GpuAssignment {
                     node: 0,

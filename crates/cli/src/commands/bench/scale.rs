@@ -81,7 +81,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Re
                 eprintln!("{} × {size}: {strategy} …", family.name);
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule)?;
-                bound = bound.or(run.plan.optimality.map(|o| o.lower_bound_gpus));
+                bound = bound.or(run.plan.optimality.as_ref().map(|o| o.lower_bound));
                 let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
                 let violations = verify(&run.plan, &request);
                 let met = run.plan.services.iter().filter(|s| s.met).count();
@@ -92,7 +92,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Re
                     strategy.to_string(),
                     gpus.to_string(),
                     bound.map_or("-".to_string(), |b| b.to_string()),
-                    bound.map_or("-".to_string(), |b| format!("{:.4}", gpus as f64 / b as f64)),
+                    bound.map_or("-".to_string(), |b| format!("{:.4}", gpus as f64 / b)),
                     format!("{:.2}", run.wall.as_secs_f64()),
                     format!("{:.0}", run.peak_rss_kib as f64 / 1024.0),
                     format!("{met}/{}", services.len()),

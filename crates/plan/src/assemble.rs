@@ -1,0 +1,78 @@
+//! Turning per-GPU segment lists into a [`Plan`] with explicit placements.
+
+use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Plan, SizeCounts};
+
+use crate::allocate::Segment;
+use crate::report::service_reports;
+use crate::request::PlanRequest;
+
+/// Builds the plan of `gpus` (each a GPU model and its segments, whose
+/// sizes must be realizable on that model). GPUs of one model are numbered
+/// together; a new model starts a new node.
+pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Segment>)>, strategy: &str) -> Plan {
+    let gpus_per_node = request.gpus_per_node.max(1);
+    let mut lattices: Vec<Lattice> = Vec::new();
+    let mut assignments: Vec<GpuAssignment> = Vec::with_capacity(gpus.len());
+    let mut slot = 0u32;
+    for (model, mut segments) in gpus {
+        if assignments.last().is_some_and(|last| last.gpu_model != model) {
+            slot = slot.div_ceil(gpus_per_node) * gpus_per_node;
+        }
+        if !lattices.iter().any(|l| l.model() == model) {
+            lattices.push(Lattice::new(model));
+        }
+        let lattice = lattices.iter().find(|l| l.model() == model).expect("just added");
+        let counts = SizeCounts::from_sizes(segments.iter().map(|s| s.point.config.size_gpcs));
+        let placements = lattice.realize(&counts).expect("planners only build realizable GPUs");
+        segments.sort_by_key(|s| std::cmp::Reverse(s.point.config.size_gpcs));
+        let instances = placements
+            .iter()
+            .zip(&segments)
+            .map(|(placement, segment)| {
+                let slo = &request.services[segment.service];
+                debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
+                InstanceAssignment {
+                    profile: placement.profile.name.to_string(),
+                    size: placement.profile.compute_slices,
+                    start: placement.start,
+                    service: slo.service.clone(),
+                    model: slo.model.clone(),
+                    batch: segment.point.config.batch,
+                    procs: segment.point.config.procs,
+                    throughput_rps: segment.point.throughput_rps,
+                    latency_ms: segment.point.latency_ms,
+                }
+            })
+            .collect();
+        assignments.push(GpuAssignment {
+            node: slot / gpus_per_node,
+            index: slot % gpus_per_node,
+            gpu_model: model,
+            instances,
+        });
+        slot += 1;
+    }
+    let fleet: Vec<FleetUse> = request
+        .fleet
+        .iter()
+        .map(|offer| FleetUse {
+            gpu_model: offer.model,
+            cost_per_gpu: offer.cost,
+            limit: offer.limit,
+            gpus: assignments.iter().filter(|g| g.gpu_model == offer.model).count() as u64,
+        })
+        .collect();
+    let services = service_reports(assignments.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
+    Plan {
+        gpu_count: assignments.len(),
+        total_cost: fleet.iter().map(|f| f.cost_per_gpu * f.gpus as f64).sum(),
+        strategy: strategy.to_string(),
+        latency_rule: request.rule.name().to_string(),
+        gpus_per_node,
+        fleet,
+        gpus: assignments,
+        services,
+        optimality: None,
+        notes: Vec::new(),
+    }
+}
