@@ -17,6 +17,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "TESSERA_STORE", value_name = "PATH")]
     pub store: Option<PathBuf>,
 
+    /// Write this process's peak resident memory (KiB) to FILE at exit
+    /// (used by `tessera bench scale`).
+    #[arg(long, global = true, hide = true, value_name = "FILE")]
+    pub peak_memory_report: Option<PathBuf>,
+
     #[command(subcommand)]
     pub command: Command,
 }
@@ -159,6 +164,16 @@ pub enum Strategy {
     Parva,
 }
 
+impl Strategy {
+    /// The strategy's name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Optimal => "optimal",
+            Strategy::Parva => "parva",
+        }
+    }
+}
+
 /// Output formats of a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -248,6 +263,9 @@ pub enum BenchCommand {
         /// Latency rule of every run.
         #[arg(long, default_value = "parva", value_parser = parse_rule)]
         latency_rule: LatencyRule,
+        /// Time limit of each optimal run, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+        time_limit: f64,
     },
 }
 

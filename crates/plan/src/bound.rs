@@ -15,6 +15,7 @@
 //! any configuration that meets the latency rule at full utilization — a
 //! relaxation of what a plan may use, so the bound stays valid.
 
+use tessera_core::rng::SplitMix64;
 use tessera_core::{GpuModel, Lattice, ModelProfile, ServiceSlo, SizeCounts};
 
 use crate::latency::LatencyRule;
@@ -68,11 +69,22 @@ pub fn price_of(prices: &Prices, counts: &SizeCounts) -> f64 {
     (1..8u8).map(|g| prices[usize::from(g)] * f64::from(counts.count(g))).sum()
 }
 
+/// Services the price search looks at, at most (an even sample of them;
+/// the bound itself is then computed over every service).
+const TUNING_SAMPLE: usize = 2_000;
+
 /// Prices that (approximately) maximize the bound estimated from `options`:
 /// a pattern search from the compute prices.
 pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions]) -> Prices {
+    // A seeded random sample: a stride could alias with periodic catalogues.
+    let sample: Vec<&ServiceOptions> = if options.len() <= TUNING_SAMPLE {
+        options.iter().collect()
+    } else {
+        let mut rng = SplitMix64::new(options.len() as u64);
+        (0..TUNING_SAMPLE).map(|_| &options[rng.below(options.len())]).collect()
+    };
     let estimate = |prices: &Prices| -> f64 {
-        options.iter().map(|o| o.mixes.iter().map(|m| price_of(prices, &m.counts)).fold(f64::INFINITY, f64::min)).sum()
+        sample.iter().map(|o| o.mixes.iter().map(|m| price_of(prices, &m.counts)).fold(f64::INFINITY, f64::min)).sum()
     };
     let mut best = region.compute_prices(slices);
     let mut best_value = estimate(&best);

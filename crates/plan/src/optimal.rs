@@ -258,18 +258,14 @@ impl LocalSearch<'_> {
             .collect()
     }
 
-    /// The cost of per-model instance counts, limits enforced by penalty.
-    fn cost(&self, counts: &[SizeCounts]) -> f64 {
+    /// The cost of one model's instance counts, its limit enforced by a
+    /// penalty.
+    fn model_cost(&self, model: usize, counts: &SizeCounts) -> f64 {
+        let fleet_model = &self.models[model];
+        let gpus = fleet_model.packer.min_gpus(counts);
+        let over = fleet_model.offer.limit.map_or(0, |limit| gpus.saturating_sub(limit));
         let top = self.models.iter().map(|m| m.cost).fold(0.0, f64::max);
-        self.models
-            .iter()
-            .zip(counts)
-            .map(|(model, counts)| {
-                let gpus = model.packer.min_gpus(counts);
-                let over = model.offer.limit.map_or(0, |limit| gpus.saturating_sub(limit));
-                model.cost * gpus as f64 + OVER_LIMIT_PENALTY * top * over as f64
-            })
-            .sum()
+        fleet_model.cost * gpus as f64 + OVER_LIMIT_PENALTY * top * over as f64
     }
 
     /// Moves single services to other choices while that improves the
@@ -283,23 +279,37 @@ impl LocalSearch<'_> {
             slack += mix.slack;
             segments += u64::from(mix.segments);
         }
-        let mut current = Objective { cost: self.cost(&counts), slack, segments };
+        let mut costs: Vec<f64> = counts.iter().enumerate().map(|(m, c)| self.model_cost(m, c)).collect();
+        let mut current = Objective { cost: costs.iter().sum(), slack, segments };
         loop {
             let mut improved = false;
             for s in 0..choice.len() {
-                let old = self.mix(s, choice[s]);
+                let (from, old) = (choice[s].model, self.mix(s, choice[s]));
+                let without = counts[from].minus(&old.counts);
                 for &candidate in &self.choices[s] {
-                    let new = self.mix(s, candidate);
-                    let mut moved = counts.clone();
-                    moved[choice[s].model] = moved[choice[s].model].minus(&old.counts);
-                    moved[candidate.model] = moved[candidate.model].plus(&new.counts);
+                    let (to, new) = (candidate.model, self.mix(s, candidate));
+                    // The new counts and costs of the one or two models touched.
+                    let (from_counts, to_counts) = if from == to {
+                        (without.plus(&new.counts), without.plus(&new.counts))
+                    } else {
+                        (without, counts[to].plus(&new.counts))
+                    };
+                    let from_cost = self.model_cost(from, &from_counts);
+                    let to_cost = if from == to { from_cost } else { self.model_cost(to, &to_counts) };
+                    let cost = if from == to {
+                        current.cost - costs[from] + from_cost
+                    } else {
+                        current.cost - costs[from] - costs[to] + from_cost + to_cost
+                    };
                     let value = Objective {
-                        cost: self.cost(&moved),
+                        cost,
                         slack: current.slack - old.slack + new.slack,
                         segments: current.segments - u64::from(old.segments) + u64::from(new.segments),
                     };
                     if value.better_than(&current) {
-                        (choice[s], current, counts, improved) = (candidate, value, moved, true);
+                        (counts[from], costs[from]) = (from_counts, from_cost);
+                        (counts[to], costs[to]) = (to_counts, to_cost);
+                        (choice[s], current, improved) = (candidate, value, true);
                         break;
                     }
                 }

@@ -10,6 +10,7 @@ use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanRequest};
 use super::emit;
 use crate::args::{PlanArgs, Strategy};
 use crate::inputs;
+use crate::progress::Spinner;
 use crate::render::render_plan;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
@@ -27,10 +28,18 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         gpus_per_node: args.gpus_per_node,
         time_limit: Some(Duration::from_secs_f64(args.time_limit)),
     };
-    let mut plan = match args.strategy {
-        Strategy::Optimal => plan_optimal(&request)?,
-        Strategy::Parva => plan_parva(&request)?,
+    let progress = Spinner::start(format!(
+        "planning {} services ({} strategy, up to {:.0} s)",
+        loaded.services.len(),
+        args.strategy.name(),
+        args.time_limit
+    ));
+    let planned = match args.strategy {
+        Strategy::Optimal => plan_optimal(&request),
+        Strategy::Parva => plan_parva(&request),
     };
+    progress.finish();
+    let mut plan = planned?;
     plan.notes = loaded.notes;
     emit(&render_plan(&plan, args.format)?, args.output.as_deref())
 }

@@ -11,8 +11,8 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
-        BenchCommand::Scale { parvagpu, sizes, seed, latency_rule } => {
-            scale::run(&parvagpu, &sizes, seed, latency_rule)
+        BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
+            scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }
     }
 }

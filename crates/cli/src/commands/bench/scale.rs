@@ -9,8 +9,11 @@
 //! one from the built-in demo services (the first one of each model).
 //!
 //! Each run is timed from spawn to exit (loading, planning, writing the JSON
-//! plan); its peak resident memory comes from `wait4`. The plan is then
-//! read back and checked with the verifier, outside the timing.
+//! plan). Its peak resident memory is the child's own high-water mark
+//! (`VmHWM`, written through the hidden `--peak-memory-report` option):
+//! `wait4`'s `ru_maxrss` would also count the bench's own memory, which a
+//! spawned child shares until it executes. The plan is then read back and
+//! checked with the verifier, outside the timing.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -18,6 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
@@ -49,7 +53,7 @@ struct Run {
     plan: Plan,
 }
 
-pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Result<()> {
+pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_limit_s: f64) -> Result<()> {
     let dir = tempfile::tempdir().context("cannot create a temporary folder")?;
     let mut families = Vec::new();
     if parvagpu.join("prof_data").is_dir() {
@@ -59,6 +63,10 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Re
     }
     families.push(synthetic_family());
 
+    let runs = families.len() * sizes.len() * STRATEGIES.len();
+    let progress = ProgressBar::new(runs as u64).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}").expect("a valid template"),
+    );
     let mut table = TextTable::new(&[
         "catalogue",
         "services",
@@ -78,9 +86,10 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Re
             write_slo_csv(&slo_path, &services)?;
             let mut bound = None;
             for strategy in STRATEGIES {
-                eprintln!("{} × {size}: {strategy} …", family.name);
+                progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
-                let run = run_plan(family, &slo_path, &plan_path, strategy, rule)?;
+                let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
+                progress.inc(1);
                 bound = bound.or(run.plan.optimality.as_ref().map(|o| o.lower_bound));
                 let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
                 let violations = verify(&run.plan, &request);
@@ -101,8 +110,10 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule) -> Re
             }
         }
     }
+    progress.finish_and_clear();
     println!(
-        "latency rule {rule}, a100-80gb, up to 5 processes, seed {seed}; bound = ⌈Σ fewest slices per service / 7⌉"
+        "latency rule {rule}, a100-80gb, up to 5 processes, seed {seed}, optimal time limit {time_limit_s} s; \
+         bound = the optimal strategy's lower bound"
     );
     print!("{}", table.render());
     Ok(())
@@ -155,41 +166,39 @@ fn write_slo_csv(path: &Path, services: &[ServiceSlo]) -> Result<()> {
 }
 
 /// Runs `tessera plan` as a child process and measures it.
-fn run_plan(family: &Family, slo: &Path, output: &Path, strategy: &str, rule: LatencyRule) -> Result<Run> {
+fn run_plan(
+    family: &Family,
+    slo: &Path,
+    output: &Path,
+    strategy: &str,
+    rule: LatencyRule,
+    time_limit_s: f64,
+) -> Result<Run> {
     let exe = std::env::current_exe().context("cannot find the tessera executable")?;
     let log: PathBuf = output.with_extension("log");
+    let peak: PathBuf = output.with_extension("peak");
     let mut command = Command::new(exe);
     command
         .arg("plan")
         .args(&family.profile_args)
         .args(["--slo", &slo.display().to_string(), "--strategy", strategy, "--latency-rule", rule.name()])
+        .args(["--time-limit", &time_limit_s.to_string()])
+        .args(["--peak-memory-report", &peak.display().to_string()])
         .args(["--format", "json", "-o", &output.display().to_string()])
         .stdout(Stdio::null())
         .stderr(File::create(&log)?);
     let started = Instant::now();
-    let child = command.spawn().context("cannot start tessera plan")?;
-    let (status, peak_rss_kib) = wait_with_peak_memory(child.id())?;
+    let status = command.status().context("cannot run tessera plan")?;
     let wall = started.elapsed();
-    if status != 0 {
+    if !status.success() {
         let message = std::fs::read_to_string(&log).unwrap_or_default();
         bail!("tessera plan --strategy {strategy} failed: {}", message.trim());
     }
+    let peak_rss_kib = std::fs::read_to_string(&peak)
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .context("tessera plan did not report its peak memory")?;
     let text = std::fs::read_to_string(output)?;
     let plan: Plan = serde_json::from_str(&text).with_context(|| format!("{}: not a plan", output.display()))?;
     Ok(Run { wall, peak_rss_kib, plan })
-}
-
-/// Reaps child `pid`; returns its exit status (or 128 + signal) and peak
-/// resident set size in KiB.
-fn wait_with_peak_memory(pid: u32) -> Result<(i32, u64)> {
-    let mut status = 0;
-    // SAFETY: an all-zero `rusage` is a valid value, and `wait4` only
-    // writes into the two locals whose addresses it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    if reaped < 0 {
-        bail!("wait4 failed: {}", std::io::Error::last_os_error());
-    }
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
-    Ok((code, usage.ru_maxrss.max(0) as u64))
 }
