@@ -283,8 +283,8 @@ impl LocalSearch<'_> {
         let mut current = Objective { cost: costs.iter().sum(), slack, segments };
         loop {
             let mut improved = false;
-            for s in 0..choice.len() {
-                let (from, old) = (choice[s].model, self.mix(s, choice[s]));
+            for (s, chosen) in choice.iter_mut().enumerate() {
+                let (from, old) = (chosen.model, self.mix(s, *chosen));
                 let without = counts[from].minus(&old.counts);
                 for &candidate in &self.choices[s] {
                     let (to, new) = (candidate.model, self.mix(s, candidate));
@@ -309,7 +309,7 @@ impl LocalSearch<'_> {
                     if value.better_than(&current) {
                         (counts[from], costs[from]) = (from_counts, from_cost);
                         (counts[to], costs[to]) = (to_counts, to_cost);
-                        (choice[s], current, improved) = (candidate, value, true);
+                        (*chosen, current, improved) = (candidate, value, true);
                         break;
                     }
                 }
