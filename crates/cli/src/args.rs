@@ -238,13 +238,13 @@ pub enum ListFormat {
 /// `tessera bench …`.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Time the planner on ParvaGPU's six scenarios and the demo.
+    /// Time both strategies on ParvaGPU's six scenarios and the demo.
     Plan {
         /// ParvaGPU's data folder (with prof_data/ and slo/).
         #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
         parvagpu: PathBuf,
-        /// Timed repetitions per input.
-        #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u32).range(1..))]
+        /// Timed repetitions per input and strategy.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
     },
     /// Plan catalogues of many services with both strategies, each as a

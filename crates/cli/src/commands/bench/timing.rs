@@ -1,7 +1,10 @@
-//! `tessera bench plan`: planning time on ParvaGPU's scenarios and the demo.
+//! `tessera bench plan`: planning time on ParvaGPU's scenarios and the demo,
+//! for `parva` and `optimal` under ParvaGPU's latency rule and `optimal`
+//! under the queueing rule.
 //!
 //! Times only the planner (inputs are loaded once, outside the timing) and
-//! reports the median and minimum over repetitions, plus the GPUs used.
+//! reports the median and minimum over repetitions, plus the GPUs used and
+//! whether the count is proven optimal.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -9,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_parva, PlanRequest};
+use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanError, PlanRequest};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::table::TextTable;
@@ -25,19 +28,30 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
     } else {
         eprintln!("note: {} is absent; timing the built-in demo only", parvagpu.display());
     }
-    let mut table = TextTable::new(&["input", "services", "GPUs", "median µs", "min µs"]);
+    let mut table = TextTable::new(&["input", "services", "strategy", "rule", "GPUs", "proven", "median µs", "min µs"]);
+    let runs: [(&str, Planner, LatencyRule); 3] = [
+        ("parva", plan_parva, LatencyRule::Parva),
+        ("optimal", plan_optimal, LatencyRule::Parva),
+        ("optimal", plan_optimal, LatencyRule::Queueing),
+    ];
     for (name, catalog, services) in &inputs {
-        let request = PlanRequest::new(GpuModel::A100_80GB, catalog, services);
-        let (plan, times) = time_plans(&request, iterations)?;
-        table.row(vec![
-            name.clone(),
-            services.len().to_string(),
-            plan.gpu_count.to_string(),
-            format!("{:.1}", micros(times[times.len() / 2])),
-            format!("{:.1}", micros(times[0])),
-        ]);
+        for (strategy, planner, rule) in runs {
+            let request = PlanRequest { rule, ..PlanRequest::new(GpuModel::A100_80GB, catalog, services) };
+            let (plan, times) = time_plans(planner, &request, iterations)?;
+            let proven = plan.optimality.as_ref().map_or("-", |o| if o.proven_optimal { "yes" } else { "no" });
+            table.row(vec![
+                name.clone(),
+                services.len().to_string(),
+                strategy.to_string(),
+                rule.name().to_string(),
+                plan.gpu_count.to_string(),
+                proven.to_string(),
+                format!("{:.1}", micros(times[times.len() / 2])),
+                format!("{:.1}", micros(times[0])),
+            ]);
+        }
     }
-    println!("strategy parva, latency rule parva, a100-80gb, {iterations} runs each");
+    println!("a100-80gb, up to 5 processes, {iterations} runs each");
     print!("{}", table.render());
     Ok(())
 }
@@ -55,13 +69,16 @@ fn parvagpu_scenarios(dir: &Path) -> Result<Vec<(String, ProfileCatalog, Vec<Ser
         .collect()
 }
 
+/// A planning strategy.
+type Planner = fn(&PlanRequest<'_>) -> Result<Plan, PlanError>;
+
 /// Plans `iterations` times; returns the plan and the sorted durations.
-fn time_plans(request: &PlanRequest<'_>, iterations: u32) -> Result<(Plan, Vec<Duration>)> {
+fn time_plans(planner: Planner, request: &PlanRequest<'_>, iterations: u32) -> Result<(Plan, Vec<Duration>)> {
     let mut times = Vec::with_capacity(iterations as usize);
     let mut plan = None;
     for _ in 0..iterations {
         let start = Instant::now();
-        let made = plan_parva(request)?;
+        let made = planner(request)?;
         times.push(start.elapsed());
         plan = Some(made);
     }
