@@ -294,34 +294,38 @@ fn parvagpu_data() -> Option<PathBuf> {
     }
 }
 
+/// The arguments that name ParvaGPU's profiles and scenario `k` on A100s.
+fn scenario_inputs(data: &Path, k: usize) -> Vec<String> {
+    let path = |relative: &str| data.join(relative).display().to_string();
+    vec![
+        "--profiles".into(),
+        path("prof_data"),
+        "--slo-rates".into(),
+        path("slo/SLO_req_rate.csv"),
+        "--slo-latency".into(),
+        path("slo/SLO_latency.csv"),
+        "--scenario".into(),
+        k.to_string(),
+        "--gpu".into(),
+        "a100-80gb".into(),
+    ]
+}
+
 /// Plans ParvaGPU scenario `k` with `extra` arguments, checks that the plan
 /// passes `tessera verify` under the same rule, and returns its JSON.
 fn plan_scenario(data: &Path, dir: &TempDir, k: usize, extra: &[&str]) -> serde_json::Value {
     let store = store_in(dir);
     let plan = dir.path().join(format!("plan{k}.json"));
-    let (profiles, rates, latency) =
-        (data.join("prof_data"), data.join("slo/SLO_req_rate.csv"), data.join("slo/SLO_latency.csv"));
-    let k = k.to_string();
-    let inputs = [
-        "--profiles",
-        profiles.to_str().unwrap(),
-        "--slo-rates",
-        rates.to_str().unwrap(),
-        "--slo-latency",
-        latency.to_str().unwrap(),
-        "--scenario",
-        &k,
-        "--gpu",
-        "a100-80gb",
-    ];
+    let inputs = scenario_inputs(data, k);
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
     let mut args = vec!["plan"];
-    args.extend(inputs);
+    args.extend(&inputs);
     args.extend(extra);
     args.extend(["--format", "json", "-o", plan.to_str().unwrap()]);
     let output = tessera(&args, &store);
     assert!(output.status.success(), "scenario {k}: {}", stderr(&output));
     let mut args = vec!["verify", plan.to_str().unwrap()];
-    args.extend(inputs);
+    args.extend(&inputs);
     let output = tessera(&args, &store);
     assert!(output.status.success(), "scenario {k}: {}", stdout(&output));
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
@@ -383,25 +387,10 @@ fn parvagpu_scenario_1_plan_breaks_the_queueing_rule_for_bert() {
     let Some(data) = parvagpu_data() else { return };
     let dir = TempDir::new().unwrap();
     let reference = data.join("reference_deployments/SLO1_ParvaGPU_deploy.csv");
-    let (profiles, rates, latency) =
-        (data.join("prof_data"), data.join("slo/SLO_req_rate.csv"), data.join("slo/SLO_latency.csv"));
-    let output = tessera(
-        &[
-            "verify",
-            reference.to_str().unwrap(),
-            "--profiles",
-            profiles.to_str().unwrap(),
-            "--slo-rates",
-            rates.to_str().unwrap(),
-            "--slo-latency",
-            latency.to_str().unwrap(),
-            "--scenario",
-            "1",
-            "--latency-rule",
-            "queueing",
-        ],
-        &store_in(&dir),
-    );
+    let inputs = scenario_inputs(&data, 1);
+    let mut args = vec!["verify", reference.to_str().unwrap(), "--latency-rule", "queueing"];
+    args.extend(inputs.iter().map(String::as_str));
+    let output = tessera(&args, &store_in(&dir));
     assert!(!output.status.success());
     let report = stdout(&output);
     let bert: Vec<&str> = report.lines().filter(|l| l.contains("service 'bert' misses its 6434 ms SLO")).collect();
