@@ -134,8 +134,7 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     // the incumbent's GPUs leaves any service at most this many slices above
     // its cheapest mix.
     let model = &models[0];
-    let options: Vec<ServiceOptions> = table[0].iter().map(|o| o.clone().expect("one model serves all")).collect();
-    let min_gpcs: u64 = options.iter().map(|o| u64::from(o.min_gpcs)).sum();
+    let min_gpcs: u64 = table[0].iter().flatten().map(|o| u64::from(o.min_gpcs)).sum();
     let extra = (incumbent.cost as u64 * model.slices).saturating_sub(min_gpcs).min(u64::from(u32::MAX)) as u32;
     let wide_limits = OptionLimits { extra_gpcs: extra, max_mixes: EXACT_MAX_MIXES };
     let wide = option_table(request, wide_limits)?;

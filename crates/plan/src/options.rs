@@ -13,7 +13,9 @@
 //! uses. A mix is minimal when dropping any one segment uncovers the rate;
 //! non-minimal mixes are dominated in every objective.
 
+use std::cell::Cell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 
@@ -84,25 +86,86 @@ pub fn service_options(
         return Err(unmeetable(allowed, slo, rule));
     }
     let tables = size_tables(&candidates);
-    let Some(min_gpcs) = tables.iter().filter_map(|table| cheapest_gpcs(table, slo.rate_rps)).min() else {
+    let rate_rps = slo.rate_rps;
+    // Tables whose best efficiency cannot reach a budget are skipped;
+    // cheap tables first, so the minimum is found early.
+    let mut by_floor: Vec<(u32, &SizeTable)> = tables.iter().map(|t| (t.gpcs_floor(rate_rps), t)).collect();
+    by_floor.sort_by_key(|(floor, _)| *floor);
+    let mut min_gpcs: Option<u32> = None;
+    for &(floor, table) in &by_floor {
+        if min_gpcs.is_some_and(|best| floor >= best) {
+            break;
+        }
+        if let Some(gpcs) = cheapest_gpcs(table, rate_rps, min_gpcs.map_or(u32::MAX, |best| best - 1)) {
+            min_gpcs = Some(gpcs);
+        }
+    }
+    let Some(min_gpcs) = min_gpcs else {
         // Every configuration that meets the SLO fills its batches too
         // slowly at this rate, even with a single segment.
         return Err(unmeetable(candidates.iter().map(|(p, _)| *p), slo, rule));
     };
     let budget = min_gpcs + limits.extra_gpcs;
-    let mut by_counts: HashMap<SizeCounts, Mix> = HashMap::new();
-    for table in &tables {
-        enumerate_mixes(table, slo.rate_rps, budget, &mut |mix| {
-            let keep = by_counts.get(&mix.counts).is_none_or(|old| secondary(&mix) < secondary(old));
-            if keep {
-                by_counts.insert(mix.counts, mix);
-            }
-        });
+    let mut best = BestMixes::new(min_gpcs, budget, limits.max_mixes.max(1));
+    for &(_, table) in by_floor.iter().take_while(|(floor, _)| *floor <= budget) {
+        let cap = best.cap.clone();
+        enumerate_mixes(table, rate_rps, &cap, &mut |mix| best.offer(mix));
     }
-    let mut mixes: Vec<Mix> = by_counts.into_values().collect();
-    mixes.sort_by(|a, b| (a.gpcs, secondary(a)).partial_cmp(&(b.gpcs, secondary(b))).expect("finite slack"));
-    mixes.truncate(limits.max_mixes.max(1));
-    Ok(ServiceOptions { mixes, min_gpcs })
+    Ok(ServiceOptions { mixes: best.into_sorted(), min_gpcs })
+}
+
+/// The best mixes found so far, one per multiset of sizes, at most `limit`
+/// of them by (compute, slack, segments). Its `cap` is the most compute a
+/// mix may use and still make the cut, which prunes the enumeration.
+struct BestMixes {
+    limit: usize,
+    min_gpcs: u32,
+    by_counts: HashMap<SizeCounts, Mix>,
+    /// Distinct mixes per compute level above `min_gpcs`.
+    per_level: Vec<usize>,
+    cap: Rc<Cell<u32>>,
+}
+
+impl BestMixes {
+    fn new(min_gpcs: u32, budget: u32, limit: usize) -> Self {
+        BestMixes {
+            limit,
+            min_gpcs,
+            by_counts: HashMap::new(),
+            per_level: vec![0; (budget - min_gpcs + 1) as usize],
+            cap: Rc::new(Cell::new(budget)),
+        }
+    }
+
+    fn offer(&mut self, mix: Mix) {
+        match self.by_counts.get_mut(&mix.counts) {
+            Some(old) => {
+                if secondary(&mix) < secondary(old) {
+                    *old = mix;
+                }
+            }
+            None => {
+                self.per_level[(mix.gpcs - self.min_gpcs) as usize] += 1;
+                self.by_counts.insert(mix.counts, mix);
+                let mut kept = 0;
+                for (level, count) in self.per_level.iter().enumerate() {
+                    kept += count;
+                    if kept >= self.limit {
+                        self.cap.set(self.cap.get().min(self.min_gpcs + level as u32));
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The kept mixes, best first, at most `limit`.
+    fn into_sorted(self) -> Vec<Mix> {
+        let mut mixes: Vec<Mix> = self.by_counts.into_values().collect();
+        mixes.sort_by(|a, b| (a.gpcs, secondary(a)).partial_cmp(&(b.gpcs, secondary(b))).expect("finite slack"));
+        mixes.truncate(self.limit);
+        mixes
+    }
 }
 
 /// The tie-breaks after compute: slack, then segments.
@@ -111,64 +174,79 @@ fn secondary(mix: &Mix) -> (f64, u32) {
 }
 
 /// One table per distinct set of best-per-size configurations, from the
-/// most permissive ratio threshold down.
+/// most permissive ratio threshold down: a sweep over the configurations in
+/// decreasing ratio, snapshotting the best per size at each threshold.
 fn size_tables(candidates: &[(ProfilePoint, f64)]) -> Vec<SizeTable> {
-    let mut thresholds: Vec<f64> = candidates.iter().map(|(_, ratio)| *ratio).collect();
-    thresholds.sort_by(|a, b| b.total_cmp(a));
-    thresholds.dedup();
+    let mut by_ratio: Vec<(ProfilePoint, f64)> = candidates.to_vec();
+    by_ratio.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut best: [Option<(ProfilePoint, f64)>; 8] = [None; 8];
     let mut tables: Vec<SizeTable> = Vec::new();
-    for threshold in thresholds {
-        let mut best: HashMap<u8, (ProfilePoint, f64)> = HashMap::new();
-        for &(point, ratio) in candidates.iter().filter(|(_, ratio)| *ratio >= threshold) {
-            let entry = best.entry(point.config.size_gpcs).or_insert((point, ratio));
-            if point.throughput_rps > entry.0.throughput_rps {
-                *entry = (point, ratio);
+    let mut index = 0;
+    while index < by_ratio.len() {
+        let threshold = by_ratio[index].1;
+        let mut changed = false;
+        while index < by_ratio.len() && by_ratio[index].1 == threshold {
+            let (point, ratio) = by_ratio[index];
+            let slot = &mut best[usize::from(point.config.size_gpcs)];
+            if slot.is_none_or(|(b, _)| point.throughput_rps > b.throughput_rps) {
+                *slot = Some((point, ratio));
+                changed = true;
             }
+            index += 1;
         }
-        let mut best: Vec<(ProfilePoint, f64)> = best.into_values().collect();
-        best.sort_by(|a, b| {
-            b.0.throughput_per_gpc().total_cmp(&a.0.throughput_per_gpc()).then(a.0.config.cmp(&b.0.config))
-        });
-        let table = SizeTable { best };
-        if tables.last() != Some(&table) {
-            tables.push(table);
+        if changed {
+            let mut entries: Vec<(ProfilePoint, f64)> = best.iter().flatten().copied().collect();
+            entries.sort_by(|a, b| {
+                b.0.throughput_per_gpc().total_cmp(&a.0.throughput_per_gpc()).then(a.0.config.cmp(&b.0.config))
+            });
+            tables.push(SizeTable { best: entries });
         }
     }
     tables
 }
 
-/// Fewest compute slices of a mix from `table` covering `rate_rps`, if any
-/// (under `queueing`, every mix may over-provision too much).
-fn cheapest_gpcs(table: &SizeTable, rate_rps: f64) -> Option<u32> {
-    // No mix beats the most efficient size's throughput per slice; no
-    // minimal mix needs more than the largest single-size mix.
-    let lower = (rate_rps / table.best[0].0.throughput_per_gpc()).ceil().max(1.0) as u32;
+impl SizeTable {
+    /// Fewer compute slices than this cannot cover `rate_rps`: no mix beats
+    /// the table's best throughput per slice.
+    fn gpcs_floor(&self, rate_rps: f64) -> u32 {
+        (rate_rps / self.best[0].0.throughput_per_gpc()).ceil().max(1.0) as u32
+    }
+}
+
+/// Fewest compute slices, at most `cap`, of a mix from `table` covering
+/// `rate_rps`, if any (under `queueing`, every mix may over-provision too
+/// much).
+fn cheapest_gpcs(table: &SizeTable, rate_rps: f64, cap: u32) -> Option<u32> {
+    // No minimal mix needs more than the largest single-size mix.
     let upper = table
         .best
         .iter()
         .map(|(p, _)| (rate_rps / p.throughput_rps).ceil().max(1.0) as u32 * u32::from(p.config.size_gpcs))
         .max()
-        .expect("a table has a configuration");
-    (lower..=upper).find(|&budget| {
+        .expect("a table has a configuration")
+        .min(cap);
+    (table.gpcs_floor(rate_rps)..=upper).find(|&budget| {
         let mut found = false;
-        enumerate_mixes(table, rate_rps, budget, &mut |_| found = true);
+        enumerate_mixes(table, rate_rps, &Cell::new(budget), &mut |_| found = true);
         found
     })
 }
 
 /// Calls `emit` with every minimal mix from `table` that covers `rate_rps`
-/// with at most `budget` compute slices and stays within the provisioning
-/// ratios of the configurations it uses.
-fn enumerate_mixes(table: &SizeTable, rate_rps: f64, budget: u32, emit: &mut impl FnMut(Mix)) {
+/// with at most `cap` compute slices (read as it shrinks) and stays within
+/// the provisioning ratios of the configurations it uses.
+fn enumerate_mixes(table: &SizeTable, rate_rps: f64, cap: &Cell<u32>, emit: &mut impl FnMut(Mix)) {
     let mut counts = vec![0u32; table.best.len()];
-    descend(table, rate_rps, budget, 0, 0.0, &mut counts, emit);
+    descend(table, rate_rps, cap, 0, 0, 0.0, &mut counts, emit);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn descend(
     table: &SizeTable,
     rate_rps: f64,
-    budget: u32,
+    cap: &Cell<u32>,
     index: usize,
+    used_gpcs: u32,
     provided_rps: f64,
     counts: &mut Vec<u32>,
     emit: &mut impl FnMut(Mix),
@@ -182,6 +260,7 @@ fn descend(
     let Some(&(point, _)) = table.best.get(index) else {
         return;
     };
+    let budget = cap.get().saturating_sub(used_gpcs);
     // Sizes are in decreasing efficiency, so the budget spent on this size
     // yields at most this much.
     if provided_rps + f64::from(budget) * point.throughput_per_gpc() < rate_rps {
@@ -190,9 +269,12 @@ fn descend(
     let size = u32::from(point.config.size_gpcs);
     let needed = ((rate_rps - provided_rps) / point.throughput_rps).ceil() as u32;
     for count in (0..=needed.min(budget / size)).rev() {
+        if used_gpcs + count * size > cap.get() {
+            continue;
+        }
         counts[index] = count;
         let provided = provided_rps + f64::from(count) * point.throughput_rps;
-        descend(table, rate_rps, budget - count * size, index + 1, provided, counts, emit);
+        descend(table, rate_rps, cap, index + 1, used_gpcs + count * size, provided, counts, emit);
     }
     counts[index] = 0;
 }
