@@ -36,7 +36,13 @@ const BASE_SCENARIO: usize = 6;
 /// Range of the factor applied to each base rate.
 const RATE_FACTOR: (f64, f64) = (0.2, 3.0);
 
-const STRATEGIES: [&str; 2] = ["optimal", "parva"];
+/// The strategies measured under `rule` (`parva` implements only its own).
+fn strategies(rule: LatencyRule) -> &'static [&'static str] {
+    match rule {
+        LatencyRule::Parva => &["optimal", "parva"],
+        LatencyRule::Queueing => &["optimal"],
+    }
+}
 
 /// One family of catalogues: base objectives, profiles, how to pass them.
 struct Family {
@@ -63,7 +69,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
     }
     families.push(synthetic_family());
 
-    let runs = families.len() * sizes.len() * STRATEGIES.len();
+    let runs = families.len() * sizes.len() * strategies(rule).len();
     let progress = ProgressBar::new(runs as u64).with_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}").expect("a valid template"),
     );
@@ -85,7 +91,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             let slo_path = dir.path().join(format!("{}-{size}.csv", family.name));
             write_slo_csv(&slo_path, &services)?;
             let mut bound = None;
-            for strategy in STRATEGIES {
+            for &strategy in strategies(rule) {
                 progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
