@@ -50,7 +50,8 @@ fn plan_table(plan: &Plan) -> String {
     if let Some(o) = &plan.optimality {
         let verdict =
             if o.proven_optimal { "proven optimal".to_string() } else { format!("gap {:.2}%", 100.0 * o.gap) };
-        out.push_str(&format!("lower bound on {}: {:.2}: {verdict}\n", o.objective, o.lower_bound));
+        let digits = if o.objective == "gpus" { 0 } else { 2 };
+        out.push_str(&format!("lower bound on {}: {:.digits$}: {verdict}\n", o.objective, o.lower_bound));
     }
     for note in &plan.notes {
         out.push_str(&format!("note: {note}\n"));
