@@ -36,9 +36,47 @@ pub enum Command {
     /// Manage the profile store: import, list, export.
     #[command(subcommand)]
     Profiles(ProfilesCommand),
+    /// Predict and evaluate colocations of workloads under MPS.
+    #[command(subcommand)]
+    Colocate(ColocateCommand),
     /// Measure how long planning takes.
     #[command(subcommand)]
     Bench(BenchCommand),
+}
+
+/// `tessera colocate …`.
+#[derive(Debug, Subcommand)]
+pub enum ColocateCommand {
+    /// Score every model and baseline with KACE's protocols: P3 (train on
+    /// each split's training rows, choose among its test rows) or LOWO
+    /// (leave each workload's model family out of training).
+    Evaluate {
+        /// Protocol.
+        #[arg(long, value_enum)]
+        protocol: Protocol,
+        /// For p3: a folder of splits, each a subfolder with
+        /// `training_set.csv` and `testing_set.csv` (KACE's colocation form).
+        #[arg(long, value_name = "DIR", required_if_eq("protocol", "p3"))]
+        splits: Option<PathBuf>,
+        /// For lowo: every measured colocation (KACE's form, any K).
+        #[arg(long, value_name = "FILE", required_if_eq("protocol", "lowo"))]
+        data: Option<PathBuf>,
+        /// Seed of the slowdown model's trees.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// Colocation evaluation protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// Published train/test splits.
+    P3,
+    /// Leave one workload family out.
+    Lowo,
 }
 
 /// Where profiles come from.

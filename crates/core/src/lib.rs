@@ -5,6 +5,7 @@
 //! Everything here is data in, data out; parsers and the store live in
 //! `tessera-store`, decisions in `tessera-plan`.
 
+pub mod colocation;
 pub mod error;
 pub mod fleet;
 pub mod gpu;
@@ -16,6 +17,7 @@ pub mod rng;
 pub mod slo;
 pub mod synthetic;
 
+pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 pub use error::CoreError;
 pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};

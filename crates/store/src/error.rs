@@ -94,6 +94,22 @@ pub enum StoreError {
         /// Why nothing could be used.
         reason: String,
     },
+    /// A colocation file whose header describes fewer than two workloads.
+    #[error("{}:1: columns for {found} workload(s) (w1_Threads .. w{found}_Threads), a colocation needs at least 2", path.display())]
+    TooFewWorkloads {
+        /// The file.
+        path: PathBuf,
+        /// The largest `i` with a `w{i}_Threads` column (0 when none).
+        found: usize,
+    },
+    /// Colocations that cannot be written as one file, e.g. of mixed sizes.
+    #[error("writing {what}: {detail}")]
+    Unwritable {
+        /// What was being written, e.g. `KACE colocation CSV`.
+        what: String,
+        /// What is wrong with the data, naming the colocation and field.
+        detail: String,
+    },
     /// A profile folder without any `*.csv` file.
     #[error("{}: no *.csv profile file in this folder", path.display())]
     EmptyDir {

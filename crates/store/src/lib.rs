@@ -11,6 +11,8 @@
 //!   and deployment map.
 //! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
 //!   with units in the column names.
+//! - [`formats::kace`]: KACE's colocation measurements (K ≥ 2 workloads
+//!   sharing a GPU under MPS) and per-workload metric tables.
 //! - [`fs`]: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the
@@ -25,6 +27,7 @@ pub mod fs;
 
 pub use db::{default_path, ImportSummary, ProfileSummary, Store};
 pub use error::StoreError;
+pub use formats::kace::{read_colocations, read_workload_tables, write_colocations, ColocationImport};
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,

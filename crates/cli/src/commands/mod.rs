@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 mod bench;
+mod colocate;
 mod plan;
 mod profiles;
 mod verify;
@@ -19,6 +20,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plan(args) => plan::run(&args, store),
         Command::Verify(args) => verify::run(&args, store),
         Command::Profiles(command) => profiles::run(command, store),
+        Command::Colocate(command) => colocate::run(command),
         Command::Bench(command) => bench::run(command),
     }
 }

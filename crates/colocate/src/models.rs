@@ -1,0 +1,107 @@
+//! Throughput models of a colocation group, behind one trait.
+
+use tessera_core::Colocation;
+
+use crate::features::{group_features, member_features};
+use crate::gbm::{Gbm, GbmParams};
+use crate::linear::{least_squares, mean_and_std, LinearFit, Standardizer};
+
+/// Predicts how much throughput a group of colocated workloads keeps.
+pub trait ThroughputModel {
+    /// The model's name in tables.
+    fn name(&self) -> &'static str;
+
+    /// Predicted summed throughput of the group, samples/s.
+    fn predict_total(&self, group: &Colocation) -> f64;
+
+    /// Predicted throughput of each member, samples/s. By default the total
+    /// split in proportion to exclusive throughput.
+    fn predict_members(&self, group: &Colocation) -> Vec<f64> {
+        let total = self.predict_total(group);
+        let exclusive: f64 = group.members.iter().map(|m| m.metrics.exclusive_rps).sum();
+        group.members.iter().map(|m| total * m.metrics.exclusive_rps / exclusive).collect()
+    }
+}
+
+/// KACE (SoCC'24): least squares of the summed colocated throughput on the
+/// group features, both z-scored with the training rows' mean and sample
+/// standard deviation.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct KaceModel {
+    features: Standardizer,
+    label_mean: f64,
+    label_std: f64,
+    fit: LinearFit,
+}
+
+impl KaceModel {
+    /// Fits on measured groups (at least two).
+    pub fn fit(rows: &[Colocation]) -> Self {
+        let x: Vec<Vec<f64>> = rows.iter().map(|g| group_features(g).to_vec()).collect();
+        let y: Vec<f64> = rows.iter().map(Colocation::total_rps).collect();
+        let features = Standardizer::fit(&x);
+        let (label_mean, label_std) = mean_and_std(&y);
+        let z: Vec<Vec<f64>> = x.iter().map(|row| features.apply(row)).collect();
+        let zy: Vec<f64> = y.iter().map(|v| (v - label_mean) / label_std).collect();
+        KaceModel { features, label_mean, label_std, fit: least_squares(&z, &zy) }
+    }
+}
+
+impl ThroughputModel for KaceModel {
+    fn name(&self) -> &'static str {
+        "kace"
+    }
+
+    fn predict_total(&self, group: &Colocation) -> f64 {
+        let z = self.features.apply(&group_features(group));
+        self.fit.predict(&z) * self.label_std + self.label_mean
+    }
+}
+
+/// The slowdown model: each member's retained fraction (colocated /
+/// exclusive throughput) from its own metrics and its partners', by
+/// gradient-boosted trees; the group keeps Σ exclusive × fraction. Works for
+/// any group size.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SlowdownModel {
+    gbm: Gbm,
+}
+
+impl SlowdownModel {
+    /// Fits on measured groups: one sample per member.
+    pub fn fit(rows: &[Colocation], params: &GbmParams) -> Self {
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        for group in rows {
+            for (index, member) in group.members.iter().enumerate() {
+                x.push(member_features(group, index));
+                y.push(member.retained_fraction());
+            }
+        }
+        SlowdownModel { gbm: Gbm::fit(&x, &y, params) }
+    }
+
+    /// Predicted retained fraction of each member (never negative).
+    pub fn predict_fractions(&self, group: &Colocation) -> Vec<f64> {
+        (0..group.members.len()).map(|i| self.gbm.predict(&member_features(group, i)).max(0.0)).collect()
+    }
+
+    /// The underlying trees, for explanations.
+    pub fn gbm(&self) -> &Gbm {
+        &self.gbm
+    }
+}
+
+impl ThroughputModel for SlowdownModel {
+    fn name(&self) -> &'static str {
+        "slowdown"
+    }
+
+    fn predict_total(&self, group: &Colocation) -> f64 {
+        self.predict_members(group).iter().sum()
+    }
+
+    fn predict_members(&self, group: &Colocation) -> Vec<f64> {
+        group.members.iter().zip(self.predict_fractions(group)).map(|(m, f)| m.metrics.exclusive_rps * f).collect()
+    }
+}
