@@ -68,6 +68,69 @@ pub enum ColocateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+    /// Import KACE colocation measurements (any K) and, optionally, the
+    /// per-workload tables into the store (one transaction each).
+    Import {
+        /// Colocations in KACE's CSV form.
+        data: PathBuf,
+        /// KACE's `system_metrics.csv` (with --kernel-metrics).
+        #[arg(long, value_name = "FILE", requires = "kernel_metrics")]
+        system_metrics: Option<PathBuf>,
+        /// KACE's folder of `output_<workload>_ncu_total.csv` files.
+        #[arg(long, value_name = "DIR", requires = "system_metrics")]
+        kernel_metrics: Option<PathBuf>,
+    },
+    /// Train a model and write it as a versioned JSON file.
+    Train {
+        /// Which model.
+        #[arg(long, value_enum, default_value_t = ModelKind::Slowdown)]
+        model: ModelKind,
+        /// Training colocations (KACE's form); default: the store's.
+        #[arg(long, value_name = "FILE")]
+        data: Option<PathBuf>,
+        /// Seed of the slowdown model's trees.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Where to write the model (atomically).
+        #[arg(long, short, value_name = "FILE")]
+        output: PathBuf,
+    },
+    /// Rank partners for a workload by predicted throughput together.
+    Recommend {
+        /// The workload to find partners for.
+        #[arg(long)]
+        target: String,
+        /// Partners to consider (comma-separated); default: every workload.
+        #[arg(long, value_delimiter = ',')]
+        candidates: Option<Vec<String>>,
+        /// Workloads per group, the target included.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
+        group_size: u64,
+        /// A trained model file; default: train the slowdown model on the data.
+        #[arg(long, value_name = "FILE")]
+        model: Option<PathBuf>,
+        /// Colocations and workloads (KACE's form); default: the store's.
+        #[arg(long, value_name = "FILE")]
+        data: Option<PathBuf>,
+        /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
+        #[arg(long, default_value_t = 32.0)]
+        gpu_memory_gb: f64,
+        /// Groups to show.
+        #[arg(long, default_value_t = 5)]
+        top: usize,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// Colocation model kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModelKind {
+    /// Per-workload retained fractions by gradient-boosted trees.
+    Slowdown,
+    /// KACE's least squares on group features.
+    Kace,
 }
 
 /// Colocation evaluation protocols.
@@ -284,6 +347,12 @@ pub enum BenchCommand {
         /// Timed repetitions per input and strategy.
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
+    },
+    /// Colocation models: training time on KACE's pairs and scoring speed.
+    Colocate {
+        /// KACE's colocation measurements.
+        #[arg(long, default_value = "../shared/data/kace/pairs_mps100.csv", value_name = "FILE")]
+        data: PathBuf,
     },
     /// Plan catalogues of many services with both strategies, each as a
     /// whole `tessera plan` process: time (load + plan + write), peak

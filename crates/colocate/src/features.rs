@@ -68,15 +68,18 @@ pub fn group_features(group: &Colocation) -> [f64; METRICS] {
     aggregate(group.members.iter().map(|m| &m.metrics))
 }
 
+/// Number of [`member_features`].
+pub const MEMBER_FEATURES: usize = 2 * METRICS + 1;
+
 /// Features of member `index` for the slowdown model: its own metrics, the
 /// aggregate of its partners (KACE-style), and the number of partners.
-pub fn member_features(group: &Colocation, index: usize) -> Vec<f64> {
+pub fn member_features(group: &Colocation, index: usize) -> [f64; MEMBER_FEATURES] {
     let own = metrics(&group.members[index].metrics);
     let partners = aggregate(group.members.iter().enumerate().filter(|(i, _)| *i != index).map(|(_, m)| &m.metrics));
-    let mut features = Vec::with_capacity(2 * METRICS + 1);
-    features.extend(own);
-    features.extend(partners);
-    features.push((group.members.len() - 1) as f64);
+    let mut features = [0.0; MEMBER_FEATURES];
+    features[..METRICS].copy_from_slice(&own);
+    features[METRICS..2 * METRICS].copy_from_slice(&partners);
+    features[2 * METRICS] = (group.members.len() - 1) as f64;
     features
 }
 

@@ -4,17 +4,23 @@
 //!
 //! Invariant: no I/O, no global state; deterministic for a given seed.
 
+pub mod error;
 pub mod evaluate;
 pub mod features;
 pub mod gbm;
 pub mod linear;
+pub mod model_file;
 pub mod models;
+pub mod recommend;
+
+pub use error::ColocateError;
 
 /// The slowdown model's default hyper-parameters, chosen by a small grid
-/// (trees 100–600, depth 2–4, learning rate 0.03–0.1, leaf size 1–4, L2 0–1)
-/// on KACE's P3 and LOWO protocols.
+/// (trees 80–600, depth 2–4, learning rate 0.03–0.2, leaf size 1–4, L2 0–1)
+/// on KACE's P3 and LOWO protocols, preferring fewer trees (faster scoring)
+/// among settings that do well on both.
 pub const DEFAULT_SLOWDOWN: gbm::GbmParams = gbm::GbmParams {
-    trees: 600,
+    trees: 120,
     max_depth: 3,
     learning_rate: 0.1,
     min_samples_leaf: 1,

@@ -2,9 +2,20 @@
 
 use tessera_core::Colocation;
 
-use crate::features::{group_features, member_features};
+use crate::features::{group_features, member_feature_names, member_features, METRIC_NAMES};
 use crate::gbm::{Gbm, GbmParams};
 use crate::linear::{least_squares, mean_and_std, LinearFit, Standardizer};
+
+/// A feature that drove a prediction, for people.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Driver {
+    /// The feature's name.
+    pub feature: String,
+    /// Its value in the group.
+    pub value: f64,
+    /// Its share of the explanation (sign: direction for linear models).
+    pub weight: f64,
+}
 
 /// Predicts how much throughput a group of colocated workloads keeps.
 pub trait ThroughputModel {
@@ -21,6 +32,16 @@ pub trait ThroughputModel {
         let exclusive: f64 = group.members.iter().map(|m| m.metrics.exclusive_rps).sum();
         group.members.iter().map(|m| total * m.metrics.exclusive_rps / exclusive).collect()
     }
+
+    /// The `top` features that drove the prediction for `group`.
+    fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver>;
+}
+
+/// The `top` entries by absolute weight.
+fn strongest(mut drivers: Vec<Driver>, top: usize) -> Vec<Driver> {
+    drivers.sort_by(|a, b| b.weight.abs().total_cmp(&a.weight.abs()));
+    drivers.truncate(top);
+    drivers
 }
 
 /// KACE (SoCC'24): least squares of the summed colocated throughput on the
@@ -56,6 +77,24 @@ impl ThroughputModel for KaceModel {
         let z = self.features.apply(&group_features(group));
         self.fit.predict(&z) * self.label_std + self.label_mean
     }
+
+    /// Each feature's contribution, in samples/s away from the training
+    /// mean: coefficient × standardized value.
+    fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver> {
+        let raw = group_features(group);
+        let z = self.features.apply(&raw);
+        let drivers = METRIC_NAMES
+            .iter()
+            .zip(raw)
+            .zip(z.iter().zip(&self.fit.coef))
+            .map(|((name, value), (z, coef))| Driver {
+                feature: format!("group {name}"),
+                value,
+                weight: coef * z * self.label_std,
+            })
+            .collect();
+        strongest(drivers, top)
+    }
 }
 
 /// The slowdown model: each member's retained fraction (colocated /
@@ -74,7 +113,7 @@ impl SlowdownModel {
         let mut y = Vec::new();
         for group in rows {
             for (index, member) in group.members.iter().enumerate() {
-                x.push(member_features(group, index));
+                x.push(member_features(group, index).to_vec());
                 y.push(member.retained_fraction());
             }
         }
@@ -98,10 +137,28 @@ impl ThroughputModel for SlowdownModel {
     }
 
     fn predict_total(&self, group: &Colocation) -> f64 {
-        self.predict_members(group).iter().sum()
+        // Allocation-free: this is the hot loop of partner ranking.
+        (0..group.members.len())
+            .map(|i| group.members[i].metrics.exclusive_rps * self.gbm.predict(&member_features(group, i)).max(0.0))
+            .sum()
     }
 
     fn predict_members(&self, group: &Colocation) -> Vec<f64> {
         group.members.iter().zip(self.predict_fractions(group)).map(|(m, f)| m.metrics.exclusive_rps * f).collect()
+    }
+
+    /// The features the trees split on most (share of total gain), with
+    /// their values for the group's first member.
+    fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver> {
+        let gains = self.gbm.feature_gains();
+        let total: f64 = gains.iter().sum::<f64>().max(f64::MIN_POSITIVE);
+        let values = member_features(group, 0);
+        let drivers = member_feature_names()
+            .into_iter()
+            .zip(values)
+            .zip(gains)
+            .map(|((feature, value), gain)| Driver { feature, value, weight: gain / total })
+            .collect();
+        strongest(drivers, top)
     }
 }

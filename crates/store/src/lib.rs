@@ -6,7 +6,8 @@
 //!
 //! - [`db`]: the profile store, an SQLite database ([`Store`]) with versioned
 //!   migrations, atomic imports that replace a model's old points, and
-//!   loading into a [`tessera_core::ProfileCatalog`].
+//!   loading into a [`tessera_core::ProfileCatalog`]; workload metrics and
+//!   measured colocations, imported atomically and loaded back exactly.
 //! - [`formats::parvagpu`]: ParvaGPU's profile folders, SLO scenario tables
 //!   and deployment map.
 //! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
@@ -25,7 +26,7 @@ pub mod error;
 pub mod formats;
 pub mod fs;
 
-pub use db::{default_path, ImportSummary, ProfileSummary, Store};
+pub use db::{default_path, ColocationImportSummary, ImportSummary, ProfileSummary, Store};
 pub use error::StoreError;
 pub use formats::kace::{read_colocations, read_workload_tables, write_colocations, ColocationImport};
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};

@@ -1,29 +1,190 @@
-//! `tessera colocate evaluate`.
+//! `tessera colocate evaluate | import | train | recommend`.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
+use tessera_colocate::gbm::GbmParams;
+use tessera_colocate::model_file::{ModelFile, TrainedModel};
+use tessera_colocate::recommend::{recommend, Recommendation};
 use tessera_colocate::DEFAULT_SLOWDOWN;
-use tessera_core::Colocation;
-use tessera_store::read_colocations;
+use tessera_core::{Colocation, WorkloadMetrics};
+use tessera_store::{read_colocations, read_workload_tables, Store};
 
-use crate::args::{ColocateCommand, ListFormat, Protocol};
+use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
+use crate::inputs::store_path;
 use crate::table::TextTable;
 
-pub fn run(command: ColocateCommand) -> Result<()> {
-    let ColocateCommand::Evaluate { protocol, splits, data, seed, format } = command;
-    let policies = Policy::all(tessera_colocate::gbm::GbmParams { seed, ..DEFAULT_SLOWDOWN });
+pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
+    match command {
+        ColocateCommand::Evaluate { protocol, splits, data, seed, format } => {
+            evaluate(protocol, splits.as_deref(), data.as_deref(), seed, format)
+        }
+        ColocateCommand::Import { data, system_metrics, kernel_metrics } => {
+            import(&data, system_metrics.as_deref().zip(kernel_metrics.as_deref()), store)
+        }
+        ColocateCommand::Train { model, data, seed, output } => {
+            let (rows, _) = load_data(data.as_deref(), store)?;
+            let trained = train(model, &rows, seed)?;
+            let file = ModelFile::new(trained, rows.len());
+            tessera_store::write_atomic(&output, file.to_json().as_bytes())?;
+            println!(
+                "trained {} on {} colocations into {}",
+                file.model.as_model().name(),
+                rows.len(),
+                output.display()
+            );
+            Ok(())
+        }
+        ColocateCommand::Recommend { target, candidates, group_size, model, data, gpu_memory_gb, top, format } => {
+            let (rows, pool) = load_data(data.as_deref(), store)?;
+            let trained = match model {
+                Some(path) => {
+                    let text =
+                        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+                    ModelFile::from_json(&text).with_context(|| path.display().to_string())?.model
+                }
+                None => train(ModelKind::Slowdown, &rows, 0)?,
+            };
+            let ranked = recommend(
+                trained.as_model(),
+                &pool,
+                &target,
+                candidates.as_deref(),
+                group_size as usize,
+                gpu_memory_gb,
+            )?;
+            let shown = &ranked[..top.min(ranked.len())];
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(shown)?),
+                ListFormat::Table => print!("{}", recommendations_table(trained.as_model().name(), shown)),
+            }
+            Ok(())
+        }
+    }
+}
+
+fn train(kind: ModelKind, rows: &[Colocation], seed: u64) -> Result<TrainedModel> {
+    Ok(match kind {
+        ModelKind::Slowdown => TrainedModel::slowdown(rows, &GbmParams { seed, ..DEFAULT_SLOWDOWN })?,
+        ModelKind::Kace => TrainedModel::kace(rows)?,
+    })
+}
+
+/// Colocations and workloads from a KACE file, or from the store.
+fn load_data(data: Option<&Path>, store: Option<&Path>) -> Result<(Vec<Colocation>, Vec<WorkloadMetrics>)> {
+    let (rows, mut pool) = match data {
+        Some(path) => {
+            let rows = read_rows(path)?;
+            let pool = rows.iter().flat_map(|g| g.members.iter().map(|m| m.metrics.clone())).collect();
+            (rows, pool)
+        }
+        None => {
+            let path = store_path(store)?;
+            if !path.exists() {
+                bail!(
+                    "no store at {}; import colocations with `tessera colocate import` or pass --data FILE",
+                    path.display()
+                );
+            }
+            let store = Store::open(&path)?;
+            (store.load_colocations()?, store.load_workloads()?)
+        }
+    };
+    pool.sort_by(|a: &WorkloadMetrics, b| a.workload.cmp(&b.workload));
+    pool.dedup_by(|a, b| a.workload == b.workload);
+    if rows.is_empty() {
+        bail!("no measured colocations to learn from");
+    }
+    Ok((rows, pool))
+}
+
+fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> Result<()> {
+    let path = store_path(store)?;
+    let rows = read_rows(data)?;
+    let workloads = match tables {
+        Some((system, kernels)) => Some(read_workload_tables(system, kernels)?),
+        None => None,
+    };
+    let mut store = Store::open(&path)?;
+    let summary = store.import_colocations(&rows, &data.display().to_string())?;
+    println!(
+        "imported {} colocations ({} members; {} replaced) from {} into {}",
+        summary.rows,
+        summary.members,
+        summary.replaced_rows,
+        data.display(),
+        path.display()
+    );
+    if let (Some(workloads), Some((system, _))) = (workloads, tables) {
+        let count = store.import_workloads(&workloads, &system.display().to_string())?;
+        println!("imported {count} workloads from {}", system.display());
+    }
+    Ok(())
+}
+
+fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
+    let mut out = format!("model {model}; predicted throughput in samples/s\n\n");
+    let mut table = TextTable::new(&[
+        "rank",
+        "partners",
+        "predicted",
+        "alone",
+        "vs taking turns",
+        "retained per member",
+        "memory GB",
+        "fits",
+        "driven by",
+    ]);
+    for (rank, r) in ranked.iter().enumerate() {
+        let partners: Vec<&str> = r.members[1..].iter().map(|m| m.workload.as_str()).collect();
+        let retained: Vec<String> = r.members.iter().map(|m| format!("{:.2}", m.retained)).collect();
+        let drivers: Vec<String> = r.drivers.iter().map(|d| format!("{} = {}", d.feature, readable(d.value))).collect();
+        table.row(vec![
+            (rank + 1).to_string(),
+            partners.join(" + "),
+            format!("{:.1}", r.predicted_total_rps),
+            format!("{:.1}", r.alone_total_rps),
+            format!("{:.2}×", r.vs_time_sharing),
+            retained.join(" / "),
+            format!("{:.1}", r.memory_gb),
+            if r.exceeds_memory { "NO" } else { "yes" }.to_string(),
+            drivers.join("; "),
+        ]);
+    }
+    out.push_str(&table.render());
+    out
+}
+
+/// A metric value with as many digits as a person needs.
+fn readable(value: f64) -> String {
+    if value.abs() >= 1e6 {
+        format!("{:.2}M", value / 1e6)
+    } else if value.abs() >= 1e3 {
+        format!("{:.1}k", value / 1e3)
+    } else {
+        format!("{value:.1}")
+    }
+}
+
+fn evaluate(
+    protocol: Protocol,
+    splits: Option<&Path>,
+    data: Option<&Path>,
+    seed: u64,
+    format: ListFormat,
+) -> Result<()> {
+    let policies = Policy::all(GbmParams { seed, ..DEFAULT_SLOWDOWN });
     let (results, columns) = match protocol {
         Protocol::P3 => {
             let dir = splits.context("--splits DIR is required with --protocol p3")?;
-            let splits = read_splits(&dir)?;
+            let splits = read_splits(dir)?;
             let names: Vec<String> = splits.iter().map(|s| s.name.clone()).collect();
             (p3(&splits, &policies), names)
         }
         Protocol::Lowo => {
             let path = data.context("--data FILE is required with --protocol lowo")?;
-            (lowo(&read_rows(&path)?, &policies), vec!["all".to_string()])
+            (lowo(&read_rows(path)?, &policies), vec!["all".to_string()])
         }
     };
     let protocol_name = match protocol {

@@ -20,7 +20,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plan(args) => plan::run(&args, store),
         Command::Verify(args) => verify::run(&args, store),
         Command::Profiles(command) => profiles::run(command, store),
-        Command::Colocate(command) => colocate::run(command),
+        Command::Colocate(command) => colocate::run(command, store),
         Command::Bench(command) => bench::run(command),
     }
 }

@@ -35,6 +35,48 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX profiles_by_import ON profiles(import_id);
     "#,
+    // v2: workloads (metrics alone) and measured colocations under MPS.
+    r#"
+    CREATE TABLE workloads (
+        name TEXT NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+        threads REAL NOT NULL CHECK (threads >= 0),
+        sm_throughput_pct REAL NOT NULL CHECK (sm_throughput_pct >= 0),
+        dram_throughput_pct REAL NOT NULL CHECK (dram_throughput_pct >= 0),
+        memory_throughput_pct REAL NOT NULL CHECK (memory_throughput_pct >= 0),
+        registers REAL NOT NULL CHECK (registers >= 0),
+        static_shared_memory REAL NOT NULL CHECK (static_shared_memory >= 0),
+        exclusive_rps REAL NOT NULL CHECK (exclusive_rps > 0),
+        sm_util_pct REAL NOT NULL CHECK (sm_util_pct >= 0),
+        mem_util_pct REAL NOT NULL CHECK (mem_util_pct >= 0),
+        memory_gb REAL NOT NULL CHECK (memory_gb >= 0),
+        import_id INTEGER NOT NULL REFERENCES imports(id)
+    );
+    CREATE INDEX workloads_by_import ON workloads(import_id);
+    CREATE TABLE colocations (
+        id INTEGER PRIMARY KEY,
+        import_id INTEGER NOT NULL REFERENCES imports(id),
+        size INTEGER NOT NULL CHECK (size >= 2)
+    );
+    CREATE INDEX colocations_by_import ON colocations(import_id);
+    CREATE TABLE colocation_members (
+        colocation_id INTEGER NOT NULL REFERENCES colocations(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL CHECK (position >= 0),
+        workload TEXT NOT NULL CHECK (length(workload) > 0),
+        colocated_rps REAL NOT NULL CHECK (colocated_rps >= 0),
+        threads REAL NOT NULL CHECK (threads >= 0),
+        sm_throughput_pct REAL NOT NULL CHECK (sm_throughput_pct >= 0),
+        dram_throughput_pct REAL NOT NULL CHECK (dram_throughput_pct >= 0),
+        memory_throughput_pct REAL NOT NULL CHECK (memory_throughput_pct >= 0),
+        registers REAL NOT NULL CHECK (registers >= 0),
+        static_shared_memory REAL NOT NULL CHECK (static_shared_memory >= 0),
+        exclusive_rps REAL NOT NULL CHECK (exclusive_rps > 0),
+        sm_util_pct REAL NOT NULL CHECK (sm_util_pct >= 0),
+        mem_util_pct REAL NOT NULL CHECK (mem_util_pct >= 0),
+        memory_gb REAL NOT NULL CHECK (memory_gb >= 0),
+        PRIMARY KEY (colocation_id, position)
+    );
+    CREATE INDEX colocation_members_by_workload ON colocation_members(workload);
+    "#,
 ];
 
 /// The schema version this code writes and understands.

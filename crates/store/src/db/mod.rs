@@ -1,8 +1,10 @@
 //! The profile store: an SQLite database of imported profile points.
 //!
 //! Opening a store applies any pending schema migrations; the profile
-//! operations live in the `profiles` submodule.
+//! operations live in the `profiles` submodule, the workload and
+//! colocation operations in the `colocations` submodule.
 
+mod colocations;
 mod migrations;
 mod profiles;
 
@@ -13,6 +15,7 @@ use rusqlite::Connection;
 
 use crate::error::StoreError;
 
+pub use colocations::ColocationImportSummary;
 pub use profiles::{ImportSummary, ProfileSummary};
 
 /// How long a write waits for another process's lock before failing.
@@ -100,7 +103,46 @@ mod tests {
         drop(store);
         // Reopening is a no-op migration.
         let store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 1);
+        assert_eq!(store.schema_version().unwrap(), 2);
+    }
+
+    #[test]
+    fn migrates_a_version_1_database_keeping_its_profiles() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profiles.sqlite");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(migrations::MIGRATIONS[0]).unwrap();
+            conn.pragma_update(None, "user_version", 1).unwrap();
+            conn.execute_batch(
+                r#"INSERT INTO imports (source, format, "rows") VALUES ('old.csv', 'native', 1);
+                INSERT INTO profiles VALUES ('a100-80gb', 'bert', 1, 4, 1, 10.5, 5.5, 1.25, 1);"#,
+            )
+            .unwrap();
+        }
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), 2);
+        let list = store.list_profiles().unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!((list[0].model.as_str(), list[0].points, list[0].source.as_str()), ("bert", 1, "old.csv"));
+        let catalog = store.load_catalog(None).unwrap();
+        let point = &catalog.get(tessera_core::GpuModel::A100_80GB, "bert").unwrap().points()[0];
+        assert_eq!((point.throughput_rps, point.latency_ms, point.memory_gb), (10.5, 5.5, Some(1.25)));
+        // The new tables are there and usable.
+        assert!(store.load_workloads().unwrap().is_empty() && store.load_colocations().unwrap().is_empty());
+        let metrics = tessera_core::colocation::WorkloadMetrics {
+            workload: "a".to_string(),
+            kernel: [1.0; 6],
+            exclusive_rps: 2.0,
+            sm_util_pct: 3.0,
+            mem_util_pct: 4.0,
+            memory_gb: 5.0,
+        };
+        store.import_workloads(std::slice::from_ref(&metrics), "w").unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.load_workloads().unwrap(), vec![metrics]);
+        assert_eq!(store.list_profiles().unwrap().len(), 1);
     }
 
     #[test]
@@ -126,6 +168,6 @@ mod tests {
     #[test]
     fn in_memory_store_is_migrated() {
         let store = Store::open_in_memory().unwrap();
-        assert_eq!(store.schema_version().unwrap(), 1);
+        assert_eq!(store.schema_version().unwrap(), 2);
     }
 }

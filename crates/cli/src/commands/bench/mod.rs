@@ -1,6 +1,7 @@
 //! `tessera bench …`: figures, not tests. Each subcommand prints a table of
 //! measurements taken in the same run, so ratios compare like with like.
 
+mod colocate;
 mod scale;
 mod timing;
 
@@ -11,6 +12,7 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
+        BenchCommand::Colocate { data } => colocate::run(&data),
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }

@@ -1,0 +1,527 @@
+//! Importing and loading workload metrics and measured colocations (KACE's
+//! K ≥ 2 workloads sharing a GPU under MPS).
+//!
+//! Two tables hold them: `workloads`, one row of metrics alone per workload
+//! name, and `colocations` with its `colocation_members`, every measured
+//! colocation with each member's metrics as measured in that row.
+
+use std::collections::HashSet;
+
+use rusqlite::types::ToSql;
+use rusqlite::{ffi, params, Row};
+use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
+
+use super::Store;
+use crate::error::StoreError;
+
+/// The `imports.format` recorded by [`Store::import_workloads`].
+const WORKLOADS_FORMAT: &str = "kace-workloads";
+
+/// The `imports.format` recorded by [`Store::import_colocations`].
+const COLOCATIONS_FORMAT: &str = "kace";
+
+/// The metric columns shared by `workloads` and `colocation_members`, in the
+/// order of [`metric_values`]: the six kernel metrics, then exclusive
+/// throughput, SM and memory utilisation, and memory footprint.
+const METRIC_COLUMNS: [&str; 10] = [
+    "threads",
+    "sm_throughput_pct",
+    "dram_throughput_pct",
+    "memory_throughput_pct",
+    "registers",
+    "static_shared_memory",
+    "exclusive_rps",
+    "sm_util_pct",
+    "mem_util_pct",
+    "memory_gb",
+];
+
+/// What one colocation import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColocationImportSummary {
+    /// The id of the `imports` row recording it.
+    pub import_id: i64,
+    /// Colocations written.
+    pub rows: usize,
+    /// Members written, summed over the colocations.
+    pub members: usize,
+    /// Colocations of an earlier import of the same source that were
+    /// removed.
+    pub replaced_rows: usize,
+    /// Workloads that were not stored yet and were added from the members'
+    /// metrics.
+    pub added_workloads: usize,
+}
+
+impl Store {
+    /// Stores the metrics of `workloads` in one transaction, recording
+    /// `source` (e.g. the workload tables imported) with format
+    /// `kace-workloads`. A workload already stored under the same name is
+    /// replaced; a name given twice keeps its last metrics. Returns the
+    /// number of distinct workloads written. On any failure nothing is
+    /// changed.
+    pub fn import_workloads(&mut self, workloads: &[WorkloadMetrics], source: &str) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let sqlite = |context: String| {
+            let path = path.clone();
+            move |error| StoreError::sqlite(&path, context, error)
+        };
+        let written = workloads.iter().map(|w| w.workload.as_str()).collect::<HashSet<_>>().len();
+        let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
+        transaction
+            .execute(
+                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
+                params![source, WORKLOADS_FORMAT, written as i64],
+            )
+            .map_err(sqlite(format!("recording the import of '{source}'")))?;
+        let import_id = transaction.last_insert_rowid();
+        {
+            let updates: Vec<String> = METRIC_COLUMNS
+                .iter()
+                .chain(&["import_id"])
+                .map(|column| format!("{column} = excluded.{column}"))
+                .collect();
+            let mut upsert = transaction
+                .prepare(&format!("{} ON CONFLICT (name) DO UPDATE SET {}", insert_workload_sql(), updates.join(", ")))
+                .map_err(sqlite(format!("preparing the import of '{source}'")))?;
+            for workload in workloads {
+                let values = metric_values(workload);
+                upsert
+                    .execute(bind(&workload.workload, &values, &import_id).as_slice())
+                    .map_err(sqlite(format!("storing workload '{}' from '{source}'", workload.workload)))?;
+            }
+        }
+        transaction.commit().map_err(sqlite(format!("committing the import of '{source}'")))?;
+        Ok(written)
+    }
+
+    /// Stores measured colocations in one transaction, recording `source`
+    /// (e.g. the KACE file imported) with format `kace`. The colocations of
+    /// any earlier import of the same `source` are removed first, so
+    /// importing a file again replaces its rows. Every member's metrics are
+    /// kept as measured in its row; a member whose workload is not stored
+    /// yet is also added to the workloads (the first row naming it wins),
+    /// while stored workloads are left as they are. Every colocation needs
+    /// at least two members and valid (non-negative, exclusive throughput
+    /// above zero, not NaN) values. On any failure nothing is changed.
+    pub fn import_colocations(
+        &mut self,
+        rows: &[Colocation],
+        source: &str,
+    ) -> Result<ColocationImportSummary, StoreError> {
+        let path = self.path.clone();
+        let sqlite = |context: String| {
+            let path = path.clone();
+            move |error| StoreError::sqlite(&path, context, error)
+        };
+        let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
+        let replaced_rows = transaction
+            .execute(
+                "DELETE FROM colocations WHERE import_id IN \
+                 (SELECT id FROM imports WHERE source = ?1 AND format = ?2)",
+                params![source, COLOCATIONS_FORMAT],
+            )
+            .map_err(sqlite(format!("removing the colocations of an earlier import of '{source}'")))?;
+        transaction
+            .execute(
+                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
+                params![source, COLOCATIONS_FORMAT, rows.len() as i64],
+            )
+            .map_err(sqlite(format!("recording the import of '{source}'")))?;
+        let import_id = transaction.last_insert_rowid();
+        let (mut members, mut added_workloads) = (0, 0);
+        {
+            let preparing = || sqlite(format!("preparing the import of '{source}'"));
+            let mut insert_colocation =
+                transaction.prepare("INSERT INTO colocations (import_id, size) VALUES (?1, ?2)").map_err(preparing())?;
+            let placeholders: Vec<String> = (1..=METRIC_COLUMNS.len() + 4).map(|i| format!("?{i}")).collect();
+            let mut insert_member = transaction
+                .prepare(&format!(
+                    "INSERT INTO colocation_members (colocation_id, position, workload, colocated_rps, {}) \
+                     VALUES ({})",
+                    METRIC_COLUMNS.join(", "),
+                    placeholders.join(", ")
+                ))
+                .map_err(preparing())?;
+            let mut add_workload = transaction
+                .prepare(&format!("{} ON CONFLICT (name) DO NOTHING", insert_workload_sql()))
+                .map_err(preparing())?;
+            for (n, row) in rows.iter().enumerate().map(|(n, row)| (n + 1, row)) {
+                let colocation_id = insert_colocation
+                    .insert(params![import_id, row.members.len() as i64])
+                    .map_err(sqlite(format!("storing colocation {n} from '{source}'")))?;
+                for (position, member) in row.members.iter().enumerate() {
+                    let workload = &member.metrics.workload;
+                    let about = |what: &str| {
+                        format!("{what} member {} ('{workload}') of colocation {n} from '{source}'", position + 1)
+                    };
+                    let values = metric_values(&member.metrics);
+                    let position = position as i64;
+                    let mut bound: Vec<&dyn ToSql> = vec![&colocation_id, &position, workload, &member.colocated_rps];
+                    bound.extend(values.iter().map(|value| value as &dyn ToSql));
+                    insert_member.execute(bound.as_slice()).map_err(sqlite(about("storing")))?;
+                    added_workloads += add_workload
+                        .execute(bind(workload, &values, &import_id).as_slice())
+                        .map_err(sqlite(about("adding the workload of")))?;
+                }
+                members += row.members.len();
+            }
+        }
+        transaction.commit().map_err(sqlite(format!("committing the import of '{source}'")))?;
+        Ok(ColocationImportSummary { import_id, rows: rows.len(), members, replaced_rows, added_workloads })
+    }
+
+    /// Every stored workload's metrics, sorted by name.
+    pub fn load_workloads(&self) -> Result<Vec<WorkloadMetrics>, StoreError> {
+        let context = "loading workloads";
+        let mut statement = self
+            .conn
+            .prepare(&format!("SELECT name, {} FROM workloads ORDER BY name", METRIC_COLUMNS.join(", ")))
+            .map_err(|error| self.sqlite(context, error))?;
+        let workloads = statement
+            .query_map([], |row| read_metrics(row, 1, row.get(0)?))
+            .map_err(|error| self.sqlite(context, error))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| self.sqlite(context, error))?;
+        Ok(workloads)
+    }
+
+    /// Every stored colocation, in import order (oldest first) and then in
+    /// the order imported, members in the order measured. A colocation
+    /// whose stored members do not match its size is an error.
+    pub fn load_colocations(&self) -> Result<Vec<Colocation>, StoreError> {
+        let context = "loading colocations";
+        let member_columns: Vec<String> = METRIC_COLUMNS.iter().map(|column| format!("m.{column}")).collect();
+        let mut statement = self
+            .conn
+            .prepare(&format!(
+                "SELECT c.id, c.size, m.position, m.workload, m.colocated_rps, {} \
+                 FROM colocations c LEFT JOIN colocation_members m ON m.colocation_id = c.id \
+                 ORDER BY c.import_id, c.id, m.position",
+                member_columns.join(", ")
+            ))
+            .map_err(|error| self.sqlite(context, error))?;
+        let rows = statement
+            .query_map([], |row| {
+                let member = match row.get::<_, Option<i64>>(2)? {
+                    None => None,
+                    Some(position) => Some((
+                        position,
+                        GroupMember { metrics: read_metrics(row, 5, row.get(3)?)?, colocated_rps: row.get(4)? },
+                    )),
+                };
+                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, member))
+            })
+            .map_err(|error| self.sqlite(context, error))?;
+
+        let mut colocations = Vec::new();
+        let mut current: Option<(i64, i64, Vec<GroupMember>)> = None;
+        for row in rows {
+            let (id, size, member) = row.map_err(|error| self.sqlite(context, error))?;
+            if current.as_ref().is_some_and(|(current_id, _, _)| *current_id != id) {
+                colocations.push(self.colocation(current.take().expect("checked above"))?);
+            }
+            let (_, _, members) = current.get_or_insert_with(|| (id, size, Vec::new()));
+            let Some((position, member)) = member else { continue };
+            if position != members.len() as i64 {
+                let detail = format!("member position {position} where {} was expected", members.len());
+                return Err(self.corrupt_colocation(id, &detail));
+            }
+            members.push(member);
+        }
+        if let Some(done) = current {
+            colocations.push(self.colocation(done)?);
+        }
+        Ok(colocations)
+    }
+
+    /// A loaded colocation, checked against its stored size.
+    fn colocation(&self, (id, size, members): (i64, i64, Vec<GroupMember>)) -> Result<Colocation, StoreError> {
+        if members.len() as i64 != size || size < 2 {
+            let detail = format!("{} stored member(s) but size {size}", members.len());
+            return Err(self.corrupt_colocation(id, &detail));
+        }
+        Ok(Colocation { members })
+    }
+
+    /// A stored colocation that breaks the schema's invariants (edited by
+    /// hand?).
+    fn corrupt_colocation(&self, id: i64, detail: &str) -> StoreError {
+        let error = rusqlite::Error::SqliteFailure(
+            ffi::Error::new(ffi::SQLITE_CORRUPT),
+            Some(format!("stored colocation {id} is invalid: {detail}")),
+        );
+        self.sqlite("loading colocations", error)
+    }
+}
+
+/// `INSERT INTO workloads (name, <metrics>, import_id) VALUES (?1, ..)`,
+/// the parameters in the order of [`bind`].
+fn insert_workload_sql() -> String {
+    let placeholders: Vec<String> = (1..=METRIC_COLUMNS.len() + 2).map(|i| format!("?{i}")).collect();
+    format!(
+        "INSERT INTO workloads (name, {}, import_id) VALUES ({})",
+        METRIC_COLUMNS.join(", "),
+        placeholders.join(", ")
+    )
+}
+
+/// The values of [`METRIC_COLUMNS`] for `metrics`.
+fn metric_values(metrics: &WorkloadMetrics) -> [f64; 10] {
+    let [threads, sm, dram, memory, registers, shared] = metrics.kernel;
+    [
+        threads,
+        sm,
+        dram,
+        memory,
+        registers,
+        shared,
+        metrics.exclusive_rps,
+        metrics.sm_util_pct,
+        metrics.mem_util_pct,
+        metrics.memory_gb,
+    ]
+}
+
+/// The parameters of [`insert_workload_sql`]: the name, the metric values
+/// and the import id.
+fn bind<'a>(name: &'a dyn ToSql, values: &'a [f64; 10], import_id: &'a i64) -> Vec<&'a dyn ToSql> {
+    let mut bound: Vec<&dyn ToSql> = vec![name];
+    bound.extend(values.iter().map(|value| value as &dyn ToSql));
+    bound.push(import_id);
+    bound
+}
+
+/// The metrics of `workload` read from the [`METRIC_COLUMNS`] of `row`,
+/// starting at column `first`.
+fn read_metrics(row: &Row, first: usize, workload: String) -> rusqlite::Result<WorkloadMetrics> {
+    let value = |i: usize| row.get::<_, f64>(first + i);
+    Ok(WorkloadMetrics {
+        workload,
+        kernel: [value(0)?, value(1)?, value(2)?, value(3)?, value(4)?, value(5)?],
+        exclusive_rps: value(6)?,
+        sm_util_pct: value(7)?,
+        mem_util_pct: value(8)?,
+        memory_gb: value(9)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Metrics with awkward values (no short decimal form, subnormal, huge)
+    /// so that the round trip has to be exact.
+    fn metrics(name: &str, seed: f64) -> WorkloadMetrics {
+        WorkloadMetrics {
+            workload: name.to_string(),
+            kernel: [seed / 3.0, 0.1 + 0.2 + seed, 5e-324, 1e300 * seed, seed.sqrt(), 0.0],
+            exclusive_rps: 98.348 + seed / 7.0,
+            sm_util_pct: std::f64::consts::PI * seed,
+            mem_util_pct: f64::MIN_POSITIVE,
+            memory_gb: 2.0 + seed,
+        }
+    }
+
+    fn member(name: &str, seed: f64) -> GroupMember {
+        GroupMember { metrics: metrics(name, seed), colocated_rps: seed / 11.0 }
+    }
+
+    fn colocation(members: &[(&str, f64)]) -> Colocation {
+        Colocation { members: members.iter().map(|&(name, seed)| member(name, seed)).collect() }
+    }
+
+    fn count(store: &Store, table: &str) -> i64 {
+        store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get(0)).unwrap()
+    }
+
+    fn assert_one_line(message: &str, parts: &[&str]) {
+        assert!(!message.contains('\n'), "{message}");
+        for part in parts {
+            assert!(message.contains(part), "'{part}' missing from: {message}");
+        }
+    }
+
+    #[test]
+    fn workloads_round_trip_sorted_by_name_and_upsert() {
+        let mut store = Store::open_in_memory().unwrap();
+        let (b, a, c) = (metrics("b_batch8-inf", 1.0), metrics("a_batch2-train", 2.0), metrics("c", 3.0));
+        let written = store.import_workloads(&[b.clone(), a.clone(), c.clone()], "system_metrics.csv").unwrap();
+        assert_eq!(written, 3);
+        assert_eq!(store.load_workloads().unwrap(), vec![a.clone(), b.clone(), c.clone()]);
+
+        let newer_b = metrics("b_batch8-inf", 9.0);
+        let written = store.import_workloads(std::slice::from_ref(&newer_b), "again.csv").unwrap();
+        assert_eq!(written, 1);
+        assert_eq!(store.load_workloads().unwrap(), vec![a, newer_b, c]);
+        let format: String = store
+            .conn
+            .query_row("SELECT format FROM imports WHERE source = 'again.csv'", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(format, "kace-workloads");
+        assert_eq!(count(&store, "imports"), 2);
+    }
+
+    #[test]
+    fn a_name_given_twice_keeps_its_last_metrics() {
+        let mut store = Store::open_in_memory().unwrap();
+        let last = metrics("a", 2.0);
+        assert_eq!(store.import_workloads(&[metrics("a", 1.0), last.clone()], "s").unwrap(), 1);
+        assert_eq!(store.load_workloads().unwrap(), vec![last]);
+    }
+
+    #[test]
+    fn colocations_of_two_and_three_round_trip() {
+        let mut store = Store::open_in_memory().unwrap();
+        let known = metrics("a", 100.0);
+        store.import_workloads(std::slice::from_ref(&known), "tables").unwrap();
+        let rows = vec![
+            colocation(&[("a", 1.0), ("b", 2.0)]),
+            colocation(&[("c", 3.0), ("a", 4.0), ("b", 5.0)]),
+            colocation(&[("b", 6.0), ("b", 7.0)]),
+        ];
+        let summary = store.import_colocations(&rows, "pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.members, summary.replaced_rows, summary.added_workloads), (3, 7, 0, 2));
+        assert_eq!(store.load_colocations().unwrap(), rows);
+
+        // Stored workloads are kept; new ones come from their first row.
+        let workloads = store.load_workloads().unwrap();
+        assert_eq!(workloads, vec![known, metrics("b", 2.0), metrics("c", 3.0)]);
+        let (format, recorded): (String, i64) = store
+            .conn
+            .query_row(r#"SELECT format, "rows" FROM imports WHERE id = ?1"#, [summary.import_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .unwrap();
+        assert_eq!((format.as_str(), recorded), ("kace", 3));
+    }
+
+    #[test]
+    fn importing_a_source_again_replaces_its_colocations() {
+        let mut store = Store::open_in_memory().unwrap();
+        let first = vec![colocation(&[("a", 1.0), ("b", 2.0)]), colocation(&[("a", 3.0), ("c", 4.0), ("d", 5.0)])];
+        let other = vec![colocation(&[("x", 1.0), ("y", 2.0)])];
+        store.import_colocations(&first, "pairs.csv").unwrap();
+        store.import_colocations(&other, "other.csv").unwrap();
+        let again = vec![colocation(&[("e", 6.0), ("f", 7.0)])];
+        let summary = store.import_colocations(&again, "pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.members, summary.replaced_rows), (1, 2, 2));
+        // Import order: other.csv, then the new pairs.csv.
+        assert_eq!(store.load_colocations().unwrap(), [other, again].concat());
+        assert_eq!(count(&store, "colocation_members"), 4);
+        assert_eq!(count(&store, "workloads"), 8);
+
+        // An empty re-import clears the source.
+        let summary = store.import_colocations(&[], "pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.replaced_rows), (0, 1));
+        assert_eq!(store.load_colocations().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_failed_import_changes_nothing() {
+        let mut store = Store::open_in_memory().unwrap();
+        let original = vec![colocation(&[("a", 1.0), ("b", 2.0)])];
+        store.import_colocations(&original, "pairs.csv").unwrap();
+        store
+            .conn
+            .execute_batch(
+                "CREATE TRIGGER fail_member BEFORE INSERT ON colocation_members WHEN NEW.workload = 'boom' \
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END; \
+                 CREATE TRIGGER fail_workload BEFORE INSERT ON workloads WHEN NEW.name = 'bang' \
+                 BEGIN SELECT RAISE(ABORT, 'injected failure'); END;",
+            )
+            .unwrap();
+        let workloads = store.load_workloads().unwrap();
+        let imports = count(&store, "imports");
+
+        // Same source: the old rows would be replaced, had it succeeded.
+        let failing = vec![colocation(&[("c", 3.0), ("d", 4.0)]), colocation(&[("e", 5.0), ("boom", 6.0), ("f", 7.0)])];
+        let message = store.import_colocations(&failing, "pairs.csv").unwrap_err().to_string();
+        assert_one_line(&message, &[":memory:", "member 2 ('boom') of colocation 2", "pairs.csv", "injected failure"]);
+        let failing = vec![colocation(&[("c", 3.0), ("bang", 4.0)])];
+        let message = store.import_colocations(&failing, "new.csv").unwrap_err().to_string();
+        assert_one_line(&message, &["'bang'", "colocation 1", "new.csv"]);
+        let message = store.import_workloads(&[metrics("c", 1.0), metrics("bang", 2.0)], "t").unwrap_err().to_string();
+        assert_one_line(&message, &[":memory:", "workload 'bang'", "injected failure"]);
+
+        assert_eq!(store.load_colocations().unwrap(), original);
+        assert_eq!(store.load_workloads().unwrap(), workloads);
+        assert_eq!(count(&store, "colocation_members"), 2);
+        assert_eq!(count(&store, "imports"), imports);
+    }
+
+    #[test]
+    fn the_schema_checks_values() {
+        let mut store = Store::open_in_memory().unwrap();
+        let single = vec![colocation(&[("a", 1.0), ("b", 2.0)]), colocation(&[("a", 1.0)])];
+        let message = store.import_colocations(&single, "s.csv").unwrap_err().to_string();
+        assert_one_line(&message, &["colocation 2", "s.csv", "size >= 2"]);
+
+        let mut bad = colocation(&[("a", 1.0), ("b", 2.0)]);
+        bad.members[1].metrics.exclusive_rps = 0.0;
+        let message = store.import_colocations(&[bad], "s.csv").unwrap_err().to_string();
+        assert_one_line(&message, &["('b')", "exclusive_rps > 0"]);
+
+        let mut bad = colocation(&[("a", 1.0), ("b", 2.0)]);
+        bad.members[0].colocated_rps = -1.0;
+        assert!(store.import_colocations(&[bad], "s.csv").is_err());
+
+        let mut nan = metrics("a", 1.0);
+        nan.kernel[2] = f64::NAN;
+        let message = store.import_workloads(&[nan], "t").unwrap_err().to_string();
+        assert_one_line(&message, &["workload 'a'", "NOT NULL"]);
+        let message = store.import_workloads(&[metrics("", 1.0)], "t").unwrap_err().to_string();
+        assert_one_line(&message, &["workload ''", "length(name) > 0"]);
+
+        assert_eq!(count(&store, "colocations") + count(&store, "workloads") + count(&store, "imports"), 0);
+        let orphan = store.conn.execute("INSERT INTO colocations (import_id, size) VALUES (42, 2)", []);
+        assert!(orphan.is_err(), "foreign key not enforced");
+    }
+
+    #[test]
+    fn refuses_colocations_whose_members_were_removed() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.import_colocations(&[colocation(&[("a", 1.0), ("b", 2.0), ("c", 3.0)])], "s").unwrap();
+        store.conn.execute("DELETE FROM colocation_members WHERE position = 1", []).unwrap();
+        let message = store.load_colocations().unwrap_err().to_string();
+        assert_one_line(&message, &["loading colocations", "colocation 1", "position 2 where 1 was expected"]);
+        store.conn.execute("DELETE FROM colocation_members WHERE position = 2", []).unwrap();
+        let message = store.load_colocations().unwrap_err().to_string();
+        assert_one_line(&message, &["colocation 1", "1 stored member(s) but size 3"]);
+        store.conn.execute("DELETE FROM colocation_members", []).unwrap();
+        let message = store.load_colocations().unwrap_err().to_string();
+        assert_one_line(&message, &["colocation 1", "0 stored member(s) but size 3"]);
+    }
+
+    #[test]
+    fn deleting_a_colocation_removes_its_members() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.import_colocations(&[colocation(&[("a", 1.0), ("b", 2.0)])], "s").unwrap();
+        store.conn.execute("DELETE FROM colocations", []).unwrap();
+        assert_eq!(count(&store, "colocation_members"), 0);
+    }
+
+    #[test]
+    fn stores_the_real_kace_data() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/kace");
+        if !dir.is_dir() {
+            eprintln!("skipping: {} is absent", dir.display());
+            return;
+        }
+        let tables =
+            crate::formats::kace::read_workload_tables(&dir.join("system_metrics.csv"), &dir.join("kernel_metrics"))
+                .unwrap();
+        let pairs = crate::formats::kace::read_colocations(&dir.join("pairs_mps100.csv")).unwrap();
+        let mut store = Store::open_in_memory().unwrap();
+        assert_eq!(store.import_workloads(&tables, "system_metrics.csv").unwrap(), tables.len());
+        let summary = store.import_colocations(&pairs.rows, "pairs_mps100.csv").unwrap();
+        assert_eq!((summary.rows, summary.members), (pairs.rows.len(), 2 * pairs.rows.len()));
+        assert_eq!(store.load_colocations().unwrap(), pairs.rows);
+        let workloads = store.load_workloads().unwrap();
+        assert_eq!(workloads.len(), tables.len() + summary.added_workloads);
+        assert!(tables.iter().all(|table| workloads.contains(table)));
+        let measured: HashSet<&str> =
+            pairs.rows.iter().flat_map(|row| &row.members).map(|m| m.metrics.workload.as_str()).collect();
+        assert!(measured.iter().all(|name| workloads.iter().any(|w| w.workload == *name)));
+    }
+}
