@@ -9,6 +9,8 @@
 
 use std::cmp::Ordering;
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
 use tessera_core::rng::SplitMix64;
 
@@ -75,6 +77,14 @@ struct Tree {
 }
 
 impl Tree {
+    /// Splits on the longest path from `node` down.
+    fn depth(&self, node: usize) -> usize {
+        match self.nodes[node] {
+            Node::Split { left, right, .. } => 1 + self.depth(left).max(self.depth(right)),
+            Node::Leaf { .. } => 0,
+        }
+    }
+
     /// The tree's raw output (before the learning rate) for `row`.
     fn predict(&self, row: &[f64]) -> f64 {
         let mut i = 0;
@@ -99,6 +109,80 @@ pub struct Gbm {
     learning_rate: f64,
     features: usize,
     trees: Vec<Tree>,
+    /// The trees laid out for branch-free prediction, built on first use.
+    #[serde(skip)]
+    complete: OnceLock<CompleteForest>,
+}
+
+/// Every tree re-laid out as a complete binary tree of one depth: internal
+/// node `i` has children `2i + 1` (value ≤ threshold) and `2i + 2`; a leaf
+/// above the bottom becomes a split that always goes left, with the leaf's
+/// value copied to every bottom leaf below it. Prediction then walks
+/// `depth` levels per tree without branches.
+#[derive(Debug, Clone, PartialEq)]
+struct CompleteForest {
+    depth: usize,
+    features: Vec<usize>,
+    thresholds: Vec<f64>,
+    leaves: Vec<f64>,
+}
+
+impl CompleteForest {
+    fn new(trees: &[Tree]) -> Self {
+        let depth = trees.iter().map(|t| t.depth(0)).max().unwrap_or(0);
+        let (internal, bottom) = ((1usize << depth) - 1, 1usize << depth);
+        let mut forest = CompleteForest {
+            depth,
+            features: vec![0; trees.len() * internal],
+            thresholds: vec![f64::INFINITY; trees.len() * internal],
+            leaves: vec![0.0; trees.len() * bottom],
+        };
+        for (t, tree) in trees.iter().enumerate() {
+            forest.place(tree, t, 0, 0, 0);
+        }
+        forest
+    }
+
+    /// Copies `tree`'s node `node` to complete position `slot` at `level`.
+    fn place(&mut self, tree: &Tree, t: usize, node: usize, slot: usize, level: usize) {
+        let (internal, bottom) = ((1usize << self.depth) - 1, 1usize << self.depth);
+        if level == self.depth {
+            let Node::Leaf { value, .. } = tree.nodes[node] else { unreachable!("depth counts every split") };
+            self.leaves[t * bottom + slot - internal] = value;
+            return;
+        }
+        match tree.nodes[node] {
+            Node::Split { feature, threshold, left, right, .. } => {
+                self.features[t * internal + slot] = feature;
+                self.thresholds[t * internal + slot] = threshold;
+                self.place(tree, t, left, 2 * slot + 1, level + 1);
+                self.place(tree, t, right, 2 * slot + 2, level + 1);
+            }
+            Node::Leaf { .. } => {
+                // Feature 0 against +∞ always goes left, except for NaN,
+                // so both subtrees carry the leaf.
+                self.place(tree, t, node, 2 * slot + 1, level + 1);
+                self.place(tree, t, node, 2 * slot + 2, level + 1);
+            }
+        }
+    }
+
+    /// Σ of every tree's output for `row`.
+    fn sum(&self, row: &[f64]) -> f64 {
+        let (internal, bottom) = ((1usize << self.depth) - 1, 1usize << self.depth);
+        let nodes = self.features.chunks_exact(internal.max(1)).zip(self.thresholds.chunks_exact(internal.max(1)));
+        let mut total = 0.0;
+        for ((features, thresholds), leaves) in nodes.zip(self.leaves.chunks_exact(bottom)) {
+            let mut slot = 0;
+            for _ in 0..self.depth {
+                // NaN compares false, so it goes right.
+                let left = row[features[slot]] <= thresholds[slot];
+                slot = 2 * slot + 2 - usize::from(left);
+            }
+            total += leaves[slot - internal];
+        }
+        total
+    }
 }
 
 impl Gbm {
@@ -156,7 +240,7 @@ impl Gbm {
             }
             trees.push(tree);
         }
-        Gbm { base, learning_rate: params.learning_rate, features, trees }
+        Gbm { base, learning_rate: params.learning_rate, features, trees, complete: OnceLock::new() }
     }
 
     /// The prediction for `row`, which must hold at least as many values as
@@ -167,7 +251,7 @@ impl Gbm {
     /// If `row` is shorter than the training rows and a tree splits on a
     /// missing feature.
     pub fn predict(&self, row: &[f64]) -> f64 {
-        let sum: f64 = self.trees.iter().map(|tree| tree.predict(row)).sum();
+        let sum = self.complete.get_or_init(|| CompleteForest::new(&self.trees)).sum(row);
         self.base + self.learning_rate * sum
     }
 
@@ -308,6 +392,21 @@ fn midpoint(a: f64, b: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_complete_layout_predicts_like_the_node_walk() {
+        let mut rng = SplitMix64::new(5);
+        let x: Vec<Vec<f64>> = (0..120).map(|_| (0..4).map(|_| rng.uniform(-1.0, 1.0)).collect()).collect();
+        let y: Vec<f64> = x.iter().map(|r| if r[0] > 0.3 { r[1] * 2.0 } else { r[2] - r[3] }).collect();
+        // Depth 4 with big leaves: many trees stop above the bottom level.
+        let params = GbmParams { trees: 40, max_depth: 4, min_samples_leaf: 15, ..GbmParams::default() };
+        let gbm = Gbm::fit(&x, &y, &params);
+        for row in x.iter().chain([vec![f64::NAN, 0.0, 0.0, 0.0]].iter()) {
+            let walked: f64 = gbm.trees.iter().map(|t| t.predict(row)).sum();
+            let expected = gbm.base + gbm.learning_rate * walked;
+            assert!((gbm.predict(row) - expected).abs() < 1e-12, "{row:?}");
+        }
+    }
+
     use super::*;
 
     /// `n` rows of `d` features uniform in `[-1, 1)`.
