@@ -20,9 +20,9 @@ pub use error::ColocateError;
 /// on KACE's P3 and LOWO protocols, preferring fewer trees (faster scoring)
 /// among settings that do well on both.
 pub const DEFAULT_SLOWDOWN: gbm::GbmParams = gbm::GbmParams {
-    trees: 120,
+    trees: 80,
     max_depth: 3,
-    learning_rate: 0.1,
+    learning_rate: 0.2,
     min_samples_leaf: 1,
     subsample: 1.0,
     l2: 1.0,
