@@ -73,6 +73,9 @@ impl Policy {
             g.members.iter().map(|m| f(&m.metrics)).sum::<f64>()
         };
         Some(match self {
+            // Nothing to learn from (possible in LOWO on small files): the
+            // first candidate is chosen.
+            Policy::Slowdown(_) | Policy::Kace if train.is_empty() => Box::new(|_| 0.0),
             Policy::Slowdown(params) => {
                 let model = SlowdownModel::fit(train, params);
                 Box::new(move |g| model.predict_total(g))
@@ -220,6 +223,38 @@ mod tests {
         assert!((choice_score(&rows, "a_batch1-inf", None) - 0.9).abs() < 1e-12, "random: (0.8 + 1) / 2");
         let oracle: &dyn Fn(&Colocation) -> f64 = &|g| g.total_rps();
         assert_eq!(choice_score(&rows, "a_batch1-inf", Some(oracle)), 1.0);
+    }
+
+    #[test]
+    fn protocols_work_on_three_way_groups() {
+        use tessera_core::GroupMember;
+        let names = ["a_batch1-inf", "b_batch1-inf", "c_batch1-train", "d_batch2-inf", "e_batch1-train"];
+        let metrics = |i: usize| {
+            workload(names[i], 100.0 + 10.0 * i as f64, 30.0 + 12.0 * i as f64, 10.0 + 5.0 * i as f64, 1.0 + i as f64)
+        };
+        // Groups lose throughput with the members' summed SM utilisation.
+        let group = |ids: [usize; 3]| {
+            let load: f64 = ids.iter().map(|&i| metrics(i).sm_util_pct).sum();
+            Colocation {
+                members: ids
+                    .iter()
+                    .map(|&i| GroupMember {
+                        metrics: metrics(i),
+                        colocated_rps: metrics(i).exclusive_rps * 60.0 / load,
+                    })
+                    .collect(),
+            }
+        };
+        let rows: Vec<Colocation> =
+            [[0, 1, 2], [0, 1, 3], [0, 2, 4], [1, 3, 4], [0, 3, 4], [1, 2, 3], [2, 3, 4], [0, 1, 4]]
+                .map(group)
+                .to_vec();
+        let policies = Policy::all(crate::DEFAULT_SLOWDOWN);
+        let split = Split { name: "s".to_string(), train: rows[..5].to_vec(), test: rows.clone() };
+        for results in [p3(&[split], &policies), lowo(&rows, &policies)] {
+            assert_eq!(results.len(), policies.len());
+            assert!(results.iter().all(|r| r.mean > 0.0 && r.mean <= 1.0 + 1e-12), "{results:?}");
+        }
     }
 
     #[test]
