@@ -137,7 +137,12 @@ impl ThroughputModel for SlowdownModel {
     }
 
     fn predict_total(&self, group: &Colocation) -> f64 {
-        // Allocation-free: this is the hot loop of partner ranking.
+        // Allocation-free: this is the hot loop of partner ranking, and
+        // pairs, the common case, walk the trees once for both members.
+        if let [a, b] = group.members.as_slice() {
+            let [fa, fb] = self.gbm.predict_rows([&member_features(group, 0), &member_features(group, 1)]);
+            return a.metrics.exclusive_rps * fa.max(0.0) + b.metrics.exclusive_rps * fb.max(0.0);
+        }
         (0..group.members.len())
             .map(|i| group.members[i].metrics.exclusive_rps * self.gbm.predict(&member_features(group, i)).max(0.0))
             .sum()
