@@ -446,23 +446,6 @@ mod tests {
     }
 
     #[test]
-    fn defaults_are_as_documented() {
-        let p = GbmParams::default();
-        assert_eq!(
-            p,
-            GbmParams {
-                trees: 200,
-                max_depth: 3,
-                learning_rate: 0.05,
-                min_samples_leaf: 3,
-                subsample: 1.0,
-                l2: 1.0,
-                seed: 0
-            }
-        );
-    }
-
-    #[test]
     fn fits_a_noiseless_step_function() {
         let x = rows(200, 5, 1);
         let y: Vec<f64> = x.iter().map(|r| if r[1] > 0.1 { 5.0 } else { -2.0 }).collect();
