@@ -9,11 +9,13 @@ use tessera_plan::LatencyRule;
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
-/// possible while every service meets its request rate and latency SLO.
+/// possible while every service meets its request rate and latency SLO; and
+/// it predicts which workloads share a GPU well under MPS.
 #[derive(Debug, Parser)]
 #[command(name = "tessera", version, propagate_version = true)]
 pub struct Cli {
-    /// The profile store (SQLite). Default: the user's data directory.
+    /// The store (SQLite): profiles and colocation measurements. Default: the
+    /// user's data directory.
     #[arg(long, global = true, env = "TESSERA_STORE", value_name = "PATH")]
     pub store: Option<PathBuf>,
 
@@ -39,7 +41,7 @@ pub enum Command {
     /// Predict and evaluate colocations of workloads under MPS.
     #[command(subcommand)]
     Colocate(ColocateCommand),
-    /// Measure how long planning takes.
+    /// Measure the planners and the colocation models: speed and quality.
     #[command(subcommand)]
     Bench(BenchCommand),
 }
