@@ -1,0 +1,82 @@
+//! Schedule-independent bounds and Johnson's rule.
+//!
+//! [`lower_bound_ns`] holds for every schedule and policy of a trace:
+//! - compute side: nothing computes before the first operation's buffers
+//!   arrive, so the cheapest client's first copy-in plus all compute;
+//! - copy side: every distinct buffer is copied in at least once on the one
+//!   host-to-device engine, and an operation that uses the last copy
+//!   computes after it, so all those copies plus the smallest compute of an
+//!   operation with buffers.
+//!
+//! On a one-pass trace (one operation per client, distinct buffers) this is
+//! `max(Σ transfer + min compute, min transfer + Σ compute)`. Write-backs
+//! are ignored, which keeps it a valid bound.
+//!
+//! [`johnson`] treats a one-pass trace as a two-machine flow shop (copy in,
+//! then compute) with unlimited memory and returns Johnson's optimal order
+//! and its makespan.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SimError;
+use crate::trace::{Operation, Trace};
+
+/// Johnson's order for a one-pass trace and its flow-shop makespan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JohnsonPlan {
+    /// Client ids in Johnson's order (a valid schedule).
+    pub order: Vec<usize>,
+    /// Makespan of that order with unlimited memory.
+    pub makespan_ns: u64,
+}
+
+/// Time to copy in all of an operation's buffers, one copy per buffer.
+fn transfer_ns(trace: &Trace, op: &Operation) -> u64 {
+    op.buffers.iter().map(|b| trace.gpu.h2d_ns(b.bytes)).sum()
+}
+
+/// A lower bound on the makespan of any schedule of `trace` under any
+/// policy (see the module documentation).
+pub fn lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
+    trace.validate()?;
+    let ops = || trace.clients.iter().flat_map(|c| &c.operations);
+    let compute_ns: u64 = ops().map(Operation::compute_ns).sum();
+    let first_copy_ns = trace.clients.iter().map(|c| transfer_ns(trace, &c.operations[0])).min().unwrap_or(0);
+    let mut distinct_copy_ns = 0;
+    for client in &trace.clients {
+        let mut seen = std::collections::HashSet::new();
+        for buffer in client.operations.iter().flat_map(|op| &op.buffers) {
+            if seen.insert(buffer.name.as_str()) {
+                distinct_copy_ns += trace.gpu.h2d_ns(buffer.bytes);
+            }
+        }
+    }
+    let last_compute_ns = ops().filter(|op| !op.buffers.is_empty()).map(Operation::compute_ns).min().unwrap_or(0);
+    let copy_side_ns = if distinct_copy_ns == 0 { 0 } else { distinct_copy_ns + last_compute_ns };
+    Ok((first_copy_ns + compute_ns).max(copy_side_ns))
+}
+
+/// Johnson's rule for a one-pass trace: clients whose copy is shorter than
+/// their compute first, by increasing copy time; then the rest by
+/// decreasing compute time (ties by client id).
+pub fn johnson(trace: &Trace) -> Result<JohnsonPlan, SimError> {
+    trace.validate()?;
+    let mut jobs = Vec::with_capacity(trace.clients.len());
+    for (id, client) in trace.clients.iter().enumerate() {
+        let [op] = client.operations.as_slice() else {
+            return Err(SimError::NotOnePass { client: client.name.clone(), operations: client.operations.len() });
+        };
+        jobs.push((id, transfer_ns(trace, op), op.compute_ns()));
+    }
+    let (mut first, mut second): (Vec<_>, Vec<_>) = jobs.iter().copied().partition(|&(_, t, c)| t < c);
+    first.sort_by_key(|&(id, t, _)| (t, id));
+    second.sort_by_key(|&(id, _, c)| (std::cmp::Reverse(c), id));
+    let (mut copy_end_ns, mut compute_end_ns) = (0u64, 0u64);
+    let mut order = Vec::with_capacity(jobs.len());
+    for (id, t, c) in first.into_iter().chain(second) {
+        copy_end_ns += t;
+        compute_end_ns = compute_end_ns.max(copy_end_ns) + c;
+        order.push(id);
+    }
+    Ok(JohnsonPlan { order, makespan_ns: compute_end_ns })
+}

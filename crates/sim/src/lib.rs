@@ -1,0 +1,74 @@
+//! Tessera's GPU memory oversubscription simulator: clients share one GPU
+//! whose memory cannot hold all their data; a schedule orders their
+//! operations on the compute engine and policies decide what to evict and
+//! what to fetch ahead. The simulator reports the makespan, stalls, bytes
+//! moved and every engine's busy intervals.
+//!
+//! Invariant: no I/O, no global state, no randomness; the same trace,
+//! schedule and policies always give the same result.
+//!
+//! # Model
+//!
+//! The numbers this crate produces depend on these choices:
+//!
+//! - **Engines.** One compute engine runs operations one at a time, in
+//!   schedule order. One host-to-device (H2D) and one device-to-host (D2H)
+//!   copy engine each run one copy at a time. Copies of different buffers
+//!   never overlap on one engine; H2D and D2H overlap with each other and
+//!   with compute.
+//! - **Time.** Integer nanoseconds. A copy of `b` bytes takes
+//!   `copy_latency_ns + ceil(b × 1e9 / bytes_per_s)`; `compute_ms` is
+//!   rounded to the nanosecond. At one instant all completions are applied
+//!   before any decision (so memory freed at `t` can be used at `t`).
+//! - **Memory.** A copy takes its bytes of memory when it *starts*; a job
+//!   therefore holds memory from the start of its transfer. Ephemeral bytes
+//!   are taken when compute starts and given back when it ends. A clean
+//!   buffer's memory is free the moment it is evicted; a dirty one's when
+//!   its D2H write-back ends.
+//! - **Copy granularity.** Demand, `Passive` and `Lookahead` copy whole
+//!   buffers, one copy (and one latency) per buffer. `Active` copies a
+//!   buffer in chunks sized by the free memory at the time, each chunk a
+//!   separate copy paying the latency; so under `Active` a job's transfer
+//!   can split around other jobs' memory being freed. Demand evicts before
+//!   each buffer copy until that buffer fits (never partially).
+//! - **When a copy may start.** Demand fetch: only when the compute engine
+//!   is idle and the next operation's data is missing; this has priority
+//!   over any prefetch. `Passive`: the first operation from the next one to
+//!   compute onwards whose data is not all resident, only once all its
+//!   missing bytes fit in free memory (no eviction, no skipping ahead).
+//!   `Active`: the same first operation, whatever part of it fits now.
+//!   `Lookahead(k)`: the first of the next `k` operations (after the
+//!   running one) with missing data, evicting only buffers whose next use
+//!   is after that operation (do no harm); if that is not enough it waits.
+//! - **Eviction.** Never a buffer of the running operation, a buffer being
+//!   copied, or a buffer of the operation being fetched for. `Lru` orders
+//!   by last use (compute start or end) or arrival; `Belady` by next use
+//!   from the next operation to start, never-again first. Ties go to the
+//!   lower buffer id (first appearance in the schedule). Nothing is evicted
+//!   unless the bytes needed can be reached.
+//! - **Dead buffers** follow [`Retention`]: released after their last use
+//!   (a job frees its memory when it ends) or kept as cache until evicted.
+//!   Dirty buffers are written back before release; the makespan includes
+//!   those write-backs.
+//! - **Dirtiness.** A buffer becomes dirty when an operation that lists it
+//!   with `dirty: true` ends, and clean again after its write-back.
+
+#![warn(missing_docs)]
+
+pub mod bound;
+pub mod engine;
+pub mod error;
+mod memory;
+pub mod policy;
+pub mod result;
+pub mod schedule;
+pub mod trace;
+mod workload;
+
+pub use bound::{johnson, lower_bound_ns, JohnsonPlan};
+pub use engine::simulate;
+pub use error::SimError;
+pub use policy::{Eviction, Policies, Prefetch, Retention};
+pub use result::{EngineKind, Interval, SimResult};
+pub use schedule::Schedule;
+pub use trace::{Buffer, Client, Gpu, Operation, Trace};

@@ -1,0 +1,70 @@
+//! The policies a simulation runs under: which resident buffer to evict,
+//! when to fetch data ahead of need, and what happens to a buffer after
+//! its last use.
+
+use serde::{Deserialize, Serialize};
+
+/// Which resident buffer leaves first when memory is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Eviction {
+    /// Least recently used: the buffer whose last use (compute start) or
+    /// arrival is oldest.
+    Lru,
+    /// Belady's rule: the buffer whose next use in the schedule is
+    /// furthest away (never used again counts as furthest).
+    Belady,
+}
+
+impl Eviction {
+    /// Sort key: smaller leaves first. `tick` orders uses and arrivals;
+    /// `next_use` is the next schedule position that needs the buffer.
+    pub(crate) fn key(self, tick: u64, next_use: Option<usize>) -> u64 {
+        match self {
+            Eviction::Lru => tick,
+            Eviction::Belady => u64::MAX - next_use.map_or(u64::MAX, |p| p as u64),
+        }
+    }
+}
+
+/// When data is copied to the GPU ahead of the operation that needs it.
+/// Every policy also fetches on demand: when the compute engine is idle
+/// and the next operation's data is missing, that data is fetched,
+/// evicting by the eviction policy as needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Prefetch {
+    /// Demand fetching only.
+    None,
+    /// Fetch the next operation (in schedule order) whose data is missing
+    /// once all of its missing bytes fit in free memory; never evicts.
+    Passive,
+    /// Stream the next missing data (in schedule order) into whatever
+    /// memory is free, in chunks as memory frees up; never evicts.
+    Active,
+    /// Fetch whole buffers of the next `k` operations after the running
+    /// one, evicting only buffers whose next use comes after the operation
+    /// being fetched for (do no harm).
+    Lookahead(usize),
+}
+
+/// What happens to a buffer after the last operation in the schedule that
+/// uses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Retention {
+    /// The client frees it when that operation's compute ends (a dirty
+    /// buffer is first copied back to the host).
+    ReleaseAfterLastUse,
+    /// It stays resident, like any cached buffer, until evicted: the
+    /// memory manager is never told the data is dead.
+    KeepUntilEvicted,
+}
+
+/// The three policies of one simulation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policies {
+    /// Victim choice.
+    pub eviction: Eviction,
+    /// Fetch-ahead rule.
+    pub prefetch: Prefetch,
+    /// Fate of dead buffers.
+    pub retention: Retention,
+}
