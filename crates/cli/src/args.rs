@@ -41,6 +41,9 @@ pub enum Command {
     /// Predict and evaluate colocations of workloads under MPS.
     #[command(subcommand)]
     Colocate(ColocateCommand),
+    /// Simulate workloads whose memory exceeds the GPU: schedulers,
+    /// prefetching and eviction, with a lower bound.
+    Simulate(SimulateArgs),
     /// Measure the planners and the colocation models: speed and quality.
     #[command(subcommand)]
     Bench(BenchCommand),
@@ -124,6 +127,136 @@ pub enum ColocateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+/// `tessera simulate`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimulateArgs {
+    #[command(subcommand)]
+    pub command: Option<SimulateCommand>,
+
+    /// The trace (JSON; see `tessera simulate generate`).
+    #[arg(long, value_name = "FILE", required = true)]
+    pub trace: Option<PathBuf>,
+
+    /// How to order the operations.
+    #[arg(long, value_enum, default_value_t = SchedulerName::Greedy)]
+    pub scheduler: SchedulerName,
+
+    /// When to fetch data ahead: none, passive, active or lookahead:K.
+    #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+    pub prefetch: tessera_sim::Prefetch,
+
+    /// Which resident data leaves first.
+    #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
+    pub eviction: EvictionName,
+
+    /// What happens to a client's data after its last operation: released
+    /// (like a finished process) or kept cached until evicted.
+    #[arg(long, value_enum, default_value_t = RetentionName::Release)]
+    pub retention: RetentionName,
+
+    /// Seed of the genetic algorithm.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// Genetic algorithm: population size.
+    #[arg(long, default_value_t = 100)]
+    pub population: usize,
+
+    /// Genetic algorithm: most generations.
+    #[arg(long, default_value_t = 200)]
+    pub generations: usize,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+
+    /// Also write a Gantt chart of the engines (SVG) here.
+    #[arg(long, value_name = "FILE")]
+    pub gantt: Option<PathBuf>,
+}
+
+/// `tessera simulate …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SimulateCommand {
+    /// Write a synthetic trace (JSON) to stdout.
+    Generate {
+        /// Clients.
+        #[arg(long, default_value_t = 8)]
+        clients: usize,
+        /// Operations (iterations) per client.
+        #[arg(long, default_value_t = 4)]
+        operations: usize,
+        /// Σ working sets / GPU memory.
+        #[arg(long, default_value_t = 2.0)]
+        oversubscription: f64,
+        /// Mean transfer time / mean compute time.
+        #[arg(long, default_value_t = 1.0)]
+        transfer_ratio: f64,
+        /// Host link.
+        #[arg(long, value_enum, default_value_t = LinkName::Pcie4)]
+        link: LinkName,
+        /// Seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+}
+
+/// Schedulers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchedulerName {
+    /// Round-robin over clients.
+    Fifo,
+    /// Johnson's rule (per round).
+    Johnson,
+    /// The weight-based greedy policy.
+    Greedy,
+    /// The genetic algorithm, seeded with the three above.
+    Ga,
+    /// Every order (small traces only).
+    Exhaustive,
+}
+
+/// Eviction policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvictionName {
+    /// Least recently used.
+    Lru,
+    /// Furthest next use.
+    Belady,
+}
+
+/// Retention of dead data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RetentionName {
+    /// Free a client's data after its last operation.
+    Release,
+    /// Keep it cached until evicted.
+    Keep,
+}
+
+/// Host links of generated traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LinkName {
+    /// PCIe Gen4 x16.
+    Pcie4,
+    /// PCIe Gen5 x16.
+    Pcie5,
+}
+
+fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
+    use tessera_sim::Prefetch;
+    match value {
+        "none" => Ok(Prefetch::None),
+        "passive" => Ok(Prefetch::Passive),
+        "active" => Ok(Prefetch::Active),
+        _ => match value.strip_prefix("lookahead:").map(str::parse::<usize>) {
+            Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
+            _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
+        },
+    }
 }
 
 /// Colocation model kinds.

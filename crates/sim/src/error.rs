@@ -43,4 +43,13 @@ pub enum SimError {
     /// A bound that needs every client to have exactly one operation.
     #[error("client '{client}' has {operations} operations; a one-pass trace has exactly one per client")]
     NotOnePass { client: String, operations: usize },
+    /// Exhaustive search asked for a trace with too many operations.
+    #[error("exhaustive search accepts at most {max} operations, the trace has {operations}")]
+    TooManyOperations { operations: usize, max: usize },
+    /// A genetic-search parameter out of its range.
+    #[error("genetic parameter {name} must be {rule}, got {value}")]
+    GeneticParams { name: &'static str, rule: &'static str, value: String },
+    /// A bad parameter of the trace generator ([`crate::generate::generate`]).
+    #[error("generator parameter {parameter} must be {requirement}, got {value}")]
+    Parameter { parameter: &'static str, requirement: &'static str, value: f64 },
 }

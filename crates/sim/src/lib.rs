@@ -4,7 +4,7 @@
 //! what to fetch ahead. The simulator reports the makespan, stalls, bytes
 //! moved and every engine's busy intervals.
 //!
-//! Invariant: no I/O, no global state, no randomness; the same trace,
+//! Invariant: no I/O, no global state, no unseeded randomness; the same trace,
 //! schedule and policies always give the same result.
 //!
 //! # Model
@@ -58,17 +58,23 @@
 pub mod bound;
 pub mod engine;
 pub mod error;
+pub mod gantt;
+pub mod generate;
 mod memory;
 pub mod policy;
 pub mod result;
 pub mod schedule;
+pub mod schedulers;
 pub mod trace;
 mod workload;
 
 pub use bound::{johnson, lower_bound_ns, JohnsonPlan};
 pub use engine::simulate;
 pub use error::SimError;
+pub use gantt::gantt_svg;
+pub use generate::{generate, GenerateParams, Link};
 pub use policy::{Eviction, Policies, Prefetch, Retention};
 pub use result::{EngineKind, Interval, SimResult};
 pub use schedule::Schedule;
+pub use schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 pub use trace::{Buffer, Client, Gpu, Operation, Trace};

@@ -4,6 +4,7 @@ mod bench;
 mod colocate;
 mod plan;
 mod profiles;
+mod simulate;
 mod verify;
 
 use std::io::Write;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Verify(args) => verify::run(&args, store),
         Command::Profiles(command) => profiles::run(command, store),
         Command::Colocate(command) => colocate::run(command, store),
+        Command::Simulate(args) => simulate::run(args),
         Command::Bench(command) => bench::run(command),
     }
 }

@@ -1,0 +1,134 @@
+//! `tessera simulate` and `tessera simulate generate`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use tessera_sim::gantt::gantt_svg;
+use tessera_sim::generate::{generate, GenerateParams, Link};
+use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
+use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
+
+use super::emit;
+use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
+use crate::progress::Spinner;
+use crate::table::TextTable;
+
+const NS_PER_MS: f64 = 1e6;
+
+pub fn run(args: SimulateArgs) -> Result<()> {
+    if let Some(SimulateCommand::Generate { clients, operations, oversubscription, transfer_ratio, link, seed }) =
+        args.command
+    {
+        let link = match link {
+            LinkName::Pcie4 => Link::PcieGen4,
+            LinkName::Pcie5 => Link::PcieGen5,
+        };
+        let params =
+            GenerateParams { clients, operations_per_client: operations, oversubscription, transfer_ratio, link, seed };
+        let trace = generate(&params)?;
+        let mut json = serde_json::to_vec_pretty(&trace)?;
+        json.push(b'\n');
+        return emit(&json, None);
+    }
+    let path = args.trace.as_deref().context("--trace FILE is required")?;
+    let trace = read_trace(path)?;
+    let policies = Policies {
+        eviction: match args.eviction {
+            EvictionName::Lru => Eviction::Lru,
+            EvictionName::Belady => Eviction::Belady,
+        },
+        prefetch: args.prefetch,
+        retention: match args.retention {
+            RetentionName::Release => Retention::ReleaseAfterLastUse,
+            RetentionName::Keep => Retention::KeepUntilEvicted,
+        },
+    };
+    let kind = match args.scheduler {
+        SchedulerName::Fifo => SchedulerKind::Fifo,
+        SchedulerName::Johnson => SchedulerKind::Johnson,
+        SchedulerName::Greedy => SchedulerKind::Greedy,
+        SchedulerName::Ga => SchedulerKind::Genetic(GeneticParams {
+            population: args.population,
+            generations: args.generations,
+            seed: args.seed,
+            ..GeneticParams::default()
+        }),
+        SchedulerName::Exhaustive => SchedulerKind::Exhaustive,
+    };
+    let spinner = Spinner::start(format!("scheduling {} clients", trace.clients.len()));
+    let schedule = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
+    spinner.finish();
+    let schedule = schedule?;
+    let result = simulate(&trace, &schedule, policies)?;
+    let bound_ns = lower_bound_ns(&trace)?;
+    if let Some(gantt) = &args.gantt {
+        let title = format!("{} — {:?}", path.display(), args.scheduler);
+        tessera_store::write_atomic(gantt, gantt_svg(&result, &title).as_bytes())?;
+    }
+    let order: Vec<&str> = schedule.steps().iter().map(|&(client, _)| trace.clients[client].name.as_str()).collect();
+    match args.format {
+        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report(&trace, &result, bound_ns, &order))?),
+        ListFormat::Table => print!("{}", table(&trace, &result, bound_ns, &order)),
+    }
+    Ok(())
+}
+
+fn read_trace(path: &Path) -> Result<Trace> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Trace::from_json(&text).with_context(|| path.display().to_string())
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / NS_PER_MS
+}
+
+fn report(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> serde_json::Value {
+    let clients: Vec<serde_json::Value> = trace
+        .clients
+        .iter()
+        .zip(&result.client_completion_ns)
+        .map(|(client, &done)| serde_json::json!({ "client": client.name, "completion_ms": ms(done) }))
+        .collect();
+    serde_json::json!({
+        "makespan_ms": ms(result.makespan_ns),
+        "lower_bound_ms": ms(bound_ns),
+        "gap": result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0,
+        "compute_busy_ms": ms(result.compute_busy_ns),
+        "stall_ms": ms(result.stall_ns),
+        "h2d_bytes": result.h2d_bytes,
+        "d2h_bytes": result.d2h_bytes,
+        "clients": clients,
+        "schedule": order,
+    })
+}
+
+/// Schedule entries shown in the table (the JSON has them all).
+const SHOWN_STEPS: usize = 24;
+
+fn shortened(order: &[&str]) -> String {
+    if order.len() <= SHOWN_STEPS {
+        return order.join(" ");
+    }
+    format!("{} … ({} steps in all)", order[..SHOWN_STEPS].join(" "), order.len())
+}
+
+fn table(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> String {
+    let mut out = format!(
+        "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
+         moved {:.2} GB to the GPU and {:.2} GB back\nschedule: {}\n\n",
+        ms(result.makespan_ns),
+        ms(bound_ns),
+        100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0),
+        ms(result.compute_busy_ns),
+        ms(result.stall_ns),
+        result.h2d_bytes as f64 / 1e9,
+        result.d2h_bytes as f64 / 1e9,
+        shortened(order)
+    );
+    let mut clients = TextTable::new(&["client", "operations", "completion ms"]);
+    for (client, &done) in trace.clients.iter().zip(&result.client_completion_ns) {
+        clients.row(vec![client.name.clone(), client.operations.len().to_string(), format!("{:.1}", ms(done))]);
+    }
+    out.push_str(&clients.render());
+    out
+}
