@@ -489,6 +489,14 @@ pub enum BenchCommand {
         #[arg(long, default_value = "../shared/data/kace/pairs_mps100.csv", value_name = "FILE")]
         data: PathBuf,
     },
+    /// The oversubscription simulator: makespan / lower bound for each
+    /// scheduler × prefetch policy over a sweep of generated traces, the
+    /// genetic algorithm's gap to exhaustive search, and speed.
+    Simulate {
+        /// Traces per sweep cell (seeds 0..N).
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: u64,
+    },
     /// Plan catalogues of many services with both strategies, each as a
     /// whole `tessera plan` process: time (load + plan + write), peak
     /// memory, GPUs, lower bound.

@@ -104,6 +104,7 @@ impl<'a> Sim<'a> {
         assert_eq!(self.started, self.work.steps.len(), "simulation stopped with operations left");
         self.result.makespan_ns = self.now_ns;
         self.result.stall_ns = self.last_compute_end_ns - self.result.compute_busy_ns;
+        self.result.events = self.events.len() as u64;
     }
 
     fn schedule_event(&mut self, duration_ns: u64, event: Event) -> u64 {

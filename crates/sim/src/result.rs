@@ -49,4 +49,7 @@ pub struct SimResult {
     pub client_completion_ns: Vec<u64>,
     /// Every busy interval of every engine, in start order per engine.
     pub intervals: Vec<Interval>,
+    /// Events the simulator processed (copy and compute completions).
+    #[serde(default)]
+    pub events: u64,
 }

@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
 use tessera_sim::gantt::gantt_svg;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
-use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
+use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
 
 use super::emit;
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
@@ -55,19 +56,45 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }),
         SchedulerName::Exhaustive => SchedulerKind::Exhaustive,
     };
-    let spinner = Spinner::start(format!("scheduling {} clients", trace.clients.len()));
-    let schedule = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
-    spinner.finish();
-    let schedule = schedule?;
+    let schedule = match &kind {
+        SchedulerKind::Genetic(params) => {
+            // A bar over generations with the best makespan so far (drawn
+            // only on a terminal).
+            let bar = ProgressBar::new(params.generations as u64).with_style(
+                ProgressStyle::with_template("{bar:30} generation {pos}/{len}, best {msg} ({elapsed})")
+                    .expect("a valid template"),
+            );
+            let planned = plan_schedule(&trace, policies, &kind, &mut |generation, best_ns| {
+                bar.set_position(generation as u64);
+                bar.set_message(format!("{:.1} ms", ms(best_ns)));
+            });
+            bar.finish_and_clear();
+            planned?
+        }
+        _ => {
+            let spinner = Spinner::start(format!("scheduling {} clients", trace.clients.len()));
+            let planned = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
+            spinner.finish();
+            planned?
+        }
+    };
     let result = simulate(&trace, &schedule, policies)?;
     let bound_ns = lower_bound_ns(&trace)?;
+    // Johnson's rule is optimal with unlimited memory on one-pass traces.
+    let johnson_unlimited_ns = johnson(&trace).ok().map(|plan| plan.makespan_ns);
     if let Some(gantt) = &args.gantt {
         let title = format!("{} — {:?}", path.display(), args.scheduler);
         tessera_store::write_atomic(gantt, gantt_svg(&result, &title).as_bytes())?;
     }
     let order: Vec<&str> = schedule.steps().iter().map(|&(client, _)| trace.clients[client].name.as_str()).collect();
     match args.format {
-        ListFormat::Json => println!("{}", serde_json::to_string_pretty(&report(&trace, &result, bound_ns, &order))?),
+        ListFormat::Json => {
+            let mut json = report(&trace, &result, bound_ns, &order);
+            if let Some(ns) = johnson_unlimited_ns {
+                json["johnson_unlimited_memory_ms"] = serde_json::json!(ms(ns));
+            }
+            println!("{}", serde_json::to_string_pretty(&json)?)
+        }
         ListFormat::Table => print!("{}", table(&trace, &result, bound_ns, &order)),
     }
     Ok(())

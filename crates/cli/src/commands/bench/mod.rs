@@ -3,6 +3,7 @@
 
 mod colocate;
 mod scale;
+mod simulate;
 mod timing;
 
 use anyhow::Result;
@@ -13,6 +14,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
         BenchCommand::Colocate { data } => colocate::run(&data),
+        BenchCommand::Simulate { seeds } => simulate::run(seeds),
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }

@@ -1,0 +1,163 @@
+//! `tessera bench simulate`: quality and speed of the oversubscription
+//! simulator and its schedulers, on traces from `simulate generate`.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use tessera_sim::generate::{generate, GenerateParams, Link};
+use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
+use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace};
+
+use crate::table::TextTable;
+
+const OVERSUBSCRIPTION: [f64; 4] = [1.0, 1.5, 2.0, 3.0];
+const TRANSFER_RATIO: [f64; 3] = [0.25, 1.0, 4.0];
+const PREFETCH: [(&str, Prefetch); 4] = [
+    ("none", Prefetch::None),
+    ("passive", Prefetch::Passive),
+    ("active", Prefetch::Active),
+    ("lookahead:1", Prefetch::Lookahead(1)),
+];
+
+/// A small genetic search for the sweep (the CLI's default is 100 × 200).
+const SWEEP_GA: GeneticParams = GeneticParams {
+    population: 30,
+    generations: 30,
+    elite: 5,
+    mutation_rate: 0.2,
+    patience: 10,
+    bytes_weight: 0.0,
+    seed: 0,
+};
+
+fn policies(prefetch: Prefetch) -> Policies {
+    Policies { eviction: Eviction::Belady, prefetch, retention: Retention::ReleaseAfterLastUse }
+}
+
+fn trace(clients: usize, operations: usize, oversubscription: f64, transfer_ratio: f64, seed: u64) -> Result<Trace> {
+    let params = GenerateParams {
+        clients,
+        operations_per_client: operations,
+        oversubscription,
+        transfer_ratio,
+        link: Link::PcieGen4,
+        seed,
+    };
+    Ok(generate(&params)?)
+}
+
+fn makespan_ns(trace: &Trace, prefetch: Prefetch, kind: &SchedulerKind) -> Result<u64> {
+    let schedule = plan_schedule(trace, policies(prefetch), kind, &mut |_, _| {})?;
+    Ok(simulate(trace, &schedule, policies(prefetch))?.makespan_ns)
+}
+
+pub fn run(seeds: u64) -> Result<()> {
+    sweep(seeds)?;
+    genetic_gap()?;
+    speed()
+}
+
+/// Mean makespan / lower bound per scheduler × prefetch policy and cell.
+fn sweep(seeds: u64) -> Result<()> {
+    let schedulers: [(&str, SchedulerKind); 4] = [
+        ("fifo", SchedulerKind::Fifo),
+        ("johnson", SchedulerKind::Johnson),
+        ("greedy", SchedulerKind::Greedy),
+        ("ga 30×30", SchedulerKind::Genetic(SWEEP_GA)),
+    ];
+    let cells: Vec<(f64, f64)> =
+        OVERSUBSCRIPTION.iter().flat_map(|&o| TRANSFER_RATIO.iter().map(move |&r| (o, r))).collect();
+    let traces: Vec<Vec<(Trace, u64)>> = cells
+        .iter()
+        .map(|&(o, r)| {
+            (0..seeds)
+                .map(|seed| {
+                    let trace = trace(8, 3, o, r, seed)?;
+                    let bound = lower_bound_ns(&trace)?;
+                    Ok((trace, bound))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .collect::<Result<_>>()?;
+    let mut header = vec!["scheduler".to_string(), "prefetch".to_string()];
+    header.extend(cells.iter().map(|(o, r)| format!("{o}×/{r}")));
+    let mut table = TextTable::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
+    for (name, kind) in &schedulers {
+        for (prefetch_name, prefetch) in PREFETCH {
+            let mut row = vec![name.to_string(), prefetch_name.to_string()];
+            for cell in &traces {
+                let mut ratio = 0.0;
+                for (trace, bound) in cell {
+                    ratio += makespan_ns(trace, prefetch, kind)? as f64 / *bound as f64;
+                }
+                row.push(format!("{:.3}", ratio / cell.len() as f64));
+            }
+            table.row(row);
+        }
+    }
+    println!("makespan / lower bound, mean over {seeds} traces per cell (8 clients × 3 operations, PCIe Gen4,");
+    println!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute");
+    println!("{}", table.render());
+    Ok(())
+}
+
+/// The genetic algorithm (default parameters) against exhaustive search on
+/// small traces, and against its own seeds.
+fn genetic_gap() -> Result<()> {
+    let mut gaps = Vec::new();
+    let mut worse_than_seed = 0;
+    for seed in 0..30u64 {
+        let trace = trace(4, 2, 2.0, 1.0, 1000 + seed)?;
+        let operations: usize = trace.clients.iter().map(|c| c.operations.len()).sum();
+        assert!(operations <= EXHAUSTIVE_MAX_OPERATIONS);
+        let prefetch = Prefetch::Lookahead(1);
+        let best = makespan_ns(&trace, prefetch, &SchedulerKind::Exhaustive)?;
+        let ga =
+            makespan_ns(&trace, prefetch, &SchedulerKind::Genetic(GeneticParams { seed, ..GeneticParams::default() }))?;
+        let seeds = [SchedulerKind::Fifo, SchedulerKind::Johnson, SchedulerKind::Greedy]
+            .iter()
+            .map(|kind| makespan_ns(&trace, prefetch, kind))
+            .collect::<Result<Vec<_>>>()?;
+        if seeds.iter().any(|&s| ga > s) {
+            worse_than_seed += 1;
+        }
+        gaps.push(ga as f64 / best as f64 - 1.0);
+    }
+    gaps.sort_by(f64::total_cmp);
+    println!(
+        "genetic algorithm vs exhaustive, 30 traces of 4 clients × 2 operations (lookahead:1): median gap {:.3}%, worst {:.3}%, worse than a seed in {worse_than_seed}",
+        100.0 * gaps[gaps.len() / 2],
+        100.0 * gaps[gaps.len() - 1]
+    );
+    Ok(())
+}
+
+/// Events per second of the simulator, and a full 100 × 200 genetic search
+/// on 50 clients.
+fn speed() -> Result<()> {
+    let trace = trace(50, 4, 2.0, 1.0, 7)?;
+    let prefetch = Prefetch::Lookahead(1);
+    let schedule = plan_schedule(&trace, policies(prefetch), &SchedulerKind::Fifo, &mut |_, _| {})?;
+    let (mut events, mut runs, start) = (0u64, 0u32, Instant::now());
+    while start.elapsed().as_secs_f64() < 1.0 {
+        events += simulate(&trace, &schedule, policies(prefetch))?.events;
+        runs += 1;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    println!(
+        "simulator: {:.0} events/s ({runs} runs of 50 clients × 4 operations, {} events each)",
+        events as f64 / seconds,
+        events / u64::from(runs)
+    );
+    let full = GeneticParams { patience: usize::MAX, ..GeneticParams::default() };
+    let start = Instant::now();
+    let ga = makespan_ns(&trace, prefetch, &SchedulerKind::Genetic(full))?;
+    let fifo = makespan_ns(&trace, prefetch, &SchedulerKind::Fifo)?;
+    println!(
+        "genetic algorithm 100 × 200 on 50 clients × 4 operations: {:.2} s; makespan {:.1} ms vs round-robin {:.1} ms",
+        start.elapsed().as_secs_f64(),
+        ga as f64 / 1e6,
+        fifo as f64 / 1e6
+    );
+    Ok(())
+}
