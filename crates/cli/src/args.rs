@@ -47,6 +47,79 @@ pub enum Command {
     /// Measure the planners and the colocation models: speed and quality.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Apply a plan's MIG layout to this node's GPUs with nvidia-smi
+    /// (dry run by default: print the commands).
+    Deploy(DeployArgs),
+    /// Measure workloads on a GPU: kernel metrics from Nsight Compute.
+    #[command(subcommand)]
+    Profile(ProfileCommand),
+}
+
+/// `tessera profile …`.
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// KACE's six kernel metrics of one workload (kernel-duration-weighted
+    /// over its kernel launches) from an Nsight Compute CSV report.
+    Kernels {
+        /// The report of `ncu --csv --metrics <tessera-gpu's NCU_METRICS>`.
+        /// Required for now: live profiling is not available yet.
+        #[arg(long, value_name = "REPORT.csv")]
+        import: Option<PathBuf>,
+        /// The workload's name, e.g. `bert-base-cased_batch8-inf`.
+        #[arg(long)]
+        workload: String,
+        /// Write `DIR/output_<workload>_ncu_total.csv` (KACE's form, atomically).
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// `tessera deploy`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct DeployArgs {
+    #[command(subcommand)]
+    pub command: Option<DeployCommand>,
+
+    /// The plan (JSON, as written by `tessera plan --format json`).
+    #[arg(value_name = "PLAN.json", required = true)]
+    pub plan: Option<PathBuf>,
+
+    /// The node whose GPUs to change (the plan's `node` field).
+    #[arg(long, required = true)]
+    pub node: Option<u32>,
+
+    /// Run the commands (default: only print them). MPS daemons are
+    /// printed, not started.
+    #[arg(long)]
+    pub apply: bool,
+
+    /// Only print the commands (the default).
+    #[arg(long, conflicts_with = "apply")]
+    pub dry_run: bool,
+
+    /// Change GPUs even when compute processes run on them (the driver
+    /// still refuses to destroy an instance in use).
+    #[arg(long, requires = "apply")]
+    pub force: bool,
+
+    /// Where the MPS pipe and log directories go, one per instance.
+    #[arg(long, value_name = "DIR", default_value = "/tmp/tessera-mps")]
+    pub mps_dir: String,
+}
+
+/// `tessera deploy …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum DeployCommand {
+    /// Compare the live MIG layout of the node's GPUs with the plan.
+    Status {
+        /// The plan (JSON).
+        #[arg(value_name = "PLAN.json")]
+        plan: PathBuf,
+        /// The node.
+        #[arg(long)]
+        node: u32,
+    },
 }
 
 /// `tessera colocate …`.

@@ -2,7 +2,9 @@
 
 mod bench;
 mod colocate;
+mod deploy;
 mod plan;
+mod profile;
 mod profiles;
 mod simulate;
 mod verify;
@@ -24,6 +26,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Colocate(command) => colocate::run(command, store),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(command) => bench::run(command),
+        Command::Deploy(args) => deploy::run(args),
+        Command::Profile(command) => profile::run(command),
     }
 }
 

@@ -1,0 +1,81 @@
+//! The crate's one error type.
+
+/// Everything that can go wrong in `tessera-gpu`. Messages are one line and
+/// name the input (file or command), the line and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// An Nsight Compute report that cannot be aggregated.
+    #[error("{report}:{line}: {field}: {message}")]
+    NcuReport {
+        /// Where the report came from (a path, or a command).
+        report: String,
+        /// 1-based line of the report.
+        line: usize,
+        /// The column or metric at fault.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// `nvidia-smi` (or another tool) is not installed.
+    #[error("{program} not found: install the NVIDIA driver or use --dry-run")]
+    ProgramMissing {
+        /// The program looked for.
+        program: String,
+    },
+    /// A program could not be started for another reason.
+    #[error("cannot run {program}: {message}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// The operating system's reason.
+        message: String,
+    },
+    /// A command ran and failed.
+    #[error("`{command}` failed (exit status {status}): {message}")]
+    CommandFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        status: i32,
+        /// Its first line of error output.
+        message: String,
+    },
+    /// Output of `nvidia-smi` that cannot be understood.
+    #[error("`{command}` output line {line}: {message}")]
+    MigOutput {
+        /// The command line.
+        command: String,
+        /// 1-based line of the output.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A plan's GPU that cannot be deployed as written.
+    #[error("GPU {gpu}: {message}")]
+    PlanGpu {
+        /// GPU index on the node.
+        gpu: u32,
+        /// What is wrong.
+        message: String,
+    },
+    /// Compute processes run on a GPU whose MIG layout would change.
+    #[error("GPU {gpu} runs {count} compute process(es): stop them or pass --force")]
+    ProcessesRunning {
+        /// GPU index on the node.
+        gpu: u32,
+        /// Processes running.
+        count: usize,
+    },
+    /// A step of `apply` failed; the rollback's outcome is described.
+    #[error("GPU {gpu}: `{step}` failed: {cause}; {rollback}")]
+    ApplyFailed {
+        /// GPU index on the node.
+        gpu: u32,
+        /// The failing command line.
+        step: String,
+        /// Why it failed.
+        cause: String,
+        /// What the rollback did (or why it failed).
+        rollback: String,
+    },
+}

@@ -1,0 +1,387 @@
+//! A fake `nvidia-smi` that keeps per-GPU MIG state and rejects what the
+//! driver rejects, for testing deployment without a GPU.
+//!
+//! Understood commands (the ones [`crate::mig`] and [`crate::deploy`] run):
+//! `mig -i G -lgi`, `mig -i G -lci`, `mig -i G -cgi PROFILE[:START]`,
+//! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`
+//! and `--query-compute-apps=pid --format=csv,noheader -i G`. Anything else
+//! fails with status 2 ("invalid combination of input arguments").
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use tessera_core::layout::validate_layout;
+use tessera_core::{GpuModel, MigProfile, Placement};
+
+use crate::error::GpuError;
+use crate::runner::{command_line, CommandOutput, CommandRunner};
+
+/// The driver's status for a rejected request.
+const REJECTED: i32 = 6;
+/// nvidia-smi's status for bad arguments.
+const BAD_ARGS: i32 = 2;
+
+#[derive(Debug, Clone)]
+struct FakeGi {
+    id: u32,
+    profile: &'static MigProfile,
+    start: u8,
+    compute_instances: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+struct FakeGpu {
+    model: GpuModel,
+    instances: Vec<FakeGi>,
+    processes: usize,
+}
+
+/// The fake. Build it with [`FakeNvidiaSmi::with_gpu`].
+#[derive(Debug, Clone, Default)]
+pub struct FakeNvidiaSmi {
+    gpus: BTreeMap<u32, FakeGpu>,
+    /// Every command line run, in order.
+    pub log: Vec<String>,
+    changes: usize,
+    fail_change: Option<usize>,
+}
+
+impl FakeNvidiaSmi {
+    /// A machine without GPUs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds GPU `index` of `model`, in MIG mode with no instances.
+    #[must_use]
+    pub fn with_gpu(mut self, index: u32, model: GpuModel) -> Self {
+        self.gpus.insert(index, FakeGpu { model, instances: Vec::new(), processes: 0 });
+        self
+    }
+
+    /// Sets how many compute processes run on GPU `index`.
+    ///
+    /// # Panics
+    /// If there is no such GPU.
+    pub fn set_processes(&mut self, index: u32, count: usize) {
+        self.gpus.get_mut(&index).expect("no such fake GPU").processes = count;
+    }
+
+    /// Makes the `n`-th state-changing command (create or destroy; 1-based,
+    /// counted from now) fail as the driver would, without changing state.
+    pub fn fail_nth_change(&mut self, n: usize) {
+        self.changes = 0;
+        self.fail_change = Some(n);
+    }
+
+    /// `(profile, start, compute instances)` of GPU `index`, sorted.
+    ///
+    /// # Panics
+    /// If there is no such GPU.
+    pub fn layout(&self, index: u32) -> Vec<(String, u8, usize)> {
+        let mut layout: Vec<_> = self.gpus[&index]
+            .instances
+            .iter()
+            .map(|gi| (gi.profile.name.to_string(), gi.start, gi.compute_instances.len()))
+            .collect();
+        layout.sort();
+        layout
+    }
+
+    fn execute(&mut self, args: &[String]) -> Result<String, (i32, String)> {
+        let bad = || {
+            (
+                BAD_ARGS,
+                "ERROR: Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.".to_string(),
+            )
+        };
+        let flag = |name: &str| args.iter().any(|a| a == name);
+        let value = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+        let gpu_index: u32 = value("-i").and_then(|v| v.parse().ok()).ok_or_else(bad)?;
+        if !self.gpus.contains_key(&gpu_index) {
+            return Err((REJECTED, format!("No GPU with index {gpu_index} found: Not Found")));
+        }
+        if args.first().is_some_and(|a| a.starts_with("--query-compute-apps=pid")) {
+            let count = self.gpus[&gpu_index].processes;
+            return Ok((0..count).map(|n| format!("{}\n", 4000 + n)).collect());
+        }
+        if args.first().map(String::as_str) != Some("mig") {
+            return Err(bad());
+        }
+        if flag("-lgi") {
+            return self.list_gpu_instances(gpu_index);
+        }
+        if flag("-lci") {
+            return self.list_compute_instances(gpu_index);
+        }
+        let gi_arg = value("-gi").map(|v| v.parse::<u32>().map_err(|_| bad())).transpose()?;
+        let is_change = flag("-cgi") || flag("-cci") || flag("-dci") || flag("-dgi");
+        if !is_change {
+            return Err(bad());
+        }
+        self.changes += 1;
+        if self.fail_change == Some(self.changes) {
+            return Err((REJECTED, "Failed to perform operation: Unknown Error (injected)".to_string()));
+        }
+        let gpu = self.gpus.get_mut(&gpu_index).expect("checked above");
+        if let Some(spec_arg) = value("-cgi") {
+            return gpu.create_gpu_instance(gpu_index, &spec_arg);
+        }
+        let gi_id = gi_arg.ok_or_else(bad)?;
+        if flag("-cci") {
+            return gpu.create_compute_instance(gpu_index, gi_id);
+        }
+        if gpu.processes > 0 {
+            return Err((
+                REJECTED,
+                format!("Unable to destroy instances on GPU {gpu_index}: In use by another client"),
+            ));
+        }
+        let position = gpu.instances.iter().position(|gi| gi.id == gi_id).ok_or_else(|| {
+            (REJECTED, format!("Unable to find GPU instance ID {gi_id} on GPU {gpu_index}: Not Found"))
+        })?;
+        if flag("-dci") {
+            let gi = &mut gpu.instances[position];
+            if gi.compute_instances.is_empty() {
+                return Err((REJECTED, format!("No compute instances found in GPU instance {gi_id}: Not Found")));
+            }
+            let mut out = String::new();
+            for ci in gi.compute_instances.drain(..) {
+                let _ = writeln!(out, "Successfully destroyed compute instance ID {ci:>2} from GPU {gpu_index:>2} GPU instance ID {gi_id:>2}");
+            }
+            return Ok(out);
+        }
+        // -dgi
+        if !gpu.instances[position].compute_instances.is_empty() {
+            return Err((
+                REJECTED,
+                format!("Unable to destroy GPU instance ID {gi_id} from GPU {gpu_index}: In use by another client"),
+            ));
+        }
+        gpu.instances.remove(position);
+        Ok(format!("Successfully destroyed GPU instance ID {gi_id:>2} from GPU {gpu_index:>2}\n"))
+    }
+
+    fn list_gpu_instances(&self, gpu_index: u32) -> Result<String, (i32, String)> {
+        let gpu = &self.gpus[&gpu_index];
+        if gpu.instances.is_empty() {
+            return Err((REJECTED, "No GPU instances found: Not Found".to_string()));
+        }
+        let rule = format!("+{}+\n", "-".repeat(55));
+        let mut out = rule.clone();
+        out.push_str("| GPU instances:                                        |\n");
+        out.push_str("| GPU   Name             Profile  Instance   Placement  |\n");
+        out.push_str("|                          ID       ID       Start:Size |\n");
+        let _ = writeln!(out, "|{}|", "=".repeat(55));
+        for gi in &gpu.instances {
+            let name = format!("MIG {}", gi.profile.name);
+            let placement = format!("{}:{}", gi.start, gi.profile.memory_slices);
+            let _ = writeln!(
+                out,
+                "| {gpu_index:>3}  {name:<16} {:>3}      {:>3}       {placement:<9}|",
+                profile_id(gpu.model, gi.profile),
+                gi.id
+            );
+            out.push_str(&rule);
+        }
+        Ok(out)
+    }
+
+    fn list_compute_instances(&self, gpu_index: u32) -> Result<String, (i32, String)> {
+        let gpu = &self.gpus[&gpu_index];
+        if gpu.instances.iter().all(|gi| gi.compute_instances.is_empty()) {
+            return Err((REJECTED, "No compute instances found: Not Found".to_string()));
+        }
+        let rule = format!("+{}+\n", "-".repeat(68));
+        let mut out = rule.clone();
+        out.push_str("| Compute instances:                                                 |\n");
+        out.push_str("| GPU     GPU       Name             Profile   Instance   Placement  |\n");
+        out.push_str("|       Instance                       ID        ID       Start:Size |\n");
+        out.push_str("|         ID                                                         |\n");
+        let _ = writeln!(out, "|{}|", "=".repeat(68));
+        for gi in &gpu.instances {
+            for &ci in &gi.compute_instances {
+                let name = format!("MIG {}", gi.profile.name);
+                let _ = writeln!(
+                    out,
+                    "| {gpu_index:>3}    {:>3}       {name:<16} {:>3}       {ci:>3}       0:{:<7}|",
+                    gi.id,
+                    ci_profile_id(gi.profile),
+                    gi.profile.compute_slices
+                );
+                out.push_str(&rule);
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl FakeGpu {
+    fn create_gpu_instance(&mut self, gpu_index: u32, spec_arg: &str) -> Result<String, (i32, String)> {
+        let spec = self.model.spec();
+        let (name, start) = match spec_arg.split_once(':') {
+            Some((name, start)) => (name, Some(start)),
+            None => (spec_arg, None),
+        };
+        let profile = spec.profile_by_name(name).map_err(|_| {
+            (
+                REJECTED,
+                format!("Unable to create a GPU instance on GPU {gpu_index} using profile {name}: Invalid Argument"),
+            )
+        })?;
+        let mut existing: Vec<Placement> =
+            self.instances.iter().map(|gi| Placement { profile: gi.profile, start: gi.start }).collect();
+        let start = match start {
+            Some(start) => start.parse::<u8>().map_err(|_| (BAD_ARGS, format!("Invalid placement '{start}'")))?,
+            // Without a placement the driver picks the first free valid one.
+            None => *profile
+                .starts
+                .iter()
+                .find(|&&start| {
+                    let mut with = existing.clone();
+                    with.push(Placement { profile, start });
+                    validate_layout(self.model, &with).is_ok()
+                })
+                .ok_or_else(|| insufficient(gpu_index, profile))?,
+        };
+        existing.push(Placement { profile, start });
+        if let Err(error) = validate_layout(self.model, &existing) {
+            return Err((
+                REJECTED,
+                format!("Unable to create a GPU instance on GPU {gpu_index} using profile {} at {start}: Insufficient Resources ({error})", profile.name),
+            ));
+        }
+        let id = (1..).find(|id| self.instances.iter().all(|gi| gi.id != *id)).expect("ids are unbounded");
+        self.instances.push(FakeGi { id, profile, start, compute_instances: Vec::new() });
+        Ok(format!(
+            "Successfully created GPU instance ID {id:>2} on GPU {gpu_index:>2} using profile MIG {} (ID {:>2})\n",
+            profile.name,
+            profile_id(self.model, profile)
+        ))
+    }
+
+    fn create_compute_instance(&mut self, gpu_index: u32, gi_id: u32) -> Result<String, (i32, String)> {
+        let gi = self.instances.iter_mut().find(|gi| gi.id == gi_id).ok_or_else(|| {
+            (REJECTED, format!("Unable to find GPU instance ID {gi_id} on GPU {gpu_index}: Not Found"))
+        })?;
+        // The default compute instance takes the whole GPU instance.
+        if !gi.compute_instances.is_empty() {
+            return Err((
+                REJECTED,
+                format!("Unable to create a compute instance on GPU {gpu_index} GPU instance ID {gi_id}: Insufficient Resources"),
+            ));
+        }
+        gi.compute_instances.push(0);
+        Ok(format!(
+            "Successfully created compute instance ID  0 on GPU {gpu_index:>2} GPU instance ID {gi_id:>2} using profile MIG {} (ID {:>2})\n",
+            gi.profile.name,
+            ci_profile_id(gi.profile)
+        ))
+    }
+}
+
+fn insufficient(gpu_index: u32, profile: &MigProfile) -> (i32, String) {
+    (
+        REJECTED,
+        format!(
+            "Unable to create a GPU instance on GPU {gpu_index} using profile {}: Insufficient Resources",
+            profile.name
+        ),
+    )
+}
+
+/// NVIDIA's GPU-instance profile ids (as `-lgip` shows them).
+fn profile_id(model: GpuModel, profile: &MigProfile) -> u32 {
+    match (model, profile.compute_slices, profile.memory_slices) {
+        (GpuModel::A30_24GB, 1, _) => 14,
+        (GpuModel::A30_24GB, 2, _) => 5,
+        (GpuModel::A30_24GB, _, _) => 0,
+        (_, 1, 1) => 19,
+        (_, 1, _) => 15,
+        (_, 2, _) => 14,
+        (_, 3, _) => 9,
+        (_, 4, _) => 5,
+        _ => 0,
+    }
+}
+
+/// The compute-instance profile id of a GPU instance's default compute
+/// instance (the whole instance).
+fn ci_profile_id(profile: &MigProfile) -> u32 {
+    match profile.compute_slices {
+        1 => 0,
+        2 => 1,
+        3 => 2,
+        4 => 3,
+        _ => 4,
+    }
+}
+
+impl CommandRunner for FakeNvidiaSmi {
+    fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
+        self.log.push(command_line(program, args));
+        if program != "nvidia-smi" {
+            return Err(GpuError::ProgramMissing { program: program.to_string() });
+        }
+        Ok(match self.execute(args) {
+            Ok(stdout) => CommandOutput { status: 0, stdout, stderr: String::new() },
+            // nvidia-smi prints its errors on stdout.
+            Err((status, message)) => CommandOutput { status, stdout: format!("{message}\n"), stderr: String::new() },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(fake: &mut FakeNvidiaSmi, args: &[&str]) -> CommandOutput {
+        let args: Vec<String> = args.iter().map(|s| (*s).to_string()).collect();
+        fake.run("nvidia-smi", &args).unwrap()
+    }
+
+    #[test]
+    fn rejects_what_the_driver_rejects() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "3g.40gb:4"]).success());
+        // 1g@6 lies inside 3g@4's memory slices 4..8.
+        let overlap = run(&mut fake, &["mig", "-i", "0", "-cgi", "1g.10gb:6"]);
+        assert_eq!(overlap.status, REJECTED);
+        assert!(overlap.stdout.contains("Insufficient Resources"), "{}", overlap.stdout);
+        // Invalid start for the profile.
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-cgi", "3g.40gb:2"]).success());
+        // Unknown profile and unknown GPU.
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-cgi", "5g.50gb:0"]).success());
+        assert!(!run(&mut fake, &["mig", "-i", "3", "-lgi"]).success());
+        assert_eq!(fake.layout(0), vec![("3g.40gb".to_string(), 4, 0)]);
+
+        // Too many of a profile: 1g.20gb (two slices) at most 4, and 2g at most 3.
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        for start in ["0", "2", "4"] {
+            assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", &format!("2g.20gb:{start}")]).success());
+        }
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-cgi", "2g.20gb:6"]).success());
+
+        // A GI with compute instances, or with processes, cannot be destroyed.
+        assert!(run(&mut fake, &["mig", "-i", "0", "-gi", "1", "-cci"]).success());
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-dgi", "-gi", "1"]).success());
+        fake.set_processes(0, 2);
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-dci", "-gi", "1"]).success());
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-dgi", "-gi", "2"]).success());
+        fake.set_processes(0, 0);
+        assert!(run(&mut fake, &["mig", "-i", "0", "-dci", "-gi", "1"]).success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-dgi", "-gi", "1"]).success());
+        assert_eq!(fake.layout(0).len(), 2);
+    }
+
+    #[test]
+    fn the_failure_hook_fails_the_nth_change_only() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        fake.fail_nth_change(2);
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "1g.10gb:0"]).success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-lgi"]).success());
+        assert!(!run(&mut fake, &["mig", "-i", "0", "-cgi", "1g.10gb:1"]).success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "1g.10gb:1"]).success());
+        assert_eq!(fake.layout(0).len(), 2);
+    }
+}

@@ -1,0 +1,18 @@
+//! Tessera on real hardware. Everything that touches a GPU goes through
+//! the [`runner::CommandRunner`] trait, so it can be checked against the
+//! faithful fake in [`fake`] on machines without a GPU.
+//!
+//! - [`ncu`]: Nsight Compute `--csv` reports aggregated into KACE's six
+//!   kernel metrics.
+//! - [`mig`]: the live MIG state of a GPU as `nvidia-smi` reports it.
+//! - [`deploy`]: the commands that turn a GPU's live MIG layout into a
+//!   plan's, applied with rollback.
+
+pub mod deploy;
+pub mod error;
+pub mod fake;
+pub mod mig;
+pub mod ncu;
+pub mod runner;
+
+pub use error::GpuError;

@@ -1,0 +1,355 @@
+//! Nsight Compute reports aggregated into KACE's six kernel metrics.
+//!
+//! `ncu --csv --metrics <NCU_METRICS joined by ','> <app>` prints one row per
+//! (kernel launch, metric) with quoted columns, among them `"ID"` (the
+//! launch), `"Kernel Name"`, `"Metric Name"`, `"Metric Unit"` and
+//! `"Metric Value"` (numbers may carry thousands separators: `"1,024"`).
+//! Lines ncu prints around the table (`==PROF== …`, the application's own
+//! output before the header) are skipped.
+//!
+//! Per launch: threads = grid × block, registers = threads × registers per
+//! thread, static shared memory = grid × static bytes per block, and the
+//! three throughputs in % of peak. Each metric is averaged over launches
+//! weighted by the launch's duration, as KACE's
+//! `output_<workload>_ncu_total.csv` files are; the result is in
+//! [`KERNEL_METRIC_NAMES`] order.
+
+use std::collections::HashMap;
+
+use tessera_core::colocation::KERNEL_METRIC_NAMES;
+
+use crate::GpuError;
+
+/// The metrics to pass to `ncu --metrics` (comma-separated), all of which
+/// [`aggregate_report`] needs for every kernel launch:
+///
+/// - `gpu__time_duration.sum`: the launch's duration, its weight;
+/// - `sm__throughput.avg.pct_of_peak_sustained_elapsed`: SM throughput %;
+/// - `gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed`: DRAM
+///   throughput %;
+/// - `gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed`:
+///   memory throughput %;
+/// - `launch__grid_size`: blocks per grid;
+/// - `launch__block_size`: threads per block;
+/// - `launch__registers_per_thread`;
+/// - `launch__shared_mem_per_block_static`: static shared memory, bytes
+///   per block.
+pub const NCU_METRICS: [&str; 8] =
+    [DURATION, SM_PCT, DRAM_PCT, MEMORY_PCT, GRID_SIZE, BLOCK_SIZE, REGISTERS_PER_THREAD, SHARED_PER_BLOCK];
+
+const DURATION: &str = "gpu__time_duration.sum";
+const SM_PCT: &str = "sm__throughput.avg.pct_of_peak_sustained_elapsed";
+const DRAM_PCT: &str = "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed";
+const MEMORY_PCT: &str = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed";
+const GRID_SIZE: &str = "launch__grid_size";
+const BLOCK_SIZE: &str = "launch__block_size";
+const REGISTERS_PER_THREAD: &str = "launch__registers_per_thread";
+const SHARED_PER_BLOCK: &str = "launch__shared_mem_per_block_static";
+
+/// How a metric's unit is read.
+#[derive(Clone, Copy)]
+enum Kind {
+    /// A time, converted to nanoseconds.
+    Duration,
+    /// A percentage of peak.
+    Percent,
+    /// A count or a number of bytes, possibly with a decimal prefix
+    /// (`Kbyte` = 1000 bytes, as ncu prints them).
+    Amount,
+}
+
+fn kind_of(metric: &str) -> Kind {
+    match metric {
+        DURATION => Kind::Duration,
+        SM_PCT | DRAM_PCT | MEMORY_PCT => Kind::Percent,
+        _ => Kind::Amount,
+    }
+}
+
+/// The factor that turns a value in `unit` into the metric's base unit, or
+/// `None` for a unit this reader does not understand.
+fn unit_factor(kind: Kind, unit: &str) -> Option<f64> {
+    let unit = unit.trim();
+    match kind {
+        Kind::Duration => match unit {
+            "" | "ns" | "nsecond" => Some(1.0),
+            "us" | "usecond" => Some(1e3),
+            "ms" | "msecond" => Some(1e6),
+            "s" | "second" => Some(1e9),
+            _ => None,
+        },
+        Kind::Percent => matches!(unit, "" | "%").then_some(1.0),
+        Kind::Amount => {
+            let base = unit.split('/').next().unwrap_or("");
+            let mut chars = base.chars();
+            let factor = match chars.next() {
+                None => return Some(1.0),
+                Some('K') => 1e3,
+                Some('M') => 1e6,
+                Some('G') => 1e9,
+                Some('T') => 1e12,
+                Some(c) if c.is_ascii_lowercase() => {
+                    return base.chars().all(|c| c.is_ascii_lowercase()).then_some(1.0)
+                }
+                Some(_) => return None,
+            };
+            let rest = chars.as_str();
+            (!rest.is_empty() && rest.chars().all(|c| c.is_ascii_lowercase())).then_some(factor)
+        }
+    }
+}
+
+/// One kernel launch: its first line, its name, and its metrics in base
+/// units with the line each came from.
+struct Launch {
+    id: String,
+    name: String,
+    line: usize,
+    metrics: HashMap<&'static str, (f64, usize)>,
+}
+
+/// Aggregates an `ncu --csv --metrics` report (see [`NCU_METRICS`]) into
+/// KACE's six kernel metrics, in [`KERNEL_METRIC_NAMES`] order: each
+/// launch's threads, SM %, DRAM %, memory %, registers and static shared
+/// memory, averaged over launches weighted by duration. `source` names the
+/// report in errors (a path, or the command that produced it).
+pub fn aggregate_report(text: &str, source: &str) -> Result<[f64; 6], GpuError> {
+    let error = |line: usize, field: &str, message: String| GpuError::NcuReport {
+        report: source.to_string(),
+        line,
+        field: field.to_string(),
+        message,
+    };
+    let mut lines = text.lines().enumerate().map(|(i, line)| (i + 1, line.trim_end_matches('\r')));
+    let is_noise = |line: &str| line.trim().is_empty() || line.starts_with("==");
+
+    // The header: the first line (not ncu's own `==…` lines) that parses
+    // as CSV and names the launch ID and the metric name.
+    let (header_line, header) = loop {
+        let Some((number, line)) = lines.next() else {
+            return Err(error(
+                text.lines().count().max(1),
+                "header",
+                "no Nsight Compute CSV header (a line with \"ID\" and \"Metric Name\" columns); was ncu run with --csv?"
+                    .to_string(),
+            ));
+        };
+        if is_noise(line) {
+            continue;
+        }
+        if let Some(fields) = parse_line(line) {
+            if fields.iter().any(|f| f == "ID") && fields.iter().any(|f| f == "Metric Name") {
+                break (number, fields);
+            }
+        }
+    };
+    let column = |name: &str| header.iter().position(|h| h == name);
+    let require = |name: &str| column(name).ok_or_else(|| error(header_line, name, "missing column".to_string()));
+    let id_column = require("ID")?;
+    let metric_column = require("Metric Name")?;
+    let value_column = require("Metric Value")?;
+    let unit_column = column("Metric Unit");
+    let name_column = column("Kernel Name");
+
+    let mut launches: Vec<Launch> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    for (number, line) in lines {
+        if is_noise(line) {
+            continue;
+        }
+        let fields = parse_line(line).ok_or_else(|| error(number, "row", "not a CSV line".to_string()))?;
+        if fields.len() != header.len() {
+            return Err(error(
+                number,
+                "row",
+                format!("{} fields where the header (line {header_line}) has {}", fields.len(), header.len()),
+            ));
+        }
+        let Some(&metric) = NCU_METRICS.iter().find(|m| **m == fields[metric_column]) else {
+            continue; // A metric this aggregation does not use.
+        };
+        let id = &fields[id_column];
+        let position = *index.entry(id.clone()).or_insert_with(|| {
+            launches.push(Launch {
+                id: id.clone(),
+                name: name_column.map_or_else(String::new, |c| fields[c].clone()),
+                line: number,
+                metrics: HashMap::new(),
+            });
+            launches.len() - 1
+        });
+        let raw = &fields[value_column];
+        let value = parse_number(raw).ok_or_else(|| {
+            error(number, metric, format!("value '{raw}' of kernel launch {id} is not a non-negative number"))
+        })?;
+        let unit = unit_column.map_or("", |c| fields[c].as_str());
+        let factor = unit_factor(kind_of(metric), unit)
+            .ok_or_else(|| error(number, metric, format!("unit '{unit}' of kernel launch {id} is not understood")))?;
+        if let Some((_, first)) = launches[position].metrics.insert(metric, (value * factor, number)) {
+            return Err(error(number, metric, format!("kernel launch {id} already has this metric on line {first}")));
+        }
+    }
+
+    if launches.is_empty() {
+        return Err(error(
+            header_line,
+            "ID",
+            format!("no kernel launches with the metrics tessera needs ({})", NCU_METRICS.join(",")),
+        ));
+    }
+    let mut total_weight = 0.0;
+    let mut sums = [0.0; 6];
+    for launch in &launches {
+        let get = |metric: &str| {
+            launch.metrics.get(metric).map(|(value, _)| *value).ok_or_else(|| {
+                let name = if launch.name.is_empty() { String::new() } else { format!(" ({})", launch.name) };
+                error(launch.line, metric, format!("kernel launch {}{name} has no value for this metric", launch.id))
+            })
+        };
+        let duration = get(DURATION)?;
+        let grid = get(GRID_SIZE)?;
+        let threads = grid * get(BLOCK_SIZE)?;
+        let values = [
+            threads,
+            get(SM_PCT)?,
+            get(DRAM_PCT)?,
+            get(MEMORY_PCT)?,
+            threads * get(REGISTERS_PER_THREAD)?,
+            grid * get(SHARED_PER_BLOCK)?,
+        ];
+        total_weight += duration;
+        for (sum, value) in sums.iter_mut().zip(values) {
+            *sum += duration * value;
+        }
+    }
+    if total_weight <= 0.0 {
+        let line = launches[0].metrics.get(DURATION).map_or(launches[0].line, |(_, line)| *line);
+        return Err(error(line, DURATION, "every kernel launch lasted 0; nothing to weight by".to_string()));
+    }
+    Ok(sums.map(|sum| sum / total_weight))
+}
+
+/// One CSV line's fields, or `None` if it is not one CSV record.
+fn parse_line(line: &str) -> Option<Vec<String>> {
+    let mut reader = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(line.as_bytes());
+    let mut records = reader.records();
+    let record = records.next()?.ok()?;
+    if records.next().is_some() {
+        return None;
+    }
+    Some(record.iter().map(|f| f.trim().to_string()).collect())
+}
+
+/// A finite, non-negative number, thousands separators allowed.
+fn parse_number(raw: &str) -> Option<f64> {
+    let value: f64 = raw.replace(',', "").trim().parse().ok()?;
+    (value.is_finite() && value >= 0.0).then_some(value)
+}
+
+/// KACE's `output_<workload>_ncu_total.csv`: a header of the six
+/// [`KERNEL_METRIC_NAMES`] and `Type`, and one row of `metrics` with the
+/// workload's name as `Type`.
+pub fn kernel_table_csv(workload: &str, metrics: &[f64; 6]) -> String {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    let header = KERNEL_METRIC_NAMES.iter().copied().chain(["Type"]);
+    let row = metrics.iter().map(|v| v.to_string()).chain([workload.to_string()]);
+    // Writing to a Vec cannot fail.
+    writer.write_record(header).expect("in-memory CSV");
+    writer.write_record(row).expect("in-memory CSV");
+    String::from_utf8(writer.into_inner().expect("in-memory CSV")).expect("CSV of UTF-8 strings is UTF-8")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: &str = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
+
+    /// One launch with every metric; `skip` leaves one out.
+    fn launch(id: u32, skip: Option<&str>) -> String {
+        let values = [
+            (DURATION, "nsecond", "1,000"),
+            (SM_PCT, "%", "50"),
+            (DRAM_PCT, "%", "20"),
+            (MEMORY_PCT, "%", "30"),
+            (GRID_SIZE, "", "10"),
+            (BLOCK_SIZE, "", "128"),
+            (REGISTERS_PER_THREAD, "register/thread", "32"),
+            (SHARED_PER_BLOCK, "byte/block", "0"),
+        ];
+        values
+            .iter()
+            .filter(|(m, _, _)| Some(*m) != skip)
+            .map(|(m, u, v)| format!("\"{id}\",\"k{id}\",\"{m}\",\"{u}\",\"{v}\"\n"))
+            .collect()
+    }
+
+    fn message(text: &str) -> String {
+        aggregate_report(text, "r.csv").unwrap_err().to_string()
+    }
+
+    fn assert_names(message: &str, needles: &[&str]) {
+        assert_eq!(message.lines().count(), 1, "one line: {message}");
+        for needle in needles {
+            assert!(message.contains(needle), "{needle:?} not in: {message}");
+        }
+    }
+
+    #[test]
+    fn one_launch_gives_its_own_metrics() {
+        let metrics = aggregate_report(&format!("{HEADER}{}", launch(0, None)), "r.csv").unwrap();
+        assert_eq!(metrics, [1280.0, 50.0, 20.0, 30.0, 40960.0, 0.0]);
+    }
+
+    #[test]
+    fn units_are_converted_to_base_units() {
+        let text = format!(
+            "{HEADER}{}\"1\",\"k\",\"{DURATION}\",\"usecond\",\"3\"\n{}",
+            launch(0, None),
+            launch(1, Some(DURATION))
+                .replace("\"byte/block\",\"0\"", "\"Kbyte/block\",\"1.5\"")
+                .replace(&format!("\"{GRID_SIZE}\",\"\",\"10\""), &format!("\"{GRID_SIZE}\",\"Kblock\",\"2\""))
+        );
+        // Launch 0 weighs 1000 ns, launch 1 3000 ns (3 µs) with a grid of
+        // 2000 blocks and 1500 bytes per block.
+        let metrics = aggregate_report(&text, "r.csv").unwrap();
+        let threads = (1280.0 + 3.0 * 2000.0 * 128.0) / 4.0;
+        assert_eq!(metrics[0], threads);
+        assert_eq!(metrics[5], 3.0 * 2000.0 * 1500.0 / 4.0);
+        assert!(unit_factor(Kind::Percent, "byte").is_none());
+        assert!(unit_factor(Kind::Duration, "cycle").is_none());
+        assert!(unit_factor(Kind::Amount, "Xbyte").is_none());
+    }
+
+    #[test]
+    fn bad_reports_give_one_line_errors() {
+        assert_names(&message("==PROF== Disconnected\n"), &["r.csv:1:", "header", "--csv"]);
+        let no_value = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\"\n\"0\",\"k\",\"a\",\"\"\n";
+        assert_names(&message(no_value), &["r.csv:1:", "Metric Value", "missing column"]);
+        assert_names(&message(HEADER), &["r.csv:1:", "no kernel launches"]);
+        let bad = launch(0, None).replace("\"1,000\"", "\"n/a\"");
+        assert_names(&message(&format!("{HEADER}{bad}")), &["r.csv:2:", DURATION, "'n/a'", "launch 0"]);
+        let negative = launch(0, None).replace("\"50\"", "\"-5\"");
+        assert_names(&message(&format!("{HEADER}{negative}")), &["r.csv:3:", SM_PCT, "'-5'"]);
+        let text = format!("{HEADER}{}{}", launch(0, None), launch(1, Some(REGISTERS_PER_THREAD)));
+        assert_names(&message(&text), &["r.csv:10:", REGISTERS_PER_THREAD, "launch 1 (k1)", "no value"]);
+        let text = format!("{HEADER}{}{}", launch(0, None), launch(0, None));
+        assert_names(&message(&text), &["r.csv:10:", DURATION, "already", "line 2"]);
+        let text = format!("{HEADER}{}", launch(0, None).replace("\"%\",\"20\"", "\"cycle\",\"20\""));
+        assert_names(&message(&text), &["r.csv:4:", DRAM_PCT, "unit 'cycle'"]);
+        let text = format!("{HEADER}{}\"1\",\"k\"\n", launch(0, None));
+        assert_names(&message(&text), &["r.csv:10:", "row", "2 fields"]);
+        let zero = launch(0, None).replace("\"1,000\"", "\"0\"");
+        assert_names(&message(&format!("{HEADER}{zero}")), &["r.csv:2:", DURATION, "lasted 0"]);
+    }
+
+    #[test]
+    fn kernel_table_has_kaces_header_and_one_row() {
+        let text = kernel_table_csv("bert_batch8-inf", &[1.5, 2.0, 3.0, 4.0, 5e6, 0.0]);
+        assert_eq!(
+            text,
+            "Threads,Compute (SM) Throughput,DRAM Throughput,Memory Throughput,Registers,Static Shared Memory,Type\n\
+             1.5,2,3,4,5000000,0,bert_batch8-inf\n"
+        );
+    }
+}

@@ -1,0 +1,103 @@
+//! Every command Tessera runs on a GPU machine goes through
+//! [`CommandRunner`], so the logic can be tested against
+//! [`crate::fake::FakeNvidiaSmi`].
+
+use std::io::ErrorKind;
+use std::process::Command;
+
+use crate::error::GpuError;
+
+/// What a command printed and how it exited.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CommandOutput {
+    /// Exit status (−1 when killed by a signal).
+    pub status: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl CommandOutput {
+    /// `true` for exit status 0.
+    pub fn success(&self) -> bool {
+        self.status == 0
+    }
+
+    /// The first non-empty line of stderr, else of stdout (nvidia-smi
+    /// prints many errors on stdout).
+    pub fn first_error_line(&self) -> String {
+        self.stderr
+            .lines()
+            .chain(self.stdout.lines())
+            .map(str::trim)
+            .find(|line| !line.is_empty())
+            .unwrap_or("no output")
+            .to_string()
+    }
+}
+
+/// Runs a program with arguments.
+pub trait CommandRunner {
+    /// Runs `program` with `args` and returns its output; `Err` only when it
+    /// cannot be run at all. A non-zero exit status is an `Ok` output.
+    fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError>;
+}
+
+/// Runs commands on this machine with [`std::process::Command`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemRunner;
+
+impl CommandRunner for SystemRunner {
+    fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
+        let output = Command::new(program).args(args).output().map_err(|error| match error.kind() {
+            ErrorKind::NotFound => GpuError::ProgramMissing { program: program.to_string() },
+            _ => GpuError::Spawn { program: program.to_string(), message: error.to_string() },
+        })?;
+        Ok(CommandOutput {
+            status: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+}
+
+/// `program args…` as one line, for messages and dry runs.
+pub fn command_line(program: &str, args: &[String]) -> String {
+    std::iter::once(program).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
+}
+
+/// Runs a command and turns a non-zero exit status into
+/// [`GpuError::CommandFailed`].
+pub fn run_checked(runner: &mut dyn CommandRunner, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
+    let output = runner.run(program, args)?;
+    if output.success() {
+        Ok(output)
+    } else {
+        Err(GpuError::CommandFailed {
+            command: command_line(program, args),
+            status: output.status,
+            message: output.first_error_line(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_program_is_a_one_line_error() {
+        let error = SystemRunner.run("tessera-no-such-program-xyz", &[]).unwrap_err();
+        assert!(matches!(error, GpuError::ProgramMissing { .. }));
+        let message = error.to_string();
+        assert!(message.contains("not found: install the NVIDIA driver or use --dry-run"), "{message}");
+        assert!(!message.contains('\n'));
+    }
+
+    #[test]
+    fn runs_a_real_program() {
+        let output = SystemRunner.run("sh", &["-c".into(), "echo hi; exit 3".into()]).unwrap();
+        assert_eq!((output.status, output.stdout.trim()), (3, "hi"));
+    }
+}
