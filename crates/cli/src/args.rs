@@ -50,9 +50,65 @@ pub enum Command {
     /// Apply a plan's MIG layout to this node's GPUs with nvidia-smi
     /// (dry run by default: print the commands).
     Deploy(DeployArgs),
-    /// Measure workloads on a GPU: kernel metrics from Nsight Compute.
+    /// Measure workloads on a GPU: kernel metrics from Nsight Compute,
+    /// throughput and utilisation alone (NVML) and colocated under MPS.
     #[command(subcommand)]
     Profile(ProfileCommand),
+    /// Register workloads: how to run them and read their throughput.
+    #[command(subcommand)]
+    Workload(WorkloadCommand),
+}
+
+/// `tessera workload …`.
+#[derive(Debug, Subcommand)]
+pub enum WorkloadCommand {
+    /// Register a workload (replacing one of the same name).
+    Add {
+        /// The workload's name, e.g. `bert-base-cased_batch8-inf`.
+        name: String,
+        /// The model family, e.g. `bert-base-cased`.
+        #[arg(long)]
+        family: String,
+        /// What the workload does.
+        #[arg(long, value_enum)]
+        task: WorkloadTask,
+        /// The batch size.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        batch: u32,
+        /// The command to run; `{batch}` is replaced by the batch size, e.g.
+        /// `python serve.py --batch {batch}`.
+        #[arg(long)]
+        command: String,
+        /// A regular expression with one capture group, the throughput in
+        /// samples/s (default: the line `tessera:throughput=<samples/s>`).
+        #[arg(long, value_name = "REGEX")]
+        throughput_regex: Option<String>,
+    },
+    /// List the registered workloads.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// What a registered workload does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorkloadTask {
+    /// Serving requests.
+    Inference,
+    /// Training.
+    Training,
+}
+
+impl WorkloadTask {
+    /// The name the store keeps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadTask::Inference => "inference",
+            WorkloadTask::Training => "training",
+        }
+    }
 }
 
 /// `tessera profile …`.
@@ -71,6 +127,38 @@ pub enum ProfileCommand {
         /// Write `DIR/output_<workload>_ncu_total.csv` (KACE's form, atomically).
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
+    },
+    /// Run a registered workload alone on a GPU and store its throughput,
+    /// mean SM and memory utilisation (NVML) and peak memory.
+    Run {
+        /// The registered workload's name (`tessera workload …`).
+        workload: String,
+        /// The GPU's index on this node.
+        #[arg(long, value_name = "INDEX", default_value_t = 0)]
+        gpu: u32,
+        /// How long to run it, seconds.
+        #[arg(long, value_name = "S", default_value_t = 60.0)]
+        duration: f64,
+        /// How often to sample the GPU, milliseconds.
+        #[arg(long = "interval-ms", value_name = "MS", default_value_t = 500)]
+        interval_ms: u64,
+    },
+    /// Run two or more registered workloads together under a private MPS
+    /// daemon and store their colocated throughputs.
+    Colocate {
+        /// The registered workloads' names (at least two); each needs its
+        /// metrics alone in the store (`tessera profile run`).
+        #[arg(num_args = 2.., required = true, value_name = "WORKLOAD")]
+        workloads: Vec<String>,
+        /// The GPU's index on this node.
+        #[arg(long, value_name = "INDEX", default_value_t = 0)]
+        gpu: u32,
+        /// How long to run them, seconds.
+        #[arg(long, value_name = "S", default_value_t = 60.0)]
+        duration: f64,
+        /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` for every workload (1–100).
+        #[arg(long = "active-thread-percentage", value_name = "P", value_parser = clap::value_parser!(u32).range(1..=100))]
+        active_thread_percentage: Option<u32>,
     },
 }
 

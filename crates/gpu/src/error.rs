@@ -78,4 +78,24 @@ pub enum GpuError {
         /// What the rollback did (or why it failed).
         rollback: String,
     },
+    /// NVML (libnvidia-ml) cannot be loaded or queried.
+    #[error("NVML is not available (no NVIDIA driver): {message}; profiling needs a GPU node (deploy can print its commands with --dry-run anywhere)")]
+    NvmlUnavailable {
+        /// NVML's reason.
+        message: String,
+    },
+    /// NVML was loaded but a query failed.
+    #[error("NVML: {message}")]
+    Nvml {
+        /// What failed and why.
+        message: String,
+    },
+    /// A measured workload failed or printed no throughput.
+    #[error("workload `{command}`: {message}")]
+    Workload {
+        /// The workload's command line.
+        command: String,
+        /// What is wrong.
+        message: String,
+    },
 }

@@ -6,6 +6,11 @@
 //! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`
 //! and `--query-compute-apps=pid --format=csv,noheader -i G`. Anything else
 //! fails with status 2 ("invalid combination of input arguments").
+//!
+//! It also plays `nvidia-cuda-mps-control`: `-d` starts the MPS control
+//! daemon (refused when one already runs), and `quit` on standard input
+//! stops it (refused unless one runs with the same
+//! `CUDA_MPS_PIPE_DIRECTORY`); see [`FakeNvidiaSmi::daemon_running`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -44,6 +49,8 @@ pub struct FakeNvidiaSmi {
     pub log: Vec<String>,
     changes: usize,
     fail_change: Option<usize>,
+    /// The pipe directory of the running MPS control daemon, if any.
+    mps_daemon: Option<String>,
 }
 
 impl FakeNvidiaSmi {
@@ -72,6 +79,36 @@ impl FakeNvidiaSmi {
     pub fn fail_nth_change(&mut self, n: usize) {
         self.changes = 0;
         self.fail_change = Some(n);
+    }
+
+    /// `true` while a (fake) MPS control daemon runs.
+    pub fn daemon_running(&self) -> bool {
+        self.mps_daemon.is_some()
+    }
+
+    fn mps_control(&mut self, args: &[String], env: &[(String, String)], stdin: Option<&str>) -> CommandOutput {
+        let pipe_dir = env
+            .iter()
+            .find(|(key, _)| key == "CUDA_MPS_PIPE_DIRECTORY")
+            .map_or_else(|| "/tmp/nvidia-mps".to_string(), |(_, value)| value.clone());
+        let fail = |message: &str| CommandOutput { status: 1, stdout: String::new(), stderr: format!("{message}\n") };
+        match (args, stdin.map(str::trim)) {
+            ([flag], None) if flag == "-d" => {
+                if self.mps_daemon.is_some() {
+                    return fail("An instance of this daemon is already running");
+                }
+                self.mps_daemon = Some(pipe_dir);
+                CommandOutput::default()
+            }
+            ([], Some("quit")) => {
+                if self.mps_daemon.as_deref() != Some(pipe_dir.as_str()) {
+                    return fail("Cannot find MPS control daemon process");
+                }
+                self.mps_daemon = None;
+                CommandOutput::default()
+            }
+            _ => fail("Invalid command"),
+        }
     }
 
     /// `(profile, start, compute instances)` of GPU `index`, sorted.
@@ -318,7 +355,35 @@ fn ci_profile_id(profile: &MigProfile) -> u32 {
 }
 
 impl CommandRunner for FakeNvidiaSmi {
+    fn run_with(
+        &mut self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Option<&str>,
+    ) -> Result<CommandOutput, GpuError> {
+        if program == "nvidia-cuda-mps-control" {
+            let line = command_line(program, args);
+            self.log.push(match stdin {
+                Some(input) => format!("echo {} | {line}", input.trim()),
+                None => line,
+            });
+            return Ok(self.mps_control(args, env, stdin));
+        }
+        if env.is_empty() && stdin.is_none() {
+            return self.run(program, args);
+        }
+        self.log.push(command_line(program, args));
+        Err(GpuError::Spawn {
+            program: program.to_string(),
+            message: "the fake runs nvidia-smi without env or input".into(),
+        })
+    }
+
     fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
+        if program == "nvidia-cuda-mps-control" {
+            return self.run_with(program, args, &[], None);
+        }
         self.log.push(command_line(program, args));
         if program != "nvidia-smi" {
             return Err(GpuError::ProgramMissing { program: program.to_string() });

@@ -7,12 +7,19 @@
 //! - [`mig`]: the live MIG state of a GPU as `nvidia-smi` reports it.
 //! - [`deploy`]: the commands that turn a GPU's live MIG layout into a
 //!   plan's, applied with rollback.
+//! - [`sampler`]: GPU utilisation from NVML (or scripted).
+//! - [`launch`]: starting, stopping and reading the throughput of workloads.
+//! - [`measure`]: a workload's metrics alone, and colocated throughputs
+//!   under MPS.
 
 pub mod deploy;
 pub mod error;
 pub mod fake;
+pub mod launch;
+pub mod measure;
 pub mod mig;
 pub mod ncu;
 pub mod runner;
+pub mod sampler;
 
 pub use error::GpuError;

@@ -2,8 +2,8 @@
 //! [`CommandRunner`], so the logic can be tested against
 //! [`crate::fake::FakeNvidiaSmi`].
 
-use std::io::ErrorKind;
-use std::process::Command;
+use std::io::{ErrorKind, Write as _};
+use std::process::{Command, Stdio};
 
 use crate::error::GpuError;
 
@@ -42,6 +42,26 @@ pub trait CommandRunner {
     /// Runs `program` with `args` and returns its output; `Err` only when it
     /// cannot be run at all. A non-zero exit status is an `Ok` output.
     fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError>;
+
+    /// Like [`CommandRunner::run`], with `env` added to the environment and
+    /// `stdin` (when given) written to its standard input. Runners that
+    /// cannot do either refuse when asked to.
+    fn run_with(
+        &mut self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Option<&str>,
+    ) -> Result<CommandOutput, GpuError> {
+        if env.is_empty() && stdin.is_none() {
+            self.run(program, args)
+        } else {
+            Err(GpuError::Spawn {
+                program: program.to_string(),
+                message: "this runner cannot set the environment or standard input".to_string(),
+            })
+        }
+    }
 }
 
 /// Runs commands on this machine with [`std::process::Command`].
@@ -54,6 +74,37 @@ impl CommandRunner for SystemRunner {
             ErrorKind::NotFound => GpuError::ProgramMissing { program: program.to_string() },
             _ => GpuError::Spawn { program: program.to_string(), message: error.to_string() },
         })?;
+        Ok(CommandOutput {
+            status: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+
+    fn run_with(
+        &mut self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Option<&str>,
+    ) -> Result<CommandOutput, GpuError> {
+        let spawn_error = |error: std::io::Error| match error.kind() {
+            ErrorKind::NotFound => GpuError::ProgramMissing { program: program.to_string() },
+            _ => GpuError::Spawn { program: program.to_string(), message: error.to_string() },
+        };
+        let mut child = Command::new(program)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(spawn_error)?;
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            // A program that exits without reading its input is not an error here.
+            let _ = pipe.write_all(text.as_bytes());
+        }
+        let output = child.wait_with_output().map_err(spawn_error)?;
         Ok(CommandOutput {
             status: output.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -99,5 +150,15 @@ mod tests {
     fn runs_a_real_program() {
         let output = SystemRunner.run("sh", &["-c".into(), "echo hi; exit 3".into()]).unwrap();
         assert_eq!((output.status, output.stdout.trim()), (3, "hi"));
+    }
+
+    #[test]
+    fn runs_with_environment_and_input() {
+        let env = [("TESSERA_TEST_Y".to_string(), "y".to_string())];
+        let args = ["-c".to_string(), "read line; echo $TESSERA_TEST_Y-$line".to_string()];
+        let output = SystemRunner.run_with("sh", &args, &env, Some("quit\n")).unwrap();
+        assert_eq!((output.status, output.stdout.trim()), (0, "y-quit"));
+        let missing = SystemRunner.run_with("tessera-no-such-program-xyz", &[], &env, None).unwrap_err();
+        assert!(matches!(missing, GpuError::ProgramMissing { .. }));
     }
 }

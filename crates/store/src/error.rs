@@ -197,6 +197,26 @@ pub enum StoreError {
         /// The newest version this code knows.
         supported: u32,
     },
+    /// A workload definition that cannot be registered.
+    #[error("{}: workload '{name}': {detail}", path.display())]
+    InvalidWorkload {
+        /// The database.
+        path: PathBuf,
+        /// The workload's name as given (may be empty).
+        name: String,
+        /// What is wrong, naming the field.
+        detail: String,
+    },
+    /// A workload name that is not registered.
+    #[error("{}: no registered workload '{name}' (known: {known})", path.display())]
+    UnknownWorkload {
+        /// The database.
+        path: PathBuf,
+        /// The name asked for.
+        name: String,
+        /// The registered names, comma-separated (`none` when there are none).
+        known: String,
+    },
     /// Stored data that the domain model rejects (edited by hand?).
     #[error("{}: stored profile of model '{model}' on '{gpu}' is invalid: {detail}", path.display())]
     Corrupt {

@@ -7,7 +7,9 @@
 //! - [`db`]: the profile store, an SQLite database ([`Store`]) with versioned
 //!   migrations, atomic imports that replace a model's old points, and
 //!   loading into a [`tessera_core::ProfileCatalog`]; workload metrics and
-//!   measured colocations, imported atomically and loaded back exactly.
+//!   measured colocations, imported atomically and loaded back exactly;
+//!   registered workloads (how to run and measure them) and a journal of
+//!   actions taken on hardware.
 //! - [`formats::parvagpu`]: ParvaGPU's profile folders, SLO scenario tables
 //!   and deployment map.
 //! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
@@ -26,7 +28,9 @@ pub mod error;
 pub mod formats;
 pub mod fs;
 
-pub use db::{default_path, ColocationImportSummary, ImportSummary, ProfileSummary, Store};
+pub use db::{
+    default_path, ColocationImportSummary, ImportSummary, JournalEntry, ProfileSummary, RegisteredWorkload, Store,
+};
 pub use error::StoreError;
 pub use formats::kace::{read_colocations, read_workload_tables, write_colocations, ColocationImport};
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};

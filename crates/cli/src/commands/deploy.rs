@@ -9,22 +9,29 @@ use tessera_gpu::deploy::{apply, describe, mps_commands, plan_node};
 use tessera_gpu::mig::read_live;
 use tessera_gpu::runner::{CommandRunner, SystemRunner};
 use tessera_gpu::GpuError;
+use tessera_store::Store;
 
 use crate::args::{DeployArgs, DeployCommand};
+use crate::inputs::store_path;
 
-pub fn run(args: DeployArgs) -> Result<()> {
+/// The journal action of one GPU changed by `deploy --apply`.
+const JOURNAL_ACTION: &str = "deploy-apply";
+
+pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
     // Output is collected and written at the end (also after an error), so
     // a closed pipe is an error rather than a panic.
     let mut out = String::new();
     let result = match &args.command {
         Some(DeployCommand::Status { plan, node }) => status(plan, *node, &mut out),
-        None => deploy(args, &mut out),
+        None => deploy(args, store, &mut out),
     };
     super::emit(out.as_bytes(), None)?;
     result
 }
 
-fn deploy(args: DeployArgs, out: &mut String) -> Result<()> {
+/// Prints (dry run) or applies the plan's layout; `--apply` journals one
+/// entry per GPU, with its outcome, in the store.
+fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()> {
     let (Some(path), Some(node)) = (args.plan, args.node) else {
         bail!("deploy needs PLAN.json and --node N");
     };
@@ -45,6 +52,9 @@ fn deploy(args: DeployArgs, out: &mut String) -> Result<()> {
     if deployments.is_empty() {
         bail!("{}: no GPU on node {node}", path.display());
     }
+    // Opened before any change, so a store that cannot be opened stops the
+    // deployment instead of leaving changes unrecorded.
+    let mut journal = if args.apply { Some(Store::open(&store_path(store)?)?) } else { None };
     for deployment in &deployments {
         let gpu = deployment.planned.index;
         writeln!(out, "# GPU {gpu} ({}): live {}", deployment.planned.gpu_model, describe(&deployment.live))?;
@@ -53,7 +63,17 @@ fn deploy(args: DeployArgs, out: &mut String) -> Result<()> {
         }
         if args.apply {
             let model = deployment.planned.gpu_model;
-            let after = apply(&mut runner, gpu, model, &deployment.steps, args.force)?;
+            let applied = apply(&mut runner, gpu, model, &deployment.steps, args.force);
+            if let Some(journal) = journal.as_mut() {
+                let outcome = match &applied {
+                    Ok(after) if deployment.steps.is_empty() => format!("unchanged: {}", describe(after)),
+                    Ok(after) => format!("applied {} step(s): now {}", deployment.steps.len(), describe(after)),
+                    Err(error) => format!("failed: {error}"),
+                };
+                let detail = format!("plan={} node={node} gpu={gpu} outcome={outcome}", path.display());
+                journal.journal(JOURNAL_ACTION, &detail)?;
+            }
+            let after = applied?;
             for step in &deployment.steps {
                 writeln!(out, "{step}")?;
             }

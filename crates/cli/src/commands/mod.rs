@@ -8,6 +8,7 @@ mod profile;
 mod profiles;
 mod simulate;
 mod verify;
+mod workload;
 
 use std::io::Write;
 use std::path::Path;
@@ -26,8 +27,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Colocate(command) => colocate::run(command, store),
         Command::Simulate(args) => simulate::run(args),
         Command::Bench(command) => bench::run(command),
-        Command::Deploy(args) => deploy::run(args),
-        Command::Profile(command) => profile::run(command),
+        Command::Deploy(args) => deploy::run(args, store),
+        Command::Profile(command) => profile::run(command, store),
+        Command::Workload(command) => workload::run(command, store),
     }
 }
 

@@ -1,21 +1,193 @@
 //! `tessera profile …`: measure workloads on a GPU.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use tessera_core::colocation::KERNEL_METRIC_NAMES;
+use indicatif::{ProgressBar, ProgressStyle};
+use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
+use tessera_gpu::launch::ShellLauncher;
+use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
 use tessera_gpu::ncu::{aggregate_report, kernel_table_csv, NCU_METRICS};
+use tessera_gpu::runner::SystemRunner;
+use tessera_gpu::sampler::NvmlSampler;
+use tessera_store::Store;
 
 use crate::args::ProfileCommand;
+use crate::inputs::store_path;
+use crate::progress::Spinner;
 use crate::table::TextTable;
 
 /// Runs `tessera profile …`.
-pub fn run(command: ProfileCommand) -> Result<()> {
+pub fn run(command: ProfileCommand, store: Option<&Path>) -> Result<()> {
     match command {
         ProfileCommand::Kernels { import, workload, output } => {
             kernels(import.as_deref(), &workload, output.as_deref())
         }
+        ProfileCommand::Run { workload, gpu, duration, interval_ms } => {
+            run_alone(&workload, gpu, seconds(duration)?, Duration::from_millis(interval_ms.max(1)), store)
+        }
+        ProfileCommand::Colocate { workloads, gpu, duration, active_thread_percentage } => {
+            colocate(&workloads, gpu, seconds(duration)?, active_thread_percentage, store)
+        }
     }
+}
+
+/// `--duration S` as a duration: positive and finite.
+fn seconds(value: f64) -> Result<Duration> {
+    if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
+        bail!("--duration {value}: must be a number of seconds above 0 and at most 86400");
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// `tessera profile run`: a registered workload alone on GPU `gpu`; its
+/// system metrics are stored with the kernel metrics already stored for
+/// it (zeros when none).
+fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store: Option<&Path>) -> Result<()> {
+    let path = store_path(store)?;
+    let mut store = open_existing(&path)?;
+    let registered = store.registered_workload(name)?;
+    let command = registered.command_line();
+    // Opening NVML first: without a driver, fail before starting anything.
+    let mut sampler = NvmlSampler::open(gpu)?;
+    let mut launcher = ShellLauncher::on_gpu(gpu);
+
+    let count = duration.as_nanos().div_ceil(interval.as_nanos()).max(1) as u64;
+    let bar = ProgressBar::new(count)
+        .with_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} samples ({elapsed}) {msg}").expect("a valid template"),
+        )
+        .with_message(format!("{name} on GPU {gpu}"));
+    let measured = measure_alone(
+        &mut sampler,
+        &mut launcher,
+        &command,
+        registered.throughput_regex.as_deref(),
+        duration,
+        interval,
+        &mut |n, sample| {
+            bar.set_position(n as u64 + 1);
+            bar.set_message(format!(
+                "SM {:.0}%  mem {:.0}%  {:.1} GB",
+                sample.sm_util_pct,
+                sample.mem_util_pct,
+                sample.memory_used_bytes as f64 / 1e9
+            ));
+        },
+    );
+    bar.finish_and_clear();
+    let measured = measured?;
+
+    let stored = store.load_workloads()?.into_iter().find(|w| w.workload == name);
+    let kernel_note = match &stored {
+        Some(_) => "kernel metrics: kept from the stored workload".to_string(),
+        None => format!(
+            "kernel metrics: none stored for {name}, stored as zeros (import them with `tessera colocate import --tables`)"
+        ),
+    };
+    let metrics = WorkloadMetrics {
+        workload: name.to_string(),
+        kernel: stored.map_or([0.0; 6], |w| w.kernel),
+        exclusive_rps: measured.exclusive_rps,
+        sm_util_pct: measured.sm_util_pct,
+        mem_util_pct: measured.mem_util_pct,
+        memory_gb: measured.peak_memory_gb,
+    };
+    store.import_workloads(std::slice::from_ref(&metrics), &format!("tessera profile run {name} --gpu {gpu}"))?;
+
+    let mut table = TextTable::new(&["metric", "value"]);
+    table.row(vec!["throughput (samples/s)".into(), format_value(metrics.exclusive_rps)]);
+    table.row(vec!["SM utilisation, mean (%)".into(), format_value(metrics.sm_util_pct)]);
+    table.row(vec!["memory utilisation, mean (%)".into(), format_value(metrics.mem_util_pct)]);
+    table.row(vec!["peak memory (GB)".into(), format_value(metrics.memory_gb)]);
+    table.row(vec!["samples".into(), measured.samples.to_string()]);
+    print!("{}", table.render());
+    println!("{kernel_note}");
+    println!("stored workload {name} in {}", path.display());
+    Ok(())
+}
+
+/// `tessera profile colocate`: registered workloads together under a
+/// private MPS daemon on GPU `gpu`; the colocation is stored with each
+/// member's stored metrics alone.
+fn colocate(
+    names: &[String],
+    gpu: u32,
+    duration: Duration,
+    active_thread_percentage: Option<u32>,
+    store: Option<&Path>,
+) -> Result<()> {
+    if names.len() < 2 {
+        bail!("a colocation needs at least two workloads");
+    }
+    let path = store_path(store)?;
+    let mut store = open_existing(&path)?;
+    let registered = names.iter().map(|name| store.registered_workload(name)).collect::<Result<Vec<_>, _>>()?;
+    let stored = store.load_workloads()?;
+    let alone = names
+        .iter()
+        .map(|name| {
+            stored.iter().find(|w| &w.workload == name && w.exclusive_rps > 0.0).cloned().with_context(|| {
+                format!("workload {name} has no throughput alone in the store: run `tessera profile run {name}` first")
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Opening NVML first: without a driver, fail before starting anything.
+    NvmlSampler::open(gpu)?;
+
+    let commands: Vec<String> = registered.iter().map(|w| w.command_line()).collect();
+    let with_regex: Vec<(&str, Option<&str>)> =
+        commands.iter().zip(&registered).map(|(c, w)| (c.as_str(), w.throughput_regex.as_deref())).collect();
+    let scratch =
+        tempfile::Builder::new().prefix("tessera-mps-").tempdir().context("cannot create the MPS directories")?;
+    let mps = MpsDirs { pipe_dir: scratch.path().join("pipe"), log_dir: scratch.path().join("log"), gpu: Some(gpu) };
+    let spinner = Spinner::start(format!("{} under MPS on GPU {gpu}", names.join(" + ")));
+    let measured = measure_colocation(
+        &mut SystemRunner,
+        &mut ShellLauncher::on_gpu(gpu),
+        &with_regex,
+        &mps,
+        duration,
+        active_thread_percentage,
+    );
+    spinner.finish();
+    let throughputs = measured?;
+
+    let colocation = Colocation {
+        members: alone
+            .into_iter()
+            .zip(&throughputs)
+            .map(|(metrics, &colocated_rps)| GroupMember { metrics, colocated_rps })
+            .collect(),
+    };
+    let source = match active_thread_percentage {
+        Some(p) => format!("tessera profile colocate {} --gpu {gpu} --active-thread-percentage {p}", names.join(" ")),
+        None => format!("tessera profile colocate {} --gpu {gpu}", names.join(" ")),
+    };
+    store.import_colocations(std::slice::from_ref(&colocation), &source)?;
+
+    let mut table = TextTable::new(&["workload", "alone (samples/s)", "colocated (samples/s)", "retained"]);
+    for member in &colocation.members {
+        table.row(vec![
+            member.metrics.workload.clone(),
+            format_value(member.metrics.exclusive_rps),
+            format_value(member.colocated_rps),
+            format!("{:.1}%", 100.0 * member.retained_fraction()),
+        ]);
+    }
+    print!("{}", table.render());
+    println!("total colocated throughput {} samples/s", format_value(colocation.total_rps()));
+    println!("stored the colocation in {}", path.display());
+    Ok(())
+}
+
+/// The store at `path`, which must exist (workloads are registered first).
+fn open_existing(path: &Path) -> Result<Store> {
+    if !path.exists() {
+        bail!("no store at {}; register workloads with `tessera workload add` first", path.display());
+    }
+    Ok(Store::open(path)?)
 }
 
 /// `tessera profile kernels`: KACE's six kernel metrics of one workload from

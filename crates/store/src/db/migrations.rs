@@ -77,6 +77,24 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX colocation_members_by_workload ON colocation_members(workload);
     "#,
+    // v3: registered workloads (how to run and measure them) and the journal
+    // of actions taken on hardware.
+    r#"
+    CREATE TABLE registered_workloads (
+        name TEXT NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+        family TEXT NOT NULL,
+        task TEXT NOT NULL CHECK (task IN ('inference', 'training')),
+        batch INTEGER NOT NULL CHECK (batch >= 1),
+        command TEXT NOT NULL CHECK (length(command) > 0),
+        throughput_regex TEXT NULL
+    );
+    CREATE TABLE journal (
+        id INTEGER PRIMARY KEY,
+        at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now')),
+        action TEXT NOT NULL CHECK (length(action) > 0),
+        detail TEXT NOT NULL
+    );
+    "#,
 ];
 
 /// The schema version this code writes and understands.

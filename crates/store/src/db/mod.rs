@@ -2,11 +2,13 @@
 //!
 //! Opening a store applies any pending schema migrations; the profile
 //! operations live in the `profiles` submodule, the workload and
-//! colocation operations in the `colocations` submodule.
+//! colocation operations in the `colocations` submodule, registered
+//! workloads and the journal in `workloads_registry`.
 
 mod colocations;
 mod migrations;
 mod profiles;
+mod workloads_registry;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +19,7 @@ use crate::error::StoreError;
 
 pub use colocations::ColocationImportSummary;
 pub use profiles::{ImportSummary, ProfileSummary};
+pub use workloads_registry::{JournalEntry, RegisteredWorkload};
 
 /// How long a write waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -103,7 +106,7 @@ mod tests {
         drop(store);
         // Reopening is a no-op migration.
         let store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 2);
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
     }
 
     #[test]
@@ -121,7 +124,7 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 2);
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
         let list = store.list_profiles().unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!((list[0].model.as_str(), list[0].points, list[0].source.as_str()), ("bert", 1, "old.csv"));
@@ -168,6 +171,6 @@ mod tests {
     #[test]
     fn in_memory_store_is_migrated() {
         let store = Store::open_in_memory().unwrap();
-        assert_eq!(store.schema_version().unwrap(), 2);
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
     }
 }

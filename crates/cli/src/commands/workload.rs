@@ -1,0 +1,61 @@
+//! `tessera workload add | list`: the registered workloads in the store.
+
+use std::path::Path;
+
+use anyhow::Result;
+use tessera_store::{RegisteredWorkload, Store};
+
+use crate::args::{ListFormat, WorkloadCommand};
+use crate::inputs::store_path;
+use crate::table::TextTable;
+
+/// What `throughput_regex = None` means, as shown in listings.
+const DEFAULT_THROUGHPUT: &str = "tessera:throughput=<samples/s>";
+
+pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
+    let path = store_path(store)?;
+    match command {
+        WorkloadCommand::Add { name, family, task, batch, command, throughput_regex } => {
+            let workload =
+                RegisteredWorkload { name, family, task: task.as_str().to_string(), batch, command, throughput_regex };
+            Store::open(&path)?.register_workload(&workload)?;
+            println!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display());
+        }
+        WorkloadCommand::List { format } => {
+            let workloads = if path.exists() { Store::open(&path)?.registered_workloads()? } else { Vec::new() };
+            match format {
+                ListFormat::Json => {
+                    let rows: Vec<serde_json::Value> = workloads
+                        .iter()
+                        .map(|w| {
+                            serde_json::json!({
+                                "name": w.name, "family": w.family, "task": w.task, "batch": w.batch,
+                                "command": w.command, "command_line": w.command_line(),
+                                "throughput_regex": w.throughput_regex,
+                            })
+                        })
+                        .collect();
+                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                }
+                ListFormat::Table if workloads.is_empty() => {
+                    println!("no registered workloads in {}; add one with `tessera workload add`", path.display());
+                }
+                ListFormat::Table => {
+                    let mut table = TextTable::new(&["name", "family", "task", "batch", "command", "throughput"]);
+                    for w in &workloads {
+                        table.row(vec![
+                            w.name.clone(),
+                            w.family.clone(),
+                            w.task.clone(),
+                            w.batch.to_string(),
+                            w.command_line(),
+                            w.throughput_regex.clone().unwrap_or_else(|| DEFAULT_THROUGHPUT.to_string()),
+                        ]);
+                    }
+                    print!("{}", table.render());
+                }
+            }
+        }
+    }
+    Ok(())
+}
