@@ -1,0 +1,79 @@
+//! From measurement to prediction with fakes: workloads measured alone
+//! (fake NVML, fake launcher) and in pairs under a fake MPS daemon are
+//! stored, and the colocation models train and recommend from the store.
+
+use std::time::Duration;
+
+use tessera_colocate::model_file::TrainedModel;
+use tessera_colocate::recommend::recommend;
+use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
+use tessera_gpu::fake::FakeNvidiaSmi;
+use tessera_gpu::launch::FakeLauncher;
+use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
+use tessera_gpu::sampler::{FakeSampler, GpuSample};
+use tessera_store::Store;
+
+/// (name, SM %, memory %, GB, throughput alone, kernel SM throughput %).
+const WORKLOADS: [(&str, f64, f64, f64, f64, f64); 4] = [
+    ("light_batch2-inf", 30.0, 10.0, 2.0, 100.0, 25.0),
+    ("mid_batch8-inf", 60.0, 25.0, 4.0, 80.0, 55.0),
+    ("heavy_batch16-train", 95.0, 60.0, 12.0, 40.0, 90.0),
+    ("other_batch4-inf", 45.0, 20.0, 3.0, 90.0, 40.0),
+];
+
+#[test]
+fn measured_workloads_and_pairs_train_the_colocation_models() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let mut store = Store::open(&dir.path().join("store.sqlite")).unwrap();
+    let tick = Duration::from_millis(1);
+
+    let mut measured: Vec<WorkloadMetrics> = Vec::new();
+    for &(name, sm, mem, gb, rps, kernel_sm) in &WORKLOADS {
+        let sample = GpuSample { sm_util_pct: sm, mem_util_pct: mem, memory_used_bytes: (gb * 1e9) as u64 };
+        let mut sampler = FakeSampler::new([sample]);
+        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(rps)]);
+        let alone = measure_alone(&mut sampler, &mut launcher, name, None, tick * 3, tick, &mut |_, _| {}).unwrap();
+        assert_eq!((alone.exclusive_rps, alone.sm_util_pct, alone.peak_memory_gb), (rps, sm, gb));
+        measured.push(WorkloadMetrics {
+            workload: name.to_string(),
+            kernel: [1e5 * sm, kernel_sm, mem, mem + 5.0, 1e7 * sm, 1e3 * gb],
+            exclusive_rps: alone.exclusive_rps,
+            sm_util_pct: alone.sm_util_pct,
+            mem_util_pct: alone.mem_util_pct,
+            memory_gb: alone.peak_memory_gb,
+        });
+    }
+    store.import_workloads(&measured, "fake profile run").unwrap();
+
+    // Every pair under a fake MPS daemon; a pair keeps less the busier it is.
+    let mut rows = Vec::new();
+    for i in 0..measured.len() {
+        for j in i..measured.len() {
+            let (a, b) = (&measured[i], &measured[j]);
+            let load = (a.sm_util_pct + b.sm_util_pct) / 100.0;
+            let (ra, rb) = (a.exclusive_rps / load.max(1.0), b.exclusive_rps / load.max(1.0));
+            let mut smi = FakeNvidiaSmi::new();
+            let mut launcher = FakeLauncher::new([FakeLauncher::throughput(ra), FakeLauncher::throughput(rb)]);
+            let mps = MpsDirs { pipe_dir: dir.path().join("pipe"), log_dir: dir.path().join("log"), gpu: None };
+            let commands = [(a.workload.as_str(), None), (b.workload.as_str(), None)];
+            let throughputs = measure_colocation(&mut smi, &mut launcher, &commands, &mps, tick, None).unwrap();
+            assert!(!smi.daemon_running(), "the MPS daemon is always stopped");
+            rows.push(Colocation {
+                members: vec![
+                    GroupMember { metrics: a.clone(), colocated_rps: throughputs[0] },
+                    GroupMember { metrics: b.clone(), colocated_rps: throughputs[1] },
+                ],
+            });
+        }
+    }
+    store.import_colocations(&rows, "fake profile colocate").unwrap();
+
+    let stored = store.load_colocations().unwrap();
+    assert_eq!(stored.len(), 10);
+    let pool = store.load_workloads().unwrap();
+    let model = TrainedModel::kace(&stored).unwrap();
+    let ranked = recommend(model.as_model(), &pool, "heavy_batch16-train", None, 2, 32.0).unwrap();
+    assert_eq!(ranked.len(), 4);
+    // The light partner interferes least with the heavy trainer.
+    assert_eq!(ranked[0].members[1].workload, "light_batch2-inf", "{ranked:#?}");
+}
