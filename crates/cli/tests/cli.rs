@@ -1,25 +1,11 @@
 //! End-to-end tests of the `tessera` binary.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
+use common::{stderr, stdout, tessera};
 use tempfile::TempDir;
-
-fn tessera(args: &[&str], store: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .env("TESSERA_STORE", store)
-        .output()
-        .expect("the tessera binary runs")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 /// Runs and expects failure with a one-line error containing every needle.
 fn fails_with(args: &[&str], store: &Path, needles: &[&str]) -> String {

@@ -1,18 +1,16 @@
 //! `tessera deploy` end to end on a machine without nvidia-smi (the
 //! deployment logic itself is tested against the fake in tessera-gpu).
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 use tempfile::TempDir;
 
 /// Runs tessera with an empty PATH, so nvidia-smi is never found.
 fn tessera(args: &[&str], dir: &TempDir) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .env("PATH", dir.path())
-        .env("TESSERA_STORE", dir.path().join("store.sqlite"))
-        .output()
-        .expect("tessera runs")
+    let store = dir.path().join("store.sqlite");
+    common::run_with_env(args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
 }
 
 fn demo_plan(dir: &TempDir) -> String {

@@ -1,19 +1,14 @@
 //! `tessera profile kernels` end to end, and its file read back by the
 //! KACE workload-table reader.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+use common::tessera;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../gpu/tests/fixtures/ncu_report.csv")
-}
-
-fn tessera(args: &[&str], store: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .env("TESSERA_STORE", store)
-        .output()
-        .expect("the tessera binary runs")
 }
 
 #[test]

@@ -1,15 +1,11 @@
 //! `tessera workload add | list` end to end.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn tessera(args: &[&str], store: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .env("TESSERA_STORE", store)
-        .output()
-        .expect("the tessera binary runs")
-}
+use std::path::Path;
+use std::process::Output;
+
+use common::tessera;
 
 fn add(store: &Path, name: &str, batch: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -97,12 +93,8 @@ fn a_deploy_dry_run_journals_nothing() {
     let output = tessera(&["plan", "--demo", "--format", "json", "-o", plan], &store);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     // An empty PATH: no nvidia-smi, so the dry run assumes empty GPUs.
-    let output = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["deploy", plan, "--node", "0"])
-        .env("PATH", dir.path())
-        .env("TESSERA_STORE", &store)
-        .output()
-        .unwrap();
+    let output =
+        common::run_with_env(&["deploy", plan, "--node", "0"], &[("PATH", dir.path()), ("TESSERA_STORE", &store)]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!store.exists() || tessera_store::Store::open(&store).unwrap().journal_entries().unwrap().is_empty());
 }

@@ -1,38 +1,13 @@
 //! The schedulers on the design notes' toys and on small random traces.
 
+mod common;
+
+use common::{trace, GB, MS};
 use tessera_core::rng::SplitMix64;
 use tessera_sim::{
     johnson, plan_schedule, simulate, Buffer, Client, Eviction, GeneticParams, Gpu, Operation, Policies, Prefetch,
     Retention, SchedulerKind, SimError, Trace, EXHAUSTIVE_MAX_OPERATIONS,
 };
-
-const GB: u64 = 1_000_000_000;
-const MS: u64 = 1_000_000;
-
-fn trace(memory_bytes: u64, clients: &[(&str, u64, f64, usize)]) -> Trace {
-    Trace {
-        gpu: Gpu {
-            memory_bytes,
-            h2d_bytes_per_s: 10.0 * GB as f64,
-            d2h_bytes_per_s: 10.0 * GB as f64,
-            copy_latency_ns: 0,
-        },
-        clients: clients
-            .iter()
-            .map(|&(name, gb, compute_ms, ops)| Client {
-                name: name.into(),
-                operations: vec![
-                    Operation {
-                        compute_ms,
-                        buffers: vec![Buffer { name: "data".into(), bytes: gb * GB, dirty: false }],
-                        ephemeral_bytes: 0,
-                    };
-                    ops
-                ],
-            })
-            .collect(),
-    }
-}
 
 fn toy_a() -> (Trace, Policies) {
     let t = trace(6 * GB, &[("A", 2, 500.0, 1), ("B", 4, 100.0, 1), ("C", 3, 400.0, 1), ("D", 1, 200.0, 1)]);

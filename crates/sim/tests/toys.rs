@@ -1,39 +1,15 @@
 //! The toy examples of the design notes, reproduced exactly: 10 GB/s, so
 //! 1 GB takes 100 ms; clean data; no copy latency.
 
+mod common;
+
+use common::{trace, GB, MS};
 use tessera_sim::{
-    johnson, lower_bound_ns, simulate, Buffer, Client, Eviction, Gpu, Operation, Policies, Prefetch, Retention,
-    Schedule, SimResult, Trace,
+    johnson, lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Schedule, SimResult, Trace,
 };
 
-const GB: u64 = 1_000_000_000;
-const MS: u64 = 1_000_000;
+/// Memory no toy comes close to.
 const UNLIMITED: u64 = 1_000 * GB;
-
-fn trace(memory_bytes: u64, clients: &[(&str, u64, f64, usize)]) -> Trace {
-    Trace {
-        gpu: Gpu {
-            memory_bytes,
-            h2d_bytes_per_s: 10.0 * GB as f64,
-            d2h_bytes_per_s: 10.0 * GB as f64,
-            copy_latency_ns: 0,
-        },
-        clients: clients
-            .iter()
-            .map(|&(name, gb, compute_ms, ops)| Client {
-                name: name.into(),
-                operations: vec![
-                    Operation {
-                        compute_ms,
-                        buffers: vec![Buffer { name: "data".into(), bytes: gb * GB, dirty: false }],
-                        ephemeral_bytes: 0,
-                    };
-                    ops
-                ],
-            })
-            .collect(),
-    }
-}
 
 /// Toy A: one pass, jobs A..D = 0..3.
 fn toy_a(memory_bytes: u64) -> Trace {
