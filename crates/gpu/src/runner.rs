@@ -70,15 +70,7 @@ pub struct SystemRunner;
 
 impl CommandRunner for SystemRunner {
     fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
-        let output = Command::new(program).args(args).output().map_err(|error| match error.kind() {
-            ErrorKind::NotFound => GpuError::ProgramMissing { program: program.to_string() },
-            _ => GpuError::Spawn { program: program.to_string(), message: error.to_string() },
-        })?;
-        Ok(CommandOutput {
-            status: output.status.code().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
+        self.run_with(program, args, &[], None)
     }
 
     fn run_with(
