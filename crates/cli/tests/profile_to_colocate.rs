@@ -54,7 +54,7 @@ fn measured_workloads_and_pairs_train_the_colocation_models() {
             let (ra, rb) = (a.exclusive_rps / load.max(1.0), b.exclusive_rps / load.max(1.0));
             let mut smi = FakeNvidiaSmi::new();
             let mut launcher = FakeLauncher::new([FakeLauncher::throughput(ra), FakeLauncher::throughput(rb)]);
-            let mps = MpsDirs { pipe_dir: dir.path().join("pipe"), log_dir: dir.path().join("log"), gpu: None };
+            let mps = MpsDirs { pipe_dir: dir.path().join("pipe"), log_dir: dir.path().join("log"), device: None };
             let commands = [(a.workload.as_str(), None), (b.workload.as_str(), None)];
             let throughputs = measure_colocation(&mut smi, &mut launcher, &commands, &mps, tick, None).unwrap();
             assert!(!smi.daemon_running(), "the MPS daemon is always stopped");

@@ -19,6 +19,7 @@ use tessera_core::layout::validate_layout;
 use tessera_core::{GpuModel, MigProfile, Placement};
 
 use crate::error::GpuError;
+use crate::mig::{MigDevice, MigDevices};
 use crate::runner::{command_line, CommandOutput, CommandRunner};
 
 /// The driver's status for a rejected request.
@@ -396,6 +397,35 @@ impl CommandRunner for FakeNvidiaSmi {
     }
 }
 
+impl MigDevices for FakeNvidiaSmi {
+    /// One device per compute instance, with a made-up but stable UUID
+    /// (`MIG-fake-g<gpu>-gi<gi>-ci<ci>`); a missing GPU is an error, as in
+    /// NVML.
+    fn mig_devices(&mut self, gpu_index: u32) -> Result<Vec<MigDevice>, GpuError> {
+        let gpu = self.gpus.get(&gpu_index).ok_or_else(|| GpuError::Nvml {
+            message: format!("GPU {gpu_index}: device: the requested GPU is not found"),
+        })?;
+        let mut devices: Vec<MigDevice> = gpu
+            .instances
+            .iter()
+            .flat_map(|gi| {
+                gi.compute_instances.iter().map(move |&ci| MigDevice {
+                    gi_id: gi.id,
+                    ci_id: ci,
+                    uuid: fake_mig_uuid(gpu_index, gi.id, ci),
+                })
+            })
+            .collect();
+        devices.sort_by_key(|device| (device.gi_id, device.ci_id));
+        Ok(devices)
+    }
+}
+
+/// The UUID the fake gives compute instance `ci` of GPU instance `gi`.
+pub fn fake_mig_uuid(gpu_index: u32, gi: u32, ci: u32) -> String {
+    format!("MIG-fake-g{gpu_index}-gi{gi}-ci{ci}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,6 +467,19 @@ mod tests {
         assert!(run(&mut fake, &["mig", "-i", "0", "-dci", "-gi", "1"]).success());
         assert!(run(&mut fake, &["mig", "-i", "0", "-dgi", "-gi", "1"]).success());
         assert_eq!(fake.layout(0).len(), 2);
+    }
+
+    #[test]
+    fn mig_devices_are_the_compute_instances() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        assert_eq!(fake.mig_devices(0).unwrap(), vec![]);
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "3g.40gb:4"]).success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "2g.20gb:0"]).success());
+        // A GPU instance without a compute instance is no device yet.
+        assert!(run(&mut fake, &["mig", "-i", "0", "-gi", "2", "-cci"]).success());
+        let devices = fake.mig_devices(0).unwrap();
+        assert_eq!(devices, vec![MigDevice { gi_id: 2, ci_id: 0, uuid: fake_mig_uuid(0, 2, 0) }]);
+        assert!(fake.mig_devices(5).is_err());
     }
 
     #[test]

@@ -72,20 +72,43 @@ impl Default for ShellLauncher {
 }
 
 impl ShellLauncher {
-    /// A launcher whose workloads see only GPU `index` (numbered as NVML
-    /// and nvidia-smi number them).
-    pub fn on_gpu(index: u32) -> Self {
-        Self { env: gpu_env(index), ..Self::default() }
+    /// A launcher whose workloads see only `device`.
+    pub fn on(device: &DeviceTarget) -> Self {
+        Self { env: device.cuda_env(), ..Self::default() }
     }
 }
 
-/// `CUDA_DEVICE_ORDER=PCI_BUS_ID` and `CUDA_VISIBLE_DEVICES=index`: CUDA
-/// then numbers GPUs as NVML does and shows only this one.
-pub fn gpu_env(index: u32) -> Vec<(String, String)> {
-    vec![
-        ("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string()),
-        ("CUDA_VISIBLE_DEVICES".to_string(), index.to_string()),
-    ]
+/// The one device a workload sees: a whole GPU, by the index NVML and
+/// nvidia-smi give it, or a MIG instance, by its UUID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceTarget {
+    /// A whole GPU.
+    Gpu(u32),
+    /// A MIG compute instance, `MIG-…` as `nvidia-smi -L` and NVML name it.
+    Mig(String),
+}
+
+impl DeviceTarget {
+    /// `CUDA_VISIBLE_DEVICES` naming only this device; for a GPU index also
+    /// `CUDA_DEVICE_ORDER=PCI_BUS_ID`, so CUDA numbers GPUs as NVML does.
+    pub fn cuda_env(&self) -> Vec<(String, String)> {
+        match self {
+            DeviceTarget::Gpu(index) => vec![
+                ("CUDA_DEVICE_ORDER".to_string(), "PCI_BUS_ID".to_string()),
+                ("CUDA_VISIBLE_DEVICES".to_string(), index.to_string()),
+            ],
+            DeviceTarget::Mig(uuid) => vec![("CUDA_VISIBLE_DEVICES".to_string(), uuid.clone())],
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceTarget::Gpu(index) => write!(f, "GPU {index}"),
+            DeviceTarget::Mig(uuid) => write!(f, "MIG instance {uuid}"),
+        }
+    }
 }
 
 impl WorkloadLauncher for ShellLauncher {

@@ -8,6 +8,7 @@
 //! - [`deploy`]: the commands that turn a GPU's live MIG layout into a
 //!   plan's, applied with rollback.
 //! - [`sampler`]: GPU utilisation from NVML (or scripted).
+//! - [`nvml`]: NVML itself, and the MIG devices (UUIDs) of a GPU.
 //! - [`launch`]: starting, stopping and reading the throughput of workloads.
 //! - [`measure`]: a workload's metrics alone, and colocated throughputs
 //!   under MPS.
@@ -19,6 +20,7 @@ pub mod launch;
 pub mod measure;
 pub mod mig;
 pub mod ncu;
+pub mod nvml;
 pub mod runner;
 pub mod sampler;
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::GpuError;
-use crate::launch::{parse_throughput, RunningWorkload, WorkloadLauncher, WorkloadOutput};
+use crate::launch::{parse_throughput, DeviceTarget, RunningWorkload, WorkloadLauncher, WorkloadOutput};
 use crate::runner::{command_line, CommandRunner};
 use crate::sampler::{GpuSample, GpuSampler};
 
@@ -102,9 +102,9 @@ pub struct MpsDirs {
     pub pipe_dir: PathBuf,
     /// `CUDA_MPS_LOG_DIRECTORY`.
     pub log_dir: PathBuf,
-    /// The GPU the daemon and the workloads see (see
-    /// [`crate::launch::gpu_env`]); `None`: leave `CUDA_VISIBLE_DEVICES` as is.
-    pub gpu: Option<u32>,
+    /// The device the daemon and the workloads see (see
+    /// [`DeviceTarget::cuda_env`]); `None`: leave `CUDA_VISIBLE_DEVICES` as is.
+    pub device: Option<DeviceTarget>,
 }
 
 impl MpsDirs {
@@ -115,7 +115,7 @@ impl MpsDirs {
             ("CUDA_MPS_PIPE_DIRECTORY".to_string(), self.pipe_dir.display().to_string()),
             ("CUDA_MPS_LOG_DIRECTORY".to_string(), self.log_dir.display().to_string()),
         ];
-        env.extend(self.gpu.map(crate::launch::gpu_env).unwrap_or_default());
+        env.extend(self.device.iter().flat_map(DeviceTarget::cuda_env));
         env
     }
 }
@@ -305,7 +305,7 @@ mod tests {
     }
 
     fn dirs(root: &std::path::Path) -> MpsDirs {
-        MpsDirs { pipe_dir: root.join("pipe"), log_dir: root.join("log"), gpu: Some(1) }
+        MpsDirs { pipe_dir: root.join("pipe"), log_dir: root.join("log"), device: Some(DeviceTarget::Gpu(1)) }
     }
 
     #[test]

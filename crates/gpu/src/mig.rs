@@ -50,6 +50,27 @@ impl LiveGpu {
     }
 }
 
+/// A MIG compute instance as CUDA sees it: the device a workload is
+/// pointed at with `CUDA_VISIBLE_DEVICES=<uuid>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigDevice {
+    /// Its GPU instance's id (`-gi`).
+    pub gi_id: u32,
+    /// Its compute instance's id (`-ci`).
+    pub ci_id: u32,
+    /// `MIG-…`.
+    pub uuid: String,
+}
+
+/// Looks up the MIG devices (compute instances, with their UUIDs) of a
+/// GPU: NVML on a node ([`crate::nvml::NvmlMigDevices`]), the fake driver in
+/// tests.
+pub trait MigDevices {
+    /// Every MIG device of GPU `gpu_index`, by (GPU instance, compute
+    /// instance); empty when the GPU has none.
+    fn mig_devices(&mut self, gpu_index: u32) -> Result<Vec<MigDevice>, GpuError>;
+}
+
 /// Arguments of `nvidia-smi mig -i <gpu> <flag>`.
 pub(crate) fn mig_args(gpu: u32, rest: &[&str]) -> Vec<String> {
     let mut args = vec!["mig".to_string(), "-i".to_string(), gpu.to_string()];

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use nvml_wrapper::Nvml;
 
 use crate::error::GpuError;
+use crate::nvml::query_error;
 
 /// One reading of a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -40,9 +41,8 @@ impl NvmlSampler {
     /// Loads NVML and checks that GPU `device_index` exists. Only reads:
     /// never changes MIG mode or any other setting.
     pub fn open(device_index: u32) -> Result<Self, GpuError> {
-        let nvml = Nvml::init().map_err(|error| GpuError::NvmlUnavailable { message: one_line(&error) })?;
-        nvml.device_by_index(device_index)
-            .map_err(|error| GpuError::Nvml { message: format!("GPU {device_index}: {}", one_line(&error)) })?;
+        let nvml = crate::nvml::init()?;
+        nvml.device_by_index(device_index).map_err(|error| query_error(device_index, "device", &error))?;
         Ok(Self { nvml, index: device_index })
     }
 }
@@ -50,9 +50,7 @@ impl NvmlSampler {
 impl GpuSampler for NvmlSampler {
     fn sample(&mut self) -> Result<GpuSample, GpuError> {
         let index = self.index;
-        let nvml_error = |what: &str, error: nvml_wrapper::error::NvmlError| GpuError::Nvml {
-            message: format!("GPU {index}: {what}: {}", one_line(&error)),
-        };
+        let nvml_error = |what: &str, error: nvml_wrapper::error::NvmlError| query_error(index, what, &error);
         let device = self.nvml.device_by_index(index).map_err(|e| nvml_error("device", e))?;
         let utilization = device.utilization_rates().map_err(|e| nvml_error("utilization rates", e))?;
         let memory = device.memory_info().map_err(|e| nvml_error("memory info", e))?;
@@ -62,10 +60,6 @@ impl GpuSampler for NvmlSampler {
             memory_used_bytes: memory.used,
         })
     }
-}
-
-fn one_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Replays scripted samples; after the last one it repeats it (or fails

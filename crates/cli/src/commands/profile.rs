@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
-use tessera_gpu::launch::ShellLauncher;
+use tessera_gpu::launch::{DeviceTarget, ShellLauncher};
 use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
 use tessera_gpu::ncu::{aggregate_report, kernel_table_csv, NCU_METRICS};
 use tessera_gpu::runner::SystemRunner;
@@ -51,7 +51,7 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
     let command = registered.command_line();
     // Opening NVML first: without a driver, fail before starting anything.
     let mut sampler = NvmlSampler::open(gpu)?;
-    let mut launcher = ShellLauncher::on_gpu(gpu);
+    let mut launcher = ShellLauncher::on(&DeviceTarget::Gpu(gpu));
 
     let count = duration.as_nanos().div_ceil(interval.as_nanos()).max(1) as u64;
     let bar = ProgressBar::new(count)
@@ -141,11 +141,15 @@ fn colocate(
         commands.iter().zip(&registered).map(|(c, w)| (c.as_str(), w.throughput_regex.as_deref())).collect();
     let scratch =
         tempfile::Builder::new().prefix("tessera-mps-").tempdir().context("cannot create the MPS directories")?;
-    let mps = MpsDirs { pipe_dir: scratch.path().join("pipe"), log_dir: scratch.path().join("log"), gpu: Some(gpu) };
+    let mps = MpsDirs {
+        pipe_dir: scratch.path().join("pipe"),
+        log_dir: scratch.path().join("log"),
+        device: Some(DeviceTarget::Gpu(gpu)),
+    };
     let spinner = Spinner::start(format!("{} under MPS on GPU {gpu}", names.join(" + ")));
     let measured = measure_colocation(
         &mut SystemRunner,
-        &mut ShellLauncher::on_gpu(gpu),
+        &mut ShellLauncher::on(&DeviceTarget::Gpu(gpu)),
         &with_regex,
         &mps,
         duration,
