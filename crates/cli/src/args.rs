@@ -115,16 +115,33 @@ impl WorkloadTask {
 #[derive(Debug, Subcommand)]
 pub enum ProfileCommand {
     /// KACE's six kernel metrics of one workload (kernel-duration-weighted
-    /// over its kernel launches) from an Nsight Compute CSV report.
+    /// over its kernel launches): profiled live with Nsight Compute (`ncu`),
+    /// or read from an existing `ncu --csv` report; stored with the
+    /// workload's metrics.
     Kernels {
-        /// The report of `ncu --csv --metrics <tessera-gpu's NCU_METRICS>`.
-        /// Required for now: live profiling is not available yet.
+        /// The workload: a registered one to profile live, or the name to
+        /// store an imported report under, e.g. `bert-base-cased_batch8-inf`.
+        workload: String,
+        /// Read this report of `ncu --csv --metrics <tessera-gpu's
+        /// NCU_METRICS>` instead of running the workload.
         #[arg(long, value_name = "REPORT.csv")]
         import: Option<PathBuf>,
-        /// The workload's name, e.g. `bert-base-cased_batch8-inf`.
-        #[arg(long)]
-        workload: String,
-        /// Write `DIR/output_<workload>_ncu_total.csv` (KACE's form, atomically).
+        /// The GPU's index on this node (live profiling).
+        #[arg(long, value_name = "INDEX", default_value_t = 0, conflicts_with = "import")]
+        gpu: u32,
+        /// The Nsight Compute command line program.
+        #[arg(long, value_name = "PATH", default_value = "ncu", conflicts_with = "import")]
+        ncu: String,
+        /// Kernel launches to leave unprofiled first (warm-up).
+        #[arg(long, value_name = "N", default_value_t = 50, conflicts_with = "import")]
+        launch_skip: u32,
+        /// Kernel launches to profile; then the workload is terminated.
+        #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..), conflicts_with = "import")]
+        launch_count: u32,
+        /// Seconds the profiled run may take.
+        #[arg(long, value_name = "S", default_value_t = 600.0, conflicts_with = "import")]
+        timeout: f64,
+        /// Also write `DIR/output_<workload>_ncu_total.csv` (KACE's form, atomically).
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
     },
@@ -153,6 +170,9 @@ pub enum ProfileCommand {
         /// The GPU's index on this node.
         #[arg(long, value_name = "INDEX", default_value_t = 0)]
         gpu: u32,
+        /// Run them in this MIG instance instead (`MIG-…`, from `nvidia-smi -L`).
+        #[arg(long, value_name = "UUID", conflicts_with = "gpu")]
+        mig: Option<String>,
         /// How long to run them, seconds.
         #[arg(long, value_name = "S", default_value_t = 60.0)]
         duration: f64,

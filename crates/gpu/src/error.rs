@@ -22,6 +22,12 @@ pub enum GpuError {
         /// The program looked for.
         program: String,
     },
+    /// Nsight Compute's `ncu` is not installed where it was looked for.
+    #[error("{program} (Nsight Compute) not found: install Nsight Compute (it comes with the CUDA toolkit), pass --ncu PATH, or import a report with --import")]
+    NcuMissing {
+        /// The program looked for.
+        program: String,
+    },
     /// A program could not be started for another reason.
     #[error("cannot run {program}: {message}")]
     Spawn {

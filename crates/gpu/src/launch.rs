@@ -323,8 +323,9 @@ impl Drop for FakeWorkload {
 }
 
 impl RunningWorkload for FakeWorkload {
+    /// A workload scripted with an exit status has exited on its own.
     fn is_running(&mut self) -> bool {
-        self.running.is_some()
+        self.running.is_some() && self.output.status.is_none()
     }
 
     fn stop(&mut self) -> Result<WorkloadOutput, GpuError> {

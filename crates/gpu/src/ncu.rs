@@ -15,9 +15,11 @@
 //! [`KERNEL_METRIC_NAMES`] order.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use tessera_core::colocation::KERNEL_METRIC_NAMES;
 
+use crate::launch::{DeviceTarget, WorkloadLauncher, WorkloadOutput};
 use crate::GpuError;
 
 /// The metrics to pass to `ncu --metrics` (comma-separated), all of which
@@ -246,6 +248,101 @@ fn parse_number(raw: &str) -> Option<f64> {
     (value.is_finite() && value >= 0.0).then_some(value)
 }
 
+/// How a workload is run under Nsight Compute for [`profile_live`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NcuRun {
+    /// The `ncu` program: a name on `PATH` or a path.
+    pub program: String,
+    /// Kernel launches left unprofiled first (warm-up, autotuning).
+    pub launch_skip: u32,
+    /// Kernel launches profiled, after which ncu terminates the workload.
+    pub launch_count: u32,
+    /// How long the profiled run may take before it is stopped.
+    pub timeout: Duration,
+}
+
+impl NcuRun {
+    /// The shell command that profiles `workload_command`: the metrics of
+    /// [`NCU_METRICS`] for `launch_count` launches after `launch_skip`, in
+    /// every process the workload starts, with the GPU's clocks left alone
+    /// (`--clock-control none`: nothing on the node is changed), then the
+    /// workload terminated (`--kill yes`) and the CSV printed.
+    pub fn command(&self, workload_command: &str) -> String {
+        format!(
+            "exec {} --csv --metrics {} --launch-skip {} --launch-count {} --kill yes --target-processes all \
+             --clock-control none sh -c {}",
+            shell_quote(&self.program),
+            NCU_METRICS.join(","),
+            self.launch_skip,
+            self.launch_count,
+            shell_quote(workload_command)
+        )
+    }
+}
+
+/// `text` as one single-quoted shell word.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Runs `workload_command` on `device` under Nsight Compute (see
+/// [`NcuRun::command`]) and aggregates its report with
+/// [`aggregate_report`]. A run still going after `run.timeout` is stopped.
+pub fn profile_live(
+    launcher: &mut dyn WorkloadLauncher,
+    device: &DeviceTarget,
+    workload_command: &str,
+    run: &NcuRun,
+) -> Result<[f64; 6], GpuError> {
+    let command = run.command(workload_command);
+    let mut running = launcher.start(&command, &device.cuda_env())?;
+    let started = Instant::now();
+    while running.is_running() {
+        if started.elapsed() >= run.timeout {
+            running.stop()?;
+            return Err(GpuError::Workload {
+                command: workload_command.to_string(),
+                message: format!(
+                    "ncu had not profiled {} kernel launches after skipping {} within {} s; \
+                     raise --timeout or lower --launch-skip/--launch-count",
+                    run.launch_count,
+                    run.launch_skip,
+                    run.timeout.as_secs_f64()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = running.stop()?;
+    if output.status == Some(127) {
+        return Err(GpuError::NcuMissing { program: run.program.clone() });
+    }
+    let source = format!("output of `{command}`");
+    match aggregate_report(&output.stdout, &source) {
+        Ok(metrics) => Ok(metrics),
+        // ncu's own failure (or the workload's) says more than a missing table.
+        Err(_) if !output.ok() || output.stdout.contains("==ERROR==") => Err(GpuError::Workload {
+            command: workload_command.to_string(),
+            message: format!(
+                "ncu exited with status {} and no report: {}",
+                output.status.map_or_else(|| "?".to_string(), |s| s.to_string()),
+                ncu_error_line(&output)
+            ),
+        }),
+        Err(error) => Err(error),
+    }
+}
+
+/// ncu's first `==ERROR==` line, else the last line of standard error.
+fn ncu_error_line(output: &WorkloadOutput) -> String {
+    output
+        .stdout
+        .lines()
+        .chain(output.stderr.lines())
+        .find(|line| line.starts_with("==ERROR=="))
+        .map_or_else(|| output.last_error_line(), |line| line.trim().to_string())
+}
+
 /// KACE's `output_<workload>_ncu_total.csv`: a header of the six
 /// [`KERNEL_METRIC_NAMES`] and `Type`, and one row of `metrics` with the
 /// workload's name as `Type`.
@@ -262,6 +359,7 @@ pub fn kernel_table_csv(workload: &str, metrics: &[f64; 6]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::{FakeLauncher, ShellLauncher};
 
     const HEADER: &str = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
 
@@ -351,5 +449,81 @@ mod tests {
             "Threads,Compute (SM) Throughput,DRAM Throughput,Memory Throughput,Registers,Static Shared Memory,Type\n\
              1.5,2,3,4,5000000,0,bert_batch8-inf\n"
         );
+    }
+
+    fn ncu_run(program: &str, timeout_ms: u64) -> NcuRun {
+        NcuRun {
+            program: program.to_string(),
+            launch_skip: 5,
+            launch_count: 7,
+            timeout: Duration::from_millis(timeout_ms),
+        }
+    }
+
+    #[test]
+    fn live_profiling_runs_the_workload_under_ncu_on_the_device() {
+        let report = format!("==PROF== Connected to process 4242\nwarming up\n{HEADER}{}", launch(0, None));
+        let output = WorkloadOutput { status: Some(0), stdout: report, stderr: String::new() };
+        let mut launcher = FakeLauncher::new([output]);
+        let device = DeviceTarget::Mig("MIG-abc".to_string());
+        let metrics = profile_live(&mut launcher, &device, "python bench.py --batch 8", &ncu_run("ncu", 5000)).unwrap();
+        assert_eq!(metrics, [1280.0, 50.0, 20.0, 30.0, 40960.0, 0.0]);
+        let (command, env) = &launcher.started[0];
+        assert!(command.starts_with("exec 'ncu' --csv --metrics gpu__time_duration.sum,"), "{command}");
+        assert!(command.contains("--launch-skip 5 --launch-count 7 --kill yes"), "{command}");
+        assert!(command.ends_with("sh -c 'python bench.py --batch 8'"), "{command}");
+        assert!(env.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "MIG-abc".to_string())));
+    }
+
+    #[test]
+    fn live_profiling_failures_are_one_line_errors() {
+        let device = DeviceTarget::Gpu(0);
+        let output = |status, stdout: &str| WorkloadOutput { status, stdout: stdout.into(), stderr: String::new() };
+
+        let mut launcher = FakeLauncher::new([output(Some(127), "")]);
+        let missing = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 5000)).unwrap_err();
+        assert!(matches!(missing, GpuError::NcuMissing { .. }), "{missing}");
+
+        let failed = "==PROF== Connected\n==ERROR== The application returned an error code (1).\n";
+        let mut launcher = FakeLauncher::new([output(Some(1), failed)]);
+        let message = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 5000)).unwrap_err().to_string();
+        assert_names(&message, &["`w`", "status 1", "==ERROR== The application returned an error code (1)."]);
+
+        // A workload that never gets through its launches is stopped.
+        let mut launcher = FakeLauncher::new([output(None, "")]);
+        let message = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 100)).unwrap_err().to_string();
+        assert_names(&message, &["`w`", "within 0.1 s", "--timeout"]);
+        assert_eq!(launcher.running(), 0);
+    }
+
+    #[test]
+    fn live_profiling_through_a_shell_with_a_stand_in_ncu() {
+        // A stand-in `ncu` that checks its flags, runs the workload it was
+        // given (`sh -c COMMAND`, its last two arguments) and prints a
+        // report; the workload's quotes must survive both shells.
+        let dir = tempfile::tempdir().unwrap();
+        let ncu = dir.path().join("ncu");
+        let script = format!(
+            "#!/bin/sh\ncase \"$*\" in *'--kill yes'*'--clock-control none'*) ;; *) exit 3;; esac\n\
+             for last; do :; done\nsh -c \"$last\" > {out} || exit 4\nprintf '%s' '{HEADER}{launch}'\n",
+            out = dir.path().join("workload.out").display(),
+            launch = launch(0, None),
+        );
+        std::fs::write(&ncu, script).unwrap();
+        std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let run = ncu_run(&ncu.display().to_string(), 10_000);
+        let metrics = profile_live(
+            &mut ShellLauncher::default(),
+            &DeviceTarget::Gpu(0),
+            "echo \"it's $CUDA_VISIBLE_DEVICES\"",
+            &run,
+        )
+        .unwrap();
+        assert_eq!(metrics[0], 1280.0);
+        assert_eq!(std::fs::read_to_string(dir.path().join("workload.out")).unwrap(), "it's 0\n");
+
+        let missing = ncu_run(&dir.path().join("no-ncu").display().to_string(), 10_000);
+        let error = profile_live(&mut ShellLauncher::default(), &DeviceTarget::Gpu(0), "true", &missing).unwrap_err();
+        assert!(matches!(error, GpuError::NcuMissing { .. }), "{error}");
     }
 }

@@ -5,6 +5,7 @@ use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 
 use crate::error::GpuError;
+use crate::launch::DeviceTarget;
 use crate::mig::{MigDevice, MigDevices};
 
 /// Loads NVML; without a driver, the one-line
@@ -21,6 +22,18 @@ pub(crate) fn one_line(error: &dyn std::fmt::Display) -> String {
 /// [`GpuError::Nvml`] for GPU `gpu_index`, naming what was asked.
 pub(crate) fn query_error(gpu_index: u32, what: &str, error: &NvmlError) -> GpuError {
     GpuError::Nvml { message: format!("GPU {gpu_index}: {what}: {}", one_line(error)) }
+}
+
+/// Checks, through NVML, that `device` exists on this node: without a
+/// driver or with a wrong index or UUID, a one-line error before anything
+/// is started.
+pub fn check_device(device: &DeviceTarget) -> Result<(), GpuError> {
+    let nvml = init()?;
+    let found = match device {
+        DeviceTarget::Gpu(index) => nvml.device_by_index(*index).map(drop),
+        DeviceTarget::Mig(uuid) => nvml.device_by_uuid(uuid.as_str()).map(drop),
+    };
+    found.map_err(|error| GpuError::Nvml { message: format!("{device}: {}", one_line(&error)) })
 }
 
 /// The MIG devices of a node's GPUs, from NVML.

@@ -8,7 +8,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 use tessera_gpu::launch::{DeviceTarget, ShellLauncher};
 use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
-use tessera_gpu::ncu::{aggregate_report, kernel_table_csv, NCU_METRICS};
+use tessera_gpu::ncu::{aggregate_report, kernel_table_csv, profile_live, NcuRun};
+use tessera_gpu::nvml::check_device;
 use tessera_gpu::runner::SystemRunner;
 use tessera_gpu::sampler::NvmlSampler;
 use tessera_store::Store;
@@ -21,22 +22,34 @@ use crate::table::TextTable;
 /// Runs `tessera profile …`.
 pub fn run(command: ProfileCommand, store: Option<&Path>) -> Result<()> {
     match command {
-        ProfileCommand::Kernels { import, workload, output } => {
-            kernels(import.as_deref(), &workload, output.as_deref())
+        ProfileCommand::Kernels { workload, import, gpu, ncu, launch_skip, launch_count, timeout, output } => {
+            let source = match import {
+                Some(report) => KernelSource::Report(report),
+                None => KernelSource::Live {
+                    gpu,
+                    run: NcuRun { program: ncu, launch_skip, launch_count, timeout: seconds("--timeout", timeout)? },
+                },
+            };
+            kernels(&workload, source, output.as_deref(), store)
         }
-        ProfileCommand::Run { workload, gpu, duration, interval_ms } => {
-            run_alone(&workload, gpu, seconds(duration)?, Duration::from_millis(interval_ms.max(1)), store)
-        }
-        ProfileCommand::Colocate { workloads, gpu, duration, active_thread_percentage } => {
-            colocate(&workloads, gpu, seconds(duration)?, active_thread_percentage, store)
+        ProfileCommand::Run { workload, gpu, duration, interval_ms } => run_alone(
+            &workload,
+            gpu,
+            seconds("--duration", duration)?,
+            Duration::from_millis(interval_ms.max(1)),
+            store,
+        ),
+        ProfileCommand::Colocate { workloads, gpu, mig, duration, active_thread_percentage } => {
+            let device = mig.map_or(DeviceTarget::Gpu(gpu), DeviceTarget::Mig);
+            colocate(&workloads, &device, seconds("--duration", duration)?, active_thread_percentage, store)
         }
     }
 }
 
-/// `--duration S` as a duration: positive and finite.
-fn seconds(value: f64) -> Result<Duration> {
+/// `FLAG S` as a duration: positive and finite, at most a day.
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
     if !(value.is_finite() && value > 0.0 && value <= 86_400.0) {
-        bail!("--duration {value}: must be a number of seconds above 0 and at most 86400");
+        bail!("{flag} {value}: must be a number of seconds above 0 and at most 86400");
     }
     Ok(Duration::from_secs_f64(value))
 }
@@ -83,7 +96,7 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
     let kernel_note = match &stored {
         Some(_) => "kernel metrics: kept from the stored workload".to_string(),
         None => format!(
-            "kernel metrics: none stored for {name}, stored as zeros (import them with `tessera colocate import --tables`)"
+            "kernel metrics: none stored for {name}, stored as zeros (measure them with `tessera profile kernels {name}`)"
         ),
     };
     let metrics = WorkloadMetrics {
@@ -109,11 +122,11 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
 }
 
 /// `tessera profile colocate`: registered workloads together under a
-/// private MPS daemon on GPU `gpu`; the colocation is stored with each
+/// private MPS daemon on `device`; the colocation is stored with each
 /// member's stored metrics alone.
 fn colocate(
     names: &[String],
-    gpu: u32,
+    device: &DeviceTarget,
     duration: Duration,
     active_thread_percentage: Option<u32>,
     store: Option<&Path>,
@@ -133,8 +146,8 @@ fn colocate(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    // Opening NVML first: without a driver, fail before starting anything.
-    NvmlSampler::open(gpu)?;
+    // Without a driver or the device, fail before starting anything.
+    check_device(device)?;
 
     let commands: Vec<String> = registered.iter().map(|w| w.command_line()).collect();
     let with_regex: Vec<(&str, Option<&str>)> =
@@ -144,12 +157,12 @@ fn colocate(
     let mps = MpsDirs {
         pipe_dir: scratch.path().join("pipe"),
         log_dir: scratch.path().join("log"),
-        device: Some(DeviceTarget::Gpu(gpu)),
+        device: Some(device.clone()),
     };
-    let spinner = Spinner::start(format!("{} under MPS on GPU {gpu}", names.join(" + ")));
+    let spinner = Spinner::start(format!("{} under MPS on {device}", names.join(" + ")));
     let measured = measure_colocation(
         &mut SystemRunner,
-        &mut ShellLauncher::on(&DeviceTarget::Gpu(gpu)),
+        &mut ShellLauncher::on(device),
         &with_regex,
         &mps,
         duration,
@@ -165,9 +178,13 @@ fn colocate(
             .map(|(metrics, &colocated_rps)| GroupMember { metrics, colocated_rps })
             .collect(),
     };
+    let target = match device {
+        DeviceTarget::Gpu(index) => format!("--gpu {index}"),
+        DeviceTarget::Mig(uuid) => format!("--mig {uuid}"),
+    };
     let source = match active_thread_percentage {
-        Some(p) => format!("tessera profile colocate {} --gpu {gpu} --active-thread-percentage {p}", names.join(" ")),
-        None => format!("tessera profile colocate {} --gpu {gpu}", names.join(" ")),
+        Some(p) => format!("tessera profile colocate {} {target} --active-thread-percentage {p}", names.join(" ")),
+        None => format!("tessera profile colocate {} {target}", names.join(" ")),
     };
     store.import_colocations(std::slice::from_ref(&colocation), &source)?;
 
@@ -194,19 +211,48 @@ fn open_existing(path: &Path) -> Result<Store> {
     Ok(Store::open(path)?)
 }
 
-/// `tessera profile kernels`: KACE's six kernel metrics of one workload from
-/// an Nsight Compute report; optionally written as
-/// `DIR/output_<workload>_ncu_total.csv`.
-fn kernels(import: Option<&Path>, workload: &str, output: Option<&Path>) -> Result<()> {
+/// Where `tessera profile kernels` gets its report.
+enum KernelSource {
+    /// An existing `ncu --csv` report.
+    Report(PathBuf),
+    /// The registered workload run under ncu on GPU `gpu`.
+    Live { gpu: u32, run: NcuRun },
+}
+
+/// `tessera profile kernels`: KACE's six kernel metrics of one workload,
+/// stored with its metrics alone (which must be stored already) and
+/// optionally written as `DIR/output_<workload>_ncu_total.csv`.
+fn kernels(workload: &str, source: KernelSource, output: Option<&Path>, store: Option<&Path>) -> Result<()> {
     check_workload_name(workload)?;
-    let Some(report) = import else {
-        bail!(
-            "live profiling with ncu is not available yet: run `ncu --csv --metrics {}` on the workload and pass the report with --import",
-            NCU_METRICS.join(",")
-        );
+    let path = store_path(store)?;
+    let mut store = open_existing(&path)?;
+    // Kernel metrics are stored with the metrics alone; checked before the
+    // (possibly long) profiled run.
+    let stored = store.load_workloads()?.into_iter().find(|w| w.workload == workload).with_context(|| {
+        format!(
+            "workload {workload} has no metrics alone in {}: run `tessera profile run {workload}` first \
+             (kernel metrics are stored with them)",
+            path.display()
+        )
+    })?;
+    let (metrics, origin) = match source {
+        KernelSource::Report(report) => {
+            let text = std::fs::read_to_string(&report).with_context(|| format!("cannot read {}", report.display()))?;
+            let metrics = aggregate_report(&text, &report.display().to_string())?;
+            (metrics, format!("tessera profile kernels {workload} --import {}", report.display()))
+        }
+        KernelSource::Live { gpu, run } => {
+            let command = store.registered_workload(workload)?.command_line();
+            let spinner = Spinner::start(format!(
+                "{workload} under Nsight Compute on GPU {gpu} ({} launches after {})",
+                run.launch_count, run.launch_skip
+            ));
+            let profiled = profile_live(&mut ShellLauncher::default(), &DeviceTarget::Gpu(gpu), &command, &run);
+            spinner.finish();
+            (profiled?, format!("tessera profile kernels {workload} --gpu {gpu}"))
+        }
     };
-    let text = std::fs::read_to_string(report).with_context(|| format!("cannot read {}", report.display()))?;
-    let metrics = aggregate_report(&text, &report.display().to_string())?;
+    store.import_workloads(&[WorkloadMetrics { kernel: metrics, ..stored }], &origin)?;
 
     let mut table = TextTable::new(&["metric", "value"]);
     for (name, value) in KERNEL_METRIC_NAMES.iter().zip(metrics) {
@@ -214,10 +260,11 @@ fn kernels(import: Option<&Path>, workload: &str, output: Option<&Path>) -> Resu
     }
     print!("{}", table.render());
     if let Some(dir) = output {
-        let path: PathBuf = dir.join(format!("output_{workload}_ncu_total.csv"));
-        tessera_store::write_atomic(&path, kernel_table_csv(workload, &metrics).as_bytes())?;
-        println!("wrote {}", path.display());
+        let file: PathBuf = dir.join(format!("output_{workload}_ncu_total.csv"));
+        tessera_store::write_atomic(&file, kernel_table_csv(workload, &metrics).as_bytes())?;
+        println!("wrote {}", file.display());
     }
+    println!("stored the kernel metrics of {workload} in {}", path.display());
     Ok(())
 }
 
@@ -227,7 +274,7 @@ fn check_workload_name(workload: &str) -> Result<()> {
         || workload.trim() != workload
         || workload.chars().any(|c| c.is_control() || matches!(c, '/' | '\\' | ',' | '"'));
     if bad {
-        bail!("--workload '{workload}': a workload name must be non-empty, without spaces around it, '/', '\\', ',' or '\"'");
+        bail!("workload '{workload}': a workload name must be non-empty, without spaces around it, '/', '\\', ',' or '\"'");
     }
     Ok(())
 }
