@@ -12,6 +12,8 @@
 //! - [`launch`]: starting, stopping and reading the throughput of workloads.
 //! - [`measure`]: a workload's metrics alone, and colocated throughputs
 //!   under MPS.
+//! - [`segments`]: segment profiles (batch × MPS processes × instance
+//!   size) measured in the MIG instances a GPU already has.
 
 pub mod deploy;
 pub mod error;
@@ -23,5 +25,6 @@ pub mod ncu;
 pub mod nvml;
 pub mod runner;
 pub mod sampler;
+pub mod segments;
 
 pub use error::GpuError;

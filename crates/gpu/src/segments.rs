@@ -1,0 +1,311 @@
+//! Segment profiling: a workload measured with `procs` MPS processes of
+//! batch `batch` in MIG instances of each size, giving the profile points
+//! the planner needs (ParvaGPU's profiling step).
+//!
+//! It uses the MIG instances that already exist on a GPU and never creates,
+//! destroys or reconfigures any: one instance of each size (primary
+//! profiles only) is measured. Each point runs under its own private MPS
+//! control daemon, which is always quit. A segment's throughput is the sum
+//! of its processes' throughputs; its latency is the time one batch takes
+//! in the slowest process, `1000 × batch / throughput` ms, as the
+//! workloads run batches back to back. A configuration whose workload
+//! fails (out of memory, typically) is infeasible: it is left out of the
+//! profile and reported, as ParvaGPU's profiles leave such points out.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use tessera_core::{GpuModel, ProfilePoint, SegmentConfig};
+
+use crate::error::GpuError;
+use crate::launch::{DeviceTarget, WorkloadLauncher};
+use crate::measure::{measure_colocation, MpsDirs};
+use crate::mig::{LiveGpu, MigDevice};
+use crate::runner::CommandRunner;
+
+/// One MIG instance (or a whole GPU) to measure segments in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentTarget {
+    /// Its size in compute slices (GPCs).
+    pub size_gpcs: u8,
+    /// What it is, for messages: `3g.40gb@4`, or `whole GPU 0`.
+    pub label: String,
+    /// The device its processes see.
+    pub device: DeviceTarget,
+}
+
+/// One instance of each primary profile among `live`'s instances that has
+/// a MIG device (a compute instance) in `devices`, smallest first; the
+/// instances passed over, with why, come second.
+pub fn targets_on_instances(
+    model: GpuModel,
+    live: &LiveGpu,
+    devices: &[MigDevice],
+) -> (Vec<SegmentTarget>, Vec<String>) {
+    let spec = model.spec();
+    let mut targets: Vec<SegmentTarget> = Vec::new();
+    let mut passed_over = Vec::new();
+    for instance in &live.instances {
+        let label = format!("{}@{}", instance.profile, instance.start);
+        let Ok(profile) = spec.profile_by_name(&instance.profile) else {
+            passed_over.push(format!("{label}: not a profile of {}", spec.id));
+            continue;
+        };
+        if !profile.primary {
+            passed_over.push(format!("{label}: not a primary profile (profiles are per compute size)"));
+        } else if targets.iter().any(|t| t.size_gpcs == profile.compute_slices) {
+            passed_over.push(format!("{label}: another {}g instance is measured", profile.compute_slices));
+        } else if let Some(device) = devices.iter().find(|d| d.gi_id == instance.gi_id) {
+            targets.push(SegmentTarget {
+                size_gpcs: profile.compute_slices,
+                label,
+                device: DeviceTarget::Mig(device.uuid.clone()),
+            });
+        } else {
+            passed_over.push(format!("{label}: no compute instance (create one with `nvidia-smi mig -gi ID -cci`)"));
+        }
+    }
+    targets.sort_by_key(|t| t.size_gpcs);
+    (targets, passed_over)
+}
+
+/// A whole GPU without MIG, measured as the model's largest profile. On
+/// the H100 and H200 the largest profile has every SM of the GPU; on the
+/// A100 it has 98 of 108, so such points overstate that profile by up to
+/// about 10%.
+pub fn target_whole_gpu(model: GpuModel, gpu_index: u32) -> SegmentTarget {
+    let size_gpcs = model.spec().sizes().max().unwrap_or(model.spec().compute_slices);
+    SegmentTarget { size_gpcs, label: format!("whole GPU {gpu_index}"), device: DeviceTarget::Gpu(gpu_index) }
+}
+
+/// What to measure: every (batch, procs) pair in every target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sweep {
+    /// The workload's command template; `{batch}` is replaced.
+    pub command_template: String,
+    /// A regular expression reading its throughput (default: the
+    /// `tessera:throughput=` line).
+    pub throughput_regex: Option<String>,
+    /// Batch sizes.
+    pub batches: Vec<u32>,
+    /// MPS processes per segment.
+    pub procs: Vec<u32>,
+    /// How long each point runs.
+    pub duration: Duration,
+    /// Where each point's private MPS pipe and log directories go.
+    pub mps_root: PathBuf,
+}
+
+impl Sweep {
+    /// The points to measure, in order.
+    pub fn configs(&self, targets: &[SegmentTarget]) -> Vec<(usize, SegmentConfig)> {
+        let mut configs = Vec::new();
+        for (index, target) in targets.iter().enumerate() {
+            for &batch in &self.batches {
+                for &procs in &self.procs {
+                    configs.push((index, SegmentConfig { size_gpcs: target.size_gpcs, batch, procs }));
+                }
+            }
+        }
+        configs
+    }
+}
+
+/// The outcome of one configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PointOutcome {
+    /// Measured.
+    Measured(ProfilePoint),
+    /// Infeasible: the workload failed, for this reason.
+    Infeasible(String),
+}
+
+/// Measures every configuration of `sweep` in `targets`, calling
+/// `on_point` after each. Workload failures make a point infeasible; any
+/// other failure (MPS, the launcher) stops the sweep.
+pub fn run_sweep(
+    runner: &mut dyn CommandRunner,
+    launcher: &mut dyn WorkloadLauncher,
+    targets: &[SegmentTarget],
+    sweep: &Sweep,
+    on_point: &mut dyn FnMut(&SegmentTarget, SegmentConfig, &PointOutcome),
+) -> Result<Vec<(SegmentConfig, PointOutcome)>, GpuError> {
+    let mut outcomes = Vec::new();
+    for (index, config) in sweep.configs(targets) {
+        let target = &targets[index];
+        let outcome = measure_point(runner, launcher, target, config, sweep)?;
+        on_point(target, config, &outcome);
+        outcomes.push((config, outcome));
+    }
+    Ok(outcomes)
+}
+
+fn measure_point(
+    runner: &mut dyn CommandRunner,
+    launcher: &mut dyn WorkloadLauncher,
+    target: &SegmentTarget,
+    config: SegmentConfig,
+    sweep: &Sweep,
+) -> Result<PointOutcome, GpuError> {
+    let command = sweep.command_template.replace("{batch}", &config.batch.to_string());
+    let commands: Vec<(&str, Option<&str>)> =
+        (0..config.procs).map(|_| (command.as_str(), sweep.throughput_regex.as_deref())).collect();
+    let mps = point_dirs(&sweep.mps_root, config, target.device.clone());
+    let throughputs = match measure_colocation(runner, launcher, &commands, &mps, sweep.duration, None) {
+        Ok(throughputs) => throughputs,
+        Err(GpuError::Workload { message, .. }) => return Ok(PointOutcome::Infeasible(message)),
+        Err(other) => return Err(other),
+    };
+    let slowest = throughputs.iter().copied().fold(f64::INFINITY, f64::min);
+    if !(slowest.is_finite() && slowest > 0.0) {
+        return Ok(PointOutcome::Infeasible("a process reported no throughput".to_string()));
+    }
+    let total: f64 = throughputs.iter().sum();
+    let latency_ms = 1000.0 * f64::from(config.batch) / slowest;
+    ProfilePoint::new(config, total, latency_ms, None)
+        .map(PointOutcome::Measured)
+        .map_err(|error| GpuError::Workload { command, message: format!("{config}: {error}") })
+}
+
+/// Private MPS directories of one point.
+fn point_dirs(root: &Path, config: SegmentConfig, device: DeviceTarget) -> MpsDirs {
+    let dir = root.join(format!("{}g-b{}-p{}", config.size_gpcs, config.batch, config.procs));
+    MpsDirs { pipe_dir: dir.join("pipe"), log_dir: dir.join("log"), device: Some(device) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::{fake_mig_uuid, FakeNvidiaSmi};
+    use crate::launch::{FakeLauncher, WorkloadOutput};
+    use crate::mig::{read_live, MigDevices};
+
+    fn arg(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    /// An A100-80GB: GPU 0 with 2g@0 and 3g@4 (each with a compute
+    /// instance) and a double-memory 1g.20gb@2; GPU 1 with 1g@0 (no compute
+    /// instance), 1g@1 and 1g@2 (each with one).
+    fn node() -> FakeNvidiaSmi {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB).with_gpu(1, GpuModel::A100_80GB);
+        for command in [
+            "mig -i 0 -cgi 3g.40gb:4",
+            "mig -i 0 -gi 1 -cci",
+            "mig -i 0 -cgi 2g.20gb:0",
+            "mig -i 0 -gi 2 -cci",
+            "mig -i 0 -cgi 1g.20gb:2",
+            "mig -i 0 -gi 3 -cci",
+            "mig -i 1 -cgi 1g.10gb:0",
+            "mig -i 1 -cgi 1g.10gb:1",
+            "mig -i 1 -gi 2 -cci",
+            "mig -i 1 -cgi 1g.10gb:2",
+            "mig -i 1 -gi 3 -cci",
+        ] {
+            assert!(fake.run("nvidia-smi", &arg(command)).unwrap().success(), "{command}");
+        }
+        fake
+    }
+
+    fn targets_of(fake: &mut FakeNvidiaSmi, gpu: u32) -> (Vec<SegmentTarget>, Vec<String>) {
+        let live = read_live(fake, gpu, GpuModel::A100_80GB).unwrap();
+        let devices = fake.mig_devices(gpu).unwrap();
+        targets_on_instances(GpuModel::A100_80GB, &live, &devices)
+    }
+
+    #[test]
+    fn one_instance_per_size_with_a_compute_instance() {
+        let mut fake = node();
+        let (targets, passed_over) = targets_of(&mut fake, 0);
+        let sizes: Vec<(u8, &str)> = targets.iter().map(|t| (t.size_gpcs, t.label.as_str())).collect();
+        assert_eq!(sizes, vec![(2, "2g.20gb@0"), (3, "3g.40gb@4")]);
+        assert_eq!(targets[1].device, DeviceTarget::Mig(fake_mig_uuid(0, 1, 0)));
+        assert_eq!(passed_over, vec!["1g.20gb@2: not a primary profile (profiles are per compute size)"]);
+
+        let (targets, passed_over) = targets_of(&mut fake, 1);
+        assert_eq!(targets.len(), 1);
+        assert_eq!(
+            (targets[0].label.as_str(), &targets[0].device),
+            ("1g.10gb@1", &DeviceTarget::Mig(fake_mig_uuid(1, 2, 0)))
+        );
+        assert_eq!(passed_over.len(), 2, "{passed_over:?}");
+        assert!(passed_over[0].starts_with("1g.10gb@0: no compute instance"), "{passed_over:?}");
+        assert_eq!(passed_over[1], "1g.10gb@2: another 1g instance is measured");
+
+        let whole = target_whole_gpu(GpuModel::H200_141GB, 1);
+        assert_eq!((whole.size_gpcs, whole.device), (7, DeviceTarget::Gpu(1)));
+    }
+
+    #[test]
+    fn sweeps_every_point_and_leaves_failures_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let targets = vec![
+            SegmentTarget { size_gpcs: 1, label: "1g.10gb@0".into(), device: DeviceTarget::Mig("MIG-a".into()) },
+            SegmentTarget { size_gpcs: 3, label: "3g.40gb@4".into(), device: DeviceTarget::Mig("MIG-b".into()) },
+        ];
+        let sweep = Sweep {
+            command_template: "python serve.py --batch {batch}".into(),
+            throughput_regex: None,
+            batches: vec![4, 8],
+            procs: vec![1, 2],
+            duration: Duration::from_millis(1),
+            mps_root: dir.path().to_path_buf(),
+        };
+        // Per process, in order: 1g b4 ×1, ×2; 1g b8 ×1, ×2 (one out of memory); 3g b4 ×1, ×2; 3g b8 ×1, ×2.
+        let oom = WorkloadOutput { status: Some(1), stdout: String::new(), stderr: "CUDA out of memory".into() };
+        let t = FakeLauncher::throughput;
+        let outputs = [
+            t(100.0),
+            t(90.0),
+            t(80.0),
+            t(150.0),
+            t(140.0),
+            oom,
+            t(300.0),
+            t(280.0),
+            t(250.0),
+            t(500.0),
+            t(400.0),
+            t(420.0),
+        ];
+        let mut launcher = FakeLauncher::new(outputs);
+        let mut fake = FakeNvidiaSmi::new();
+        let mut seen = 0;
+        let outcomes = run_sweep(&mut fake, &mut launcher, &targets, &sweep, &mut |_, _, _| seen += 1).expect("swept");
+        assert_eq!(seen, 8);
+        let measured: Vec<(u8, u32, u32, f64, f64)> = outcomes
+            .iter()
+            .filter_map(|(_, outcome)| match outcome {
+                PointOutcome::Measured(p) => Some((
+                    p.config.size_gpcs,
+                    p.config.batch,
+                    p.config.procs,
+                    p.throughput_rps,
+                    (p.latency_ms * 1000.0).round() / 1000.0,
+                )),
+                PointOutcome::Infeasible(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            measured,
+            vec![
+                (1, 4, 1, 100.0, 40.0),
+                (1, 4, 2, 170.0, 50.0),
+                (1, 8, 1, 150.0, 53.333),
+                (3, 4, 1, 300.0, 13.333),
+                (3, 4, 2, 530.0, 16.0),
+                (3, 8, 1, 500.0, 16.0),
+                (3, 8, 2, 820.0, 20.0),
+            ]
+        );
+        assert!(matches!(&outcomes[3].1, PointOutcome::Infeasible(m) if m.contains("CUDA out of memory")));
+        // Every process saw its instance and its point's own MPS daemon, which was quit.
+        let (command, env) = &launcher.started[6];
+        assert_eq!(command, "python serve.py --batch 4");
+        assert!(env.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "MIG-b".to_string())), "{env:?}");
+        let pipe = dir.path().join("3g-b4-p1/pipe").display().to_string();
+        assert!(env.contains(&("CUDA_MPS_PIPE_DIRECTORY".to_string(), pipe)), "{env:?}");
+        assert!(!fake.daemon_running());
+        assert_eq!(launcher.running(), 0);
+    }
+}
