@@ -47,7 +47,8 @@ pub enum Command {
     /// Measure the planners and the colocation models: speed and quality.
     #[command(subcommand)]
     Bench(BenchCommand),
-    /// Apply a plan's MIG layout to this node's GPUs with nvidia-smi
+    /// Deploy a plan on this node: each GPU's MIG layout, then an MPS
+    /// daemon per instance running the registered workload's processes
     /// (dry run by default: print the commands).
     Deploy(DeployArgs),
     /// Measure workloads on a GPU: kernel metrics from Nsight Compute,
@@ -197,8 +198,12 @@ pub struct DeployArgs {
     #[arg(long, required = true)]
     pub node: Option<u32>,
 
-    /// Run the commands (default: only print them). MPS daemons are
-    /// printed, not started.
+    /// Run the commands (default: only print them): change each GPU's MIG
+    /// layout, then start one MPS control daemon per instance and the
+    /// registered workload's processes there, detached (they keep running
+    /// after tessera exits). Instances already running as planned are left
+    /// alone; services of an earlier deployment on a GPU whose layout
+    /// changes are stopped first. Every action is journaled in the store.
     #[arg(long)]
     pub apply: bool,
 
@@ -211,15 +216,21 @@ pub struct DeployArgs {
     #[arg(long, requires = "apply")]
     pub force: bool,
 
-    /// Where the MPS pipe and log directories go, one per instance.
-    #[arg(long, value_name = "DIR", default_value = "/tmp/tessera-mps")]
-    pub mps_dir: String,
+    /// Where each instance's MPS pipe and log directories, process logs
+    /// and pids file go (`DIR/gpu<G>-<PROFILE>-<START>/`).
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
+    pub mps_dir: PathBuf,
 }
+
+/// Where deploy keeps the MPS state of instances unless told otherwise.
+pub const DEFAULT_MPS_DIR: &str = "/tmp/tessera-mps";
 
 /// `tessera deploy …` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum DeployCommand {
-    /// Compare the live MIG layout of the node's GPUs with the plan.
+    /// Compare the node's GPUs with the plan: the installed models, the
+    /// live MIG layouts, and whether each instance's MPS daemon and
+    /// processes (started by `deploy --apply`) run.
     Status {
         /// The plan (JSON).
         #[arg(value_name = "PLAN.json")]
@@ -227,6 +238,9 @@ pub enum DeployCommand {
         /// The node.
         #[arg(long)]
         node: u32,
+        /// Where `deploy --apply` kept the instances' MPS state.
+        #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
+        mps_dir: PathBuf,
     },
 }
 

@@ -1,13 +1,18 @@
-//! `tessera deploy` end to end on a machine without nvidia-smi (the
-//! deployment logic itself is tested against the fake in tessera-gpu).
+//! `tessera deploy` end to end, with an empty PATH (no nvidia-smi) or with
+//! a fake `nvidia-smi` script there that reports one GPU without MIG
+//! instances and logs its arguments. Applying a layout and starting MPS
+//! services is tested against the faithful fakes in tessera-gpu.
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use common::{stderr, stdout};
 use tempfile::TempDir;
 
-/// Runs tessera with an empty PATH, so nvidia-smi is never found.
+/// Runs tessera with `dir` as its whole PATH.
 fn tessera(args: &[&str], dir: &TempDir) -> Output {
     let store = dir.path().join("store.sqlite");
     common::run_with_env(args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
@@ -17,8 +22,59 @@ fn demo_plan(dir: &TempDir) -> String {
     let plan = dir.path().join("plan.json");
     let plan = plan.to_str().unwrap().to_string();
     let output = tessera(&["plan", "--demo", "--format", "json", "-o", &plan], dir);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{}", stderr(&output));
     plan
+}
+
+/// A plan for GPU 0 of node 0, an A100-80GB with `3g.40gb@4` (bert-base,
+/// batch 8, two processes) and `1g.10gb@0` (gpt2, batch 1, one process).
+fn small_plan(dir: &TempDir) -> String {
+    let instance = |profile: &str, size: u8, start: u8, model: &str, batch: u32, procs: u32| {
+        serde_json::json!({"profile": profile, "size": size, "start": start, "service": model, "model": model,
+            "batch": batch, "procs": procs, "throughput_rps": 100.0, "latency_ms": 10.0})
+    };
+    let plan = serde_json::json!({
+        "gpu_count": 1, "strategy": "test", "latency_rule": "parva", "gpus_per_node": 8, "services": [],
+        "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
+            instance("3g.40gb", 3, 4, "bert-base", 8, 2), instance("1g.10gb", 1, 0, "gpt2", 1, 1)]}]
+    });
+    let path = dir.path().join("small.json");
+    std::fs::write(&path, plan.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Puts a fake `nvidia-smi` into `dir` whose GPUs are all `name` with
+/// `memory_mib`, without MIG instances; it logs every call's arguments to
+/// the returned file and refuses anything it does not know (so a MIG
+/// change fails). It uses shell built-ins only, as PATH holds nothing else.
+fn fake_nvidia_smi(dir: &TempDir, name: &str, memory_mib: u64) -> PathBuf {
+    let log = dir.path().join("nvidia-smi.log");
+    let script = format!(
+        r#"#!/bin/sh
+echo "$*" >> '{log}'
+case "$*" in
+  "--query-gpu=name,memory.total --format=csv,noheader,nounits -i "*) echo "{name}, {memory_mib}" ;;
+  "mig -i "*" -lgi") echo "No GPU instances found: Not Found"; exit 6 ;;
+  "mig -i "*" -lci") echo "No compute instances found: Not Found"; exit 6 ;;
+  *) echo "ERROR: Invalid combination of input arguments."; exit 2 ;;
+esac
+"#,
+        log = log.display()
+    );
+    let path = dir.path().join("nvidia-smi");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    log
+}
+
+fn calls(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log).unwrap_or_default().lines().map(str::to_string).collect()
+}
+
+fn register(dir: &TempDir, name: &str, family: &str, batch: &str) {
+    let args = ["workload", "add", name, "--family", family, "--task", "inference", "--batch", batch];
+    let output = tessera(&[&args[..], &["--command", "python serve.py --batch {batch}"]].concat(), dir);
+    assert!(output.status.success(), "{}", stderr(&output));
 }
 
 #[test]
@@ -26,20 +82,110 @@ fn dry_run_prints_commands_and_apply_needs_nvidia_smi() {
     let dir = TempDir::new().unwrap();
     let plan = demo_plan(&dir);
     let output = tessera(&["deploy", &plan, "--node", "0"], &dir);
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = stdout(&output);
+    assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout.contains("nvidia-smi mig -i 0 -cgi "), "{stdout}");
     assert!(stdout.contains("-cci") && stdout.contains("nvidia-cuda-mps-control -d"), "{stdout}");
+    // The demo's workloads are not registered: placeholders and how to register them.
+    assert!(stdout.contains("# no registered workload for model bert-base batch 1: `tessera workload add NAME --family bert-base --task inference --batch 1 --command '…'`"), "{stdout}");
+    assert!(stdout.contains("sh -c '<command of a workload for bert-base batch 1>' >>"), "{stdout}");
 
     for args in [vec!["deploy", &plan, "--node", "0", "--apply"], vec!["deploy", "status", &plan, "--node", "0"]] {
         let output = tessera(&args, &dir);
-        let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1));
-        assert_eq!(stderr.trim(), "error: nvidia-smi not found: install the NVIDIA driver or use --dry-run");
+        assert_eq!(stderr(&output).trim(), "error: nvidia-smi not found: install the NVIDIA driver or use --dry-run");
     }
 
     let output = tessera(&["deploy", &plan, "--node", "99"], &dir);
-    assert!(String::from_utf8_lossy(&output.stderr).contains("no GPU on node 99"));
+    assert!(stderr(&output).contains("no GPU on node 99"));
     let output = tessera(&["deploy", &plan], &dir);
     assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_plan_for_another_gpu_model_is_refused_in_one_line() {
+    let dir = TempDir::new().unwrap();
+    let plan = demo_plan(&dir);
+    let log = fake_nvidia_smi(&dir, "NVIDIA H100 80GB HBM3", 81559);
+    for args in [
+        vec!["deploy", &plan, "--node", "0"],
+        vec!["deploy", &plan, "--node", "0", "--apply"],
+        vec!["deploy", "status", &plan, "--node", "0"],
+    ] {
+        let output = tessera(&args, &dir);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&output).trim(),
+            "error: GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb"
+        );
+    }
+    assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(&log));
+}
+
+#[test]
+fn apply_without_a_registered_workload_changes_nothing() {
+    let dir = TempDir::new().unwrap();
+    let plan = small_plan(&dir);
+    let log = fake_nvidia_smi(&dir, "NVIDIA A100-SXM4-80GB", 81920);
+    register(&dir, "bert-inf", "bert-base", "8");
+    let output = tessera(&["deploy", &plan, "--node", "0", "--apply"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: no registered workload for model gpt2 batch 1; nothing was changed; register one with \
+         `tessera workload add NAME --family gpt2 --task inference --batch 1 --command '…'`"
+    );
+    assert!(calls(&log).iter().all(|call| !call.contains("-cgi")), "{:?}", calls(&log));
+    let store = tessera_store::Store::open(&dir.path().join("store.sqlite")).unwrap();
+    assert!(store.journal_entries().unwrap().is_empty());
+}
+
+#[test]
+fn dry_run_and_status_with_the_driver_show_the_registered_workloads() {
+    let dir = TempDir::new().unwrap();
+    let plan = small_plan(&dir);
+    let log = fake_nvidia_smi(&dir, "NVIDIA A100-SXM4-80GB", 81920);
+    register(&dir, "bert-inf", "bert-base", "8");
+    register(&dir, "gpt2-inf", "gpt2", "1");
+    let mps = dir.path().join("mps");
+    let mps = mps.to_str().unwrap();
+
+    let output = tessera(&["deploy", &plan, "--node", "0", "--mps-dir", mps], &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<String> = stdout(&output).lines().map(str::to_string).collect();
+    let bert = format!("{mps}/gpu0-3g.40gb-4");
+    let env = format!(
+        "CUDA_MPS_PIPE_DIRECTORY={bert}/pipe CUDA_MPS_LOG_DIRECTORY={bert}/log CUDA_VISIBLE_DEVICES='<MIG-UUID of GPU 0 3g.40gb@4>'"
+    );
+    assert_eq!(
+        lines[..7],
+        [
+            "# GPU 0 (a100-80gb): live no instances".to_string(),
+            "nvidia-smi mig -i 0 -cgi 3g.40gb:4".to_string(),
+            "nvidia-smi mig -i 0 -gi <gi:3g.40gb@4> -cci".to_string(),
+            "nvidia-smi mig -i 0 -cgi 1g.10gb:0".to_string(),
+            "nvidia-smi mig -i 0 -gi <gi:1g.10gb@0> -cci".to_string(),
+            format!("mkdir -p {bert}/pipe {bert}/log"),
+            format!("{env} nvidia-cuda-mps-control -d"),
+        ]
+    );
+    assert_eq!(lines[7], format!("{env} sh -c 'python serve.py --batch 8' >>{bert}/proc0.log 2>&1 &"));
+    assert_eq!(lines.len(), 1 + 4 + 4 + 3, "{lines:#?}");
+    assert!(lines[11].contains("sh -c 'python serve.py --batch 1' >>"), "{}", lines[11]);
+
+    let output = tessera(&["deploy", "status", &plan, "--node", "0", "--mps-dir", mps], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "GPU 0 (NVIDIA A100-SXM4-80GB): differs: missing [1g.10gb@0, 3g.40gb@4], extra [], without compute instance []\n\
+         \x20 3g.40gb@4 (bert-base batch 8): MPS daemon not running, 0 of 2 process(es) running\n\
+         \x20 1g.10gb@0 (gpt2 batch 1): MPS daemon not running, 0 of 1 process(es) running\n"
+    );
+    assert_eq!(
+        stderr(&output).trim(),
+        format!(
+            "error: on node 0, 1 GPU(s) differ from {plan} and 2 instance(s) do not run their MPS daemon and processes"
+        )
+    );
+    assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=") || call.contains(" -l")));
 }

@@ -64,6 +64,29 @@ pub enum GpuError {
         /// What is wrong.
         message: String,
     },
+    /// The plan wants another GPU model than the one installed.
+    #[error("GPU {gpu} is an {name} ({installed}) but the plan wants {planned}")]
+    ModelMismatch {
+        /// GPU index on the node.
+        gpu: u32,
+        /// The driver's name for it, e.g. `NVIDIA H100 80GB HBM3`.
+        name: String,
+        /// The model installed.
+        installed: tessera_core::GpuModel,
+        /// The model the plan wants.
+        planned: tessera_core::GpuModel,
+    },
+    /// The MPS daemon or processes of a planned MIG instance cannot be
+    /// started, stopped or read back.
+    #[error("GPU {gpu} {instance}: {message}")]
+    Service {
+        /// GPU index on the node.
+        gpu: u32,
+        /// The instance, `PROFILE@START`.
+        instance: String,
+        /// What went wrong, and what was cleaned up.
+        message: String,
+    },
     /// Compute processes run on a GPU whose MIG layout would change.
     #[error("GPU {gpu} runs {count} compute process(es): stop them or pass --force")]
     ProcessesRunning {

@@ -3,14 +3,20 @@
 //!
 //! Understood commands (the ones [`crate::mig`] and [`crate::deploy`] run):
 //! `mig -i G -lgi`, `mig -i G -lci`, `mig -i G -cgi PROFILE[:START]`,
-//! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`
-//! and `--query-compute-apps=pid --format=csv,noheader -i G`. Anything else
-//! fails with status 2 ("invalid combination of input arguments").
+//! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`,
+//! `--query-compute-apps=pid --format=csv,noheader -i G` and
+//! `--query-gpu=name,memory.total --format=csv,noheader,nounits -i G` (each
+//! model has the name and memory of a real board, see [`driver_name`]).
+//! Anything else fails with status 2 ("invalid combination of input
+//! arguments").
 //!
-//! It also plays `nvidia-cuda-mps-control`: `-d` starts the MPS control
-//! daemon (refused when one already runs), and `quit` on standard input
-//! stops it (refused unless one runs with the same
-//! `CUDA_MPS_PIPE_DIRECTORY`); see [`FakeNvidiaSmi::daemon_running`].
+//! It also plays `nvidia-cuda-mps-control`, with one control daemon per
+//! `CUDA_MPS_PIPE_DIRECTORY`: `-d` starts one (refused when one already
+//! runs for that pipe directory), and on standard input `quit` stops it and
+//! `get_server_list` succeeds, both only when one runs there; see
+//! [`FakeNvidiaSmi::daemons`]. A daemon started with `CUDA_VISIBLE_DEVICES`
+//! naming a MIG device keeps that device's instance in use (as its MPS
+//! server would), so the instance cannot be destroyed while it runs.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -50,8 +56,9 @@ pub struct FakeNvidiaSmi {
     pub log: Vec<String>,
     changes: usize,
     fail_change: Option<usize>,
-    /// The pipe directory of the running MPS control daemon, if any.
-    mps_daemon: Option<String>,
+    /// The running MPS control daemons: pipe directory → the
+    /// `CUDA_VISIBLE_DEVICES` each was started with.
+    mps_daemons: BTreeMap<String, Option<String>>,
 }
 
 impl FakeNvidiaSmi {
@@ -84,7 +91,13 @@ impl FakeNvidiaSmi {
 
     /// `true` while a (fake) MPS control daemon runs.
     pub fn daemon_running(&self) -> bool {
-        self.mps_daemon.is_some()
+        !self.mps_daemons.is_empty()
+    }
+
+    /// The running MPS control daemons: (pipe directory, the
+    /// `CUDA_VISIBLE_DEVICES` it was started with), by pipe directory.
+    pub fn daemons(&self) -> Vec<(String, Option<String>)> {
+        self.mps_daemons.iter().map(|(pipe, device)| (pipe.clone(), device.clone())).collect()
     }
 
     fn mps_control(&mut self, args: &[String], env: &[(String, String)], stdin: Option<&str>) -> CommandOutput {
@@ -93,21 +106,23 @@ impl FakeNvidiaSmi {
             .find(|(key, _)| key == "CUDA_MPS_PIPE_DIRECTORY")
             .map_or_else(|| "/tmp/nvidia-mps".to_string(), |(_, value)| value.clone());
         let fail = |message: &str| CommandOutput { status: 1, stdout: String::new(), stderr: format!("{message}\n") };
+        let not_found = "Cannot find MPS control daemon process";
         match (args, stdin.map(str::trim)) {
             ([flag], None) if flag == "-d" => {
-                if self.mps_daemon.is_some() {
+                if self.mps_daemons.contains_key(&pipe_dir) {
                     return fail("An instance of this daemon is already running");
                 }
-                self.mps_daemon = Some(pipe_dir);
+                let device = env.iter().find(|(key, _)| key == "CUDA_VISIBLE_DEVICES").map(|(_, value)| value.clone());
+                self.mps_daemons.insert(pipe_dir, device);
                 CommandOutput::default()
             }
-            ([], Some("quit")) => {
-                if self.mps_daemon.as_deref() != Some(pipe_dir.as_str()) {
-                    return fail("Cannot find MPS control daemon process");
-                }
-                self.mps_daemon = None;
-                CommandOutput::default()
-            }
+            ([], Some("quit")) => match self.mps_daemons.remove(&pipe_dir) {
+                Some(_) => CommandOutput::default(),
+                None => fail(not_found),
+            },
+            // A daemon without clients has no servers to list.
+            ([], Some("get_server_list")) if self.mps_daemons.contains_key(&pipe_dir) => CommandOutput::default(),
+            ([], Some("get_server_list")) => fail(not_found),
             _ => fail("Invalid command"),
         }
     }
@@ -139,6 +154,10 @@ impl FakeNvidiaSmi {
         if !self.gpus.contains_key(&gpu_index) {
             return Err((REJECTED, format!("No GPU with index {gpu_index} found: Not Found")));
         }
+        if args.first().is_some_and(|a| a == "--query-gpu=name,memory.total") && flag("--format=csv,noheader,nounits") {
+            let (name, memory_mib) = driver_name(self.gpus[&gpu_index].model);
+            return Ok(format!("{name}, {memory_mib}\n"));
+        }
         if args.first().is_some_and(|a| a.starts_with("--query-compute-apps=pid")) {
             let count = self.gpus[&gpu_index].processes;
             return Ok((0..count).map(|n| format!("{}\n", 4000 + n)).collect());
@@ -169,7 +188,12 @@ impl FakeNvidiaSmi {
         if flag("-cci") {
             return gpu.create_compute_instance(gpu_index, gi_id);
         }
-        if gpu.processes > 0 {
+        let in_use = self.mps_daemons.values().flatten().any(|device| {
+            gpu.instances.iter().any(|gi| {
+                gi.id == gi_id && gi.compute_instances.iter().any(|&ci| *device == fake_mig_uuid(gpu_index, gi.id, ci))
+            })
+        });
+        if gpu.processes > 0 || in_use {
             return Err((
                 REJECTED,
                 format!("Unable to destroy instances on GPU {gpu_index}: In use by another client"),
@@ -328,6 +352,18 @@ fn insufficient(gpu_index: u32, profile: &MigProfile) -> (i32, String) {
     )
 }
 
+/// The name and memory (MiB) the driver reports for a board of `model`.
+pub fn driver_name(model: GpuModel) -> (&'static str, u64) {
+    match model {
+        GpuModel::A100_40GB => ("NVIDIA A100-SXM4-40GB", 40960),
+        GpuModel::A100_80GB => ("NVIDIA A100-SXM4-80GB", 81920),
+        GpuModel::H100_80GB => ("NVIDIA H100 80GB HBM3", 81559),
+        GpuModel::H100_94GB => ("NVIDIA H100 NVL", 95830),
+        GpuModel::H200_141GB => ("NVIDIA H200", 143771),
+        GpuModel::A30_24GB => ("NVIDIA A30", 24576),
+    }
+}
+
 /// NVIDIA's GPU-instance profile ids (as `-lgip` shows them).
 fn profile_id(model: GpuModel, profile: &MigProfile) -> u32 {
     match (model, profile.compute_slices, profile.memory_slices) {
@@ -480,6 +516,29 @@ mod tests {
         let devices = fake.mig_devices(0).unwrap();
         assert_eq!(devices, vec![MigDevice { gi_id: 2, ci_id: 0, uuid: fake_mig_uuid(0, 2, 0) }]);
         assert!(fake.mig_devices(5).is_err());
+    }
+
+    #[test]
+    fn a_daemon_on_a_mig_device_keeps_its_instance_in_use() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A30_24GB);
+        assert_eq!(
+            run(&mut fake, &["--query-gpu=name,memory.total", "--format=csv,noheader,nounits", "-i", "0"]).stdout,
+            "NVIDIA A30, 24576\n"
+        );
+        assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "2g.12gb:0"]).success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-gi", "1", "-cci"]).success());
+        let env = |pipe: &str| {
+            vec![
+                ("CUDA_MPS_PIPE_DIRECTORY".to_string(), pipe.to_string()),
+                ("CUDA_VISIBLE_DEVICES".to_string(), fake_mig_uuid(0, 1, 0)),
+            ]
+        };
+        assert!(fake.run_with("nvidia-cuda-mps-control", &["-d".into()], &env("/p"), None).unwrap().success());
+        assert_eq!(fake.daemons(), vec![("/p".to_string(), Some(fake_mig_uuid(0, 1, 0)))]);
+        let busy = run(&mut fake, &["mig", "-i", "0", "-dci", "-gi", "1"]);
+        assert!(busy.stdout.contains("In use by another client"), "{}", busy.stdout);
+        assert!(fake.run_with("nvidia-cuda-mps-control", &[], &env("/p"), Some("quit\n")).unwrap().success());
+        assert!(run(&mut fake, &["mig", "-i", "0", "-dci", "-gi", "1"]).success());
     }
 
     #[test]

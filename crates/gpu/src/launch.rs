@@ -158,14 +158,22 @@ struct ShellWorkload {
     output: Option<WorkloadOutput>,
 }
 
+/// Sends `signal` (e.g. `-TERM`; `-0` only asks) to every process of
+/// process group `pgid` with `kill -SIG -- -PGID`; `true` when it reached
+/// at least one.
+pub(crate) fn signal_group(signal: &str, pgid: u32) -> bool {
+    Command::new("kill")
+        .args([signal, "--", &format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
 impl ShellWorkload {
     fn signal_group(&self, signal: &str) {
-        // `kill -SIG -- -PGID`: the whole process group the workload leads.
-        let _ = Command::new("kill")
-            .args([signal, "--", &format!("-{}", self.child.id())])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        // The whole process group the workload leads; one already gone is fine.
+        let _ = signal_group(signal, self.child.id());
     }
 
     fn wait_for(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>, GpuError> {

@@ -5,8 +5,9 @@
 //! - [`ncu`]: Nsight Compute `--csv` reports aggregated into KACE's six
 //!   kernel metrics.
 //! - [`mig`]: the live MIG state of a GPU as `nvidia-smi` reports it.
-//! - [`deploy`]: the commands that turn a GPU's live MIG layout into a
-//!   plan's, applied with rollback.
+//! - [`deploy`]: a plan onto a node: the commands that turn each GPU's live
+//!   MIG layout into the plan's (applied with rollback), then one MPS
+//!   daemon per instance and the workload's processes, started detached.
 //! - [`sampler`]: GPU utilisation from NVML (or scripted).
 //! - [`nvml`]: NVML itself, and the MIG devices (UUIDs) of a GPU.
 //! - [`launch`]: starting, stopping and reading the throughput of workloads.
@@ -14,6 +15,7 @@
 //!   under MPS.
 //! - [`segments`]: segment profiles (batch × MPS processes × instance
 //!   size) measured in the MIG instances a GPU already has.
+//! - [`mps`]: starting, asking and quitting MPS control daemons.
 
 pub mod deploy;
 pub mod error;
@@ -21,6 +23,7 @@ pub mod fake;
 pub mod launch;
 pub mod measure;
 pub mod mig;
+pub mod mps;
 pub mod ncu;
 pub mod nvml;
 pub mod runner;

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::GpuError;
 use crate::launch::{parse_throughput, DeviceTarget, RunningWorkload, WorkloadLauncher, WorkloadOutput};
-use crate::runner::{command_line, CommandRunner};
+use crate::mps::{quit_daemon, start_daemon, MPS_CONTROL};
+use crate::runner::CommandRunner;
 use crate::sampler::{GpuSample, GpuSampler};
 
 /// Bytes per GB (decimal, as the store's `memory_gb`).
@@ -120,9 +121,6 @@ impl MpsDirs {
     }
 }
 
-/// The MPS control program.
-pub const MPS_CONTROL: &str = "nvidia-cuda-mps-control";
-
 /// A started MPS control daemon; quits it when stopped or dropped.
 struct MpsDaemon<'a> {
     runner: &'a mut dyn CommandRunner,
@@ -132,15 +130,7 @@ struct MpsDaemon<'a> {
 
 impl<'a> MpsDaemon<'a> {
     fn start(runner: &'a mut dyn CommandRunner, env: Vec<(String, String)>) -> Result<Self, GpuError> {
-        let args = ["-d".to_string()];
-        let output = runner.run_with(MPS_CONTROL, &args, &env, None)?;
-        if !output.success() {
-            return Err(GpuError::CommandFailed {
-                command: command_line(MPS_CONTROL, &args),
-                status: output.status,
-                message: output.first_error_line(),
-            });
-        }
+        start_daemon(runner, &env)?;
         Ok(Self { runner, env, running: true })
     }
 
@@ -150,16 +140,7 @@ impl<'a> MpsDaemon<'a> {
             return Ok(());
         }
         self.running = false;
-        let output = self.runner.run_with(MPS_CONTROL, &[], &self.env, Some("quit\n"))?;
-        if output.success() {
-            Ok(())
-        } else {
-            Err(GpuError::CommandFailed {
-                command: format!("echo quit | {MPS_CONTROL}"),
-                status: output.status,
-                message: output.first_error_line(),
-            })
-        }
+        quit_daemon(self.runner, &self.env)
     }
 }
 

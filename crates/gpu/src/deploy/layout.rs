@@ -2,14 +2,12 @@
 //! `nvidia-smi` command lines), and applying them with rollback.
 //!
 //! Instances whose (profile, start) already match the plan are kept, so
-//! applying a plan twice changes nothing the second time. MPS control
-//! daemons and workloads are rendered by [`mps_commands`] for the operator
-//! but not started by [`apply`].
+//! applying a plan twice changes nothing the second time.
 
 use std::fmt;
 
 use tessera_core::layout::validate_layout;
-use tessera_core::{GpuAssignment, GpuModel, Placement, Plan};
+use tessera_core::{GpuAssignment, GpuModel, Placement};
 
 use crate::error::GpuError;
 use crate::mig::{count_processes, mig_args, read_live, LiveGpu, NVIDIA_SMI};
@@ -91,17 +89,6 @@ impl fmt::Display for Step {
     }
 }
 
-/// One GPU of a node: what runs there and what would change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpuDeployment {
-    /// The plan's GPU.
-    pub planned: GpuAssignment,
-    /// Its live layout (empty when assumed).
-    pub live: LiveGpu,
-    /// The steps from live to planned.
-    pub steps: Vec<Step>,
-}
-
 /// A wanted instance: (profile, start, with a compute instance?).
 type Target = (String, u8, bool);
 
@@ -176,32 +163,9 @@ pub fn plan_steps(live: &LiveGpu, planned: &GpuAssignment) -> Result<Vec<Step>, 
     Ok(diff(live, &targets))
 }
 
-/// The plan's GPUs on `node`, by index, each with its live layout (read
-/// through `runner`, or assumed empty when `runner` is `None`) and steps.
-pub fn plan_node(
-    mut runner: Option<&mut dyn CommandRunner>,
-    plan: &Plan,
-    node: u32,
-) -> Result<Vec<GpuDeployment>, GpuError> {
-    let mut gpus: Vec<&GpuAssignment> = plan.gpus.iter().filter(|gpu| gpu.node == node).collect();
-    gpus.sort_by_key(|gpu| gpu.index);
-    if let Some(pair) = gpus.windows(2).find(|pair| pair[0].index == pair[1].index) {
-        return Err(GpuError::PlanGpu { gpu: pair[0].index, message: format!("appears twice on node {node}") });
-    }
-    gpus.into_iter()
-        .map(|planned| {
-            let live = match runner.as_deref_mut() {
-                Some(runner) => read_live(runner, planned.index, planned.gpu_model)?,
-                None => LiveGpu::empty(planned.index),
-            };
-            let steps = plan_steps(&live, planned)?;
-            Ok(GpuDeployment { planned: planned.clone(), live, steps })
-        })
-        .collect()
-}
-
 /// Runs `steps` on GPU `gpu` (of `model`), refusing a GPU with running
-/// compute processes unless `force`. On a failing step it stops, restores
+/// compute processes unless `force`; `on_step` gets the command line of
+/// each step that ran (with the ids it used). On a failing step it stops, restores
 /// the layout the GPU had before (destroying what was created and
 /// recreating what was destroyed at the same placements) and returns
 /// [`GpuError::ApplyFailed`]. On success it returns the new live layout.
@@ -211,6 +175,7 @@ pub fn apply(
     model: GpuModel,
     steps: &[Step],
     force: bool,
+    on_step: &mut dyn FnMut(&str),
 ) -> Result<LiveGpu, GpuError> {
     let before = read_live(runner, gpu, model)?;
     if steps.is_empty() {
@@ -224,19 +189,23 @@ pub fn apply(
         return Err(GpuError::ProcessesRunning { gpu, count: processes });
     }
     for step in steps {
-        if let Err((line, cause)) = run_step(runner, model, step) {
-            let rollback = match rollback(runner, model, &before) {
-                Ok(()) => format!("rolled back to the previous layout ({})", describe(&before)),
-                Err(error) => format!("ROLLBACK FAILED, the GPU is left partly changed: {error}"),
-            };
-            return Err(GpuError::ApplyFailed { gpu, step: line, cause, rollback });
+        match run_step(runner, model, step) {
+            Ok(line) => on_step(&line),
+            Err((line, cause)) => {
+                let rollback = match rollback(runner, model, &before) {
+                    Ok(()) => format!("rolled back to the previous layout ({})", describe(&before)),
+                    Err(error) => format!("ROLLBACK FAILED, the GPU is left partly changed: {error}"),
+                };
+                return Err(GpuError::ApplyFailed { gpu, step: line, cause, rollback });
+            }
         }
     }
     read_live(runner, gpu, model)
 }
 
-/// Runs one step; on failure returns its command line and the cause.
-fn run_step(runner: &mut dyn CommandRunner, model: GpuModel, step: &Step) -> Result<(), (String, String)> {
+/// Runs one step and returns its command line; on failure, the line and the
+/// cause.
+fn run_step(runner: &mut dyn CommandRunner, model: GpuModel, step: &Step) -> Result<String, (String, String)> {
     let gi = match step {
         Step::CreateComputeInstance { gi_id: Some(id), .. } => id.to_string(),
         Step::CreateComputeInstance { gpu, profile, start, gi_id: None } => {
@@ -250,13 +219,11 @@ fn run_step(runner: &mut dyn CommandRunner, model: GpuModel, step: &Step) -> Res
     };
     let args = step.args(&gi);
     let line = command_line(NVIDIA_SMI, &args);
-    run_checked(runner, NVIDIA_SMI, &args).map(drop).map_err(|error| {
-        let cause = match error {
-            GpuError::CommandFailed { message, .. } => message,
-            other => other.to_string(),
-        };
-        (line, cause)
-    })
+    match run_checked(runner, NVIDIA_SMI, &args) {
+        Ok(_) => Ok(line),
+        Err(GpuError::CommandFailed { message, .. }) => Err((line, message)),
+        Err(other) => Err((line, other.to_string())),
+    }
 }
 
 /// Restores `before`'s layout on its GPU.
@@ -292,81 +259,17 @@ pub fn describe(live: &LiveGpu) -> String {
     live.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect::<Vec<_>>().join(", ")
 }
 
-/// The shell commands that start one MPS control daemon per planned
-/// instance (each with its own pipe and log directory under `mps_root`)
-/// and describe the workload to launch there. Rendered only: [`apply`]
-/// does not run them. The instance's MIG UUID (from `nvidia-smi -L`) is
-/// shown as `<MIG-UUID of GPU g PROFILE@START>`.
-pub fn mps_commands(planned: &GpuAssignment, mps_root: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    for instance in &planned.instances {
-        let uuid = format!("<MIG-UUID of GPU {} {}@{}>", planned.index, instance.profile, instance.start);
-        let dir = format!("{mps_root}/gpu{}-{}-{}", planned.index, instance.profile, instance.start);
-        let env =
-            format!("CUDA_VISIBLE_DEVICES={uuid} CUDA_MPS_PIPE_DIRECTORY={dir}/pipe CUDA_MPS_LOG_DIRECTORY={dir}/log");
-        lines.push(format!("mkdir -p {dir}/pipe {dir}/log"));
-        lines.push(format!("{env} nvidia-cuda-mps-control -d"));
-        lines.push(format!(
-            "# then start {} process(es) of {} (service {}, batch {}) with {env}",
-            instance.procs, instance.model, instance.service, instance.batch
-        ));
-    }
-    lines
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::deploy::plan_node;
+    use crate::deploy::test_plans::{expected, gpu, plan};
     use crate::fake::FakeNvidiaSmi;
-    use tessera_core::InstanceAssignment;
-
-    fn instance(profile: &str, start: u8) -> InstanceAssignment {
-        InstanceAssignment {
-            profile: profile.to_string(),
-            size: profile[..1].parse().unwrap(),
-            start,
-            service: format!("svc-{profile}-{start}"),
-            model: "resnet50".to_string(),
-            batch: 8,
-            procs: 2,
-            throughput_rps: 100.0,
-            latency_ms: 10.0,
-        }
-    }
-
-    fn gpu(node: u32, index: u32, layout: &[(&str, u8)]) -> GpuAssignment {
-        GpuAssignment {
-            node,
-            index,
-            gpu_model: GpuModel::A100_80GB,
-            instances: layout.iter().map(|(p, s)| instance(p, *s)).collect(),
-        }
-    }
-
-    fn plan(gpus: Vec<GpuAssignment>) -> Plan {
-        Plan {
-            gpu_count: gpus.len(),
-            total_cost: 0.0,
-            strategy: "test".into(),
-            latency_rule: "parva".into(),
-            gpus_per_node: 8,
-            fleet: Vec::new(),
-            gpus,
-            services: Vec::new(),
-            optimality: None,
-            notes: Vec::new(),
-        }
-    }
-
-    fn expected(layout: &[(&str, u8)]) -> Vec<(String, u8, usize)> {
-        let mut v: Vec<_> = layout.iter().map(|(p, s)| ((*p).to_string(), *s, 1)).collect();
-        v.sort();
-        v
-    }
+    use tessera_core::Plan;
 
     fn apply_node(fake: &mut FakeNvidiaSmi, plan: &Plan, node: u32, force: bool) -> Result<(), GpuError> {
         for deployment in plan_node(Some(fake), plan, node)? {
-            apply(fake, deployment.planned.index, deployment.planned.gpu_model, &deployment.steps, force)?;
+            apply(fake, deployment.planned.index, deployment.planned.gpu_model, &deployment.steps, force, &mut |_| {})?;
         }
         Ok(())
     }
@@ -386,7 +289,8 @@ mod tests {
 
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB).with_gpu(1, GpuModel::A100_80GB);
         for deployment in &deployments {
-            apply(&mut fake, deployment.planned.index, GpuModel::A100_80GB, &deployment.steps, false).unwrap();
+            apply(&mut fake, deployment.planned.index, GpuModel::A100_80GB, &deployment.steps, false, &mut |_| {})
+                .unwrap();
         }
         assert_eq!(fake.layout(0), expected(LAYOUT_A));
         assert_eq!(fake.layout(1), expected(LAYOUT_B));
@@ -454,7 +358,7 @@ mod tests {
             let deployment = plan_node(Some(&mut fake), &target, 0).unwrap().remove(0);
             assert_eq!(deployment.steps.len(), 4 * 2 + 3 * 2);
             fake.fail_nth_change(fail_at);
-            let error = apply(&mut fake, 0, GpuModel::A100_80GB, &deployment.steps, false).unwrap_err();
+            let error = apply(&mut fake, 0, GpuModel::A100_80GB, &deployment.steps, false, &mut |_| {}).unwrap_err();
             let message = error.to_string();
             assert!(matches!(error, GpuError::ApplyFailed { .. }), "{message}");
             assert!(
@@ -476,15 +380,8 @@ mod tests {
             Step::CreateGpuInstance { gpu: 0, profile: "3g.40gb".into(), start: 4 },
             Step::CreateGpuInstance { gpu: 0, profile: "1g.10gb".into(), start: 6 },
         ];
-        let error = apply(&mut fake, 0, GpuModel::A100_80GB, &steps, false).unwrap_err().to_string();
+        let error = apply(&mut fake, 0, GpuModel::A100_80GB, &steps, false, &mut |_| {}).unwrap_err().to_string();
         assert!(error.contains("-cgi 1g.10gb:6") && error.contains("Insufficient Resources"), "{error}");
         assert!(fake.layout(0).is_empty());
-    }
-
-    #[test]
-    fn renders_mps_daemons_per_instance() {
-        let lines = mps_commands(&gpu(0, 2, &[("3g.40gb", 4)]), "/tmp/tessera-mps");
-        assert_eq!(lines[1], "CUDA_VISIBLE_DEVICES=<MIG-UUID of GPU 2 3g.40gb@4> CUDA_MPS_PIPE_DIRECTORY=/tmp/tessera-mps/gpu2-3g.40gb-4/pipe CUDA_MPS_LOG_DIRECTORY=/tmp/tessera-mps/gpu2-3g.40gb-4/log nvidia-cuda-mps-control -d");
-        assert!(lines[2].contains("2 process(es) of resnet50"));
     }
 }

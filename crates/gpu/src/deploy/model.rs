@@ -1,0 +1,171 @@
+//! Which GPU model is installed, from `nvidia-smi --query-gpu=name,memory.total`,
+//! so a plan made for another model is refused before it changes anything.
+
+use tessera_core::{GpuAssignment, GpuModel};
+
+use crate::error::GpuError;
+use crate::mig::NVIDIA_SMI;
+use crate::runner::{command_line, run_checked, CommandRunner};
+
+/// MiB per GiB: the driver reports memory in MiB, and the GB in a MIG
+/// model's name are GiB.
+const MIB_PER_GIB: f64 = 1024.0;
+
+/// How far (as a fraction of the model's memory) the reported memory may
+/// be from the model's: the driver reserves a little, e.g. 81559 MiB on an
+/// H100 80GB.
+const MEMORY_TOLERANCE: f64 = 0.1;
+
+/// The models a product name (one of its words, e.g. `A100` in
+/// `NVIDIA A100-SXM4-40GB`) may be; the memory picks among them.
+const FAMILIES: [(&str, &[GpuModel]); 4] = [
+    ("A100", &[GpuModel::A100_40GB, GpuModel::A100_80GB]),
+    ("H100", &[GpuModel::H100_80GB, GpuModel::H100_94GB]),
+    ("H200", &[GpuModel::H200_141GB]),
+    ("A30", &[GpuModel::A30_24GB]),
+];
+
+/// A GPU as the driver names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledGpu {
+    /// The driver's product name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Its total memory, MiB.
+    pub memory_mib: u64,
+    /// The model it is.
+    pub model: GpuModel,
+}
+
+/// The model of a GPU named `name` (as `nvidia-smi --query-gpu=name` prints
+/// it) with `memory_mib` of memory, e.g. `NVIDIA A100 80GB PCIe` with 81920
+/// MiB is an a100-80gb. The product is the word `A100`, `H100`, `H200` or
+/// `A30` of the name (so a GH200 is none of them); the memory tells its
+/// variants apart. An unknown name or memory is an error naming both.
+pub fn model_from_name(name: &str, memory_mib: u64) -> Result<GpuModel, String> {
+    let words: Vec<&str> = name.split(|c: char| c.is_whitespace() || c == '-').collect();
+    let Some((_, candidates)) = FAMILIES.iter().find(|(word, _)| words.contains(word)) else {
+        let known: Vec<&str> = FAMILIES.iter().map(|(word, _)| *word).collect();
+        return Err(format!("'{name}' is no GPU Tessera knows (it knows the {})", known.join(", ")));
+    };
+    let gib = memory_mib as f64 / MIB_PER_GIB;
+    let distance = |model: &GpuModel| (gib - f64::from(model.spec().memory_gb)).abs();
+    candidates
+        .iter()
+        .copied()
+        .filter(|model| distance(model) <= MEMORY_TOLERANCE * f64::from(model.spec().memory_gb))
+        .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+        .ok_or_else(|| {
+            let ids: Vec<&str> = candidates.iter().map(|model| model.id()).collect();
+            format!("'{name}' with {memory_mib} MiB is none of {}", ids.join(", "))
+        })
+}
+
+/// The arguments that ask for GPU `index`'s name and memory.
+fn query_args(index: u32) -> Vec<String> {
+    ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits", "-i"]
+        .iter()
+        .map(|s| (*s).to_string())
+        .chain(std::iter::once(index.to_string()))
+        .collect()
+}
+
+/// Reads GPU `index`'s name and memory and tells its model.
+pub fn installed_gpu(runner: &mut dyn CommandRunner, index: u32) -> Result<InstalledGpu, GpuError> {
+    let args = query_args(index);
+    let output = run_checked(runner, NVIDIA_SMI, &args)?;
+    let bad = |message: String| GpuError::MigOutput { command: command_line(NVIDIA_SMI, &args), line: 1, message };
+    let line = output.stdout.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+    let (name, memory) =
+        line.rsplit_once(',').ok_or_else(|| bad(format!("expected 'name, memory MiB', got '{line}'")))?;
+    let (name, memory) = (name.trim(), memory.trim());
+    let memory_mib =
+        memory.parse::<u64>().map_err(|_| bad(format!("memory.total '{memory}' is not a number of MiB")))?;
+    let model = model_from_name(name, memory_mib).map_err(|message| GpuError::PlanGpu { gpu: index, message })?;
+    Ok(InstalledGpu { name: name.to_string(), memory_mib, model })
+}
+
+/// Refuses a planned GPU whose model is not the one installed at its index.
+pub fn check_installed(runner: &mut dyn CommandRunner, planned: &GpuAssignment) -> Result<InstalledGpu, GpuError> {
+    let installed = installed_gpu(runner, planned.index)?;
+    if installed.model != planned.gpu_model {
+        return Err(GpuError::ModelMismatch {
+            gpu: planned.index,
+            name: installed.name,
+            installed: installed.model,
+            planned: planned.gpu_model,
+        });
+    }
+    Ok(installed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake::FakeNvidiaSmi;
+
+    #[test]
+    fn realistic_names_map_to_their_models() {
+        let cases = [
+            ("NVIDIA A100-SXM4-40GB", 40960, GpuModel::A100_40GB),
+            ("NVIDIA A100-PCIE-40GB", 40960, GpuModel::A100_40GB),
+            ("NVIDIA A100-SXM4-80GB", 81920, GpuModel::A100_80GB),
+            ("NVIDIA A100 80GB PCIe", 81920, GpuModel::A100_80GB),
+            ("NVIDIA H100 80GB HBM3", 81559, GpuModel::H100_80GB),
+            ("NVIDIA H100 PCIe", 81559, GpuModel::H100_80GB),
+            ("NVIDIA H100 NVL", 95830, GpuModel::H100_94GB),
+            ("NVIDIA H200", 143771, GpuModel::H200_141GB),
+            ("NVIDIA H200 NVL", 143771, GpuModel::H200_141GB),
+            ("NVIDIA A30", 24576, GpuModel::A30_24GB),
+        ];
+        for (name, memory_mib, model) in cases {
+            assert_eq!(model_from_name(name, memory_mib), Ok(model), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_and_memories_are_errors_naming_them() {
+        for name in ["NVIDIA GeForce RTX 4090", "NVIDIA GH200 480GB", "Tesla V100-SXM2-16GB", ""] {
+            let error = model_from_name(name, 24576).unwrap_err();
+            assert!(error.contains(&format!("'{name}'")) && error.contains("A100"), "{error}");
+        }
+        let error = model_from_name("NVIDIA A100-SXM4-80GB", 16384).unwrap_err();
+        assert_eq!(error, "'NVIDIA A100-SXM4-80GB' with 16384 MiB is none of a100-40gb, a100-80gb");
+    }
+
+    #[test]
+    fn the_fake_names_every_model_as_the_driver_does() {
+        for model in GpuModel::ALL {
+            let mut fake = FakeNvidiaSmi::new().with_gpu(3, model);
+            assert_eq!(installed_gpu(&mut fake, 3).unwrap().model, model);
+        }
+    }
+
+    #[test]
+    fn a_plan_for_another_model_is_refused_in_one_line() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB);
+        let planned = GpuAssignment { node: 0, index: 0, gpu_model: GpuModel::A100_80GB, instances: Vec::new() };
+        let error = check_installed(&mut fake, &planned).unwrap_err().to_string();
+        assert_eq!(error, "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb");
+        let planned = GpuAssignment { gpu_model: GpuModel::H100_80GB, ..planned };
+        assert_eq!(check_installed(&mut fake, &planned).unwrap().name, "NVIDIA H100 80GB HBM3");
+        // A GPU that is not there is the driver's error.
+        let error = check_installed(&mut fake, &GpuAssignment { index: 4, ..planned }).unwrap_err().to_string();
+        assert!(error.contains("-i 4") && error.contains("No GPU with index 4"), "{error}");
+    }
+
+    #[test]
+    fn unreadable_output_names_the_command() {
+        struct Prints(&'static str);
+        impl CommandRunner for Prints {
+            fn run(&mut self, _: &str, _: &[String]) -> Result<crate::runner::CommandOutput, GpuError> {
+                Ok(crate::runner::CommandOutput { status: 0, stdout: self.0.to_string(), stderr: String::new() })
+            }
+        }
+        for (stdout, needle) in [("NVIDIA A30\n", "expected 'name, memory MiB'"), ("NVIDIA A30, [N/A]\n", "[N/A]")] {
+            let error = installed_gpu(&mut Prints(stdout), 0).unwrap_err().to_string();
+            assert!(error.contains("--query-gpu=name,memory.total") && error.contains(needle), "{error}");
+        }
+        let error = installed_gpu(&mut Prints("NVIDIA Tesla T4, 15360\n"), 2).unwrap_err().to_string();
+        assert!(error.starts_with("GPU 2: 'NVIDIA Tesla T4' is no GPU"), "{error}");
+    }
+}

@@ -1,0 +1,53 @@
+//! Plans for the deployment tests: A100-80GB GPUs whose instances serve
+//! resnet50 at batch 8 with two processes each.
+
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
+
+/// Instance `profile@start`.
+pub fn instance(profile: &str, start: u8) -> InstanceAssignment {
+    InstanceAssignment {
+        profile: profile.to_string(),
+        size: profile[..1].parse().unwrap(),
+        start,
+        service: format!("svc-{profile}-{start}"),
+        model: "resnet50".to_string(),
+        batch: 8,
+        procs: 2,
+        throughput_rps: 100.0,
+        latency_ms: 10.0,
+    }
+}
+
+/// GPU `index` of `node` with instances at `layout`'s (profile, start).
+pub fn gpu(node: u32, index: u32, layout: &[(&str, u8)]) -> GpuAssignment {
+    GpuAssignment {
+        node,
+        index,
+        gpu_model: GpuModel::A100_80GB,
+        instances: layout.iter().map(|(p, s)| instance(p, *s)).collect(),
+    }
+}
+
+/// A plan of `gpus`.
+pub fn plan(gpus: Vec<GpuAssignment>) -> Plan {
+    Plan {
+        gpu_count: gpus.len(),
+        total_cost: 0.0,
+        strategy: "test".into(),
+        latency_rule: "parva".into(),
+        gpus_per_node: 8,
+        fleet: Vec::new(),
+        gpus,
+        services: Vec::new(),
+        optimality: None,
+        notes: Vec::new(),
+    }
+}
+
+/// What the fake's layout looks like once `layout` is applied: each
+/// instance with its compute instance, sorted.
+pub fn expected(layout: &[(&str, u8)]) -> Vec<(String, u8, usize)> {
+    let mut v: Vec<_> = layout.iter().map(|(p, s)| ((*p).to_string(), *s, 1)).collect();
+    v.sort();
+    v
+}
