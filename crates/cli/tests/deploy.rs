@@ -44,22 +44,29 @@ fn small_plan(dir: &TempDir) -> String {
 }
 
 /// Puts a fake `nvidia-smi` into `dir` whose GPUs are all `name` with
-/// `memory_mib`, without MIG instances; it logs every call's arguments to
-/// the returned file and refuses anything it does not know (so a MIG
-/// change fails). It uses shell built-ins only, as PATH holds nothing else.
+/// `memory_mib`, in MIG mode without instances; it logs every call's
+/// arguments to the returned file and refuses anything it does not know
+/// (so a MIG change fails). It uses shell built-ins only, as PATH holds
+/// nothing else.
 fn fake_nvidia_smi(dir: &TempDir, name: &str, memory_mib: u64) -> PathBuf {
+    fake_nvidia_smi_with(dir, &format!("{name}, {memory_mib}, Enabled"), "No GPU instances found: Not Found\"; exit 6")
+}
+
+/// The fake of [`fake_nvidia_smi`] answering the GPU query with `query`
+/// and `mig -lgi` with `lgi` (a shell string's inside).
+fn fake_nvidia_smi_with(dir: &TempDir, query: &str, lgi: &str) -> PathBuf {
     let log = dir.path().join("nvidia-smi.log");
     let script = format!(
         r#"#!/bin/sh
 echo "$*" >> '{log}'
 case "$*" in
-  "--query-gpu=name,memory.total --format=csv,noheader,nounits -i "*) echo "{name}, {memory_mib}" ;;
-  "mig -i "*" -lgi") echo "No GPU instances found: Not Found"; exit 6 ;;
+  "--query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i "*) echo "{query}" ;;
+  "mig -i "*" -lgi") echo "{lgi} ;;
   "mig -i "*" -lci") echo "No compute instances found: Not Found"; exit 6 ;;
   *) echo "ERROR: Invalid combination of input arguments."; exit 2 ;;
 esac
 "#,
-        log = log.display()
+        log = log.display(),
     );
     let path = dir.path().join("nvidia-smi");
     std::fs::write(&path, script).unwrap();
@@ -117,6 +124,30 @@ fn a_plan_for_another_gpu_model_is_refused_in_one_line() {
         assert_eq!(
             stderr(&output).trim(),
             "error: GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb"
+        );
+    }
+    assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(&log));
+}
+
+#[test]
+fn a_gpu_without_mig_mode_is_refused_in_one_line() {
+    // As a lent H200 node answered: MIG off, and `mig -lgi` says so with status 0.
+    let dir = TempDir::new().unwrap();
+    let plan = small_plan(&dir);
+    let h200 = std::fs::read_to_string(&plan).unwrap().replace("a100-80gb", "h200-141gb");
+    std::fs::write(&plan, h200.replace("3g.40gb", "3g.71gb").replace("1g.10gb", "1g.18gb")).unwrap();
+    let log = fake_nvidia_smi_with(&dir, "NVIDIA H200, 143771, Disabled", "No MIG-enabled devices found.\"");
+    for args in [
+        vec!["deploy", &plan, "--node", "0"],
+        vec!["deploy", &plan, "--node", "0", "--apply"],
+        vec!["deploy", "status", &plan, "--node", "0"],
+    ] {
+        let output = tessera(&args, &dir);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(
+            stderr(&output).trim(),
+            "error: GPU 0 (NVIDIA H200) is not in MIG mode: enable it first (`nvidia-smi -i 0 -mig 1` as root, \
+             on an idle GPU); Tessera never changes MIG mode"
         );
     }
     assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(&log));

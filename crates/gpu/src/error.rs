@@ -76,6 +76,14 @@ pub enum GpuError {
         /// The model the plan wants.
         planned: tessera_core::GpuModel,
     },
+    /// A GPU that is not in MIG mode, where MIG instances are needed.
+    #[error("GPU {gpu} ({name}) is not in MIG mode: enable it first (`nvidia-smi -i {gpu} -mig 1` as root, on an idle GPU); Tessera never changes MIG mode")]
+    MigDisabled {
+        /// GPU index on the node.
+        gpu: u32,
+        /// The driver's name for it.
+        name: String,
+    },
     /// The MPS daemon or processes of a planned MIG instance cannot be
     /// started, stopped or read back.
     #[error("GPU {gpu} {instance}: {message}")]

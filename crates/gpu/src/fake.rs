@@ -5,7 +5,7 @@
 //! `mig -i G -lgi`, `mig -i G -lci`, `mig -i G -cgi PROFILE[:START]`,
 //! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`,
 //! `--query-compute-apps=pid --format=csv,noheader -i G` and
-//! `--query-gpu=name,memory.total --format=csv,noheader,nounits -i G` (each
+//! `--query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i G` (each
 //! model has the name and memory of a real board, see [`driver_name`]).
 //! Anything else fails with status 2 ("invalid combination of input
 //! arguments").
@@ -46,6 +46,7 @@ struct FakeGpu {
     model: GpuModel,
     instances: Vec<FakeGi>,
     processes: usize,
+    mig_enabled: bool,
 }
 
 /// The fake. Build it with [`FakeNvidiaSmi::with_gpu`].
@@ -70,7 +71,19 @@ impl FakeNvidiaSmi {
     /// Adds GPU `index` of `model`, in MIG mode with no instances.
     #[must_use]
     pub fn with_gpu(mut self, index: u32, model: GpuModel) -> Self {
-        self.gpus.insert(index, FakeGpu { model, instances: Vec::new(), processes: 0 });
+        self.gpus.insert(index, FakeGpu { model, instances: Vec::new(), processes: 0, mig_enabled: true });
+        self
+    }
+
+    /// Turns MIG mode off on GPU `index`: `mig -lgi`/`-lci` then print `No
+    /// MIG-enabled devices found.` with status 0, as the driver does, and
+    /// MIG changes are refused.
+    ///
+    /// # Panics
+    /// If there is no such GPU.
+    #[must_use]
+    pub fn with_mig_disabled(mut self, index: u32) -> Self {
+        self.gpus.get_mut(&index).expect("no such fake GPU").mig_enabled = false;
         self
     }
 
@@ -154,9 +167,13 @@ impl FakeNvidiaSmi {
         if !self.gpus.contains_key(&gpu_index) {
             return Err((REJECTED, format!("No GPU with index {gpu_index} found: Not Found")));
         }
-        if args.first().is_some_and(|a| a == "--query-gpu=name,memory.total") && flag("--format=csv,noheader,nounits") {
-            let (name, memory_mib) = driver_name(self.gpus[&gpu_index].model);
-            return Ok(format!("{name}, {memory_mib}\n"));
+        if args.first().is_some_and(|a| a == "--query-gpu=name,memory.total,mig.mode.current")
+            && flag("--format=csv,noheader,nounits")
+        {
+            let gpu = &self.gpus[&gpu_index];
+            let (name, memory_mib) = driver_name(gpu.model);
+            let mode = if gpu.mig_enabled { "Enabled" } else { "Disabled" };
+            return Ok(format!("{name}, {memory_mib}, {mode}\n"));
         }
         if args.first().is_some_and(|a| a.starts_with("--query-compute-apps=pid")) {
             let count = self.gpus[&gpu_index].processes;
@@ -164,6 +181,12 @@ impl FakeNvidiaSmi {
         }
         if args.first().map(String::as_str) != Some("mig") {
             return Err(bad());
+        }
+        if !self.gpus[&gpu_index].mig_enabled {
+            if flag("-lgi") || flag("-lci") {
+                return Ok("No MIG-enabled devices found.\n".to_string());
+            }
+            return Err((REJECTED, format!("Unable to change MIG configuration of GPU {gpu_index}: Not Supported")));
         }
         if flag("-lgi") {
             return self.list_gpu_instances(gpu_index);
@@ -522,8 +545,12 @@ mod tests {
     fn a_daemon_on_a_mig_device_keeps_its_instance_in_use() {
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A30_24GB);
         assert_eq!(
-            run(&mut fake, &["--query-gpu=name,memory.total", "--format=csv,noheader,nounits", "-i", "0"]).stdout,
-            "NVIDIA A30, 24576\n"
+            run(
+                &mut fake,
+                &["--query-gpu=name,memory.total,mig.mode.current", "--format=csv,noheader,nounits", "-i", "0"]
+            )
+            .stdout,
+            "NVIDIA A30, 24576, Enabled\n"
         );
         assert!(run(&mut fake, &["mig", "-i", "0", "-cgi", "2g.12gb:0"]).success());
         assert!(run(&mut fake, &["mig", "-i", "0", "-gi", "1", "-cci"]).success());

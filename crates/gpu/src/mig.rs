@@ -6,6 +6,10 @@ use tessera_core::{GpuModel, MigProfile};
 use crate::error::GpuError;
 use crate::runner::{command_line, CommandRunner};
 
+/// What `nvidia-smi mig -lgi` prints (with exit status 0) when MIG mode is
+/// off.
+const MIG_DISABLED: &str = "No MIG-enabled devices found";
+
 /// The program every MIG command runs.
 pub const NVIDIA_SMI: &str = "nvidia-smi";
 
@@ -84,7 +88,10 @@ pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, model: GpuModel
     let spec = model.spec();
     let args = mig_args(gpu_index, &["-lgi"]);
     let command = command_line(NVIDIA_SMI, &args);
-    let text = listing(runner, &args, "No GPU instances found")?;
+    let text = listing(runner, &args, "No GPU instances found").map_err(|error| match error {
+        GpuError::MigDisabled { gpu, .. } => GpuError::MigDisabled { gpu, name: spec.display_name.to_string() },
+        other => other,
+    })?;
     let mut instances = Vec::new();
     for (line, fields) in table_rows(&text) {
         let bad = |message: String| GpuError::MigOutput { command: command.clone(), line, message };
@@ -145,6 +152,12 @@ pub fn count_processes(runner: &mut dyn CommandRunner, gpu_index: u32) -> Result
 /// status) is an empty listing.
 fn listing(runner: &mut dyn CommandRunner, args: &[String], none_found: &str) -> Result<String, GpuError> {
     let output = runner.run(NVIDIA_SMI, args)?;
+    // With MIG mode off the driver says so, with exit status 0.
+    if output.stdout.contains(MIG_DISABLED) || output.stderr.contains(MIG_DISABLED) {
+        let gpu = args.iter().skip_while(|a| *a != "-i").nth(1).and_then(|i| i.parse().ok()).unwrap_or(0);
+        // `read_live` names the GPU.
+        return Err(GpuError::MigDisabled { gpu, name: String::new() });
+    }
     if output.stdout.contains(none_found) || output.stderr.contains(none_found) {
         return Ok(String::new());
     }
@@ -251,6 +264,11 @@ mod tests {
         };
         let mut runner = Canned(vec![none, none_ci]);
         assert!(read_live(&mut runner, 1, GpuModel::H100_80GB).unwrap().instances.is_empty());
+
+        // MIG mode off, as an H200's driver (580.159) answered: status 0.
+        let off = ok("No MIG-enabled devices found.\n");
+        let error = read_live(&mut Canned(vec![off]), 0, GpuModel::H200_141GB).unwrap_err().to_string();
+        assert!(error.starts_with("GPU 0 (H200-141GB) is not in MIG mode"), "{error}");
 
         let bad = "|====|\n|   0  MIG 3g.20gb   9   2   4:4  |\n";
         let error = read_live(&mut Canned(vec![ok(bad)]), 0, GpuModel::A100_80GB).unwrap_err().to_string();

@@ -39,7 +39,7 @@ fn nvml_lists_the_mig_devices_of_gpu_0() {
 fn nvidia_smi_answers_the_queries_tessera_makes() {
     let mut runner = SystemRunner;
     for args in [
-        vec!["--query-gpu=name,memory.total", "--format=csv,noheader,nounits", "-i", "0"],
+        vec!["--query-gpu=name,memory.total,mig.mode.current", "--format=csv,noheader,nounits", "-i", "0"],
         vec!["--query-compute-apps=pid", "--format=csv,noheader", "-i", "0"],
         vec!["-L"],
         vec!["mig", "-i", "0", "-lgi"],

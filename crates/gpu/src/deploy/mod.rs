@@ -525,7 +525,7 @@ mod tests {
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB);
         let error = plan_node(Some(&mut fake), &plan(vec![gpu(0, 0, LAYOUT_A)]), 0).unwrap_err().to_string();
         assert_eq!(error, "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb");
-        assert_eq!(fake.log, vec!["nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits -i 0"]);
+        assert_eq!(fake.log, vec![format!("nvidia-smi {} --format=csv,noheader,nounits -i 0", model::QUERY)]);
     }
 
     /// The fake driver whose NVML lists no MIG device.

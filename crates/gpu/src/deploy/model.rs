@@ -1,5 +1,7 @@
-//! Which GPU model is installed, from `nvidia-smi --query-gpu=name,memory.total`,
-//! so a plan made for another model is refused before it changes anything.
+//! Which GPU model is installed, and whether it is in MIG mode, from
+//! `nvidia-smi --query-gpu=name,memory.total,mig.mode.current`, so a plan
+//! made for another model (or a GPU without MIG) is refused before it
+//! changes anything.
 
 use tessera_core::{GpuAssignment, GpuModel};
 
@@ -34,6 +36,8 @@ pub struct InstalledGpu {
     pub memory_mib: u64,
     /// The model it is.
     pub model: GpuModel,
+    /// `true` when MIG mode is enabled (`mig.mode.current` is `Enabled`).
+    pub mig_enabled: bool,
 }
 
 /// The model of a GPU named `name` (as `nvidia-smi --query-gpu=name` prints
@@ -60,31 +64,44 @@ pub fn model_from_name(name: &str, memory_mib: u64) -> Result<GpuModel, String> 
         })
 }
 
-/// The arguments that ask for GPU `index`'s name and memory.
+/// What the query asks for.
+pub const QUERY: &str = "--query-gpu=name,memory.total,mig.mode.current";
+
+/// The arguments that ask for GPU `index`'s name, memory and MIG mode.
 fn query_args(index: u32) -> Vec<String> {
-    ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits", "-i"]
+    [QUERY, "--format=csv,noheader,nounits", "-i"]
         .iter()
         .map(|s| (*s).to_string())
         .chain(std::iter::once(index.to_string()))
         .collect()
 }
 
-/// Reads GPU `index`'s name and memory and tells its model.
+/// Reads GPU `index`'s name, memory and MIG mode and tells its model. A
+/// GPU the driver does not have is a [`GpuError::PlanGpu`] saying so.
 pub fn installed_gpu(runner: &mut dyn CommandRunner, index: u32) -> Result<InstalledGpu, GpuError> {
     let args = query_args(index);
-    let output = run_checked(runner, NVIDIA_SMI, &args)?;
+    let output = run_checked(runner, NVIDIA_SMI, &args).map_err(|error| match error {
+        GpuError::CommandFailed { message, .. } => {
+            GpuError::PlanGpu { gpu: index, message: format!("not on this node: nvidia-smi -i {index}: {message}") }
+        }
+        other => other,
+    })?;
     let bad = |message: String| GpuError::MigOutput { command: command_line(NVIDIA_SMI, &args), line: 1, message };
     let line = output.stdout.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
-    let (name, memory) =
-        line.rsplit_once(',').ok_or_else(|| bad(format!("expected 'name, memory MiB', got '{line}'")))?;
-    let (name, memory) = (name.trim(), memory.trim());
+    let fields: Vec<&str> = line.rsplitn(3, ',').map(str::trim).collect();
+    let [mig_mode, memory, name] = fields[..] else {
+        return Err(bad(format!("expected 'name, memory MiB, MIG mode', got '{line}'")));
+    };
     let memory_mib =
         memory.parse::<u64>().map_err(|_| bad(format!("memory.total '{memory}' is not a number of MiB")))?;
     let model = model_from_name(name, memory_mib).map_err(|message| GpuError::PlanGpu { gpu: index, message })?;
-    Ok(InstalledGpu { name: name.to_string(), memory_mib, model })
+    // `[N/A]` on GPUs without MIG support.
+    let mig_enabled = mig_mode.eq_ignore_ascii_case("Enabled");
+    Ok(InstalledGpu { name: name.to_string(), memory_mib, model, mig_enabled })
 }
 
-/// Refuses a planned GPU whose model is not the one installed at its index.
+/// Refuses a planned GPU whose model is not the one installed at its
+/// index, or which is not in MIG mode.
 pub fn check_installed(runner: &mut dyn CommandRunner, planned: &GpuAssignment) -> Result<InstalledGpu, GpuError> {
     let installed = installed_gpu(runner, planned.index)?;
     if installed.model != planned.gpu_model {
@@ -94,6 +111,9 @@ pub fn check_installed(runner: &mut dyn CommandRunner, planned: &GpuAssignment) 
             installed: installed.model,
             planned: planned.gpu_model,
         });
+    }
+    if !installed.mig_enabled {
+        return Err(GpuError::MigDisabled { gpu: planned.index, name: installed.name });
     }
     Ok(installed)
 }
@@ -148,9 +168,14 @@ mod tests {
         assert_eq!(error, "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb");
         let planned = GpuAssignment { gpu_model: GpuModel::H100_80GB, ..planned };
         assert_eq!(check_installed(&mut fake, &planned).unwrap().name, "NVIDIA H100 80GB HBM3");
-        // A GPU that is not there is the driver's error.
-        let error = check_installed(&mut fake, &GpuAssignment { index: 4, ..planned }).unwrap_err().to_string();
-        assert!(error.contains("-i 4") && error.contains("No GPU with index 4"), "{error}");
+        // A GPU that is not there, with the driver's words.
+        let error = check_installed(&mut fake, &GpuAssignment { index: 4, ..planned.clone() }).unwrap_err().to_string();
+        assert_eq!(error, "GPU 4: not on this node: nvidia-smi -i 4: No GPU with index 4 found: Not Found");
+        // A GPU without MIG mode.
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB).with_mig_disabled(0);
+        let error = check_installed(&mut fake, &planned).unwrap_err().to_string();
+        assert!(error.starts_with("GPU 0 (NVIDIA H100 80GB HBM3) is not in MIG mode"), "{error}");
+        assert!(error.contains("never changes MIG mode"), "{error}");
     }
 
     #[test]
@@ -161,11 +186,17 @@ mod tests {
                 Ok(crate::runner::CommandOutput { status: 0, stdout: self.0.to_string(), stderr: String::new() })
             }
         }
-        for (stdout, needle) in [("NVIDIA A30\n", "expected 'name, memory MiB'"), ("NVIDIA A30, [N/A]\n", "[N/A]")] {
+        for (stdout, needle) in [
+            ("NVIDIA A30, 24576\n", "expected 'name, memory MiB, MIG mode'"),
+            ("NVIDIA A30, [N/A], Enabled\n", "[N/A]"),
+        ] {
             let error = installed_gpu(&mut Prints(stdout), 0).unwrap_err().to_string();
-            assert!(error.contains("--query-gpu=name,memory.total") && error.contains(needle), "{error}");
+            assert!(error.contains(QUERY) && error.contains(needle), "{error}");
         }
-        let error = installed_gpu(&mut Prints("NVIDIA Tesla T4, 15360\n"), 2).unwrap_err().to_string();
+        // As the H200 of a lent GPU node printed it.
+        let h200 = installed_gpu(&mut Prints("NVIDIA H200, 143771, Disabled\n"), 0).unwrap();
+        assert_eq!((h200.model, h200.mig_enabled), (GpuModel::H200_141GB, false));
+        let error = installed_gpu(&mut Prints("NVIDIA Tesla T4, 15360, [N/A]\n"), 2).unwrap_err().to_string();
         assert!(error.starts_with("GPU 2: 'NVIDIA Tesla T4' is no GPU"), "{error}");
     }
 }
