@@ -146,6 +146,34 @@ pub enum ProfileCommand {
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
     },
+    /// Measure segment profiles of a registered workload: every batch ×
+    /// MPS processes in one MIG instance of each size that already exists
+    /// on the GPU (Tessera never creates, destroys or reconfigures MIG
+    /// instances here), stored as the profile of the workload's family on
+    /// the installed GPU model, merged with its earlier points.
+    Segments {
+        /// The registered workload; its command's `{batch}` takes each batch size.
+        workload: String,
+        /// Batch sizes, e.g. `1,2,4,8`.
+        #[arg(long, value_delimiter = ',', required = true, value_parser = clap::value_parser!(u32).range(1..))]
+        batches: Vec<u32>,
+        /// MPS processes per segment, e.g. `1,2,3`.
+        #[arg(long, value_delimiter = ',', default_value = "1", value_parser = clap::value_parser!(u32).range(1..=48))]
+        procs: Vec<u32>,
+        /// The GPU's index on this node.
+        #[arg(long, value_name = "INDEX", default_value_t = 0)]
+        gpu: u32,
+        /// Measure a GPU without MIG as its largest profile (the same SMs on
+        /// H100 and H200; on an A100 the whole GPU has 108 SMs to 7g's 98).
+        #[arg(long)]
+        whole_gpu: bool,
+        /// Seconds per configuration.
+        #[arg(long, value_name = "S", default_value_t = 20.0)]
+        duration: f64,
+        /// The profile's model name (default: the workload's family).
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// Run a registered workload alone on a GPU and store its throughput,
     /// mean SM and memory utilisation (NVML) and peak memory.
     Run {

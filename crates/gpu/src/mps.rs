@@ -3,6 +3,8 @@
 //! `CUDA_MPS_PIPE_DIRECTORY` (where its control socket lives) and
 //! `CUDA_MPS_LOG_DIRECTORY`.
 
+use std::time::{Duration, Instant};
+
 use crate::error::GpuError;
 use crate::runner::{command_line, CommandOutput, CommandRunner};
 
@@ -17,11 +19,28 @@ pub fn start_daemon(runner: &mut dyn CommandRunner, env: &[(String, String)]) ->
     checked(output, || command_line(MPS_CONTROL, &args))
 }
 
+/// How long [`quit_daemon`] waits for a daemon to stop answering.
+const QUIT_WAIT: Duration = Duration::from_secs(10);
+
 /// Quits the daemon of `env`'s pipe directory (`echo quit |
-/// nvidia-cuda-mps-control`).
+/// nvidia-cuda-mps-control`) and waits until it no longer answers: `quit`
+/// returns at once while the daemon shuts its server down, and the next
+/// daemon (or a MIG change) must not race it.
 pub fn quit_daemon(runner: &mut dyn CommandRunner, env: &[(String, String)]) -> Result<(), GpuError> {
     let output = send(runner, env, "quit")?;
-    checked(output, || format!("echo quit | {MPS_CONTROL}"))
+    checked(output, || format!("echo quit | {MPS_CONTROL}"))?;
+    let asked = Instant::now();
+    while daemon_answers(runner, env)? {
+        if asked.elapsed() >= QUIT_WAIT {
+            return Err(GpuError::CommandFailed {
+                command: format!("echo quit | {MPS_CONTROL}"),
+                status: 0,
+                message: format!("the daemon still answers {} s after quit", QUIT_WAIT.as_secs()),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
 }
 
 /// `true` when a daemon answers on `env`'s pipe directory (`echo

@@ -14,6 +14,7 @@ use std::time::Duration;
 use tessera_gpu::launch::{DeviceTarget, ShellLauncher};
 use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
 use tessera_gpu::mig::MigDevices;
+use tessera_gpu::mps::daemon_answers;
 use tessera_gpu::ncu::{profile_live, NcuRun};
 use tessera_gpu::nvml::NvmlMigDevices;
 use tessera_gpu::runner::{CommandRunner, SystemRunner};
@@ -109,6 +110,6 @@ fn two_real_workloads_colocated_under_a_private_mps_daemon() {
     .expect("colocated under MPS");
     println!("mlp b256 + conv b64 under MPS on GPU 0: {throughputs:?} samples/s");
     assert!(throughputs.iter().all(|&t| t > 0.0), "{throughputs:?}");
-    // The daemon was quit: its control pipe is gone.
-    assert!(!dir.path().join("pipe/control").exists());
+    // The daemon was quit: it no longer answers on its pipe directory.
+    assert!(!daemon_answers(&mut SystemRunner, &mps.env()).expect("asked the MPS control program"));
 }

@@ -14,6 +14,7 @@ use tessera_gpu::runner::SystemRunner;
 use tessera_gpu::sampler::NvmlSampler;
 use tessera_store::Store;
 
+use super::segments::SegmentsRequest;
 use crate::args::ProfileCommand;
 use crate::inputs::store_path;
 use crate::progress::Spinner;
@@ -31,6 +32,11 @@ pub fn run(command: ProfileCommand, store: Option<&Path>) -> Result<()> {
                 },
             };
             kernels(&workload, source, output.as_deref(), store)
+        }
+        ProfileCommand::Segments { workload, batches, procs, gpu, whole_gpu, duration, model } => {
+            let duration = seconds("--duration", duration)?;
+            let request = SegmentsRequest { workload, batches, procs, gpu, whole_gpu, duration, model };
+            super::segments::run(request, store)
         }
         ProfileCommand::Run { workload, gpu, duration, interval_ms } => run_alone(
             &workload,
@@ -204,7 +210,7 @@ fn colocate(
 }
 
 /// The store at `path`, which must exist (workloads are registered first).
-fn open_existing(path: &Path) -> Result<Store> {
+pub(super) fn open_existing(path: &Path) -> Result<Store> {
     if !path.exists() {
         bail!("no store at {}; register workloads with `tessera workload add` first", path.display());
     }
@@ -280,7 +286,7 @@ fn check_workload_name(workload: &str) -> Result<()> {
 }
 
 /// Two decimals for percentages and fractional values; integers as they are.
-fn format_value(value: f64) -> String {
+pub(super) fn format_value(value: f64) -> String {
     if value.fract() == 0.0 {
         format!("{value:.0}")
     } else {
