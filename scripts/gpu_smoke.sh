@@ -5,8 +5,8 @@
 #
 # Registers two small PyTorch workloads (examples/workloads/torch_infer.py),
 # measures each alone (NVML), profiles their kernels (Nsight Compute),
-# colocates them under a private MPS daemon, and prints what a deploy would
-# do on GPU 0 -- all into OUTDIR: probe.log (the node), steps.log (every
+# colocates them under a private MPS daemon, measures segment profiles of
+# one, and prints what a deploy would do on GPU 0 -- all into OUTDIR: probe.log (the node), steps.log (every
 # step's command, output, status and time), the plan and the SQLite store.
 # It only reads the GPU's settings: it never changes MIG mode, clocks or
 # anything else, and `deploy` runs as a dry run.
@@ -48,6 +48,14 @@ step kernels-mlp 240 "$tessera" profile kernels mlp-b256 --launch-skip 100 --lau
 step kernels-conv 240 "$tessera" profile kernels conv-b64 --launch-skip 100 --launch-count 40 --timeout 200
 step colocate 90 "$tessera" profile colocate mlp-b256 conv-b64 --duration 20
 step workloads 30 "$tessera" workload list
+# Segment profiles: MIG instances that exist, else (MIG off) the whole GPU.
+if nvidia-smi --query-gpu=mig.mode.current --format=csv,noheader -i 0 | grep -q Enabled; then
+    where=""
+else
+    where="--whole-gpu"
+fi
+step segments 180 "$tessera" profile segments mlp-b256 $where --batches 64,256 --procs 1,2 --duration 12
+step profiles 30 "$tessera" profiles list
 step plan 60 "$tessera" plan --demo --gpu h200-141gb --format json --output "$out/plan.json"
 step deploy-dry-run 60 "$tessera" deploy "$out/plan.json" --node 0 --dry-run
 step deploy-status 60 "$tessera" deploy status "$out/plan.json" --node 0

@@ -100,7 +100,7 @@ fn dry_run_prints_commands_and_apply_needs_nvidia_smi() {
     for args in [vec!["deploy", &plan, "--node", "0", "--apply"], vec!["deploy", "status", &plan, "--node", "0"]] {
         let output = tessera(&args, &dir);
         assert_eq!(output.status.code(), Some(1));
-        assert_eq!(stderr(&output).trim(), "error: nvidia-smi not found: install the NVIDIA driver or use --dry-run");
+        assert_eq!(stderr(&output).trim(), "error: nvidia-smi not found: install the NVIDIA driver (a deploy without one can still print its commands with --dry-run)");
     }
 
     let output = tessera(&["deploy", &plan, "--node", "99"], &dir);

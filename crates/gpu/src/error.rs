@@ -17,7 +17,7 @@ pub enum GpuError {
         message: String,
     },
     /// `nvidia-smi` (or another tool) is not installed.
-    #[error("{program} not found: install the NVIDIA driver or use --dry-run")]
+    #[error("{program} not found: install the NVIDIA driver (a deploy without one can still print its commands with --dry-run)")]
     ProgramMissing {
         /// The program looked for.
         program: String,

@@ -7,6 +7,7 @@ use nvml_wrapper::Nvml;
 use crate::error::GpuError;
 use crate::launch::DeviceTarget;
 use crate::mig::{MigDevice, MigDevices};
+use crate::runner::{CommandOutput, CommandRunner, SystemRunner};
 
 /// Loads NVML; without a driver, the one-line
 /// [`GpuError::NvmlUnavailable`].
@@ -97,5 +98,39 @@ impl MigDevices for NvmlMigDevices {
         }
         devices.sort_by_key(|device| (device.gi_id, device.ci_id));
         Ok(devices)
+    }
+}
+
+/// This node as Tessera drives it: commands run here ([`SystemRunner`]),
+/// MIG devices from NVML, loaded at the first lookup so that what needs
+/// none works without a driver library.
+#[derive(Debug, Default)]
+pub struct NodeDriver {
+    nvml: Option<NvmlMigDevices>,
+}
+
+impl CommandRunner for NodeDriver {
+    fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
+        SystemRunner.run(program, args)
+    }
+
+    fn run_with(
+        &mut self,
+        program: &str,
+        args: &[String],
+        env: &[(String, String)],
+        stdin: Option<&str>,
+    ) -> Result<CommandOutput, GpuError> {
+        SystemRunner.run_with(program, args, env, stdin)
+    }
+}
+
+impl MigDevices for NodeDriver {
+    fn mig_devices(&mut self, gpu_index: u32) -> Result<Vec<MigDevice>, GpuError> {
+        let nvml = match self.nvml.take() {
+            Some(nvml) => nvml,
+            None => NvmlMigDevices::open()?,
+        };
+        self.nvml.insert(nvml).mig_devices(gpu_index)
     }
 }

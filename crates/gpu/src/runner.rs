@@ -134,7 +134,7 @@ mod tests {
         let error = SystemRunner.run("tessera-no-such-program-xyz", &[]).unwrap_err();
         assert!(matches!(error, GpuError::ProgramMissing { .. }));
         let message = error.to_string();
-        assert!(message.contains("not found: install the NVIDIA driver or use --dry-run"), "{message}");
+        assert!(message.contains("not found: install the NVIDIA driver (a deploy without one can still print its commands with --dry-run)"), "{message}");
         assert!(!message.contains('\n'));
     }
 

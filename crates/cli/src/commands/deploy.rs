@@ -12,9 +12,9 @@ use tessera_gpu::deploy::model::check_installed;
 use tessera_gpu::deploy::{
     apply_node, describe, plan_gpu, plan_node, DetachedLauncher, Event, GpuDeployment, GpuPlan, InstanceDir,
 };
-use tessera_gpu::mig::{read_live, MigDevice, MigDevices};
-use tessera_gpu::nvml::NvmlMigDevices;
-use tessera_gpu::runner::{CommandOutput, CommandRunner, SystemRunner};
+use tessera_gpu::mig::read_live;
+use tessera_gpu::nvml::NodeDriver;
+use tessera_gpu::runner::SystemRunner;
 use tessera_gpu::GpuError;
 use tessera_store::{RegisteredWorkload, Store};
 
@@ -31,39 +31,6 @@ pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
     };
     super::emit(out.as_bytes(), None)?;
     result
-}
-
-/// This node's driver: commands run here, MIG devices from NVML, loaded at
-/// the first lookup so that what needs none works without it.
-#[derive(Default)]
-struct Driver {
-    nvml: Option<NvmlMigDevices>,
-}
-
-impl CommandRunner for Driver {
-    fn run(&mut self, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
-        SystemRunner.run(program, args)
-    }
-
-    fn run_with(
-        &mut self,
-        program: &str,
-        args: &[String],
-        env: &[(String, String)],
-        stdin: Option<&str>,
-    ) -> Result<CommandOutput, GpuError> {
-        SystemRunner.run_with(program, args, env, stdin)
-    }
-}
-
-impl MigDevices for Driver {
-    fn mig_devices(&mut self, gpu_index: u32) -> Result<Vec<MigDevice>, GpuError> {
-        let nvml = match self.nvml.take() {
-            Some(nvml) => nvml,
-            None => NvmlMigDevices::open()?,
-        };
-        self.nvml.insert(nvml).mig_devices(gpu_index)
-    }
 }
 
 /// The registered workload serving `model` at `batch`: of its family and
@@ -123,7 +90,7 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
         bail!("deploy needs PLAN.json and --node N");
     };
     let plan = read_plan(&path)?;
-    let mut driver = Driver::default();
+    let mut driver = NodeDriver::default();
     let deployments = if args.apply {
         plan_node(Some(&mut driver), &plan, node)?
     } else {

@@ -12,8 +12,7 @@ use tessera_core::{ModelProfile, ProfilePoint, SegmentConfig};
 use tessera_gpu::deploy::model::installed_gpu;
 use tessera_gpu::launch::ShellLauncher;
 use tessera_gpu::mig::{read_live, MigDevices};
-use tessera_gpu::nvml::NvmlMigDevices;
-use tessera_gpu::runner::SystemRunner;
+use tessera_gpu::nvml::NodeDriver;
 use tessera_gpu::segments::{run_sweep, target_whole_gpu, targets_on_instances, PointOutcome, SegmentTarget, Sweep};
 
 use super::profile::{format_value, open_existing};
@@ -55,8 +54,8 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
     }
     let model_name = request.model.clone().unwrap_or_else(|| registered.family.clone());
 
-    let mut runner = SystemRunner;
-    let installed = installed_gpu(&mut runner, request.gpu)?;
+    let mut node = NodeDriver::default();
+    let installed = installed_gpu(&mut node, request.gpu)?;
     let targets = if request.whole_gpu {
         if installed.mig_enabled {
             bail!(
@@ -75,8 +74,8 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
                 installed.name
             );
         }
-        let live = read_live(&mut runner, request.gpu, installed.model)?;
-        let devices = NvmlMigDevices::open()?.mig_devices(request.gpu)?;
+        let live = read_live(&mut node, request.gpu, installed.model)?;
+        let devices = node.mig_devices(request.gpu)?;
         let (targets, passed_over) = targets_on_instances(installed.model, &live, &devices);
         for reason in &passed_over {
             println!("# passed over {reason}");
@@ -105,7 +104,7 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
             ProgressStyle::with_template("{bar:30} {pos}/{len} segments ({elapsed}) {msg}").expect("a valid template"),
         )
         .with_message(format!("{} on {} of {}", registered.name, target_names(&targets), installed.name));
-    let outcomes = run_sweep(&mut runner, &mut ShellLauncher::default(), &targets, &sweep, &mut |target, config, _| {
+    let outcomes = run_sweep(&mut node, &mut ShellLauncher::default(), &targets, &sweep, &mut |target, config, _| {
         bar.inc(1);
         bar.set_message(format!("last: {config} in {}", target.label));
     });
