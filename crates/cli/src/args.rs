@@ -52,7 +52,8 @@ pub enum Command {
     /// (dry run by default: print the commands).
     Deploy(DeployArgs),
     /// Measure workloads on a GPU: kernel metrics from Nsight Compute,
-    /// throughput and utilisation alone (NVML) and colocated under MPS.
+    /// throughput and utilisation alone (NVML), colocated under MPS, and
+    /// segment profiles in MIG instances.
     #[command(subcommand)]
     Profile(ProfileCommand),
     /// Register workloads: how to run them and read their throughput.
