@@ -1,6 +1,8 @@
 //! From measurement to prediction with fakes: workloads measured alone
-//! (fake NVML, fake launcher) and in pairs under a fake MPS daemon are
-//! stored, and the colocation models train and recommend from the store.
+//! (fake NVML, fake launcher), profiled under a stand-in Nsight Compute
+//! (its report parsed as a live run's) and in pairs under a fake MPS daemon
+//! are stored, and the colocation models train and recommend from the
+//! store.
 
 use std::time::Duration;
 
@@ -8,8 +10,9 @@ use tessera_colocate::model_file::TrainedModel;
 use tessera_colocate::recommend::recommend;
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 use tessera_gpu::fake::FakeNvidiaSmi;
-use tessera_gpu::launch::FakeLauncher;
+use tessera_gpu::launch::{DeviceTarget, FakeLauncher, WorkloadOutput};
 use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
+use tessera_gpu::ncu::{profile_live, NcuRun};
 use tessera_gpu::sampler::{FakeSampler, GpuSample};
 use tessera_store::Store;
 
@@ -20,6 +23,31 @@ const WORKLOADS: [(&str, f64, f64, f64, f64, f64); 4] = [
     ("heavy_batch16-train", 95.0, 60.0, 12.0, 40.0, 90.0),
     ("other_batch4-inf", 45.0, 20.0, 3.0, 90.0, 40.0),
 ];
+
+/// An `ncu --csv` report of one kernel launch whose aggregate is `kernel`
+/// (threads, SM %, DRAM %, memory %, registers, static shared memory):
+/// blocks of 100 threads.
+fn ncu_report(kernel: &[f64; 6]) -> String {
+    let [threads, sm, dram, memory, registers, shared] = *kernel;
+    let grid = threads / 100.0;
+    let rows = [
+        ("gpu__time_duration.sum", "nsecond", 1000.0),
+        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", sm),
+        ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", dram),
+        ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", memory),
+        ("launch__grid_size", "", grid),
+        ("launch__block_size", "", 100.0),
+        ("launch__registers_per_thread", "register/thread", registers / threads),
+        ("launch__shared_mem_per_block_static", "byte/block", shared / grid),
+    ];
+    let mut text = String::from(
+        "==PROF== Connected to process 1\n\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n",
+    );
+    for (metric, unit, value) in rows {
+        text.push_str(&format!("\"0\",\"k\",\"{metric}\",\"{unit}\",\"{value}\"\n"));
+    }
+    text
+}
 
 #[test]
 fn measured_workloads_and_pairs_train_the_colocation_models() {
@@ -34,9 +62,16 @@ fn measured_workloads_and_pairs_train_the_colocation_models() {
         let mut launcher = FakeLauncher::new([FakeLauncher::throughput(rps)]);
         let alone = measure_alone(&mut sampler, &mut launcher, name, None, tick * 3, tick, &mut |_, _| {}).unwrap();
         assert_eq!((alone.exclusive_rps, alone.sm_util_pct, alone.peak_memory_gb), (rps, sm, gb));
+        let wanted = [1e5 * sm, kernel_sm, mem, mem + 5.0, 1e7 * sm, 1e3 * gb];
+        let report = WorkloadOutput { status: Some(0), stdout: ncu_report(&wanted), stderr: String::new() };
+        let run = NcuRun { program: "ncu".into(), launch_skip: 0, launch_count: 1, timeout: Duration::from_secs(5) };
+        let kernel = profile_live(&mut FakeLauncher::new([report]), &DeviceTarget::Gpu(0), name, &run).unwrap();
+        for (got, want) in kernel.iter().zip(wanted) {
+            assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{kernel:?} vs {wanted:?}");
+        }
         measured.push(WorkloadMetrics {
             workload: name.to_string(),
-            kernel: [1e5 * sm, kernel_sm, mem, mem + 5.0, 1e7 * sm, 1e3 * gb],
+            kernel,
             exclusive_rps: alone.exclusive_rps,
             sm_util_pct: alone.sm_util_pct,
             mem_util_pct: alone.mem_util_pct,
