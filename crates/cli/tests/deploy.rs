@@ -114,19 +114,23 @@ fn a_plan_for_another_gpu_model_is_refused_in_one_line() {
     let dir = TempDir::new().unwrap();
     let plan = demo_plan(&dir);
     let log = fake_nvidia_smi(&dir, "NVIDIA H100 80GB HBM3", 81559);
+    let error = "error: GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb";
+    assert_refused_after_the_query(&dir, &plan, &log, error);
+}
+
+/// Dry run, apply and status of `plan` all fail with `error` alone, and
+/// the driver was asked nothing but the GPU query.
+fn assert_refused_after_the_query(dir: &TempDir, plan: &str, log: &Path, error: &str) {
     for args in [
-        vec!["deploy", &plan, "--node", "0"],
-        vec!["deploy", &plan, "--node", "0", "--apply"],
-        vec!["deploy", "status", &plan, "--node", "0"],
+        vec!["deploy", plan, "--node", "0"],
+        vec!["deploy", plan, "--node", "0", "--apply"],
+        vec!["deploy", "status", plan, "--node", "0"],
     ] {
-        let output = tessera(&args, &dir);
+        let output = tessera(&args, dir);
         assert_eq!(output.status.code(), Some(1), "{args:?}");
-        assert_eq!(
-            stderr(&output).trim(),
-            "error: GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb"
-        );
+        assert_eq!(stderr(&output).trim(), error);
     }
-    assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(&log));
+    assert!(calls(log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(log));
 }
 
 #[test]
@@ -137,20 +141,9 @@ fn a_gpu_without_mig_mode_is_refused_in_one_line() {
     let h200 = std::fs::read_to_string(&plan).unwrap().replace("a100-80gb", "h200-141gb");
     std::fs::write(&plan, h200.replace("3g.40gb", "3g.71gb").replace("1g.10gb", "1g.18gb")).unwrap();
     let log = fake_nvidia_smi_with(&dir, "NVIDIA H200, 143771, Disabled", "No MIG-enabled devices found.\"");
-    for args in [
-        vec!["deploy", &plan, "--node", "0"],
-        vec!["deploy", &plan, "--node", "0", "--apply"],
-        vec!["deploy", "status", &plan, "--node", "0"],
-    ] {
-        let output = tessera(&args, &dir);
-        assert_eq!(output.status.code(), Some(1), "{args:?}");
-        assert_eq!(
-            stderr(&output).trim(),
-            "error: GPU 0 (NVIDIA H200) is not in MIG mode: enable it first (`nvidia-smi -i 0 -mig 1` as root, \
-             on an idle GPU); Tessera never changes MIG mode"
-        );
-    }
-    assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=")), "{:?}", calls(&log));
+    let error = "error: GPU 0 (NVIDIA H200) is not in MIG mode: enable it first (`nvidia-smi -i 0 -mig 1` as root, \
+                 on an idle GPU); Tessera never changes MIG mode";
+    assert_refused_after_the_query(&dir, &plan, &log, error);
 }
 
 #[test]
