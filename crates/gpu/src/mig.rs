@@ -88,10 +88,7 @@ pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, model: GpuModel
     let spec = model.spec();
     let args = mig_args(gpu_index, &["-lgi"]);
     let command = command_line(NVIDIA_SMI, &args);
-    let text = listing(runner, &args, "No GPU instances found").map_err(|error| match error {
-        GpuError::MigDisabled { gpu, .. } => GpuError::MigDisabled { gpu, name: spec.display_name.to_string() },
-        other => other,
-    })?;
+    let text = listing(runner, &args, "No GPU instances found", gpu_index, model)?;
     let mut instances = Vec::new();
     for (line, fields) in table_rows(&text) {
         let bad = |message: String| GpuError::MigOutput { command: command.clone(), line, message };
@@ -114,7 +111,7 @@ pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, model: GpuModel
     }
     let args = mig_args(gpu_index, &["-lci"]);
     let command = command_line(NVIDIA_SMI, &args);
-    let text = listing(runner, &args, "No compute instances found")?;
+    let text = listing(runner, &args, "No compute instances found", gpu_index, model)?;
     for (line, fields) in table_rows(&text) {
         let bad = |message: String| GpuError::MigOutput { command: command.clone(), line, message };
         // GPU  <gi id>  MIG <name>  <profile id>  <ci id>  <start>:<size>
@@ -148,15 +145,20 @@ pub fn count_processes(runner: &mut dyn CommandRunner, gpu_index: u32) -> Result
     Ok(output.stdout.lines().filter(|line| !line.trim().is_empty() && !line.contains("No running")).count())
 }
 
-/// Runs a listing; "none found" (which nvidia-smi reports with a non-zero
-/// status) is an empty listing.
-fn listing(runner: &mut dyn CommandRunner, args: &[String], none_found: &str) -> Result<String, GpuError> {
+/// Runs a listing of GPU `gpu_index`; "none found" (which nvidia-smi
+/// reports with a non-zero status) is an empty listing, and MIG mode off
+/// is [`GpuError::MigDisabled`].
+fn listing(
+    runner: &mut dyn CommandRunner,
+    args: &[String],
+    none_found: &str,
+    gpu_index: u32,
+    model: GpuModel,
+) -> Result<String, GpuError> {
     let output = runner.run(NVIDIA_SMI, args)?;
     // With MIG mode off the driver says so, with exit status 0.
     if output.stdout.contains(MIG_DISABLED) || output.stderr.contains(MIG_DISABLED) {
-        let gpu = args.iter().skip_while(|a| *a != "-i").nth(1).and_then(|i| i.parse().ok()).unwrap_or(0);
-        // `read_live` names the GPU.
-        return Err(GpuError::MigDisabled { gpu, name: String::new() });
+        return Err(GpuError::MigDisabled { gpu: gpu_index, name: model.spec().display_name.to_string() });
     }
     if output.stdout.contains(none_found) || output.stderr.contains(none_found) {
         return Ok(String::new());
