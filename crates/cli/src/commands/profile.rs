@@ -188,10 +188,10 @@ fn colocate(
         DeviceTarget::Gpu(index) => format!("--gpu {index}"),
         DeviceTarget::Mig(uuid) => format!("--mig {uuid}"),
     };
-    let source = match active_thread_percentage {
-        Some(p) => format!("tessera profile colocate {} {target} --active-thread-percentage {p}", names.join(" ")),
-        None => format!("tessera profile colocate {} {target}", names.join(" ")),
-    };
+    let mut source = format!("tessera profile colocate {} {target}", names.join(" "));
+    if let Some(p) = active_thread_percentage {
+        source.push_str(&format!(" --active-thread-percentage {p}"));
+    }
     store.import_colocations(std::slice::from_ref(&colocation), &source)?;
 
     let mut table = TextTable::new(&["workload", "alone (samples/s)", "colocated (samples/s)", "retained"]);
