@@ -4,6 +4,7 @@
 mod args;
 mod commands;
 mod inputs;
+mod output;
 mod progress;
 mod render;
 mod table;
@@ -12,36 +13,31 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-/// Exit status for command-line usage errors.
-const USAGE_ERROR: u8 = 2;
+use output::{error_line, is_stdout_closed};
 
 fn main() -> ExitCode {
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) if !error.use_stderr() => {
-            // --help and --version.
-            let _ = error.print();
-            return ExitCode::SUCCESS;
-        }
         Err(error) => {
-            // One line: clap's first line names the argument and the problem.
-            let rendered = error.render().to_string();
-            eprintln!("{}", rendered.lines().next().unwrap_or("error: invalid arguments"));
-            return ExitCode::from(USAGE_ERROR);
+            // clap's whole message: the problem, the usage, the possible
+            // values or "did you mean"; help and version on stdout with
+            // status 0, usage errors on stderr with status 2.
+            let _ = error.print();
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
     let peak_memory_report = cli.peak_memory_report.clone();
     let result = commands::run(cli);
-    if let Some(path) = peak_memory_report {
-        if let Err(error) = write_peak_memory(&path) {
-            eprintln!("error: {error:#}");
-            return ExitCode::FAILURE;
-        }
-    }
+    let result = match peak_memory_report {
+        Some(path) => result.and_then(|()| write_peak_memory(&path)),
+        None => result,
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // `tessera … | head -1`: the reader has all it wanted.
+        Err(error) if is_stdout_closed(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            error_line(format_args!("error: {error:#}"));
             ExitCode::FAILURE
         }
     }

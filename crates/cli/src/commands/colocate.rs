@@ -13,6 +13,7 @@ use tessera_store::{read_colocations, read_workload_tables, Store};
 
 use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
 use crate::inputs::store_path;
+use crate::output::{note, out, outln};
 use crate::table::TextTable;
 
 pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
@@ -28,12 +29,7 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             let trained = train(model, &rows, seed)?;
             let file = ModelFile::new(trained, rows.len());
             tessera_store::write_atomic(&output, file.to_json().as_bytes())?;
-            println!(
-                "trained {} on {} colocations into {}",
-                file.model.as_model().name(),
-                rows.len(),
-                output.display()
-            );
+            outln!("trained {} on {} colocations into {}", file.model.as_model().name(), rows.len(), output.display())?;
             Ok(())
         }
         ColocateCommand::Recommend { target, candidates, group_size, model, data, gpu_memory_gb, top, format } => {
@@ -56,8 +52,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             )?;
             let shown = &ranked[..top.min(ranked.len())];
             match format {
-                ListFormat::Json => println!("{}", serde_json::to_string_pretty(shown)?),
-                ListFormat::Table => print!("{}", recommendations_table(trained.as_model().name(), shown)),
+                ListFormat::Json => outln!("{}", serde_json::to_string_pretty(shown)?)?,
+                ListFormat::Table => out!("{}", recommendations_table(trained.as_model().name(), shown))?,
             }
             Ok(())
         }
@@ -108,17 +104,17 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
     };
     let mut store = Store::open(&path)?;
     let summary = store.import_colocations(&rows, &data.display().to_string())?;
-    println!(
+    outln!(
         "imported {} colocations ({} members; {} replaced) from {} into {}",
         summary.rows,
         summary.members,
         summary.replaced_rows,
         data.display(),
         path.display()
-    );
+    )?;
     if let (Some(workloads), Some((system, _))) = (workloads, tables) {
         let count = store.import_workloads(&workloads, &system.display().to_string())?;
-        println!("imported {count} workloads from {}", system.display());
+        outln!("imported {count} workloads from {}", system.display())?;
     }
     Ok(())
 }
@@ -194,9 +190,9 @@ fn evaluate(
     match format {
         ListFormat::Json => {
             let json = serde_json::json!({ "protocol": protocol_name, "policies": results });
-            println!("{}", serde_json::to_string_pretty(&json)?);
+            outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
-        ListFormat::Table => print!("{}", scores_table(&results, &columns)),
+        ListFormat::Table => out!("{}", scores_table(&results, &columns))?,
     }
     Ok(())
 }
@@ -204,7 +200,7 @@ fn evaluate(
 fn read_rows(path: &Path) -> Result<Vec<Colocation>> {
     let import = read_colocations(path)?;
     if import.skipped_unmeasured > 0 {
-        eprintln!("note: {}: skipped {} unmeasured rows", path.display(), import.skipped_unmeasured);
+        note(format_args!("{}: skipped {} unmeasured rows", path.display(), import.skipped_unmeasured));
     }
     Ok(import.rows)
 }

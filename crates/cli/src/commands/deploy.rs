@@ -29,7 +29,7 @@ pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
         Some(DeployCommand::Status { plan, node, mps_dir }) => status(plan, *node, mps_dir, &mut out),
         None => deploy(args, store, &mut out),
     };
-    super::emit(out.as_bytes(), None)?;
+    crate::output::emit(out.as_bytes(), None)?;
     result
 }
 

@@ -11,10 +11,7 @@ mod simulate;
 mod verify;
 mod workload;
 
-use std::io::Write;
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use crate::args::{Cli, Command};
 
@@ -31,16 +28,5 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Deploy(args) => deploy::run(args, store),
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
-    }
-}
-
-/// Writes `bytes` to `output` atomically, or to stdout.
-fn emit(bytes: &[u8], output: Option<&Path>) -> Result<()> {
-    match output {
-        Some(path) => Ok(tessera_store::write_atomic(path, bytes)?),
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout.write_all(bytes).and_then(|()| stdout.flush()).context("cannot write to stdout")
-        }
     }
 }

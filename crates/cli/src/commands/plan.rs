@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanRequest};
 
-use super::emit;
 use crate::args::{PlanArgs, Strategy};
 use crate::inputs;
-use crate::progress::Spinner;
+use crate::output::emit;
+use crate::progress::Progress;
 use crate::render::render_plan;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
@@ -28,7 +28,7 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         gpus_per_node: args.gpus_per_node,
         time_limit: Some(Duration::from_secs_f64(args.time_limit)),
     };
-    let progress = Spinner::start(format!(
+    let progress = Progress::spinner(format!(
         "planning {} services ({} strategy, up to {:.0} s)",
         loaded.services.len(),
         args.strategy.name(),
@@ -38,7 +38,7 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         Strategy::Optimal => plan_optimal(&request),
         Strategy::Parva => plan_parva(&request),
     };
-    progress.finish();
+    drop(progress);
     let mut plan = planned?;
     plan.notes = loaded.notes;
     emit(&render_plan(&plan, args.format)?, args.output.as_deref())

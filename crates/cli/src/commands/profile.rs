@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 use tessera_gpu::launch::{DeviceTarget, ShellLauncher};
 use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
@@ -17,7 +16,8 @@ use tessera_store::Store;
 use super::segments::SegmentsRequest;
 use crate::args::ProfileCommand;
 use crate::inputs::store_path;
-use crate::progress::Spinner;
+use crate::output::{out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 
 /// Runs `tessera profile …`.
@@ -73,11 +73,7 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
     let mut launcher = ShellLauncher::on(&DeviceTarget::Gpu(gpu));
 
     let count = duration.as_nanos().div_ceil(interval.as_nanos()).max(1) as u64;
-    let bar = ProgressBar::new(count)
-        .with_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} samples ({elapsed}) {msg}").expect("a valid template"),
-        )
-        .with_message(format!("{name} on GPU {gpu}"));
+    let bar = Progress::bar(count, "samples", format!("{name} on GPU {gpu}"));
     let measured = measure_alone(
         &mut sampler,
         &mut launcher,
@@ -95,7 +91,7 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
             ));
         },
     );
-    bar.finish_and_clear();
+    drop(bar);
     let measured = measured?;
 
     let stored = store.load_workloads()?.into_iter().find(|w| w.workload == name);
@@ -121,9 +117,9 @@ fn run_alone(name: &str, gpu: u32, duration: Duration, interval: Duration, store
     table.row(vec!["memory utilisation, mean (%)".into(), format_value(metrics.mem_util_pct)]);
     table.row(vec!["peak memory (GB)".into(), format_value(metrics.memory_gb)]);
     table.row(vec!["samples".into(), measured.samples.to_string()]);
-    print!("{}", table.render());
-    println!("{kernel_note}");
-    println!("stored workload {name} in {}", path.display());
+    out!("{}", table.render())?;
+    outln!("{kernel_note}")?;
+    outln!("stored workload {name} in {}", path.display())?;
     Ok(())
 }
 
@@ -165,7 +161,7 @@ fn colocate(
         log_dir: scratch.path().join("log"),
         device: Some(device.clone()),
     };
-    let spinner = Spinner::start(format!("{} under MPS on {device}", names.join(" + ")));
+    let spinner = Progress::spinner(format!("{} under MPS on {device}", names.join(" + ")));
     let measured = measure_colocation(
         &mut SystemRunner,
         &mut ShellLauncher::on(device),
@@ -174,7 +170,7 @@ fn colocate(
         duration,
         active_thread_percentage,
     );
-    spinner.finish();
+    drop(spinner);
     let throughputs = measured?;
 
     let colocation = Colocation {
@@ -203,9 +199,9 @@ fn colocate(
             format!("{:.1}%", 100.0 * member.retained_fraction()),
         ]);
     }
-    print!("{}", table.render());
-    println!("total colocated throughput {} samples/s", format_value(colocation.total_rps()));
-    println!("stored the colocation in {}", path.display());
+    out!("{}", table.render())?;
+    outln!("total colocated throughput {} samples/s", format_value(colocation.total_rps()))?;
+    outln!("stored the colocation in {}", path.display())?;
     Ok(())
 }
 
@@ -249,12 +245,12 @@ fn kernels(workload: &str, source: KernelSource, output: Option<&Path>, store: O
         }
         KernelSource::Live { gpu, run } => {
             let command = store.registered_workload(workload)?.command_line();
-            let spinner = Spinner::start(format!(
+            let spinner = Progress::spinner(format!(
                 "{workload} under Nsight Compute on GPU {gpu} ({} launches after {})",
                 run.launch_count, run.launch_skip
             ));
             let profiled = profile_live(&mut ShellLauncher::default(), &DeviceTarget::Gpu(gpu), &command, &run);
-            spinner.finish();
+            drop(spinner);
             (profiled?, format!("tessera profile kernels {workload} --gpu {gpu}"))
         }
     };
@@ -264,13 +260,13 @@ fn kernels(workload: &str, source: KernelSource, output: Option<&Path>, store: O
     for (name, value) in KERNEL_METRIC_NAMES.iter().zip(metrics) {
         table.row(vec![name.to_string(), format_value(value)]);
     }
-    print!("{}", table.render());
+    out!("{}", table.render())?;
     if let Some(dir) = output {
         let file: PathBuf = dir.join(format!("output_{workload}_ncu_total.csv"));
         tessera_store::write_atomic(&file, kernel_table_csv(workload, &metrics).as_bytes())?;
-        println!("wrote {}", file.display());
+        outln!("wrote {}", file.display())?;
     }
-    println!("stored the kernel metrics of {workload} in {}", path.display());
+    outln!("stored the kernel metrics of {workload} in {}", path.display())?;
     Ok(())
 }
 

@@ -5,9 +5,10 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use tessera_store::{read_profile_dir, read_profiles_csv, write_profiles_csv, Store};
 
-use super::emit;
 use crate::args::{ListFormat, ProfileFormat, ProfilesCommand};
 use crate::inputs::store_path;
+use crate::output::emit;
+use crate::output::{out, outln};
 use crate::table::TextTable;
 
 pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
@@ -33,7 +34,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                 ProfileFormat::Native => "native",
             };
             let summary = store.import_profiles(&profiles, &input.display().to_string(), format_name)?;
-            println!(
+            outln!(
                 "imported {} profiles ({} points; {} infeasible rows skipped; {} replaced) from {} into {}",
                 summary.models,
                 summary.points,
@@ -41,7 +42,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                 summary.replaced_models,
                 input.display(),
                 path.display()
-            );
+            )?;
         }
         ProfilesCommand::List { format } => {
             let summaries = if path.exists() { Store::open(&path)?.list_profiles()? } else { Vec::new() };
@@ -56,10 +57,10 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                             })
                         })
                         .collect();
-                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                    outln!("{}", serde_json::to_string_pretty(&rows)?)?;
                 }
                 ListFormat::Table if summaries.is_empty() => {
-                    println!("no profiles in {}; import some with `tessera profiles import`", path.display());
+                    outln!("no profiles in {}; import some with `tessera profiles import`", path.display())?;
                 }
                 ListFormat::Table => {
                     let mut table = TextTable::new(&["gpu model", "model", "points", "sizes", "imported at", "source"]);
@@ -74,7 +75,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                             s.source.clone(),
                         ]);
                     }
-                    print!("{}", table.render());
+                    out!("{}", table.render())?;
                 }
             }
         }

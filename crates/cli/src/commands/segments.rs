@@ -7,7 +7,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::{ModelProfile, ProfilePoint, SegmentConfig};
 use tessera_gpu::deploy::model::installed_gpu;
 use tessera_gpu::launch::ShellLauncher;
@@ -17,6 +16,8 @@ use tessera_gpu::segments::{run_sweep, target_whole_gpu, targets_on_instances, P
 
 use super::profile::{format_value, open_existing};
 use crate::inputs::store_path;
+use crate::output::{out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 
 /// The format recorded with profiles measured here.
@@ -78,7 +79,7 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
         let devices = node.mig_devices(request.gpu)?;
         let (targets, passed_over) = targets_on_instances(installed.model, &live, &devices);
         for reason in &passed_over {
-            println!("# passed over {reason}");
+            outln!("# passed over {reason}")?;
         }
         if targets.is_empty() {
             bail!(
@@ -99,16 +100,16 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
         duration: request.duration,
         mps_root: scratch.path().to_path_buf(),
     };
-    let bar = ProgressBar::new(sweep.configs(&targets).len() as u64)
-        .with_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} segments ({elapsed}) {msg}").expect("a valid template"),
-        )
-        .with_message(format!("{} on {} of {}", registered.name, target_names(&targets), installed.name));
+    let bar = Progress::bar(
+        sweep.configs(&targets).len() as u64,
+        "segments",
+        format!("{} on {} of {}", registered.name, target_names(&targets), installed.name),
+    );
     let outcomes = run_sweep(&mut node, &mut ShellLauncher::default(), &targets, &sweep, &mut |target, config, _| {
-        bar.inc(1);
+        bar.step();
         bar.set_message(format!("last: {config} in {}", target.label));
     });
-    bar.finish_and_clear();
+    drop(bar);
     let outcomes = outcomes?;
 
     let mut table = TextTable::new(&["size", "batch", "procs", "throughput (req/s)", "latency (ms)", "note"]);
@@ -136,7 +137,7 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
             }
         }
     }
-    print!("{}", table.render());
+    out!("{}", table.render())?;
     if measured.is_empty() {
         bail!("no configuration of {} could be measured: {}", registered.name, first_failure.unwrap_or_default());
     }
@@ -157,12 +158,12 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
         if request.whole_gpu { format!("--gpu {} --whole-gpu", request.gpu) } else { format!("--gpu {}", request.gpu) };
     let source = format!("tessera profile segments {} {target}", registered.name);
     store.import_profiles(std::slice::from_ref(&profile), &source, FORMAT)?;
-    println!(
+    outln!(
         "stored {} point(s) of {model_name} on {} in {} ({kept} earlier point(s) kept)",
         profile.points().len(),
         installed.model,
         path.display()
-    );
+    )?;
     Ok(())
 }
 

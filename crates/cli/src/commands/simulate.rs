@@ -3,15 +3,15 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use tessera_sim::gantt::gantt_svg;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
 use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
 
-use super::emit;
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
-use crate::progress::Spinner;
+use crate::output::emit;
+use crate::output::{out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 
 const NS_PER_MS: f64 = 1e6;
@@ -60,21 +60,18 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         SchedulerKind::Genetic(params) => {
             // A bar over generations with the best makespan so far (drawn
             // only on a terminal).
-            let bar = ProgressBar::new(params.generations as u64).with_style(
-                ProgressStyle::with_template("{bar:30} generation {pos}/{len}, best {msg} ({elapsed})")
-                    .expect("a valid template"),
-            );
+            let bar = Progress::bar(params.generations as u64, "generations", String::new());
             let planned = plan_schedule(&trace, policies, &kind, &mut |generation, best_ns| {
                 bar.set_position(generation as u64);
-                bar.set_message(format!("{:.1} ms", ms(best_ns)));
+                bar.set_message(format!("best {:.1} ms", ms(best_ns)));
             });
-            bar.finish_and_clear();
+            drop(bar);
             planned?
         }
         _ => {
-            let spinner = Spinner::start(format!("scheduling {} clients", trace.clients.len()));
+            let spinner = Progress::spinner(format!("scheduling {} clients", trace.clients.len()));
             let planned = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
-            spinner.finish();
+            drop(spinner);
             planned?
         }
     };
@@ -93,9 +90,9 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             if let Some(ns) = johnson_unlimited_ns {
                 json["johnson_unlimited_memory_ms"] = serde_json::json!(ms(ns));
             }
-            println!("{}", serde_json::to_string_pretty(&json)?)
+            outln!("{}", serde_json::to_string_pretty(&json)?)?
         }
-        ListFormat::Table => print!("{}", table(&trace, &result, bound_ns, &order)),
+        ListFormat::Table => out!("{}", table(&trace, &result, bound_ns, &order))?,
     }
     Ok(())
 }

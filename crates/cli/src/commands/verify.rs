@@ -9,6 +9,7 @@ use tessera_store::read_deployment_csv;
 
 use crate::args::VerifyArgs;
 use crate::inputs;
+use crate::output::outln;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let inputs::Loaded { catalog, services, .. } = inputs::load(&args.inputs, store)?;
@@ -24,16 +25,16 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let request = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: args.inputs.max_procs };
     let violations = verify(&plan, &request);
     if violations.is_empty() {
-        println!(
+        outln!(
             "{}: OK: {} GPUs, {} services, every rate covered and every segment within the {rule} latency rule",
             args.plan.display(),
             plan.gpu_count,
             services.len()
-        );
+        )?;
         return Ok(());
     }
     for violation in &violations {
-        println!("violation: {violation}");
+        outln!("violation: {violation}")?;
     }
     bail!("{}: {} violation(s)", args.plan.display(), violations.len())
 }

@@ -7,6 +7,7 @@ use tessera_store::{RegisteredWorkload, Store};
 
 use crate::args::{ListFormat, WorkloadCommand};
 use crate::inputs::store_path;
+use crate::output::{out, outln};
 use crate::table::TextTable;
 
 /// What `throughput_regex = None` means, as shown in listings.
@@ -19,7 +20,7 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
             let workload =
                 RegisteredWorkload { name, family, task: task.as_str().to_string(), batch, command, throughput_regex };
             Store::open(&path)?.register_workload(&workload)?;
-            println!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display());
+            outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;
         }
         WorkloadCommand::List { format } => {
             let workloads = if path.exists() { Store::open(&path)?.registered_workloads()? } else { Vec::new() };
@@ -35,10 +36,10 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                             })
                         })
                         .collect();
-                    println!("{}", serde_json::to_string_pretty(&rows)?);
+                    outln!("{}", serde_json::to_string_pretty(&rows)?)?;
                 }
                 ListFormat::Table if workloads.is_empty() => {
-                    println!("no registered workloads in {}; add one with `tessera workload add`", path.display());
+                    outln!("no registered workloads in {}; add one with `tessera workload add`", path.display())?;
                 }
                 ListFormat::Table => {
                     let mut table = TextTable::new(&["name", "family", "task", "batch", "command", "throughput"]);
@@ -52,7 +53,7 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                             w.throughput_regex.clone().unwrap_or_else(|| DEFAULT_THROUGHPUT.to_string()),
                         ]);
                     }
-                    print!("{}", table.render());
+                    out!("{}", table.render())?;
                 }
             }
         }

@@ -12,6 +12,7 @@ use tessera_colocate::DEFAULT_SLOWDOWN;
 use tessera_core::{Colocation, GroupMember};
 use tessera_store::read_colocations;
 
+use crate::output::{out, outln};
 use crate::table::TextTable;
 
 /// Trains one kind of model.
@@ -71,7 +72,7 @@ pub fn run(data: &Path) -> Result<()> {
             format!("{rate:.0}"),
         ]);
     }
-    println!("{} workloads, {} candidate pairs per pass, one thread", pool.len(), pairs.len());
-    print!("{}", table.render());
+    outln!("{} workloads, {} candidate pairs per pass, one thread", pool.len(), pairs.len())?;
+    out!("{}", table.render())?;
     Ok(())
 }

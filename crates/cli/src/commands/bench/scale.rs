@@ -21,13 +21,14 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{verify, LatencyRule, VerifyRequest};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
+use crate::output::{note, out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 
 /// ParvaGPU's scenario whose objectives seed the catalogue.
@@ -65,14 +66,12 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
     if parvagpu.join("prof_data").is_dir() {
         families.push(parvagpu_family(parvagpu)?);
     } else {
-        eprintln!("note: {} is absent; measuring the synthetic catalogue only", parvagpu.display());
+        note(format_args!("{} is absent; measuring the synthetic catalogue only", parvagpu.display()));
     }
     families.push(synthetic_family());
 
     let runs = families.len() * sizes.len() * strategies(rule).len();
-    let progress = ProgressBar::new(runs as u64).with_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} {msg}").expect("a valid template"),
-    );
+    let progress = Progress::bar(runs as u64, "runs", String::new());
     let mut table = TextTable::new(&[
         "catalogue",
         "services",
@@ -95,7 +94,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
                 progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
-                progress.inc(1);
+                progress.step();
                 bound = bound.or(run.plan.optimality.as_ref().map(|o| o.lower_bound));
                 let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
                 let violations = verify(&run.plan, &request);
@@ -116,12 +115,12 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             }
         }
     }
-    progress.finish_and_clear();
-    println!(
+    drop(progress);
+    outln!(
         "latency rule {rule}, a100-80gb, up to 5 processes, seed {seed}, optimal time limit {time_limit_s} s; \
          bound = the optimal strategy's lower bound"
-    );
-    print!("{}", table.render());
+    )?;
+    out!("{}", table.render())?;
     Ok(())
 }
 

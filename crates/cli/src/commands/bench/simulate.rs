@@ -8,6 +8,7 @@ use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace};
 
+use crate::output::outln;
 use crate::table::TextTable;
 
 const OVERSUBSCRIPTION: [f64; 4] = [1.0, 1.5, 2.0, 3.0];
@@ -95,9 +96,9 @@ fn sweep(seeds: u64) -> Result<()> {
             table.row(row);
         }
     }
-    println!("makespan / lower bound, mean over {seeds} traces per cell (8 clients × 3 operations, PCIe Gen4,");
-    println!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute");
-    println!("{}", table.render());
+    outln!("makespan / lower bound, mean over {seeds} traces per cell (8 clients × 3 operations, PCIe Gen4,")?;
+    outln!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute")?;
+    outln!("{}", table.render())?;
     Ok(())
 }
 
@@ -124,11 +125,11 @@ fn genetic_gap() -> Result<()> {
         gaps.push(ga as f64 / best as f64 - 1.0);
     }
     gaps.sort_by(f64::total_cmp);
-    println!(
+    outln!(
         "genetic algorithm vs exhaustive, 30 traces of 4 clients × 2 operations (lookahead:1): median gap {:.3}%, worst {:.3}%, worse than a seed in {worse_than_seed}",
         100.0 * gaps[gaps.len() / 2],
         100.0 * gaps[gaps.len() - 1]
-    );
+    )?;
     Ok(())
 }
 
@@ -144,20 +145,20 @@ fn speed() -> Result<()> {
         runs += 1;
     }
     let seconds = start.elapsed().as_secs_f64();
-    println!(
+    outln!(
         "simulator: {:.0} events/s ({runs} runs of 50 clients × 4 operations, {} events each)",
         events as f64 / seconds,
         events / u64::from(runs)
-    );
+    )?;
     let full = GeneticParams { patience: usize::MAX, ..GeneticParams::default() };
     let start = Instant::now();
     let ga = makespan_ns(&trace, prefetch, &SchedulerKind::Genetic(full))?;
     let fifo = makespan_ns(&trace, prefetch, &SchedulerKind::Fifo)?;
-    println!(
+    outln!(
         "genetic algorithm 100 × 200 on 50 clients × 4 operations: {:.2} s; makespan {:.1} ms vs round-robin {:.1} ms",
         start.elapsed().as_secs_f64(),
         ga as f64 / 1e6,
         fifo as f64 / 1e6
-    );
+    )?;
     Ok(())
 }

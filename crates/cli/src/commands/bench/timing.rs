@@ -15,6 +15,7 @@ use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanError, PlanRequest};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
+use crate::output::{note, out, outln};
 use crate::table::TextTable;
 
 /// ParvaGPU's SLO files hold six scenarios.
@@ -26,7 +27,7 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
     if parvagpu.join("prof_data").is_dir() {
         inputs.extend(parvagpu_scenarios(parvagpu)?);
     } else {
-        eprintln!("note: {} is absent; timing the built-in demo only", parvagpu.display());
+        note(format_args!("{} is absent; timing the built-in demo only", parvagpu.display()));
     }
     let mut table = TextTable::new(&["input", "services", "strategy", "rule", "GPUs", "proven", "median µs", "min µs"]);
     let runs: [(&str, Planner, LatencyRule); 3] = [
@@ -51,8 +52,8 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
             ]);
         }
     }
-    println!("a100-80gb, up to 5 processes, {iterations} runs each");
-    print!("{}", table.render());
+    outln!("a100-80gb, up to 5 processes, {iterations} runs each")?;
+    out!("{}", table.render())?;
     Ok(())
 }
 
