@@ -3,19 +3,17 @@
 //! instances and logs its arguments. Applying a layout and starting MPS
 //! services is tested against the faithful fakes in tessera-gpu.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{stderr, stdout};
+use crate::util::{stderr, stdout};
 use tempfile::TempDir;
 
 /// Runs tessera with `dir` as its whole PATH.
 fn tessera(args: &[&str], dir: &TempDir) -> Output {
     let store = dir.path().join("store.sqlite");
-    common::run_with_env(args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
+    crate::util::run_with_env(args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
 }
 
 fn demo_plan(dir: &TempDir) -> String {

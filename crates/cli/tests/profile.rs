@@ -1,11 +1,9 @@
 //! `tessera profile kernels` end to end, and its file read back by the
 //! KACE workload-table reader.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::tessera;
+use crate::util::{ncu_report, tessera};
 use tessera_core::colocation::WorkloadMetrics;
 
 /// Stores `name`'s metrics alone (as `tessera profile run` would), which
@@ -23,8 +21,14 @@ fn seed_alone(store: &Path, name: &str) -> WorkloadMetrics {
     metrics
 }
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../gpu/tests/fixtures/ncu_report.csv")
+/// The kernel metrics of the report [`fixture`] writes.
+const KERNEL: [f64; 6] = [60399.95, 60.86, 51.18, 69.11, 2117970.12, 1052701.96];
+
+/// An `ncu --csv` report of one launch whose metrics are [`KERNEL`], in `dir`.
+fn fixture(dir: &Path) -> PathBuf {
+    let path = dir.join("ncu_report.csv");
+    std::fs::write(&path, ncu_report(&KERNEL)).unwrap();
+    path
 }
 
 #[test]
@@ -34,7 +38,7 @@ fn kernels_import_writes_kaces_table_that_reads_back() {
     let kernels = dir.path().join("kernel_metrics");
     std::fs::create_dir(&kernels).unwrap();
     let alone = seed_alone(&store, "w");
-    let report = fixture();
+    let report = fixture(dir.path());
     let output = tessera(
         &["profile", "kernels", "w", "--import", report.to_str().unwrap(), "--output", kernels.to_str().unwrap()],
         &store,
@@ -79,7 +83,7 @@ fn stand_in_ncu(dir: &Path) -> PathBuf {
     let script = format!(
         "#!/bin/sh\ncase \"$*\" in *'--csv --metrics'*'--kill yes'*) ;; *) echo '==ERROR== bad flags' ; exit 3;; esac\n\
          for last; do :; done\nsh -c \"$last\" || exit 4\ncat '{}'\n",
-        fixture().display()
+        fixture(dir).display()
     );
     std::fs::write(&ncu, script).unwrap();
     std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
@@ -99,7 +103,8 @@ fn kernels_live_runs_the_registered_workload_under_ncu_and_stores_the_metrics() 
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("60399.95") && stdout.contains("stored the kernel metrics of w"), "{stdout}");
-    let expected = tessera_gpu::ncu::aggregate_report(&std::fs::read_to_string(fixture()).unwrap(), "f").unwrap();
+    let report = std::fs::read_to_string(fixture(dir.path())).unwrap();
+    let expected = tessera_gpu::ncu::aggregate_report(&report, "f").unwrap();
     let stored = tessera_store::Store::open(&store).unwrap().load_workloads().unwrap();
     assert_eq!(stored[0].kernel, expected);
 }
@@ -130,14 +135,14 @@ fn kernels_without_import_or_with_a_bad_report_fail_in_one_line() {
     fails(&["profile", "kernels", "w", "--timeout", "0"], &["--timeout 0"]);
 
     let bad = dir.path().join("bad.csv");
-    let text = std::fs::read_to_string(fixture()).unwrap().replacen("\"45.50\"", "\"n/a\"", 1);
+    let text = ncu_report(&KERNEL).replacen("\"60.86\"", "\"n/a\"", 1);
     std::fs::write(&bad, text).unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir(&out).unwrap();
     let before = tessera_store::Store::open(&store).unwrap().load_workloads().unwrap();
     fails(
         &["profile", "kernels", "w", "--import", bad.to_str().unwrap(), "--output", out.to_str().unwrap()],
-        &["bad.csv:11:", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "'n/a'"],
+        &["bad.csv:4:", "sm__throughput.avg.pct_of_peak_sustained_elapsed", "'n/a'"],
     );
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written on error");
     assert_eq!(tessera_store::Store::open(&store).unwrap().load_workloads().unwrap(), before, "nor stored");

@@ -16,6 +16,8 @@ use tessera_gpu::ncu::{profile_live, NcuRun};
 use tessera_gpu::sampler::{FakeSampler, GpuSample};
 use tessera_store::Store;
 
+use crate::util::ncu_report;
+
 /// (name, SM %, memory %, GB, throughput alone, kernel SM throughput %).
 const WORKLOADS: [(&str, f64, f64, f64, f64, f64); 4] = [
     ("light_batch2-inf", 30.0, 10.0, 2.0, 100.0, 25.0),
@@ -23,31 +25,6 @@ const WORKLOADS: [(&str, f64, f64, f64, f64, f64); 4] = [
     ("heavy_batch16-train", 95.0, 60.0, 12.0, 40.0, 90.0),
     ("other_batch4-inf", 45.0, 20.0, 3.0, 90.0, 40.0),
 ];
-
-/// An `ncu --csv` report of one kernel launch whose aggregate is `kernel`
-/// (threads, SM %, DRAM %, memory %, registers, static shared memory):
-/// blocks of 100 threads.
-fn ncu_report(kernel: &[f64; 6]) -> String {
-    let [threads, sm, dram, memory, registers, shared] = *kernel;
-    let grid = threads / 100.0;
-    let rows = [
-        ("gpu__time_duration.sum", "nsecond", 1000.0),
-        ("sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", sm),
-        ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "%", dram),
-        ("gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "%", memory),
-        ("launch__grid_size", "", grid),
-        ("launch__block_size", "", 100.0),
-        ("launch__registers_per_thread", "register/thread", registers / threads),
-        ("launch__shared_mem_per_block_static", "byte/block", shared / grid),
-    ];
-    let mut text = String::from(
-        "==PROF== Connected to process 1\n\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n",
-    );
-    for (metric, unit, value) in rows {
-        text.push_str(&format!("\"0\",\"k\",\"{metric}\",\"{unit}\",\"{value}\"\n"));
-    }
-    text
-}
 
 #[test]
 fn measured_workloads_and_pairs_train_the_colocation_models() {

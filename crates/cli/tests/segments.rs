@@ -4,13 +4,11 @@
 //! logging starts and quits), and workloads that are shell one-liners
 //! printing a batch-dependent throughput.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{stderr, stdout};
+use crate::util::{stderr, stdout};
 use tempfile::TempDir;
 use tessera_core::GpuModel;
 
@@ -47,7 +45,7 @@ fn node(dir: &TempDir) -> PathBuf {
 fn tessera(args: &[&str], dir: &TempDir) -> Output {
     let store = dir.path().join("store.sqlite");
     let path = PathBuf::from(format!("{}:/usr/bin:/bin", dir.path().display()));
-    common::run_with_env(args, &[("PATH", &path), ("TESSERA_STORE", &store)])
+    crate::util::run_with_env(args, &[("PATH", &path), ("TESSERA_STORE", &store)])
 }
 
 fn register(dir: &TempDir, command: &str) {

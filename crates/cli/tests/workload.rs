@@ -1,11 +1,9 @@
 //! `tessera workload add | list` end to end.
 
-mod common;
-
 use std::path::Path;
 use std::process::Output;
 
-use common::tessera;
+use crate::util::tessera;
 
 fn add(store: &Path, name: &str, batch: &str, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -94,7 +92,7 @@ fn a_deploy_dry_run_journals_nothing() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     // An empty PATH: no nvidia-smi, so the dry run assumes empty GPUs.
     let output =
-        common::run_with_env(&["deploy", plan, "--node", "0"], &[("PATH", dir.path()), ("TESSERA_STORE", &store)]);
+        crate::util::run_with_env(&["deploy", plan, "--node", "0"], &[("PATH", dir.path()), ("TESSERA_STORE", &store)]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!store.exists() || tessera_store::Store::open(&store).unwrap().journal_entries().unwrap().is_empty());
 }

@@ -5,16 +5,31 @@
 pub enum ColocateError {
     /// A model file written by another version of the format.
     #[error("model file version {found} is not supported (this build reads version {supported})")]
-    ModelVersion { found: u64, supported: u32 },
+    ModelVersion {
+        /// The file's version.
+        found: u64,
+        /// The version this build reads.
+        supported: u32,
+    },
     /// A model file that is not valid JSON of the expected shape.
     #[error("not a Tessera colocation model file: {0}")]
     ModelFormat(String),
     /// Too little data to train.
     #[error("training needs at least {needed} measured colocations, got {found}")]
-    NotEnoughData { needed: usize, found: usize },
+    NotEnoughData {
+        /// The fewest colocations training needs.
+        needed: usize,
+        /// How many there were.
+        found: usize,
+    },
     /// A workload name that is not among the known workloads.
     #[error("unknown workload '{given}' (known: {known})")]
-    UnknownWorkload { given: String, known: String },
+    UnknownWorkload {
+        /// The name asked for.
+        given: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// A group size below two.
     #[error("a colocation group has at least 2 workloads, asked for {0}")]
     GroupSize(usize),

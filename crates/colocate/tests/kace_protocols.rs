@@ -8,13 +8,7 @@ use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
 use tessera_colocate::DEFAULT_SLOWDOWN;
 
 fn data() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/kace");
-    if dir.join("pairs_mps100.csv").is_file() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: {} is absent (KACE reference data)", dir.display());
-        None
-    }
+    tessera_testkit::shared_data("kace")
 }
 
 fn splits(dir: &Path) -> Vec<Split> {

@@ -3,8 +3,6 @@
 //! either strategy writes passes the independent verifier, and the
 //! `optimal` strategy never uses more GPUs than `parva`.
 
-use std::path::Path;
-
 use std::time::Duration;
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
@@ -76,11 +74,7 @@ fn plans_on_synthetic_profiles_verify_and_optimal_beats_parva() {
 
 #[test]
 fn plans_on_parvagpu_profiles_verify_and_optimal_beats_parva() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
-    if !dir.is_dir() {
-        eprintln!("skipping: {} is absent (ParvaGPU reference data)", dir.display());
-        return;
-    }
+    let Some(dir) = tessera_testkit::shared_data("parvagpu/prof_data") else { return };
     let catalog: ProfileCatalog =
         tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect();
     let planned = check_random_plans(&catalog, GpuModel::A100_80GB, 300, 3);

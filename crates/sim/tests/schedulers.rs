@@ -1,8 +1,6 @@
 //! The schedulers on the design notes' toys and on small random traces.
 
-mod common;
-
-use common::{trace, GB, MS};
+use crate::common::{trace, GB, MS};
 use tessera_core::rng::SplitMix64;
 use tessera_sim::{
     johnson, plan_schedule, simulate, Buffer, Client, Eviction, GeneticParams, Gpu, Operation, Policies, Prefetch,
@@ -178,68 +176,4 @@ fn genetic_is_never_worse_than_its_seeds_nor_better_than_exhaustive() {
         assert!(ga <= *seeds.iter().min().unwrap(), "{ga} vs seeds {seeds:?}");
         assert!(exhaustive <= ga, "{exhaustive} vs {ga}");
     }
-}
-
-/// Measurement, not a check: `cargo test --release -p tessera-sim --test
-/// schedulers -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn measure_genetic_gap_and_time() {
-    let mut rng = SplitMix64::new(99);
-    let mut gaps = Vec::new();
-    for _ in 0..30 {
-        let (t, p) = random_instance(&mut rng, 8);
-        let ga = makespan(&t, p, &genetic()) as f64;
-        let best = makespan(&t, p, &SchedulerKind::Exhaustive) as f64;
-        gaps.push((ga - best) / best * 100.0);
-    }
-    gaps.sort_by(f64::total_cmp);
-    let optimal = gaps.iter().filter(|&&g| g == 0.0).count();
-    println!(
-        "gap GA-exhaustive over 30 instances: median {:.3}% max {:.3}% mean {:.3}%, optimal in {optimal}/30",
-        gaps[15],
-        gaps[29],
-        gaps.iter().sum::<f64>() / 30.0
-    );
-
-    let mut clients = Vec::new();
-    for c in 0..50 {
-        let ops = 1 + rng.below(3);
-        let gb = 1 + rng.below(4) as u64;
-        clients.push(Client {
-            name: format!("c{c}"),
-            operations: vec![
-                Operation {
-                    compute_ms: rng.uniform(50.0, 500.0).round(),
-                    buffers: vec![Buffer { name: "w".into(), bytes: gb * GB, dirty: false }],
-                    ephemeral_bytes: 0,
-                };
-                ops
-            ],
-        });
-    }
-    let ops: usize = clients.iter().map(|c| c.operations.len()).sum();
-    let t = Trace {
-        gpu: Gpu { memory_bytes: 16 * GB, h2d_bytes_per_s: 1e10, d2h_bytes_per_s: 1e10, copy_latency_ns: 1000 },
-        clients,
-    };
-    let p = Policies {
-        eviction: Eviction::Belady,
-        prefetch: Prefetch::Lookahead(2),
-        retention: Retention::KeepUntilEvicted,
-    };
-    let params = GeneticParams { patience: usize::MAX, ..GeneticParams::default() };
-    let start = std::time::Instant::now();
-    let mut generations = 0;
-    let ga = plan_schedule(&t, p, &SchedulerKind::Genetic(params), &mut |g, _| generations = g).unwrap();
-    let elapsed = start.elapsed();
-    let [fifo, johnson, greedy] =
-        [SchedulerKind::Fifo, SchedulerKind::Johnson, SchedulerKind::Greedy].map(|k| makespan(&t, p, &k) / MS);
-    let best = simulate(&t, &ga, p).unwrap().makespan_ns;
-    println!(
-        "GA 100x200 on 50 clients / {ops} ops: {:.2} s, {generations} generations, \
-         fifo {fifo} johnson {johnson} greedy {greedy} ms -> GA {} ms",
-        elapsed.as_secs_f64(),
-        best / MS
-    );
 }

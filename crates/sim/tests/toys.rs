@@ -1,9 +1,7 @@
 //! The toy examples of the design notes, reproduced exactly: 10 GB/s, so
 //! 1 GB takes 100 ms; clean data; no copy latency.
 
-mod common;
-
-use common::{trace, GB, MS};
+use crate::common::{trace, GB, MS};
 use tessera_sim::{
     johnson, lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Schedule, SimResult, Trace,
 };

@@ -503,11 +503,7 @@ mod tests {
 
     #[test]
     fn stores_the_real_kace_data() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/kace");
-        if !dir.is_dir() {
-            eprintln!("skipping: {} is absent", dir.display());
-            return;
-        }
+        let Some(dir) = tessera_testkit::shared_data("kace") else { return };
         let tables =
             crate::formats::kace::read_workload_tables(&dir.join("system_metrics.csv"), &dir.join("kernel_metrics"))
                 .unwrap();

@@ -351,11 +351,7 @@ mod tests {
 
     #[test]
     fn stores_the_real_parvagpu_profiles() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
-        if !dir.is_dir() {
-            eprintln!("skipping: {} is absent", dir.display());
-            return;
-        }
+        let Some(dir) = tessera_testkit::shared_data("parvagpu/prof_data") else { return };
         let import = crate::formats::parvagpu::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap();
         let mut store = Store::open_in_memory().unwrap();
         let summary = store.import_profiles(&import.profiles, &dir.display().to_string(), "parvagpu").unwrap();

@@ -673,13 +673,7 @@ mod tests {
 
     /// The real KACE data, when the shared data folder is present.
     fn real_data() -> Option<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/kace");
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!("skipping: KACE data not found at {}", dir.display());
-            None
-        }
+        tessera_testkit::shared_data("kace")
     }
 
     #[test]

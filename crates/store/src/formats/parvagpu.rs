@@ -510,13 +510,7 @@ mod tests {
 
     /// The real ParvaGPU data, when the shared data folder is present.
     fn real_data() -> Option<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu");
-        if dir.is_dir() {
-            Some(dir)
-        } else {
-            eprintln!("skipping: {} is absent", dir.display());
-            None
-        }
+        tessera_testkit::shared_data("parvagpu")
     }
 
     #[test]

@@ -1,7 +1,5 @@
 //! Traces of the design notes' toy examples: 10 GB/s, so 1 GB takes
 //! 100 ms; clean data; no copy latency.
-// Each test file uses a different subset of these helpers.
-#![allow(dead_code)]
 
 use tessera_sim::{Buffer, Client, Gpu, Operation, Trace};
 

@@ -1,0 +1,212 @@
+//! `tessera plan` and `tessera verify`: the demo, mixed fleets, output
+//! formats, and ParvaGPU's six scenarios.
+
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
+
+#[test]
+fn demo_plans_with_no_files_and_verifies() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = tessera(&["plan", "--demo"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("× a100-80gb)") && table.contains("[7g fraud-check b1×3]"), "{table}");
+    assert!(table.contains("lower bound on gpus") && table.contains("1×3g b2×4 + 2×1g b1×5"), "{table}");
+    assert!(!table.contains(" NO"), "every demo service is met: {table}");
+
+    let plan = dir.path().join("plan.json");
+    let output =
+        tessera(&["plan", "--demo", "--gpu", "h100-80gb", "--format", "json", "-o", plan.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(json["gpus"][0]["gpu_model"], "h100-80gb");
+    for field in ["profile", "size", "start", "service", "model", "batch", "procs", "throughput_rps", "latency_ms"] {
+        assert!(!json["gpus"][0]["instances"][0][field].is_null(), "{field}");
+    }
+    for field in ["service", "model", "rate_rps", "latency_slo_ms", "provisioned_rps", "worst_latency_ms", "met"] {
+        assert!(!json["services"][0][field].is_null(), "{field}");
+    }
+    let output = tessera(&["verify", plan.to_str().unwrap(), "--demo", "--gpu", "h100-80gb"], &store);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+    assert!(!store.exists(), "planning the demo never creates a store");
+}
+
+#[test]
+fn a_mixed_fleet_plans_by_cost_and_says_which_profiles_are_estimated() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("plan.json");
+    let fleet = ["--gpu", "a100-80gb:cost=1", "--gpu", "h200-141gb:cost=1.5,count=2"];
+    let mut args = vec!["plan", "--demo", "--format", "json", "-o", plan.to_str().unwrap()];
+    args.extend(fleet);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(json["optimality"]["objective"], "cost");
+    let h200 = json["fleet"].as_array().unwrap().iter().find(|f| f["gpu_model"] == "h200-141gb").unwrap();
+    assert!(h200["gpus"].as_u64().unwrap() <= 2, "{h200}");
+    assert!(json["notes"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().contains("synthetic")));
+    let mut args = vec!["verify", plan.to_str().unwrap(), "--demo"];
+    args.extend(fleet);
+    assert!(tessera(&args, &store).status.success());
+    usage_error(&["plan", "--demo", "--gpu", "a100-80gb:cost=0"], &store, &["cost", "positive"]);
+    fails_with(&["plan", "--demo", "--gpu", "a100-80gb:count=1"], &store, &["too small", "a100-80gb"]);
+    fails_with(
+        &["plan", "--demo", "--strategy", "parva", "--gpu", "a100-80gb", "--gpu", "h100-80gb"],
+        &store,
+        &["one GPU model"],
+    );
+}
+
+#[test]
+fn verify_reports_every_violation_of_a_tampered_plan() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan_path = dir.path().join("plan.json");
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", plan_path.to_str().unwrap()], &store)
+        .status
+        .success());
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    // Move GPU 1's first instance onto a start its profile cannot use, and
+    // drop its second instance.
+    plan["gpus"][1]["instances"][0]["start"] = serde_json::json!(1);
+    plan["gpus"][1]["instances"].as_array_mut().unwrap().remove(1);
+    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let output = tessera(&["verify", plan_path.to_str().unwrap(), "--demo"], &store);
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    assert!(report.contains("violation: node 0 gpu 1: ") && report.contains("provisioned"), "{report}");
+}
+
+#[test]
+fn csv_output_uses_parvagpu_deployment_columns() {
+    let dir = TempDir::new().unwrap();
+    let output = tessera(&["plan", "--demo", "--format", "csv"], &store_in(&dir));
+    let csv = stdout(&output);
+    assert!(csv.starts_with("Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n"), "{csv}");
+    assert!(csv.lines().skip(1).all(|line| line.split(',').count() == 7));
+}
+
+/// ParvaGPU's reference data beside the repository, if present.
+fn parvagpu_data() -> Option<PathBuf> {
+    tessera_testkit::shared_data("parvagpu")
+}
+
+/// The arguments that name ParvaGPU's profiles and scenario `k` on A100s.
+fn scenario_inputs(data: &Path, k: usize) -> Vec<String> {
+    let path = |relative: &str| data.join(relative).display().to_string();
+    vec![
+        "--profiles".into(),
+        path("prof_data"),
+        "--slo-rates".into(),
+        path("slo/SLO_req_rate.csv"),
+        "--slo-latency".into(),
+        path("slo/SLO_latency.csv"),
+        "--scenario".into(),
+        k.to_string(),
+        "--gpu".into(),
+        "a100-80gb".into(),
+    ]
+}
+
+/// Plans ParvaGPU scenario `k` with `extra` arguments, checks that the plan
+/// passes `tessera verify` under the same rule, and returns its JSON.
+fn plan_scenario(data: &Path, dir: &TempDir, k: usize, extra: &[&str]) -> serde_json::Value {
+    let store = store_in(dir);
+    let plan = dir.path().join(format!("plan{k}.json"));
+    let inputs = scenario_inputs(data, k);
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let mut args = vec!["plan"];
+    args.extend(&inputs);
+    args.extend(extra);
+    args.extend(["--format", "json", "-o", plan.to_str().unwrap()]);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "scenario {k}: {}", stderr(&output));
+    let mut args = vec!["verify", plan.to_str().unwrap()];
+    args.extend(&inputs);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "scenario {k}: {}", stdout(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert!(json["services"].as_array().unwrap().iter().all(|s| s["met"] == true), "scenario {k}");
+    json
+}
+
+/// The six ParvaGPU scenarios with ParvaGPU's strategy and rule use exactly
+/// as many GPUs as ParvaGPU itself.
+#[test]
+fn parva_strategy_matches_parvagpu_gpu_counts() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    for (k, gpus) in [(1, 2), (2, 3), (3, 5), (4, 7), (5, 13), (6, 16)] {
+        let plan = plan_scenario(&data, &dir, k, &["--strategy", "parva", "--latency-rule", "parva"]);
+        assert_eq!(plan["gpu_count"], gpus, "scenario {k}");
+    }
+}
+
+/// Under ParvaGPU's own rule the optimal strategy (the default) reaches the
+/// exact optimum, 12 and 15 GPUs where ParvaGPU uses 13 and 16, and proves it.
+#[test]
+fn optimal_strategy_proves_the_optimum_of_parvagpu_scenarios() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    for (k, gpus) in [(1, 2), (2, 3), (3, 5), (4, 7), (5, 12), (6, 15)] {
+        let plan = plan_scenario(&data, &dir, k, &["--latency-rule", "parva"]);
+        assert_eq!(plan["gpu_count"], gpus, "scenario {k}");
+        assert_eq!(plan["optimality"]["proven_optimal"], true, "scenario {k}");
+        assert_eq!(plan["optimality"]["lower_bound"], gpus as f64, "scenario {k}");
+        assert_eq!(plan["optimality"]["objective"], "gpus", "scenario {k}");
+    }
+}
+
+/// With the default queueing rule every service's predicted worst-case
+/// latency, batch filling included, stays within its SLO.
+#[test]
+fn queueing_plans_keep_worst_case_latency_within_the_slo() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    for k in 1..=6 {
+        let plan = plan_scenario(&data, &dir, k, &[]);
+        assert_eq!(plan["latency_rule"], "queueing");
+        for service in plan["services"].as_array().unwrap() {
+            let (worst, slo) =
+                (service["worst_latency_ms"].as_f64().unwrap(), service["latency_slo_ms"].as_f64().unwrap());
+            assert!(worst <= slo, "scenario {k}: {service}");
+        }
+    }
+}
+
+/// ParvaGPU's own plan for scenario 1 runs bert at batch 128 × 3 processes
+/// on a 1g for 19 req/s: filling a batch takes ~20 s against a 6.4 s SLO.
+/// The queueing rule catches it (and three more services that ParvaGPU
+/// over-provisions with large batches); Tessera's own plan for the same
+/// scenario passes it.
+#[test]
+fn parvagpu_scenario_1_plan_breaks_the_queueing_rule_for_bert() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    let reference = data.join("reference_deployments/SLO1_ParvaGPU_deploy.csv");
+    let inputs = scenario_inputs(&data, 1);
+    let mut args = vec!["verify", reference.to_str().unwrap(), "--latency-rule", "queueing"];
+    args.extend(inputs.iter().map(String::as_str));
+    let output = tessera(&args, &store_in(&dir));
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    let bert: Vec<&str> = report.lines().filter(|l| l.contains("service 'bert' misses its 6434 ms SLO")).collect();
+    assert!(!bert.is_empty(), "{report}");
+
+    let ours = plan_scenario(&data, &dir, 1, &[]);
+    let bert = ours["services"].as_array().unwrap().iter().find(|s| s["service"] == "bert").unwrap();
+    assert!(bert["worst_latency_ms"].as_f64().unwrap() <= 6434.0, "{bert}");
+}
+
+#[test]
+fn a_misspelt_optional_column_is_an_error_not_ignored() {
+    let dir = TempDir::new().unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,modle,rate_rps,latency_ms\nshop,alpha,100,100\n").unwrap();
+    fails_with(&["plan", "--demo", "--slo", slo.to_str().unwrap()], &store_in(&dir), &["slo.csv:1", "modle", "model"]);
+}

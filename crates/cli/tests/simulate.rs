@@ -1,0 +1,86 @@
+//! `tessera simulate` and `tessera simulate generate`.
+
+use std::path::{Path, PathBuf};
+
+use tempfile::TempDir;
+
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
+
+/// Toy A of the oversubscription design as a trace file: jobs (GB, ms)
+/// A (2, 500), B (4, 100), C (3, 400), D (1, 200) at 10 GB/s in `memory_gb`.
+fn toy_a_trace(dir: &Path, memory_gb: u64) -> PathBuf {
+    let client = |name: &str, gb: u64, ms: u64| serde_json::json!({"name": name, "operations": [{"compute_ms": ms, "buffers": [{"name": "data", "bytes": gb * 1_000_000_000, "dirty": false}], "ephemeral_bytes": 0}]});
+    let trace = serde_json::json!({
+        "gpu": {"memory_bytes": memory_gb * 1_000_000_000, "h2d_bytes_per_s": 1e10, "d2h_bytes_per_s": 1e10, "copy_latency_ns": 0},
+        "clients": [client("A", 2, 500), client("B", 4, 100), client("C", 3, 400), client("D", 1, 200)],
+    });
+    let path = dir.join(format!("toy-a-{memory_gb}.json"));
+    std::fs::write(&path, serde_json::to_vec(&trace).unwrap()).unwrap();
+    path
+}
+
+#[test]
+fn simulate_reproduces_toy_a_and_reports_bounds() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let run = |path: &Path, scheduler: &str, prefetch: &str| {
+        let args = [
+            "simulate",
+            "--trace",
+            path.to_str().unwrap(),
+            "--scheduler",
+            scheduler,
+            "--prefetch",
+            prefetch,
+            "--format",
+            "json",
+        ];
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()
+    };
+    let small = toy_a_trace(dir.path(), 6);
+    assert_eq!(run(&small, "fifo", "passive")["makespan_ms"], 1700.0);
+    assert_eq!(run(&small, "exhaustive", "passive")["makespan_ms"], 1400.0);
+    assert_eq!(run(&small, "ga", "passive")["makespan_ms"], 1400.0);
+    let big = toy_a_trace(dir.path(), 1000);
+    let johnson = run(&big, "johnson", "active");
+    assert_eq!(johnson["makespan_ms"], 1300.0);
+    assert_eq!(johnson["lower_bound_ms"], 1300.0);
+    assert_eq!(johnson["johnson_unlimited_memory_ms"], 1300.0);
+    assert_eq!(johnson["schedule"], serde_json::json!(["D", "A", "C", "B"]));
+    assert_eq!(johnson["clients"].as_array().unwrap().len(), 4);
+
+    let gantt = dir.path().join("gantt.svg");
+    let args = ["simulate", "--trace", small.to_str().unwrap(), "--gantt", gantt.to_str().unwrap()];
+    assert!(tessera(&args, &store).status.success());
+    let svg = std::fs::read_to_string(&gantt).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn simulate_generates_traces_and_rejects_bad_ones() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let generated =
+        tessera(&["simulate", "generate", "--clients", "6", "--oversubscription", "2", "--seed", "4"], &store);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let path = dir.path().join("generated.json");
+    std::fs::write(&path, &generated.stdout).unwrap();
+    let output = tessera(&["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "greedy"], &store);
+    assert!(output.status.success() && stdout(&output).contains("lower bound"), "{}", stderr(&output));
+
+    let too_big = toy_a_trace(dir.path(), 3);
+    fails_with(&["simulate", "--trace", too_big.to_str().unwrap()], &store, &["toy-a-3.json", "B"]);
+    let text = std::fs::read_to_string(toy_a_trace(dir.path(), 6)).unwrap().replace("1e10", "0");
+    let zero = dir.path().join("zero.json");
+    std::fs::write(&zero, text.replace("10000000000.0", "0.0")).unwrap();
+    fails_with(&["simulate", "--trace", zero.to_str().unwrap()], &store, &["zero.json", "bytes_per_s"]);
+    usage_error(&["simulate", "--trace", path.to_str().unwrap(), "--prefetch", "sometimes"], &store, &["sometimes"]);
+    fails_with(
+        &["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "exhaustive"],
+        &store,
+        &["at most 10 operations"],
+    );
+    fails_with(&["simulate", "generate", "--oversubscription=-1"], &store, &["oversubscription"]);
+}

@@ -1,0 +1,15 @@
+//! End-to-end tests of the `tessera` binary, and of the library crates
+//! working together. One test binary with a module per area (as ripgrep
+//! does), so the program is linked once.
+
+mod colocate;
+mod deploy;
+mod errors;
+mod plan;
+mod profile;
+mod profile_to_colocate;
+mod profiles;
+mod segments;
+mod simulate;
+mod util;
+mod workload;

@@ -1,0 +1,6 @@
+//! The simulator and its schedulers on the design notes' toys and on small
+//! random traces. One test binary with a module per area.
+
+mod common;
+mod schedulers;
+mod toys;

@@ -1,0 +1,64 @@
+//! What Tessera's test suites share (a dev-dependency only).
+//!
+//! The measured data of the published systems lives beside the repository,
+//! in `../shared/data` (see its README); a user's fresh clone has none, so
+//! tests that need it skip. A skip is never silent: it prints a `skipping:`
+//! line straight to the terminal (past the test harness's capture), and
+//! where the data is expected — `TESSERA_REQUIRE_SHARED_DATA=1`, which
+//! `.ci/run` sets — a missing file fails the test instead.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The variable that turns a skip into a failure.
+pub const REQUIRE_VARIABLE: &str = "TESSERA_REQUIRE_SHARED_DATA";
+
+/// `../shared/data` beside the repository.
+pub fn shared_data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
+}
+
+/// The reference file or folder at `relative` under `../shared/data`, or
+/// `None` (after saying so) when it is absent and not required.
+///
+/// # Panics
+/// When it is absent and [`REQUIRE_VARIABLE`] is set to `1`.
+pub fn shared_data(relative: &str) -> Option<PathBuf> {
+    let required = std::env::var(REQUIRE_VARIABLE).is_ok_and(|value| value == "1");
+    let found = locate(&shared_data_dir(), relative, required).unwrap_or_else(|message| panic!("{message}"));
+    if found.is_none() {
+        // Straight to the terminal: the harness captures only print! and eprint!.
+        let _ = writeln!(std::io::stderr(), "skipping: {relative} is absent from {}", shared_data_dir().display());
+    }
+    found
+}
+
+/// `dir/relative` when it exists; else `None`, or, when `required`, the
+/// reason it must be there.
+fn locate(dir: &Path, relative: &str, required: bool) -> Result<Option<PathBuf>, String> {
+    let path = dir.join(relative);
+    if path.exists() {
+        return Ok(Some(path));
+    }
+    if required {
+        return Err(format!(
+            "{} is absent but {REQUIRE_VARIABLE}=1 says the reference data must be there",
+            path.display()
+        ));
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_what_exists_skips_what_does_not_and_fails_when_required() {
+        let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+        assert_eq!(locate(here, "Cargo.toml", true), Ok(Some(here.join("Cargo.toml"))));
+        assert_eq!(locate(here, "no-such-file.csv", false), Ok(None));
+        let error = locate(here, "no-such-file.csv", true).unwrap_err();
+        assert!(error.contains("no-such-file.csv") && error.contains(REQUIRE_VARIABLE), "{error}");
+    }
+}
