@@ -16,6 +16,7 @@ pub mod profile;
 pub mod rng;
 pub mod slo;
 pub mod synthetic;
+pub mod text;
 
 pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 pub use error::CoreError;

@@ -1,0 +1,29 @@
+//! Small helpers for the words of messages, shared by every crate that
+//! talks to people.
+
+/// `n` and `noun`, in the plural unless `n` is 1: `count(1, "GPU")` is
+/// `1 GPU`, `count(3, "process")` is `3 processes`. English regular plurals
+/// only: `-s`, `-x`, `-sh`, `-ch` take `-es`, every other noun `-s`.
+pub fn count(n: impl Into<u128>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        return format!("1 {noun}");
+    }
+    let suffix = if ["s", "x", "sh", "ch"].iter().any(|end| noun.ends_with(end)) { "es" } else { "s" };
+    format!("{n} {noun}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(count(1u32, "GPU"), "1 GPU");
+        assert_eq!(count(0u32, "GPU"), "0 GPUs");
+        assert_eq!(count(2usize, "violation"), "2 violations");
+        assert_eq!(count(3u64, "process"), "3 processes");
+        assert_eq!(count(1u8, "process"), "1 process");
+        assert_eq!(count(12u32, "batch"), "12 batches");
+    }
+}
