@@ -4,9 +4,8 @@
 /// `n` and `noun`, in the plural unless `n` is 1: `count(1, "GPU")` is
 /// `1 GPU`, `count(3, "process")` is `3 processes`. English regular plurals
 /// only: `-s`, `-x`, `-sh`, `-ch` take `-es`, every other noun `-s`.
-pub fn count(n: impl Into<u128>, noun: &str) -> String {
-    let n = n.into();
-    if n == 1 {
+pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> String {
+    if n.try_into().is_ok_and(|n: u64| n == 1) {
         return format!("1 {noun}");
     }
     let suffix = if ["s", "x", "sh", "ch"].iter().any(|end| noun.ends_with(end)) { "es" } else { "s" };
