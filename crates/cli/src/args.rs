@@ -19,6 +19,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "TESSERA_STORE", value_name = "PATH")]
     pub store: Option<PathBuf>,
 
+    /// Print tables as wide as their content instead of fitting them to
+    /// the terminal (`COLUMNS`, else the terminal's width, else 80).
+    #[arg(long, global = true)]
+    pub wide: bool,
+
     /// Write this process's peak resident memory (KiB) to FILE at exit
     /// (used by `tessera bench scale`).
     #[arg(long, global = true, hide = true, value_name = "FILE")]
@@ -531,7 +536,7 @@ impl ProfileSource {
 pub struct SloSource {
     /// SLO CSV with the header `service,model,rate_rps,latency_ms`
     /// (`model` optional: the service name is then the model).
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["slo_rates", "slo_latency"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["slo_rates", "slo_latency", "scenario"])]
     pub slo: Option<PathBuf>,
 
     /// ParvaGPU request-rate file (headerless, one scenario per row).
@@ -552,7 +557,7 @@ pub struct SloSource {
 pub struct PlanInputs {
     /// Use the built-in example (synthetic profiles and six services); no
     /// files and no GPU needed. `--slo` may replace the example services.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "profiles")]
     pub demo: bool,
 
     #[command(flatten)]

@@ -1,6 +1,7 @@
 //! Rendering plans for people (table), machines (JSON) and ParvaGPU (CSV).
 
 use anyhow::Result;
+use tessera_core::text::count;
 use tessera_core::Plan;
 
 use crate::args::Format;
@@ -37,10 +38,10 @@ fn plan_table(plan: &Plan) -> String {
         })
         .collect();
     let mut out = format!(
-        "{} GPUs ({}), {} compute slices used; strategy {}, latency rule {}\n",
-        plan.gpu_count,
+        "{} ({}), {} used\nstrategy {}, latency rule {}\n",
+        count(plan.gpu_count, "GPU"),
         fleet.join(" + "),
-        plan.compute_slices_used(),
+        count(plan.compute_slices_used(), "compute slice"),
         plan.strategy,
         plan.latency_rule
     );
@@ -61,40 +62,38 @@ fn plan_table(plan: &Plan) -> String {
     for gpu in &plan.gpus {
         let mut instances: Vec<_> = gpu.instances.iter().collect();
         instances.sort_by_key(|i| i.start);
-        let tiles: String =
+        let tiles: Vec<String> =
             instances.iter().map(|i| format!("[{}g {} b{}×{}]", i.size, i.service, i.batch, i.procs)).collect();
-        gpus.row(vec![gpu.node.to_string(), gpu.index.to_string(), gpu.gpu_model.to_string(), tiles]);
+        gpus.row_of_pieces(vec![
+            vec![gpu.node.to_string()],
+            vec![gpu.index.to_string()],
+            vec![gpu.gpu_model.to_string()],
+            tiles,
+        ]);
     }
     out.push_str(&gpus.render());
     out.push('\n');
-    let mut services = TextTable::new(&[
-        "service",
-        "model",
-        "rate req/s",
-        "provisioned req/s",
-        "slo ms",
-        "worst ms",
-        "segments",
-        "met",
-    ]);
+    let mut services =
+        TextTable::new(&["service", "model", "req/s", "provided", "slo ms", "worst ms", "met", "segments"]);
     for service in &plan.services {
-        services.row(vec![
-            service.service.clone(),
-            service.model.clone(),
-            format!("{}", service.rate_rps),
-            format!("{:.1}", service.provisioned_rps),
-            format!("{}", service.latency_slo_ms),
-            format!("{:.1}", service.worst_latency_ms),
+        services.row_of_pieces(vec![
+            vec![service.service.clone()],
+            vec![service.model.clone()],
+            vec![format!("{}", service.rate_rps)],
+            vec![format!("{:.1}", service.provisioned_rps)],
+            vec![format!("{}", service.latency_slo_ms)],
+            vec![format!("{:.1}", service.worst_latency_ms)],
+            vec![if service.met { "yes" } else { "NO" }.to_string()],
             segment_summary(plan, &service.service),
-            if service.met { "yes" } else { "NO" }.to_string(),
         ]);
     }
     out.push_str(&services.render());
     out
 }
 
-/// A service's segments grouped by configuration: `2×3g b16×3 + 1×1g b8×1`.
-fn segment_summary(plan: &Plan, service: &str) -> String {
+/// A service's segments grouped by configuration, as pieces of
+/// `2×3g b16×3 + 1×1g b8×1`.
+fn segment_summary(plan: &Plan, service: &str) -> Vec<String> {
     let mut groups: Vec<((u8, u32, u32), usize)> = Vec::new();
     for instance in plan.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == service) {
         let key = (instance.size, instance.batch, instance.procs);
@@ -106,7 +105,10 @@ fn segment_summary(plan: &Plan, service: &str) -> String {
     groups.sort_by_key(|(key, _)| std::cmp::Reverse(*key));
     groups
         .iter()
-        .map(|((size, batch, procs), n)| format!("{n}×{size}g b{batch}×{procs}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
+        .enumerate()
+        .map(|(k, ((size, batch, procs), n))| {
+            let plus = if k == 0 { "" } else { " + " };
+            format!("{plus}{n}×{size}g b{batch}×{procs}")
+        })
+        .collect()
 }

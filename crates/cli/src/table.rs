@@ -1,12 +1,46 @@
-//! Minimal aligned text tables for terminal output.
+//! Aligned text tables for the terminal, fitted to its width.
+//!
+//! A table is as wide as its content when that fits the width limit (see
+//! [`set_width_limit`]); otherwise its text columns give up space, widest
+//! first, down to a floor. A cell then wraps onto more lines between its
+//! pieces — its words, or the pieces it was built from (a GPU's MIG tiles,
+//! a service's segment groups); a single piece too long for its column is
+//! cut with an ellipsis. The first column (what the row is about) and
+//! numeric columns (right-aligned) are never narrowed. Widths count
+//! characters, not bytes.
 
-use std::fmt::Write;
+use std::sync::OnceLock;
 
-/// A table of text cells with a header row; numeric columns are right-aligned.
+/// The width tables fit when nothing else is said: an 80-column terminal.
+pub const DEFAULT_WIDTH: usize = 80;
+
+/// The narrowest a text column is squeezed to (or its header's width, if
+/// less).
+const MIN_TEXT_WIDTH: usize = 10;
+
+/// Spaces between columns.
+const GAP: usize = 2;
+
+/// The process's width limit: `None` for no limit (`--wide`).
+static WIDTH_LIMIT: OnceLock<Option<usize>> = OnceLock::new();
+
+/// Sets the width every table of this process fits (once, from `main`);
+/// `None` lets tables be as wide as their content.
+pub fn set_width_limit(limit: Option<usize>) {
+    let _ = WIDTH_LIMIT.set(limit);
+}
+
+fn width_limit() -> Option<usize> {
+    *WIDTH_LIMIT.get_or_init(|| Some(DEFAULT_WIDTH))
+}
+
+/// A table of text cells with a header row; numeric columns are
+/// right-aligned.
 #[derive(Debug, Default)]
 pub struct TextTable {
     header: Vec<String>,
-    rows: Vec<Vec<String>>,
+    /// Each row's cells, each cell its pieces (one piece unless it wraps).
+    rows: Vec<Vec<Vec<String>>>,
 }
 
 impl TextTable {
@@ -15,35 +49,144 @@ impl TextTable {
         TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
     }
 
-    /// Appends a row (as many cells as columns).
+    /// Appends a row (as many cells as columns); a cell wraps between its
+    /// words.
     pub fn row(&mut self, cells: Vec<String>) {
+        self.row_of_pieces(cells.iter().map(|cell| words(cell)).collect());
+    }
+
+    /// Appends a row whose cells are made of pieces: a cell too wide for
+    /// its column breaks onto more lines between pieces, never inside one.
+    pub fn row_of_pieces(&mut self, cells: Vec<Vec<String>>) {
         debug_assert_eq!(cells.len(), self.header.len());
         self.rows.push(cells);
     }
 
-    /// Renders with two spaces between columns.
+    /// Renders within the process's width limit.
     pub fn render(&self) -> String {
-        let widths: Vec<usize> = (0..self.header.len())
-            .map(|c| self.rows.iter().map(|r| r[c].chars().count()).chain([self.header[c].len()]).max().unwrap_or(0))
+        self.render_within(width_limit())
+    }
+
+    /// Renders within `limit` characters (`None`: no limit), two spaces
+    /// between columns.
+    pub fn render_within(&self, limit: Option<usize>) -> String {
+        let columns = self.header.len();
+        let numeric: Vec<bool> = (0..columns)
+            .map(|c| !self.rows.is_empty() && self.rows.iter().all(|r| joined(&r[c]).parse::<f64>().is_ok()))
             .collect();
-        let numeric: Vec<bool> = (0..self.header.len())
-            .map(|c| !self.rows.is_empty() && self.rows.iter().all(|r| r[c].parse::<f64>().is_ok()))
-            .collect();
+        let widths = self.fit(limit, &numeric);
         let mut out = String::new();
-        for row in std::iter::once(&self.header).chain(&self.rows) {
-            let mut line = String::new();
-            for (c, cell) in row.iter().enumerate() {
-                let _ = if numeric[c] {
-                    write!(line, "{cell:>width$}  ", width = widths[c])
-                } else {
-                    write!(line, "{cell:<width$}  ", width = widths[c])
-                };
+        let header: Vec<Vec<String>> = self.header.iter().map(|h| vec![h.clone()]).collect();
+        for row in std::iter::once(&header).chain(&self.rows) {
+            let cells: Vec<Vec<String>> = row.iter().zip(&widths).map(|(cell, &w)| lay_out(cell, w)).collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            for line_index in 0..height {
+                let mut line = String::new();
+                for (c, cell) in cells.iter().enumerate() {
+                    let text = cell.get(line_index).map_or("", String::as_str);
+                    let pad = " ".repeat(widths[c].saturating_sub(chars(text)));
+                    if numeric[c] {
+                        line.push_str(&pad);
+                        line.push_str(text);
+                    } else {
+                        line.push_str(text);
+                        line.push_str(&pad);
+                    }
+                    line.push_str(&" ".repeat(GAP));
+                }
+                out.push_str(line.trim_end());
+                out.push('\n');
             }
-            out.push_str(line.trim_end());
-            out.push('\n');
         }
         out
     }
+
+    /// Column widths: the content's, then text columns narrowed, widest
+    /// first, until the table fits `limit` or every column is at its floor
+    /// (a text column's floor is [`MIN_TEXT_WIDTH`] or its header; the
+    /// first column and numeric ones keep their width).
+    fn fit(&self, limit: Option<usize>, numeric: &[bool]) -> Vec<usize> {
+        let columns = self.header.len();
+        let header = |c: usize| chars(&self.header[c]);
+        let mut widths: Vec<usize> = (0..columns)
+            .map(|c| self.rows.iter().map(|r| chars(&joined(&r[c]))).chain([header(c)]).max().unwrap_or(0))
+            .collect();
+        let Some(limit) = limit else { return widths };
+        let floors: Vec<usize> = (0..columns)
+            .map(|c| if numeric[c] || c == 0 { widths[c] } else { widths[c].min(MIN_TEXT_WIDTH.max(header(c))) })
+            .collect();
+        let total = widths.iter().sum::<usize>() + GAP * columns.saturating_sub(1);
+        let mut excess = total.saturating_sub(limit);
+        let shrinkable = |widths: &[usize], c: usize| widths[c] > floors[c];
+        while excess > 0 {
+            let widest = (0..columns).filter(|&c| shrinkable(&widths, c)).max_by_key(|&c| (widths[c], usize::MAX - c));
+            let Some(c) = widest else { break };
+            // Down to the next-widest shrinkable column in one step.
+            let next = (0..columns).filter(|&d| d != c && shrinkable(&widths, d)).map(|d| widths[d]).max();
+            let step = (widths[c] - next.unwrap_or(floors[c]).max(floors[c])).clamp(1, excess);
+            widths[c] -= step;
+            excess -= step;
+        }
+        widths
+    }
+}
+
+/// `text` as pieces that break before each run of spaces: `a b` is `a`,
+/// ` b`.
+fn words(text: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    let mut previous = None;
+    for c in text.chars() {
+        let starts_word = c == ' ' && previous.is_some_and(|p: char| p != ' ');
+        if starts_word || pieces.is_empty() {
+            pieces.push(String::new());
+        }
+        if let Some(piece) = pieces.last_mut() {
+            piece.push(c);
+        }
+        previous = Some(c);
+    }
+    if pieces.is_empty() {
+        pieces.push(String::new());
+    }
+    pieces
+}
+
+/// A cell's pieces as one string.
+fn joined(pieces: &[String]) -> String {
+    pieces.concat()
+}
+
+/// The lines of a cell in a column `width` wide: its pieces packed greedily
+/// onto lines (a piece that starts a line without its leading spaces), a
+/// piece too wide for a line cut with an ellipsis.
+fn lay_out(pieces: &[String], width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for piece in pieces {
+        if !current.is_empty() && chars(&current) + chars(piece) > width {
+            lines.push(std::mem::take(&mut current));
+        }
+        // A piece that starts a line drops its leading spaces.
+        current.push_str(if current.is_empty() { piece.trim_start() } else { piece });
+    }
+    if !current.is_empty() || lines.is_empty() {
+        lines.push(current);
+    }
+    lines.into_iter().map(|line| cut(&line, width)).collect()
+}
+
+/// `text` cut to `width` characters, the last one an ellipsis when cut.
+fn cut(text: &str, width: usize) -> String {
+    if chars(text) <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+fn chars(text: &str) -> usize {
+    text.chars().count()
 }
 
 #[cfg(test)]
@@ -55,6 +198,58 @@ mod tests {
         let mut table = TextTable::new(&["name", "rps"]);
         table.row(vec!["bert".into(), "5.5".into()]);
         table.row(vec!["mobilenetv2".into(), "1200.0".into()]);
-        assert_eq!(table.render(), "name            rps\nbert            5.5\nmobilenetv2  1200.0\n");
+        assert_eq!(table.render_within(None), "name            rps\nbert            5.5\nmobilenetv2  1200.0\n");
+    }
+
+    #[test]
+    fn widths_count_characters_not_bytes() {
+        let mut table = TextTable::new(&["tile", "n"]);
+        table.row(vec!["b4×3".into(), "1".into()]);
+        table.row(vec!["b16×10".into(), "2".into()]);
+        assert_eq!(table.render_within(None), "tile    n\nb4×3    1\nb16×10  2\n");
+    }
+
+    #[test]
+    fn a_wide_table_wraps_pieces_and_cuts_text_to_fit() {
+        let mut table = TextTable::new(&["gpu", "layout", "note"]);
+        let tiles: Vec<String> = (0..6).map(|i| format!("[1g service-{i} b1×1]")).collect();
+        table.row_of_pieces(vec![vec!["0".into()], tiles, words("a rather long note that will not fit")]);
+        let text = table.render_within(Some(60));
+        assert!(text.lines().all(|line| line.chars().count() <= 60), "{text}");
+        for i in 0..6 {
+            assert!(text.contains(&format!("[1g service-{i} b1×1]")), "every tile is shown: {text}");
+        }
+        assert!(text.contains("a rather long note"), "the note wraps between words: {text}");
+        assert!(!text.contains('…'), "nothing is cut: {text}");
+        assert!(text.lines().count() > 2, "the layout wraps: {text}");
+        // Unlimited: one line per row.
+        assert_eq!(table.render_within(None).lines().count(), 2);
+    }
+
+    #[test]
+    fn pieces_fill_each_line_before_wrapping() {
+        let mut table = TextTable::new(&["gpu", "layout"]);
+        let tiles: Vec<String> = (0..5).map(|i| format!("[1g s{i} b1×1]")).collect();
+        table.row_of_pieces(vec![vec!["0".into()], tiles]);
+        // 44 = "gpu" + 2 spaces + three 13-character tiles.
+        let text = table.render_within(Some(44));
+        assert_eq!(text, "gpu  layout\n  0  [1g s0 b1×1][1g s1 b1×1][1g s2 b1×1]\n     [1g s3 b1×1][1g s4 b1×1]\n");
+    }
+
+    #[test]
+    fn a_word_too_long_is_cut_but_never_the_first_column_or_a_number() {
+        let mut table = TextTable::new(&["workload", "throughput", "command"]);
+        table.row(vec!["bert-base-cased_batch8-inf".into(), "123456789.5".into(), "x".repeat(100)]);
+        let text = table.render_within(Some(60));
+        assert!(text.contains("bert-base-cased_batch8-inf") && text.contains("123456789.5"), "{text}");
+        assert!(text.contains("xxx…"), "{text}");
+        assert!(text.lines().all(|line| line.chars().count() <= 60), "{text}");
+    }
+
+    #[test]
+    fn words_break_before_spaces() {
+        assert_eq!(words("python serve.py  --batch 8"), ["python", " serve.py", "  --batch", " 8"]);
+        assert_eq!(words(""), [""]);
+        assert_eq!(words(" lead"), [" lead"]);
     }
 }

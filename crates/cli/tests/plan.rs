@@ -11,12 +11,17 @@ use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
 fn demo_plans_with_no_files_and_verifies() {
     let dir = TempDir::new().unwrap();
     let store = store_in(&dir);
-    let output = tessera(&["plan", "--demo"], &store);
+    let output = tessera(&["plan", "--demo", "--wide"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
-    assert!(table.contains("× a100-80gb)") && table.contains("[7g fraud-check b1×3]"), "{table}");
+    assert!(table.starts_with("4 GPUs (4 × a100-80gb), 28 compute slices used\n"), "{table}");
+    assert!(table.contains("[7g fraud-check b1×3]"), "{table}");
     assert!(table.contains("lower bound on gpus") && table.contains("1×3g b2×4 + 2×1g b1×5"), "{table}");
     assert!(!table.contains(" NO"), "every demo service is met: {table}");
+    // By default the same table fits 80 columns, every tile still shown.
+    let fitted = stdout(&tessera(&["plan", "--demo"], &store));
+    assert!(fitted.lines().all(|line| line.chars().count() <= 80), "{fitted}");
+    assert_eq!(fitted.matches("[1g ").count(), table.matches("[1g ").count(), "{fitted}");
 
     let plan = dir.path().join("plan.json");
     let output =

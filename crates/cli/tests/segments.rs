@@ -75,7 +75,7 @@ fn a_whole_gpu_sweep_stores_every_feasible_point_and_merges_later_runs() {
         "if [ {batch} -ge 8 ]; then echo 'CUDA out of memory' >&2; exit 1; fi; echo tessera:throughput=$((100 * {batch}))",
     );
     let sweep = ["profile", "segments", "w", "--whole-gpu", "--duration", "0.3", "--procs", "1,2"];
-    let output = tessera(&[&sweep[..], &["--batches", "1,4,8"]].concat(), &dir);
+    let output = tessera(&[&sweep[..], &["--batches", "1,4,8", "--wide"]].concat(), &dir);
     assert!(output.status.success(), "{}", stderr(&output));
     let out = stdout(&output);
     assert!(out.contains("infeasible: exited with status 1: CUDA out of memory"), "{out}");

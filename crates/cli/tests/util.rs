@@ -5,10 +5,11 @@ use std::process::{Command, Output};
 
 use tempfile::TempDir;
 
-/// Runs the binary with `env` added to its environment.
+/// Runs the binary with `env` added to its environment (and no `COLUMNS`,
+/// so tables fit the default 80 columns).
 pub fn run_with_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tessera"));
-    command.args(args);
+    command.args(args).env_remove("COLUMNS");
     for (key, value) in env {
         command.env(key, value);
     }

@@ -37,7 +37,7 @@ fn add_then_list_as_table_and_json() {
     let output = add(&store, "a-bert_batch2-inf", "2", &[]);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 
-    let table = tessera(&["workload", "list"], &store);
+    let table = tessera(&["workload", "list", "--wide"], &store);
     assert!(table.status.success());
     let text = String::from_utf8_lossy(&table.stdout);
     let lines: Vec<&str> = text.lines().collect();
