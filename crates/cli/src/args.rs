@@ -64,6 +64,13 @@ pub enum Command {
     /// Register workloads: how to run them and read their throughput.
     #[command(subcommand)]
     Workload(WorkloadCommand),
+    /// Print a shell completion script, e.g. `tessera completions bash >
+    /// ~/.local/share/bash-completion/completions/tessera`.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `tessera workload …`.

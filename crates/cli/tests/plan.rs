@@ -215,3 +215,22 @@ fn a_misspelt_optional_column_is_an_error_not_ignored() {
     std::fs::write(&slo, "service,modle,rate_rps,latency_ms\nshop,alpha,100,100\n").unwrap();
     fails_with(&["plan", "--demo", "--slo", slo.to_str().unwrap()], &store_in(&dir), &["slo.csv:1", "modle", "model"]);
 }
+
+/// The README's own example: the built-in profiles with the services of
+/// `examples/services.csv`.
+#[test]
+fn the_example_services_plan_on_the_demo_profiles_and_verify() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let services = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/services.csv");
+    let services = services.to_str().unwrap();
+    let plan = dir.path().join("plan.json");
+    let output =
+        tessera(&["plan", "--demo", "--slo", services, "--format", "json", "-o", plan.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    assert_eq!(json["services"].as_array().unwrap().len(), 7);
+    assert!(json["services"].as_array().unwrap().iter().all(|s| s["met"] == true), "{json}");
+    let output = tessera(&["verify", plan.to_str().unwrap(), "--demo", "--slo", services], &store);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+}

@@ -11,5 +11,6 @@ mod profile_to_colocate;
 mod profiles;
 mod segments;
 mod simulate;
+mod usage;
 mod util;
 mod workload;

@@ -28,5 +28,13 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Deploy(args) => deploy::run(args, store),
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
+        Command::Completions { shell } => completions(shell),
     }
+}
+
+/// Writes the completion script of `shell` to standard output.
+fn completions(shell: clap_complete::Shell) -> Result<()> {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "tessera", &mut script);
+    crate::output::emit(&script, None)
 }

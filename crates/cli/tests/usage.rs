@@ -1,0 +1,83 @@
+//! The command line itself: usage errors, help, completions, and output
+//! to a reader that goes away.
+
+use std::process::{Command, Stdio};
+
+use tempfile::TempDir;
+
+use crate::util::{stderr, stdout, store_in, tessera, usage_error};
+
+#[test]
+fn usage_errors_print_claps_whole_message_with_status_2() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    // No command at all: the whole help, with every command.
+    let output = tessera(&[], &store);
+    assert_eq!(output.status.code(), Some(2));
+    let help = stderr(&output);
+    for needle in ["Usage: tessera [OPTIONS] <COMMAND>", "plan", "verify", "simulate", "completions"] {
+        assert!(help.contains(needle), "{needle:?} not in: {help}");
+    }
+    // A missing argument, a bad value, a misspelt option.
+    let missing = usage_error(&["deploy"], &store, &["required arguments were not provided"]);
+    assert!(missing.contains("<PLAN.json>") && missing.contains("--node"), "{missing}");
+    let values = usage_error(&["plan", "--demo", "--format", "yaml"], &store, &["'yaml'"]);
+    assert!(values.contains("possible values: table, json"), "{values}");
+    let typo = usage_error(&["plan", "--demo", "--fromat", "json"], &store, &["--fromat"]);
+    assert!(typo.contains("similar argument exists: '--format'"), "{typo}");
+    usage_error(&["plan", "--slo", "s.csv", "--scenario", "3"], &store, &["'--slo <FILE>' cannot be used with"]);
+    usage_error(&["plan", "--demo", "--profiles", "p"], &store, &["'--demo' cannot be used with"]);
+    // Help itself is no error.
+    let output = tessera(&["plan", "--help"], &store);
+    assert!(output.status.success() && stdout(&output).contains("--time-limit"), "{}", stderr(&output));
+}
+
+#[test]
+fn completions_load_in_bash_and_complete_commands() {
+    let dir = TempDir::new().unwrap();
+    let script = dir.path().join("tessera.bash");
+    let output = tessera(&["completions", "bash"], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    std::fs::write(&script, &output.stdout).unwrap();
+    let shell = format!(
+        "source '{}'; COMP_WORDS=(tessera pl); COMP_CWORD=1; _tessera tessera pl tessera; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let completed = Command::new("bash").args(["-c", &shell]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&completed.stdout).trim(), "plan", "{}", stderr(&completed));
+    for shell in ["zsh", "fish"] {
+        let output = tessera(&["completions", shell], &store_in(&dir));
+        assert!(output.status.success() && stdout(&output).contains("tessera"), "{shell}");
+    }
+}
+
+/// `tessera … | head -1`: a reader that closes the pipe early ends the
+/// program quietly (status 0, nothing on stderr), whatever the command.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let trace = dir.path().join("trace.json");
+    let generated = tessera(&["simulate", "generate", "--clients", "200", "--seed", "1"], &store);
+    std::fs::write(&trace, &generated.stdout).unwrap();
+    let trace = trace.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["simulate", "generate", "--clients", "3000"],
+        &["simulate", "--trace", trace, "--scheduler", "fifo", "--format", "json"],
+        &["plan", "--demo", "--format", "json", "--gpus-per-node", "1"],
+        &["profiles", "list"],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("TESSERA_STORE", &store)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {}", stderr(&output));
+        assert_eq!(stderr(&output), "", "{args:?}");
+    }
+}
