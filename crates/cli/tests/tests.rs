@@ -5,6 +5,7 @@
 mod colocate;
 mod deploy;
 mod errors;
+mod fuzz;
 mod plan;
 mod profile;
 mod profile_to_colocate;
