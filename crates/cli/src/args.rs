@@ -596,7 +596,7 @@ pub struct PlanArgs {
 
     /// Seconds the optimal strategy may search before returning its best
     /// plan with the gap to its lower bound.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds, allow_negative_numbers = true)]
     pub time_limit: f64,
 
     /// GPUs per node, for numbering nodes.

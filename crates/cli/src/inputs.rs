@@ -31,6 +31,10 @@ pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
 
 /// The profiles and services that `inputs` name.
 pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
+    let slos = &inputs.slos;
+    if slos.slo.is_none() && slos.slo_rates.is_none() && !inputs.demo {
+        bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
+    }
     let loaded = load_catalog(&inputs.profiles, inputs.demo, store)?;
     let fleet: Vec<GpuModel> = inputs.profiles.gpus.iter().map(|offer| offer.model).collect();
     let (catalog, notes) = complete_for_fleet(loaded, &fleet);
@@ -41,7 +45,7 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
             if have.is_empty() { "none".to_string() } else { have.into_iter().collect::<Vec<_>>().join(", ") }
         );
     }
-    let services = load_services(&inputs.slos, inputs.demo, &catalog, inputs.profiles.first_gpu())?;
+    let services = load_services(&inputs.slos, &catalog, inputs.profiles.first_gpu())?;
     Ok(Loaded { catalog, services, notes })
 }
 
@@ -103,8 +107,9 @@ fn complete_for_fleet(mut catalog: ProfileCatalog, fleet: &[GpuModel]) -> (Profi
     (catalog, notes)
 }
 
-/// SLOs from `--slo`, the ParvaGPU scenario files, or the built-in example.
-fn load_services(source: &SloSource, demo: bool, catalog: &ProfileCatalog, gpu: GpuModel) -> Result<Vec<ServiceSlo>> {
+/// SLOs from `--slo`, the ParvaGPU scenario files, or (otherwise) the
+/// built-in example.
+fn load_services(source: &SloSource, catalog: &ProfileCatalog, gpu: GpuModel) -> Result<Vec<ServiceSlo>> {
     if let Some(path) = &source.slo {
         return Ok(read_slo_csv(path)?);
     }
@@ -114,8 +119,5 @@ fn load_services(source: &SloSource, demo: bool, catalog: &ProfileCatalog, gpu: 
         let models: Vec<String> = catalog.models(gpu).map(str::to_string).collect();
         return Ok(read_slo_scenario(rates, latency, scenario, &models)?);
     }
-    if demo {
-        return Ok(demo_services());
-    }
-    bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo")
+    Ok(demo_services())
 }

@@ -4,8 +4,8 @@
 
 mod colocate;
 mod deploy;
-mod errors;
 mod fuzz;
+mod matrix;
 mod plan;
 mod profile;
 mod profile_to_colocate;

@@ -1,0 +1,170 @@
+//! The bad-input matrix: every way a user was seen to get a command wrong,
+//! in one table — the command line, the exit status it must end with, and
+//! a pattern for the whole first line of standard error. Status 1 errors
+//! are one line; status 2 is a usage error (clap's whole message). No error
+//! says the same thing twice (`missing.csv: No such file…: No such file…`).
+//!
+//! In the command lines `{d}` is a folder of fixtures made by [`fixtures`].
+
+use std::path::Path;
+
+use regex::Regex;
+use tempfile::TempDir;
+
+use crate::util::{stderr, tessera, write_parvagpu_fixture};
+
+/// One row of the matrix.
+struct Case {
+    /// The arguments, split at spaces; `{d}` is the fixture folder.
+    args: &'static str,
+    /// The exit status.
+    status: i32,
+    /// A regular expression the whole first line of stderr must match.
+    line: &'static str,
+}
+
+const fn case(args: &'static str, status: i32, line: &'static str) -> Case {
+    Case { args, status, line }
+}
+
+/// The fixtures the cases name.
+fn fixtures(dir: &Path) {
+    let header = "Mig instance,Batch size,Workload Number,Throughput,Latency\n";
+    let files: &[(&str, String)] = &[
+        ("misspelt/m.csv", "Mig instance,Batch,Workload Number,Throughput,Latency\n1,1,1,1,1\n".into()),
+        ("numbers/m.csv", format!("{header}1,1,1,100,0.01\n1,2,1,fast,0.01\n")),
+        ("neglat/m.csv", format!("{header}1,1,1,100,-0.01\n")),
+        ("good.csv", "service,model,rate_rps,latency_ms\nshop,alpha,100,100\n".into()),
+        ("negative.csv", "service,model,rate_rps,latency_ms\nshop,alpha,-5,100\n".into()),
+        ("unknown.csv", "service,model,rate_rps,latency_ms\nshop,alexnet,100,100\n".into()),
+        ("strict.csv", "service,model,rate_rps,latency_ms\nshop,alpha,100,5\n".into()),
+        ("rates.csv", "100,200\n300,400".into()),
+        ("latency.csv", "100,200\n300,400".into()),
+    ];
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::create_dir(dir.join("empty")).unwrap();
+    write_parvagpu_fixture(dir);
+}
+
+#[rustfmt::skip]
+const CASES: &[Case] = &[
+    // Profiles: a misspelt column, a bad number, an empty folder.
+    case("plan --profiles {d}/misspelt --slo {d}/good.csv", 1,
+         r"^error: \S*misspelt/m\.csv:1: missing column 'Batch size' \(the header has: Mig instance,Batch,Workload Number,Throughput,Latency\)$"),
+    case("plan --profiles {d}/numbers --slo {d}/good.csv", 1,
+         r"^error: \S*numbers/m\.csv:3: field 'Throughput': expected a number, got 'fast'$"),
+    case("plan --profiles {d}/neglat --slo {d}/good.csv", 1,
+         r"^error: \S*neglat/m\.csv:2: field 'Latency': expected a non-negative number, got '-0\.01'$"),
+    case("plan --profiles {d}/empty --slo {d}/good.csv", 1, r"^error: \S*empty: no \*\.csv profile file in this folder$"),
+    // SLOs: a negative rate, an unknown model, an SLO nothing meets, a
+    // scenario out of range, a file that is not there.
+    case("plan --profiles {d}/prof_data --slo {d}/negative.csv", 1,
+         r"^error: \S*negative\.csv:2: field 'rate_rps': expected a positive number, got '-5'$"),
+    case("plan --profiles {d}/prof_data --slo {d}/unknown.csv", 1,
+         r"^error: service 'shop': no profile for model 'alexnet' on a100-80gb \(profiled models: alpha, beta\)$"),
+    case("plan --profiles {d}/prof_data --slo {d}/strict.csv", 1,
+         r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the queueing rule .*; the fastest is 7g batch 8 x 1 proc at 17\.25 ms$"),
+    case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule parva", 1,
+         r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the parva rule \(batch latency < 2\.25 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
+    case("plan --profiles {d}/prof_data --slo-rates {d}/rates.csv --slo-latency {d}/latency.csv --scenario 3", 1,
+         r"^error: \S*rates\.csv: scenario 3 is out of range \(the file has scenarios 1 to 2\)$"),
+    case("plan --profiles {d}/prof_data --slo {d}/missing.csv", 1,
+         r"^error: \S*missing\.csv: .*No such file or directory \(os error 2\)$"),
+    // Arguments clap refuses: status 2, clap's message.
+    case("plan --demo --gpu v100-32gb", 2,
+         r"^error: invalid value 'v100-32gb' for '--gpu <MODEL\[:cost=C\]\[,count=N\]>': unknown GPU model 'v100-32gb' \(known: a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb, a30-24gb\)$"),
+    case("plan --demo --gpu a100-80gb:cost=0", 2, r"^error: invalid value 'a100-80gb:cost=0' for '--gpu .*': cost must be a positive number, got 0$"),
+    case("plan --demo --format yaml", 2, r"^error: invalid value 'yaml' for '--format <FORMAT>'$"),
+    case("plan --demo --fromat json", 2, r"^error: unexpected argument '--fromat' found$"),
+    case("plan --slo {d}/good.csv --scenario 3", 2, r"^error: the argument '--slo <FILE>' cannot be used with '--scenario <K>'$"),
+    case("plan --demo --profiles {d}/prof_data", 2, r"^error: the argument '--demo' cannot be used with '--profiles <DIR\|FILE>'$"),
+    case("plan --demo --time-limit -1", 2, r"^error: invalid value '-1' for '--time-limit <SECONDS>': expected a positive number of seconds, got '-1'$"),
+    case("deploy", 2, r"^error: the following required arguments were not provided:$"),
+    // Nothing where something is needed.
+    case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
+         r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),
+    case("plan", 1, r"^error: no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo$"),
+];
+
+#[test]
+fn every_bad_input_gets_its_one_clear_answer() {
+    let dir = TempDir::new().unwrap();
+    fixtures(dir.path());
+    let store = dir.path().join("store.sqlite");
+    let d = dir.path().display().to_string();
+    let mut failures = Vec::new();
+    for case in CASES {
+        let args: Vec<String> = case.args.split(' ').map(|word| word.replace("{d}", &d)).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = tessera(&args, &store);
+        let message = stderr(&output);
+        let first = message.lines().next().unwrap_or_default();
+        let mut wrong = Vec::new();
+        if output.status.code() != Some(case.status) {
+            wrong.push(format!("status {:?}, not {}", output.status.code(), case.status));
+        }
+        if case.status == 1 && message.trim_end().lines().count() != 1 {
+            wrong.push("more than one line".to_string());
+        }
+        if !Regex::new(case.line).unwrap().is_match(first) {
+            wrong.push(format!("first line does not match {}", case.line));
+        }
+        if let Some(twice) = repeated_part(first) {
+            wrong.push(format!("says '{twice}' twice"));
+        }
+        if !wrong.is_empty() {
+            failures.push(format!("tessera {}: {}\n    {}", case.args, wrong.join("; "), message.trim_end()));
+        }
+    }
+    assert!(!store.exists(), "no case may create the store");
+    assert!(failures.is_empty(), "{} of {} cases failed:\n{}", failures.len(), CASES.len(), failures.join("\n"));
+}
+
+/// A part of a message (between `: `) of at least 10 characters that comes
+/// twice: the cause printed by both an error and its context.
+fn repeated_part(line: &str) -> Option<&str> {
+    let parts: Vec<&str> = line.split(": ").map(str::trim).filter(|part| part.len() >= 10).collect();
+    parts.iter().enumerate().find(|(i, part)| parts[..*i].contains(part)).map(|(_, part)| *part)
+}
+
+#[test]
+fn a_repeated_cause_is_caught() {
+    assert_eq!(
+        repeated_part(
+            "error: missing.csv: No such file or directory (os error 2): No such file or directory (os error 2)"
+        ),
+        Some("No such file or directory (os error 2)")
+    );
+    assert_eq!(repeated_part("error: missing.csv: No such file or directory (os error 2)"), None);
+}
+
+/// The fixtures are bad only where a case says so: the good files plan.
+#[test]
+fn the_good_fixtures_plan() {
+    let dir = TempDir::new().unwrap();
+    fixtures(dir.path());
+    let d = dir.path();
+    let (profiles, good, rates, latency) =
+        (d.join("prof_data"), d.join("good.csv"), d.join("rates.csv"), d.join("latency.csv"));
+    let store = d.join("store.sqlite");
+    let from_csv =
+        tessera(&["plan", "--profiles", profiles.to_str().unwrap(), "--slo", good.to_str().unwrap()], &store);
+    assert!(from_csv.status.success(), "{}", stderr(&from_csv));
+    let scenario = [
+        "plan",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--slo-rates",
+        rates.to_str().unwrap(),
+        "--slo-latency",
+        latency.to_str().unwrap(),
+        "--scenario",
+        "2",
+    ];
+    let from_scenario = tessera(&scenario, &store);
+    assert!(from_scenario.status.success(), "{}", stderr(&from_scenario));
+}
