@@ -29,8 +29,8 @@ pub mod formats;
 pub mod fs;
 
 pub use db::{
-    default_path, ColocationImportSummary, ImportSummary, JournalEntry, ProfileSummary, RegisteredWorkload, Store,
-    WorkloadTask,
+    default_path, ColocationImportSummary, ImportSummary, JournalEntry, KernelMetricsStored, ProfileSummary,
+    RegisteredWorkload, Store, WorkloadTask,
 };
 pub use error::StoreError;
 pub use formats::kace::{

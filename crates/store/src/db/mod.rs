@@ -17,7 +17,7 @@ use rusqlite::Connection;
 
 use crate::error::StoreError;
 
-pub use colocations::ColocationImportSummary;
+pub use colocations::{ColocationImportSummary, KernelMetricsStored};
 pub use profiles::{ImportSummary, ProfileSummary};
 pub use workloads_registry::{JournalEntry, RegisteredWorkload, WorkloadTask};
 

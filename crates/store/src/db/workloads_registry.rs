@@ -369,7 +369,7 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
         assert_eq!(store.list_profiles().unwrap().len(), 1);
         let workloads = store.load_workloads().unwrap();
         assert_eq!((workloads.len(), workloads[0].workload.as_str(), workloads[0].exclusive_rps), (1, "w", 7.0));
