@@ -200,14 +200,12 @@ fn dry_run_and_status_with_the_driver_show_the_registered_workloads() {
     assert_eq!(
         stdout(&output),
         "GPU 0 (NVIDIA A100-SXM4-80GB): differs: missing [1g.10gb@0, 3g.40gb@4], extra [], without compute instance []\n\
-         \x20 3g.40gb@4 (bert-base batch 8): MPS daemon not running, 0 of 2 process(es) running\n\
-         \x20 1g.10gb@0 (gpt2 batch 1): MPS daemon not running, 0 of 1 process(es) running\n"
+         \x20 3g.40gb@4 (bert-base batch 8): MPS daemon not running, 0 of 2 processes running\n\
+         \x20 1g.10gb@0 (gpt2 batch 1): MPS daemon not running, 0 of 1 process running\n"
     );
     assert_eq!(
         stderr(&output).trim(),
-        format!(
-            "error: on node 0, 1 GPU(s) differ from {plan} and 2 instance(s) do not run their MPS daemon and processes"
-        )
+        format!("error: on node 0, 1 GPU differs from {plan} and 2 instances do not run as planned")
     );
     assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=") || call.contains(" -l")));
 }

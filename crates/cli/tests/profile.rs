@@ -59,8 +59,8 @@ fn kernels_import_writes_kaces_table_that_reads_back() {
 
     let file = kernels.join("output_w_ncu_total.csv");
     let text = std::fs::read_to_string(&file).unwrap();
-    let expected = tessera_gpu::ncu::aggregate_report(&std::fs::read_to_string(&report).unwrap(), "fixture").unwrap();
-    assert_eq!(text, tessera_gpu::ncu::kernel_table_csv("w", &expected));
+    let expected = tessera_gpu::aggregate_report(&std::fs::read_to_string(&report).unwrap(), "fixture").unwrap();
+    assert_eq!(text, tessera_store::kernel_table_csv("w", &expected).unwrap());
 
     let system = dir.path().join("system_metrics.csv");
     std::fs::write(&system, "Type,Exclusive100,sm%,mem%,memcap,Exclusive50\nw,120.5,61,40,3.2,60\n").unwrap();
@@ -104,7 +104,7 @@ fn kernels_live_runs_the_registered_workload_under_ncu_and_stores_the_metrics() 
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("60399.95") && stdout.contains("stored the kernel metrics of w"), "{stdout}");
     let report = std::fs::read_to_string(fixture(dir.path())).unwrap();
-    let expected = tessera_gpu::ncu::aggregate_report(&report, "f").unwrap();
+    let expected = tessera_gpu::aggregate_report(&report, "f").unwrap();
     let stored = tessera_store::Store::open(&store).unwrap().load_workloads().unwrap();
     assert_eq!(stored[0].kernel, expected);
 }
@@ -126,7 +126,8 @@ fn kernels_without_import_or_with_a_bad_report_fail_in_one_line() {
     fails(&["profile", "kernels", "w"], &["no store at", "tessera workload add"]);
     let add = ["workload", "add", "w", "--family", "f", "--task", "inference", "--batch", "4", "--command", "true"];
     assert!(tessera(&add, &store).status.success());
-    fails(&["profile", "kernels", "w"], &["no metrics alone", "tessera profile run w"]);
+    // No metrics alone is no reason to refuse: without ncu, it says so.
+    fails(&["profile", "kernels", "w", "--ncu", "tessera-no-ncu"], &["tessera-no-ncu", "Nsight Compute"]);
     seed_alone(&store, "w");
     seed_alone(&store, "v");
     fails(&["profile", "kernels", "v"], &["'v'"]);

@@ -34,7 +34,8 @@ pub use db::{
 };
 pub use error::StoreError;
 pub use formats::kace::{
-    kernel_table_csv, kernel_table_path, read_colocations, read_workload_tables, write_colocations, ColocationImport,
+    check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_workload_tables,
+    write_colocations, ColocationImport,
 };
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
 pub use formats::parvagpu::{

@@ -262,10 +262,18 @@ pub fn describe(live: &LiveGpu) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::plan_node;
+    use crate::deploy::plan_layouts;
     use crate::deploy::test_plans::{expected, gpu, plan};
     use crate::fake::FakeNvidiaSmi;
     use tessera_core::Plan;
+
+    fn plan_node(
+        runner: Option<&mut dyn CommandRunner>,
+        plan: &Plan,
+        node: u32,
+    ) -> Result<Vec<crate::deploy::GpuDeployment>, GpuError> {
+        plan_layouts(runner, plan, node)
+    }
 
     fn apply_node(fake: &mut FakeNvidiaSmi, plan: &Plan, node: u32, force: bool) -> Result<(), GpuError> {
         for deployment in plan_node(Some(fake), plan, node)? {

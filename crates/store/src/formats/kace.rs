@@ -352,6 +352,15 @@ pub fn kernel_table_path(dir: &Path, workload: &str) -> PathBuf {
 /// name that cannot be a `Type` and part of a file name (empty, spaces
 /// around it, `/`, `\`, `,`, `"` or a control character) is refused.
 pub fn kernel_table_csv(workload: &str, kernel: &[f64; 6]) -> Result<String, StoreError> {
+    check_kernel_table_name(workload)?;
+    let header = KERNEL_METRIC_NAMES.join(",");
+    let row: Vec<String> = kernel.iter().map(f64::to_string).collect();
+    Ok(format!("{header},Type\n{},{workload}\n", row.join(",")))
+}
+
+/// Refuses a workload name that cannot be a kernel table's `Type` and part
+/// of its file name (see [`kernel_table_csv`]).
+pub fn check_kernel_table_name(workload: &str) -> Result<(), StoreError> {
     let bad_name = workload.is_empty()
         || workload.trim() != workload
         || workload.chars().any(|c| c.is_control() || matches!(c, '/' | '\\' | ',' | '"'));
@@ -363,9 +372,7 @@ pub fn kernel_table_csv(workload: &str, kernel: &[f64; 6]) -> Result<String, Sto
             ),
         });
     }
-    let header = KERNEL_METRIC_NAMES.join(",");
-    let row: Vec<String> = kernel.iter().map(f64::to_string).collect();
-    Ok(format!("{header},Type\n{},{workload}\n", row.join(",")))
+    Ok(())
 }
 
 /// The `output_<workload>_ncu_total.csv` files of `dir`, by workload name.
