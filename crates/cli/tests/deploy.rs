@@ -209,3 +209,26 @@ fn dry_run_and_status_with_the_driver_show_the_registered_workloads() {
     );
     assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=") || call.contains(" -l")));
 }
+
+#[test]
+fn a_driver_that_does_not_answer_is_reported_with_nvidia_smis_words() {
+    // As nvidia-smi answers when the kernel module is not loaded: status 9.
+    let dir = TempDir::new().unwrap();
+    let plan = small_plan(&dir);
+    let line = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+                Make sure that the latest NVIDIA driver is installed and running.";
+    let path = dir.path().join("nvidia-smi");
+    std::fs::write(&path, format!("#!/bin/sh\necho \"{line}\"\nexit 9\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let query = "nvidia-smi --query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i 0";
+    let error = format!("error: the NVIDIA driver does not answer: `{query}` failed (exit status 9): {line}");
+    for args in [
+        vec!["deploy", plan.as_str(), "--node", "0"],
+        vec!["deploy", plan.as_str(), "--node", "0", "--apply"],
+        vec!["deploy", "status", plan.as_str(), "--node", "0"],
+    ] {
+        let output = tessera(&args, &dir);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&output).trim(), error, "{args:?}");
+    }
+}

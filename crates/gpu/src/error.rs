@@ -197,3 +197,60 @@ fn also(others: &[String]) -> String {
 pub(crate) fn one_line(error: &dyn std::fmt::Display) -> String {
     error.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::*;
+    use tessera_core::GpuModel;
+
+    /// One of every variant.
+    fn every_variant() -> Vec<GpuError> {
+        let text = || "the cause".to_string();
+        vec![
+            GpuError::NcuReport { report: "r.csv".into(), line: 2, field: "f".into(), message: text() },
+            GpuError::ProgramMissing { program: "nvidia-smi".into() },
+            GpuError::NcuMissing { program: "ncu".into() },
+            GpuError::Spawn { program: "p".into(), message: text() },
+            GpuError::CommandFailed { command: "c".into(), status: 2, message: text() },
+            GpuError::MigOutput { command: "c".into(), line: 1, message: text() },
+            GpuError::PlanGpu { gpu: 0, message: text() },
+            GpuError::NoGpuOnNode { node: 3 },
+            GpuError::NoWorkload { model: "m".into(), batch: 1, others: vec!["n batch 2".into()] },
+            GpuError::Sweep { message: text() },
+            GpuError::ModelMismatch {
+                gpu: 0,
+                name: "NVIDIA H200".into(),
+                installed: GpuModel::H200_141GB,
+                planned: GpuModel::A30_24GB,
+            },
+            GpuError::MigDisabled { gpu: 0, name: "NVIDIA H200".into() },
+            GpuError::Service { gpu: 0, instance: "1g.10gb@0".into(), message: text() },
+            GpuError::ProcessesRunning { gpu: 0, count: 1 },
+            GpuError::ApplyFailed { gpu: 0, step: "s".into(), cause: text(), rollback: "rolled back".into() },
+            GpuError::NvmlUnavailable { message: text() },
+            GpuError::Nvml { message: text() },
+            GpuError::DriverFailed { command: "c".into(), status: 9, message: text() },
+            GpuError::Signal { pgid: 7, what: "send SIGTERM to".into(), message: text() },
+            GpuError::Workload { command: "w".into(), message: text() },
+        ]
+    }
+
+    #[test]
+    fn every_message_is_one_line_with_its_cause_once_and_no_source() {
+        for error in every_variant() {
+            let message = error.to_string();
+            assert!(error.source().is_none(), "{message}: the chain would print the cause again");
+            assert!(!message.contains('\n') && message.matches("the cause").count() <= 1, "{message}");
+        }
+        assert_eq!(
+            GpuError::ProcessesRunning { gpu: 1, count: 1 }.to_string(),
+            "GPU 1 runs 1 compute process: stop them or pass --force"
+        );
+        assert_eq!(
+            GpuError::NoWorkload { model: "m".into(), batch: 1, others: vec!["n batch 2".into()] }.to_string(),
+            "no registered workload for model m batch 1 (also missing: n batch 2); nothing was changed"
+        );
+    }
+}
