@@ -75,7 +75,7 @@ impl FakeNvidiaSmi {
         Self::default()
     }
 
-    /// Adds GPU `index` of `model`, in MIG mode with no instances.
+    /// Adds GPU `index` of `gpu_model`, in MIG mode with no instances.
     #[must_use]
     pub fn with_gpu(mut self, index: u32, gpu_model: GpuModel) -> Self {
         self.gpus.insert(index, FakeGpu { gpu_model, instances: Vec::new(), processes: 0, mig_enabled: true });
