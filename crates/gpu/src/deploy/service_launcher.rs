@@ -239,6 +239,18 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_pid_of_init_or_our_own_group_is_never_signalled() {
+        // `kill -- -1` would reach every process of the user; a pids file
+        // edited to say 1 (or 0) runs no service of Tessera's.
+        let mut launcher = DetachedLauncher { grace: Duration::from_millis(10) };
+        for pid in [0, 1] {
+            assert!(!launcher.is_alive(pid));
+            let error = launcher.stop(pid).unwrap_err().to_string();
+            assert!(error.contains(&format!("process group {pid}")), "{error}");
+        }
+    }
+
+    #[test]
     fn the_fake_counts_and_fails_on_request() {
         let mut fake = FakeServiceLauncher::new();
         let a = fake.start_detached("a", &[], Path::new("a.log")).unwrap();
