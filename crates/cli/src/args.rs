@@ -115,16 +115,6 @@ pub enum WorkloadTask {
     Training,
 }
 
-impl WorkloadTask {
-    /// The name the store keeps.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WorkloadTask::Inference => "inference",
-            WorkloadTask::Training => "training",
-        }
-    }
-}
-
 /// `tessera profile …`.
 #[derive(Debug, Subcommand)]
 pub enum ProfileCommand {

@@ -200,14 +200,35 @@ fn dry_run_and_status_with_the_driver_show_the_registered_workloads() {
     assert_eq!(
         stdout(&output),
         "GPU 0 (NVIDIA A100-SXM4-80GB): differs: missing [1g.10gb@0, 3g.40gb@4], extra [], without compute instance []\n\
-         \x20 3g.40gb@4 (bert-base batch 8): MPS daemon not running, 0 of 2 process(es) running\n\
-         \x20 1g.10gb@0 (gpt2 batch 1): MPS daemon not running, 0 of 1 process(es) running\n"
+         \x20 3g.40gb@4 (bert-base batch 8): MPS daemon not running, 0 of 2 processes running\n\
+         \x20 1g.10gb@0 (gpt2 batch 1): MPS daemon not running, 0 of 1 process running\n"
     );
     assert_eq!(
         stderr(&output).trim(),
-        format!(
-            "error: on node 0, 1 GPU(s) differ from {plan} and 2 instance(s) do not run their MPS daemon and processes"
-        )
+        format!("error: on node 0, 1 GPU differs from {plan} and 2 instances do not run as planned")
     );
     assert!(calls(&log).iter().all(|call| call.starts_with("--query-gpu=") || call.contains(" -l")));
+}
+
+#[test]
+fn a_driver_that_does_not_answer_is_reported_with_nvidia_smis_words() {
+    // As nvidia-smi answers when the kernel module is not loaded: status 9.
+    let dir = TempDir::new().unwrap();
+    let plan = small_plan(&dir);
+    let line = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+                Make sure that the latest NVIDIA driver is installed and running.";
+    let path = dir.path().join("nvidia-smi");
+    std::fs::write(&path, format!("#!/bin/sh\necho \"{line}\"\nexit 9\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let query = "nvidia-smi --query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i 0";
+    let error = format!("error: the NVIDIA driver does not answer: `{query}` failed (exit status 9): {line}");
+    for args in [
+        vec!["deploy", plan.as_str(), "--node", "0"],
+        vec!["deploy", plan.as_str(), "--node", "0", "--apply"],
+        vec!["deploy", "status", plan.as_str(), "--node", "0"],
+    ] {
+        let output = tessera(&args, &dir);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(stderr(&output).trim(), error, "{args:?}");
+    }
 }

@@ -59,8 +59,8 @@ fn kernels_import_writes_kaces_table_that_reads_back() {
 
     let file = kernels.join("output_w_ncu_total.csv");
     let text = std::fs::read_to_string(&file).unwrap();
-    let expected = tessera_gpu::ncu::aggregate_report(&std::fs::read_to_string(&report).unwrap(), "fixture").unwrap();
-    assert_eq!(text, tessera_gpu::ncu::kernel_table_csv("w", &expected));
+    let expected = tessera_gpu::aggregate_report(&std::fs::read_to_string(&report).unwrap(), "fixture").unwrap();
+    assert_eq!(text, tessera_store::kernel_table_csv("w", &expected).unwrap());
 
     let system = dir.path().join("system_metrics.csv");
     std::fs::write(&system, "Type,Exclusive100,sm%,mem%,memcap,Exclusive50\nw,120.5,61,40,3.2,60\n").unwrap();
@@ -104,7 +104,7 @@ fn kernels_live_runs_the_registered_workload_under_ncu_and_stores_the_metrics() 
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("60399.95") && stdout.contains("stored the kernel metrics of w"), "{stdout}");
     let report = std::fs::read_to_string(fixture(dir.path())).unwrap();
-    let expected = tessera_gpu::ncu::aggregate_report(&report, "f").unwrap();
+    let expected = tessera_gpu::aggregate_report(&report, "f").unwrap();
     let stored = tessera_store::Store::open(&store).unwrap().load_workloads().unwrap();
     assert_eq!(stored[0].kernel, expected);
 }
@@ -126,7 +126,8 @@ fn kernels_without_import_or_with_a_bad_report_fail_in_one_line() {
     fails(&["profile", "kernels", "w"], &["no store at", "tessera workload add"]);
     let add = ["workload", "add", "w", "--family", "f", "--task", "inference", "--batch", "4", "--command", "true"];
     assert!(tessera(&add, &store).status.success());
-    fails(&["profile", "kernels", "w"], &["no metrics alone", "tessera profile run w"]);
+    // No metrics alone is no reason to refuse: without ncu, it says so.
+    fails(&["profile", "kernels", "w", "--ncu", "tessera-no-ncu"], &["tessera-no-ncu", "Nsight Compute"]);
     seed_alone(&store, "w");
     seed_alone(&store, "v");
     fails(&["profile", "kernels", "v"], &["'v'"]);
@@ -147,4 +148,115 @@ fn kernels_without_import_or_with_a_bad_report_fail_in_one_line() {
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing written on error");
     assert_eq!(tessera_store::Store::open(&store).unwrap().load_workloads().unwrap(), before, "nor stored");
     fails(&["profile", "kernels", "a/b", "--import", bad.to_str().unwrap()], &["workload", "'a/b'"]);
+}
+
+#[test]
+fn kernels_with_a_missing_output_folder_fail_before_storing_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let alone = seed_alone(&store, "w");
+    let report = fixture(dir.path());
+    let missing = format!("{}/", dir.path().join("missing").display());
+    let args = ["profile", "kernels", "w", "--import", report.to_str().unwrap(), "--output", &missing];
+    crate::util::fails_with(&args, &store, &["--output", "missing/: no such folder", "nothing was measured or stored"]);
+    let stored = tessera_store::Store::open(&store).unwrap();
+    assert_eq!(stored.load_workloads().unwrap(), vec![alone], "the kernel metrics were not stored");
+    assert!(!dir.path().join("missing").exists());
+}
+
+#[test]
+fn kernels_of_a_workload_without_metrics_alone_are_stored_for_it() {
+    // No store, no registered workload, no `profile run`: an imported
+    // report on a machine without a GPU.
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let report = fixture(dir.path());
+    let output = tessera(&["profile", "kernels", "x", "--import", report.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("stored the kernel metrics of x") && stdout.contains("x has no metrics alone yet"),
+        "{stdout}"
+    );
+    let expected = tessera_gpu::aggregate_report(&std::fs::read_to_string(&report).unwrap(), "f").unwrap();
+    let stored = tessera_store::Store::open(&store).unwrap();
+    assert_eq!(stored.kernel_metrics_awaiting("x").unwrap(), Some(expected));
+    assert!(stored.load_workloads().unwrap().is_empty(), "no metrics alone were made up");
+}
+
+/// The commands an error message suggests, in backquotes, that start with
+/// `tessera `.
+fn suggested_commands(message: &str) -> Vec<Vec<String>> {
+    message
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|command| command.strip_prefix("tessera "))
+        .map(|args| args.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn every_tessera_command_a_profile_error_suggests_runs_as_shown() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let mut suggested = Vec::new();
+    for args in [
+        vec!["profile", "kernels", "w"],
+        vec!["profile", "segments", "w", "--batches", "1"],
+        vec!["profile", "run", "w"],
+        vec!["profile", "colocate", "v", "w"],
+    ] {
+        let output = tessera(&args, &store);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        suggested.extend(suggested_commands(&String::from_utf8_lossy(&output.stderr)));
+    }
+    assert!(!suggested.is_empty(), "the errors suggest commands");
+    for command in suggested {
+        let args: Vec<&str> = command.iter().map(String::as_str).collect();
+        let output = tessera(&args, &store);
+        assert!(
+            output.status.success(),
+            "`tessera {}` fails: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+#[test]
+fn without_a_driver_profile_commands_say_so_without_suggesting_deploy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let add = ["workload", "add", "w", "--family", "f", "--task", "inference", "--batch", "1", "--command", "true"];
+    assert!(tessera(&add, &store).status.success());
+    // An empty PATH: no nvidia-smi.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let output = crate::util::run_with_env(
+        &["profile", "segments", "w", "--batches", "1", "--whole-gpu"],
+        &[("PATH", &empty), ("TESSERA_STORE", &store)],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "error: nvidia-smi not found: install the NVIDIA driver\n");
+    // No NVML on this machine (a GPU node would measure instead).
+    let output = tessera(&["profile", "run", "w", "--duration", "1"], &store);
+    let message = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        assert!(!message.contains("deploy") && !message.contains("--dry-run"), "{message}");
+    }
+}
+
+#[test]
+fn an_unreadable_report_names_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let missing = dir.path().join("missing.csv");
+    let output = tessera(&["profile", "kernels", "w", "--import", missing.to_str().unwrap()], &store);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        format!("error: cannot read {}: No such file or directory (os error 2)\n", missing.display())
+    );
+    assert!(!store.exists(), "nothing was stored");
 }

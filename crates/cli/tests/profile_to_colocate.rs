@@ -1,5 +1,5 @@
 //! From measurement to prediction with fakes: workloads measured alone
-//! (fake NVML, fake launcher), profiled under a stand-in Nsight Compute
+//! (fake NVML, fake workload runner), profiled under a stand-in Nsight Compute
 //! (its report parsed as a live run's) and in pairs under a fake MPS daemon
 //! are stored, and the colocation models train and recommend from the
 //! store.
@@ -9,11 +9,10 @@ use std::time::Duration;
 use tessera_colocate::model_file::TrainedModel;
 use tessera_colocate::recommend::recommend;
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
-use tessera_gpu::fake::FakeNvidiaSmi;
-use tessera_gpu::launch::{DeviceTarget, FakeLauncher, WorkloadOutput};
-use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
-use tessera_gpu::ncu::{profile_live, NcuRun};
-use tessera_gpu::sampler::{FakeSampler, GpuSample};
+use tessera_gpu::{
+    measure_alone, measure_group, profile_kernels, AloneOptions, DeviceTarget, FakeNvidiaSmi, FakeSampler,
+    FakeWorkloadRunner, GpuSample, GroupOptions, MeasuredCommand, MpsDirs, NcuRun, WorkloadOutput,
+};
 use tessera_store::Store;
 
 use crate::util::ncu_report;
@@ -36,13 +35,19 @@ fn measured_workloads_and_pairs_train_the_colocation_models() {
     for &(name, sm, mem, gb, rps, kernel_sm) in &WORKLOADS {
         let sample = GpuSample { sm_util_pct: sm, mem_util_pct: mem, memory_used_bytes: (gb * 1e9) as u64 };
         let mut sampler = FakeSampler::new([sample]);
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(rps)]);
-        let alone = measure_alone(&mut sampler, &mut launcher, name, None, tick * 3, tick, &mut |_, _| {}).unwrap();
+        let mut launcher = FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(rps)]);
+        let options = AloneOptions {
+            workload: MeasuredCommand { command: name.to_string(), throughput_regex: None },
+            duration: tick * 3,
+            interval: tick,
+        };
+        let alone = measure_alone(&mut sampler, &mut launcher, &options, &mut |_, _| {}).unwrap();
         assert_eq!((alone.exclusive_rps, alone.sm_util_pct, alone.peak_memory_gb), (rps, sm, gb));
         let wanted = [1e5 * sm, kernel_sm, mem, mem + 5.0, 1e7 * sm, 1e3 * gb];
         let report = WorkloadOutput { status: Some(0), stdout: ncu_report(&wanted), stderr: String::new() };
         let run = NcuRun { program: "ncu".into(), launch_skip: 0, launch_count: 1, timeout: Duration::from_secs(5) };
-        let kernel = profile_live(&mut FakeLauncher::new([report]), &DeviceTarget::Gpu(0), name, &run).unwrap();
+        let kernel =
+            profile_kernels(&mut FakeWorkloadRunner::new([report]), &DeviceTarget::Gpu(0), name, &run).unwrap();
         for (got, want) in kernel.iter().zip(wanted) {
             assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{kernel:?} vs {wanted:?}");
         }
@@ -65,10 +70,13 @@ fn measured_workloads_and_pairs_train_the_colocation_models() {
             let load = (a.sm_util_pct + b.sm_util_pct) / 100.0;
             let (ra, rb) = (a.exclusive_rps / load.max(1.0), b.exclusive_rps / load.max(1.0));
             let mut smi = FakeNvidiaSmi::new();
-            let mut launcher = FakeLauncher::new([FakeLauncher::throughput(ra), FakeLauncher::throughput(rb)]);
+            let mut launcher =
+                FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(ra), FakeWorkloadRunner::throughput(rb)]);
             let mps = MpsDirs { pipe_dir: dir.path().join("pipe"), log_dir: dir.path().join("log"), device: None };
-            let commands = [(a.workload.as_str(), None), (b.workload.as_str(), None)];
-            let throughputs = measure_colocation(&mut smi, &mut launcher, &commands, &mps, tick, None).unwrap();
+            let members =
+                [a, b].map(|w| MeasuredCommand { command: w.workload.clone(), throughput_regex: None }).to_vec();
+            let options = GroupOptions { members, mps, duration: tick, active_thread_percentage: None };
+            let throughputs = measure_group(&mut smi, &mut launcher, &options).unwrap();
             assert!(!smi.daemon_running(), "the MPS daemon is always stopped");
             rows.push(Colocation {
                 members: vec![

@@ -79,7 +79,7 @@ fn a_whole_gpu_sweep_stores_every_feasible_point_and_merges_later_runs() {
     assert!(output.status.success(), "{}", stderr(&output));
     let out = stdout(&output);
     assert!(out.contains("infeasible: exited with status 1: CUDA out of memory"), "{out}");
-    assert!(out.contains("stored 4 point(s) of tiny-mlp on h200-141gb"), "{out}");
+    assert!(out.contains("stored 4 points of tiny-mlp on h200-141gb"), "{out}");
     // Size 7 (the H200's largest profile); latency = 1000 × batch / per-process throughput = 10 ms.
     let expected = vec![(7, 1, 1, 100.0, 10.0), (7, 1, 2, 200.0, 10.0), (7, 4, 1, 400.0, 10.0), (7, 4, 2, 800.0, 10.0)];
     assert_eq!(stored_points(&dir), expected);
@@ -90,8 +90,8 @@ fn a_whole_gpu_sweep_stores_every_feasible_point_and_merges_later_runs() {
     // A later run adds its points and keeps the others.
     let output = tessera(&[&sweep[..], &["--batches", "2"]].concat(), &dir);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).contains("stored 6 point(s) of tiny-mlp on h200-141gb"), "{}", stdout(&output));
-    assert!(stdout(&output).contains("(4 earlier point(s) kept)"), "{}", stdout(&output));
+    assert!(stdout(&output).contains("stored 6 points of tiny-mlp on h200-141gb"), "{}", stdout(&output));
+    assert!(stdout(&output).contains("(4 earlier points kept)"), "{}", stdout(&output));
     assert_eq!(stored_points(&dir).len(), 6);
 }
 

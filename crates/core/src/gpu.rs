@@ -30,6 +30,12 @@ pub struct MigProfile {
     /// `true` for the standard profile of its compute size; `false` for
     /// variants such as `1g.20gb` that trade compute for memory.
     pub primary: bool,
+    /// NVIDIA's GPU-instance profile id, as `nvidia-smi mig -lgip` lists it
+    /// and `-lgi` shows it.
+    pub profile_id: u8,
+    /// The profile id of the instance's default compute instance (the
+    /// whole GPU instance), as `nvidia-smi mig -lci` shows it.
+    pub compute_profile_id: u8,
 }
 
 /// The static description of one GPU model: its slices and MIG profiles.
@@ -47,6 +53,15 @@ pub struct GpuSpec {
     pub memory_gb: u32,
     /// Every MIG GPU-instance profile, primary profiles first by size.
     pub profiles: &'static [MigProfile],
+    /// The product, as one word of the driver's name for every board of the
+    /// model, e.g. `A100` in `NVIDIA A100-SXM4-80GB`; the memory tells
+    /// models of one product apart.
+    pub product: &'static str,
+    /// What `nvidia-smi --query-gpu=name` prints for a typical board.
+    pub board_name: &'static str,
+    /// What `nvidia-smi --query-gpu=memory.total` prints for that board,
+    /// MiB (the driver reserves a little of the model's memory).
+    pub board_memory_mib: u64,
 }
 
 /// The GPU models Tessera knows.
@@ -84,6 +99,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0, 1, 2, 3, 4, 5, 6],
                 max_count: 7,
                 memory_gb: $m1,
+                profile_id: 19,
+                compute_profile_id: 0,
                 primary: true,
             },
             MigProfile {
@@ -93,6 +110,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0, 2, 4],
                 max_count: 3,
                 memory_gb: $m2,
+                profile_id: 14,
+                compute_profile_id: 1,
                 primary: true,
             },
             MigProfile {
@@ -102,6 +121,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0, 4],
                 max_count: 2,
                 memory_gb: $m3,
+                profile_id: 9,
+                compute_profile_id: 2,
                 primary: true,
             },
             MigProfile {
@@ -111,6 +132,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0],
                 max_count: 1,
                 memory_gb: $m4,
+                profile_id: 5,
+                compute_profile_id: 3,
                 primary: true,
             },
             MigProfile {
@@ -120,6 +143,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0],
                 max_count: 1,
                 memory_gb: $m7,
+                profile_id: 0,
+                compute_profile_id: 4,
                 primary: true,
             },
             MigProfile {
@@ -129,6 +154,8 @@ macro_rules! seven_slice_profiles {
                 starts: &[0, 2, 4, 6],
                 max_count: 4,
                 memory_gb: $m1x2,
+                profile_id: 15,
+                compute_profile_id: 0,
                 primary: false,
             },
         ]
@@ -139,35 +166,41 @@ macro_rules! seven_slice_profiles {
 static A100_40GB: GpuSpec = GpuSpec {
     id: "a100-40gb", display_name: "A100-40GB", compute_slices: 7, memory_slices: 8, memory_gb: 40,
     profiles: seven_slice_profiles!("1g.5gb", "1g.10gb", "2g.10gb", "3g.20gb", "4g.20gb", "7g.40gb", 5, 10, 10, 20, 20, 40),
+    product: "A100", board_name: "NVIDIA A100-SXM4-40GB", board_memory_mib: 40960,
 };
 #[rustfmt::skip]
 static A100_80GB: GpuSpec = GpuSpec {
     id: "a100-80gb", display_name: "A100-80GB", compute_slices: 7, memory_slices: 8, memory_gb: 80,
     profiles: seven_slice_profiles!("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 10, 20, 20, 40, 40, 80),
+    product: "A100", board_name: "NVIDIA A100-SXM4-80GB", board_memory_mib: 81920,
 };
 #[rustfmt::skip]
 static H100_80GB: GpuSpec = GpuSpec {
     id: "h100-80gb", display_name: "H100-80GB", compute_slices: 7, memory_slices: 8, memory_gb: 80,
     profiles: seven_slice_profiles!("1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb", "7g.80gb", 10, 20, 20, 40, 40, 80),
+    product: "H100", board_name: "NVIDIA H100 80GB HBM3", board_memory_mib: 81559,
 };
 #[rustfmt::skip]
 static H100_94GB: GpuSpec = GpuSpec {
     id: "h100-94gb", display_name: "H100-94GB", compute_slices: 7, memory_slices: 8, memory_gb: 94,
     profiles: seven_slice_profiles!("1g.12gb", "1g.24gb", "2g.24gb", "3g.47gb", "4g.47gb", "7g.94gb", 12, 24, 24, 47, 47, 94),
+    product: "H100", board_name: "NVIDIA H100 NVL", board_memory_mib: 95830,
 };
 #[rustfmt::skip]
 static H200_141GB: GpuSpec = GpuSpec {
     id: "h200-141gb", display_name: "H200-141GB", compute_slices: 7, memory_slices: 8, memory_gb: 141,
     profiles: seven_slice_profiles!("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", 18, 35, 35, 71, 71, 141),
+    product: "H200", board_name: "NVIDIA H200", board_memory_mib: 143771,
 };
 #[rustfmt::skip]
 static A30_24GB: GpuSpec = GpuSpec {
     id: "a30-24gb", display_name: "A30-24GB", compute_slices: 4, memory_slices: 4, memory_gb: 24,
     profiles: &[
-        MigProfile { name: "1g.6gb", compute_slices: 1, memory_slices: 1, starts: &[0, 1, 2, 3], max_count: 4, memory_gb: 6, primary: true },
-        MigProfile { name: "2g.12gb", compute_slices: 2, memory_slices: 2, starts: &[0, 2], max_count: 2, memory_gb: 12, primary: true },
-        MigProfile { name: "4g.24gb", compute_slices: 4, memory_slices: 4, starts: &[0], max_count: 1, memory_gb: 24, primary: true },
+        MigProfile { name: "1g.6gb", compute_slices: 1, memory_slices: 1, starts: &[0, 1, 2, 3], max_count: 4, memory_gb: 6, primary: true, profile_id: 14, compute_profile_id: 0 },
+        MigProfile { name: "2g.12gb", compute_slices: 2, memory_slices: 2, starts: &[0, 2], max_count: 2, memory_gb: 12, primary: true, profile_id: 5, compute_profile_id: 1 },
+        MigProfile { name: "4g.24gb", compute_slices: 4, memory_slices: 4, starts: &[0], max_count: 1, memory_gb: 24, primary: true, profile_id: 0, compute_profile_id: 3 },
     ],
+    product: "A30", board_name: "NVIDIA A30", board_memory_mib: 24576,
 };
 
 impl GpuModel {
@@ -294,6 +327,21 @@ mod tests {
                 assert!(profile.memory_gb <= spec.memory_gb);
                 assert!(profile.max_count as usize >= 1);
             }
+        }
+    }
+
+    #[test]
+    fn every_board_is_named_by_its_product_with_about_its_memory() {
+        for model in GpuModel::ALL {
+            let spec = model.spec();
+            let words: Vec<&str> = spec.board_name.split([' ', '-']).collect();
+            assert!(words.contains(&spec.product), "{}: {}", spec.id, spec.board_name);
+            let gib = spec.board_memory_mib as f64 / 1024.0;
+            assert!((gib - f64::from(spec.memory_gb)).abs() <= 0.1 * f64::from(spec.memory_gb), "{}", spec.id);
+            let mut ids: Vec<u8> = spec.profiles.iter().map(|p| p.profile_id).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            assert_eq!(ids.len(), spec.profiles.len(), "{}: one id per profile", spec.id);
         }
     }
 

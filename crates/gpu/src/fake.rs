@@ -6,7 +6,8 @@
 //! `mig -i G -gi ID -cci`, `mig -i G -dci -gi ID`, `mig -i G -dgi -gi ID`,
 //! `--query-compute-apps=pid --format=csv,noheader -i G` and
 //! `--query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i G` (each
-//! model has the name and memory of a real board, see [`driver_name`]).
+//! model has the name and memory of a real board, from its row of
+//! [`tessera_core::GpuSpec`]).
 //! Anything else fails with status 2 ("invalid combination of input
 //! arguments").
 //!
@@ -32,6 +33,11 @@ use crate::runner::{command_line, CommandOutput, CommandRunner};
 const REJECTED: i32 = 6;
 /// nvidia-smi's status for bad arguments.
 const BAD_ARGS: i32 = 2;
+/// nvidia-smi's status when the driver does not answer.
+const DRIVER_FAILED: i32 = 9;
+/// What nvidia-smi prints then.
+pub const DRIVER_FAILED_LINE: &str = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+     Make sure that the latest NVIDIA driver is installed and running.";
 
 #[derive(Debug, Clone)]
 struct FakeGi {
@@ -43,7 +49,7 @@ struct FakeGi {
 
 #[derive(Debug, Clone)]
 struct FakeGpu {
-    model: GpuModel,
+    gpu_model: GpuModel,
     instances: Vec<FakeGi>,
     processes: usize,
     mig_enabled: bool,
@@ -60,6 +66,7 @@ pub struct FakeNvidiaSmi {
     /// The running MPS control daemons: pipe directory → the
     /// `CUDA_VISIBLE_DEVICES` each was started with.
     mps_daemons: BTreeMap<String, Option<String>>,
+    driver_broken: bool,
 }
 
 impl FakeNvidiaSmi {
@@ -68,10 +75,10 @@ impl FakeNvidiaSmi {
         Self::default()
     }
 
-    /// Adds GPU `index` of `model`, in MIG mode with no instances.
+    /// Adds GPU `index` of `gpu_model`, in MIG mode with no instances.
     #[must_use]
-    pub fn with_gpu(mut self, index: u32, model: GpuModel) -> Self {
-        self.gpus.insert(index, FakeGpu { model, instances: Vec::new(), processes: 0, mig_enabled: true });
+    pub fn with_gpu(mut self, index: u32, gpu_model: GpuModel) -> Self {
+        self.gpus.insert(index, FakeGpu { gpu_model, instances: Vec::new(), processes: 0, mig_enabled: true });
         self
     }
 
@@ -84,6 +91,15 @@ impl FakeNvidiaSmi {
     #[must_use]
     pub fn with_mig_disabled(mut self, index: u32) -> Self {
         self.gpus.get_mut(&index).expect("no such fake GPU").mig_enabled = false;
+        self
+    }
+
+    /// Breaks the driver: every `nvidia-smi` call then fails with status 9
+    /// and [`DRIVER_FAILED_LINE`], as on a node whose kernel module is not
+    /// loaded.
+    #[must_use]
+    pub fn with_broken_driver(mut self) -> Self {
+        self.driver_broken = true;
         self
     }
 
@@ -155,6 +171,9 @@ impl FakeNvidiaSmi {
     }
 
     fn execute(&mut self, args: &[String]) -> Result<String, (i32, String)> {
+        if self.driver_broken {
+            return Err((DRIVER_FAILED, DRIVER_FAILED_LINE.to_string()));
+        }
         let bad = || {
             (
                 BAD_ARGS,
@@ -171,7 +190,8 @@ impl FakeNvidiaSmi {
             && flag("--format=csv,noheader,nounits")
         {
             let gpu = &self.gpus[&gpu_index];
-            let (name, memory_mib) = driver_name(gpu.model);
+            let spec = gpu.gpu_model.spec();
+            let (name, memory_mib) = (spec.board_name, spec.board_memory_mib);
             let mode = if gpu.mig_enabled { "Enabled" } else { "Disabled" };
             return Ok(format!("{name}, {memory_mib}, {mode}\n"));
         }
@@ -264,8 +284,7 @@ impl FakeNvidiaSmi {
             let _ = writeln!(
                 out,
                 "| {gpu_index:>3}  {name:<16} {:>3}      {:>3}       {placement:<9}|",
-                profile_id(gpu.model, gi.profile),
-                gi.id
+                gi.profile.profile_id, gi.id
             );
             out.push_str(&rule);
         }
@@ -290,9 +309,7 @@ impl FakeNvidiaSmi {
                 let _ = writeln!(
                     out,
                     "| {gpu_index:>3}    {:>3}       {name:<16} {:>3}       {ci:>3}       0:{:<7}|",
-                    gi.id,
-                    ci_profile_id(gi.profile),
-                    gi.profile.compute_slices
+                    gi.id, gi.profile.compute_profile_id, gi.profile.compute_slices
                 );
                 out.push_str(&rule);
             }
@@ -303,7 +320,7 @@ impl FakeNvidiaSmi {
 
 impl FakeGpu {
     fn create_gpu_instance(&mut self, gpu_index: u32, spec_arg: &str) -> Result<String, (i32, String)> {
-        let spec = self.model.spec();
+        let spec = self.gpu_model.spec();
         let (name, start) = match spec_arg.split_once(':') {
             Some((name, start)) => (name, Some(start)),
             None => (spec_arg, None),
@@ -325,12 +342,12 @@ impl FakeGpu {
                 .find(|&&start| {
                     let mut with = existing.clone();
                     with.push(Placement { profile, start });
-                    validate_layout(self.model, &with).is_ok()
+                    validate_layout(self.gpu_model, &with).is_ok()
                 })
                 .ok_or_else(|| insufficient(gpu_index, profile))?,
         };
         existing.push(Placement { profile, start });
-        if let Err(error) = validate_layout(self.model, &existing) {
+        if let Err(error) = validate_layout(self.gpu_model, &existing) {
             return Err((
                 REJECTED,
                 format!("Unable to create a GPU instance on GPU {gpu_index} using profile {} at {start}: Insufficient Resources ({error})", profile.name),
@@ -340,8 +357,7 @@ impl FakeGpu {
         self.instances.push(FakeGi { id, profile, start, compute_instances: Vec::new() });
         Ok(format!(
             "Successfully created GPU instance ID {id:>2} on GPU {gpu_index:>2} using profile MIG {} (ID {:>2})\n",
-            profile.name,
-            profile_id(self.model, profile)
+            profile.name, profile.profile_id
         ))
     }
 
@@ -360,7 +376,7 @@ impl FakeGpu {
         Ok(format!(
             "Successfully created compute instance ID  0 on GPU {gpu_index:>2} GPU instance ID {gi_id:>2} using profile MIG {} (ID {:>2})\n",
             gi.profile.name,
-            ci_profile_id(gi.profile)
+            gi.profile.compute_profile_id
         ))
     }
 }
@@ -373,45 +389,6 @@ fn insufficient(gpu_index: u32, profile: &MigProfile) -> (i32, String) {
             profile.name
         ),
     )
-}
-
-/// The name and memory (MiB) the driver reports for a board of `model`.
-pub fn driver_name(model: GpuModel) -> (&'static str, u64) {
-    match model {
-        GpuModel::A100_40GB => ("NVIDIA A100-SXM4-40GB", 40960),
-        GpuModel::A100_80GB => ("NVIDIA A100-SXM4-80GB", 81920),
-        GpuModel::H100_80GB => ("NVIDIA H100 80GB HBM3", 81559),
-        GpuModel::H100_94GB => ("NVIDIA H100 NVL", 95830),
-        GpuModel::H200_141GB => ("NVIDIA H200", 143771),
-        GpuModel::A30_24GB => ("NVIDIA A30", 24576),
-    }
-}
-
-/// NVIDIA's GPU-instance profile ids (as `-lgip` shows them).
-fn profile_id(model: GpuModel, profile: &MigProfile) -> u32 {
-    match (model, profile.compute_slices, profile.memory_slices) {
-        (GpuModel::A30_24GB, 1, _) => 14,
-        (GpuModel::A30_24GB, 2, _) => 5,
-        (GpuModel::A30_24GB, _, _) => 0,
-        (_, 1, 1) => 19,
-        (_, 1, _) => 15,
-        (_, 2, _) => 14,
-        (_, 3, _) => 9,
-        (_, 4, _) => 5,
-        _ => 0,
-    }
-}
-
-/// The compute-instance profile id of a GPU instance's default compute
-/// instance (the whole instance).
-fn ci_profile_id(profile: &MigProfile) -> u32 {
-    match profile.compute_slices {
-        1 => 0,
-        2 => 1,
-        3 => 2,
-        4 => 3,
-        _ => 4,
-    }
 }
 
 impl CommandRunner for FakeNvidiaSmi {

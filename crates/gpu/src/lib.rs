@@ -1,33 +1,71 @@
-//! Tessera on real hardware. Everything that touches a GPU goes through
-//! the [`runner::CommandRunner`] trait, so it can be checked against the
-//! faithful fake in [`fake`] on machines without a GPU.
+//! Tessera on real hardware, as operations that take an options struct and
+//! return data (the way a command-line front end or a Kubernetes node
+//! agent calls them), with progress and journal events through a callback:
 //!
-//! - [`ncu`]: Nsight Compute `--csv` reports aggregated into KACE's six
-//!   kernel metrics.
-//! - [`mig`]: the live MIG state of a GPU as `nvidia-smi` reports it.
-//! - [`deploy`]: a plan onto a node: the commands that turn each GPU's live
-//!   MIG layout into the plan's (applied with rollback), then one MPS
-//!   daemon per instance and the workload's processes, started detached.
-//! - [`sampler`]: GPU utilisation from NVML (or scripted).
-//! - [`nvml`]: NVML itself, and the MIG devices (UUIDs) of a GPU.
-//! - [`launch`]: starting, stopping and reading the throughput of workloads.
-//! - [`measure`]: a workload's metrics alone, and colocated throughputs
-//!   under MPS.
-//! - [`segments`]: segment profiles (batch × MPS processes × instance
-//!   size) measured in the MIG instances a GPU already has.
-//! - [`mps`]: starting, asking and quitting MPS control daemons.
+//! - [`measure_alone`]: a workload's throughput, utilisation and peak
+//!   memory alone on a GPU ([`AloneOptions`]);
+//! - [`measure_group`]: workloads together under a private MPS daemon, each
+//!   one's throughput ([`GroupOptions`]);
+//! - [`sweep_segments`]: segment profiles (batch × MPS processes × instance
+//!   size) in the MIG instances a GPU already has ([`SweepOptions`]), and
+//!   [`merge_profile`] with the points stored before;
+//! - [`profile_kernels`]: KACE's six kernel metrics under Nsight Compute
+//!   ([`NcuRun`]), or [`aggregate_report`] of an existing report;
+//! - [`plan_node`], [`apply_node`], [`node_status`]: a plan onto one node
+//!   ([`NodeOptions`], [`ServiceCommands`]): each GPU's MIG layout, then one
+//!   MPS daemon per instance and its workload's processes, started
+//!   detached; "as planned" is decided once, for both apply and status.
+//!
+//! What they drive is passed in: the node ([`NodeDriver`] here: programs
+//! through [`CommandRunner`], MIG devices through [`MigDevices`]), the
+//! workloads of a measurement ([`WorkloadRunner`]), the services of a
+//! deployment ([`ServiceLauncher`]) and the GPU's sampler ([`GpuSampler`]).
+//! With the `fake` feature (tests only; never in the shipped binary) the
+//! crate also exports faithful fakes of each: [`FakeNvidiaSmi`],
+//! [`FakeWorkloadRunner`], [`FakeServiceLauncher`], [`FakeSampler`].
 
-pub mod deploy;
-pub mod error;
-pub mod fake;
-pub mod launch;
-pub mod measure;
-pub mod mig;
-pub mod mps;
-pub mod ncu;
-pub mod nvml;
-pub mod runner;
-pub mod sampler;
-pub mod segments;
+mod deploy;
+mod error;
+#[cfg(any(test, feature = "fake"))]
+mod fake;
+mod installed;
+mod measure;
+mod mig;
+mod mps;
+mod ncu;
+mod nvml;
+mod runner;
+mod sampler;
+mod segments;
+mod signal;
+mod workload;
 
+pub use deploy::{
+    apply_node, describe, node_status, plan_node, workload_for, DetachedLauncher, Event, EventKind, GpuDeployment,
+    GpuPlan, GpuStatus, InstanceDir, InstanceService, InstanceState, InstanceStatus, LayoutDifferences, NodeOptions,
+    NodePlan, NodeStatus, Service, ServiceCommands, ServiceLauncher, Step, Stop,
+};
+#[cfg(any(test, feature = "fake"))]
+pub use deploy::{FakeProcess, FakeServiceLauncher};
 pub use error::GpuError;
+#[cfg(any(test, feature = "fake"))]
+pub use fake::{fake_mig_uuid, FakeNvidiaSmi, DRIVER_FAILED_LINE};
+pub use installed::{installed_gpu, InstalledGpu};
+pub use measure::{measure_alone, measure_group, AloneOptions, GroupOptions, MeasuredCommand, MpsDirs, SystemMetrics};
+pub use mig::{LiveGpu, LiveInstance, MigDevice, MigDevices};
+pub use mps::daemon_answers;
+pub use ncu::{aggregate_report, profile_live as profile_kernels, NcuRun, NCU_METRICS};
+pub use nvml::{check_device, NodeDriver, NvmlMigDevices};
+pub use runner::{CommandOutput, CommandRunner, SystemRunner};
+#[cfg(any(test, feature = "fake"))]
+pub use sampler::FakeSampler;
+pub use sampler::{GpuSample, GpuSampler, NvmlSampler};
+pub use segments::{
+    merge_profile, sweep_segments, MergedProfile, PointOutcome, SegmentTarget, Sweep, SweepEvent, SweepOptions,
+    SweepReport,
+};
+#[cfg(any(test, feature = "fake"))]
+pub use workload::FakeWorkloadRunner;
+pub use workload::{
+    DeviceTarget, RunningWorkload, ShellWorkloadRunner, WorkloadOutput, WorkloadRunner, THROUGHPUT_PREFIX,
+};

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::error::GpuError;
-use crate::launch::{parse_throughput, DeviceTarget, RunningWorkload, WorkloadLauncher, WorkloadOutput};
 use crate::mps::{quit_daemon, start_daemon, MPS_CONTROL};
 use crate::runner::CommandRunner;
 use crate::sampler::{GpuSample, GpuSampler};
+use crate::workload::{parse_throughput, DeviceTarget, RunningWorkload, WorkloadOutput, WorkloadRunner};
 
 /// Bytes per GB (decimal, as the store's `memory_gb`).
 const BYTES_PER_GB: f64 = 1e9;
@@ -28,24 +28,54 @@ pub struct SystemMetrics {
     pub samples: usize,
 }
 
-/// Runs `command` alone for `duration`, sampling the GPU every `interval`
-/// (at least once; `on_sample(n, sample)` is called with each, `n`
-/// 0-based), then stops it and reads its throughput (see
+/// One workload of a measurement: its command line and how its throughput
+/// is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeasuredCommand {
+    /// The shell command line.
+    pub command: String,
+    /// A regular expression whose first group is the throughput (default:
+    /// the `tessera:throughput=` line, see [`parse_throughput`]).
+    pub throughput_regex: Option<String>,
+}
+
+/// What [`measure_alone`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AloneOptions {
+    /// The workload.
+    pub workload: MeasuredCommand,
+    /// How long it runs.
+    pub duration: Duration,
+    /// How often the GPU is sampled (at least every millisecond).
+    pub interval: Duration,
+}
+
+impl AloneOptions {
+    /// How many samples a full run takes.
+    pub fn samples(&self) -> u64 {
+        let interval = self.interval.max(Duration::from_millis(1));
+        u64::try_from(self.duration.as_nanos().div_ceil(interval.as_nanos()).max(1)).unwrap_or(u64::MAX)
+    }
+}
+
+/// Runs the workload alone for `options.duration`, sampling the GPU every
+/// `options.interval` (at least once; `on_sample(n, sample)` is called with
+/// each, `n` 0-based), then stops it and reads its throughput (see
 /// [`parse_throughput`]). Sampling ends early when the workload exits. A
 /// workload that exits with a non-zero status or prints no throughput is
 /// an error; it is always stopped.
 pub fn measure_alone(
     sampler: &mut dyn GpuSampler,
-    launcher: &mut dyn WorkloadLauncher,
-    command: &str,
-    regex: Option<&str>,
-    duration: Duration,
-    interval: Duration,
+    workloads: &mut dyn WorkloadRunner,
+    options: &AloneOptions,
     on_sample: &mut dyn FnMut(usize, &GpuSample),
 ) -> Result<SystemMetrics, GpuError> {
-    let interval = interval.max(Duration::from_millis(1));
+    let command = options.workload.command.as_str();
+    let regex = options.workload.throughput_regex.as_deref();
+    let duration = options.duration;
+    let interval = options.interval.max(Duration::from_millis(1));
     let count = duration.as_nanos().div_ceil(interval.as_nanos()).max(1);
-    let mut running = launcher.start(command, &[])?;
+    let mut running = workloads.start(command, &[])?;
     let start = Instant::now();
     let mut samples = Vec::new();
     for n in 0..count {
@@ -150,14 +180,39 @@ impl Drop for MpsDaemon<'_> {
     }
 }
 
+/// What [`measure_group`] runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupOptions {
+    /// The workloads, run together (at least two for a colocation).
+    pub members: Vec<MeasuredCommand>,
+    /// The private MPS daemon's directories and device.
+    pub mps: MpsDirs,
+    /// How long they run together.
+    pub duration: Duration,
+    /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` for every workload (1–100).
+    pub active_thread_percentage: Option<u32>,
+}
+
+/// Runs `options.members` together under a private MPS control daemon and
+/// returns each one's throughput, in order (see [`measure_colocation`]).
+pub fn measure_group(
+    runner: &mut dyn CommandRunner,
+    workloads: &mut dyn WorkloadRunner,
+    options: &GroupOptions,
+) -> Result<Vec<f64>, GpuError> {
+    let commands: Vec<(&str, Option<&str>)> =
+        options.members.iter().map(|m| (m.command.as_str(), m.throughput_regex.as_deref())).collect();
+    measure_colocation(runner, workloads, &commands, &options.mps, options.duration, options.active_thread_percentage)
+}
+
 /// Runs `commands` (each with its optional throughput regex) together
 /// under a private MPS control daemon for `duration`, with
 /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` when given, then stops them and
 /// returns each one's throughput, in order. The daemon is always quit, and
 /// every started workload stopped, also on error.
-pub fn measure_colocation(
+pub(crate) fn measure_colocation(
     runner: &mut dyn CommandRunner,
-    launcher: &mut dyn WorkloadLauncher,
+    launcher: &mut dyn WorkloadRunner,
     commands: &[(&str, Option<&str>)],
     mps: &MpsDirs,
     duration: Duration,
@@ -189,7 +244,7 @@ pub fn measure_colocation(
 }
 
 fn run_together(
-    launcher: &mut dyn WorkloadLauncher,
+    launcher: &mut dyn WorkloadRunner,
     commands: &[(&str, Option<&str>)],
     env: &[(String, String)],
     duration: Duration,
@@ -208,33 +263,41 @@ fn run_together(
 mod tests {
     use super::*;
     use crate::fake::FakeNvidiaSmi;
-    use crate::launch::FakeLauncher;
     use crate::sampler::FakeSampler;
+    use crate::workload::FakeWorkloadRunner;
 
     fn sample(sm: f64, mem: f64, gb: f64) -> GpuSample {
         GpuSample { sm_util_pct: sm, mem_util_pct: mem, memory_used_bytes: (gb * BYTES_PER_GB) as u64 }
     }
 
+    fn options(regex: Option<&str>) -> AloneOptions {
+        AloneOptions {
+            workload: MeasuredCommand {
+                command: "python bench.py".into(),
+                throughput_regex: regex.map(str::to_string),
+            },
+            duration: Duration::from_millis(30),
+            interval: Duration::from_millis(10),
+        }
+    }
+
     fn alone(
         sampler: &mut FakeSampler,
-        launcher: &mut FakeLauncher,
+        launcher: &mut FakeWorkloadRunner,
         regex: Option<&str>,
     ) -> Result<SystemMetrics, GpuError> {
-        let ms = Duration::from_millis;
-        measure_alone(sampler, launcher, "python bench.py", regex, ms(30), ms(10), &mut |_, _| {})
+        measure_alone(sampler, launcher, &options(regex), &mut |_, _| {})
     }
 
     #[test]
     fn alone_gives_mean_utilisation_peak_memory_and_throughput() {
         let mut sampler = FakeSampler::new([sample(40.0, 10.0, 2.0), sample(60.0, 20.0, 5.0), sample(80.0, 30.0, 3.0)]);
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(123.5)]);
+        let mut launcher = FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(123.5)]);
         let mut seen = Vec::new();
-        let ms = Duration::from_millis;
         let metrics =
-            measure_alone(&mut sampler, &mut launcher, "python bench.py", None, ms(30), ms(10), &mut |n, s| {
-                seen.push((n, s.sm_util_pct))
-            })
-            .unwrap();
+            measure_alone(&mut sampler, &mut launcher, &options(None), &mut |n, s| seen.push((n, s.sm_util_pct)))
+                .unwrap();
+        assert_eq!(options(None).samples(), 3);
         assert_eq!(seen, vec![(0, 40.0), (1, 60.0), (2, 80.0)]);
         assert_eq!(metrics.samples, 3);
         assert_eq!(metrics.exclusive_rps, 123.5);
@@ -249,7 +312,7 @@ mod tests {
     fn a_custom_regex_reads_the_throughput() {
         let mut sampler = FakeSampler::new([sample(50.0, 10.0, 1.0)]);
         let output = WorkloadOutput { status: Some(0), stdout: "img/s 10\nimg/s 42.5\n".into(), stderr: String::new() };
-        let mut launcher = FakeLauncher::new([output]);
+        let mut launcher = FakeWorkloadRunner::new([output]);
         let metrics = alone(&mut sampler, &mut launcher, Some(r"img/s ([0-9.]+)")).unwrap();
         assert_eq!(metrics.exclusive_rps, 42.5);
     }
@@ -261,7 +324,7 @@ mod tests {
             stdout: "tessera:throughput=10\n".into(),
             stderr: "Traceback\nCUDA out of memory\n".into(),
         };
-        let mut launcher = FakeLauncher::new([failed]);
+        let mut launcher = FakeWorkloadRunner::new([failed]);
         let error = alone(&mut FakeSampler::new([sample(1.0, 1.0, 1.0)]), &mut launcher, None).unwrap_err();
         let message = error.to_string();
         assert!(message.contains("python bench.py") && message.contains("status 1"), "{message}");
@@ -269,18 +332,18 @@ mod tests {
         assert_eq!(launcher.running(), 0);
 
         let silent = WorkloadOutput { status: None, stdout: "done\n".into(), stderr: String::new() };
-        let mut launcher = FakeLauncher::new([silent]);
+        let mut launcher = FakeWorkloadRunner::new([silent]);
         let error = alone(&mut FakeSampler::new([sample(1.0, 1.0, 1.0)]), &mut launcher, None).unwrap_err();
         assert!(error.to_string().contains("tessera:throughput="), "{error}");
 
-        let zero = FakeLauncher::throughput(0.0);
-        let mut launcher = FakeLauncher::new([zero]);
+        let zero = FakeWorkloadRunner::throughput(0.0);
+        let mut launcher = FakeWorkloadRunner::new([zero]);
         assert!(alone(&mut FakeSampler::new([sample(1.0, 1.0, 1.0)]), &mut launcher, None).is_err());
     }
 
     #[test]
     fn a_sampler_failure_stops_the_workload() {
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(1.0)]);
+        let mut launcher = FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(1.0)]);
         assert!(alone(&mut FakeSampler::default(), &mut launcher, None).is_err());
         assert_eq!(launcher.running(), 0);
     }
@@ -294,10 +357,16 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mps = dirs(root.path());
         let mut smi = FakeNvidiaSmi::new();
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(70.0), FakeLauncher::throughput(30.5)]);
-        let commands = [("run-a", None), ("run-b", None)];
-        let throughputs =
-            measure_colocation(&mut smi, &mut launcher, &commands, &mps, Duration::ZERO, Some(50)).unwrap();
+        let mut launcher =
+            FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(70.0), FakeWorkloadRunner::throughput(30.5)]);
+        let members = ["run-a", "run-b"].map(|c| MeasuredCommand { command: c.into(), throughput_regex: None });
+        let options = GroupOptions {
+            members: members.to_vec(),
+            mps: mps.clone(),
+            duration: Duration::ZERO,
+            active_thread_percentage: Some(50),
+        };
+        let throughputs = measure_group(&mut smi, &mut launcher, &options).unwrap();
         assert_eq!(throughputs, vec![70.0, 30.5]);
         assert!(!smi.daemon_running());
         assert_eq!(launcher.running(), 0);
@@ -326,7 +395,8 @@ mod tests {
         // One exits non-zero.
         let mut smi = FakeNvidiaSmi::new();
         let failed = WorkloadOutput { status: Some(2), stdout: String::new(), stderr: "boom\n".into() };
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(1.0), failed, FakeLauncher::throughput(1.0)]);
+        let mut launcher =
+            FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(1.0), failed, FakeWorkloadRunner::throughput(1.0)]);
         let error = measure_colocation(&mut smi, &mut launcher, &commands, &mps, Duration::ZERO, None).unwrap_err();
         assert!(error.to_string().contains("run-b"), "{error}");
         assert!(!smi.daemon_running());
@@ -335,7 +405,8 @@ mod tests {
 
         // The third cannot start: the first two are stopped, the daemon quit.
         let mut smi = FakeNvidiaSmi::new();
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(1.0), FakeLauncher::throughput(1.0)]);
+        let mut launcher =
+            FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(1.0), FakeWorkloadRunner::throughput(1.0)]);
         assert!(measure_colocation(&mut smi, &mut launcher, &commands, &mps, Duration::ZERO, None).is_err());
         assert!(!smi.daemon_running());
         assert_eq!(launcher.running(), 0);
@@ -349,7 +420,8 @@ mod tests {
         let mut smi = FakeNvidiaSmi::new();
         let env = mps.env();
         assert!(smi.run_with(MPS_CONTROL, &["-d".to_string()], &env, None).unwrap().success());
-        let mut launcher = FakeLauncher::new([FakeLauncher::throughput(1.0), FakeLauncher::throughput(1.0)]);
+        let mut launcher =
+            FakeWorkloadRunner::new([FakeWorkloadRunner::throughput(1.0), FakeWorkloadRunner::throughput(1.0)]);
         let commands = [("run-a", None), ("run-b", None)];
         let error = measure_colocation(&mut smi, &mut launcher, &commands, &mps, Duration::ZERO, None).unwrap_err();
         assert!(error.to_string().contains("already running"), "{error}");

@@ -83,12 +83,12 @@ pub(crate) fn mig_args(gpu: u32, rest: &[&str]) -> Vec<String> {
 }
 
 /// Reads GPU `gpu_index`'s GPU and compute instances and checks every
-/// profile and start against `model`.
-pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, model: GpuModel) -> Result<LiveGpu, GpuError> {
-    let spec = model.spec();
+/// profile and start against `gpu_model`.
+pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, gpu_model: GpuModel) -> Result<LiveGpu, GpuError> {
+    let spec = gpu_model.spec();
     let args = mig_args(gpu_index, &["-lgi"]);
     let command = command_line(NVIDIA_SMI, &args);
-    let text = listing(runner, &args, "No GPU instances found", gpu_index, model)?;
+    let text = listing(runner, &args, "No GPU instances found", gpu_index, gpu_model)?;
     let mut instances = Vec::new();
     for (line, fields) in table_rows(&text) {
         let bad = |message: String| GpuError::MigOutput { command: command.clone(), line, message };
@@ -111,7 +111,7 @@ pub fn read_live(runner: &mut dyn CommandRunner, gpu_index: u32, model: GpuModel
     }
     let args = mig_args(gpu_index, &["-lci"]);
     let command = command_line(NVIDIA_SMI, &args);
-    let text = listing(runner, &args, "No compute instances found", gpu_index, model)?;
+    let text = listing(runner, &args, "No compute instances found", gpu_index, gpu_model)?;
     for (line, fields) in table_rows(&text) {
         let bad = |message: String| GpuError::MigOutput { command: command.clone(), line, message };
         // GPU  <gi id>  MIG <name>  <profile id>  <ci id>  <start>:<size>
@@ -153,12 +153,12 @@ fn listing(
     args: &[String],
     none_found: &str,
     gpu_index: u32,
-    model: GpuModel,
+    gpu_model: GpuModel,
 ) -> Result<String, GpuError> {
     let output = runner.run(NVIDIA_SMI, args)?;
     // With MIG mode off the driver says so, with exit status 0.
     if output.stdout.contains(MIG_DISABLED) || output.stderr.contains(MIG_DISABLED) {
-        return Err(GpuError::MigDisabled { gpu: gpu_index, name: model.spec().display_name.to_string() });
+        return Err(GpuError::MigDisabled { gpu: gpu_index, name: gpu_model.spec().display_name.to_string() });
     }
     if output.stdout.contains(none_found) || output.stderr.contains(none_found) {
         return Ok(String::new());

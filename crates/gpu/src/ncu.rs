@@ -12,15 +12,14 @@
 //! three throughputs in % of peak. Each metric is averaged over launches
 //! weighted by the launch's duration, as KACE's
 //! `output_<workload>_ncu_total.csv` files are; the result is in
-//! [`KERNEL_METRIC_NAMES`] order.
+//! [`KERNEL_METRIC_NAMES`](tessera_core::colocation::KERNEL_METRIC_NAMES) order.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use tessera_core::colocation::KERNEL_METRIC_NAMES;
-
-use crate::launch::{DeviceTarget, WorkloadLauncher, WorkloadOutput};
-use crate::GpuError;
+use crate::error::GpuError;
+use crate::runner::shell_word;
+use crate::workload::{DeviceTarget, WorkloadOutput, WorkloadRunner};
 
 /// The metrics to pass to `ncu --metrics` (comma-separated), all of which
 /// [`aggregate_report`] needs for every kernel launch:
@@ -111,7 +110,7 @@ struct Launch {
 }
 
 /// Aggregates an `ncu --csv --metrics` report (see [`NCU_METRICS`]) into
-/// KACE's six kernel metrics, in [`KERNEL_METRIC_NAMES`] order: each
+/// KACE's six kernel metrics, in [`KERNEL_METRIC_NAMES`](tessera_core::colocation::KERNEL_METRIC_NAMES) order: each
 /// launch's threads, SM %, DRAM %, memory %, registers and static shared
 /// memory, averaged over launches weighted by duration. `source` names the
 /// report in errors (a path, or the command that produced it).
@@ -271,25 +270,20 @@ impl NcuRun {
         format!(
             "exec {} --csv --metrics {} --launch-skip {} --launch-count {} --kill yes --target-processes all \
              --clock-control none sh -c {}",
-            shell_quote(&self.program),
+            shell_word(&self.program),
             NCU_METRICS.join(","),
             self.launch_skip,
             self.launch_count,
-            shell_quote(workload_command)
+            shell_word(workload_command)
         )
     }
-}
-
-/// `text` as one single-quoted shell word.
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Runs `workload_command` on `device` under Nsight Compute (see
 /// [`NcuRun::command`]) and aggregates its report with
 /// [`aggregate_report`]. A run still going after `run.timeout` is stopped.
 pub fn profile_live(
-    launcher: &mut dyn WorkloadLauncher,
+    launcher: &mut dyn WorkloadRunner,
     device: &DeviceTarget,
     workload_command: &str,
     run: &NcuRun,
@@ -343,23 +337,10 @@ fn ncu_error_line(output: &WorkloadOutput) -> String {
         .map_or_else(|| output.last_error_line(), |line| line.trim().to_string())
 }
 
-/// KACE's `output_<workload>_ncu_total.csv`: a header of the six
-/// [`KERNEL_METRIC_NAMES`] and `Type`, and one row of `metrics` with the
-/// workload's name as `Type`.
-pub fn kernel_table_csv(workload: &str, metrics: &[f64; 6]) -> String {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    let header = KERNEL_METRIC_NAMES.iter().copied().chain(["Type"]);
-    let row = metrics.iter().map(|v| v.to_string()).chain([workload.to_string()]);
-    // Writing to a Vec cannot fail.
-    writer.write_record(header).expect("in-memory CSV");
-    writer.write_record(row).expect("in-memory CSV");
-    String::from_utf8(writer.into_inner().expect("in-memory CSV")).expect("CSV of UTF-8 strings is UTF-8")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launch::{FakeLauncher, ShellLauncher};
+    use crate::workload::{FakeWorkloadRunner, ShellWorkloadRunner};
 
     const HEADER: &str = "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n";
 
@@ -441,16 +422,6 @@ mod tests {
         assert_names(&message(&format!("{HEADER}{zero}")), &["r.csv:2:", DURATION, "lasted 0"]);
     }
 
-    #[test]
-    fn kernel_table_has_kaces_header_and_one_row() {
-        let text = kernel_table_csv("bert_batch8-inf", &[1.5, 2.0, 3.0, 4.0, 5e6, 0.0]);
-        assert_eq!(
-            text,
-            "Threads,Compute (SM) Throughput,DRAM Throughput,Memory Throughput,Registers,Static Shared Memory,Type\n\
-             1.5,2,3,4,5000000,0,bert_batch8-inf\n"
-        );
-    }
-
     fn ncu_run(program: &str, timeout_ms: u64) -> NcuRun {
         NcuRun {
             program: program.to_string(),
@@ -464,12 +435,12 @@ mod tests {
     fn live_profiling_runs_the_workload_under_ncu_on_the_device() {
         let report = format!("==PROF== Connected to process 4242\nwarming up\n{HEADER}{}", launch(0, None));
         let output = WorkloadOutput { status: Some(0), stdout: report, stderr: String::new() };
-        let mut launcher = FakeLauncher::new([output]);
+        let mut launcher = FakeWorkloadRunner::new([output]);
         let device = DeviceTarget::Mig("MIG-abc".to_string());
         let metrics = profile_live(&mut launcher, &device, "python bench.py --batch 8", &ncu_run("ncu", 5000)).unwrap();
         assert_eq!(metrics, [1280.0, 50.0, 20.0, 30.0, 40960.0, 0.0]);
         let (command, env) = &launcher.started[0];
-        assert!(command.starts_with("exec 'ncu' --csv --metrics gpu__time_duration.sum,"), "{command}");
+        assert!(command.starts_with("exec ncu --csv --metrics gpu__time_duration.sum,"), "{command}");
         assert!(command.contains("--launch-skip 5 --launch-count 7 --kill yes"), "{command}");
         assert!(command.ends_with("sh -c 'python bench.py --batch 8'"), "{command}");
         assert!(env.contains(&("CUDA_VISIBLE_DEVICES".to_string(), "MIG-abc".to_string())));
@@ -480,17 +451,17 @@ mod tests {
         let device = DeviceTarget::Gpu(0);
         let output = |status, stdout: &str| WorkloadOutput { status, stdout: stdout.into(), stderr: String::new() };
 
-        let mut launcher = FakeLauncher::new([output(Some(127), "")]);
+        let mut launcher = FakeWorkloadRunner::new([output(Some(127), "")]);
         let missing = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 5000)).unwrap_err();
         assert!(matches!(missing, GpuError::NcuMissing { .. }), "{missing}");
 
         let failed = "==PROF== Connected\n==ERROR== The application returned an error code (1).\n";
-        let mut launcher = FakeLauncher::new([output(Some(1), failed)]);
+        let mut launcher = FakeWorkloadRunner::new([output(Some(1), failed)]);
         let message = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 5000)).unwrap_err().to_string();
         assert_names(&message, &["`w`", "status 1", "==ERROR== The application returned an error code (1)."]);
 
         // A workload that never gets through its launches is stopped.
-        let mut launcher = FakeLauncher::new([output(None, "")]);
+        let mut launcher = FakeWorkloadRunner::new([output(None, "")]);
         let message = profile_live(&mut launcher, &device, "w", &ncu_run("ncu", 100)).unwrap_err().to_string();
         assert_names(&message, &["`w`", "within 0.1 s", "--timeout"]);
         assert_eq!(launcher.running(), 0);
@@ -513,7 +484,7 @@ mod tests {
         std::fs::set_permissions(&ncu, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         let run = ncu_run(&ncu.display().to_string(), 10_000);
         let metrics = profile_live(
-            &mut ShellLauncher::default(),
+            &mut ShellWorkloadRunner::default(),
             &DeviceTarget::Gpu(0),
             "echo \"it's $CUDA_VISIBLE_DEVICES\"",
             &run,
@@ -523,7 +494,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("workload.out")).unwrap(), "it's 0\n");
 
         let missing = ncu_run(&dir.path().join("no-ncu").display().to_string(), 10_000);
-        let error = profile_live(&mut ShellLauncher::default(), &DeviceTarget::Gpu(0), "true", &missing).unwrap_err();
+        let error =
+            profile_live(&mut ShellWorkloadRunner::default(), &DeviceTarget::Gpu(0), "true", &missing).unwrap_err();
         assert!(matches!(error, GpuError::NcuMissing { .. }), "{error}");
     }
 }
@@ -593,15 +565,5 @@ mod fixture_tests {
         for needle in ["ncu_report.csv:28:", "launch__block_size", "launch 2", "cunn_SoftMaxForward", "no value"] {
             assert!(message.contains(needle), "{needle:?} not in {message}");
         }
-    }
-
-    #[test]
-    fn kernel_table_carries_the_aggregate() {
-        let metrics = aggregate_report(FIXTURE, "ncu_report.csv").unwrap();
-        let table = kernel_table_csv("w", &metrics);
-        let row = table.lines().nth(1).unwrap();
-        let values: Vec<f64> = row.split(',').take(6).map(|v| v.parse().unwrap()).collect();
-        assert_eq!(values, metrics.to_vec(), "values round-trip exactly");
-        assert!(row.ends_with(",w"));
     }
 }

@@ -4,20 +4,15 @@
 use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::Nvml;
 
-use crate::error::GpuError;
-use crate::launch::DeviceTarget;
+use crate::error::{one_line, GpuError};
 use crate::mig::{MigDevice, MigDevices};
 use crate::runner::{CommandOutput, CommandRunner, SystemRunner};
+use crate::workload::DeviceTarget;
 
 /// Loads NVML; without a driver, the one-line
 /// [`GpuError::NvmlUnavailable`].
 pub(crate) fn init() -> Result<Nvml, GpuError> {
     Nvml::init().map_err(|error| GpuError::NvmlUnavailable { message: one_line(&error) })
-}
-
-/// An NVML error as one line.
-pub(crate) fn one_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// [`GpuError::Nvml`] for GPU `gpu_index`, naming what was asked.
@@ -101,7 +96,8 @@ impl MigDevices for NvmlMigDevices {
     }
 }
 
-/// This node as Tessera drives it: commands run here ([`SystemRunner`]),
+/// This node as Tessera drives it, the one driver of every node operation
+/// (deploy, status, segment sweeps): commands run here ([`SystemRunner`]),
 /// MIG devices from NVML, loaded at the first lookup so that what needs
 /// none works without a driver library.
 #[derive(Debug, Default)]

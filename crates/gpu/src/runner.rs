@@ -1,6 +1,6 @@
-//! Every command Tessera runs on a GPU machine goes through
-//! [`CommandRunner`], so the logic can be tested against
-//! [`crate::fake::FakeNvidiaSmi`].
+//! Every driver program Tessera runs on a GPU machine (`nvidia-smi`,
+//! `nvidia-cuda-mps-control`) goes through [`CommandRunner`], so the logic
+//! can be tested against the fake driver (feature `fake`).
 
 use std::io::{ErrorKind, Write as _};
 use std::process::{Command, Stdio};
@@ -110,6 +110,18 @@ pub fn command_line(program: &str, args: &[String]) -> String {
     std::iter::once(program).chain(args.iter().map(String::as_str)).collect::<Vec<_>>().join(" ")
 }
 
+/// `text` as one shell word: as is when it holds only safe characters,
+/// else in single quotes. Every command line Tessera shows or hands to a
+/// shell quotes its words with this.
+pub fn shell_word(text: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
+    if !text.is_empty() && text.chars().all(safe) {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
 /// Runs a command and turns a non-zero exit status into
 /// [`GpuError::CommandFailed`].
 pub fn run_checked(runner: &mut dyn CommandRunner, program: &str, args: &[String]) -> Result<CommandOutput, GpuError> {
@@ -134,8 +146,19 @@ mod tests {
         let error = SystemRunner.run("tessera-no-such-program-xyz", &[]).unwrap_err();
         assert!(matches!(error, GpuError::ProgramMissing { .. }));
         let message = error.to_string();
-        assert!(message.contains("not found: install the NVIDIA driver (a deploy without one can still print its commands with --dry-run)"), "{message}");
-        assert!(!message.contains('\n'));
+        assert_eq!(message, "tessera-no-such-program-xyz not found: install the NVIDIA driver");
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("/tmp/tessera-mps/gpu0-3g.40gb-4/pipe"), "/tmp/tessera-mps/gpu0-3g.40gb-4/pipe");
+        assert_eq!(shell_word("python serve.py"), "'python serve.py'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+        // What a shell makes of it is the text again.
+        let text = "a 'quoted' $HOME \"word\"; echo no";
+        let output = SystemRunner.run("sh", &["-c".into(), format!("printf %s {}", shell_word(text))]).unwrap();
+        assert_eq!(output.stdout, text);
     }
 
     #[test]

@@ -12,16 +12,19 @@
 //! fails (out of memory, typically) is infeasible: it is left out of the
 //! profile and reported, as ParvaGPU's profiles leave such points out.
 
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tessera_core::{GpuModel, ProfilePoint, SegmentConfig};
+use tessera_core::{GpuModel, ModelProfile, ProfilePoint, SegmentConfig};
 
 use crate::error::GpuError;
-use crate::launch::{DeviceTarget, WorkloadLauncher};
+use crate::installed::{installed_gpu, InstalledGpu};
 use crate::measure::{measure_colocation, MpsDirs};
-use crate::mig::{LiveGpu, MigDevice};
+use crate::mig::{read_live, LiveGpu, MigDevice, MigDevices};
 use crate::runner::CommandRunner;
+use crate::workload::{DeviceTarget, WorkloadRunner};
 
 /// One MIG instance (or a whole GPU) to measure segments in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,11 +41,11 @@ pub struct SegmentTarget {
 /// a MIG device (a compute instance) in `devices`, smallest first; the
 /// instances passed over, with why, come second.
 pub fn targets_on_instances(
-    model: GpuModel,
+    gpu_model: GpuModel,
     live: &LiveGpu,
     devices: &[MigDevice],
 ) -> (Vec<SegmentTarget>, Vec<String>) {
-    let spec = model.spec();
+    let spec = gpu_model.spec();
     let mut targets: Vec<SegmentTarget> = Vec::new();
     let mut passed_over = Vec::new();
     for instance in &live.instances {
@@ -73,8 +76,9 @@ pub fn targets_on_instances(
 /// the H100 and H200 the largest profile has every SM of the GPU; on the
 /// A100 it has 98 of 108, so such points overstate that profile by up to
 /// about 10%.
-pub fn target_whole_gpu(model: GpuModel, gpu_index: u32) -> SegmentTarget {
-    let size_gpcs = model.spec().sizes().max().unwrap_or(model.spec().compute_slices);
+pub fn target_whole_gpu(gpu_model: GpuModel, gpu_index: u32) -> SegmentTarget {
+    let spec = gpu_model.spec();
+    let size_gpcs = spec.sizes().max().unwrap_or(spec.compute_slices);
     SegmentTarget { size_gpcs, label: format!("whole GPU {gpu_index}"), device: DeviceTarget::Gpu(gpu_index) }
 }
 
@@ -122,10 +126,10 @@ pub enum PointOutcome {
 
 /// Measures every configuration of `sweep` in `targets`, calling
 /// `on_point` after each. Workload failures make a point infeasible; any
-/// other failure (MPS, the launcher) stops the sweep.
-pub fn run_sweep(
+/// other failure (MPS, the workload runner) stops the sweep.
+fn run_sweep(
     runner: &mut dyn CommandRunner,
-    launcher: &mut dyn WorkloadLauncher,
+    launcher: &mut dyn WorkloadRunner,
     targets: &[SegmentTarget],
     sweep: &Sweep,
     on_point: &mut dyn FnMut(&SegmentTarget, SegmentConfig, &PointOutcome),
@@ -142,7 +146,7 @@ pub fn run_sweep(
 
 fn measure_point(
     runner: &mut dyn CommandRunner,
-    launcher: &mut dyn WorkloadLauncher,
+    launcher: &mut dyn WorkloadRunner,
     target: &SegmentTarget,
     config: SegmentConfig,
     sweep: &Sweep,
@@ -167,6 +171,168 @@ fn measure_point(
         .map_err(|error| GpuError::Workload { command, message: format!("{config}: {error}") })
 }
 
+/// What [`sweep_segments`] measures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepOptions {
+    /// The workload's name, for messages.
+    pub workload: String,
+    /// The GPU's index on the node.
+    pub gpu: u32,
+    /// Measure the GPU without MIG, as its largest profile (see
+    /// [`target_whole_gpu`]), instead of its MIG instances.
+    pub whole_gpu: bool,
+    /// The configurations and how to run them.
+    pub sweep: Sweep,
+}
+
+/// What a sweep reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum SweepEvent<'a> {
+    /// The GPU was read: what will be measured, and the instances passed
+    /// over (with why).
+    Targets {
+        /// The GPU.
+        installed: &'a InstalledGpu,
+        /// The instances (or whole GPU) measured, smallest first.
+        targets: &'a [SegmentTarget],
+        /// The instances passed over, with why.
+        passed_over: &'a [String],
+        /// How many points will be measured.
+        points: usize,
+    },
+    /// One point was measured.
+    Point {
+        /// Where.
+        target: &'a SegmentTarget,
+        /// What.
+        config: SegmentConfig,
+        /// How it went.
+        outcome: &'a PointOutcome,
+    },
+}
+
+/// What a sweep measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepReport {
+    /// The GPU measured.
+    pub installed: InstalledGpu,
+    /// Every configuration, in order, with its outcome.
+    pub outcomes: Vec<(SegmentConfig, PointOutcome)>,
+}
+
+/// Sweeps `options.sweep` on GPU `options.gpu` of the node `driver` drives:
+/// in one MIG instance of each size that exists (never creating or
+/// changing any), or, with `whole_gpu`, in the whole GPU without MIG. A GPU
+/// in the other mode, or without an instance to measure in, is refused
+/// before anything runs.
+pub fn sweep_segments<N: CommandRunner + MigDevices>(
+    driver: &mut N,
+    workloads: &mut dyn WorkloadRunner,
+    options: &SweepOptions,
+    on_event: &mut dyn FnMut(SweepEvent<'_>),
+) -> Result<SweepReport, GpuError> {
+    let sweep = &options.sweep;
+    if !sweep.command_template.contains("{batch}") && sweep.batches.len() > 1 {
+        return Err(GpuError::Sweep {
+            message: format!(
+                "workload {}: its command has no {{batch}} to take the batch sizes {:?}",
+                options.workload, sweep.batches
+            ),
+        });
+    }
+    let gpu = options.gpu;
+    let installed = installed_gpu(driver, gpu)?;
+    let refuse = |message: String| Err(GpuError::Sweep { message });
+    let (targets, passed_over) = match (options.whole_gpu, installed.mig_enabled) {
+        (true, true) => {
+            return refuse(format!(
+                "GPU {gpu} ({}) is in MIG mode: drop --whole-gpu to measure its MIG instances",
+                installed.name
+            ))
+        }
+        (true, false) => (vec![target_whole_gpu(installed.gpu_model, gpu)], Vec::new()),
+        (false, false) => {
+            return refuse(format!(
+                "GPU {gpu} ({}) is not in MIG mode: measure it whole with --whole-gpu, or enable MIG and create \
+                 instances first (Tessera never changes MIG mode)",
+                installed.name
+            ))
+        }
+        (false, true) => {
+            let live = read_live(driver, gpu, installed.gpu_model)?;
+            let devices = driver.mig_devices(gpu)?;
+            targets_on_instances(installed.gpu_model, &live, &devices)
+        }
+    };
+    let points = sweep.configs(&targets).len();
+    on_event(SweepEvent::Targets { installed: &installed, targets: &targets, passed_over: &passed_over, points });
+    if targets.is_empty() {
+        return refuse(format!(
+            "GPU {gpu} has no MIG instance with a compute instance to measure in: create them with \
+             `nvidia-smi mig -i {gpu} -cgi PROFILE -C` (see `nvidia-smi mig -lgip`)"
+        ));
+    }
+    let outcomes = run_sweep(driver, workloads, &targets, sweep, &mut |target, config, outcome| {
+        on_event(SweepEvent::Point { target, config, outcome });
+    })?;
+    Ok(SweepReport { installed, outcomes })
+}
+
+/// A profile of measured points merged with earlier ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergedProfile {
+    /// The profile to store.
+    pub profile: ModelProfile,
+    /// Points measured now.
+    pub measured: usize,
+    /// Earlier points kept (configurations not measured now).
+    pub kept: usize,
+}
+
+/// The profile of `model_name` on `gpu_model` from a sweep's `outcomes`
+/// and the `earlier` profile: a configuration measured now replaces its
+/// earlier point, an earlier point of a configuration not measured now
+/// (another batch, or one infeasible now) is kept. A sweep that measured
+/// nothing is an error naming `workload` and the first failure.
+pub fn merge_profile(
+    gpu_model: GpuModel,
+    model_name: &str,
+    workload: &str,
+    outcomes: &[(SegmentConfig, PointOutcome)],
+    earlier: Option<&ModelProfile>,
+) -> Result<MergedProfile, GpuError> {
+    let mut points: BTreeMap<SegmentConfig, ProfilePoint> = outcomes
+        .iter()
+        .filter_map(|(config, outcome)| match outcome {
+            PointOutcome::Measured(point) => Some((*config, *point)),
+            PointOutcome::Infeasible(_) => None,
+        })
+        .collect();
+    let measured = points.len();
+    if measured == 0 {
+        let first_failure = outcomes.iter().find_map(|(_, outcome)| match outcome {
+            PointOutcome::Infeasible(reason) => Some(reason.as_str()),
+            PointOutcome::Measured(_) => None,
+        });
+        return Err(GpuError::Sweep {
+            message: format!(
+                "no configuration of {workload} could be measured: {}",
+                first_failure.unwrap_or("nothing was swept")
+            ),
+        });
+    }
+    let mut kept = 0;
+    for point in earlier.map_or(&[][..], ModelProfile::points) {
+        if let Entry::Vacant(slot) = points.entry(point.config) {
+            slot.insert(*point);
+            kept += 1;
+        }
+    }
+    let profile = ModelProfile::new(gpu_model, model_name, points.into_values().collect())
+        .map_err(|error| GpuError::Sweep { message: format!("profile of {model_name} on {gpu_model}: {error}") })?;
+    Ok(MergedProfile { profile, measured, kept })
+}
+
 /// Private MPS directories of one point.
 fn point_dirs(root: &Path, config: SegmentConfig, device: DeviceTarget) -> MpsDirs {
     let dir = root.join(format!("{}g-b{}-p{}", config.size_gpcs, config.batch, config.procs));
@@ -177,8 +343,7 @@ fn point_dirs(root: &Path, config: SegmentConfig, device: DeviceTarget) -> MpsDi
 mod tests {
     use super::*;
     use crate::fake::{fake_mig_uuid, FakeNvidiaSmi};
-    use crate::launch::{FakeLauncher, WorkloadOutput};
-    use crate::mig::{read_live, MigDevices};
+    use crate::workload::{FakeWorkloadRunner, WorkloadOutput};
 
     fn arg(text: &str) -> Vec<String> {
         text.split_whitespace().map(String::from).collect()
@@ -253,7 +418,7 @@ mod tests {
         };
         // Per process, in order: 1g b4 ×1, ×2; 1g b8 ×1, ×2 (one out of memory); 3g b4 ×1, ×2; 3g b8 ×1, ×2.
         let oom = WorkloadOutput { status: Some(1), stdout: String::new(), stderr: "CUDA out of memory".into() };
-        let t = FakeLauncher::throughput;
+        let t = FakeWorkloadRunner::throughput;
         let outputs = [
             t(100.0),
             t(90.0),
@@ -268,7 +433,7 @@ mod tests {
             t(400.0),
             t(420.0),
         ];
-        let mut launcher = FakeLauncher::new(outputs);
+        let mut launcher = FakeWorkloadRunner::new(outputs);
         let mut fake = FakeNvidiaSmi::new();
         let mut seen = 0;
         let outcomes = run_sweep(&mut fake, &mut launcher, &targets, &sweep, &mut |_, _, _| seen += 1).expect("swept");
@@ -307,5 +472,98 @@ mod tests {
         assert!(env.contains(&("CUDA_MPS_PIPE_DIRECTORY".to_string(), pipe)), "{env:?}");
         assert!(!fake.daemon_running());
         assert_eq!(launcher.running(), 0);
+    }
+
+    fn point(size: u8, batch: u32, procs: u32, throughput_rps: f64) -> ProfilePoint {
+        ProfilePoint::new(SegmentConfig { size_gpcs: size, batch, procs }, throughput_rps, 10.0, None).unwrap()
+    }
+
+    #[test]
+    fn a_merge_replaces_measured_configurations_and_keeps_the_others() {
+        let earlier = ModelProfile::new(
+            GpuModel::A100_80GB,
+            "m",
+            vec![point(1, 1, 1, 10.0), point(1, 2, 1, 20.0), point(1, 4, 1, 40.0)],
+        )
+        .unwrap();
+        let outcomes = vec![
+            (point(1, 2, 1, 25.0).config, PointOutcome::Measured(point(1, 2, 1, 25.0))),
+            (point(1, 4, 1, 0.5).config, PointOutcome::Infeasible("out of memory".into())),
+            (point(1, 8, 1, 80.0).config, PointOutcome::Measured(point(1, 8, 1, 80.0))),
+        ];
+        let merged = merge_profile(GpuModel::A100_80GB, "m", "w", &outcomes, Some(&earlier)).unwrap();
+        assert_eq!((merged.measured, merged.kept), (2, 2));
+        let points: Vec<(u32, f64)> =
+            merged.profile.points().iter().map(|p| (p.config.batch, p.throughput_rps)).collect();
+        // Batch 2 measured again, batch 4 infeasible now keeps its earlier point.
+        assert_eq!(points, [(1, 10.0), (2, 25.0), (4, 40.0), (8, 80.0)]);
+        let alone = merge_profile(GpuModel::A100_80GB, "m", "w", &outcomes, None).unwrap();
+        assert_eq!((alone.measured, alone.kept, alone.profile.points().len()), (2, 0, 2));
+
+        let failed = [(point(1, 4, 1, 1.0).config, PointOutcome::Infeasible("CUDA out of memory".into()))];
+        let error = merge_profile(GpuModel::A100_80GB, "m", "w", &failed, Some(&earlier)).unwrap_err().to_string();
+        assert_eq!(error, "no configuration of w could be measured: CUDA out of memory");
+    }
+
+    fn sweep_options(dir: &Path, whole_gpu: bool, batches: Vec<u32>) -> SweepOptions {
+        SweepOptions {
+            workload: "w".into(),
+            gpu: 0,
+            whole_gpu,
+            sweep: Sweep {
+                command_template: "serve --batch {batch}".into(),
+                throughput_regex: None,
+                batches,
+                procs: vec![1],
+                duration: Duration::from_millis(1),
+                mps_root: dir.to_path_buf(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_sweep_measures_the_instances_that_exist_and_refuses_the_wrong_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut fake = node();
+        let t = FakeWorkloadRunner::throughput;
+        let mut workloads = FakeWorkloadRunner::new([t(10.0), t(20.0), t(30.0), t(40.0)]);
+        let mut seen = Vec::new();
+        let report =
+            sweep_segments(&mut fake, &mut workloads, &sweep_options(dir.path(), false, vec![1, 2]), &mut |event| {
+                seen.push(match event {
+                    SweepEvent::Targets { targets, passed_over, points, .. } => {
+                        format!("{} targets, {} passed over, {points} points", targets.len(), passed_over.len())
+                    }
+                    SweepEvent::Point { target, config, .. } => format!("{config} in {}", target.label),
+                });
+            })
+            .unwrap();
+        assert_eq!(report.installed.gpu_model, GpuModel::A100_80GB);
+        assert_eq!(report.outcomes.len(), 4);
+        assert_eq!(seen[0], "2 targets, 1 passed over, 4 points");
+        assert!(seen[1].ends_with("in 2g.20gb@0"), "{seen:?}");
+
+        let error = sweep_segments(&mut fake, &mut workloads, &sweep_options(dir.path(), true, vec![1]), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("is in MIG mode: drop --whole-gpu"), "{error}");
+        let mut no_mig = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H200_141GB).with_mig_disabled(0);
+        let error =
+            sweep_segments(&mut no_mig, &mut workloads, &sweep_options(dir.path(), false, vec![1]), &mut |_| {})
+                .unwrap_err()
+                .to_string();
+        assert!(error.contains("not in MIG mode") && error.contains("never changes MIG mode"), "{error}");
+        let mut options = sweep_options(dir.path(), true, vec![1, 2]);
+        options.sweep.command_template = "serve".into();
+        let error = sweep_segments(&mut no_mig, &mut workloads, &options, &mut |_| {}).unwrap_err().to_string();
+        assert_eq!(error, "workload w: its command has no {batch} to take the batch sizes [1, 2]");
+        let mut empty = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        let error = sweep_segments(&mut empty, &mut workloads, &sweep_options(dir.path(), false, vec![1]), &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("no MIG instance with a compute instance") && error.contains("-cgi PROFILE -C"),
+            "{error}"
+        );
     }
 }

@@ -11,14 +11,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tessera_gpu::launch::{DeviceTarget, ShellLauncher};
-use tessera_gpu::measure::{measure_alone, measure_colocation, MpsDirs};
-use tessera_gpu::mig::MigDevices;
-use tessera_gpu::mps::daemon_answers;
-use tessera_gpu::ncu::{profile_live, NcuRun};
-use tessera_gpu::nvml::NvmlMigDevices;
-use tessera_gpu::runner::{CommandRunner, SystemRunner};
-use tessera_gpu::sampler::NvmlSampler;
+use tessera_gpu::{
+    daemon_answers, measure_alone, measure_group, profile_kernels, AloneOptions, CommandRunner, DeviceTarget,
+    GroupOptions, MeasuredCommand, MigDevices, MpsDirs, NcuRun, NvmlMigDevices, NvmlSampler, ShellWorkloadRunner,
+    SystemRunner,
+};
 
 fn workload(model: &str, batch: u32) -> String {
     let root = std::env::var_os("TESSERA_REPO")
@@ -55,16 +52,14 @@ fn nvidia_smi_answers_the_queries_tessera_makes() {
 #[ignore = "needs an NVIDIA GPU, its driver, and python3 with torch"]
 fn a_real_workload_alone_has_throughput_and_utilisation() {
     let mut sampler = NvmlSampler::open(0).expect("NVML on a GPU node");
-    let metrics = measure_alone(
-        &mut sampler,
-        &mut ShellLauncher::on(&DeviceTarget::Gpu(0)),
-        &workload("mlp", 256),
-        None,
-        Duration::from_secs(12),
-        Duration::from_millis(100),
-        &mut |_, _| {},
-    )
-    .expect("measured alone");
+    let options = AloneOptions {
+        workload: MeasuredCommand { command: workload("mlp", 256), throughput_regex: None },
+        duration: Duration::from_secs(12),
+        interval: Duration::from_millis(100),
+    };
+    let metrics =
+        measure_alone(&mut sampler, &mut ShellWorkloadRunner::on(&DeviceTarget::Gpu(0)), &options, &mut |_, _| {})
+            .expect("measured alone");
     println!("mlp batch 256 alone on GPU 0: {metrics:?}");
     assert!(metrics.exclusive_rps > 0.0 && metrics.samples >= 50, "{metrics:?}");
     assert!(metrics.sm_util_pct > 0.0 && metrics.peak_memory_gb > 0.0, "{metrics:?}");
@@ -79,8 +74,9 @@ fn ncu_profiles_a_real_workload() {
         launch_count: 30,
         timeout: Duration::from_secs(240),
     };
-    let metrics = profile_live(&mut ShellLauncher::default(), &DeviceTarget::Gpu(0), &workload("mlp", 64), &run)
-        .expect("profiled");
+    let metrics =
+        profile_kernels(&mut ShellWorkloadRunner::default(), &DeviceTarget::Gpu(0), &workload("mlp", 64), &run)
+            .expect("profiled");
     println!("mlp batch 64 kernel metrics (threads, SM %, DRAM %, memory %, registers, static shared): {metrics:?}");
     assert!(metrics[0] > 0.0 && metrics[4] > 0.0, "{metrics:?}");
     for pct in &metrics[1..4] {
@@ -97,17 +93,13 @@ fn two_real_workloads_colocated_under_a_private_mps_daemon() {
         log_dir: dir.path().join("log"),
         device: Some(DeviceTarget::Gpu(0)),
     };
-    let commands = [workload("mlp", 256), workload("conv", 64)];
-    let pairs: Vec<(&str, Option<&str>)> = commands.iter().map(|c| (c.as_str(), None)).collect();
-    let throughputs = measure_colocation(
-        &mut SystemRunner,
-        &mut ShellLauncher::on(&DeviceTarget::Gpu(0)),
-        &pairs,
-        &mps,
-        Duration::from_secs(15),
-        None,
-    )
-    .expect("colocated under MPS");
+    let members = [workload("mlp", 256), workload("conv", 64)]
+        .map(|command| MeasuredCommand { command, throughput_regex: None })
+        .to_vec();
+    let options =
+        GroupOptions { members, mps: mps.clone(), duration: Duration::from_secs(15), active_thread_percentage: None };
+    let throughputs = measure_group(&mut SystemRunner, &mut ShellWorkloadRunner::on(&DeviceTarget::Gpu(0)), &options)
+        .expect("colocated under MPS");
     println!("mlp b256 + conv b64 under MPS on GPU 0: {throughputs:?} samples/s");
     assert!(throughputs.iter().all(|&t| t > 0.0), "{throughputs:?}");
     // The daemon was quit: it no longer answers on its pipe directory.

@@ -29,10 +29,14 @@ pub mod formats;
 pub mod fs;
 
 pub use db::{
-    default_path, ColocationImportSummary, ImportSummary, JournalEntry, ProfileSummary, RegisteredWorkload, Store,
+    default_path, ColocationImportSummary, ImportSummary, JournalEntry, KernelMetricsStored, ProfileSummary,
+    RegisteredWorkload, Store, WorkloadTask,
 };
 pub use error::StoreError;
-pub use formats::kace::{read_colocations, read_workload_tables, write_colocations, ColocationImport};
+pub use formats::kace::{
+    check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_workload_tables,
+    write_colocations, ColocationImport,
+};
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,

@@ -1,22 +1,20 @@
 //! `tessera deploy`: a plan onto one node's GPUs: each GPU's MIG layout,
 //! then one MPS control daemon per instance running the registered
-//! workload's processes.
+//! workload's processes. The commands come from the registered workloads
+//! (resolved before planning); planning, applying and the status are
+//! tessera-gpu's node operations, driven by one [`NodeDriver`].
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
-use tessera_gpu::deploy::model::check_installed;
-use tessera_gpu::deploy::{
-    apply_node, describe, plan_gpu, plan_node, DetachedLauncher, Event, GpuDeployment, GpuPlan, InstanceDir,
+use tessera_core::text::count;
+use tessera_core::Plan;
+use tessera_gpu::{
+    apply_node, describe, node_status, plan_node, DetachedLauncher, Event, GpuError, GpuPlan, NodeDriver, NodeOptions,
+    NodePlan, ServiceCommands,
 };
-use tessera_gpu::mig::read_live;
-use tessera_gpu::nvml::NodeDriver;
-use tessera_gpu::runner::SystemRunner;
-use tessera_gpu::GpuError;
-use tessera_store::{RegisteredWorkload, Store};
+use tessera_store::Store;
 
 use crate::args::{DeployArgs, DeployCommand};
 use crate::inputs::store_path;
@@ -26,34 +24,11 @@ pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
     // a closed pipe is an error rather than a panic.
     let mut out = String::new();
     let result = match &args.command {
-        Some(DeployCommand::Status { plan, node, mps_dir }) => status(plan, *node, mps_dir, &mut out),
+        Some(DeployCommand::Status { plan, node, mps_dir }) => status(plan, *node, mps_dir, store, &mut out),
         None => deploy(args, store, &mut out),
     };
     crate::output::emit(out.as_bytes(), None)?;
     result
-}
-
-/// The registered workload serving `model` at `batch`: of its family and
-/// batch, an inference workload before a training one, else the first by
-/// name.
-fn workload_for<'a>(registered: &'a [RegisteredWorkload], model: &str, batch: u32) -> Option<&'a RegisteredWorkload> {
-    registered.iter().filter(|w| w.family == model && w.batch == batch).min_by_key(|w| w.task != "inference")
-}
-
-/// The command serving each (model, batch) the deployments need; `None`
-/// where no workload is registered for it.
-fn commands_for(
-    deployments: &[GpuDeployment],
-    registered: &[RegisteredWorkload],
-) -> BTreeMap<(String, u32), Option<String>> {
-    deployments
-        .iter()
-        .flat_map(|deployment| &deployment.planned.instances)
-        .map(|i| {
-            let command = workload_for(registered, &i.model, i.batch).map(RegisteredWorkload::command_line);
-            ((i.model.clone(), i.batch), command)
-        })
-        .collect()
 }
 
 /// How to register a workload for `model` at `batch`.
@@ -61,26 +36,60 @@ fn registration_hint(model: &str, batch: u32) -> String {
     format!("tessera workload add NAME --family {model} --task inference --batch {batch} --command '…'")
 }
 
-/// Refuses (`apply`) or notes in `out` (dry run) the (model, batch) pairs
-/// without a registered workload.
-fn check_missing(commands: &BTreeMap<(String, u32), Option<String>>, apply: bool, out: &mut String) -> Result<()> {
-    let missing: Vec<&(String, u32)> = commands.iter().filter(|(_, c)| c.is_none()).map(|(key, _)| key).collect();
-    if let (true, Some((model, batch))) = (apply, missing.first()) {
-        let others: Vec<String> = missing[1..].iter().map(|(m, b)| format!("{m} batch {b}")).collect();
-        let also = if others.is_empty() { String::new() } else { format!(" (also missing: {})", others.join(", ")) };
-        bail!(
-            "no registered workload for model {model} batch {batch}{also}; nothing was changed; register one with `{}`",
-            registration_hint(model, *batch)
-        );
+/// A node operation's error, with what this command can add: without a
+/// driver a deploy can still print its commands; a missing workload can be
+/// registered.
+fn explained(error: GpuError) -> anyhow::Error {
+    match &error {
+        GpuError::ProgramMissing { .. } => {
+            anyhow::anyhow!("{error} (a deploy without one can still print its commands with --dry-run)")
+        }
+        GpuError::NoWorkload { model, batch, .. } => {
+            anyhow::anyhow!("{error}; register one with `{}`", registration_hint(model, *batch))
+        }
+        _ => error.into(),
     }
-    for (model, batch) in missing {
-        writeln!(
-            out,
-            "# no registered workload for model {model} batch {batch}: `{}`",
-            registration_hint(model, *batch)
-        )?;
+}
+
+/// The plan, the node options and the commands of the registered
+/// workloads; `journal` is the store opened for writing (an apply), else
+/// the store is only read, when it exists.
+fn inputs(
+    path: &Path,
+    node: u32,
+    mps_dir: &Path,
+    store_file: &Path,
+    journal: Option<&Store>,
+    dry_run: bool,
+) -> Result<(Plan, NodeOptions, ServiceCommands)> {
+    let plan = read_plan(path)?;
+    let registered = match journal {
+        Some(store) => store.registered_workloads()?,
+        None if store_file.exists() => Store::open(store_file)?.registered_workloads()?,
+        None => Vec::new(),
+    };
+    let commands = ServiceCommands::resolve(&plan, node, &registered);
+    let options = NodeOptions { node, mps_root: absolute(mps_dir)?, assume_empty_without_driver: dry_run };
+    Ok((plan, options, commands))
+}
+
+/// Plans the node, naming the plan file when it has no GPU there.
+fn planned(
+    driver: &mut NodeDriver,
+    launcher: &mut DetachedLauncher,
+    path: &Path,
+    (plan, options, commands): &(Plan, NodeOptions, ServiceCommands),
+) -> Result<NodePlan> {
+    match plan_node(driver, launcher, plan, commands, options) {
+        Err(error @ GpuError::NoGpuOnNode { .. }) => Err(error).with_context(|| path.display().to_string()),
+        other => other.map_err(explained),
     }
-    Ok(())
+}
+
+/// `# GPU g (model): live …`.
+fn header(gpu: &GpuPlan) -> String {
+    let deployment = &gpu.deployment;
+    format!("# GPU {} ({}): live {}", gpu.gpu(), deployment.planned.gpu_model, describe(&deployment.live))
 }
 
 /// Prints (dry run) or applies the plan on the node; `--apply` journals
@@ -89,66 +98,41 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
     let (Some(path), Some(node)) = (args.plan, args.node) else {
         bail!("deploy needs PLAN.json and --node N");
     };
-    let plan = read_plan(&path)?;
-    let mut driver = NodeDriver::default();
-    let deployments = if args.apply {
-        plan_node(Some(&mut driver), &plan, node)?
-    } else {
-        // A dry run reads the live layout when it can, else assumes empty GPUs.
-        match plan_node(Some(&mut driver), &plan, node) {
-            Err(GpuError::ProgramMissing { .. }) => {
-                writeln!(out, "# nvidia-smi not found: the commands assume GPUs in MIG mode without instances")?;
-                plan_node(None, &plan, node)?
-            }
-            other => other?,
-        }
-    };
-    if deployments.is_empty() {
-        bail!("{}: no GPU on node {node}", path.display());
-    }
     let store_file = store_path(store)?;
     // Opened before any change, so a store that cannot be opened stops the
     // deployment instead of leaving changes unrecorded.
     let mut journal = if args.apply { Some(Store::open(&store_file)?) } else { None };
-    let registered = match &journal {
-        Some(store) => store.registered_workloads()?,
-        None if store_file.exists() => Store::open(&store_file)?.registered_workloads()?,
-        None => Vec::new(),
-    };
-    let commands = commands_for(&deployments, &registered);
-    check_missing(&commands, args.apply, out)?;
-    let mut command_for = |instance: &InstanceAssignment| match commands.get(&(instance.model.clone(), instance.batch))
-    {
-        Some(Some(command)) => command.clone(),
-        _ => format!("<command of a workload for {} batch {}>", instance.model, instance.batch),
-    };
-    let root = absolute(&args.mps_dir)?;
+    let inputs = inputs(&path, node, &args.mps_dir, &store_file, journal.as_ref(), !args.apply)?;
+    let mut driver = NodeDriver::default();
     let mut launcher = DetachedLauncher::default();
-    let plans = deployments
-        .into_iter()
-        .map(|deployment| plan_gpu(&mut driver, &mut launcher, deployment, &root, &mut command_for))
-        .collect::<Result<Vec<GpuPlan>, GpuError>>()?;
-    let header = |plan: &GpuPlan| {
-        let deployment = &plan.deployment;
-        format!("# GPU {} ({}): live {}", plan.gpu(), deployment.planned.gpu_model, describe(&deployment.live))
-    };
+    let node_plan = planned(&mut driver, &mut launcher, &path, &inputs)?;
     let Some(store) = journal.as_mut() else {
-        for plan in &plans {
-            writeln!(out, "{}", header(plan))?;
-            if plan.deployment.steps.is_empty() {
-                writeln!(out, "# GPU {}: MIG layout already as planned", plan.gpu())?;
+        if node_plan.assumed_empty {
+            writeln!(out, "# nvidia-smi not found: the commands assume GPUs in MIG mode without instances")?;
+        }
+        for (model, batch) in &node_plan.missing_commands {
+            writeln!(
+                out,
+                "# no registered workload for model {model} batch {batch}: `{}`",
+                registration_hint(model, *batch)
+            )?;
+        }
+        for gpu in &node_plan.gpus {
+            writeln!(out, "{}", header(gpu))?;
+            if gpu.layout_as_planned() {
+                writeln!(out, "# GPU {}: MIG layout already as planned", gpu.gpu())?;
             }
-            plan.lines().iter().try_for_each(|line| writeln!(out, "{line}"))?;
+            gpu.lines().iter().try_for_each(|line| writeln!(out, "{line}"))?;
         }
         return Ok(());
     };
     let mut current = None;
     let mut journal_error = None;
-    let applied = apply_node(&mut driver, &mut launcher, &plans, args.force, &mut |event: Event| {
+    let applied = apply_node(&mut driver, &mut launcher, &node_plan, args.force, &mut |event: Event| {
         if current != Some(event.gpu) {
             current = Some(event.gpu);
-            if let Some(plan) = plans.iter().find(|plan| plan.gpu() == event.gpu) {
-                let _ = writeln!(out, "{}", header(plan));
+            if let Some(gpu) = node_plan.gpus.iter().find(|gpu| gpu.gpu() == event.gpu) {
+                let _ = writeln!(out, "{}", header(gpu));
             }
         }
         let _ = writeln!(out, "{event}");
@@ -158,76 +142,68 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
             journal_error = store.journal(action, &detail).err();
         }
     });
-    applied?;
+    applied.map_err(explained)?;
     match journal_error {
         Some(error) => Err(error).context("the deployment was applied but not fully journaled"),
         None => Ok(()),
     }
 }
 
-fn status(path: &Path, node: u32, mps_dir: &Path, out: &mut String) -> Result<()> {
-    let plan = read_plan(path)?;
-    let mut gpus: Vec<&GpuAssignment> = plan.gpus.iter().filter(|gpu| gpu.node == node).collect();
-    if gpus.is_empty() {
-        bail!("{}: no GPU on node {node}", path.display());
-    }
-    gpus.sort_by_key(|gpu| gpu.index);
-    let root = absolute(mps_dir)?;
-    let mut runner = SystemRunner;
-    let mut launcher = DetachedLauncher::default();
-    let (mut differing, mut idle) = (0, 0);
-    for planned in gpus {
-        let installed = check_installed(&mut runner, planned)?;
-        let live = read_live(&mut runner, planned.index, planned.gpu_model)?;
-        let mut want: Vec<(String, u8)> = planned.instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
-        want.sort();
-        let mut have: Vec<(String, u8)> = live.instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
-        have.sort();
-        let missing: Vec<String> = want.iter().filter(|w| !have.contains(w)).map(|(p, s)| format!("{p}@{s}")).collect();
-        let extra: Vec<String> = have.iter().filter(|h| !want.contains(h)).map(|(p, s)| format!("{p}@{s}")).collect();
-        let no_ci: Vec<String> = live
-            .instances
-            .iter()
-            .filter(|i| i.compute_instances.is_empty())
-            .map(|i| format!("{}@{}", i.profile, i.start))
-            .collect();
-        let gpu = format!("GPU {} ({})", planned.index, installed.name);
-        if missing.is_empty() && extra.is_empty() && no_ci.is_empty() {
-            writeln!(out, "{gpu}: as planned ({})", describe(&live))?;
+/// Compares the node with the plan: the same reading and decisions as a
+/// deploy, printed; not as planned is an error.
+fn status(path: &Path, node: u32, mps_dir: &Path, store: Option<&Path>, out: &mut String) -> Result<()> {
+    let store_file = store_path(store)?;
+    let (plan, options, commands) = inputs(path, node, mps_dir, &store_file, None, false)?;
+    let mut driver = NodeDriver::default();
+    let status = match node_status(&mut driver, &mut DetachedLauncher::default(), &plan, &commands, &options) {
+        Err(error @ GpuError::NoGpuOnNode { .. }) => Err(error).with_context(|| path.display().to_string()),
+        other => other.map_err(explained),
+    }?;
+    for gpu in &status.gpus {
+        let name = format!("GPU {} ({})", gpu.index, gpu.name);
+        if gpu.layout_as_planned {
+            writeln!(out, "{name}: as planned ({})", describe(&gpu.live))?;
         } else {
-            differing += 1;
+            let layout = &gpu.layout;
             writeln!(
                 out,
-                "{gpu}: differs: missing [{}], extra [{}], without compute instance [{}]",
-                missing.join(", "),
-                extra.join(", "),
-                no_ci.join(", ")
+                "{name}: differs: missing [{}], extra [{}], without compute instance [{}]",
+                layout.missing.join(", "),
+                layout.extra.join(", "),
+                layout.without_compute_instance.join(", ")
             )?;
         }
-        for instance in &planned.instances {
-            let dir = InstanceDir::new(&root, planned.index, &instance.profile, instance.start);
-            let state = dir.state(&mut runner, &mut launcher)?;
-            if !state.runs(instance.procs) {
-                idle += 1;
-            }
+        for instance in &gpu.instances {
+            let (planned, state) = (&instance.planned, &instance.state);
             let pids: Vec<String> = state.alive.iter().map(u32::to_string).collect();
             writeln!(
                 out,
-                "  {} ({} batch {}): MPS daemon {}, {} of {} process(es) running{}",
-                dir.instance(),
-                instance.model,
-                instance.batch,
+                "  {} ({} batch {}): MPS daemon {}, {} of {} running{}{}",
+                instance.dir.instance(),
+                planned.model,
+                planned.batch,
                 if state.daemon { "running" } else { "not running" },
                 state.alive.len(),
-                instance.procs,
-                if pids.is_empty() { String::new() } else { format!(" (pids {})", pids.join(", ")) }
+                count(planned.procs, "process"),
+                if pids.is_empty() { String::new() } else { format!(" (pids {})", pids.join(", ")) },
+                if state.runs(planned.procs) && !instance.as_planned {
+                    ", but not as planned (another command, or its GPU's layout changes)"
+                } else {
+                    ""
+                }
             )?;
         }
     }
-    if differing > 0 || idle > 0 {
+    if !status.as_planned() {
+        let gpus = status.gpus_differing();
+        let instances = status.instances_not_as_planned();
         bail!(
-            "on node {node}, {differing} GPU(s) differ from {} and {idle} instance(s) do not run their MPS daemon and processes",
-            path.display()
+            "on node {node}, {} {} from {} and {} {} not run as planned",
+            count(gpus, "GPU"),
+            if gpus == 1 { "differs" } else { "differ" },
+            path.display(),
+            count(instances, "instance"),
+            if instances == 1 { "does" } else { "do" },
         );
     }
     Ok(())
@@ -240,59 +216,4 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
 fn read_plan(path: &Path) -> Result<Plan> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}: not a Tessera plan", path.display()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tessera_gpu::mig::LiveGpu;
-
-    fn workload(name: &str, family: &str, task: &str, batch: u32) -> RegisteredWorkload {
-        RegisteredWorkload {
-            name: name.to_string(),
-            family: family.to_string(),
-            task: task.to_string(),
-            batch,
-            command: format!("run {name} --batch {{batch}}"),
-            throughput_regex: None,
-        }
-    }
-
-    #[test]
-    fn the_workload_of_the_same_family_and_batch_serves_inference_first() {
-        let registered = [
-            workload("a-train", "bert-base", "training", 8),
-            workload("b-inf", "bert-base", "inference", 8),
-            workload("c-inf", "bert-base", "inference", 8),
-            workload("d-inf", "bert-base", "inference", 4),
-            workload("e-train", "gpt2", "training", 1),
-        ];
-        let name = |model, batch| workload_for(&registered, model, batch).map(|w| w.name.as_str());
-        assert_eq!(name("bert-base", 8), Some("b-inf"));
-        assert_eq!(name("bert-base", 4), Some("d-inf"));
-        assert_eq!(name("gpt2", 1), Some("e-train"));
-        assert_eq!(name("gpt2", 2), None);
-        assert_eq!(name("resnet50", 8), None);
-    }
-
-    #[test]
-    fn commands_are_filled_in_and_missing_ones_are_none() {
-        let planned: GpuAssignment = serde_json::from_value(serde_json::json!({
-            "node": 0, "index": 1, "gpu_model": "a100-80gb", "instances": [
-                {"profile": "3g.40gb", "size": 3, "start": 4, "service": "s", "model": "bert-base", "batch": 8,
-                 "procs": 2, "throughput_rps": 1.0, "latency_ms": 1.0},
-                {"profile": "1g.10gb", "size": 1, "start": 0, "service": "t", "model": "gpt2", "batch": 1,
-                 "procs": 1, "throughput_rps": 1.0, "latency_ms": 1.0}
-            ]
-        }))
-        .unwrap();
-        let deployment = GpuDeployment { planned, live: LiveGpu::empty(1), steps: Vec::new() };
-        let commands = commands_for(&[deployment], &[workload("b-inf", "bert-base", "inference", 8)]);
-        assert_eq!(commands[&("bert-base".to_string(), 8)].as_deref(), Some("run b-inf --batch 8"));
-        assert_eq!(commands[&("gpt2".to_string(), 1)], None);
-        assert_eq!(
-            registration_hint("gpt2", 1),
-            "tessera workload add NAME --family gpt2 --task inference --batch 1 --command '…'"
-        );
-    }
 }

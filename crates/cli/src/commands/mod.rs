@@ -6,7 +6,6 @@ mod deploy;
 mod plan;
 mod profile;
 mod profiles;
-mod segments;
 mod simulate;
 mod verify;
 mod workload;

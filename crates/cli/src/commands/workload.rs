@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::Result;
-use tessera_store::{RegisteredWorkload, Store};
+use tessera_store::{RegisteredWorkload, Store, WorkloadTask};
 
-use crate::args::{ListFormat, WorkloadCommand};
+use crate::args::{ListFormat, WorkloadCommand, WorkloadTask as WorkloadTaskArg};
 use crate::inputs::store_path;
 use crate::output::{out, outln};
 use crate::table::TextTable;
@@ -17,8 +17,11 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
     match command {
         WorkloadCommand::Add { name, family, task, batch, command, throughput_regex } => {
-            let workload =
-                RegisteredWorkload { name, family, task: task.as_str().to_string(), batch, command, throughput_regex };
+            let task = match task {
+                WorkloadTaskArg::Inference => WorkloadTask::Inference,
+                WorkloadTaskArg::Training => WorkloadTask::Training,
+            };
+            let workload = RegisteredWorkload { name, family, task, batch, command, throughput_regex };
             Store::open(&path)?.register_workload(&workload)?;
             outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;
         }
@@ -30,7 +33,7 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                         .iter()
                         .map(|w| {
                             serde_json::json!({
-                                "name": w.name, "family": w.family, "task": w.task, "batch": w.batch,
+                                "name": w.name, "family": w.family, "task": w.task.as_str(), "batch": w.batch,
                                 "command": w.command, "command_line": w.command_line(),
                                 "throughput_regex": w.throughput_regex,
                             })
@@ -47,7 +50,7 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                         table.row(vec![
                             w.name.clone(),
                             w.family.clone(),
-                            w.task.clone(),
+                            w.task.to_string(),
                             w.batch.to_string(),
                             w.command_line(),
                             w.throughput_regex.clone().unwrap_or_else(|| DEFAULT_THROUGHPUT.to_string()),

@@ -163,7 +163,7 @@ pub fn plan_steps(live: &LiveGpu, planned: &GpuAssignment) -> Result<Vec<Step>, 
     Ok(diff(live, &targets))
 }
 
-/// Runs `steps` on GPU `gpu` (of `model`), refusing a GPU with running
+/// Runs `steps` on GPU `gpu` (of `gpu_model`), refusing a GPU with running
 /// compute processes unless `force`; `on_step` gets the command line of
 /// each step that ran (with the ids it used). On a failing step it stops, restores
 /// the layout the GPU had before (destroying what was created and
@@ -172,12 +172,12 @@ pub fn plan_steps(live: &LiveGpu, planned: &GpuAssignment) -> Result<Vec<Step>, 
 pub fn apply(
     runner: &mut dyn CommandRunner,
     gpu: u32,
-    model: GpuModel,
+    gpu_model: GpuModel,
     steps: &[Step],
     force: bool,
     on_step: &mut dyn FnMut(&str),
 ) -> Result<LiveGpu, GpuError> {
-    let before = read_live(runner, gpu, model)?;
+    let before = read_live(runner, gpu, gpu_model)?;
     if steps.is_empty() {
         return Ok(before);
     }
@@ -189,10 +189,10 @@ pub fn apply(
         return Err(GpuError::ProcessesRunning { gpu, count: processes });
     }
     for step in steps {
-        match run_step(runner, model, step) {
+        match run_step(runner, gpu_model, step) {
             Ok(line) => on_step(&line),
             Err((line, cause)) => {
-                let rollback = match rollback(runner, model, &before) {
+                let rollback = match rollback(runner, gpu_model, &before) {
                     Ok(()) => format!("rolled back to the previous layout ({})", describe(&before)),
                     Err(error) => format!("ROLLBACK FAILED, the GPU is left partly changed: {error}"),
                 };
@@ -200,16 +200,16 @@ pub fn apply(
             }
         }
     }
-    read_live(runner, gpu, model)
+    read_live(runner, gpu, gpu_model)
 }
 
 /// Runs one step and returns its command line; on failure, the line and the
 /// cause.
-fn run_step(runner: &mut dyn CommandRunner, model: GpuModel, step: &Step) -> Result<String, (String, String)> {
+fn run_step(runner: &mut dyn CommandRunner, gpu_model: GpuModel, step: &Step) -> Result<String, (String, String)> {
     let gi = match step {
         Step::CreateComputeInstance { gi_id: Some(id), .. } => id.to_string(),
         Step::CreateComputeInstance { gpu, profile, start, gi_id: None } => {
-            let live = read_live(runner, *gpu, model).map_err(|e| (step.to_string(), e.to_string()))?;
+            let live = read_live(runner, *gpu, gpu_model).map_err(|e| (step.to_string(), e.to_string()))?;
             match live.instances.iter().find(|i| i.profile == *profile && i.start == *start) {
                 Some(instance) => instance.gi_id.to_string(),
                 None => return Err((step.to_string(), format!("no GPU instance {profile}@{start} to hold it"))),
@@ -227,21 +227,21 @@ fn run_step(runner: &mut dyn CommandRunner, model: GpuModel, step: &Step) -> Res
 }
 
 /// Restores `before`'s layout on its GPU.
-fn rollback(runner: &mut dyn CommandRunner, model: GpuModel, before: &LiveGpu) -> Result<(), GpuError> {
-    let now = read_live(runner, before.index, model)?;
+fn rollback(runner: &mut dyn CommandRunner, gpu_model: GpuModel, before: &LiveGpu) -> Result<(), GpuError> {
+    let now = read_live(runner, before.index, gpu_model)?;
     let targets: Vec<Target> = before
         .instances
         .iter()
         .map(|instance| (instance.profile.clone(), instance.start, !instance.compute_instances.is_empty()))
         .collect();
     for step in diff(&now, &targets) {
-        run_step(runner, model, &step).map_err(|(line, cause)| GpuError::CommandFailed {
+        run_step(runner, gpu_model, &step).map_err(|(line, cause)| GpuError::CommandFailed {
             command: line,
             status: -1,
             message: cause,
         })?;
     }
-    let after = read_live(runner, before.index, model)?;
+    let after = read_live(runner, before.index, gpu_model)?;
     if after.layout() != before.layout() {
         return Err(GpuError::PlanGpu {
             gpu: before.index,
@@ -262,10 +262,18 @@ pub fn describe(live: &LiveGpu) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::plan_node;
+    use crate::deploy::plan_layouts;
     use crate::deploy::test_plans::{expected, gpu, plan};
     use crate::fake::FakeNvidiaSmi;
     use tessera_core::Plan;
+
+    fn plan_node(
+        runner: Option<&mut dyn CommandRunner>,
+        plan: &Plan,
+        node: u32,
+    ) -> Result<Vec<crate::deploy::GpuDeployment>, GpuError> {
+        plan_layouts(runner, plan, node)
+    }
 
     fn apply_node(fake: &mut FakeNvidiaSmi, plan: &Plan, node: u32, force: bool) -> Result<(), GpuError> {
         for deployment in plan_node(Some(fake), plan, node)? {

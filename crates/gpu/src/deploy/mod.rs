@@ -1,71 +1,102 @@
-//! Deploying a plan onto one node: each GPU's MIG layout ([`layout`]), then
-//! one MPS control daemon per MIG instance and the processes of the
-//! workload serving it ([`services`], started by a [`launcher`]).
+//! Deploying a plan onto one node, as one operation that travels one way:
+//! the caller resolves which command serves each (model, batch)
+//! ([`ServiceCommands`], from the registered workloads) and passes it in as
+//! data; [`plan_node`] reads the node (installed GPU models, live MIG
+//! layouts, what runs for each instance) and returns a [`NodePlan`];
+//! [`apply_node`] runs exactly the commands a dry run prints
+//! ([`GpuPlan::lines`]), reporting each as an [`Event`]; [`node_status`]
+//! reports the same plan as data. "As planned" is decided once, in
+//! [`plan_node`]: a GPU whose layout needs no step and a service that would
+//! be kept. A second apply of the same plan changes and starts nothing.
 //!
-//! [`plan_node`] checks the installed GPU models ([`model`]) and reads the
-//! live layouts; [`plan_gpu`] adds what runs there to stop first and what
-//! to start; a dry run prints [`GpuPlan::lines`] and [`apply_node`] runs
-//! exactly those commands, reporting each as an [`Event`]. A second apply
-//! of the same plan changes and starts nothing.
+//! The parts: each GPU's MIG layout ([`layout`]), then one MPS control
+//! daemon per MIG instance and the processes of the workload serving it
+//! ([`services`], started by a [`ServiceLauncher`]).
 
-pub mod launcher;
-pub mod layout;
-pub mod model;
-pub mod services;
+mod commands;
+mod layout;
+mod service_launcher;
+mod services;
+mod status;
 #[cfg(test)]
 mod test_plans;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
+use tessera_core::text::count;
+use tessera_core::{GpuAssignment, Plan};
 
 use crate::error::GpuError;
+use crate::installed::{check_installed, InstalledGpu};
 use crate::mig::{count_processes, read_live, LiveGpu, MigDevice, MigDevices};
 use crate::runner::CommandRunner;
 
-pub use launcher::{DetachedLauncher, FakeServiceLauncher, ServiceLauncher};
-pub use layout::{apply, describe, plan_steps, Step};
+pub use commands::{workload_for, ServiceCommands};
+pub use layout::{describe, Step};
+pub use service_launcher::{DetachedLauncher, ServiceLauncher};
+#[cfg(any(test, feature = "fake"))]
+pub use service_launcher::{FakeProcess, FakeServiceLauncher};
 pub use services::{InstanceDir, InstanceService, InstanceState, Service, Stop};
+pub use status::{node_status, GpuStatus, InstanceStatus, LayoutDifferences, NodeStatus};
 
+use layout::{apply, plan_steps};
 use services::{kept_detail, plan_services, start, Started};
+
+/// What a node operation works on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeOptions {
+    /// The node whose GPUs are deployed (the plan's `node` field).
+    pub node: u32,
+    /// Where each instance's MPS pipe and log directories, process logs and
+    /// pids file go (`<mps_root>/gpu<G>-<PROFILE>-<START>/`); absolute.
+    pub mps_root: PathBuf,
+    /// Without `nvidia-smi`, plan for GPUs in MIG mode without instances
+    /// (a dry run anywhere) instead of failing.
+    pub assume_empty_without_driver: bool,
+}
 
 /// One GPU of a node: what runs there and what would change.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GpuDeployment {
     /// The plan's GPU.
     pub planned: GpuAssignment,
+    /// The GPU the driver reports at its index (`None` when assumed).
+    pub installed: Option<InstalledGpu>,
     /// Its live layout (empty when assumed).
     pub live: LiveGpu,
-    /// The steps from live to planned.
+    /// The steps from live to planned; none when the layout is as planned.
     pub steps: Vec<Step>,
 }
 
 /// The plan's GPUs on `node`, by index, each with its live layout and
 /// steps. With a `runner`, each GPU's installed model is checked against
 /// the plan's and its layout read; without one, GPUs are assumed empty.
-pub fn plan_node(
+fn plan_layouts(
     mut runner: Option<&mut dyn CommandRunner>,
     plan: &Plan,
     node: u32,
 ) -> Result<Vec<GpuDeployment>, GpuError> {
     let mut gpus: Vec<&GpuAssignment> = plan.gpus.iter().filter(|gpu| gpu.node == node).collect();
+    if gpus.is_empty() {
+        return Err(GpuError::NoGpuOnNode { node });
+    }
     gpus.sort_by_key(|gpu| gpu.index);
     if let Some(pair) = gpus.windows(2).find(|pair| pair[0].index == pair[1].index) {
         return Err(GpuError::PlanGpu { gpu: pair[0].index, message: format!("appears twice on node {node}") });
     }
     gpus.into_iter()
         .map(|planned| {
-            let live = match runner.as_deref_mut() {
+            let (installed, live) = match runner.as_deref_mut() {
                 Some(runner) => {
-                    model::check_installed(runner, planned)?;
-                    read_live(runner, planned.index, planned.gpu_model)?
+                    let installed = check_installed(runner, planned)?;
+                    (Some(installed), read_live(runner, planned.index, planned.gpu_model)?)
                 }
-                None => LiveGpu::empty(planned.index),
+                None => (None, LiveGpu::empty(planned.index)),
             };
             let steps = plan_steps(&live, planned)?;
-            Ok(GpuDeployment { planned: planned.clone(), live, steps })
+            Ok(GpuDeployment { planned: planned.clone(), installed, live, steps })
         })
         .collect()
 }
@@ -88,6 +119,11 @@ impl GpuPlan {
         self.deployment.planned.index
     }
 
+    /// `true` when its MIG layout needs no change.
+    pub fn layout_as_planned(&self) -> bool {
+        self.deployment.steps.is_empty()
+    }
+
     /// Every command it runs, in order, as a dry run prints them (instances
     /// not created yet show placeholders for their ids), with a comment for
     /// each service left alone.
@@ -97,6 +133,21 @@ impl GpuPlan {
         lines.extend(self.services.iter().flat_map(Service::lines));
         lines
     }
+}
+
+/// A plan for one node: per GPU, what to stop, change and start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodePlan {
+    /// The node.
+    pub node: u32,
+    /// Its GPUs, by index.
+    pub gpus: Vec<GpuPlan>,
+    /// `true` when no driver was found and the GPUs were assumed to be in
+    /// MIG mode without instances.
+    pub assumed_empty: bool,
+    /// The (model, batch) pairs without a command (no registered workload);
+    /// their services show a placeholder, and [`apply_node`] refuses.
+    pub missing_commands: Vec<(String, u32)>,
 }
 
 /// The GPU-instance id of instance `profile@start` in `live`, when it has a
@@ -114,30 +165,66 @@ fn mig_uuid(live: &LiveGpu, devices: &[MigDevice], dir: &InstanceDir) -> Option<
     devices.iter().find(|device| device.gi_id == gi_id).map(|device| device.uuid.clone())
 }
 
-/// Completes `deployment` with its services under `root`: `command_for`
-/// gives the command line serving an instance. What runs on the GPU is
-/// asked of `node` (MPS daemons) and `launcher` (recorded processes); the
-/// MIG UUIDs of planned instances that exist already, of `node` too.
-pub fn plan_gpu<N: CommandRunner + MigDevices>(
-    node: &mut N,
+/// Completes `deployment` with its services under `root`. What runs on the
+/// GPU is asked of `driver` (MPS daemons) and `launcher` (recorded
+/// processes); the MIG UUIDs of planned instances that exist already, of
+/// `driver` too.
+fn plan_gpu<N: CommandRunner + MigDevices>(
+    driver: &mut N,
     launcher: &mut dyn ServiceLauncher,
     deployment: GpuDeployment,
     root: &Path,
-    command_for: &mut dyn FnMut(&InstanceAssignment) -> String,
+    commands: &ServiceCommands,
 ) -> Result<GpuPlan, GpuError> {
     let gpu = deployment.planned.index;
     let services: Vec<InstanceService> = deployment
         .planned
         .instances
         .iter()
-        .map(|instance| InstanceService::new(root, gpu, instance, command_for(instance)))
+        .map(|instance| {
+            InstanceService::new(root, gpu, instance, commands.command_for(&instance.model, instance.batch))
+        })
         .collect();
     let live = &deployment.live;
     let exists = services.iter().any(|service| live_gi(live, &service.dir).is_some());
-    let devices = if exists { node.mig_devices(gpu)? } else { Vec::new() };
+    let devices = if exists { driver.mig_devices(gpu)? } else { Vec::new() };
     let uuid_of = |dir: &InstanceDir| mig_uuid(live, &devices, dir);
-    let (stops, services) = plan_services(node, launcher, root, gpu, services, !deployment.steps.is_empty(), &uuid_of)?;
+    let (stops, services) =
+        plan_services(driver, launcher, root, gpu, services, !deployment.steps.is_empty(), &uuid_of)?;
     Ok(GpuPlan { deployment, stops, services })
+}
+
+/// Reads `plan`'s GPUs on the node of `options` and plans their deployment:
+/// each GPU's installed model is checked against the plan's (refused
+/// before anything changes), its live layout read and diffed, and what runs
+/// for each instance compared with the plan; `commands` says what each
+/// instance's processes run.
+pub fn plan_node<N: CommandRunner + MigDevices>(
+    driver: &mut N,
+    launcher: &mut dyn ServiceLauncher,
+    plan: &Plan,
+    commands: &ServiceCommands,
+    options: &NodeOptions,
+) -> Result<NodePlan, GpuError> {
+    let (deployments, assumed_empty) = match plan_layouts(Some(driver), plan, options.node) {
+        Err(GpuError::ProgramMissing { .. }) if options.assume_empty_without_driver => {
+            (plan_layouts(None, plan, options.node)?, true)
+        }
+        other => (other?, false),
+    };
+    let gpus = deployments
+        .into_iter()
+        .map(|deployment| plan_gpu(driver, launcher, deployment, &options.mps_root, commands))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut missing_commands: Vec<(String, u32)> = gpus
+        .iter()
+        .flat_map(|gpu| &gpu.deployment.planned.instances)
+        .filter(|instance| commands.get(&instance.model, instance.batch).is_none())
+        .map(|instance| (instance.model.clone(), instance.batch))
+        .collect();
+    missing_commands.sort();
+    missing_commands.dedup();
+    Ok(NodePlan { node: options.node, gpus, assumed_empty, missing_commands })
 }
 
 /// What an [`Event`] reports.
@@ -210,25 +297,30 @@ impl fmt::Display for Event {
     }
 }
 
-/// Applies `plans` (one per GPU of a node) in order: per GPU, stops what
-/// [`GpuPlan::stops`] names, applies the layout (refusing a GPU with other
-/// compute processes unless `force`, rolling back on failure), then starts
-/// the services that do not run yet on their MIG devices. Every action is
-/// reported to `on_event` as it happens; the first failure ends it. The
-/// MIG devices are read once before any change, so a node whose UUIDs
-/// cannot be read is not touched.
+/// Applies `plan` GPU by GPU, in order: stops what [`GpuPlan::stops`]
+/// names, applies the layout (refusing a GPU with other compute processes
+/// unless `force`, rolling back on failure), then starts the services that
+/// do not run as planned on their MIG devices. Every action is reported to
+/// `on_event` as it happens; the first failure ends it. A plan with
+/// services without a command is refused, and the MIG devices are read once
+/// before any change, so a node whose UUIDs cannot be read is not touched.
 pub fn apply_node<N: CommandRunner + MigDevices>(
-    node: &mut N,
+    driver: &mut N,
     launcher: &mut dyn ServiceLauncher,
-    plans: &[GpuPlan],
+    plan: &NodePlan,
     force: bool,
     on_event: &mut dyn FnMut(Event),
 ) -> Result<(), GpuError> {
-    for plan in plans.iter().filter(|plan| plan.services.iter().any(|s| matches!(s, Service::Start { .. }))) {
-        node.mig_devices(plan.gpu())?;
+    if let Some((model, batch)) = plan.missing_commands.first() {
+        let others: Vec<String> = plan.missing_commands[1..].iter().map(|(m, b)| format!("{m} batch {b}")).collect();
+        return Err(GpuError::NoWorkload { model: model.clone(), batch: *batch, others });
     }
-    for plan in plans {
-        apply_gpu(node, launcher, plan, force, on_event)?;
+    let gpus = &plan.gpus;
+    for gpu in gpus.iter().filter(|gpu| gpu.services.iter().any(|s| matches!(s, Service::Start { .. }))) {
+        driver.mig_devices(gpu.gpu())?;
+    }
+    for gpu in gpus {
+        apply_gpu(driver, launcher, gpu, force, on_event)?;
     }
     Ok(())
 }
@@ -276,8 +368,8 @@ fn apply_gpu<N: CommandRunner + MigDevices>(
         on_event(Event::new(gpu, EventKind::Step, line.to_string()));
     });
     let outcome = match &applied {
-        Ok(after) if steps.is_empty() => format!("MIG layout already as planned: {}", describe(after)),
-        Ok(after) => format!("applied {} step(s): now {}", steps.len(), describe(after)),
+        Ok(after) if plan.layout_as_planned() => format!("MIG layout already as planned: {}", describe(after)),
+        Ok(after) => format!("applied {}: now {}", count(steps.len(), "step"), describe(after)),
         Err(error) => format!("failed: {error}"),
     };
     on_event(Event::new(gpu, EventKind::Layout, outcome));
@@ -322,18 +414,16 @@ mod tests {
     const LAYOUT_A: &[(&str, u8)] = &[("3g.40gb", 4), ("2g.20gb", 0), ("1g.10gb", 2), ("1g.10gb", 3)];
     const LAYOUT_B: &[(&str, u8)] = &[("4g.40gb", 0), ("2g.20gb", 4), ("1g.10gb", 6)];
 
-    fn command(instance: &InstanceAssignment) -> String {
-        format!("serve {} --batch {}", instance.model, instance.batch)
+    fn commands() -> ServiceCommands {
+        ServiceCommands::new([(("resnet50".to_string(), 8), "serve resnet50 --batch 8".to_string())])
     }
 
-    fn plan_all(
-        fake: &mut FakeNvidiaSmi,
-        launcher: &mut FakeServiceLauncher,
-        plan: &Plan,
-        root: &Path,
-    ) -> Vec<GpuPlan> {
-        let deployments = plan_node(Some(fake), plan, 0).unwrap();
-        deployments.into_iter().map(|d| plan_gpu(fake, launcher, d, root, &mut command).unwrap()).collect()
+    fn options(root: &Path) -> NodeOptions {
+        NodeOptions { node: 0, mps_root: root.to_path_buf(), assume_empty_without_driver: false }
+    }
+
+    fn plan_all(fake: &mut FakeNvidiaSmi, launcher: &mut FakeServiceLauncher, plan: &Plan, root: &Path) -> NodePlan {
+        plan_node(fake, launcher, plan, &commands(), &options(root)).unwrap()
     }
 
     fn apply_all(
@@ -376,7 +466,7 @@ mod tests {
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB).with_gpu(1, GpuModel::A100_80GB);
         let mut launcher = FakeServiceLauncher::new();
         let dry: Vec<(u32, Vec<String>)> =
-            plan_all(&mut fake, &mut launcher, &plan, root.path()).iter().map(|p| (p.gpu(), p.lines())).collect();
+            plan_all(&mut fake, &mut launcher, &plan, root.path()).gpus.iter().map(|p| (p.gpu(), p.lines())).collect();
         // 4 + 3 instances: a GI and a CI each, then mkdir, daemon, 2 processes.
         assert_eq!(dry[0].1.len(), 4 * 2 + 4 * 4);
         assert!(dry[0].1.iter().all(|line| !line.contains("MIG-fake")), "nothing exists yet");
@@ -426,9 +516,9 @@ mod tests {
         let (changed, started) = (changes(&fake), launcher.started.len());
 
         let again = plan_all(&mut fake, &mut launcher, &plan, root.path());
-        let lines = again[0].lines();
+        let lines = again.gpus[0].lines();
         assert_eq!(lines.len(), 4, "{lines:#?}");
-        assert!(lines.iter().all(|line| line.starts_with("# GPU 0: MPS daemon and 2 process(es) of ")));
+        assert!(lines.iter().all(|line| line.starts_with("# GPU 0: MPS daemon and 2 processes of ")));
         let (events, result) = apply_all(&mut fake, &mut launcher, &plan, root.path());
         result.unwrap();
         assert_eq!((changes(&fake), launcher.started.len()), (changed, started));
@@ -459,8 +549,8 @@ mod tests {
         // 3g.40gb@4 stays (and shows its UUID), the rest is replaced.
         let target = plan(vec![gpu(0, 0, &[("3g.40gb", 4), ("3g.40gb", 0)])]);
         let plans = plan_all(&mut fake, &mut launcher, &target, root.path());
-        assert_eq!(plans[0].stops.len(), 4 * 3);
-        let lines = plans[0].lines();
+        assert_eq!(plans.gpus[0].stops.len(), 4 * 3);
+        let lines = plans.gpus[0].lines();
         assert!(lines
             .iter()
             .any(|l| l.contains(&format!("CUDA_VISIBLE_DEVICES={kept_uuid} nvidia-cuda-mps-control -d"))));
@@ -492,7 +582,7 @@ mod tests {
         let mut launcher = FakeServiceLauncher::new();
         apply_all(&mut fake, &mut launcher, &plan(vec![gpu(0, 0, LAYOUT_A)]), root.path()).1.unwrap();
         let mut plans = plan_all(&mut fake, &mut launcher, &plan(vec![gpu(0, 0, LAYOUT_B)]), root.path());
-        plans[0].stops.clear();
+        plans.gpus[0].stops.clear();
         let error = apply_node(&mut fake, &mut launcher, &plans, false, &mut |_| {}).unwrap_err().to_string();
         assert!(error.contains("In use by another client") && error.contains("rolled back"), "{error}");
         assert_eq!(fake.layout(0), expected(LAYOUT_A));
@@ -507,7 +597,7 @@ mod tests {
         let (events, result) = apply_all(&mut fake, &mut launcher, &plan(vec![gpu(0, 0, LAYOUT_A)]), root.path());
         let error = result.unwrap_err().to_string();
         assert!(error.starts_with("GPU 0 2g.20gb@0: process 2 of 2 failed: "), "{error}");
-        assert!(error.ends_with("stopped its MPS daemon and 1 process(es) started") && !error.contains('\n'));
+        assert!(error.ends_with("stopped its MPS daemon and the 1 process started") && !error.contains('\n'));
         assert_eq!(events.last().unwrap().to_string(), format!("# failed: {error}"));
         // The first instance runs; the second's daemon and process are gone;
         // the others were not started.
@@ -522,10 +612,73 @@ mod tests {
 
     #[test]
     fn a_plan_for_another_model_is_refused_before_anything_runs() {
+        let root = tempfile::tempdir().unwrap();
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB);
-        let error = plan_node(Some(&mut fake), &plan(vec![gpu(0, 0, LAYOUT_A)]), 0).unwrap_err().to_string();
+        let mut launcher = FakeServiceLauncher::new();
+        let plan = plan(vec![gpu(0, 0, LAYOUT_A)]);
+        let error =
+            plan_node(&mut fake, &mut launcher, &plan, &commands(), &options(root.path())).unwrap_err().to_string();
         assert_eq!(error, "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb");
-        assert_eq!(fake.log, vec![format!("nvidia-smi {} --format=csv,noheader,nounits -i 0", model::QUERY)]);
+        assert_eq!(
+            fake.log,
+            vec![format!("nvidia-smi {} --format=csv,noheader,nounits -i 0", crate::installed::QUERY)]
+        );
+    }
+
+    #[test]
+    fn services_without_a_command_are_shown_and_refused_before_anything_changes() {
+        let root = tempfile::tempdir().unwrap();
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        let mut launcher = FakeServiceLauncher::new();
+        let plan = plan(vec![gpu(0, 0, LAYOUT_B)]);
+        let none = ServiceCommands::default();
+        let node_plan = plan_node(&mut fake, &mut launcher, &plan, &none, &options(root.path())).unwrap();
+        assert_eq!(node_plan.missing_commands, [("resnet50".to_string(), 8)]);
+        assert!(node_plan.gpus[0]
+            .lines()
+            .iter()
+            .any(|l| l.contains("sh -c '<command of a workload for resnet50 batch 8>'")));
+        let error = apply_node(&mut fake, &mut launcher, &node_plan, false, &mut |_| {}).unwrap_err().to_string();
+        assert_eq!(error, "no registered workload for model resnet50 batch 8; nothing was changed");
+        assert!(fake.layout(0).is_empty() && launcher.started.is_empty());
+    }
+
+    #[test]
+    fn without_a_driver_a_dry_run_may_assume_empty_gpus() {
+        struct NoDriver;
+        impl CommandRunner for NoDriver {
+            fn run(&mut self, program: &str, _: &[String]) -> Result<CommandOutput, GpuError> {
+                Err(GpuError::ProgramMissing { program: program.to_string() })
+            }
+
+            fn run_with(
+                &mut self,
+                program: &str,
+                args: &[String],
+                _: &[(String, String)],
+                _: Option<&str>,
+            ) -> Result<CommandOutput, GpuError> {
+                self.run(program, args)
+            }
+        }
+        impl MigDevices for NoDriver {
+            fn mig_devices(&mut self, _: u32) -> Result<Vec<MigDevice>, GpuError> {
+                Ok(Vec::new())
+            }
+        }
+        let root = tempfile::tempdir().unwrap();
+        let plan = plan(vec![gpu(0, 0, LAYOUT_B), gpu(1, 0, LAYOUT_A)]);
+        let mut launcher = FakeServiceLauncher::new();
+        let error = plan_node(&mut NoDriver, &mut launcher, &plan, &commands(), &options(root.path())).unwrap_err();
+        assert!(matches!(error, GpuError::ProgramMissing { .. }), "{error}");
+        let dry = NodeOptions { assume_empty_without_driver: true, ..options(root.path()) };
+        let node_plan = plan_node(&mut NoDriver, &mut launcher, &plan, &commands(), &dry).unwrap();
+        assert!(node_plan.assumed_empty);
+        assert_eq!(node_plan.gpus.len(), 1);
+        assert_eq!(node_plan.gpus[0].deployment.steps.len(), 3 * 2);
+        let other_node = NodeOptions { node: 7, ..dry };
+        let error = plan_node(&mut NoDriver, &mut launcher, &plan, &commands(), &other_node).unwrap_err();
+        assert_eq!(error.to_string(), "no GPU on node 7");
     }
 
     /// The fake driver whose NVML lists no MIG device.
@@ -558,8 +711,14 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut node = NoDevices(FakeNvidiaSmi::new().with_gpu(2, GpuModel::A100_80GB));
         let mut launcher = FakeServiceLauncher::new();
-        let deployment = plan_node(Some(&mut node.0), &plan(vec![gpu(0, 2, &[("7g.80gb", 0)])]), 0).unwrap().remove(0);
-        let plans = [plan_gpu(&mut node, &mut launcher, deployment, root.path(), &mut command).unwrap()];
+        let plans = plan_node(
+            &mut node,
+            &mut launcher,
+            &plan(vec![gpu(0, 2, &[("7g.80gb", 0)])]),
+            &commands(),
+            &options(root.path()),
+        )
+        .unwrap();
         let error = apply_node(&mut node, &mut launcher, &plans, false, &mut |_| {}).unwrap_err().to_string();
         assert!(error.starts_with("GPU 2 7g.80gb@0: no MIG device serves it"), "{error}");
         assert!(!node.0.daemon_running() && launcher.started.is_empty());

@@ -15,18 +15,19 @@
 //! when its daemon answers and every recorded process runs, as many as
 //! planned, with the planned command; such an instance is left alone.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+use tessera_core::text::count;
 use tessera_core::InstanceAssignment;
+use tessera_store::write_atomic;
 
 use crate::error::GpuError;
-use crate::launch::DeviceTarget;
 use crate::measure::MpsDirs;
 use crate::mps::{daemon_answers, quit_daemon, start_daemon, MPS_CONTROL};
-use crate::runner::CommandRunner;
+use crate::runner::{shell_word, CommandRunner};
+use crate::workload::DeviceTarget;
 
-use super::launcher::ServiceLauncher;
+use super::service_launcher::ServiceLauncher;
 
 /// Where one MIG instance's MPS daemon and processes keep their state.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -150,26 +151,10 @@ impl InstanceDir {
     /// Records the pids of its processes and the command they run.
     fn record(&self, pids: &[u32], command: &str) -> Result<(), String> {
         let text: String = pids.iter().map(|pid| format!("{pid}\n")).collect();
-        write_atomic(&self.path.join("command"), command)
-            .and_then(|()| write_atomic(&self.path.join("pids"), &text))
-            .map_err(|e| format!("cannot record its pids in {}: {e}", self.path.display()))
+        write_atomic(&self.path.join("command"), command.as_bytes())
+            .and_then(|()| write_atomic(&self.path.join("pids"), text.as_bytes()))
+            .map_err(|e| format!("cannot record its pids: {e}"))
     }
-}
-
-/// Writes `path` through a temporary file renamed over it, so a reader
-/// sees the old or the new contents, never a part.
-fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(".tmp");
-    let temp = path.with_file_name(name);
-    let written = std::fs::File::create(&temp)
-        .and_then(|mut file| file.write_all(text.as_bytes()).and_then(|()| file.sync_all()))
-        .and_then(|()| std::fs::rename(&temp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written
 }
 
 /// A planned instance's service: its MPS daemon and `procs` processes of
@@ -237,17 +222,6 @@ fn env_words(env: &[(String, String)]) -> String {
     env.iter().map(|(key, value)| format!("{key}={}", shell_word(value))).collect::<Vec<_>>().join(" ")
 }
 
-/// `text` as one shell word: as is when it holds only safe characters,
-/// else in single quotes.
-pub fn shell_word(text: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c);
-    if !text.is_empty() && text.chars().all(safe) {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
-}
-
 /// Something of an earlier deployment to stop before a GPU changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {
@@ -310,6 +284,8 @@ pub enum Service {
         /// The instance's MIG UUID when it exists already (else it shows as
         /// a placeholder until the layout is applied).
         uuid: Option<String>,
+        /// What runs there now (stopped first).
+        state: InstanceState,
     },
 }
 
@@ -328,7 +304,7 @@ impl Service {
             Service::Keep { service, pids } => {
                 vec![format!("# GPU {}: {}", service.dir.gpu, kept_detail(service, pids))]
             }
-            Service::Start { service, uuid } => {
+            Service::Start { service, uuid, .. } => {
                 let uuid = uuid.as_deref();
                 let mut lines = vec![service.mkdir_line(), service.daemon_line(uuid)];
                 lines.extend((0..service.procs).map(|k| service.process_line(uuid, k)));
@@ -338,12 +314,12 @@ impl Service {
     }
 }
 
-/// `MPS daemon and N process(es) of PROFILE@START already running (pids …), left alone`.
+/// `MPS daemon and N processes of PROFILE@START already running (pids …), left alone`.
 pub(crate) fn kept_detail(service: &InstanceService, pids: &[u32]) -> String {
     let list: Vec<String> = pids.iter().map(u32::to_string).collect();
     format!(
-        "MPS daemon and {} process(es) of {} already running (pids {}), left alone",
-        pids.len(),
+        "MPS daemon and {} of {} already running (pids {}), left alone",
+        count(pids.len(), "process"),
         service.dir.instance(),
         list.join(", ")
     )
@@ -373,24 +349,30 @@ pub fn plan_services(
         }
     }
     let mut stops = Vec::new();
-    let mut kept = Vec::new();
+    let mut states = Vec::new();
     for dir in dirs {
         let state = dir.state(runner, launcher)?;
         let planned = services.iter().find(|service| service.dir == dir);
-        if !layout_changes && planned.is_some_and(|service| service.runs_in(&state)) {
-            kept.push((dir, state.alive));
-            continue;
+        let keep = !layout_changes && planned.is_some_and(|service| service.runs_in(&state));
+        if !keep {
+            stops.extend(state.alive.iter().map(|&pid| Stop::Process { dir: dir.clone(), pid }));
+            if state.daemon {
+                stops.push(Stop::Daemon { dir: dir.clone() });
+            }
         }
-        stops.extend(state.alive.iter().map(|&pid| Stop::Process { dir: dir.clone(), pid }));
-        if state.daemon {
-            stops.push(Stop::Daemon { dir });
-        }
+        states.push((dir, state, keep));
     }
     let services = services
         .into_iter()
-        .map(|service| match kept.iter().position(|(dir, _)| *dir == service.dir) {
-            Some(position) => Service::Keep { pids: kept.remove(position).1, service },
-            None => Service::Start { uuid: uuid_of(&service.dir), service },
+        .map(|service| {
+            let position =
+                states.iter().position(|(dir, _, _)| *dir == service.dir).expect("every planned dir is looked at");
+            let (_, state, keep) = states.swap_remove(position);
+            if keep {
+                Service::Keep { pids: state.alive, service }
+            } else {
+                Service::Start { uuid: uuid_of(&service.dir), service, state }
+            }
         })
         .collect();
     Ok((stops, services))
@@ -443,7 +425,7 @@ pub fn start(
     }
     let _ = dir.record(&[], &service.command);
     let outcome = if cleanup.is_empty() {
-        format!("stopped its MPS daemon and {} process(es) started", pids.len())
+        format!("stopped its MPS daemon and the {} started", count(pids.len(), "process"))
     } else {
         cleanup.join("; ")
     };
@@ -477,7 +459,7 @@ fn start_processes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::deploy::launcher::FakeServiceLauncher;
+    use crate::deploy::service_launcher::FakeServiceLauncher;
     use crate::fake::FakeNvidiaSmi;
 
     fn service(root: &Path, gpu: u32, profile: &str, start: u8, procs: u32) -> InstanceService {
@@ -489,17 +471,9 @@ mod tests {
     }
 
     #[test]
-    fn shell_words_are_quoted_only_when_needed() {
-        assert_eq!(shell_word("/tmp/tessera-mps/gpu0-3g.40gb-4/pipe"), "/tmp/tessera-mps/gpu0-3g.40gb-4/pipe");
-        assert_eq!(shell_word("python serve.py"), "'python serve.py'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
-    }
-
-    #[test]
     fn renders_the_commands_of_a_service() {
         let service = service(Path::new("/tmp/tessera-mps"), 2, "3g.40gb", 4, 2);
-        let lines = Service::Start { service: service.clone(), uuid: None }.lines();
+        let lines = Service::Start { service: service.clone(), uuid: None, state: InstanceState::default() }.lines();
         let dir = "/tmp/tessera-mps/gpu2-3g.40gb-4";
         let env = format!(
             "CUDA_MPS_PIPE_DIRECTORY={dir}/pipe CUDA_MPS_LOG_DIRECTORY={dir}/log CUDA_VISIBLE_DEVICES='<MIG-UUID of GPU 2 3g.40gb@4>'"
@@ -513,12 +487,14 @@ mod tests {
                 format!("{env} sh -c 'python serve.py --batch 8' >>{dir}/proc1.log 2>&1 &"),
             ]
         );
-        let known = Service::Start { service: service.clone(), uuid: Some("MIG-abc".into()) }.lines();
+        let known =
+            Service::Start { service: service.clone(), uuid: Some("MIG-abc".into()), state: InstanceState::default() }
+                .lines();
         assert!(known[1].contains("CUDA_VISIBLE_DEVICES=MIG-abc nvidia"), "{}", known[1]);
         let kept = Service::Keep { service, pids: vec![7, 8] }.lines();
         assert_eq!(
             kept,
-            vec!["# GPU 2: MPS daemon and 2 process(es) of 3g.40gb@4 already running (pids 7, 8), left alone"]
+            vec!["# GPU 2: MPS daemon and 2 processes of 3g.40gb@4 already running (pids 7, 8), left alone"]
         );
         let stop = Stop::Daemon { dir: InstanceDir::new(Path::new("/m"), 0, "1g.10gb", 3) };
         assert_eq!(
@@ -596,7 +572,7 @@ mod tests {
         assert_eq!(
             error,
             "GPU 1 2g.20gb@2: process 3 of 3 failed: workload `python serve.py --batch 8`: cannot start: injected failure; \
-             stopped its MPS daemon and 2 process(es) started"
+             stopped its MPS daemon and the 2 processes started"
         );
         assert!(!smi.daemon_running() && launcher.running().is_empty());
         assert!(service.dir.state(&mut smi, &mut launcher).unwrap().pids.is_empty());

@@ -95,6 +95,21 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         detail TEXT NOT NULL
     );
     "#,
+    // v4: kernel metrics of workloads without metrics alone yet (an
+    // imported Nsight Compute report on a machine without a GPU); they move
+    // into `workloads` when the metrics alone are stored.
+    r#"
+    CREATE TABLE kernel_metrics (
+        name TEXT NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+        threads REAL NOT NULL CHECK (threads >= 0),
+        sm_throughput_pct REAL NOT NULL CHECK (sm_throughput_pct >= 0),
+        dram_throughput_pct REAL NOT NULL CHECK (dram_throughput_pct >= 0),
+        memory_throughput_pct REAL NOT NULL CHECK (memory_throughput_pct >= 0),
+        registers REAL NOT NULL CHECK (registers >= 0),
+        static_shared_memory REAL NOT NULL CHECK (static_shared_memory >= 0),
+        import_id INTEGER NOT NULL REFERENCES imports(id)
+    );
+    "#,
 ];
 
 /// The schema version this code writes and understands.

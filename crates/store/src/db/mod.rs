@@ -17,9 +17,9 @@ use rusqlite::Connection;
 
 use crate::error::StoreError;
 
-pub use colocations::ColocationImportSummary;
+pub use colocations::{ColocationImportSummary, KernelMetricsStored};
 pub use profiles::{ImportSummary, ProfileSummary};
-pub use workloads_registry::{JournalEntry, RegisteredWorkload};
+pub use workloads_registry::{JournalEntry, RegisteredWorkload, WorkloadTask};
 
 /// How long a write waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);

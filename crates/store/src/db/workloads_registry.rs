@@ -10,8 +10,39 @@ use rusqlite::{params, OptionalExtension, Row};
 use super::Store;
 use crate::error::StoreError;
 
-/// The tasks a workload may perform.
-const TASKS: [&str; 2] = ["inference", "training"];
+/// What a registered workload does; stored as its name (`inference`,
+/// `training`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WorkloadTask {
+    /// Serving requests.
+    Inference,
+    /// Training.
+    Training,
+}
+
+impl WorkloadTask {
+    /// Every task, in the order a deployment prefers them.
+    pub const ALL: [WorkloadTask; 2] = [WorkloadTask::Inference, WorkloadTask::Training];
+
+    /// The name the store keeps: `inference` or `training`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkloadTask::Inference => "inference",
+            WorkloadTask::Training => "training",
+        }
+    }
+
+    /// The task called `name`; `None` for any other text.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|task| task.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for WorkloadTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How to run and measure one workload.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +51,8 @@ pub struct RegisteredWorkload {
     pub name: String,
     /// The model family, e.g. `bert-base-cased`.
     pub family: String,
-    /// `inference` or `training`.
-    pub task: String,
+    /// What it does.
+    pub task: WorkloadTask,
     /// The batch size (at least 1).
     pub batch: u32,
     /// The command template; `{batch}` is replaced by the batch size.
@@ -45,9 +76,6 @@ impl RegisteredWorkload {
         }
         if self.command.trim().is_empty() {
             return Some("field 'command': must not be empty".to_string());
-        }
-        if !TASKS.contains(&self.task.as_str()) {
-            return Some(format!("field 'task': '{}' is not one of {}", self.task, TASKS.join(", ")));
         }
         if self.batch == 0 {
             return Some("field 'batch': must be at least 1".to_string());
@@ -85,15 +113,19 @@ pub struct JournalEntry {
 
 const WORKLOAD_COLUMNS: &str = "name, family, task, batch, command, throughput_regex";
 
-fn read_workload(row: &Row<'_>) -> rusqlite::Result<RegisteredWorkload> {
-    Ok(RegisteredWorkload {
+/// A row as stored, its task still text.
+type StoredWorkload = (RegisteredWorkload, String);
+
+fn read_workload(row: &Row<'_>) -> rusqlite::Result<StoredWorkload> {
+    let workload = RegisteredWorkload {
         name: row.get(0)?,
         family: row.get(1)?,
-        task: row.get(2)?,
+        task: WorkloadTask::Inference,
         batch: row.get(3)?,
         command: row.get(4)?,
         throughput_regex: row.get(5)?,
-    })
+    };
+    Ok((workload, row.get(2)?))
 }
 
 impl Store {
@@ -119,7 +151,7 @@ impl Store {
                 params![
                     workload.name,
                     workload.family,
-                    workload.task,
+                    workload.task.as_str(),
                     workload.batch,
                     workload.command,
                     workload.throughput_regex
@@ -142,7 +174,7 @@ impl Store {
             .optional()
             .map_err(|error| self.sqlite(&format!("reading registered workload '{name}'"), error))?;
         match found {
-            Some(workload) => Ok(workload),
+            Some(stored) => self.checked_task(stored),
             None => {
                 let names: Vec<String> = self.registered_workloads()?.into_iter().map(|w| w.name).collect();
                 let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
@@ -159,7 +191,24 @@ impl Store {
             .prepare(&format!("SELECT {WORKLOAD_COLUMNS} FROM registered_workloads ORDER BY name"))
             .map_err(sqlite)?;
         let rows = statement.query_map([], read_workload).map_err(sqlite)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sqlite)
+        let stored = rows.collect::<rusqlite::Result<Vec<_>>>().map_err(sqlite)?;
+        stored.into_iter().map(|stored| self.checked_task(stored)).collect()
+    }
+
+    /// The workload with its stored task read; an unknown task (a store
+    /// edited by hand) is an error naming the workload.
+    fn checked_task(&self, (workload, task): StoredWorkload) -> Result<RegisteredWorkload, StoreError> {
+        match WorkloadTask::from_name(&task) {
+            Some(task) => Ok(RegisteredWorkload { task, ..workload }),
+            None => {
+                let known: Vec<&str> = WorkloadTask::ALL.iter().map(|task| task.as_str()).collect();
+                Err(StoreError::InvalidWorkload {
+                    path: self.path.clone(),
+                    name: workload.name,
+                    detail: format!("stored task '{task}' is not one of {}", known.join(", ")),
+                })
+            }
+        }
     }
 
     /// Appends an entry to the journal, stamped with the current UTC time.
@@ -192,7 +241,7 @@ mod tests {
         RegisteredWorkload {
             name: format!("bert-base-cased_batch{batch}-inf"),
             family: "bert-base-cased".to_string(),
-            task: "inference".to_string(),
+            task: WorkloadTask::Inference,
             batch,
             command: "python serve.py --batch {batch} --warmup {batch}".to_string(),
             throughput_regex: Some(r"throughput: ([0-9.]+) samples/s".to_string()),
@@ -204,7 +253,7 @@ mod tests {
         let mut store = Store::open_in_memory().unwrap();
         let mut plain = bert(16);
         plain.name = "a-first".to_string();
-        plain.task = "training".to_string();
+        plain.task = WorkloadTask::Training;
         plain.throughput_regex = None;
         store.register_workload(&bert(8)).unwrap();
         store.register_workload(&plain).unwrap();
@@ -248,7 +297,6 @@ mod tests {
         let cases: Vec<(Edit, &str)> = vec![
             (|w| w.name = " ".to_string(), "'name'"),
             (|w| w.command = String::new(), "'command'"),
-            (|w| w.task = "serving".to_string(), "'serving' is not one of inference, training"),
             (|w| w.batch = 0, "'batch'"),
             (|w| w.throughput_regex = Some("([0-9".to_string()), "does not compile"),
             (|w| w.throughput_regex = Some("[0-9]+".to_string()), "has 0 capture groups"),
@@ -263,6 +311,30 @@ mod tests {
             assert!(message.contains(expected) && !message.contains('\n'), "{message}");
         }
         assert!(store.registered_workloads().unwrap().is_empty());
+    }
+
+    #[test]
+    fn tasks_are_stored_as_their_names_and_an_unknown_one_names_the_workload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        let mut store = Store::open(&path).unwrap();
+        store.register_workload(&bert(8)).unwrap();
+        let task: String = store.conn.query_row("SELECT task FROM registered_workloads", [], |row| row.get(0)).unwrap();
+        assert_eq!(task, "inference");
+        // A store edited by hand, without the CHECK of version 3.
+        store
+            .conn
+            .execute_batch("PRAGMA ignore_check_constraints = ON; UPDATE registered_workloads SET task = 'serving'")
+            .unwrap();
+        let message = store.registered_workloads().unwrap_err().to_string();
+        assert!(
+            message.ends_with(
+                "workload 'bert-base-cased_batch8-inf': stored task 'serving' is not one of inference, training"
+            ),
+            "{message}"
+        );
+        let message = store.registered_workload("bert-base-cased_batch8-inf").unwrap_err().to_string();
+        assert!(message.contains("'serving'"), "{message}");
     }
 
     #[test]
@@ -297,7 +369,7 @@ mod tests {
             .unwrap();
         }
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(store.schema_version().unwrap(), 3);
+        assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
         assert_eq!(store.list_profiles().unwrap().len(), 1);
         let workloads = store.load_workloads().unwrap();
         assert_eq!((workloads.len(), workloads[0].workload.as_str(), workloads[0].exclusive_rps), (1, "w", 7.0));

@@ -336,6 +336,45 @@ fn read_kernel_file(path: &Path, workload: &str) -> Result<[f64; 6], StoreError>
     Ok(kernel)
 }
 
+/// What [`kernel_table_csv`] writes, in errors.
+const KERNEL_TABLE: &str = "KACE kernel table";
+
+/// `dir/output_<workload>_ncu_total.csv`: where KACE keeps one workload's
+/// kernel metrics, and where [`read_workload_tables`] finds them.
+pub fn kernel_table_path(dir: &Path, workload: &str) -> PathBuf {
+    dir.join(format!("output_{workload}_ncu_total.csv"))
+}
+
+/// KACE's `output_<workload>_ncu_total.csv`: a header of the six
+/// [`KERNEL_METRIC_NAMES`] and `Type`, and one row of `kernel` with the
+/// workload's name as `Type`, numbers in Rust's shortest round-trip
+/// notation (so [`read_workload_tables`] gives back the same values). A
+/// name that cannot be a `Type` and part of a file name (empty, spaces
+/// around it, `/`, `\`, `,`, `"` or a control character) is refused.
+pub fn kernel_table_csv(workload: &str, kernel: &[f64; 6]) -> Result<String, StoreError> {
+    check_kernel_table_name(workload)?;
+    let header = KERNEL_METRIC_NAMES.join(",");
+    let row: Vec<String> = kernel.iter().map(f64::to_string).collect();
+    Ok(format!("{header},Type\n{},{workload}\n", row.join(",")))
+}
+
+/// Refuses a workload name that cannot be a kernel table's `Type` and part
+/// of its file name (see [`kernel_table_csv`]).
+pub fn check_kernel_table_name(workload: &str) -> Result<(), StoreError> {
+    let bad_name = workload.is_empty()
+        || workload.trim() != workload
+        || workload.chars().any(|c| c.is_control() || matches!(c, '/' | '\\' | ',' | '"'));
+    if bad_name {
+        return Err(StoreError::Unwritable {
+            what: KERNEL_TABLE.to_string(),
+            detail: format!(
+                "workload '{workload}': a workload name must be non-empty, without spaces around it, '/', '\\', ',' or '\"'"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// The `output_<workload>_ncu_total.csv` files of `dir`, by workload name.
 fn kernel_files(dir: &Path) -> Result<BTreeMap<String, PathBuf>, StoreError> {
     let io_error = |source| StoreError::Io { path: dir.to_path_buf(), source };
@@ -615,6 +654,23 @@ mod tests {
         }
         std::fs::write(kernels.join("README.txt"), "not a kernel file").unwrap();
         (system, kernels)
+    }
+
+    #[test]
+    fn a_written_kernel_table_reads_back_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let (system, kernels) = workload_fixture(dir.path());
+        let kernel = [1.5, 2.0, 1.0 / 3.0, 4.0, 5e6, 0.0];
+        let text = kernel_table_csv("c_batch2-inf", &kernel).unwrap();
+        assert_eq!(text, format!("{KERNEL_HEADER}1.5,2,0.3333333333333333,4,5000000,0,c_batch2-inf\n"));
+        let path = kernel_table_path(&kernels, "c_batch2-inf");
+        crate::write_atomic(&path, text.as_bytes()).unwrap();
+        let workloads = read_workload_tables(&system, &kernels).unwrap();
+        assert_eq!(workloads[1].kernel, kernel);
+        for bad in ["", " w", "a/b", "a,b", "a\"b", "a\\b"] {
+            let message = kernel_table_csv(bad, &kernel).unwrap_err().to_string();
+            assert!(message.contains(&format!("'{bad}'")) && !message.contains('\n'), "{message}");
+        }
     }
 
     #[test]

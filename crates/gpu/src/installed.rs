@@ -18,15 +18,6 @@ const MIB_PER_GIB: f64 = 1024.0;
 /// H100 80GB.
 const MEMORY_TOLERANCE: f64 = 0.1;
 
-/// The models a product name (one of its words, e.g. `A100` in
-/// `NVIDIA A100-SXM4-40GB`) may be; the memory picks among them.
-const FAMILIES: [(&str, &[GpuModel]); 4] = [
-    ("A100", &[GpuModel::A100_40GB, GpuModel::A100_80GB]),
-    ("H100", &[GpuModel::H100_80GB, GpuModel::H100_94GB]),
-    ("H200", &[GpuModel::H200_141GB]),
-    ("A30", &[GpuModel::A30_24GB]),
-];
-
 /// A GPU as the driver names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstalledGpu {
@@ -34,23 +25,27 @@ pub struct InstalledGpu {
     pub name: String,
     /// Its total memory, MiB.
     pub memory_mib: u64,
-    /// The model it is.
-    pub model: GpuModel,
+    /// The GPU model it is.
+    pub gpu_model: GpuModel,
     /// `true` when MIG mode is enabled (`mig.mode.current` is `Enabled`).
     pub mig_enabled: bool,
 }
 
-/// The model of a GPU named `name` (as `nvidia-smi --query-gpu=name` prints
-/// it) with `memory_mib` of memory, e.g. `NVIDIA A100 80GB PCIe` with 81920
-/// MiB is an a100-80gb. The product is the word `A100`, `H100`, `H200` or
-/// `A30` of the name (so a GH200 is none of them); the memory tells its
-/// variants apart. An unknown name or memory is an error naming both.
-pub fn model_from_name(name: &str, memory_mib: u64) -> Result<GpuModel, String> {
+/// The GPU model of a board named `name` (as `nvidia-smi --query-gpu=name`
+/// prints it) with `memory_mib` of memory, e.g. `NVIDIA A100 80GB PCIe`
+/// with 81920 MiB is an a100-80gb. The product is a word of the name (a
+/// [`tessera_core::GpuSpec`]'s `product`, so a GH200 is no H200); the memory
+/// tells its variants apart. An unknown name or memory is an error naming
+/// both.
+pub fn gpu_model_from_name(name: &str, memory_mib: u64) -> Result<GpuModel, String> {
     let words: Vec<&str> = name.split(|c: char| c.is_whitespace() || c == '-').collect();
-    let Some((_, candidates)) = FAMILIES.iter().find(|(word, _)| words.contains(word)) else {
-        let known: Vec<&str> = FAMILIES.iter().map(|(word, _)| *word).collect();
+    let candidates: Vec<GpuModel> =
+        GpuModel::ALL.into_iter().filter(|model| words.contains(&model.spec().product)).collect();
+    if candidates.is_empty() {
+        let mut known: Vec<&str> = GpuModel::ALL.iter().map(|model| model.spec().product).collect();
+        known.dedup();
         return Err(format!("'{name}' is no GPU Tessera knows (it knows the {})", known.join(", ")));
-    };
+    }
     let gib = memory_mib as f64 / MIB_PER_GIB;
     let distance = |model: &GpuModel| (gib - f64::from(model.spec().memory_gb)).abs();
     candidates
@@ -76,13 +71,24 @@ fn query_args(index: u32) -> Vec<String> {
         .collect()
 }
 
-/// Reads GPU `index`'s name, memory and MIG mode and tells its model. A
-/// GPU the driver does not have is a [`GpuError::PlanGpu`] saying so.
+/// nvidia-smi's exit status when what was asked for does not exist.
+const NOT_FOUND: i32 = 6;
+/// nvidia-smi's exit status when the driver is not loaded or does not
+/// answer.
+const DRIVER_NOT_LOADED: i32 = 9;
+
+/// Reads GPU `index`'s name, memory and MIG mode and tells its GPU model. A
+/// GPU the driver does not have is a [`GpuError::PlanGpu`] saying so; a
+/// driver that does not answer is [`GpuError::DriverFailed`], with
+/// nvidia-smi's own words.
 pub fn installed_gpu(runner: &mut dyn CommandRunner, index: u32) -> Result<InstalledGpu, GpuError> {
     let args = query_args(index);
     let output = run_checked(runner, NVIDIA_SMI, &args).map_err(|error| match error {
-        GpuError::CommandFailed { message, .. } => {
+        GpuError::CommandFailed { status: NOT_FOUND, message, .. } => {
             GpuError::PlanGpu { gpu: index, message: format!("not on this node: nvidia-smi -i {index}: {message}") }
+        }
+        GpuError::CommandFailed { command, status: DRIVER_NOT_LOADED, message } => {
+            GpuError::DriverFailed { command, status: DRIVER_NOT_LOADED, message }
         }
         other => other,
     })?;
@@ -94,21 +100,22 @@ pub fn installed_gpu(runner: &mut dyn CommandRunner, index: u32) -> Result<Insta
     };
     let memory_mib =
         memory.parse::<u64>().map_err(|_| bad(format!("memory.total '{memory}' is not a number of MiB")))?;
-    let model = model_from_name(name, memory_mib).map_err(|message| GpuError::PlanGpu { gpu: index, message })?;
+    let gpu_model =
+        gpu_model_from_name(name, memory_mib).map_err(|message| GpuError::PlanGpu { gpu: index, message })?;
     // `[N/A]` on GPUs without MIG support.
     let mig_enabled = mig_mode.eq_ignore_ascii_case("Enabled");
-    Ok(InstalledGpu { name: name.to_string(), memory_mib, model, mig_enabled })
+    Ok(InstalledGpu { name: name.to_string(), memory_mib, gpu_model, mig_enabled })
 }
 
 /// Refuses a planned GPU whose model is not the one installed at its
 /// index, or which is not in MIG mode.
 pub fn check_installed(runner: &mut dyn CommandRunner, planned: &GpuAssignment) -> Result<InstalledGpu, GpuError> {
     let installed = installed_gpu(runner, planned.index)?;
-    if installed.model != planned.gpu_model {
+    if installed.gpu_model != planned.gpu_model {
         return Err(GpuError::ModelMismatch {
             gpu: planned.index,
             name: installed.name,
-            installed: installed.model,
+            installed: installed.gpu_model,
             planned: planned.gpu_model,
         });
     }
@@ -121,7 +128,7 @@ pub fn check_installed(runner: &mut dyn CommandRunner, planned: &GpuAssignment) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fake::FakeNvidiaSmi;
+    use crate::fake::{FakeNvidiaSmi, DRIVER_FAILED_LINE};
 
     #[test]
     fn realistic_names_map_to_their_models() {
@@ -138,17 +145,17 @@ mod tests {
             ("NVIDIA A30", 24576, GpuModel::A30_24GB),
         ];
         for (name, memory_mib, model) in cases {
-            assert_eq!(model_from_name(name, memory_mib), Ok(model), "{name}");
+            assert_eq!(gpu_model_from_name(name, memory_mib), Ok(model), "{name}");
         }
     }
 
     #[test]
     fn unknown_names_and_memories_are_errors_naming_them() {
         for name in ["NVIDIA GeForce RTX 4090", "NVIDIA GH200 480GB", "Tesla V100-SXM2-16GB", ""] {
-            let error = model_from_name(name, 24576).unwrap_err();
+            let error = gpu_model_from_name(name, 24576).unwrap_err();
             assert!(error.contains(&format!("'{name}'")) && error.contains("A100"), "{error}");
         }
-        let error = model_from_name("NVIDIA A100-SXM4-80GB", 16384).unwrap_err();
+        let error = gpu_model_from_name("NVIDIA A100-SXM4-80GB", 16384).unwrap_err();
         assert_eq!(error, "'NVIDIA A100-SXM4-80GB' with 16384 MiB is none of a100-40gb, a100-80gb");
     }
 
@@ -156,7 +163,7 @@ mod tests {
     fn the_fake_names_every_model_as_the_driver_does() {
         for model in GpuModel::ALL {
             let mut fake = FakeNvidiaSmi::new().with_gpu(3, model);
-            assert_eq!(installed_gpu(&mut fake, 3).unwrap().model, model);
+            assert_eq!(installed_gpu(&mut fake, 3).unwrap().gpu_model, model);
         }
     }
 
@@ -179,6 +186,20 @@ mod tests {
     }
 
     #[test]
+    fn a_broken_driver_is_reported_as_such_with_nvidia_smis_words() {
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB).with_broken_driver();
+        let error = installed_gpu(&mut fake, 0).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "the NVIDIA driver does not answer: `nvidia-smi {QUERY} --format=csv,noheader,nounits -i 0` failed \
+                 (exit status 9): {DRIVER_FAILED_LINE}"
+            )
+        );
+        assert!(!error.contains("not on this node"), "{error}");
+    }
+
+    #[test]
     fn unreadable_output_names_the_command() {
         struct Prints(&'static str);
         impl CommandRunner for Prints {
@@ -195,7 +216,7 @@ mod tests {
         }
         // As the H200 of a lent GPU node printed it.
         let h200 = installed_gpu(&mut Prints("NVIDIA H200, 143771, Disabled\n"), 0).unwrap();
-        assert_eq!((h200.model, h200.mig_enabled), (GpuModel::H200_141GB, false));
+        assert_eq!((h200.gpu_model, h200.mig_enabled), (GpuModel::H200_141GB, false));
         let error = installed_gpu(&mut Prints("NVIDIA Tesla T4, 15360, [N/A]\n"), 2).unwrap_err().to_string();
         assert!(error.starts_with("GPU 2: 'NVIDIA Tesla T4' is no GPU"), "{error}");
     }

@@ -1,15 +1,19 @@
-//! Starting the processes of a deployment detached, so they outlive
-//! Tessera, and later telling whether they run and stopping them by pid.
+//! Starting the services of a deployment detached, so they outlive
+//! Tessera, and later telling whether they run and stopping them by pid
+//! (signals through `kill(2)`, never a `kill` program).
 
+#[cfg(any(test, feature = "fake"))]
 use std::collections::BTreeSet;
 use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(any(test, feature = "fake"))]
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::error::GpuError;
-use crate::launch::signal_group;
+use crate::signal::{group_exists, signal_group, GroupSignal};
 
 /// Starts, watches and stops the long-running processes of a deployment.
 /// A process is known by its pid, which is also its process group's id.
@@ -19,11 +23,13 @@ pub trait ServiceLauncher {
     /// and error appended to `log`; returns its pid.
     fn start_detached(&mut self, command: &str, env: &[(String, String)], log: &Path) -> Result<u32, GpuError>;
 
-    /// `true` while a process of the group `pid` leads runs.
+    /// `true` while a process of the group `pid` leads runs (also one
+    /// Tessera may not signal).
     fn is_alive(&mut self, pid: u32) -> bool;
 
     /// Stops the process group `pid` leads: SIGTERM, then SIGKILL when it
-    /// outlives the grace period. A group already gone is no error.
+    /// outlives the grace period. A group already gone is no error; one
+    /// that may not be signalled is, naming the group.
     fn stop(&mut self, pid: u32) -> Result<(), GpuError>;
 }
 
@@ -90,14 +96,15 @@ impl ServiceLauncher for DetachedLauncher {
     }
 
     fn is_alive(&mut self, pid: u32) -> bool {
-        signal_group("-0", pid)
+        // A pid Tessera would never signal (0, 1) runs no service of its own.
+        group_exists(pid).unwrap_or(false)
     }
 
     fn stop(&mut self, pid: u32) -> Result<(), GpuError> {
-        if !signal_group("-TERM", pid) || self.gone_within(pid, self.grace) {
+        if !signal_group(pid, GroupSignal::Terminate)? || self.gone_within(pid, self.grace) {
             return Ok(());
         }
-        signal_group("-KILL", pid);
+        signal_group(pid, GroupSignal::Kill)?;
         if self.gone_within(pid, KILL_WAIT) {
             Ok(())
         } else {
@@ -110,6 +117,7 @@ impl ServiceLauncher for DetachedLauncher {
 }
 
 /// One process the fake started.
+#[cfg(any(test, feature = "fake"))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FakeProcess {
     /// Its pid.
@@ -123,6 +131,7 @@ pub struct FakeProcess {
 }
 
 /// Starts nothing: hands out pids from 1000 on and remembers which run.
+#[cfg(any(test, feature = "fake"))]
 #[derive(Debug, Clone, Default)]
 pub struct FakeServiceLauncher {
     /// Every process started, in order.
@@ -133,6 +142,7 @@ pub struct FakeServiceLauncher {
     fail_start: Option<usize>,
 }
 
+#[cfg(any(test, feature = "fake"))]
 impl FakeServiceLauncher {
     /// A launcher that has started nothing.
     pub fn new() -> Self {
@@ -155,6 +165,7 @@ impl FakeServiceLauncher {
     }
 }
 
+#[cfg(any(test, feature = "fake"))]
 impl ServiceLauncher for FakeServiceLauncher {
     fn start_detached(&mut self, command: &str, env: &[(String, String)], log: &Path) -> Result<u32, GpuError> {
         if self.fail_start == Some(self.started.len() + 1) {
@@ -225,6 +236,18 @@ mod tests {
         assert!(!launcher.is_alive(stubborn));
         let error = launcher.start_detached("true", &[], &dir.path().join("no/such/dir.log")).unwrap_err().to_string();
         assert!(error.contains("cannot open its log") && error.contains("dir.log"), "{error}");
+    }
+
+    #[test]
+    fn a_recorded_pid_of_init_or_our_own_group_is_never_signalled() {
+        // `kill -- -1` would reach every process of the user; a pids file
+        // edited to say 1 (or 0) runs no service of Tessera's.
+        let mut launcher = DetachedLauncher { grace: Duration::from_millis(10) };
+        for pid in [0, 1] {
+            assert!(!launcher.is_alive(pid));
+            let error = launcher.stop(pid).unwrap_err().to_string();
+            assert!(error.contains(&format!("process group {pid}")), "{error}");
+        }
     }
 
     #[test]

@@ -1,18 +1,23 @@
-//! Starting and stopping the workloads Tessera measures, and reading the
-//! throughput they print.
+//! Running the workloads Tessera measures (for as long as a measurement
+//! lasts), stopping them, and reading the throughput they print. Services
+//! that outlive Tessera are [`crate::deploy`]'s service launcher's.
 
+#[cfg(any(test, feature = "fake"))]
 use std::cell::Cell;
+#[cfg(any(test, feature = "fake"))]
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
+#[cfg(any(test, feature = "fake"))]
 use std::rc::Rc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
 
-use crate::error::GpuError;
+use crate::error::{one_line, GpuError};
+use crate::signal::{signal_group, GroupSignal};
 
 /// What a stopped workload printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -38,8 +43,8 @@ impl WorkloadOutput {
     }
 }
 
-/// Starts workloads.
-pub trait WorkloadLauncher {
+/// Starts the workloads of a measurement.
+pub trait WorkloadRunner {
     /// Starts `command` (a shell command line) with `env` added to the
     /// environment.
     fn start(&mut self, command: &str, env: &[(String, String)]) -> Result<Box<dyn RunningWorkload>, GpuError>;
@@ -56,23 +61,23 @@ pub trait RunningWorkload {
 /// Runs workloads with `sh -c COMMAND` in their own process group, so that
 /// stopping one terminates everything it started.
 #[derive(Debug, Clone)]
-pub struct ShellLauncher {
+pub struct ShellWorkloadRunner {
     /// How long a workload may take to exit after SIGTERM before it gets
     /// SIGKILL.
     pub grace: Duration,
     /// Added to every workload's environment (before the `env` of
-    /// [`WorkloadLauncher::start`], which wins).
+    /// [`WorkloadRunner::start`], which wins).
     pub env: Vec<(String, String)>,
 }
 
-impl Default for ShellLauncher {
+impl Default for ShellWorkloadRunner {
     fn default() -> Self {
         Self { grace: Duration::from_secs(10), env: Vec::new() }
     }
 }
 
-impl ShellLauncher {
-    /// A launcher whose workloads see only `device`.
+impl ShellWorkloadRunner {
+    /// A runner whose workloads see only `device`.
     pub fn on(device: &DeviceTarget) -> Self {
         Self { env: device.cuda_env(), ..Self::default() }
     }
@@ -111,7 +116,7 @@ impl std::fmt::Display for DeviceTarget {
     }
 }
 
-impl WorkloadLauncher for ShellLauncher {
+impl WorkloadRunner for ShellWorkloadRunner {
     fn start(&mut self, command: &str, env: &[(String, String)]) -> Result<Box<dyn RunningWorkload>, GpuError> {
         let mut child = Command::new("sh")
             .arg("-c")
@@ -158,22 +163,11 @@ struct ShellWorkload {
     output: Option<WorkloadOutput>,
 }
 
-/// Sends `signal` (e.g. `-TERM`; `-0` only asks) to every process of
-/// process group `pgid` with `kill -SIG -- -PGID`; `true` when it reached
-/// at least one.
-pub(crate) fn signal_group(signal: &str, pgid: u32) -> bool {
-    Command::new("kill")
-        .args([signal, "--", &format!("-{pgid}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success())
-}
-
 impl ShellWorkload {
-    fn signal_group(&self, signal: &str) {
-        // The whole process group the workload leads; one already gone is fine.
-        let _ = signal_group(signal, self.child.id());
+    /// Signals the whole process group the workload leads; one already
+    /// gone is fine.
+    fn signal_group(&self, signal: GroupSignal) -> Result<(), GpuError> {
+        signal_group(self.child.id(), signal).map(drop)
     }
 
     fn wait_for(&mut self, limit: Duration) -> Result<Option<std::process::ExitStatus>, GpuError> {
@@ -206,11 +200,11 @@ impl RunningWorkload for ShellWorkload {
             Some(status) => status,
             None => {
                 terminated = true;
-                self.signal_group("-TERM");
+                self.signal_group(GroupSignal::Terminate)?;
                 match self.wait_for(self.grace)? {
                     Some(status) => status,
                     None => {
-                        self.signal_group("-KILL");
+                        self.signal_group(GroupSignal::Kill)?;
                         self.child.wait().map_err(|error| self.error(format!("cannot wait: {error}")))?
                     }
                 }
@@ -218,7 +212,7 @@ impl RunningWorkload for ShellWorkload {
         };
         // Children that survived the shell would keep the pipes open.
         if terminated {
-            self.signal_group("-KILL");
+            self.signal_group(GroupSignal::Kill)?;
         }
         let join = |handle: Option<JoinHandle<String>>| handle.and_then(|h| h.join().ok()).unwrap_or_default();
         let stdout = join(self.stdout.take());
@@ -272,21 +266,19 @@ pub fn parse_throughput(command: &str, stdout: &str, regex: Option<&str>) -> Res
     }
 }
 
-fn one_line(error: &dyn std::fmt::Display) -> String {
-    error.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// Hands out scripted outputs in order, one per started workload, and
 /// records what was started. Starting more workloads than scripted fails.
+#[cfg(any(test, feature = "fake"))]
 #[derive(Debug, Clone, Default)]
-pub struct FakeLauncher {
+pub struct FakeWorkloadRunner {
     outputs: VecDeque<WorkloadOutput>,
     /// `(command, env)` of every workload started, in order.
     pub started: Vec<(String, Vec<(String, String)>)>,
     running: Rc<Cell<usize>>,
 }
 
-impl FakeLauncher {
+#[cfg(any(test, feature = "fake"))]
+impl FakeWorkloadRunner {
     /// Scripts the outputs of the next workloads started.
     pub fn new(outputs: impl IntoIterator<Item = WorkloadOutput>) -> Self {
         Self { outputs: outputs.into_iter().collect(), ..Self::default() }
@@ -307,11 +299,12 @@ impl FakeLauncher {
     }
 }
 
-impl WorkloadLauncher for FakeLauncher {
+#[cfg(any(test, feature = "fake"))]
+impl WorkloadRunner for FakeWorkloadRunner {
     fn start(&mut self, command: &str, env: &[(String, String)]) -> Result<Box<dyn RunningWorkload>, GpuError> {
         let output = self.outputs.pop_front().ok_or_else(|| GpuError::Workload {
             command: command.to_string(),
-            message: "cannot start: the fake launcher has no scripted output left".to_string(),
+            message: "cannot start: the fake workload runner has no scripted output left".to_string(),
         })?;
         self.started.push((command.to_string(), env.to_vec()));
         self.running.set(self.running.get() + 1);
@@ -319,17 +312,20 @@ impl WorkloadLauncher for FakeLauncher {
     }
 }
 
+#[cfg(any(test, feature = "fake"))]
 struct FakeWorkload {
     output: WorkloadOutput,
     running: Option<Rc<Cell<usize>>>,
 }
 
+#[cfg(any(test, feature = "fake"))]
 impl Drop for FakeWorkload {
     fn drop(&mut self) {
         let _ = self.stop();
     }
 }
 
+#[cfg(any(test, feature = "fake"))]
 impl RunningWorkload for FakeWorkload {
     /// A workload scripted with an exit status has exited on its own.
     fn is_running(&mut self) -> bool {
@@ -370,7 +366,7 @@ mod tests {
 
     #[test]
     fn the_shell_launcher_captures_output_and_exit_status() {
-        let mut launcher = ShellLauncher::default();
+        let mut launcher = ShellWorkloadRunner::default();
         let env = [("TESSERA_TEST_X".to_string(), "7".to_string())];
         let mut done = launcher.start("echo x=$TESSERA_TEST_X; echo oops >&2; exit 3", &env).unwrap();
         let start = Instant::now();
@@ -385,7 +381,7 @@ mod tests {
 
     #[test]
     fn stopping_terminates_a_running_workload_and_its_children() {
-        let mut launcher = ShellLauncher::default();
+        let mut launcher = ShellWorkloadRunner::default();
         let mut running = launcher.start("echo tessera:throughput=5; sleep 30 & sleep 30; echo never", &[]).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         assert!(running.is_running());
