@@ -583,7 +583,8 @@ pub struct PlanArgs {
     pub latency_rule: Option<LatencyRule>,
 
     /// Seconds the optimal strategy may search before returning its best
-    /// plan with the gap to its lower bound.
+    /// plan with the gap to its lower bound (more than a duration holds,
+    /// e.g. 1e20, means no limit).
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
     pub time_limit: f64,
 
@@ -737,7 +738,7 @@ pub enum BenchCommand {
         /// Latency rule of every run.
         #[arg(long, default_value = "parva", value_parser = parse_rule)]
         latency_rule: LatencyRule,
-        /// Time limit of each optimal run, seconds.
+        /// Time limit of each optimal run, seconds (1e20: no limit).
         #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
         time_limit: f64,
     },

@@ -117,6 +117,21 @@ fn verify_reports_every_violation_of_a_tampered_plan() {
     assert!(report.contains("violation: node 0 gpu 1: ") && report.contains("provisioned"), "{report}");
 }
 
+/// A time limit longer than a `Duration` holds means no limit (it used to
+/// panic converting the seconds, in `plan` and in the plans `bench scale` runs).
+#[test]
+fn a_huge_time_limit_means_no_limit() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = tessera(&["plan", "--demo", "--time-limit", "1e20"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let absent = dir.path().join("no-parvagpu");
+    let args = ["bench", "scale", "--parvagpu", absent.to_str().unwrap(), "--sizes", "6", "--time-limit", "1e20"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("synthetic"), "{}", stdout(&output));
+}
+
 #[test]
 fn csv_output_uses_parvagpu_deployment_columns() {
     let dir = TempDir::new().unwrap();

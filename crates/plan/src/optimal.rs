@@ -95,7 +95,8 @@ type OptionTable = Vec<Vec<Option<ServiceOptions>>>;
 /// Plans `request` with the `optimal` strategy.
 pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     request.check()?;
-    let deadline = request.time_limit.map(|limit| Instant::now() + limit);
+    // A limit too far away to be an instant is no limit.
+    let deadline = request.time_limit.and_then(|limit| Instant::now().checked_add(limit));
     let table = option_table(request, HEURISTIC_LIMITS)?;
     let single = request.fleet.len() == 1;
     let models: Vec<FleetModel> = request
@@ -404,6 +405,17 @@ mod tests {
                 assert!(plan.services.iter().all(|s| s.met && s.worst_latency_ms <= s.latency_slo_ms));
             }
         }
+    }
+
+    #[test]
+    fn a_time_limit_beyond_any_instant_means_no_limit() {
+        let catalog = builtin_catalog();
+        let services = demo_services();
+        let request = PlanRequest {
+            time_limit: Some(Duration::MAX),
+            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+        };
+        assert!(plan_optimal(&request).unwrap().optimality.unwrap().proven_optimal);
     }
 
     #[test]

@@ -162,7 +162,7 @@ impl BestMixes {
     /// The kept mixes, best first, at most `limit`.
     fn into_sorted(self) -> Vec<Mix> {
         let mut mixes: Vec<Mix> = self.by_counts.into_values().collect();
-        mixes.sort_by(|a, b| (a.gpcs, secondary(a)).partial_cmp(&(b.gpcs, secondary(b))).expect("finite slack"));
+        mixes.sort_by(|a, b| a.gpcs.cmp(&b.gpcs).then(a.slack.total_cmp(&b.slack)).then(a.segments.cmp(&b.segments)));
         mixes.truncate(self.limit);
         mixes
     }
@@ -359,6 +359,25 @@ mod tests {
         let slo = ServiceSlo::new("s", "m", 10.0, 20.0).unwrap();
         let error = service_options(&profile, &slo, LatencyRule::Queueing, 5, WIDE).unwrap_err();
         assert!(matches!(error, PlanError::Unmeetable(_)), "{error}");
+    }
+
+    #[test]
+    fn sorting_mixes_survives_a_nan_slack() {
+        let one = point(1, 1, 100.0, 5.0);
+        let mix = |n: u32, slack: f64| Mix {
+            parts: vec![(one, n)],
+            counts: SizeCounts::EMPTY.with_n(1, n),
+            provisioned_rps: 100.0 * f64::from(n),
+            gpcs: 2,
+            segments: n,
+            slack,
+        };
+        let mut best = BestMixes::new(2, 2, 10);
+        best.offer(mix(1, f64::NAN));
+        best.offer(mix(2, 0.5));
+        let sorted = best.into_sorted();
+        assert_eq!(sorted.len(), 2);
+        assert_eq!(sorted[0].slack, 0.5, "a NaN slack sorts last");
     }
 
     #[test]
