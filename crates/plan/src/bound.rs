@@ -16,7 +16,7 @@
 //! relaxation of what a plan may use, so the bound stays valid.
 
 use tessera_core::rng::SplitMix64;
-use tessera_core::{GpuModel, Lattice, ModelProfile, ServiceSlo, SizeCounts};
+use tessera_core::{GpuModel, Lattice, ProfilePoint, ServiceSlo, SizeCounts};
 
 use crate::latency::LatencyRule;
 use crate::options::ServiceOptions;
@@ -109,17 +109,12 @@ pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions])
     best
 }
 
-/// The cheapest price at which one service can be served (a relaxation:
-/// per size, its fastest configuration meeting the rule at full load).
-pub fn service_price(
-    profile: &ModelProfile,
-    slo: &ServiceSlo,
-    rule: LatencyRule,
-    max_procs: u32,
-    prices: &Prices,
-) -> f64 {
+/// The cheapest price at which one service can be served from `points`
+/// (the usable points of its model; a relaxation: per size, its fastest
+/// configuration meeting the rule at full load).
+pub fn service_price(points: &[ProfilePoint], slo: &ServiceSlo, rule: LatencyRule, prices: &Prices) -> f64 {
     let mut items: Vec<(f64, f64)> = Vec::new(); // (throughput, price)
-    for point in profile.points().iter().filter(|p| p.config.procs <= max_procs) {
+    for point in points {
         if rule.max_provision_ratio(point, slo.latency_slo_ms).is_none() {
             continue;
         }
@@ -165,7 +160,7 @@ pub fn round_up(gpus: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_core::{ProfilePoint, SegmentConfig};
+    use tessera_core::{ModelProfile, SegmentConfig};
 
     #[test]
     fn every_maximal_layout_costs_at_most_one_gpu_after_projection() {
@@ -193,7 +188,7 @@ mod tests {
         let mut prices = [0.0; 8];
         prices[1] = 0.15;
         prices[3] = 0.5;
-        let price = service_price(&profile, &slo, LatencyRule::Parva, 5, &prices);
+        let price = service_price(profile.points(), &slo, LatencyRule::Parva, &prices);
         assert!((price - 0.6).abs() < 1e-12, "{price}");
     }
 

@@ -12,6 +12,13 @@ pub enum PlanError {
     /// A service's model has no profile on the GPU model.
     #[error("service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})")]
     NoProfile { service: String, model: String, gpu: String, known: String },
+    /// Every profiled configuration of the service's model needs more
+    /// memory than its MIG instance has.
+    #[error(
+        "service '{service}' (model '{model}'): no profiled configuration fits its MIG instance's memory on {gpu} \
+         (the closest, {closest}, needs {needed_gb} GB of {instance_gb} GB)"
+    )]
+    NoPointFits { service: String, model: String, gpu: String, closest: String, needed_gb: f64, instance_gb: f64 },
     /// No profiled configuration meets the service's latency objective.
     #[error(transparent)]
     Unmeetable(Box<UnmeetableSlo>),

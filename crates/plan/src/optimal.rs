@@ -46,7 +46,7 @@ use crate::latency::LatencyRule;
 use crate::objective::Objective;
 use crate::options::{service_options, Mix, OptionLimits, ServiceOptions};
 use crate::parva::plan_parva;
-use crate::request::PlanRequest;
+use crate::request::{usable_points, PlanRequest};
 
 /// How long the search may run by default.
 pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
@@ -202,7 +202,8 @@ fn lower_bound(request: &PlanRequest<'_>, models: &[FleetModel], table: &OptionT
             let Some(options) = &options[s] else { continue };
             cheapest_compute = cheapest_compute.min(model.cost * f64::from(options.min_gpcs) / model.slices as f64);
             let profile = request.profile(slo, model.offer.model)?;
-            let price = service_price(profile, slo, request.rule, request.max_procs, &model.prices);
+            let points = usable_points(profile, slo, request.max_procs)?;
+            let price = service_price(&points, slo, request.rule, &model.prices);
             cheapest_price = cheapest_price.min(model.cost * price);
         }
         compute += cheapest_compute;

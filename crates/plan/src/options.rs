@@ -22,6 +22,7 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 use crate::configure::unmeetable;
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
+use crate::request::usable_points;
 
 /// One way to serve a service.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,15 +76,13 @@ pub fn service_options(
     max_procs: u32,
     limits: OptionLimits,
 ) -> Result<ServiceOptions, PlanError> {
-    let candidates: Vec<(ProfilePoint, f64)> = profile
-        .points()
+    let usable = usable_points(profile, slo, max_procs)?;
+    let candidates: Vec<(ProfilePoint, f64)> = usable
         .iter()
-        .filter(|p| p.config.procs <= max_procs)
         .filter_map(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).map(|ratio| (*p, ratio)))
         .collect();
     if candidates.is_empty() {
-        let allowed = profile.points().iter().filter(|p| p.config.procs <= max_procs).copied();
-        return Err(unmeetable(allowed, slo, rule));
+        return Err(unmeetable(usable.into_iter(), slo, rule));
     }
     let tables = size_tables(&candidates);
     let rate_rps = slo.rate_rps;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tessera_core::slo::find_duplicate_service;
-use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ServiceSlo};
+use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
@@ -83,11 +83,95 @@ impl<'a> PlanRequest<'a> {
     }
 }
 
+/// The points of `profile` a planner may run for `slo`: at most `max_procs`
+/// processes and, where a point's memory is known, no more than its
+/// instance holds. `memory_gb` is the whole segment's (all processes), so it
+/// is compared with the memory of the size's primary MIG profile on the
+/// profile's GPU model. Empty when the process limit leaves nothing (the
+/// latency check then names the problem); an error when memory rules out
+/// every point the process limit leaves.
+pub(crate) fn usable_points(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    max_procs: u32,
+) -> Result<Vec<ProfilePoint>, PlanError> {
+    let spec = profile.gpu.spec();
+    let instance_gb = |point: &ProfilePoint| {
+        spec.profile_for_size(point.config.size_gpcs).map_or(0.0, |instance| f64::from(instance.memory_gb))
+    };
+    let allowed: Vec<ProfilePoint> = profile.points().iter().filter(|p| p.config.procs <= max_procs).copied().collect();
+    let fitting: Vec<ProfilePoint> =
+        allowed.iter().filter(|p| p.memory_gb.is_none_or(|gb| gb <= instance_gb(p))).copied().collect();
+    if !allowed.is_empty() && fitting.is_empty() {
+        let tightest = allowed
+            .iter()
+            .min_by(|a, b| {
+                let excess = |p: &ProfilePoint| p.memory_gb.unwrap_or(0.0) / instance_gb(p);
+                excess(a).total_cmp(&excess(b))
+            })
+            .expect("points remain");
+        return Err(PlanError::NoPointFits {
+            service: slo.service.clone(),
+            model: slo.model.clone(),
+            gpu: profile.gpu.to_string(),
+            closest: tightest.config.to_string(),
+            needed_gb: tightest.memory_gb.unwrap_or(0.0),
+            instance_gb: instance_gb(tightest),
+        });
+    }
+    Ok(fitting)
+}
+
 fn known_models(catalog: &ProfileCatalog, gpu: GpuModel) -> String {
     let models: Vec<&str> = catalog.models(gpu).collect();
     if models.is_empty() {
         "none".to_string()
     } else {
         models.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimal::plan_optimal;
+    use crate::parva::plan_parva;
+    use tessera_core::SegmentConfig;
+
+    fn point(size_gpcs: u8, throughput_rps: f64, memory_gb: Option<f64>) -> ProfilePoint {
+        let config = SegmentConfig { size_gpcs, batch: 1, procs: 1 };
+        ProfilePoint::new(config, throughput_rps, 5.0, memory_gb).unwrap()
+    }
+
+    #[test]
+    fn no_planner_runs_a_point_that_exceeds_its_instance_memory() {
+        // The 1g point is the most efficient by far but needs 500 GB of a
+        // 10 GB instance; the 2g point fits (its memory is the segment's).
+        let profile = ModelProfile::new(
+            GpuModel::A100_80GB,
+            "m",
+            vec![point(1, 1000.0, Some(500.0)), point(2, 300.0, Some(20.0)), point(7, 900.0, None)],
+        )
+        .unwrap();
+        let catalog: ProfileCatalog = [profile].into_iter().collect();
+        let services = [ServiceSlo::new("s", "m", 2000.0, 100.0).unwrap()];
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        for plan in [plan_parva(&request).unwrap(), plan_optimal(&request).unwrap()] {
+            let sizes: Vec<u8> = plan.gpus.iter().flat_map(|g| &g.instances).map(|i| i.size).collect();
+            assert!(!sizes.is_empty() && !sizes.contains(&1), "{} uses {sizes:?}", plan.strategy);
+        }
+    }
+
+    #[test]
+    fn a_model_whose_every_point_exceeds_memory_is_named() {
+        let profile = ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(1, 1000.0, Some(500.0))]).unwrap();
+        let catalog: ProfileCatalog = [profile].into_iter().collect();
+        let services = [ServiceSlo::new("s", "m", 20.0, 100.0).unwrap()];
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        for error in [plan_parva(&request).unwrap_err(), plan_optimal(&request).unwrap_err()] {
+            assert!(matches!(error, PlanError::NoPointFits { .. }), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("'s'") && message.contains("500 GB of 10 GB"), "{message}");
+        }
     }
 }

@@ -80,6 +80,9 @@ pub enum Violation {
     /// A configuration that is not in the profiles (or infeasible there).
     #[error("{at}: {config} of model '{model}' is not a feasible profiled configuration on {gpu}")]
     NotProfiled { at: InstanceRef, model: String, gpu: String, config: SegmentConfig },
+    /// A segment that needs more memory than its MIG instance has.
+    #[error("{at}: {config} of model '{model}' needs {needed_gb} GB, the instance has {instance_gb} GB")]
+    Memory { at: InstanceRef, model: String, config: SegmentConfig, needed_gb: f64, instance_gb: f64 },
     /// More MPS processes than allowed.
     #[error("{at}: {procs} processes, at most {max} allowed")]
     TooManyProcs { at: InstanceRef, procs: u32, max: u32 },
@@ -225,6 +228,20 @@ fn check_segment<'a>(
         });
         return None;
     };
+    // The profile's memory is the whole segment's; the instance is the one
+    // the plan names.
+    let instance_gb = gpu.gpu_model.spec().profile_by_name(&instance.profile).map(|p| f64::from(p.memory_gb));
+    if let (Some(needed_gb), Ok(instance_gb)) = (point.memory_gb, instance_gb) {
+        if needed_gb > instance_gb {
+            violations.push(Violation::Memory {
+                at: at.clone(),
+                model: slo.model.clone(),
+                config,
+                needed_gb,
+                instance_gb,
+            });
+        }
+    }
     if instance.procs > request.max_procs {
         violations.push(Violation::TooManyProcs { at: at.clone(), procs: instance.procs, max: request.max_procs });
     }
@@ -298,6 +315,36 @@ mod tests {
         let violations = verify(&plan, &request(&catalog, &services));
         assert!(violations.iter().any(|v| matches!(v, Violation::Latency { .. })));
         assert!(violations.iter().any(|v| matches!(v, Violation::UnknownService { .. })));
+    }
+
+    #[test]
+    fn catches_segments_that_exceed_their_instance_memory() {
+        let (catalog, services) = setup();
+        let plan = plan(&catalog, &services);
+        let used = &plan.gpus[0].instances[0];
+        // The same profiles, but the first instance's point needs 500 GB.
+        let bloated: ProfileCatalog = catalog
+            .iter()
+            .map(|profile| {
+                let points = profile
+                    .points()
+                    .iter()
+                    .map(|p| {
+                        let hit = profile.gpu == GpuModel::A100_80GB
+                            && profile.model == used.model
+                            && p.config == SegmentConfig { size_gpcs: used.size, batch: used.batch, procs: used.procs };
+                        ProfilePoint { memory_gb: if hit { Some(500.0) } else { p.memory_gb }, ..*p }
+                    })
+                    .collect();
+                tessera_core::ModelProfile::new(profile.gpu, profile.model.clone(), points).unwrap()
+            })
+            .collect();
+        let violations = verify(&plan, &request(&bloated, &services));
+        assert!(
+            violations.iter().any(|v| matches!(v, Violation::Memory { needed_gb, .. } if *needed_gb == 500.0)),
+            "{violations:?}"
+        );
+        assert_eq!(verify(&plan, &request(&catalog, &services)), vec![]);
     }
 
     #[test]
