@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
-use tessera_plan::request::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_PROCS};
+use tessera_plan::request::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 use tessera_plan::LatencyRule;
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
@@ -591,6 +591,11 @@ pub struct PlanArgs {
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// Most GPUs a plan may use, all GPU models together: a service or SLO
+    /// set that needs more is refused at once, naming the service.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
+    pub max_gpus: u64,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]

@@ -97,6 +97,37 @@ fn a_mixed_fleet_plans_by_cost_and_says_which_profiles_are_estimated() {
     );
 }
 
+/// The parva strategy keeps count limits, and verify checks a plan against
+/// the fleet it records (both used to accept 4 GPUs "of 1").
+#[test]
+fn count_limits_hold_for_parva_and_in_verify() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    fails_with(
+        &["plan", "--demo", "--strategy", "parva", "--gpu", "a100-80gb:count=1"],
+        &store,
+        &["no plan within the fleet's count limits was found", "a100-80gb", "count=1"],
+    );
+    let plan_path = dir.path().join("plan.json");
+    let fleet = ["--strategy", "parva", "--gpu", "a100-80gb:count=50"];
+    let output = tessera(
+        &[&["plan", "--demo", "--format", "json", "-o", plan_path.to_str().unwrap()], &fleet[..]].concat(),
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    plan["fleet"][0]["limit"] = serde_json::json!(1);
+    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let output = tessera(&["verify", plan_path.to_str().unwrap(), "--demo"], &store);
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    let gpus = plan["gpu_count"].as_u64().unwrap();
+    assert!(
+        report.contains(&format!("violation: the plan uses {gpus} a100-80gb GPUs, its fleet allows 1")),
+        "{report}"
+    );
+}
+
 #[test]
 fn verify_reports_every_violation_of_a_tampered_plan() {
     let dir = TempDir::new().unwrap();
@@ -361,6 +392,40 @@ fn optimal_strategy_proves_the_optimum_of_parvagpu_scenarios() {
     }
 }
 
+/// A count limit on the cheaper model of a mixed fleet constrains the
+/// search: scenarios 5 and 6 with 1 to 6 H100s (cheaper per unit of work)
+/// beside unlimited A100s are planned within the limit and verified
+/// (scenario 5 with one H100 used to fail with "the fleet is too small:
+/// the best plan found needs 5 h100-80gb GPUs").
+#[test]
+fn a_limited_model_in_a_mixed_fleet_constrains_the_search() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("mixed.json");
+    for k in [5, 6] {
+        let mut inputs = scenario_inputs(&data, k);
+        inputs.truncate(inputs.len() - 2); // its --gpu a100-80gb
+        for count in 1..=6 {
+            let h100 = format!("h100-80gb:cost=1.6,count={count}");
+            let mut inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+            inputs.extend(["--gpu", "a100-80gb:cost=1", "--gpu", &h100]);
+            let mut args = vec!["plan", "--format", "json", "-o", plan.to_str().unwrap()];
+            args.extend(&inputs);
+            let output = tessera(&args, &store);
+            assert!(output.status.success(), "scenario {k}, {count} H100: {}", stderr(&output));
+            let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+            let fleet = json["fleet"].as_array().unwrap();
+            let used = fleet.iter().find(|f| f["gpu_model"] == "h100-80gb").unwrap()["gpus"].as_u64().unwrap();
+            assert!(used <= count, "scenario {k}: {used} H100 of {count}");
+            let mut args = vec!["verify", plan.to_str().unwrap()];
+            args.extend(&inputs);
+            let output = tessera(&args, &store);
+            assert!(output.status.success(), "scenario {k}, {count} H100: {}", stdout(&output));
+        }
+    }
+}
+
 /// With the default queueing rule every service's predicted worst-case
 /// latency, batch filling included, stays within its SLO.
 #[test]
@@ -400,6 +465,62 @@ fn parvagpu_scenario_1_plan_breaks_the_queueing_rule_for_bert() {
     let ours = plan_scenario(&data, &dir, 1, &[]);
     let bert = ours["services"].as_array().unwrap().iter().find(|s| s["service"] == "bert").unwrap();
     assert!(bert["worst_latency_ms"].as_f64().unwrap() <= 6434.0, "{bert}");
+}
+
+/// Runs the binary and kills it after `seconds` (a guard against hangs,
+/// not a speed assertion).
+fn tessera_within(args: &[&str], store: &Path, seconds: u64) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("TESSERA_STORE", store)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(seconds) {
+            child.kill().unwrap();
+            panic!("{args:?} still ran after {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A service at 1e3 to 1e15 req/s gets a plan or a one-line error naming it
+/// and the GPU ceiling, quickly and in bounded memory (1e10 used to run for
+/// minutes, 3e10 to exhaust memory and 1e12 to blame the latency SLO).
+#[test]
+fn huge_rates_get_a_plan_or_the_ceiling_error() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let mut sources = vec![(vec!["--demo".to_string()], "resnet50")];
+    if let Some(data) = parvagpu_data() {
+        sources.push((vec!["--profiles".to_string(), data.join("prof_data").display().to_string()], "resnet50"));
+    }
+    for (profiles, model) in &sources {
+        for exponent in 3..=15 {
+            let slo = dir.path().join(format!("huge-1e{exponent}.csv"));
+            std::fs::write(&slo, format!("service,model,rate_rps,latency_ms\nbig,{model},1e{exponent},200\n")).unwrap();
+            let plan = dir.path().join("huge.json");
+            let mut args: Vec<&str> = profiles.iter().map(String::as_str).collect();
+            args.splice(0..0, ["plan"]);
+            args.extend(["--slo", slo.to_str().unwrap(), "--time-limit", "2", "--format", "json"]);
+            args.extend(["-o", plan.to_str().unwrap()]);
+            let output = tessera_within(&args, &store, 30);
+            if output.status.success() {
+                let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+                assert!(json["gpu_count"].as_u64().unwrap() <= 100_000, "1e{exponent}");
+                assert_eq!(json["services"][0]["met"], true, "1e{exponent}");
+            } else {
+                let message = stderr(&output);
+                assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+                assert!(message.contains("'big'") && message.contains("ceiling of 100000 GPUs"), "{message}");
+                assert!(exponent >= 8, "1e{exponent} fits under the ceiling: {message}");
+            }
+        }
+    }
 }
 
 #[test]

@@ -220,10 +220,9 @@ fn cheapest_gpcs(table: &SizeTable, rate_rps: f64, cap: u32) -> Option<u32> {
     let upper = table
         .best
         .iter()
-        .map(|(p, _)| (rate_rps / p.throughput_rps).ceil().max(1.0) as u32 * u32::from(p.config.size_gpcs))
-        .max()
-        .expect("a table has a configuration")
-        .min(cap);
+        .map(|(p, _)| (rate_rps / p.throughput_rps).ceil().max(1.0) * f64::from(p.config.size_gpcs))
+        .fold(0.0, f64::max)
+        .min(f64::from(cap)) as u32;
     (table.gpcs_floor(rate_rps)..=upper).find(|&budget| {
         let mut found = false;
         enumerate_mixes(table, rate_rps, &Cell::new(budget), &mut |_| found = true);
@@ -267,7 +266,20 @@ fn descend(
     }
     let size = u32::from(point.config.size_gpcs);
     let needed = ((rate_rps - provided_rps) / point.throughput_rps).ceil() as u32;
-    for count in (0..=needed.min(budget / size)).rev() {
+    // Fewer segments of this size leave the rest to less efficient sizes:
+    // below `fewest`, even the whole remaining budget spent at the next
+    // size's efficiency cannot cover the rate (the check the next level
+    // would make), so those counts are not visited one by one.
+    let next_efficiency = table.best.get(index + 1).map_or(0.0, |(next, _)| next.throughput_per_gpc());
+    let gain_per_segment = point.throughput_rps - f64::from(size) * next_efficiency;
+    let shortfall = rate_rps - provided_rps - f64::from(budget) * next_efficiency;
+    let fewest = if gain_per_segment > 0.0 && shortfall > 0.0 {
+        // One below the exact quotient, against rounding.
+        ((shortfall / gain_per_segment).floor() as u32).saturating_sub(1)
+    } else {
+        0
+    };
+    for count in (fewest..=needed.min(budget / size)).rev() {
         if used_gpcs + count * size > cap.get() {
             continue;
         }

@@ -14,6 +14,15 @@ pub const DEFAULT_MAX_PROCS: u32 = 5;
 /// ParvaGPU's default number of GPUs per node.
 pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 
+/// The default ceiling on the GPUs of a plan: well above the largest
+/// reference catalogue (about 24,000 A100s for 11,000 services), low enough
+/// that a plan (one object per MIG instance) stays a few hundred MB.
+pub const DEFAULT_MAX_GPUS: u64 = 100_000;
+
+/// The highest ceiling a request may set: every count the planners keep
+/// then fits comfortably in 32 bits, and a plan in a few GB.
+pub const MAX_GPUS_LIMIT: u64 = 1_000_000;
+
 /// Everything a planner needs.
 #[derive(Debug, Clone)]
 pub struct PlanRequest<'a> {
@@ -32,12 +41,17 @@ pub struct PlanRequest<'a> {
     /// How long a search may run before returning its best plan (the
     /// `optimal` strategy); `None` for no limit.
     pub time_limit: Option<Duration>,
+    /// Most GPUs a plan may have, all models together: a request whose
+    /// lower bound exceeds it is refused before any search (1 to
+    /// [`MAX_GPUS_LIMIT`]; default [`DEFAULT_MAX_GPUS`]).
+    pub max_gpus: u64,
 }
 
 impl<'a> PlanRequest<'a> {
     /// A request for one GPU model (unlimited, cost 1) with ParvaGPU's
     /// defaults: the `parva` latency rule, at most [`DEFAULT_MAX_PROCS`]
-    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit.
+    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit,
+    /// at most [`DEFAULT_MAX_GPUS`] GPUs.
     pub fn new(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
         PlanRequest {
             fleet: vec![GpuOffer::plain(gpu)],
@@ -47,17 +61,22 @@ impl<'a> PlanRequest<'a> {
             max_procs: DEFAULT_MAX_PROCS,
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: None,
+            max_gpus: DEFAULT_MAX_GPUS,
         }
     }
 
     /// Checks what every strategy needs: services with unique names, a
-    /// fleet without repeated models, at least one process.
+    /// fleet without repeated models, at least one process, a ceiling in
+    /// range and no service beyond it.
     pub(crate) fn check(&self) -> Result<(), PlanError> {
         if self.services.is_empty() {
             return Err(PlanError::NoServices);
         }
         if self.max_procs == 0 {
             return Err(PlanError::NoProcesses);
+        }
+        if !(1..=MAX_GPUS_LIMIT).contains(&self.max_gpus) {
+            return Err(PlanError::CeilingOutOfRange { max_gpus: self.max_gpus, limit: MAX_GPUS_LIMIT });
         }
         if let Some(name) = find_duplicate_service(self.services) {
             return Err(PlanError::DuplicateService(name.to_string()));
@@ -68,6 +87,58 @@ impl<'a> PlanRequest<'a> {
         let repeated = self.fleet.iter().enumerate().find(|(i, o)| self.fleet[..*i].iter().any(|p| p.model == o.model));
         if let Some((_, offer)) = repeated {
             return Err(PlanError::DuplicateGpu(offer.model.to_string()));
+        }
+        self.check_ceiling()
+    }
+
+    /// Refuses, from a bound that costs one pass over the profiles, a
+    /// request that needs more than `max_gpus` GPUs: per service, its rate
+    /// over the best throughput per compute slice of a usable point that
+    /// meets the latency rule, on its best GPU model; then all services
+    /// together. Services no model can serve are left to the planners'
+    /// own errors.
+    fn check_ceiling(&self) -> Result<(), PlanError> {
+        let mut total_gpus = 0.0;
+        for slo in self.services {
+            let fewest = self
+                .fleet
+                .iter()
+                .filter_map(|offer| {
+                    let points = usable_points(self.catalog.get(offer.model, &slo.model)?, slo, self.max_procs).ok()?;
+                    let best = points
+                        .iter()
+                        .filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some())
+                        .map(ProfilePoint::throughput_per_gpc)
+                        .fold(0.0, f64::max);
+                    let slices = f64::from(offer.model.spec().compute_slices);
+                    (best > 0.0).then(|| slo.rate_rps / best / slices)
+                })
+                .fold(f64::INFINITY, f64::min);
+            if !fewest.is_finite() {
+                continue;
+            }
+            if fewest > self.max_gpus as f64 {
+                return Err(PlanError::ServiceOverCeiling {
+                    service: slo.service.clone(),
+                    model: slo.model.clone(),
+                    rate_rps: slo.rate_rps,
+                    needed: whole_gpus(fewest),
+                    max_gpus: self.max_gpus,
+                });
+            }
+            total_gpus += fewest;
+        }
+        if total_gpus > self.max_gpus as f64 {
+            return Err(PlanError::TotalOverCeiling { needed: whole_gpus(total_gpus), max_gpus: self.max_gpus });
+        }
+        Ok(())
+    }
+
+    /// Refuses a plan with more GPUs than the ceiling (possible when the
+    /// bound was just below it).
+    pub(crate) fn check_plan_size(&self, gpus: usize) -> Result<(), PlanError> {
+        if gpus as u64 > self.max_gpus {
+            return Err(PlanError::PlanOverCeiling { gpus: gpus as u64, max_gpus: self.max_gpus });
         }
         Ok(())
     }
@@ -122,6 +193,11 @@ pub(crate) fn usable_points(
     Ok(fitting)
 }
 
+/// A fractional GPU need in whole GPUs, rounded up (saturating).
+fn whole_gpus(gpus: f64) -> u64 {
+    gpus.ceil().min(u64::MAX as f64) as u64
+}
+
 fn known_models(catalog: &ProfileCatalog, gpu: GpuModel) -> String {
     let models: Vec<&str> = catalog.models(gpu).collect();
     if models.is_empty() {
@@ -134,6 +210,7 @@ fn known_models(catalog: &ProfileCatalog, gpu: GpuModel) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::LatencyRule;
     use crate::optimal::plan_optimal;
     use crate::parva::plan_parva;
     use tessera_core::SegmentConfig;
@@ -172,6 +249,56 @@ mod tests {
             assert!(matches!(error, PlanError::NoPointFits { .. }), "{error}");
             let message = error.to_string();
             assert!(message.contains("'s'") && message.contains("500 GB of 10 GB"), "{message}");
+        }
+    }
+
+    #[test]
+    fn huge_rates_get_a_plan_or_the_ceiling_error_naming_the_service() {
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        for exponent in 3..=15 {
+            let rate_rps = 10f64.powi(exponent);
+            let services = [ServiceSlo::new("big", "resnet50", rate_rps, 80.0).unwrap()];
+            for rule in LatencyRule::ALL {
+                let request = PlanRequest {
+                    rule,
+                    time_limit: Some(Duration::from_secs(2)),
+                    ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+                };
+                let mut results = vec![plan_optimal(&request)];
+                if rule == LatencyRule::Parva {
+                    results.push(plan_parva(&request));
+                }
+                for result in results {
+                    match result {
+                        Ok(plan) => {
+                            assert!(plan.gpu_count as u64 <= DEFAULT_MAX_GPUS, "1e{exponent}");
+                            assert!(plan.services[0].provisioned_rps >= rate_rps, "1e{exponent}");
+                        }
+                        Err(PlanError::ServiceOverCeiling { service, needed, .. }) => {
+                            assert_eq!(service, "big");
+                            assert!(needed > DEFAULT_MAX_GPUS && exponent >= 9, "1e{exponent}: {needed}");
+                        }
+                        Err(other) => panic!("1e{exponent} under {rule}: {other}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn services_beyond_the_ceiling_together_are_refused_and_the_ceiling_has_a_range() {
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let services: Vec<ServiceSlo> =
+            (0..4).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 30_000.0, 80.0).unwrap()).collect();
+        let request = PlanRequest { max_gpus: 20, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+        let alone = plan_optimal(&PlanRequest { services: &services[..1], ..request.clone() }).unwrap();
+        assert!(alone.gpu_count <= 20 && alone.gpu_count > 5, "{}", alone.gpu_count);
+        let error = plan_optimal(&request).unwrap_err();
+        assert!(matches!(error, PlanError::TotalOverCeiling { max_gpus: 20, .. }), "{error}");
+        assert!(error.to_string().contains("in total"), "{error}");
+        for max_gpus in [0, MAX_GPUS_LIMIT + 1] {
+            let error = plan_parva(&PlanRequest { max_gpus, ..request.clone() }).unwrap_err();
+            assert!(matches!(error, PlanError::CeilingOutOfRange { .. }), "{error}");
         }
     }
 }

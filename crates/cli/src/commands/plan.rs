@@ -28,6 +28,7 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         gpus_per_node: args.gpus_per_node,
         // More seconds than a Duration holds means no limit.
         time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
+        max_gpus: args.max_gpus,
     };
     let limit = match request.time_limit {
         Some(_) => format!("up to {:.0} s", args.time_limit),
