@@ -426,6 +426,32 @@ fn a_limited_model_in_a_mixed_fleet_constrains_the_search() {
     }
 }
 
+/// Measured data wins over the synthetic model of the same name: with H100s
+/// beside the A100s ParvaGPU measured on, its measurements of mobilenetv2
+/// and resnet50 are transferred to the H100 (the synthetic model used to
+/// replace them), and the plan's notes say which profiles are estimates and
+/// from what.
+#[test]
+fn measured_profiles_win_over_synthetic_ones_on_another_gpu() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    // The first --gpu (a100-80gb, last of the scenario's inputs) is the one
+    // the ParvaGPU folder was measured on.
+    let mut args: Vec<&str> = vec!["plan", "--format", "json"];
+    let inputs = scenario_inputs(&data, 6);
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["--gpu", "h100-80gb:cost=1.6"]);
+    let output = tessera(&args, &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let notes: Vec<&str> = json["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(!notes.iter().any(|n| n.contains("synthetic profile model")), "{notes:?}");
+    for model in ["mobilenetv2", "resnet50", "bert"] {
+        let expected = format!("profiles of {model} on h100-80gb are estimated from a100-80gb measurements");
+        assert!(notes.iter().any(|n| n.starts_with(&expected)), "{model}: {notes:?}");
+    }
+}
+
 /// With the default queueing rule every service's predicted worst-case
 /// latency, batch filling included, stays within its SLO.
 #[test]

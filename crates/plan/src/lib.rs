@@ -20,6 +20,7 @@ pub mod bound;
 mod branch;
 pub mod configure;
 pub mod error;
+pub mod estimate;
 pub mod latency;
 mod objective;
 pub mod optimal;
@@ -30,6 +31,7 @@ pub mod request;
 pub mod verify;
 
 pub use error::PlanError;
+pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;
 pub use optimal::plan_optimal;
 pub use parva::plan_parva;
