@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
-use tessera_plan::request::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
-use tessera_plan::LatencyRule;
+use tessera_plan::{
+    LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT,
+};
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
@@ -585,7 +586,7 @@ pub struct PlanArgs {
     /// Seconds the optimal strategy may search before returning its best
     /// plan with the gap to its lower bound (more than a duration holds,
     /// e.g. 1e20, means no limit).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
     pub time_limit: f64,
 
     /// GPUs per node, for numbering nodes.
@@ -744,7 +745,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "parva", value_parser = parse_rule)]
         latency_rule: LatencyRule,
         /// Time limit of each optimal run, seconds (1e20: no limit).
-        #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
         time_limit: f64,
     },
 }

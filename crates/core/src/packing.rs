@@ -4,7 +4,7 @@
 //! answers how many GPUs of one model they need ([`Packer::min_gpus`]) and
 //! how to group them ([`Packer::pack`]). The answer is exact for the two
 //! lattice shapes MIG GPUs have (a unit test checks it against an
-//! exhaustive search over [`Lattice`] layouts):
+//! exhaustive search over [`Lattice`](crate::Lattice) layouts):
 //!
 //! * **7 compute / 8 memory slices** (A100, H100, H200): a 7g fills a GPU;
 //!   a 4g pairs with a 3g; a lone 4g leaves 3 slices for small instances
