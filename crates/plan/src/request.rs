@@ -94,9 +94,9 @@ impl<'a> PlanRequest<'a> {
     /// Refuses, from a bound that costs one pass over the profiles, a
     /// request that needs more than `max_gpus` GPUs: per service, its rate
     /// over the best throughput per compute slice of a usable point that
-    /// meets the latency rule, on its best GPU model; then all services
-    /// together. Services no model can serve are left to the planners'
-    /// own errors.
+    /// meets the latency rule (and at least its smallest such instance), on
+    /// its best GPU model; then all services together. Services no model
+    /// can serve are left to the planners' own errors.
     fn check_ceiling(&self) -> Result<(), PlanError> {
         let mut total_gpus = 0.0;
         for slo in self.services {
@@ -105,13 +105,12 @@ impl<'a> PlanRequest<'a> {
                 .iter()
                 .filter_map(|offer| {
                     let points = usable_points(self.catalog.get(offer.model, &slo.model)?, slo, self.max_procs).ok()?;
-                    let best = points
-                        .iter()
-                        .filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some())
-                        .map(ProfilePoint::throughput_per_gpc)
-                        .fold(0.0, f64::max);
+                    let allowed =
+                        || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
+                    let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
+                    let smallest = allowed().map(|p| f64::from(p.config.size_gpcs)).fold(f64::INFINITY, f64::min);
                     let slices = f64::from(offer.model.spec().compute_slices);
-                    (best > 0.0).then(|| slo.rate_rps / best / slices)
+                    (best > 0.0).then(|| (slo.rate_rps / best).max(smallest) / slices)
                 })
                 .fold(f64::INFINITY, f64::min);
             if !fewest.is_finite() {
@@ -283,6 +282,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn many_small_services_count_one_instance_each_against_the_ceiling() {
+        // 300 services at 1 req/s: a few GPUs by throughput, but each needs
+        // an instance of its own, at least 1g of 7 slices.
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let services: Vec<ServiceSlo> =
+            (0..300).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 1.0, 200.0).unwrap()).collect();
+        let request = PlanRequest { max_gpus: 40, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+        let error = plan_optimal(&request).unwrap_err();
+        assert_eq!(error, PlanError::TotalOverCeiling { needed: 43, max_gpus: 40 });
+        assert_eq!(plan_optimal(&PlanRequest { max_gpus: 43, ..request }).unwrap().gpu_count, 43);
     }
 
     #[test]

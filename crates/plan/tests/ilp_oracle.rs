@@ -17,7 +17,7 @@
 //!   size can be handed out to the GPUs independently);
 //! - minimize `Σ_k y_k`.
 
-use std::path::Path;
+mod common;
 
 use good_lp::{microlp, variable, variables, Expression, Solution, SolverModel, Variable};
 use tessera_core::rng::SplitMix64;
@@ -131,13 +131,7 @@ fn proven_optimal_plans_match_an_integer_program_on_synthetic_profiles() {
 
 #[test]
 fn proven_optimal_plans_match_an_integer_program_on_parvagpu_profiles() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
-    if !dir.is_dir() {
-        eprintln!("skipping: {} is absent (ParvaGPU reference data)", dir.display());
-        return;
-    }
-    let catalog: ProfileCatalog =
-        tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect();
+    let Some(catalog) = common::parvagpu_catalog() else { return };
     let (served, proven) = compare(&catalog, GpuModel::A100_80GB, 30, 13);
     assert!(served >= 20 && proven >= served / 2, "{served} served, {proven} proven");
 }

@@ -3,7 +3,7 @@
 //! either strategy writes passes the independent verifier, and the
 //! `optimal` strategy never uses more GPUs than `parva`.
 
-use std::path::Path;
+mod common;
 
 use std::time::Duration;
 use tessera_core::rng::SplitMix64;
@@ -76,13 +76,7 @@ fn plans_on_synthetic_profiles_verify_and_optimal_beats_parva() {
 
 #[test]
 fn plans_on_parvagpu_profiles_verify_and_optimal_beats_parva() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/parvagpu/prof_data");
-    if !dir.is_dir() {
-        eprintln!("skipping: {} is absent (ParvaGPU reference data)", dir.display());
-        return;
-    }
-    let catalog: ProfileCatalog =
-        tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect();
+    let Some(catalog) = common::parvagpu_catalog() else { return };
     let planned = check_random_plans(&catalog, GpuModel::A100_80GB, 300, 3);
     assert!(planned > 150, "only {planned} of 300 random SLO sets were plannable");
 }
