@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
-use tessera_plan::request::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_PROCS};
-use tessera_plan::LatencyRule;
+use tessera_plan::{
+    LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT,
+};
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
@@ -585,13 +586,19 @@ pub struct PlanArgs {
     pub latency_rule: Option<LatencyRule>,
 
     /// Seconds the optimal strategy may search before returning its best
-    /// plan with the gap to its lower bound.
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds, allow_negative_numbers = true)]
+    /// plan with the gap to its lower bound (more than a duration holds,
+    /// e.g. 1e20, means no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds, allow_negative_numbers = true)]
     pub time_limit: f64,
 
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// Most GPUs a plan may use, all GPU models together: a service or SLO
+    /// set that needs more is refused at once, naming the service.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
+    pub max_gpus: u64,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -739,8 +746,8 @@ pub enum BenchCommand {
         /// Latency rule of every run.
         #[arg(long, default_value = "parva", value_parser = parse_rule)]
         latency_rule: LatencyRule,
-        /// Time limit of each optimal run, seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+        /// Time limit of each optimal run, seconds (1e20: no limit).
+        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
         time_limit: f64,
     },
 }

@@ -4,8 +4,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use tessera_core::synthetic::{builtin_catalog, demo_services, synthetic_profile, transfer_profile, MODELS};
+use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+use tessera_plan::{complete_for_fleet, ProfileOrigin};
 use tessera_store::{read_profile_dir, read_profiles_csv, read_slo_csv, read_slo_scenario, Store};
 
 use crate::args::{PlanInputs, ProfileSource, SloSource};
@@ -35,9 +36,10 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     if slos.slo.is_none() && slos.slo_rates.is_none() && !inputs.demo {
         bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
     }
-    let loaded = load_catalog(&inputs.profiles, inputs.demo, store)?;
+    let (loaded, origin) = load_catalog(&inputs.profiles, inputs.demo, store)?;
     let fleet: Vec<GpuModel> = inputs.profiles.gpus.iter().map(|offer| offer.model).collect();
-    let (catalog, notes) = complete_for_fleet(loaded, &fleet);
+    let (catalog, estimates) = complete_for_fleet(loaded, origin, &fleet);
+    let notes = estimates.iter().map(ToString::to_string).collect();
     if let Some(&gpu) = fleet.iter().find(|&&gpu| catalog.models(gpu).next().is_none()) {
         let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu.to_string()).collect();
         bail!(
@@ -49,13 +51,14 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     Ok(Loaded { catalog, services, notes })
 }
 
-/// Profiles from `--profiles`, the built-in example (`--demo`), or the store.
-fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<ProfileCatalog> {
+/// Profiles from `--profiles`, the built-in example (`--demo`), or the
+/// store, and whether they are measured.
+fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<(ProfileCatalog, ProfileOrigin)> {
     if let Some(path) = &source.profiles {
-        return read_profiles(path, source.first_gpu());
+        return Ok((read_profiles(path, source.first_gpu())?, ProfileOrigin::Measured));
     }
     if demo {
-        return Ok(builtin_catalog());
+        return Ok((builtin_catalog(), ProfileOrigin::Synthetic));
     }
     let path = store_path(store)?;
     if !path.exists() {
@@ -64,7 +67,7 @@ fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Res
             path.display()
         );
     }
-    Ok(Store::open(&path)?.load_catalog(None)?)
+    Ok((Store::open(&path)?.load_catalog(None)?, ProfileOrigin::Measured))
 }
 
 /// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.
@@ -74,37 +77,6 @@ pub fn read_profiles(path: &Path, gpu: GpuModel) -> Result<ProfileCatalog> {
     } else {
         Ok(read_profiles_csv(path)?.into_iter().collect())
     }
-}
-
-/// Adds, for every GPU model of the fleet, the profiles it lacks: built-in
-/// models from the synthetic profile model, measured ones scaled from a GPU
-/// model of the same shape (see `synthetic::transfer_profile`). Returns the
-/// catalogue and one note per estimated profile.
-fn complete_for_fleet(mut catalog: ProfileCatalog, fleet: &[GpuModel]) -> (ProfileCatalog, Vec<String>) {
-    let models: BTreeSet<String> = catalog.iter().map(|p| p.model.clone()).collect();
-    let mut notes = Vec::new();
-    for &gpu in fleet {
-        for model in &models {
-            if catalog.get(gpu, model).is_some() {
-                continue;
-            }
-            if let Some(params) = MODELS.iter().find(|m| m.name == model) {
-                let profile = synthetic_profile(gpu, params).expect("built-in synthetic parameters are valid");
-                catalog.insert(profile);
-                notes.push(format!("profiles of {model} on {gpu} come from the synthetic profile model"));
-                continue;
-            }
-            let source =
-                catalog.iter().filter(|p| &p.model == model).find_map(|p| transfer_profile(p, gpu).map(|t| (p.gpu, t)));
-            if let Some((from, profile)) = source {
-                catalog.insert(profile);
-                notes.push(format!(
-                    "profiles of {model} on {gpu} are estimated from {from} measurements scaled by the synthetic speed model"
-                ));
-            }
-        }
-    }
-    (catalog, notes)
 }
 
 /// SLOs from `--slo`, the ParvaGPU scenario files, or (otherwise) the

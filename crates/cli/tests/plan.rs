@@ -234,3 +234,165 @@ fn the_example_services_plan_on_the_demo_profiles_and_verify() {
     let output = tessera(&["verify", plan.to_str().unwrap(), "--demo", "--slo", services], &store);
     assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
 }
+
+/// The parva strategy keeps count limits, and verify checks a plan against
+/// the fleet it records (both used to accept 4 GPUs "of 1").
+#[test]
+fn count_limits_hold_for_parva_and_in_verify() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    fails_with(
+        &["plan", "--demo", "--strategy", "parva", "--gpu", "a100-80gb:count=1"],
+        &store,
+        &["no plan within the fleet's count limits was found", "a100-80gb", "count=1"],
+    );
+    let plan_path = dir.path().join("plan.json");
+    let fleet = ["--strategy", "parva", "--gpu", "a100-80gb:count=50"];
+    let output = tessera(
+        &[&["plan", "--demo", "--format", "json", "-o", plan_path.to_str().unwrap()], &fleet[..]].concat(),
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
+    plan["fleet"][0]["limit"] = serde_json::json!(1);
+    std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let output = tessera(&["verify", plan_path.to_str().unwrap(), "--demo"], &store);
+    assert!(!output.status.success());
+    let report = stdout(&output);
+    let gpus = plan["gpu_count"].as_u64().unwrap();
+    assert!(
+        report.contains(&format!("violation: the plan uses {gpus} a100-80gb GPUs, its fleet allows 1")),
+        "{report}"
+    );
+}
+
+/// A time limit longer than a `Duration` holds means no limit (it used to
+/// panic converting the seconds, in `plan` and in the plans `bench scale` runs).
+#[test]
+fn a_huge_time_limit_means_no_limit() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = tessera(&["plan", "--demo", "--time-limit", "1e20"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let absent = dir.path().join("no-parvagpu");
+    let args = ["bench", "scale", "--parvagpu", absent.to_str().unwrap(), "--sizes", "6", "--time-limit", "1e20"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("synthetic"), "{}", stdout(&output));
+}
+
+/// A count limit on the cheaper model of a mixed fleet constrains the
+/// search: scenarios 5 and 6 with 1 to 6 H100s (cheaper per unit of work)
+/// beside unlimited A100s are planned within the limit and verified
+/// (scenario 5 with one H100 used to fail with "the fleet is too small:
+/// the best plan found needs 5 h100-80gb GPUs").
+#[test]
+fn a_limited_model_in_a_mixed_fleet_constrains_the_search() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("mixed.json");
+    for k in [5, 6] {
+        let mut inputs = scenario_inputs(&data, k);
+        inputs.truncate(inputs.len() - 2); // its --gpu a100-80gb
+        for count in 1..=6 {
+            let h100 = format!("h100-80gb:cost=1.6,count={count}");
+            let mut inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+            inputs.extend(["--gpu", "a100-80gb:cost=1", "--gpu", &h100]);
+            let mut args = vec!["plan", "--format", "json", "-o", plan.to_str().unwrap()];
+            args.extend(&inputs);
+            let output = tessera(&args, &store);
+            assert!(output.status.success(), "scenario {k}, {count} H100: {}", stderr(&output));
+            let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+            let fleet = json["fleet"].as_array().unwrap();
+            let used = fleet.iter().find(|f| f["gpu_model"] == "h100-80gb").unwrap()["gpus"].as_u64().unwrap();
+            assert!(used <= count, "scenario {k}: {used} H100 of {count}");
+            let mut args = vec!["verify", plan.to_str().unwrap()];
+            args.extend(&inputs);
+            let output = tessera(&args, &store);
+            assert!(output.status.success(), "scenario {k}, {count} H100: {}", stdout(&output));
+        }
+    }
+}
+
+/// Measured data wins over the synthetic model of the same name: with H100s
+/// beside the A100s ParvaGPU measured on, its measurements of mobilenetv2
+/// and resnet50 are transferred to the H100 (the synthetic model used to
+/// replace them), and the plan's notes say which profiles are estimates and
+/// from what.
+#[test]
+fn measured_profiles_win_over_synthetic_ones_on_another_gpu() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    // The first --gpu (a100-80gb, last of the scenario's inputs) is the one
+    // the ParvaGPU folder was measured on.
+    let mut args: Vec<&str> = vec!["plan", "--format", "json"];
+    let inputs = scenario_inputs(&data, 6);
+    args.extend(inputs.iter().map(String::as_str));
+    args.extend(["--gpu", "h100-80gb:cost=1.6"]);
+    let output = tessera(&args, &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let notes: Vec<&str> = json["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert!(!notes.iter().any(|n| n.contains("synthetic profile model")), "{notes:?}");
+    for model in ["mobilenetv2", "resnet50", "bert"] {
+        let expected = format!("profiles of {model} on h100-80gb are estimated from a100-80gb measurements");
+        assert!(notes.iter().any(|n| n.starts_with(&expected)), "{model}: {notes:?}");
+    }
+}
+
+/// Runs the binary and kills it after `seconds` (a guard against hangs,
+/// not a speed assertion).
+fn tessera_within(args: &[&str], store: &Path, seconds: u64) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env("TESSERA_STORE", store)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > std::time::Duration::from_secs(seconds) {
+            child.kill().unwrap();
+            panic!("{args:?} still ran after {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// A service at 1e3 to 1e15 req/s gets a plan or a one-line error naming it
+/// and the GPU ceiling, quickly and in bounded memory (1e10 used to run for
+/// minutes, 3e10 to exhaust memory and 1e12 to blame the latency SLO).
+#[test]
+fn huge_rates_get_a_plan_or_the_ceiling_error() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let mut sources = vec![(vec!["--demo".to_string()], "resnet50")];
+    if let Some(data) = parvagpu_data() {
+        sources.push((vec!["--profiles".to_string(), data.join("prof_data").display().to_string()], "resnet50"));
+    }
+    for (profiles, model) in &sources {
+        for exponent in 3..=15 {
+            let slo = dir.path().join(format!("huge-1e{exponent}.csv"));
+            std::fs::write(&slo, format!("service,model,rate_rps,latency_ms\nbig,{model},1e{exponent},200\n")).unwrap();
+            let plan = dir.path().join("huge.json");
+            let mut args: Vec<&str> = profiles.iter().map(String::as_str).collect();
+            args.splice(0..0, ["plan"]);
+            args.extend(["--slo", slo.to_str().unwrap(), "--time-limit", "2", "--format", "json"]);
+            args.extend(["-o", plan.to_str().unwrap()]);
+            let output = tessera_within(&args, &store, 30);
+            if output.status.success() {
+                let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+                assert!(json["gpu_count"].as_u64().unwrap() <= 100_000, "1e{exponent}");
+                assert_eq!(json["services"][0]["met"], true, "1e{exponent}");
+            } else {
+                let message = stderr(&output);
+                assert_eq!(message.trim_end().lines().count(), 1, "{message}");
+                assert!(message.contains("'big'") && message.contains("ceiling of 100000 GPUs"), "{message}");
+                assert!(exponent >= 8, "1e{exponent} fits under the ceiling: {message}");
+            }
+        }
+    }
+}

@@ -1,7 +1,5 @@
 //! The error type of `tessera-core`.
 
-use crate::layout::LayoutError;
-
 /// Everything that can be wrong with domain data handed to this crate.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CoreError {
@@ -27,4 +25,21 @@ impl CoreError {
     pub fn invalid(field: &'static str, expected: &'static str, value: impl ToString) -> Self {
         CoreError::InvalidValue { field, expected, value: value.to_string() }
     }
+}
+
+/// Why a layout is not physically valid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    /// An instance starts at a memory slice its profile does not allow.
+    #[error("{profile} cannot start at memory slice {start} on {gpu} (valid starts: {valid:?})")]
+    InvalidStart { gpu: &'static str, profile: &'static str, start: u8, valid: &'static [u8] },
+    /// Two instances share a memory slice.
+    #[error("{first} and {second} share memory slices on {gpu}")]
+    Overlap { gpu: &'static str, first: String, second: String },
+    /// More instances of a profile than the GPU allows.
+    #[error("{count} instances of {profile} on {gpu}, at most {max} allowed")]
+    TooMany { gpu: &'static str, profile: &'static str, count: usize, max: u8 },
+    /// A profile that belongs to another GPU model.
+    #[error("profile {profile} does not belong to {gpu}")]
+    ForeignProfile { gpu: &'static str, profile: &'static str },
 }

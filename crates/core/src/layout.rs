@@ -11,6 +11,8 @@ use std::fmt;
 
 use crate::gpu::{GpuModel, MigProfile};
 
+use crate::error::LayoutError;
+
 /// One MIG instance on a GPU: a profile at a start memory slice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
@@ -35,23 +37,6 @@ impl fmt::Display for Placement {
 
 fn slice_mask(start: u8, count: u8) -> u16 {
     (((1u32 << count) - 1) << start) as u16
-}
-
-/// Why a layout is not physically valid.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum LayoutError {
-    /// An instance starts at a memory slice its profile does not allow.
-    #[error("{profile} cannot start at memory slice {start} on {gpu} (valid starts: {valid:?})")]
-    InvalidStart { gpu: &'static str, profile: &'static str, start: u8, valid: &'static [u8] },
-    /// Two instances share a memory slice.
-    #[error("{first} and {second} share memory slices on {gpu}")]
-    Overlap { gpu: &'static str, first: String, second: String },
-    /// More instances of a profile than the GPU allows.
-    #[error("{count} instances of {profile} on {gpu}, at most {max} allowed")]
-    TooMany { gpu: &'static str, profile: &'static str, count: usize, max: u8 },
-    /// A profile that belongs to another GPU model.
-    #[error("profile {profile} does not belong to {gpu}")]
-    ForeignProfile { gpu: &'static str, profile: &'static str },
 }
 
 /// Checks one GPU's layout against the placement rules of its model.

@@ -19,10 +19,10 @@ pub mod synthetic;
 pub mod text;
 
 pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
-pub use error::CoreError;
+pub use error::{CoreError, LayoutError};
 pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
-pub use layout::{Lattice, LayoutError, Placement, SizeCounts};
+pub use layout::{Lattice, Placement, SizeCounts};
 pub use packing::Packer;
 pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
 pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};

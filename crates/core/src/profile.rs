@@ -37,7 +37,8 @@ pub struct ProfilePoint {
     pub throughput_rps: f64,
     /// Milliseconds to run one batch in one process at this concurrency.
     pub latency_ms: f64,
-    /// Device memory the segment needs, in GB, when known.
+    /// Device memory the whole segment needs (all processes), in GB, when
+    /// known; planners skip a point that needs more than its instance has.
     pub memory_gb: Option<f64>,
 }
 

@@ -122,11 +122,6 @@ impl<'l> Fleet<'l> {
         self.gpus.len()
     }
 
-    /// `true` when no GPU was opened.
-    pub fn is_empty(&self) -> bool {
-        self.gpus.is_empty()
-    }
-
     /// The segments of every non-empty GPU, in GPU order.
     pub fn into_gpus(self) -> Vec<Vec<Segment>> {
         self.gpus.into_iter().filter(|gpu| !gpu.is_empty()).collect()

@@ -15,8 +15,10 @@
 //! any configuration that meets the latency rule at full utilization — a
 //! relaxation of what a plan may use, so the bound stays valid.
 
+use std::time::Instant;
+
 use tessera_core::rng::SplitMix64;
-use tessera_core::{GpuModel, Lattice, ModelProfile, ServiceSlo, SizeCounts};
+use tessera_core::{GpuModel, Lattice, ProfilePoint, ServiceSlo, SizeCounts};
 
 use crate::latency::LatencyRule;
 use crate::options::ServiceOptions;
@@ -74,8 +76,9 @@ pub fn price_of(prices: &Prices, counts: &SizeCounts) -> f64 {
 const TUNING_SAMPLE: usize = 2_000;
 
 /// Prices that (approximately) maximize the bound estimated from `options`:
-/// a pattern search from the compute prices.
-pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions]) -> Prices {
+/// a pattern search from the compute prices, stopped at `deadline` (every
+/// price vector it holds is feasible, so any is valid).
+pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions], deadline: Option<Instant>) -> Prices {
     // A seeded random sample: a stride could alias with periodic catalogues.
     let sample: Vec<&ServiceOptions> = if options.len() <= TUNING_SAMPLE {
         options.iter().collect()
@@ -89,7 +92,7 @@ pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions])
     let mut best = region.compute_prices(slices);
     let mut best_value = estimate(&best);
     let mut step = 0.05;
-    while step > 1e-4 {
+    while step > 1e-4 && deadline.is_none_or(|deadline| Instant::now() < deadline) {
         let mut improved = false;
         for &g in &region.sizes {
             for direction in [1.0, -1.0] {
@@ -109,17 +112,12 @@ pub fn tune_prices(region: &PriceRegion, slices: u8, options: &[ServiceOptions])
     best
 }
 
-/// The cheapest price at which one service can be served (a relaxation:
-/// per size, its fastest configuration meeting the rule at full load).
-pub fn service_price(
-    profile: &ModelProfile,
-    slo: &ServiceSlo,
-    rule: LatencyRule,
-    max_procs: u32,
-    prices: &Prices,
-) -> f64 {
+/// The cheapest price at which one service can be served from `points`
+/// (the usable points of its model; a relaxation: per size, its fastest
+/// configuration meeting the rule at full load).
+pub fn service_price(points: &[ProfilePoint], slo: &ServiceSlo, rule: LatencyRule, prices: &Prices) -> f64 {
     let mut items: Vec<(f64, f64)> = Vec::new(); // (throughput, price)
-    for point in profile.points().iter().filter(|p| p.config.procs <= max_procs) {
+    for point in points {
         if rule.max_provision_ratio(point, slo.latency_slo_ms).is_none() {
             continue;
         }
@@ -133,27 +131,61 @@ pub fn service_price(
         return 0.0;
     }
     items.sort_by(|a, b| (a.1 / a.0).total_cmp(&(b.1 / b.0)));
-    let mut best = f64::INFINITY;
-    cheapest_cover(&items, slo.rate_rps, 0, 0.0, &mut best);
-    best
+    let Some(&(throughput, price)) = items.first() else {
+        return f64::INFINITY;
+    };
+    let mut search = CoverSearch { items: &items, best: f64::INFINITY, nodes_left: COVER_NODES };
+    search.descend(slo.rate_rps, 0, 0.0);
+    if search.nodes_left == 0 {
+        // Cut short: the fractional cover at the best price per request is
+        // still a valid bound.
+        return slo.rate_rps * price / throughput;
+    }
+    search.best
 }
 
-fn cheapest_cover(items: &[(f64, f64)], remaining_rps: f64, index: usize, spent: f64, best: &mut f64) {
-    if remaining_rps <= 0.0 {
-        *best = best.min(spent);
-        return;
-    }
-    let Some(&(throughput, price)) = items.get(index) else {
-        return;
-    };
-    // Items come cheapest per request first: nothing covers the rest for less.
-    if spent + remaining_rps * price / throughput >= *best {
-        return;
-    }
-    let most = (remaining_rps / throughput).ceil() as u64;
-    for count in (0..=most).rev() {
-        let covered = count as f64 * throughput;
-        cheapest_cover(items, remaining_rps - covered, index + 1, spent + count as f64 * price, best);
+/// Most nodes of one service's cover search; beyond them the bound falls
+/// back to the fractional cover.
+const COVER_NODES: u64 = 1_000_000;
+
+/// The cheapest whole-segment cover of a rate by (throughput, price) items
+/// sorted cheapest per request first: a branch and bound.
+struct CoverSearch<'a> {
+    items: &'a [(f64, f64)],
+    best: f64,
+    nodes_left: u64,
+}
+
+impl CoverSearch<'_> {
+    fn descend(&mut self, remaining_rps: f64, index: usize, spent: f64) {
+        if remaining_rps <= 0.0 {
+            self.best = self.best.min(spent);
+            return;
+        }
+        let Some(&(throughput, price)) = self.items.get(index) else {
+            return;
+        };
+        if self.nodes_left == 0 {
+            return;
+        }
+        self.nodes_left -= 1;
+        // Items come cheapest per request first: nothing covers the rest for less.
+        if spent + remaining_rps * price / throughput >= self.best {
+            return;
+        }
+        let next_ratio = self.items.get(index + 1).map_or(f64::INFINITY, |&(t, p)| p / t);
+        let most = (remaining_rps / throughput).ceil() as u64;
+        for count in (0..=most).rev() {
+            let rest = remaining_rps - count as f64 * throughput;
+            let spent_here = spent + count as f64 * price;
+            // Below the covering count, fewer of this item leave more to
+            // dearer ones: once that floor reaches the best, so do all
+            // smaller counts.
+            if count < most && spent_here + rest * next_ratio >= self.best {
+                break;
+            }
+            self.descend(rest, index + 1, spent_here);
+        }
     }
 }
 
@@ -165,7 +197,7 @@ pub fn round_up(gpus: f64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_core::{ProfilePoint, SegmentConfig};
+    use tessera_core::{ModelProfile, SegmentConfig};
 
     #[test]
     fn every_maximal_layout_costs_at_most_one_gpu_after_projection() {
@@ -193,7 +225,7 @@ mod tests {
         let mut prices = [0.0; 8];
         prices[1] = 0.15;
         prices[3] = 0.5;
-        let price = service_price(&profile, &slo, LatencyRule::Parva, 5, &prices);
+        let price = service_price(profile.points(), &slo, LatencyRule::Parva, &prices);
         assert!((price - 0.6).abs() < 1e-12, "{price}");
     }
 

@@ -13,6 +13,7 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
 
 use crate::error::{PlanError, UnmeetableSlo};
 use crate::latency::LatencyRule;
+use crate::request::usable_points;
 
 /// The configurator's decision for one service.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,7 +37,8 @@ impl SegmentChoice {
 
 /// Runs the configurator for one service.
 ///
-/// `max_procs` excludes configurations with more MPS processes.
+/// `max_procs` excludes configurations with more MPS processes; points that
+/// do not fit their instance's memory are never chosen.
 pub fn configure(
     profile: &ModelProfile,
     slo: &ServiceSlo,
@@ -45,8 +47,8 @@ pub fn configure(
 ) -> Result<SegmentChoice, PlanError> {
     let mut optimal: Option<ProfilePoint> = None;
     let mut best_by_size: BTreeMap<u8, ProfilePoint> = BTreeMap::new();
-    let candidates = profile.points().iter().filter(|p| p.config.procs <= max_procs);
-    for point in candidates.clone().filter(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).is_some()) {
+    let candidates = usable_points(profile, slo, max_procs)?;
+    for point in candidates.iter().filter(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).is_some()) {
         if optimal.is_none_or(|best| point.throughput_per_gpc() > best.throughput_per_gpc()) {
             optimal = Some(*point);
         }
@@ -56,7 +58,7 @@ pub fn configure(
         }
     }
     let Some(optimal) = optimal else {
-        return Err(unmeetable(candidates.copied(), slo, rule));
+        return Err(unmeetable(candidates.into_iter(), slo, rule));
     };
 
     let mut full_segments = (slo.rate_rps / optimal.throughput_rps).floor();

@@ -12,6 +12,13 @@ pub enum PlanError {
     /// A service's model has no profile on the GPU model.
     #[error("service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})")]
     NoProfile { service: String, model: String, gpu: String, known: String },
+    /// Every profiled configuration of the service's model needs more
+    /// memory than its MIG instance has.
+    #[error(
+        "service '{service}' (model '{model}'): no profiled configuration fits its MIG instance's memory on {gpu} \
+         (the closest, {closest}, needs {needed_gb} GB of {instance_gb} GB)"
+    )]
+    NoPointFits { service: String, model: String, gpu: String, closest: String, needed_gb: f64, instance_gb: f64 },
     /// No profiled configuration meets the service's latency objective.
     #[error(transparent)]
     Unmeetable(Box<UnmeetableSlo>),
@@ -27,9 +34,37 @@ pub enum PlanError {
     /// A strategy that plans one GPU model was given several.
     #[error("the {strategy} strategy plans one GPU model; use --strategy optimal for a mixed fleet")]
     SingleGpuOnly { strategy: &'static str },
-    /// The fleet's count limits cannot hold the plan.
-    #[error("the fleet is too small: the best plan found needs {needed} {gpu} GPUs, count={limit} allows")]
-    FleetTooSmall { gpu: String, needed: u64, limit: u64 },
+    /// No plan within the fleet's count limits exists: a lower bound on
+    /// the GPUs of the limited models exceeds their limits.
+    #[error(
+        "the fleet is too small: every plan needs at least {needed} GPUs of {gpus}, whose count limits allow {allowed}"
+    )]
+    NoPlanWithinLimits { gpus: String, needed: u64, allowed: u64 },
+    /// The strategy found no plan within the fleet's count limits, though
+    /// one may exist.
+    #[error(
+        "no plan within the fleet's count limits was found (one may exist): the best plan found needs {needed} {gpu} \
+         GPUs, count={limit} allows"
+    )]
+    LimitsNotMet { gpu: String, needed: u64, limit: u64 },
+    /// One service alone needs more GPUs than the ceiling.
+    #[error(
+        "service '{service}' (model '{model}') needs at least {needed} GPUs for {rate_rps} req/s, \
+         more than the ceiling of {max_gpus} GPUs (--max-gpus)"
+    )]
+    ServiceOverCeiling { service: String, model: String, rate_rps: f64, needed: u64, max_gpus: u64 },
+    /// The services together need more GPUs than the ceiling.
+    #[error(
+        "the services together need at least {needed} GPUs in total, more than the ceiling of {max_gpus} GPUs \
+         (--max-gpus)"
+    )]
+    TotalOverCeiling { needed: u64, max_gpus: u64 },
+    /// The plan found has more GPUs than the ceiling.
+    #[error("the plan found needs {gpus} GPUs in total, more than the ceiling of {max_gpus} GPUs (--max-gpus)")]
+    PlanOverCeiling { gpus: u64, max_gpus: u64 },
+    /// A ceiling of no GPU, or one beyond what the planners handle.
+    #[error("the GPU ceiling must be between 1 and {limit}, got {max_gpus}")]
+    CeilingOutOfRange { max_gpus: u64, limit: u64 },
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,

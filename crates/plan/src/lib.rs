@@ -1,37 +1,49 @@
 //! Tessera's planners: from services with SLOs and segment profiles to a
 //! [`Plan`](tessera_core::Plan) of MIG instances with MPS segments.
 //!
-//! * [`configure`] — the segment configurator: per service, which
-//!   (size, batch, processes) triplets to run and how many segments.
-//! * [`allocate`] — the segment allocator: which GPU each segment goes to,
-//!   on the real MIG placement lattice.
-//! * [`parva`] — the `parva` strategy, ParvaGPU's configurator + allocator
-//!   with physically valid placements and nothing dropped.
-//! * [`options`] and [`optimal`] — the `optimal` strategy: every minimal way
-//!   to serve each service, and a search for the fewest GPUs with a bound.
-//! * [`verify`] — an independent checker of any plan against profiles and
-//!   SLOs; it shares no code with the planners except the latency rule.
+//! The crate's interface is this page: a [`PlanRequest`] (with its
+//! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
+//! [`plan_parva`], the [`LatencyRule`]s, the independent checker
+//! [`verify`], and [`complete_for_fleet`], which estimates the profiles a
+//! fleet's GPU models lack. Inside:
 //!
-//! Invariant: no I/O, no global state.
+//! * `configure` and `allocate` — ParvaGPU's segment configurator (which
+//!   segments each service runs) and allocator (which GPU each goes to, on
+//!   the real MIG placement lattice); `parva` wires them into the `parva`
+//!   strategy, physically valid and dropping nothing.
+//! * `options`, `bound`, `objective`, `branch` and `optimal` — the `optimal`
+//!   strategy: every minimal way to serve each service, a packing-aware
+//!   lower bound, a local search within the fleet's limits and an exact
+//!   branch and bound.
+//! * `assemble` and `report` — per-GPU segments into a plan with explicit
+//!   placements and per-service summaries.
+//! * `verify` — checks any plan against profiles, SLOs, the lattice and its
+//!   fleet; it shares no code with the planners but the latency rule.
+//! * `estimate` — profiles for GPU models without measurements.
+//!
+//! Invariant: no I/O, no global state (the `optimal` search reads the clock
+//! for its time limit).
 
-pub mod allocate;
+mod allocate;
 mod assemble;
-pub mod bound;
+mod bound;
 mod branch;
-pub mod configure;
-pub mod error;
-pub mod latency;
+mod configure;
+mod error;
+mod estimate;
+mod latency;
 mod objective;
-pub mod optimal;
-pub mod options;
-pub mod parva;
-pub mod report;
-pub mod request;
-pub mod verify;
+mod optimal;
+mod options;
+mod parva;
+mod report;
+mod request;
+mod verify;
 
-pub use error::PlanError;
+pub use error::{PlanError, UnmeetableSlo};
+pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;
-pub use optimal::plan_optimal;
+pub use optimal::{plan_optimal, DEFAULT_TIME_LIMIT};
 pub use parva::plan_parva;
-pub use request::PlanRequest;
-pub use verify::{verify, VerifyRequest, Violation};
+pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
+pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

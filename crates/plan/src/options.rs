@@ -22,6 +22,7 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 use crate::configure::unmeetable;
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
+use crate::request::usable_points;
 
 /// One way to serve a service.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,15 +76,13 @@ pub fn service_options(
     max_procs: u32,
     limits: OptionLimits,
 ) -> Result<ServiceOptions, PlanError> {
-    let candidates: Vec<(ProfilePoint, f64)> = profile
-        .points()
+    let usable = usable_points(profile, slo, max_procs)?;
+    let candidates: Vec<(ProfilePoint, f64)> = usable
         .iter()
-        .filter(|p| p.config.procs <= max_procs)
         .filter_map(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).map(|ratio| (*p, ratio)))
         .collect();
     if candidates.is_empty() {
-        let allowed = profile.points().iter().filter(|p| p.config.procs <= max_procs).copied();
-        return Err(unmeetable(allowed, slo, rule));
+        return Err(unmeetable(usable.into_iter(), slo, rule));
     }
     let tables = size_tables(&candidates);
     let rate_rps = slo.rate_rps;
@@ -162,7 +161,7 @@ impl BestMixes {
     /// The kept mixes, best first, at most `limit`.
     fn into_sorted(self) -> Vec<Mix> {
         let mut mixes: Vec<Mix> = self.by_counts.into_values().collect();
-        mixes.sort_by(|a, b| (a.gpcs, secondary(a)).partial_cmp(&(b.gpcs, secondary(b))).expect("finite slack"));
+        mixes.sort_by(|a, b| a.gpcs.cmp(&b.gpcs).then(a.slack.total_cmp(&b.slack)).then(a.segments.cmp(&b.segments)));
         mixes.truncate(self.limit);
         mixes
     }
@@ -221,10 +220,9 @@ fn cheapest_gpcs(table: &SizeTable, rate_rps: f64, cap: u32) -> Option<u32> {
     let upper = table
         .best
         .iter()
-        .map(|(p, _)| (rate_rps / p.throughput_rps).ceil().max(1.0) as u32 * u32::from(p.config.size_gpcs))
-        .max()
-        .expect("a table has a configuration")
-        .min(cap);
+        .map(|(p, _)| (rate_rps / p.throughput_rps).ceil().max(1.0) * f64::from(p.config.size_gpcs))
+        .fold(0.0, f64::max)
+        .min(f64::from(cap)) as u32;
     (table.gpcs_floor(rate_rps)..=upper).find(|&budget| {
         let mut found = false;
         enumerate_mixes(table, rate_rps, &Cell::new(budget), &mut |_| found = true);
@@ -268,7 +266,20 @@ fn descend(
     }
     let size = u32::from(point.config.size_gpcs);
     let needed = ((rate_rps - provided_rps) / point.throughput_rps).ceil() as u32;
-    for count in (0..=needed.min(budget / size)).rev() {
+    // Fewer segments of this size leave the rest to less efficient sizes:
+    // below `fewest`, even the whole remaining budget spent at the next
+    // size's efficiency cannot cover the rate (the check the next level
+    // would make), so those counts are not visited one by one.
+    let next_efficiency = table.best.get(index + 1).map_or(0.0, |(next, _)| next.throughput_per_gpc());
+    let gain_per_segment = point.throughput_rps - f64::from(size) * next_efficiency;
+    let shortfall = rate_rps - provided_rps - f64::from(budget) * next_efficiency;
+    let fewest = if gain_per_segment > 0.0 && shortfall > 0.0 {
+        // One below the exact quotient, against rounding.
+        ((shortfall / gain_per_segment).floor() as u32).saturating_sub(1)
+    } else {
+        0
+    };
+    for count in (fewest..=needed.min(budget / size)).rev() {
         if used_gpcs + count * size > cap.get() {
             continue;
         }
@@ -359,6 +370,25 @@ mod tests {
         let slo = ServiceSlo::new("s", "m", 10.0, 20.0).unwrap();
         let error = service_options(&profile, &slo, LatencyRule::Queueing, 5, WIDE).unwrap_err();
         assert!(matches!(error, PlanError::Unmeetable(_)), "{error}");
+    }
+
+    #[test]
+    fn sorting_mixes_survives_a_nan_slack() {
+        let one = point(1, 1, 100.0, 5.0);
+        let mix = |n: u32, slack: f64| Mix {
+            parts: vec![(one, n)],
+            counts: SizeCounts::EMPTY.with_n(1, n),
+            provisioned_rps: 100.0 * f64::from(n),
+            gpcs: 2,
+            segments: n,
+            slack,
+        };
+        let mut best = BestMixes::new(2, 2, 10);
+        best.offer(mix(1, f64::NAN));
+        best.offer(mix(2, 0.5));
+        let sorted = best.into_sorted();
+        assert_eq!(sorted.len(), 2);
+        assert_eq!(sorted[0].slack, 0.5, "a NaN slack sorts last");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! physically valid (explicit MIG starts on the real lattice), unbounded in
 //! GPUs, and never dropping a segment.
 
-use tessera_core::{GpuModel, Lattice, Plan};
+use tessera_core::{GpuModel, GpuOffer, Lattice, Plan};
 
 use crate::allocate::{dissolve_small_gpus, place_largest_first, Fleet, Segment, SmallPieces};
 use crate::assemble::build_plan;
@@ -17,9 +17,12 @@ pub const DISSOLVE_MAX_USED_GPCS: u32 = 4;
 /// ParvaGPU places at most one 3g instance per GPU.
 pub const MAX_3G_PER_GPU: u32 = 1;
 
-/// Plans `request` with the `parva` strategy.
+/// Plans `request` with the `parva` strategy. A plan with more GPUs than
+/// the fleet's count limit is an error (ParvaGPU's heuristic proves
+/// nothing, so a plan within the limit may still exist).
 pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
-    let gpu = single_gpu(request)?;
+    let offer = single_gpu(request)?;
+    let gpu = offer.model;
     let choices = configure_all(request, gpu)?;
     let lattice = Lattice::new(gpu);
     let mut fleet = Fleet::new(&lattice).with_size_cap(3, MAX_3G_PER_GPU);
@@ -37,21 +40,25 @@ pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
         })
         .collect();
     dissolve_small_gpus(&mut fleet, &pieces, DISSOLVE_MAX_USED_GPCS);
-    let gpus = fleet.into_gpus().into_iter().map(|segments| (gpu, segments)).collect();
+    let gpus: Vec<_> = fleet.into_gpus().into_iter().map(|segments| (gpu, segments)).collect();
+    request.check_plan_size(gpus.len())?;
+    if let Some(limit) = offer.limit.filter(|&limit| gpus.len() as u64 > limit) {
+        return Err(PlanError::LimitsNotMet { gpu: gpu.to_string(), needed: gpus.len() as u64, limit });
+    }
     Ok(build_plan(request, gpus, "parva"))
 }
 
-/// Validates the request and runs the configurator for every service.
 /// The one GPU model of the request's fleet (its cost and limit do not
 /// change ParvaGPU's decisions).
-fn single_gpu(request: &PlanRequest<'_>) -> Result<GpuModel, PlanError> {
+fn single_gpu(request: &PlanRequest<'_>) -> Result<GpuOffer, PlanError> {
     match request.fleet.as_slice() {
-        [offer] => Ok(offer.model),
+        [offer] => Ok(*offer),
         [] => Err(PlanError::EmptyFleet),
         _ => Err(PlanError::SingleGpuOnly { strategy: "parva" }),
     }
 }
 
+/// Validates the request and runs the configurator for every service.
 fn configure_all(request: &PlanRequest<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoice>, PlanError> {
     if request.rule != LatencyRule::Parva {
         return Err(PlanError::UnsupportedRule {
@@ -72,7 +79,7 @@ fn configure_all(request: &PlanRequest<'_>, gpu: GpuModel) -> Result<Vec<Segment
 mod tests {
     use super::*;
     use tessera_core::synthetic::{builtin_catalog, demo_services};
-    use tessera_core::{GpuOffer, ProfileCatalog, ServiceSlo};
+    use tessera_core::{ProfileCatalog, ServiceSlo};
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
         PlanRequest::new(GpuModel::A100_80GB, catalog, services)
@@ -86,6 +93,21 @@ mod tests {
         assert!(plan.gpu_count >= 1);
         assert!(plan.services.iter().all(|s| s.met), "{:#?}", plan.services);
         assert!(plan.services.iter().all(|s| s.segments > 0));
+    }
+
+    #[test]
+    fn a_count_limit_holds_or_fails_clearly() {
+        let catalog = builtin_catalog();
+        let services = demo_services();
+        let unlimited = plan_parva(&request(&catalog, &services)).unwrap();
+        let gpus = unlimited.gpu_count as u64;
+        let limited = |limit| PlanRequest {
+            fleet: vec![GpuOffer { limit: Some(limit), ..GpuOffer::plain(GpuModel::A100_80GB) }],
+            ..request(&catalog, &services)
+        };
+        assert_eq!(plan_parva(&limited(gpus)).unwrap().gpu_count as u64, gpus);
+        let error = plan_parva(&limited(gpus - 1)).unwrap_err();
+        assert_eq!(error, PlanError::LimitsNotMet { gpu: "a100-80gb".into(), needed: gpus, limit: gpus - 1 });
     }
 
     #[test]

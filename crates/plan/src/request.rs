@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use tessera_core::slo::find_duplicate_service;
-use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ServiceSlo};
+use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
@@ -13,6 +13,15 @@ pub const DEFAULT_MAX_PROCS: u32 = 5;
 
 /// ParvaGPU's default number of GPUs per node.
 pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
+
+/// The default ceiling on the GPUs of a plan: well above the largest
+/// reference catalogue (about 24,000 A100s for 11,000 services), low enough
+/// that a plan (one object per MIG instance) stays a few hundred MB.
+pub const DEFAULT_MAX_GPUS: u64 = 100_000;
+
+/// The highest ceiling a request may set: every count the planners keep
+/// then fits comfortably in 32 bits, and a plan in a few GB.
+pub const MAX_GPUS_LIMIT: u64 = 1_000_000;
 
 /// Everything a planner needs.
 #[derive(Debug, Clone)]
@@ -32,12 +41,17 @@ pub struct PlanRequest<'a> {
     /// How long a search may run before returning its best plan (the
     /// `optimal` strategy); `None` for no limit.
     pub time_limit: Option<Duration>,
+    /// Most GPUs a plan may have, all models together: a request whose
+    /// lower bound exceeds it is refused before any search (1 to
+    /// [`MAX_GPUS_LIMIT`]; default [`DEFAULT_MAX_GPUS`]).
+    pub max_gpus: u64,
 }
 
 impl<'a> PlanRequest<'a> {
     /// A request for one GPU model (unlimited, cost 1) with ParvaGPU's
     /// defaults: the `parva` latency rule, at most [`DEFAULT_MAX_PROCS`]
-    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit.
+    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit,
+    /// at most [`DEFAULT_MAX_GPUS`] GPUs.
     pub fn new(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
         PlanRequest {
             fleet: vec![GpuOffer::plain(gpu)],
@@ -47,17 +61,22 @@ impl<'a> PlanRequest<'a> {
             max_procs: DEFAULT_MAX_PROCS,
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: None,
+            max_gpus: DEFAULT_MAX_GPUS,
         }
     }
 
     /// Checks what every strategy needs: services with unique names, a
-    /// fleet without repeated models, at least one process.
+    /// fleet without repeated models, at least one process, a ceiling in
+    /// range and no service beyond it.
     pub(crate) fn check(&self) -> Result<(), PlanError> {
         if self.services.is_empty() {
             return Err(PlanError::NoServices);
         }
         if self.max_procs == 0 {
             return Err(PlanError::NoProcesses);
+        }
+        if !(1..=MAX_GPUS_LIMIT).contains(&self.max_gpus) {
+            return Err(PlanError::CeilingOutOfRange { max_gpus: self.max_gpus, limit: MAX_GPUS_LIMIT });
         }
         if let Some(name) = find_duplicate_service(self.services) {
             return Err(PlanError::DuplicateService(name.to_string()));
@@ -68,6 +87,57 @@ impl<'a> PlanRequest<'a> {
         let repeated = self.fleet.iter().enumerate().find(|(i, o)| self.fleet[..*i].iter().any(|p| p.model == o.model));
         if let Some((_, offer)) = repeated {
             return Err(PlanError::DuplicateGpu(offer.model.to_string()));
+        }
+        self.check_ceiling()
+    }
+
+    /// Refuses, from a bound that costs one pass over the profiles, a
+    /// request that needs more than `max_gpus` GPUs: per service, its rate
+    /// over the best throughput per compute slice of a usable point that
+    /// meets the latency rule (and at least its smallest such instance), on
+    /// its best GPU model; then all services together. Services no model
+    /// can serve are left to the planners' own errors.
+    fn check_ceiling(&self) -> Result<(), PlanError> {
+        let mut total_gpus = 0.0;
+        for slo in self.services {
+            let fewest = self
+                .fleet
+                .iter()
+                .filter_map(|offer| {
+                    let points = usable_points(self.catalog.get(offer.model, &slo.model)?, slo, self.max_procs).ok()?;
+                    let allowed =
+                        || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
+                    let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
+                    let smallest = allowed().map(|p| f64::from(p.config.size_gpcs)).fold(f64::INFINITY, f64::min);
+                    let slices = f64::from(offer.model.spec().compute_slices);
+                    (best > 0.0).then(|| (slo.rate_rps / best).max(smallest) / slices)
+                })
+                .fold(f64::INFINITY, f64::min);
+            if !fewest.is_finite() {
+                continue;
+            }
+            if fewest > self.max_gpus as f64 {
+                return Err(PlanError::ServiceOverCeiling {
+                    service: slo.service.clone(),
+                    model: slo.model.clone(),
+                    rate_rps: slo.rate_rps,
+                    needed: whole_gpus(fewest),
+                    max_gpus: self.max_gpus,
+                });
+            }
+            total_gpus += fewest;
+        }
+        if total_gpus > self.max_gpus as f64 {
+            return Err(PlanError::TotalOverCeiling { needed: whole_gpus(total_gpus), max_gpus: self.max_gpus });
+        }
+        Ok(())
+    }
+
+    /// Refuses a plan with more GPUs than the ceiling (possible when the
+    /// bound was just below it).
+    pub(crate) fn check_plan_size(&self, gpus: usize) -> Result<(), PlanError> {
+        if gpus as u64 > self.max_gpus {
+            return Err(PlanError::PlanOverCeiling { gpus: gpus as u64, max_gpus: self.max_gpus });
         }
         Ok(())
     }
@@ -83,11 +153,164 @@ impl<'a> PlanRequest<'a> {
     }
 }
 
+/// The points of `profile` a planner may run for `slo`: at most `max_procs`
+/// processes and, where a point's memory is known, no more than its
+/// instance holds. `memory_gb` is the whole segment's (all processes), so it
+/// is compared with the memory of the size's primary MIG profile on the
+/// profile's GPU model. Empty when the process limit leaves nothing (the
+/// latency check then names the problem); an error when memory rules out
+/// every point the process limit leaves.
+pub(crate) fn usable_points(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    max_procs: u32,
+) -> Result<Vec<ProfilePoint>, PlanError> {
+    let spec = profile.gpu.spec();
+    let instance_gb = |point: &ProfilePoint| {
+        spec.profile_for_size(point.config.size_gpcs).map_or(0.0, |instance| f64::from(instance.memory_gb))
+    };
+    let allowed: Vec<ProfilePoint> = profile.points().iter().filter(|p| p.config.procs <= max_procs).copied().collect();
+    let fitting: Vec<ProfilePoint> =
+        allowed.iter().filter(|p| p.memory_gb.is_none_or(|gb| gb <= instance_gb(p))).copied().collect();
+    if !allowed.is_empty() && fitting.is_empty() {
+        let tightest = allowed
+            .iter()
+            .min_by(|a, b| {
+                let excess = |p: &ProfilePoint| p.memory_gb.unwrap_or(0.0) / instance_gb(p);
+                excess(a).total_cmp(&excess(b))
+            })
+            .expect("points remain");
+        return Err(PlanError::NoPointFits {
+            service: slo.service.clone(),
+            model: slo.model.clone(),
+            gpu: profile.gpu.to_string(),
+            closest: tightest.config.to_string(),
+            needed_gb: tightest.memory_gb.unwrap_or(0.0),
+            instance_gb: instance_gb(tightest),
+        });
+    }
+    Ok(fitting)
+}
+
+/// A fractional GPU need in whole GPUs, rounded up (saturating).
+fn whole_gpus(gpus: f64) -> u64 {
+    gpus.ceil().min(u64::MAX as f64) as u64
+}
+
 fn known_models(catalog: &ProfileCatalog, gpu: GpuModel) -> String {
     let models: Vec<&str> = catalog.models(gpu).collect();
     if models.is_empty() {
         "none".to_string()
     } else {
         models.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::latency::LatencyRule;
+    use crate::optimal::plan_optimal;
+    use crate::parva::plan_parva;
+    use tessera_core::SegmentConfig;
+
+    fn point(size_gpcs: u8, throughput_rps: f64, memory_gb: Option<f64>) -> ProfilePoint {
+        let config = SegmentConfig { size_gpcs, batch: 1, procs: 1 };
+        ProfilePoint::new(config, throughput_rps, 5.0, memory_gb).unwrap()
+    }
+
+    #[test]
+    fn no_planner_runs_a_point_that_exceeds_its_instance_memory() {
+        // The 1g point is the most efficient by far but needs 500 GB of a
+        // 10 GB instance; the 2g point fits (its memory is the segment's).
+        let profile = ModelProfile::new(
+            GpuModel::A100_80GB,
+            "m",
+            vec![point(1, 1000.0, Some(500.0)), point(2, 300.0, Some(20.0)), point(7, 900.0, None)],
+        )
+        .unwrap();
+        let catalog: ProfileCatalog = [profile].into_iter().collect();
+        let services = [ServiceSlo::new("s", "m", 2000.0, 100.0).unwrap()];
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        for plan in [plan_parva(&request).unwrap(), plan_optimal(&request).unwrap()] {
+            let sizes: Vec<u8> = plan.gpus.iter().flat_map(|g| &g.instances).map(|i| i.size).collect();
+            assert!(!sizes.is_empty() && !sizes.contains(&1), "{} uses {sizes:?}", plan.strategy);
+        }
+    }
+
+    #[test]
+    fn a_model_whose_every_point_exceeds_memory_is_named() {
+        let profile = ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(1, 1000.0, Some(500.0))]).unwrap();
+        let catalog: ProfileCatalog = [profile].into_iter().collect();
+        let services = [ServiceSlo::new("s", "m", 20.0, 100.0).unwrap()];
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        for error in [plan_parva(&request).unwrap_err(), plan_optimal(&request).unwrap_err()] {
+            assert!(matches!(error, PlanError::NoPointFits { .. }), "{error}");
+            let message = error.to_string();
+            assert!(message.contains("'s'") && message.contains("500 GB of 10 GB"), "{message}");
+        }
+    }
+
+    #[test]
+    fn huge_rates_get_a_plan_or_the_ceiling_error_naming_the_service() {
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        for exponent in 3..=15 {
+            let rate_rps = 10f64.powi(exponent);
+            let services = [ServiceSlo::new("big", "resnet50", rate_rps, 80.0).unwrap()];
+            for rule in LatencyRule::ALL {
+                let request = PlanRequest {
+                    rule,
+                    time_limit: Some(Duration::from_secs(2)),
+                    ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+                };
+                let mut results = vec![plan_optimal(&request)];
+                if rule == LatencyRule::Parva {
+                    results.push(plan_parva(&request));
+                }
+                for result in results {
+                    match result {
+                        Ok(plan) => {
+                            assert!(plan.gpu_count as u64 <= DEFAULT_MAX_GPUS, "1e{exponent}");
+                            assert!(plan.services[0].provisioned_rps >= rate_rps, "1e{exponent}");
+                        }
+                        Err(PlanError::ServiceOverCeiling { service, needed, .. }) => {
+                            assert_eq!(service, "big");
+                            assert!(needed > DEFAULT_MAX_GPUS && exponent >= 9, "1e{exponent}: {needed}");
+                        }
+                        Err(other) => panic!("1e{exponent} under {rule}: {other}"),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_small_services_count_one_instance_each_against_the_ceiling() {
+        // 300 services at 1 req/s: a few GPUs by throughput, but each needs
+        // an instance of its own, at least 1g of 7 slices.
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let services: Vec<ServiceSlo> =
+            (0..300).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 1.0, 200.0).unwrap()).collect();
+        let request = PlanRequest { max_gpus: 40, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+        let error = plan_optimal(&request).unwrap_err();
+        assert_eq!(error, PlanError::TotalOverCeiling { needed: 43, max_gpus: 40 });
+        assert_eq!(plan_optimal(&PlanRequest { max_gpus: 43, ..request }).unwrap().gpu_count, 43);
+    }
+
+    #[test]
+    fn services_beyond_the_ceiling_together_are_refused_and_the_ceiling_has_a_range() {
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let services: Vec<ServiceSlo> =
+            (0..4).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 30_000.0, 80.0).unwrap()).collect();
+        let request = PlanRequest { max_gpus: 20, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+        let alone = plan_optimal(&PlanRequest { services: &services[..1], ..request.clone() }).unwrap();
+        assert!(alone.gpu_count <= 20 && alone.gpu_count > 5, "{}", alone.gpu_count);
+        let error = plan_optimal(&request).unwrap_err();
+        assert!(matches!(error, PlanError::TotalOverCeiling { max_gpus: 20, .. }), "{error}");
+        assert!(error.to_string().contains("in total"), "{error}");
+        for max_gpus in [0, MAX_GPUS_LIMIT + 1] {
+            let error = plan_parva(&PlanRequest { max_gpus, ..request.clone() }).unwrap_err();
+            assert!(matches!(error, PlanError::CeilingOutOfRange { .. }), "{error}");
+        }
     }
 }

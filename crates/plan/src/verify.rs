@@ -59,6 +59,12 @@ pub enum Violation {
     /// `gpu_count` disagrees with the GPU list.
     #[error("gpu_count is {claimed} but the plan lists {listed} GPUs")]
     GpuCount { claimed: usize, listed: usize },
+    /// More GPUs of a model than the plan's fleet allows.
+    #[error("the plan uses {gpus} {gpu} GPUs, its fleet allows {limit} (count={limit})")]
+    FleetLimit { gpu: String, gpus: u64, limit: u64 },
+    /// A GPU of a model the plan's fleet does not offer.
+    #[error("node {node} gpu {index} is a {gpu}, which the plan's fleet does not offer")]
+    OutsideFleet { node: u32, index: u32, gpu: String },
     /// Two GPUs share a (node, index).
     #[error("node {node} gpu {index} is listed twice")]
     DuplicateGpu { node: u32, index: u32 },
@@ -80,6 +86,9 @@ pub enum Violation {
     /// A configuration that is not in the profiles (or infeasible there).
     #[error("{at}: {config} of model '{model}' is not a feasible profiled configuration on {gpu}")]
     NotProfiled { at: InstanceRef, model: String, gpu: String, config: SegmentConfig },
+    /// A segment that needs more memory than its MIG instance has.
+    #[error("{at}: {config} of model '{model}' needs {needed_gb} GB, the instance has {instance_gb} GB")]
+    Memory { at: InstanceRef, model: String, config: SegmentConfig, needed_gb: f64, instance_gb: f64 },
     /// More MPS processes than allowed.
     #[error("{at}: {procs} processes, at most {max} allowed")]
     TooManyProcs { at: InstanceRef, procs: u32, max: u32 },
@@ -111,6 +120,7 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     if plan.gpu_count != plan.gpus.len() {
         violations.push(Violation::GpuCount { claimed: plan.gpu_count, listed: plan.gpus.len() });
     }
+    check_fleet(plan, &mut violations);
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
     let mut served = Vec::new();
@@ -161,6 +171,29 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
         }
     }
     violations
+}
+
+/// Checks the GPUs listed against the fleet the plan records (plans that
+/// record none, e.g. read from a ParvaGPU deployment map, have no limits).
+fn check_fleet(plan: &Plan, violations: &mut Vec<Violation>) {
+    if plan.fleet.is_empty() {
+        return;
+    }
+    for gpu in &plan.gpus {
+        if !plan.fleet.iter().any(|offer| offer.gpu_model == gpu.gpu_model) {
+            violations.push(Violation::OutsideFleet {
+                node: gpu.node,
+                index: gpu.index,
+                gpu: gpu.gpu_model.to_string(),
+            });
+        }
+    }
+    for offer in &plan.fleet {
+        let gpus = plan.gpus.iter().filter(|gpu| gpu.gpu_model == offer.gpu_model).count() as u64;
+        if let Some(limit) = offer.limit.filter(|&limit| gpus > limit) {
+            violations.push(Violation::FleetLimit { gpu: offer.gpu_model.to_string(), gpus, limit });
+        }
+    }
 }
 
 fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
@@ -225,6 +258,20 @@ fn check_segment<'a>(
         });
         return None;
     };
+    // The profile's memory is the whole segment's; the instance is the one
+    // the plan names.
+    let instance_gb = gpu.gpu_model.spec().profile_by_name(&instance.profile).map(|p| f64::from(p.memory_gb));
+    if let (Some(needed_gb), Ok(instance_gb)) = (point.memory_gb, instance_gb) {
+        if needed_gb > instance_gb {
+            violations.push(Violation::Memory {
+                at: at.clone(),
+                model: slo.model.clone(),
+                config,
+                needed_gb,
+                instance_gb,
+            });
+        }
+    }
     if instance.procs > request.max_procs {
         violations.push(Violation::TooManyProcs { at: at.clone(), procs: instance.procs, max: request.max_procs });
     }
@@ -298,6 +345,49 @@ mod tests {
         let violations = verify(&plan, &request(&catalog, &services));
         assert!(violations.iter().any(|v| matches!(v, Violation::Latency { .. })));
         assert!(violations.iter().any(|v| matches!(v, Violation::UnknownService { .. })));
+    }
+
+    #[test]
+    fn catches_segments_that_exceed_their_instance_memory() {
+        let (catalog, services) = setup();
+        let plan = plan(&catalog, &services);
+        let used = &plan.gpus[0].instances[0];
+        // The same profiles, but the first instance's point needs 500 GB.
+        let bloated: ProfileCatalog = catalog
+            .iter()
+            .map(|profile| {
+                let points = profile
+                    .points()
+                    .iter()
+                    .map(|p| {
+                        let hit = profile.gpu == GpuModel::A100_80GB
+                            && profile.model == used.model
+                            && p.config == SegmentConfig { size_gpcs: used.size, batch: used.batch, procs: used.procs };
+                        ProfilePoint { memory_gb: if hit { Some(500.0) } else { p.memory_gb }, ..*p }
+                    })
+                    .collect();
+                tessera_core::ModelProfile::new(profile.gpu, profile.model.clone(), points).unwrap()
+            })
+            .collect();
+        let violations = verify(&plan, &request(&bloated, &services));
+        assert!(
+            violations.iter().any(|v| matches!(v, Violation::Memory { needed_gb, .. } if *needed_gb == 500.0)),
+            "{violations:?}"
+        );
+        assert_eq!(verify(&plan, &request(&catalog, &services)), vec![]);
+    }
+
+    #[test]
+    fn catches_a_plan_beyond_its_fleet() {
+        let (catalog, services) = setup();
+        let mut plan = plan(&catalog, &services);
+        assert!(plan.gpu_count >= 2);
+        plan.fleet[0].limit = Some(1);
+        plan.gpus[0].gpu_model = GpuModel::H100_80GB;
+        let violations = verify(&plan, &request(&catalog, &services));
+        let expected = Violation::FleetLimit { gpu: "a100-80gb".into(), gpus: plan.gpu_count as u64 - 1, limit: 1 };
+        assert!(violations.contains(&expected), "{violations:?}");
+        assert!(violations.iter().any(|v| matches!(v, Violation::OutsideFleet { .. })), "{violations:?}");
     }
 
     #[test]

@@ -74,9 +74,7 @@ fn plans_on_synthetic_profiles_verify_and_optimal_beats_parva() {
 
 #[test]
 fn plans_on_parvagpu_profiles_verify_and_optimal_beats_parva() {
-    let Some(dir) = tessera_testkit::shared_data("parvagpu/prof_data") else { return };
-    let catalog: ProfileCatalog =
-        tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect();
+    let Some(catalog) = crate::common::parvagpu_catalog() else { return };
     let planned = check_random_plans(&catalog, GpuModel::A100_80GB, 300, 3);
     assert!(planned > 150, "only {planned} of 300 random SLO sets were plannable");
 }

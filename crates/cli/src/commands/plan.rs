@@ -26,13 +26,18 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         rule: args.latency_rule.unwrap_or(default_rule),
         max_procs: args.inputs.max_procs,
         gpus_per_node: args.gpus_per_node,
-        time_limit: Some(Duration::from_secs_f64(args.time_limit)),
+        // More seconds than a Duration holds means no limit.
+        time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
+        max_gpus: args.max_gpus,
+    };
+    let limit = match request.time_limit {
+        Some(_) => format!("up to {:.0} s", args.time_limit),
+        None => "no time limit".to_string(),
     };
     let progress = Progress::spinner(format!(
-        "planning {} services ({} strategy, up to {:.0} s)",
+        "planning {} services ({} strategy, {limit})",
         loaded.services.len(),
-        args.strategy.name(),
-        args.time_limit
+        args.strategy.name()
     ));
     let planned = match args.strategy {
         Strategy::Optimal => plan_optimal(&request),

@@ -2,8 +2,9 @@
 //! name and may come in any order.
 //!
 //! - Profiles: `gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb`
-//!   (`memory_gb` optional, an empty cell means unknown; `throughput_rps` is
-//!   the whole segment's, all processes together).
+//!   (`memory_gb` optional, an empty cell means unknown; `throughput_rps` and
+//!   `memory_gb` are the whole segment's, all processes together: a point
+//!   needing more memory than its MIG instance has is never planned).
 //! - SLOs: `service,model,rate_rps,latency_ms` (`model` optional: absent
 //!   means the service runs the model of its own name).
 
