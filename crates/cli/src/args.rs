@@ -332,7 +332,10 @@ pub enum ColocateCommand {
         /// Partners to consider (comma-separated); default: every workload.
         #[arg(long, value_delimiter = ',')]
         candidates: Option<Vec<String>>,
-        /// Workloads per group, the target included.
+        /// Workloads per group, the target included. Up to 100000 candidate
+        /// groups are all scored; beyond that a beam search ranks them
+        /// (partners added one at a time, the 256 best partial groups
+        /// kept), which is not exhaustive and says so.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
         group_size: u64,
         /// A trained model file; default: train the slowdown model on the data.
@@ -342,11 +345,11 @@ pub enum ColocateCommand {
         #[arg(long, value_name = "FILE")]
         data: Option<PathBuf>,
         /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
-        #[arg(long, default_value_t = 32.0)]
+        #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
         /// Groups to show.
-        #[arg(long, default_value_t = 5)]
-        top: usize,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        top: u64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
@@ -480,6 +483,13 @@ fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
             Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
             _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
         },
+    }
+}
+
+fn parse_gigabytes(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(gb) if gb.is_finite() && gb > 0.0 => Ok(gb),
+        _ => Err(format!("expected a positive number of GB, got '{value}'")),
     }
 }
 

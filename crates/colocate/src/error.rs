@@ -33,4 +33,15 @@ pub enum ColocateError {
     /// A group size below two.
     #[error("a colocation group has at least 2 workloads, asked for {0}")]
     GroupSize(usize),
+    /// More partners asked for than there are candidates.
+    #[error("group size {group_size} needs {} partners besides the target, but there are only {} (the target may be its own partner once)", group_size - 1, tessera_core::text::count(*candidates, "candidate workload"))]
+    GroupTooLarge {
+        /// Workloads per group, the target included.
+        group_size: usize,
+        /// Distinct candidate partners.
+        candidates: usize,
+    },
+    /// A recommendation asked for no groups.
+    #[error("the number of groups to show must be at least 1")]
+    Top,
 }
