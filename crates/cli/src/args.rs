@@ -388,8 +388,9 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Genetic algorithm: population size.
-    #[arg(long, default_value_t = 100)]
+    /// Genetic algorithm: population size (more than the 10 best genomes
+    /// it keeps each generation).
+    #[arg(long, default_value_t = 100, value_parser = parse_population)]
     pub population: usize,
 
     /// Genetic algorithm: most generations.
@@ -483,6 +484,16 @@ fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
             Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
             _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
         },
+    }
+}
+
+fn parse_population(value: &str) -> Result<usize, String> {
+    let elite = tessera_sim::GeneticParams::default().elite;
+    match value.parse::<usize>() {
+        Ok(population) if population > elite => Ok(population),
+        _ => Err(format!(
+            "expected a whole number above {elite} (each generation keeps its {elite} best genomes and breeds the rest), got '{value}'"
+        )),
     }
 }
 

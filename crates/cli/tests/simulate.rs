@@ -52,10 +52,21 @@ fn simulate_reproduces_toy_a_and_reports_bounds() {
     assert_eq!(johnson["clients"].as_array().unwrap().len(), 4);
 
     let gantt = dir.path().join("gantt.svg");
-    let args = ["simulate", "--trace", small.to_str().unwrap(), "--gantt", gantt.to_str().unwrap()];
-    assert!(tessera(&args, &store).status.success());
-    let svg = std::fs::read_to_string(&gantt).unwrap();
-    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    for (scheduler, name) in [("greedy", "greedy"), ("ga", "genetic algorithm"), ("fifo", "round-robin")] {
+        let args = [
+            "simulate",
+            "--trace",
+            small.to_str().unwrap(),
+            "--scheduler",
+            scheduler,
+            "--gantt",
+            gantt.to_str().unwrap(),
+        ];
+        assert!(tessera(&args, &store).status.success());
+        let svg = std::fs::read_to_string(&gantt).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains(&format!("toy-a-6.json — {name}</text>")), "title names the {name} scheduler: {svg}");
+    }
 }
 
 #[test]
@@ -83,4 +94,10 @@ fn simulate_generates_traces_and_rejects_bad_ones() {
         &["at most 10 operations"],
     );
     fails_with(&["simulate", "generate", "--oversubscription=-1"], &store, &["oversubscription"]);
+    for population in ["5", "10", "0", "many"] {
+        let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "ga", "--population", population];
+        usage_error(&args, &store, &["--population", population, "above 10"]);
+    }
+    let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "ga", "--population", "11"];
+    assert!(tessera(&args, &store).status.success());
 }

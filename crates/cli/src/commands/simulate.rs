@@ -80,7 +80,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     // Johnson's rule is optimal with unlimited memory on one-pass traces.
     let johnson_unlimited_ns = johnson(&trace).ok().map(|plan| plan.makespan_ns);
     if let Some(gantt) = &args.gantt {
-        let title = format!("{} — {:?}", path.display(), args.scheduler);
+        let title = format!("{} — {}", path.display(), kind.name());
         tessera_store::write_atomic(gantt, gantt_svg(&result, &title).as_bytes())?;
     }
     let order: Vec<&str> = schedule.steps().iter().map(|&(client, _)| trace.clients[client].name.as_str()).collect();

@@ -52,6 +52,20 @@ pub enum SchedulerKind {
     Exhaustive,
 }
 
+impl SchedulerKind {
+    /// The scheduler's name for people: `round-robin`, `Johnson's rule`,
+    /// `greedy`, `genetic algorithm` or `exhaustive search`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerKind::Fifo => "round-robin",
+            SchedulerKind::Johnson => "Johnson's rule",
+            SchedulerKind::Greedy => "greedy",
+            SchedulerKind::Genetic(_) => "genetic algorithm",
+            SchedulerKind::Exhaustive => "exhaustive search",
+        }
+    }
+}
+
 /// Parameters of the genetic search.
 ///
 /// Fitness (smaller is better) is `makespan_ns + bytes_weight × bytes moved`
