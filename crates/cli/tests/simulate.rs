@@ -101,3 +101,49 @@ fn simulate_generates_traces_and_rejects_bad_ones() {
     let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "ga", "--population", "11"];
     assert!(tessera(&args, &store).status.success());
 }
+
+#[test]
+fn simulate_rejects_times_that_do_not_fit_its_clock() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let toy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(toy_a_trace(dir.path(), 6)).unwrap()).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &[&str]); 5] = [
+        // Used to run, with compute turned into a wrapped-around 0.
+        (
+            "compute",
+            |t| t["clients"][1]["operations"][0]["compute_ms"] = 2e13.into(),
+            &["client 'B' operation 0: compute_ms", "2^64 ns"],
+        ),
+        (
+            "total",
+            |t| {
+                for client in 0..2 {
+                    t["clients"][client]["operations"][0]["compute_ms"] = 1e13.into();
+                }
+            },
+            &["client 'B' operation 0: the trace's total time", "2^64 ns"],
+        ),
+        (
+            "h2d",
+            |t| t["gpu"]["h2d_bytes_per_s"] = 1e-3.into(),
+            &["client 'A' operation 0: buffer 'data'", "gpu.h2d_bytes_per_s = 0.001"],
+        ),
+        ("d2h", |t| t["gpu"]["d2h_bytes_per_s"] = 1e-3.into(), &["buffer 'data'", "gpu.d2h_bytes_per_s"]),
+        (
+            "latency",
+            |t| t["gpu"]["copy_latency_ns"] = u64::MAX.into(),
+            &["buffer 'data'", "gpu.copy_latency_ns = 18446744073709551615"],
+        ),
+    ];
+    for (name, edit, needles) in cases {
+        let mut trace = toy.clone();
+        edit(&mut trace);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(&trace).unwrap()).unwrap();
+        let mut expected = vec![path.file_name().unwrap().to_str().unwrap()];
+        expected.extend_from_slice(needles);
+        fails_with(&["simulate", "--trace", path.to_str().unwrap()], &store, &expected);
+    }
+}

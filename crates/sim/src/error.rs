@@ -27,13 +27,32 @@ pub enum SimError {
     BufferSize { client: String, operation: usize, buffer: String, bytes: u64, first_bytes: u64 },
     /// An operation whose buffers and ephemeral bytes cannot fit on the GPU.
     #[error("client '{client}' operation {operation}: working set of {working_set_bytes} bytes exceeds GPU memory of {memory_bytes} bytes")]
-    WorkingSet { client: String, operation: usize, working_set_bytes: u64, memory_bytes: u64 },
+    WorkingSet { client: String, operation: usize, working_set_bytes: u128, memory_bytes: u64 },
     /// A bandwidth that is zero, negative or not a number.
     #[error("gpu.{field} must be a positive number of bytes per second, got {value}")]
     Bandwidth { field: &'static str, value: f64 },
-    /// A compute time that is negative or not a number.
-    #[error("client '{client}' operation {operation}: compute_ms must be a non-negative number, got {value}")]
+    /// A compute time that is negative, not a number, or too long for the
+    /// simulator's clock (`u64` nanoseconds).
+    #[error("client '{client}' operation {operation}: compute_ms must be a non-negative number below 2^64 ns (about 1.84e13 ms, 584 years), got {value}")]
     ComputeTime { client: String, operation: usize, value: f64 },
+    /// A buffer whose copy time does not fit the simulator's clock.
+    #[error("client '{client}' operation {operation}: buffer '{buffer}' of {bytes} bytes takes 2^64 ns (about 584 years) or more to copy at gpu.{field} = {bytes_per_s} plus gpu.copy_latency_ns = {latency_ns}")]
+    CopyTime {
+        client: String,
+        operation: usize,
+        buffer: String,
+        bytes: u64,
+        field: &'static str,
+        bytes_per_s: f64,
+        latency_ns: u64,
+    },
+    /// A trace whose total time does not fit the simulator's clock.
+    #[error("client '{client}' operation {operation}: the trace's total time so far (every compute plus one copy each way of each buffer) reaches 2^64 ns (about 584 years)")]
+    TraceTime { client: String, operation: usize },
+    /// A simulation whose clock or byte counts would pass 2^64 (data copied
+    /// again and again beyond the trace's own total).
+    #[error("the simulation's {quantity} passes 2^64; the trace is too long to simulate")]
+    Overflow { quantity: &'static str },
     /// A schedule entry that names no client of the trace.
     #[error("schedule entry {position} names client {client}, but the trace has {clients} clients")]
     UnknownClient { position: usize, client: usize, clients: usize },

@@ -188,7 +188,7 @@ pub fn generate(params: &GenerateParams) -> Result<Trace, SimError> {
 
     let operations = clients.iter().flat_map(|c| &c.operations);
     let count = (params.clients * params.operations_per_client) as f64;
-    let mean_transfer_ns = operations.clone().map(|op| transfer_ns(&gpu, op) as f64).sum::<f64>() / count;
+    let mean_transfer_ns = operations.clone().map(|op| gpu.fetch_ns(op) as f64).sum::<f64>() / count;
     let mean_compute_ms = operations.map(|op| op.compute_ms).sum::<f64>() / count;
     let factor = mean_transfer_ns / 1e6 / params.transfer_ratio / mean_compute_ms;
     for op in clients.iter_mut().flat_map(|c| &mut c.operations) {
@@ -196,13 +196,17 @@ pub fn generate(params: &GenerateParams) -> Result<Trace, SimError> {
     }
 
     let trace = Trace { gpu, clients };
-    trace.validate()?;
+    // The table's sizes always fit; only compute times scaled up by a tiny
+    // ratio can pass the simulator's clock.
+    trace.validate().map_err(|error| match error {
+        SimError::ComputeTime { .. } | SimError::TraceTime { .. } => SimError::Parameter {
+            parameter: "transfer_ratio",
+            requirement: "large enough for the scaled compute times to fit the simulator's clock (2^64 ns in all)",
+            value: params.transfer_ratio,
+        },
+        other => other,
+    })?;
     Ok(trace)
-}
-
-/// Host-to-device time of all of an operation's buffers, one copy each.
-pub fn transfer_ns(gpu: &Gpu, op: &Operation) -> u64 {
-    op.buffers.iter().map(|b| gpu.h2d_ns(b.bytes)).sum()
 }
 
 fn check(params: &GenerateParams) -> Result<(), SimError> {
@@ -240,7 +244,7 @@ mod tests {
     fn ratios(trace: &Trace) -> (f64, f64) {
         let total: u64 = trace.clients.iter().map(|c| c.operations[0].working_set_bytes()).sum();
         let ops: Vec<&Operation> = trace.clients.iter().flat_map(|c| &c.operations).collect();
-        let transfer: u64 = ops.iter().map(|op| transfer_ns(&trace.gpu, op)).sum();
+        let transfer: u64 = ops.iter().map(|op| trace.gpu.fetch_ns(op)).sum();
         let compute: u64 = ops.iter().map(|op| op.compute_ns()).sum();
         (total as f64 / trace.gpu.memory_bytes as f64, transfer as f64 / compute as f64)
     }
@@ -301,7 +305,8 @@ mod tests {
     #[test]
     fn rejects_bad_parameters_naming_them() {
         type Edit = fn(&mut GenerateParams);
-        let cases: [(Edit, &str); 6] = [
+        let cases: [(Edit, &str); 7] = [
+            (|p| p.transfer_ratio = 1e-12, "transfer_ratio"),
             (|p| p.clients = 0, "clients"),
             (|p| p.operations_per_client = 0, "operations_per_client"),
             (|p| p.oversubscription = 0.0, "oversubscription"),

@@ -140,7 +140,7 @@ pub use heuristics::greedy_order;
 pub(crate) fn evaluate(trace: &Trace, ids: &[usize], policies: Policies) -> Result<(u64, u64), SimError> {
     let schedule = Schedule::new(trace, ids)?;
     let result = simulate(trace, &schedule, policies)?;
-    Ok((result.makespan_ns, result.h2d_bytes + result.d2h_bytes))
+    Ok((result.makespan_ns, result.h2d_bytes.saturating_add(result.d2h_bytes)))
 }
 
 /// Fisher–Yates shuffle drawing from `rng`.
