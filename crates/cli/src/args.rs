@@ -417,7 +417,12 @@ pub enum SimulateCommand {
         /// Operations (iterations) per client.
         #[arg(long, default_value_t = 4)]
         operations: usize,
-        /// Σ working sets / GPU memory.
+        /// Persistent data (every client's buffers, needed across its
+        /// operations) / the GPU memory left beside the largest ephemeral
+        /// (scratch) bytes of any operation: at 1 or less nothing need be
+        /// evicted, above 1 data must move. Few clients cap what can be
+        /// reached (memory is raised to the largest working set); the
+        /// simulator reports the trace's actual value.
         #[arg(long, default_value_t = 2.0)]
         oversubscription: f64,
         /// Mean transfer time / mean compute time.

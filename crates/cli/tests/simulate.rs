@@ -147,3 +147,27 @@ fn simulate_rejects_times_that_do_not_fit_its_clock() {
         fails_with(&["simulate", "--trace", path.to_str().unwrap()], &store, &expected);
     }
 }
+
+#[test]
+fn simulate_generate_hits_the_requested_oversubscription_and_pressure_rises_with_it() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let mut moved = Vec::new();
+    // 4 and 5 used to give the same trace (3.998× of working sets, scratch included).
+    for requested in [1.0, 2.0, 4.0, 5.0, 8.0] {
+        let over = requested.to_string();
+        let args = ["simulate", "generate", "--clients", "24", "--operations", "2", "--oversubscription", &over];
+        let generated = tessera(&args, &store);
+        assert!(generated.status.success(), "{}", stderr(&generated));
+        let path = dir.path().join(format!("over-{requested}.json"));
+        std::fs::write(&path, &generated.stdout).unwrap();
+        let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "fifo", "--format", "json"];
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let measured = json["oversubscription"].as_f64().unwrap();
+        assert!((measured - requested).abs() / requested < 1e-6, "{measured} vs {requested}");
+        moved.push(json["h2d_bytes"].as_u64().unwrap());
+    }
+    assert!(moved.windows(2).all(|w| w[0] < w[1]), "bytes moved to the GPU: {moved:?}");
+}

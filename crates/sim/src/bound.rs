@@ -40,15 +40,7 @@ pub fn lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
     let ops = || trace.clients.iter().flat_map(|c| &c.operations);
     let compute_ns: u64 = ops().map(Operation::compute_ns).sum();
     let first_copy_ns = trace.clients.iter().map(|c| trace.gpu.fetch_ns(&c.operations[0])).min().unwrap_or(0);
-    let mut distinct_copy_ns = 0;
-    for client in &trace.clients {
-        let mut seen = std::collections::HashSet::new();
-        for buffer in client.operations.iter().flat_map(|op| &op.buffers) {
-            if seen.insert(buffer.name.as_str()) {
-                distinct_copy_ns += trace.gpu.h2d_ns(buffer.bytes);
-            }
-        }
-    }
+    let distinct_copy_ns: u64 = trace.distinct_buffers().map(|b| trace.gpu.h2d_ns(b.bytes)).sum();
     let last_compute_ns = ops().filter(|op| !op.buffers.is_empty()).map(Operation::compute_ns).min().unwrap_or(0);
     let copy_side_ns = if distinct_copy_ns == 0 { 0 } else { distinct_copy_ns + last_compute_ns };
     Ok((first_copy_ns + compute_ns).max(copy_side_ns))

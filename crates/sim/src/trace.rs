@@ -127,6 +127,41 @@ impl Operation {
 }
 
 impl Trace {
+    /// Bytes of every client's distinct buffers: the data that must stay
+    /// resident across a client's operations (or be copied in again).
+    pub fn persistent_bytes(&self) -> u128 {
+        self.distinct_buffers().map(|b| u128::from(b.bytes)).sum()
+    }
+
+    /// Each client's buffers, each once (at its first use).
+    pub(crate) fn distinct_buffers(&self) -> impl Iterator<Item = &Buffer> {
+        self.clients.iter().flat_map(|client| {
+            let mut seen = HashSet::new();
+            client.operations.iter().flat_map(|op| &op.buffers).filter(move |b| seen.insert(b.name.as_str()))
+        })
+    }
+
+    /// The most ephemeral (scratch) bytes of any operation.
+    pub fn largest_ephemeral_bytes(&self) -> u64 {
+        self.clients.iter().flat_map(|c| &c.operations).map(|op| op.ephemeral_bytes).max().unwrap_or(0)
+    }
+
+    /// Memory oversubscription: [`Trace::persistent_bytes`] over the memory
+    /// left beside the largest ephemeral bytes of any operation. At 1 or
+    /// less every client's data fits beside any operation's scratch, so
+    /// nothing need ever be evicted; above 1 the operation with the largest
+    /// scratch cannot run with all the data resident. Ephemeral bytes are
+    /// held only while an operation computes, so they count once, not per
+    /// operation. Infinite when no memory is left beside that scratch; 0
+    /// without persistent data.
+    pub fn oversubscription(&self) -> f64 {
+        let persistent = self.persistent_bytes();
+        if persistent == 0 {
+            return 0.0;
+        }
+        persistent as f64 / self.gpu.memory_bytes.saturating_sub(self.largest_ephemeral_bytes()) as f64
+    }
+
     /// Parses a JSON trace and validates it.
     pub fn from_json(text: &str) -> Result<Trace, SimError> {
         let trace: Trace = serde_json::from_str(text).map_err(|e| SimError::Format(e.to_string()))?;

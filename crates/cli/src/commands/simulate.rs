@@ -114,6 +114,7 @@ fn report(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> s
         .map(|(client, &done)| serde_json::json!({ "client": client.name, "completion_ms": ms(done) }))
         .collect();
     serde_json::json!({
+        "oversubscription": trace.oversubscription(),
         "makespan_ms": ms(result.makespan_ns),
         "lower_bound_ms": ms(bound_ns),
         "gap": result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0,
@@ -138,8 +139,10 @@ fn shortened(order: &[&str]) -> String {
 
 fn table(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> String {
     let mut out = format!(
-        "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
+        "oversubscription {:.2}× (persistent data / memory beside the largest scratch)\n\
+         makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
          moved {:.2} GB to the GPU and {:.2} GB back\nschedule: {}\n\n",
+        trace.oversubscription(),
         ms(result.makespan_ns),
         ms(bound_ns),
         100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0),
