@@ -312,7 +312,7 @@ mod tests {
         };
         assert!(error_of(dup).contains("buffer 'w' is listed twice"));
         assert!(error_of(|t| t.clients[0].operations[1].buffers[0].bytes = 1)
-            .contains("operation 1: buffer 'w' has 1 bytes"));
+            .contains("operation 1: buffer 'w' has 1 byte here but 4000000000 bytes earlier"));
         assert!(error_of(|t| t.clients[0].operations[0].compute_ms = -1.0).contains("compute_ms"));
         let err = Trace::from_json(r#"{"gpu": {}, "clients": []}"#).unwrap_err().to_string();
         assert!(err.starts_with("not a Tessera simulator trace") && !err.contains('\n'), "{err}");

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use tessera_core::text::count;
 use tessera_sim::gantt::gantt_svg;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
@@ -69,7 +70,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             planned?
         }
         _ => {
-            let spinner = Progress::spinner(format!("scheduling {} clients", trace.clients.len()));
+            let spinner = Progress::spinner(format!("scheduling {}", count(trace.clients.len(), "client")));
             let planned = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
             drop(spinner);
             planned?

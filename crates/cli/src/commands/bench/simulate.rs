@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
+use tessera_core::text::count;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace};
@@ -103,7 +104,8 @@ fn sweep(seeds: u64) -> Result<()> {
         }
     }
     outln!(
-        "makespan / lower bound, mean over {seeds} traces per cell ({SWEEP_CLIENTS} clients × {SWEEP_OPERATIONS} operations, PCIe Gen4,"
+        "makespan / lower bound, mean over {} per cell ({SWEEP_CLIENTS} clients × {SWEEP_OPERATIONS} operations, PCIe Gen4,",
+        count(seeds, "trace")
     )?;
     outln!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute;")?;
     outln!("oversubscription = persistent data / memory left beside the largest scratch (above 1×, data must move)")?;
@@ -164,8 +166,9 @@ fn speed() -> Result<()> {
     }
     let seconds = start.elapsed().as_secs_f64();
     outln!(
-        "simulator: {:.0} events/s ({runs} runs of 50 clients × 4 operations, {} events each)",
+        "simulator: {:.0} events/s ({} of 50 clients × 4 operations, {} events each)",
         events as f64 / seconds,
+        count(runs, "run"),
         events / u64::from(runs)
     )?;
     let full = GeneticParams { patience: usize::MAX, ..GeneticParams::default() };
