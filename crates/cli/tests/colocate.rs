@@ -149,7 +149,7 @@ fn colocate_rejects_bad_recommend_and_bench_input() {
         args
     };
     // The target and 6 candidates (itself once more) make at most 7.
-    assert!(tessera(&recommend(&["--group-size", "7"]), &store).status.success());
+    recommended(&six, "w0_batch1-inf", &["--group-size", "7"], &store);
     fails_with(
         &recommend(&["--group-size", "8"]),
         &store,
@@ -171,6 +171,16 @@ fn colocate_rejects_bad_recommend_and_bench_input() {
     usage_error(&recommend(&["--top", "0"]), &store, &["--top", "0"]);
 }
 
+/// Runs `colocate recommend --data DATA --target TARGET` with `extra`,
+/// expecting success: (stdout, stderr).
+fn recommended(data: &Path, target: &str, extra: &[&str], store: &Path) -> (String, String) {
+    let mut args = vec!["colocate", "recommend", "--data", data.to_str().unwrap(), "--target", target];
+    args.extend_from_slice(extra);
+    let output = tessera(&args, store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    (stdout(&output), stderr(&output))
+}
+
 #[test]
 fn colocate_recommend_says_what_kace_does_not_predict() {
     let dir = TempDir::new().unwrap();
@@ -180,22 +190,8 @@ fn colocate_recommend_says_what_kace_does_not_predict() {
     let train =
         ["colocate", "train", "--model", "kace", "--data", data.to_str().unwrap(), "-o", model.to_str().unwrap()];
     assert!(tessera(&train, &store).status.success());
-    let ask = |format: &'static str| {
-        let args = [
-            "colocate",
-            "recommend",
-            "--data",
-            data.to_str().unwrap(),
-            "--target",
-            "w0_batch1-inf",
-            "--model",
-            model.to_str().unwrap(),
-            "--format",
-            format,
-        ];
-        let output = tessera(&args, &store);
-        assert!(output.status.success(), "{}", stderr(&output));
-        stdout(&output)
+    let ask = |format: &str| {
+        recommended(&data, "w0_batch1-inf", &["--model", model.to_str().unwrap(), "--format", format], &store).0
     };
     let table = ask("table");
     assert!(table.contains("— / —") && table.contains("kace model predicts only a group's total"), "{table}");
@@ -204,9 +200,8 @@ fn colocate_recommend_says_what_kace_does_not_predict() {
     assert!(member["retained"].is_null() && member["predicted_rps"].is_null(), "{member}");
     assert!(json[0]["predicted_total_rps"].as_f64().unwrap() > 0.0);
     // The slowdown model predicts every member.
-    let args = ["colocate", "recommend", "--data", data.to_str().unwrap(), "--target", "w0_batch1-inf"];
-    let output = tessera(&args, &store);
-    assert!(output.status.success() && !stdout(&output).contains('—'), "{}", stdout(&output));
+    let (table, _) = recommended(&data, "w0_batch1-inf", &[], &store);
+    assert!(!table.contains('—'), "{table}");
 }
 
 #[test]
@@ -215,25 +210,10 @@ fn colocate_recommend_searches_large_group_spaces_by_a_beam_and_says_so() {
     let store = store_in(&dir);
     // 30 workloads: C(30, 5) = 142506 groups of 6, more than are all scored.
     let data = synthetic_pairs(dir.path(), "thirty.csv", 30, 30);
-    let run = |group_size: &'static str| {
-        let args = [
-            "colocate",
-            "recommend",
-            "--data",
-            data.to_str().unwrap(),
-            "--target",
-            "w3_batch1-inf",
-            "--group-size",
-            group_size,
-            "--top",
-            "3",
-            "--format",
-            "json",
-        ];
-        let output = tessera(&args, &store);
-        assert!(output.status.success(), "{}", stderr(&output));
-        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-        (json, stderr(&output))
+    let run = |group_size: &str| {
+        let extra = ["--group-size", group_size, "--top", "3", "--format", "json"];
+        let (json, note) = recommended(&data, "w3_batch1-inf", &extra, &store);
+        (serde_json::from_str::<serde_json::Value>(&json).unwrap(), note)
     };
     let (exact, note) = run("5");
     assert_eq!(exact.as_array().unwrap().len(), 3);
