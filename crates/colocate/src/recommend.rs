@@ -19,11 +19,13 @@ use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 use crate::error::ColocateError;
 use crate::models::{Driver, ThroughputModel};
 
-/// Candidate groups up to which every group is scored.
+/// Candidate groups up to which every group is scored (quoted in the CLI's
+/// `--help` and the README).
 pub const EXHAUSTIVE_MAX_GROUPS: u128 = 100_000;
 
-/// Partial groups the beam search keeps after each added partner (at least
-/// the number of groups asked for).
+/// Partial groups the beam search keeps after each added partner, or the
+/// number of groups asked for if more (quoted in the CLI's `--help` and the
+/// README).
 pub const BEAM_WIDTH: usize = 256;
 
 /// One member's predicted throughput in a recommended group.
