@@ -170,4 +170,13 @@ fn simulate_generate_hits_the_requested_oversubscription_and_pressure_rises_with
         moved.push(json["h2d_bytes"].as_u64().unwrap());
     }
     assert!(moved.windows(2).all(|w| w[0] < w[1]), "bytes moved to the GPU: {moved:?}");
+    // Two clients cannot reach 1000×: said, with what the trace has.
+    let args = ["simulate", "generate", "--clients", "2", "--oversubscription", "1000"];
+    let generated = tessera(&args, &store);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let note = stderr(&generated);
+    assert!(
+        note.starts_with("note: 1000× cannot be reached with 2 clients") && note.contains("the trace has"),
+        "{note}"
+    );
 }

@@ -10,7 +10,7 @@ use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
 use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
 
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
-use crate::output::emit;
+use crate::output::{emit, note};
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
@@ -28,6 +28,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         let params =
             GenerateParams { clients, operations_per_client: operations, oversubscription, transfer_ratio, link, seed };
         let trace = generate(&params)?;
+        let achieved = trace.oversubscription();
+        if (achieved - oversubscription).abs() > 1e-6 * oversubscription {
+            note(format_args!(
+                "{oversubscription}× cannot be reached with {}: memory must hold the largest working set, so the trace has {achieved:.2}×",
+                count(clients, "client")
+            ));
+        }
         let mut json = serde_json::to_vec_pretty(&trace)?;
         json.push(b'\n');
         return emit(&json, None);
