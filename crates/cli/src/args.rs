@@ -335,7 +335,10 @@ pub enum ColocateCommand {
         /// Partners to consider (comma-separated); default: every workload.
         #[arg(long, value_delimiter = ',')]
         candidates: Option<Vec<String>>,
-        /// Workloads per group, the target included.
+        /// Workloads per group, the target included. Up to 100000 candidate
+        /// groups are all scored; beyond that a beam search ranks them
+        /// (partners added one at a time, the 256 best partial groups
+        /// kept), which is not exhaustive and says so.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
         group_size: u64,
         /// A trained model file; default: train the slowdown model on the data.
@@ -345,11 +348,11 @@ pub enum ColocateCommand {
         #[arg(long, value_name = "FILE")]
         data: Option<PathBuf>,
         /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
-        #[arg(long, default_value_t = 32.0)]
+        #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
         /// Groups to show.
-        #[arg(long, default_value_t = 5)]
-        top: usize,
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        top: u64,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
@@ -388,8 +391,9 @@ pub struct SimulateArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
 
-    /// Genetic algorithm: population size.
-    #[arg(long, default_value_t = 100)]
+    /// Genetic algorithm: population size (more than the 10 best genomes
+    /// it keeps each generation).
+    #[arg(long, default_value_t = 100, value_parser = parse_population)]
     pub population: usize,
 
     /// Genetic algorithm: most generations.
@@ -416,7 +420,12 @@ pub enum SimulateCommand {
         /// Operations (iterations) per client.
         #[arg(long, default_value_t = 4)]
         operations: usize,
-        /// Σ working sets / GPU memory.
+        /// Persistent data (every client's buffers, needed across its
+        /// operations) / the GPU memory left beside the largest ephemeral
+        /// (scratch) bytes of any operation: at 1 or less nothing need be
+        /// evicted, above 1 data must move. Few clients cap what can be
+        /// reached (memory is raised to the largest working set); the
+        /// simulator reports the trace's actual value.
         #[arg(long, default_value_t = 2.0)]
         oversubscription: f64,
         /// Mean transfer time / mean compute time.
@@ -483,6 +492,23 @@ fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
             Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
             _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
         },
+    }
+}
+
+fn parse_population(value: &str) -> Result<usize, String> {
+    let elite = tessera_sim::GeneticParams::default().elite;
+    match value.parse::<usize>() {
+        Ok(population) if population > elite => Ok(population),
+        _ => Err(format!(
+            "expected a whole number above {elite} (each generation keeps its {elite} best genomes and breeds the rest), got '{value}'"
+        )),
+    }
+}
+
+fn parse_gigabytes(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(gb) if gb.is_finite() && gb > 0.0 => Ok(gb),
+        _ => Err(format!("expected a positive number of GB, got '{value}'")),
     }
 }
 

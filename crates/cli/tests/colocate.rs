@@ -1,10 +1,10 @@
 //! `tessera colocate evaluate | import | train | recommend`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::util::{fails_with, stderr, stdout, store_in, tessera};
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
 
 /// KACE's reference data beside the repository, if present.
 fn kace_data() -> Option<PathBuf> {
@@ -90,4 +90,141 @@ fn colocate_rejects_bad_kace_files_with_one_line_errors() {
         &["pairs.csv"],
     );
     fails_with(&["colocate", "import", bad.to_str().unwrap()], &store, &["pairs.csv"]);
+}
+
+/// A KACE-format file of `pairs` measured pairs over `workloads`
+/// synthetic workloads (`w<i>_batch1-inf`): pair `p` is workloads `p` and
+/// `p + 1` (mod `workloads`), each keeping less the busier its partner.
+fn synthetic_pairs(dir: &Path, name: &str, workloads: usize, pairs: usize) -> PathBuf {
+    let metrics = |i: usize| {
+        let f = i as f64;
+        // Kernel metrics, exclusive throughput, SM %, memory %, memory GB.
+        (
+            [1000.0 + 10.0 * f, 20.0 + 3.0 * f, 10.0 + f, 15.0 + f, 5000.0 + f, 100.0],
+            50.0 + 7.0 * f,
+            10.0 + 4.0 * f,
+            5.0 + 2.0 * f,
+            1.0 + f,
+        )
+    };
+    let mut text = String::new();
+    for w in ["w1", "w2"] {
+        for metric in [
+            "Threads",
+            "Compute (SM) Throughput",
+            "DRAM Throughput",
+            "Memory Throughput",
+            "Registers",
+            "Static Shared Memory",
+        ] {
+            text.push_str(&format!("{w}_{metric},"));
+        }
+    }
+    text.push_str("workload1,workload2,idx1,idx2,w1throughput,w2throughput,w1exclusive_throughput,w2exclusive_throughput,w1sm%,w2sm%,w1mem%,w2mem%,w1memcap,w2memcap\n");
+    for p in 0..pairs {
+        let (a, b) = (p % workloads, (p + 1) % workloads);
+        let (ka, ea, sa, ma, ga) = metrics(a);
+        let (kb, eb, sb, mb, gb) = metrics(b);
+        let kernel: Vec<String> = ka.iter().chain(&kb).map(f64::to_string).collect();
+        let (ra, rb) = (ea * (1.0 - sb / 200.0), eb * (1.0 - sa / 200.0));
+        text.push_str(&format!(
+            "{},w{a}_batch1-inf,w{b}_batch1-inf,{a},{b},{ra},{rb},{ea},{eb},{sa},{sb},{ma},{mb},{ga},{gb}\n",
+            kernel.join(",")
+        ));
+    }
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn colocate_rejects_bad_recommend_and_bench_input() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let six = synthetic_pairs(dir.path(), "six.csv", 6, 6);
+    let data = six.to_str().unwrap();
+    let recommend = |extra: &[&'static str]| {
+        let mut args = vec!["colocate", "recommend", "--data", data, "--target", "w0_batch1-inf"];
+        args.extend_from_slice(extra);
+        args
+    };
+    // The target and 6 candidates (itself once more) make at most 7.
+    recommended(&six, "w0_batch1-inf", &["--group-size", "7"], &store);
+    fails_with(
+        &recommend(&["--group-size", "8"]),
+        &store,
+        &["group size 8", "7 partners", "only 6 candidate workloads"],
+    );
+    let two = synthetic_pairs(dir.path(), "two.csv", 3, 2);
+    fails_with(
+        &["colocate", "recommend", "--data", two.to_str().unwrap(), "--target", "w0_batch1-inf"],
+        &store,
+        &["at least 3", "got 2"],
+    );
+    fails_with(&["bench", "colocate", "--data", two.to_str().unwrap()], &store, &["two.csv", "at least 3", "got 2"]);
+    for bad in ["NaN", "0", "-4", "inf", "lots"] {
+        let option = format!("--gpu-memory-gb={bad}");
+        let mut args = recommend(&[]);
+        args.push(&option);
+        usage_error(&args, &store, &["--gpu-memory-gb", bad, "positive number of GB"]);
+    }
+    usage_error(&recommend(&["--top", "0"]), &store, &["--top", "0"]);
+}
+
+/// Runs `colocate recommend --data DATA --target TARGET` with `extra`,
+/// expecting success: (stdout, stderr).
+fn recommended(data: &Path, target: &str, extra: &[&str], store: &Path) -> (String, String) {
+    let mut args = vec!["colocate", "recommend", "--data", data.to_str().unwrap(), "--target", target];
+    args.extend_from_slice(extra);
+    let output = tessera(&args, store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    (stdout(&output), stderr(&output))
+}
+
+#[test]
+fn colocate_recommend_says_what_kace_does_not_predict() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let data = synthetic_pairs(dir.path(), "six.csv", 6, 6);
+    let model = dir.path().join("kace.json");
+    let train =
+        ["colocate", "train", "--model", "kace", "--data", data.to_str().unwrap(), "-o", model.to_str().unwrap()];
+    assert!(tessera(&train, &store).status.success());
+    let ask = |format: &str| {
+        recommended(&data, "w0_batch1-inf", &["--model", model.to_str().unwrap(), "--format", format], &store).0
+    };
+    let table = ask("table");
+    assert!(table.contains("— / —") && table.contains("kace model predicts only a group's total"), "{table}");
+    let json: serde_json::Value = serde_json::from_str(&ask("json")).unwrap();
+    let member = &json[0]["members"][0];
+    assert!(member["retained"].is_null() && member["predicted_rps"].is_null(), "{member}");
+    assert!(json[0]["predicted_total_rps"].as_f64().unwrap() > 0.0);
+    // The slowdown model predicts every member.
+    let (table, _) = recommended(&data, "w0_batch1-inf", &[], &store);
+    assert!(!table.contains('—'), "{table}");
+}
+
+#[test]
+fn colocate_recommend_searches_large_group_spaces_by_a_beam_and_says_so() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    // 30 workloads: C(30, 5) = 142506 groups of 6, more than are all scored.
+    let data = synthetic_pairs(dir.path(), "thirty.csv", 30, 30);
+    let run = |group_size: &str| {
+        let extra = ["--group-size", group_size, "--top", "3", "--format", "json"];
+        let (json, note) = recommended(&data, "w3_batch1-inf", &extra, &store);
+        (serde_json::from_str::<serde_json::Value>(&json).unwrap(), note)
+    };
+    let (exact, note) = run("5");
+    assert_eq!(exact.as_array().unwrap().len(), 3);
+    assert!(note.is_empty(), "27405 groups are all scored: {note}");
+    let (beam, note) = run("6");
+    assert_eq!(beam.as_array().unwrap().len(), 3);
+    assert_eq!(beam[0]["members"].as_array().unwrap().len(), 6);
+    assert!(
+        note.contains("142506 candidate groups")
+            && note.contains("beam search")
+            && note.contains("may not be the best"),
+        "{note}"
+    );
 }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use tessera_colocate::model_file::TrainedModel;
-use tessera_colocate::recommend::recommend;
+use tessera_colocate::recommend::{recommend, Query};
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 use tessera_gpu::{
     measure_alone, measure_group, profile_kernels, AloneOptions, DeviceTarget, FakeNvidiaSmi, FakeSampler,
@@ -92,7 +92,15 @@ fn measured_workloads_and_pairs_train_the_colocation_models() {
     assert_eq!(stored.len(), 10);
     let pool = store.load_workloads().unwrap();
     let model = TrainedModel::kace(&stored).unwrap();
-    let ranked = recommend(model.as_model(), &pool, "heavy_batch16-train", None, 2, 32.0).unwrap();
+    let query = Query {
+        target: "heavy_batch16-train",
+        candidates: None,
+        group_size: 2,
+        gpu_memory_gb: 32.0,
+        top: 10,
+        search: None,
+    };
+    let ranked = recommend(model.as_model(), &pool, &query).unwrap().groups;
     assert_eq!(ranked.len(), 4);
     // The light partner interferes least with the heavy trainer.
     assert_eq!(ranked[0].members[1].workload, "light_batch2-inf", "{ranked:#?}");

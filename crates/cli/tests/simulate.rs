@@ -52,10 +52,21 @@ fn simulate_reproduces_toy_a_and_reports_bounds() {
     assert_eq!(johnson["clients"].as_array().unwrap().len(), 4);
 
     let gantt = dir.path().join("gantt.svg");
-    let args = ["simulate", "--trace", small.to_str().unwrap(), "--gantt", gantt.to_str().unwrap()];
-    assert!(tessera(&args, &store).status.success());
-    let svg = std::fs::read_to_string(&gantt).unwrap();
-    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    for (scheduler, name) in [("greedy", "greedy"), ("ga", "genetic algorithm"), ("fifo", "round-robin")] {
+        let args = [
+            "simulate",
+            "--trace",
+            small.to_str().unwrap(),
+            "--scheduler",
+            scheduler,
+            "--gantt",
+            gantt.to_str().unwrap(),
+        ];
+        assert!(tessera(&args, &store).status.success());
+        let svg = std::fs::read_to_string(&gantt).unwrap();
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains(&format!("toy-a-6.json — {name}</text>")), "title names the {name} scheduler: {svg}");
+    }
 }
 
 #[test]
@@ -83,4 +94,89 @@ fn simulate_generates_traces_and_rejects_bad_ones() {
         &["at most 10 operations"],
     );
     fails_with(&["simulate", "generate", "--oversubscription=-1"], &store, &["oversubscription"]);
+    for population in ["5", "10", "0", "many"] {
+        let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "ga", "--population", population];
+        usage_error(&args, &store, &["--population", population, "above 10"]);
+    }
+    let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "ga", "--population", "11"];
+    assert!(tessera(&args, &store).status.success());
+}
+
+#[test]
+fn simulate_rejects_times_that_do_not_fit_its_clock() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let toy: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(toy_a_trace(dir.path(), 6)).unwrap()).unwrap();
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(&str, Edit, &[&str]); 5] = [
+        // Used to run, with compute turned into a wrapped-around 0.
+        (
+            "compute",
+            |t| t["clients"][1]["operations"][0]["compute_ms"] = 2e13.into(),
+            &["client 'B' operation 0: compute_ms", "2^64 ns"],
+        ),
+        (
+            "total",
+            |t| {
+                for client in 0..2 {
+                    t["clients"][client]["operations"][0]["compute_ms"] = 1e13.into();
+                }
+            },
+            &["client 'B' operation 0: the trace's total time", "2^64 ns"],
+        ),
+        (
+            "h2d",
+            |t| t["gpu"]["h2d_bytes_per_s"] = 1e-3.into(),
+            &["client 'A' operation 0: buffer 'data'", "gpu.h2d_bytes_per_s = 0.001"],
+        ),
+        ("d2h", |t| t["gpu"]["d2h_bytes_per_s"] = 1e-3.into(), &["buffer 'data'", "gpu.d2h_bytes_per_s"]),
+        (
+            "latency",
+            |t| t["gpu"]["copy_latency_ns"] = u64::MAX.into(),
+            &["buffer 'data'", "gpu.copy_latency_ns = 18446744073709551615"],
+        ),
+    ];
+    for (name, edit, needles) in cases {
+        let mut trace = toy.clone();
+        edit(&mut trace);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, serde_json::to_vec(&trace).unwrap()).unwrap();
+        let mut expected = vec![path.file_name().unwrap().to_str().unwrap()];
+        expected.extend_from_slice(needles);
+        fails_with(&["simulate", "--trace", path.to_str().unwrap()], &store, &expected);
+    }
+}
+
+#[test]
+fn simulate_generate_hits_the_requested_oversubscription_and_pressure_rises_with_it() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let mut moved = Vec::new();
+    // 4 and 5 used to give the same trace (3.998× of working sets, scratch included).
+    for requested in [1.0, 2.0, 4.0, 5.0, 8.0] {
+        let over = requested.to_string();
+        let args = ["simulate", "generate", "--clients", "24", "--operations", "2", "--oversubscription", &over];
+        let generated = tessera(&args, &store);
+        assert!(generated.status.success(), "{}", stderr(&generated));
+        let path = dir.path().join(format!("over-{requested}.json"));
+        std::fs::write(&path, &generated.stdout).unwrap();
+        let args = ["simulate", "--trace", path.to_str().unwrap(), "--scheduler", "fifo", "--format", "json"];
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let measured = json["oversubscription"].as_f64().unwrap();
+        assert!((measured - requested).abs() / requested < 1e-6, "{measured} vs {requested}");
+        moved.push(json["h2d_bytes"].as_u64().unwrap());
+    }
+    assert!(moved.windows(2).all(|w| w[0] < w[1]), "bytes moved to the GPU: {moved:?}");
+    // Two clients cannot reach 1000×: said, with what the trace has.
+    let args = ["simulate", "generate", "--clients", "2", "--oversubscription", "1000"];
+    let generated = tessera(&args, &store);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let note = stderr(&generated);
+    assert!(
+        note.starts_with("note: 1000× cannot be reached with 2 clients") && note.contains("the trace has"),
+        "{note}"
+    );
 }

@@ -1,5 +1,7 @@
 //! The error type of `tessera-colocate`.
 
+use tessera_core::text::count;
+
 /// What can go wrong when using colocation models.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ColocateError {
@@ -33,4 +35,15 @@ pub enum ColocateError {
     /// A group size below two.
     #[error("a colocation group has at least 2 workloads, asked for {0}")]
     GroupSize(usize),
+    /// More partners asked for than there are candidates.
+    #[error("group size {group_size} needs {} besides the target, but there are only {} (the target may be its own partner once)", count(group_size - 1, "partner"), count(*candidates, "candidate workload"))]
+    GroupTooLarge {
+        /// Workloads per group, the target included.
+        group_size: usize,
+        /// Distinct candidate partners.
+        candidates: usize,
+    },
+    /// A recommendation asked for no groups.
+    #[error("the number of groups to show must be at least 1")]
+    Top,
 }

@@ -25,12 +25,11 @@ pub trait ThroughputModel {
     /// Predicted summed throughput of the group, samples/s.
     fn predict_total(&self, group: &Colocation) -> f64;
 
-    /// Predicted throughput of each member, samples/s. By default the total
-    /// split in proportion to exclusive throughput.
-    fn predict_members(&self, group: &Colocation) -> Vec<f64> {
-        let total = self.predict_total(group);
-        let exclusive: f64 = group.members.iter().map(|m| m.metrics.exclusive_rps).sum();
-        group.members.iter().map(|m| total * m.metrics.exclusive_rps / exclusive).collect()
+    /// Predicted throughput of each member, samples/s, in member order;
+    /// `None` (the default) for a model that predicts only the group's
+    /// total.
+    fn predict_members(&self, _group: &Colocation) -> Option<Vec<f64>> {
+        None
     }
 
     /// The `top` features that drove the prediction for `group`.
@@ -46,7 +45,8 @@ fn strongest(mut drivers: Vec<Driver>, top: usize) -> Vec<Driver> {
 
 /// KACE (SoCC'24): least squares of the summed colocated throughput on the
 /// group features, both z-scored with the training rows' mean and sample
-/// standard deviation.
+/// standard deviation. It predicts the group's total only, not what each
+/// member keeps.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct KaceModel {
     features: Standardizer,
@@ -148,8 +148,10 @@ impl ThroughputModel for SlowdownModel {
             .sum()
     }
 
-    fn predict_members(&self, group: &Colocation) -> Vec<f64> {
-        group.members.iter().zip(self.predict_fractions(group)).map(|(m, f)| m.metrics.exclusive_rps * f).collect()
+    fn predict_members(&self, group: &Colocation) -> Option<Vec<f64>> {
+        Some(
+            group.members.iter().zip(self.predict_fractions(group)).map(|(m, f)| m.metrics.exclusive_rps * f).collect(),
+        )
     }
 
     /// The features the trees split on most (share of total gain), with

@@ -1,9 +1,32 @@
 //! Ranking partners for a target workload.
+//!
+//! A candidate group is the target and `group_size − 1` distinct partners
+//! drawn from the candidates (the target may be one of them, i.e. run
+//! twice). There are C(candidates, group_size − 1) such groups; up to
+//! [`EXHAUSTIVE_MAX_GROUPS`] of them are all scored, one at a time, keeping
+//! only the best (memory does not grow with their number). Beyond that a
+//! **beam search** ranks them: partners are added one at a time and after
+//! each addition only the [`BEAM_WIDTH`] partial groups with the highest
+//! predicted total are kept. Its cost grows with group size × beam width ×
+//! candidates, but it is **not exhaustive**: the best group it finds is not
+//! guaranteed to be the model's best (no model here gives an upper bound on
+//! what a partial group can still reach, which a pruned exact search needs).
+
+use std::collections::HashSet;
 
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
 use crate::models::{Driver, ThroughputModel};
+
+/// Candidate groups up to which every group is scored (quoted in the CLI's
+/// `--help` and the README).
+pub const EXHAUSTIVE_MAX_GROUPS: u128 = 100_000;
+
+/// Partial groups the beam search keeps after each added partner, or the
+/// number of groups asked for if more (quoted in the CLI's `--help` and the
+/// README).
+pub const BEAM_WIDTH: usize = 256;
 
 /// One member's predicted throughput in a recommended group.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -12,10 +35,12 @@ pub struct MemberPrediction {
     pub workload: String,
     /// Its throughput alone, samples/s.
     pub alone_rps: f64,
-    /// Its predicted throughput in the group, samples/s.
-    pub predicted_rps: f64,
-    /// Predicted / alone.
-    pub retained: f64,
+    /// Its predicted throughput in the group, samples/s; `None` when the
+    /// model predicts only the group's total
+    /// ([`ThroughputModel::predict_members`]).
+    pub predicted_rps: Option<f64>,
+    /// Predicted / alone; `None` with `predicted_rps`.
+    pub retained: Option<f64>,
 }
 
 /// A candidate group for the target, with its prediction.
@@ -38,19 +63,66 @@ pub struct Recommendation {
     pub drivers: Vec<Driver>,
 }
 
-/// Ranks groups of `group_size` workloads containing `target`, partners
-/// drawn from `candidates` (names; all of `pool` when `None`, the target
-/// itself included once), best predicted total first.
+/// How the candidate groups are searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Search {
+    /// Every candidate group is scored.
+    Exhaustive,
+    /// Partners added one at a time, the `width` best partial groups kept
+    /// after each addition (not exhaustive).
+    Beam {
+        /// Partial groups kept per step.
+        width: usize,
+    },
+}
+
+/// What to recommend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Query<'a> {
+    /// The workload to find partners for.
+    pub target: &'a str,
+    /// Names of the partners to draw from (duplicates ignored); all of the
+    /// pool, the target included once, when `None`.
+    pub candidates: Option<&'a [String]>,
+    /// Workloads per group, the target included (at least 2).
+    pub group_size: usize,
+    /// GPU memory for the footprint check, GB.
+    pub gpu_memory_gb: f64,
+    /// Groups to return, best first (at least 1).
+    pub top: usize,
+    /// How to search; `None` chooses: [`Search::Exhaustive`] up to
+    /// [`EXHAUSTIVE_MAX_GROUPS`] candidate groups, else a beam of
+    /// [`BEAM_WIDTH`].
+    pub search: Option<Search>,
+}
+
+/// The best groups found and how they were found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// At most `top` groups, best predicted total first (ties: the earlier
+    /// partners in candidate order first).
+    pub groups: Vec<Recommendation>,
+    /// How the groups were searched.
+    pub search: Search,
+    /// Candidate groups there are (saturating at `u128::MAX`).
+    pub candidate_groups: u128,
+    /// Groups (partial ones included) the model scored.
+    pub scored_groups: u64,
+}
+
+/// Ranks the groups of `query.group_size` workloads containing
+/// `query.target`, partners drawn from the candidates, and returns the best
+/// `query.top` (see the module documentation for the search).
 pub fn recommend(
     model: &dyn ThroughputModel,
     pool: &[WorkloadMetrics],
-    target: &str,
-    candidates: Option<&[String]>,
-    group_size: usize,
-    gpu_memory_gb: f64,
-) -> Result<Vec<Recommendation>, ColocateError> {
-    if group_size < 2 {
-        return Err(ColocateError::GroupSize(group_size));
+    query: &Query,
+) -> Result<Ranking, ColocateError> {
+    if query.group_size < 2 {
+        return Err(ColocateError::GroupSize(query.group_size));
+    }
+    if query.top == 0 {
+        return Err(ColocateError::Top);
     }
     let find = |name: &str| {
         pool.iter().find(|w| w.workload == name).ok_or_else(|| ColocateError::UnknownWorkload {
@@ -58,23 +130,166 @@ pub fn recommend(
             known: pool.iter().map(|w| w.workload.as_str()).collect::<Vec<_>>().join(", "),
         })
     };
-    let target = find(target)?;
-    let partners: Vec<&WorkloadMetrics> = match candidates {
-        Some(names) => names.iter().map(|n| find(n)).collect::<Result<_, _>>()?,
+    let target = find(query.target)?;
+    let partners: Vec<&WorkloadMetrics> = match query.candidates {
+        Some(names) => {
+            let mut seen = HashSet::new();
+            names.iter().filter(|n| seen.insert(n.as_str())).map(|n| find(n)).collect::<Result<_, _>>()?
+        }
         None => pool.iter().collect(),
     };
-    let mut ranked: Vec<Recommendation> = combinations(partners.len(), group_size - 1)
-        .into_iter()
-        .map(|chosen| {
-            let members = std::iter::once(target).chain(chosen.iter().map(|&i| partners[i]));
-            let group = Colocation {
-                members: members.map(|m| GroupMember { metrics: m.clone(), colocated_rps: 0.0 }).collect(),
-            };
-            predict(model, &group, gpu_memory_gb)
-        })
-        .collect();
-    ranked.sort_by(|a, b| b.predicted_total_rps.total_cmp(&a.predicted_total_rps));
-    Ok(ranked)
+    let chosen = query.group_size - 1;
+    if chosen > partners.len() {
+        return Err(ColocateError::GroupTooLarge { group_size: query.group_size, candidates: partners.len() });
+    }
+    let candidate_groups = binomial(partners.len(), chosen);
+    let search = query.search.unwrap_or(if candidate_groups <= EXHAUSTIVE_MAX_GROUPS {
+        Search::Exhaustive
+    } else {
+        Search::Beam { width: BEAM_WIDTH }
+    });
+    let mut scorer = Scorer::new(model, target, &partners);
+    let best = match search {
+        Search::Exhaustive => exhaustive(&mut scorer, chosen, query.top),
+        Search::Beam { width } => beam(&mut scorer, chosen, query.top, width.max(query.top)),
+    };
+    let groups = best.entries.iter().map(|entry| predict(model, scorer.group(&entry.chosen), query.gpu_memory_gb));
+    Ok(Ranking { groups: groups.collect(), search, candidate_groups, scored_groups: scorer.scored })
+}
+
+/// Scores groups of the target and some partners without allocating per
+/// group: one group is reused, its members overwritten in place.
+struct Scorer<'a> {
+    model: &'a dyn ThroughputModel,
+    partners: &'a [&'a WorkloadMetrics],
+    group: Colocation,
+    scored: u64,
+}
+
+impl<'a> Scorer<'a> {
+    fn new(model: &'a dyn ThroughputModel, target: &WorkloadMetrics, partners: &'a [&'a WorkloadMetrics]) -> Self {
+        let group = Colocation { members: vec![GroupMember { metrics: target.clone(), colocated_rps: 0.0 }] };
+        Scorer { model, partners, group, scored: 0 }
+    }
+
+    /// The group of the target and the partners at `chosen`.
+    fn group(&mut self, chosen: &[usize]) -> &Colocation {
+        let members = &mut self.group.members;
+        members.truncate(1 + chosen.len());
+        for (slot, &index) in chosen.iter().enumerate() {
+            match members.get_mut(slot + 1) {
+                Some(member) => member.metrics.clone_from(self.partners[index]),
+                None => members.push(GroupMember { metrics: self.partners[index].clone(), colocated_rps: 0.0 }),
+            }
+        }
+        &self.group
+    }
+
+    /// The model's predicted total for the group; a prediction that is not
+    /// a number ranks last.
+    fn score(&mut self, chosen: &[usize]) -> f64 {
+        self.scored += 1;
+        let model = self.model;
+        let total = model.predict_total(self.group(chosen));
+        if total.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            total
+        }
+    }
+}
+
+/// A scored set of partner indices.
+struct Entry {
+    score: f64,
+    chosen: Vec<usize>,
+}
+
+/// The `keep` best entries offered, best score first; among equal scores
+/// the first offered stays ahead.
+struct Best {
+    keep: usize,
+    entries: Vec<Entry>,
+}
+
+impl Best {
+    fn new(keep: usize) -> Self {
+        Best { keep, entries: Vec::with_capacity(keep + 1) }
+    }
+
+    /// Whether an entry scoring `score` would be kept now.
+    fn admits(&self, score: f64) -> bool {
+        self.entries.len() < self.keep || self.entries.last().is_some_and(|worst| score > worst.score)
+    }
+
+    fn offer(&mut self, score: f64, chosen: &[usize]) {
+        if !self.admits(score) {
+            return;
+        }
+        let at = self.entries.partition_point(|e| e.score >= score);
+        self.entries.insert(at, Entry { score, chosen: chosen.to_vec() });
+        self.entries.truncate(self.keep);
+    }
+}
+
+/// Scores every `chosen`-subset of the partners in lexicographic order.
+fn exhaustive(scorer: &mut Scorer, chosen: usize, top: usize) -> Best {
+    let n = scorer.partners.len();
+    let mut best = Best::new(top);
+    let mut indices: Vec<usize> = (0..chosen).collect();
+    loop {
+        let score = scorer.score(&indices);
+        best.offer(score, &indices);
+        // The next subset: bump the rightmost index that can still move.
+        let Some(i) = (0..chosen).rev().find(|&i| indices[i] < n - chosen + i) else { return best };
+        indices[i] += 1;
+        for j in i + 1..chosen {
+            indices[j] = indices[j - 1] + 1;
+        }
+    }
+}
+
+/// Beam search: from the target alone, add one partner at a time to every
+/// kept partial group, keep the `width` best new ones (sets, so each group
+/// is scored once per step), and return the `top` best complete groups.
+fn beam(scorer: &mut Scorer, chosen: usize, top: usize, width: usize) -> Best {
+    let n = scorer.partners.len();
+    let mut frontier: Vec<Vec<usize>> = vec![Vec::new()];
+    for step in 1..=chosen {
+        let mut best = Best::new(if step == chosen { top } else { width });
+        let mut seen: HashSet<Vec<usize>> = HashSet::new();
+        for partial in &frontier {
+            for partner in (0..n).filter(|p| !partial.contains(p)) {
+                let mut grown = partial.clone();
+                grown.insert(grown.partition_point(|&p| p < partner), partner);
+                if seen.insert(grown.clone()) {
+                    let score = scorer.score(&grown);
+                    best.offer(score, &grown);
+                }
+            }
+        }
+        if step == chosen {
+            return best;
+        }
+        frontier = best.entries.into_iter().map(|e| e.chosen).collect();
+    }
+    unreachable!("a group has at least one partner")
+}
+
+/// C(n, k), saturating at `u128::MAX`.
+fn binomial(n: usize, k: usize) -> u128 {
+    let k = k.min(n - k);
+    let mut c: u128 = 1;
+    for i in 0..k {
+        // c × (n − i) is divisible by i + 1; dividing first where it is
+        // exact keeps the product small.
+        let (factor, divisor) = ((n - i) as u128, (i + 1) as u128);
+        c = match c.checked_mul(factor) {
+            Some(product) => product / divisor,
+            None => return u128::MAX,
+        };
+    }
+    c
 }
 
 /// Drivers listed per recommendation.
@@ -85,16 +300,19 @@ fn predict(model: &dyn ThroughputModel, group: &Colocation, gpu_memory_gb: f64) 
     let members: Vec<MemberPrediction> = group
         .members
         .iter()
-        .zip(&predicted)
-        .map(|(m, &rps)| MemberPrediction {
-            workload: m.metrics.workload.clone(),
-            alone_rps: m.metrics.exclusive_rps,
-            predicted_rps: rps,
-            retained: rps / m.metrics.exclusive_rps,
+        .enumerate()
+        .map(|(i, m)| {
+            let predicted_rps = predicted.as_ref().map(|p| p[i]);
+            MemberPrediction {
+                workload: m.metrics.workload.clone(),
+                alone_rps: m.metrics.exclusive_rps,
+                predicted_rps,
+                retained: predicted_rps.map(|rps| rps / m.metrics.exclusive_rps),
+            }
         })
         .collect();
     let alone_total_rps: f64 = members.iter().map(|m| m.alone_rps).sum();
-    let predicted_total_rps: f64 = predicted.iter().sum();
+    let predicted_total_rps = model.predict_total(group);
     let memory_gb: f64 = group.members.iter().map(|m| m.metrics.memory_gb).sum();
     Recommendation {
         vs_time_sharing: predicted_total_rps / (alone_total_rps / members.len() as f64),
@@ -107,36 +325,29 @@ fn predict(model: &dyn ThroughputModel, group: &Colocation, gpu_memory_gb: f64) 
     }
 }
 
-/// Every `k`-subset of `0..n`, in lexicographic order.
-fn combinations(n: usize, k: usize) -> Vec<Vec<usize>> {
-    let mut all = Vec::new();
-    let mut current = Vec::with_capacity(k);
-    fn extend(start: usize, n: usize, k: usize, current: &mut Vec<usize>, all: &mut Vec<Vec<usize>>) {
-        if current.len() == k {
-            all.push(current.clone());
-            return;
-        }
-        for i in start..n {
-            current.push(i);
-            extend(i + 1, n, k, current, all);
-            current.pop();
-        }
-    }
-    extend(0, n, k, &mut current, &mut all);
-    all
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::features::tests::{pair, workload};
-    use crate::models::KaceModel;
+    use crate::models::{KaceModel, SlowdownModel};
+    use tessera_core::rng::SplitMix64;
+
+    fn query(target: &str, group_size: usize) -> Query<'_> {
+        Query { target, candidates: None, group_size, gpu_memory_gb: 32.0, top: 100, search: None }
+    }
+
+    fn names(r: &Recommendation) -> Vec<&str> {
+        r.members.iter().map(|m| m.workload.as_str()).collect()
+    }
 
     #[test]
-    fn subsets_are_complete_and_ordered() {
-        assert_eq!(combinations(4, 2).len(), 6);
-        assert_eq!(combinations(3, 3), vec![vec![0, 1, 2]]);
-        assert_eq!(combinations(2, 1), vec![vec![0], vec![1]]);
+    fn binomials_are_exact_and_saturate() {
+        assert_eq!(binomial(4, 2), 6);
+        assert_eq!(binomial(21, 9), 293_930);
+        assert_eq!(binomial(31, 7), 2_629_575);
+        assert_eq!(binomial(5, 0), 1);
+        assert_eq!(binomial(5, 5), 1);
+        assert_eq!(binomial(1000, 500), u128::MAX);
     }
 
     #[test]
@@ -154,19 +365,126 @@ mod tests {
         ];
         let model = KaceModel::fit(&rows);
         let pool = vec![light, heavy, other];
-        let ranked = recommend(&model, &pool, "light_batch1-inf", None, 2, 32.0).unwrap();
+        let ranked = recommend(&model, &pool, &query("light_batch1-inf", 2)).unwrap();
+        assert_eq!((ranked.search, ranked.candidate_groups, ranked.scored_groups), (Search::Exhaustive, 3, 3));
+        let ranked = ranked.groups;
         assert_eq!(ranked.len(), 3);
         assert!(ranked.windows(2).all(|w| w[0].predicted_total_rps >= w[1].predicted_total_rps));
         assert_eq!(ranked[0].members[0].workload, "light_batch1-inf");
         assert_eq!(ranked.last().unwrap().members[1].workload, "heavy_batch1-inf");
         assert!(ranked.iter().all(|r| r.drivers.len() == 3));
-        let triples = recommend(&model, &pool, "light_batch1-inf", None, 3, 32.0).unwrap();
+        assert!(ranked.iter().flat_map(|r| &r.members).all(|m| m.predicted_rps.is_none() && m.retained.is_none()));
+        let triples = recommend(&model, &pool, &query("light_batch1-inf", 3)).unwrap().groups;
         assert_eq!(triples.len(), 3);
         assert!(triples.iter().any(|r| r.exceeds_memory), "light + heavy + heavy-ish exceed 32 GB");
-        assert!(matches!(recommend(&model, &pool, "nope", None, 2, 32.0), Err(ColocateError::UnknownWorkload { .. })));
+        let top_one = recommend(&model, &pool, &Query { top: 1, ..query("light_batch1-inf", 3) }).unwrap();
+        assert_eq!(top_one.groups, triples[..1]);
+        assert!(matches!(recommend(&model, &pool, &query("nope", 2)), Err(ColocateError::UnknownWorkload { .. })));
+        assert_eq!(recommend(&model, &pool, &query("light_batch1-inf", 1)).unwrap_err(), ColocateError::GroupSize(1));
         assert_eq!(
-            recommend(&model, &pool, "light_batch1-inf", None, 1, 32.0).unwrap_err(),
-            ColocateError::GroupSize(1)
+            recommend(&model, &pool, &Query { top: 0, ..query("light_batch1-inf", 2) }).unwrap_err(),
+            ColocateError::Top
         );
+    }
+
+    #[test]
+    fn a_group_larger_than_the_candidates_is_an_error_naming_both() {
+        let pool: Vec<_> = ["a", "b", "c"].iter().map(|n| workload(n, 100.0, 50.0, 20.0, 2.0)).collect();
+        let rows = vec![pair(pool[0].clone(), 50.0, pool[1].clone(), 40.0); 3];
+        let model = KaceModel::fit(&rows);
+        // The target and all three candidates (itself once more) is the largest group.
+        assert_eq!(recommend(&model, &pool, &query("a", 4)).unwrap().groups.len(), 1);
+        let err = recommend(&model, &pool, &query("a", 5)).unwrap_err();
+        assert_eq!(err, ColocateError::GroupTooLarge { group_size: 5, candidates: 3 });
+        let message = err.to_string();
+        assert!(message.contains("group size 5") && message.contains("3 candidate"), "{message}");
+        let candidates = ["b".to_string(), "b".to_string(), "c".to_string()];
+        let listed = Query { candidates: Some(&candidates), ..query("a", 4) };
+        assert_eq!(
+            recommend(&model, &pool, &listed).unwrap_err(),
+            ColocateError::GroupTooLarge { group_size: 4, candidates: 2 },
+            "duplicate candidates count once"
+        );
+    }
+
+    /// Random workloads and colocations where interference grows with the
+    /// partners' summed SM and memory use.
+    fn random_pool(workloads: usize, seed: u64) -> (Vec<WorkloadMetrics>, Vec<Colocation>) {
+        let mut rng = SplitMix64::new(seed);
+        let pool: Vec<WorkloadMetrics> = (0..workloads)
+            .map(|i| {
+                workload(
+                    &format!("w{i}_batch1-inf"),
+                    rng.uniform(20.0, 200.0),
+                    rng.uniform(10.0, 95.0),
+                    rng.uniform(5.0, 60.0),
+                    rng.uniform(1.0, 12.0),
+                )
+            })
+            .collect();
+        let mut rows = Vec::new();
+        for _ in 0..60 {
+            let size = 2 + rng.below(3);
+            let members: Vec<&WorkloadMetrics> = (0..size).map(|_| &pool[rng.below(workloads)]).collect();
+            let load: f64 = members.iter().map(|m| m.sm_util_pct + 0.5 * m.mem_util_pct).sum::<f64>() / 100.0;
+            rows.push(Colocation {
+                members: members
+                    .iter()
+                    .map(|m| GroupMember {
+                        metrics: (*m).clone(),
+                        colocated_rps: m.exclusive_rps / load.max(1.0) * rng.uniform(0.9, 1.1),
+                    })
+                    .collect(),
+            });
+        }
+        (pool, rows)
+    }
+
+    #[test]
+    fn beam_search_finds_the_exhaustive_best_group() {
+        for seed in 0..4 {
+            let (pool, rows) = random_pool(14, seed);
+            let slowdown = SlowdownModel::fit(&rows, &crate::DEFAULT_SLOWDOWN);
+            let kace = KaceModel::fit(&rows);
+            let models: [&dyn ThroughputModel; 2] = [&slowdown, &kace];
+            for model in models {
+                for group_size in 2..=6 {
+                    let target = &pool[seed as usize].workload;
+                    let ask = |search| Query { top: 3, search: Some(search), ..query(target, group_size) };
+                    let exact = recommend(model, &pool, &ask(Search::Exhaustive)).unwrap();
+                    let beam = recommend(model, &pool, &ask(Search::Beam { width: BEAM_WIDTH })).unwrap();
+                    assert_eq!(exact.candidate_groups, binomial(14, group_size - 1));
+                    assert_eq!(exact.scored_groups as u128, exact.candidate_groups);
+                    assert_eq!(
+                        names(&beam.groups[0]),
+                        names(&exact.groups[0]),
+                        "{} seed {seed} size {group_size}",
+                        model.name()
+                    );
+                    assert_eq!(beam.groups[0].predicted_total_rps, exact.groups[0].predicted_total_rps);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn large_searches_switch_to_a_beam_whose_cost_grows_gently() {
+        let (pool, rows) = random_pool(60, 7);
+        let model = SlowdownModel::fit(&rows, &crate::DEFAULT_SLOWDOWN);
+        let small = recommend(&model, &pool, &Query { top: 5, ..query("w0_batch1-inf", 3) }).unwrap();
+        assert_eq!((small.search, small.candidate_groups), (Search::Exhaustive, 1770));
+        let large = recommend(&model, &pool, &Query { top: 5, ..query("w0_batch1-inf", 10) }).unwrap();
+        assert_eq!(large.search, Search::Beam { width: BEAM_WIDTH });
+        assert_eq!(large.candidate_groups, binomial(60, 9));
+        // At most one scoring per kept partial group × partner × step.
+        assert!(large.scored_groups <= (9 * BEAM_WIDTH * 60) as u64, "{}", large.scored_groups);
+        assert_eq!(large.groups.len(), 5);
+        for group in &large.groups {
+            let mut partners = names(group)[1..].to_vec();
+            partners.sort();
+            partners.dedup();
+            assert_eq!(partners.len(), 9, "distinct partners: {partners:?}");
+        }
+        assert!(large.groups.windows(2).all(|w| w[0].predicted_total_rps >= w[1].predicted_total_rps));
     }
 }

@@ -1,11 +1,14 @@
 //! KACE's protocols on KACE's own data (skipped when `../shared/data/kace`
-//! is absent): the least-squares reproduction, the rule baselines, and the
-//! slowdown model's targets.
+//! is absent): the least-squares reproduction, the rule baselines, the
+//! slowdown model's targets, and partner search.
 
 use std::path::{Path, PathBuf};
 
 use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
+use tessera_colocate::model_file::TrainedModel;
+use tessera_colocate::recommend::{recommend, Query, Search, BEAM_WIDTH};
 use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_core::WorkloadMetrics;
 
 fn data() -> Option<PathBuf> {
     tessera_testkit::shared_data("kace")
@@ -58,4 +61,41 @@ fn lowo_slowdown_generalizes_to_unseen_workload_families() {
     // Reference: least squares with training z-scoring .795, lowest memcap .793.
     assert!((by_name(&results, "kace").mean - 0.795).abs() <= 0.001);
     assert!((by_name(&results, "lowest memory footprint").mean - 0.793).abs() <= 0.001);
+}
+
+#[test]
+fn beam_search_finds_the_exhaustive_best_group_on_kaces_workloads() {
+    let Some(dir) = data() else { return };
+    let rows = tessera_store::read_colocations(&dir.join("pairs_mps100.csv")).unwrap().rows;
+    let mut pool: Vec<WorkloadMetrics> =
+        rows.iter().flat_map(|g| g.members.iter().map(|m| m.metrics.clone())).collect();
+    pool.sort_by(|a, b| a.workload.cmp(&b.workload));
+    pool.dedup_by(|a, b| a.workload == b.workload);
+    let models = [TrainedModel::slowdown(&rows, &DEFAULT_SLOWDOWN).unwrap(), TrainedModel::kace(&rows).unwrap()];
+    let mut compared = 0;
+    for model in &models {
+        for target in pool.iter().step_by(3) {
+            for group_size in 2..=7 {
+                let ask = |search| Query {
+                    target: &target.workload,
+                    candidates: None,
+                    group_size,
+                    gpu_memory_gb: 32.0,
+                    top: 1,
+                    search: Some(search),
+                };
+                let exact = recommend(model.as_model(), &pool, &ask(Search::Exhaustive)).unwrap();
+                let beam = recommend(model.as_model(), &pool, &ask(Search::Beam { width: BEAM_WIDTH })).unwrap();
+                assert_eq!(
+                    beam.groups[0].members,
+                    exact.groups[0].members,
+                    "{} {} size {group_size}",
+                    model.as_model().name(),
+                    target.workload
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 2 * pool.len().div_ceil(3) * 6);
 }

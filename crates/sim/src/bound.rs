@@ -12,6 +12,9 @@
 //! `max(Σ transfer + min compute, min transfer + Σ compute)`. Write-backs
 //! are ignored, which keeps it a valid bound.
 //!
+//! Every sum here is at most the trace's total time, which
+//! [`Trace::validate`] keeps within `u64` nanoseconds.
+//!
 //! [`johnson`] treats a one-pass trace as a two-machine flow shop (copy in,
 //! then compute) with unlimited memory and returns Johnson's optimal order
 //! and its makespan.
@@ -30,27 +33,14 @@ pub struct JohnsonPlan {
     pub makespan_ns: u64,
 }
 
-/// Time to copy in all of an operation's buffers, one copy per buffer.
-fn transfer_ns(trace: &Trace, op: &Operation) -> u64 {
-    op.buffers.iter().map(|b| trace.gpu.h2d_ns(b.bytes)).sum()
-}
-
 /// A lower bound on the makespan of any schedule of `trace` under any
 /// policy (see the module documentation).
 pub fn lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
     trace.validate()?;
     let ops = || trace.clients.iter().flat_map(|c| &c.operations);
     let compute_ns: u64 = ops().map(Operation::compute_ns).sum();
-    let first_copy_ns = trace.clients.iter().map(|c| transfer_ns(trace, &c.operations[0])).min().unwrap_or(0);
-    let mut distinct_copy_ns = 0;
-    for client in &trace.clients {
-        let mut seen = std::collections::HashSet::new();
-        for buffer in client.operations.iter().flat_map(|op| &op.buffers) {
-            if seen.insert(buffer.name.as_str()) {
-                distinct_copy_ns += trace.gpu.h2d_ns(buffer.bytes);
-            }
-        }
-    }
+    let first_copy_ns = trace.clients.iter().map(|c| trace.gpu.fetch_ns(&c.operations[0])).min().unwrap_or(0);
+    let distinct_copy_ns: u64 = trace.distinct_buffers().map(|b| trace.gpu.h2d_ns(b.bytes)).sum();
     let last_compute_ns = ops().filter(|op| !op.buffers.is_empty()).map(Operation::compute_ns).min().unwrap_or(0);
     let copy_side_ns = if distinct_copy_ns == 0 { 0 } else { distinct_copy_ns + last_compute_ns };
     Ok((first_copy_ns + compute_ns).max(copy_side_ns))
@@ -66,7 +56,7 @@ pub fn johnson(trace: &Trace) -> Result<JohnsonPlan, SimError> {
         let [op] = client.operations.as_slice() else {
             return Err(SimError::NotOnePass { client: client.name.clone(), operations: client.operations.len() });
         };
-        jobs.push((id, transfer_ns(trace, op), op.compute_ns()));
+        jobs.push((id, trace.gpu.fetch_ns(op), op.compute_ns()));
     }
     let (mut first, mut second): (Vec<_>, Vec<_>) = jobs.iter().copied().partition(|&(_, t, c)| t < c);
     first.sort_by_key(|&(id, t, _)| (t, id));

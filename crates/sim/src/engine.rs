@@ -24,7 +24,10 @@ pub fn simulate(trace: &Trace, schedule: &Schedule, policies: Policies) -> Resul
     let workload = Workload::new(trace, &schedule);
     let mut sim = Sim::new(&trace.gpu, workload, policies, trace.clients.len());
     sim.run();
-    Ok(sim.result)
+    match sim.overflow {
+        Some(quantity) => Err(SimError::Overflow { quantity }),
+        None => Ok(sim.result),
+    }
 }
 
 /// What an event completes.
@@ -64,6 +67,8 @@ struct Sim<'a> {
     write_backs: VecDeque<usize>,
     last_compute_end_ns: u64,
     result: SimResult,
+    /// The first total that passed `u64::MAX`; the run stops there.
+    overflow: Option<&'static str>,
 }
 
 impl<'a> Sim<'a> {
@@ -85,6 +90,7 @@ impl<'a> Sim<'a> {
             write_backs: VecDeque::new(),
             last_compute_end_ns: 0,
             result: SimResult { client_completion_ns: vec![0; clients], ..SimResult::default() },
+            overflow: None,
         }
     }
 
@@ -99,6 +105,9 @@ impl<'a> Sim<'a> {
                 self.queue.pop();
                 self.apply(self.events[seq as usize]);
             }
+            if self.overflow.is_some() {
+                return;
+            }
             self.dispatch();
         }
         assert_eq!(self.started, self.work.steps.len(), "simulation stopped with operations left");
@@ -107,11 +116,21 @@ impl<'a> Sim<'a> {
         self.result.events = self.events.len() as u64;
     }
 
+    /// `total + more`, or `u64::MAX` with `quantity` recorded as the
+    /// overflow that ends the run.
+    fn add(&mut self, total: u64, more: u64, quantity: &'static str) -> u64 {
+        total.checked_add(more).unwrap_or_else(|| {
+            self.overflow.get_or_insert(quantity);
+            u64::MAX
+        })
+    }
+
     fn schedule_event(&mut self, duration_ns: u64, event: Event) -> u64 {
         let seq = self.events.len() as u64;
         self.events.push(event);
-        self.queue.push(Reverse((self.now_ns + duration_ns, event.rank(), seq)));
-        self.now_ns + duration_ns
+        let end_ns = self.add(self.now_ns, duration_ns, "clock");
+        self.queue.push(Reverse((end_ns, event.rank(), seq)));
+        end_ns
     }
 
     fn record(&mut self, engine: EngineKind, end_ns: u64, label: String) {
@@ -142,8 +161,9 @@ impl<'a> Sim<'a> {
         self.computing = None;
         self.last_compute_end_ns = self.now_ns;
         let tick = self.next_tick();
+        let compute_ns = self.work.steps[position].compute_ns;
+        self.result.compute_busy_ns = self.add(self.result.compute_busy_ns, compute_ns, "compute busy time");
         let step = &self.work.steps[position];
-        self.result.compute_busy_ns += step.compute_ns;
         self.result.client_completion_ns[step.client] = self.now_ns;
         self.memory.give(step.ephemeral_bytes);
         for &b in &step.buffers {
@@ -318,8 +338,8 @@ impl<'a> Sim<'a> {
         self.memory.start_fetch(buffer, bytes);
         self.h2d_busy = true;
         let duration_ns = self.gpu.h2d_ns(bytes);
-        self.result.h2d_bytes += bytes;
-        self.result.h2d_busy_ns += duration_ns;
+        self.result.h2d_bytes = self.add(self.result.h2d_bytes, bytes, "bytes copied to the GPU");
+        self.result.h2d_busy_ns = self.add(self.result.h2d_busy_ns, duration_ns, "host-to-device busy time");
         let end_ns = self.schedule_event(duration_ns, Event::CopyIn(buffer, bytes));
         self.record(EngineKind::H2d, end_ns, self.work.buffers[buffer].label.clone());
     }
@@ -332,8 +352,8 @@ impl<'a> Sim<'a> {
         let bytes = self.memory.resident_bytes(buffer);
         let duration_ns = self.gpu.d2h_ns(bytes);
         self.d2h_busy = true;
-        self.result.d2h_bytes += bytes;
-        self.result.d2h_busy_ns += duration_ns;
+        self.result.d2h_bytes = self.add(self.result.d2h_bytes, bytes, "bytes copied back");
+        self.result.d2h_busy_ns = self.add(self.result.d2h_busy_ns, duration_ns, "device-to-host busy time");
         let end_ns = self.schedule_event(duration_ns, Event::WriteBack(buffer));
         self.record(EngineKind::D2h, end_ns, self.work.buffers[buffer].label.clone());
         true
@@ -400,6 +420,24 @@ mod tests {
             r.intervals.iter().filter(|i| i.engine == EngineKind::Compute).map(|i| i.label.as_str()).collect();
         assert_eq!(computes, ["a#0", "b#0", "a#1"]);
         assert_eq!(simulate(&trace, &schedule, policies(Retention::KeepUntilEvicted)).unwrap(), r);
+    }
+
+    #[test]
+    fn a_clock_past_u64_stops_the_run_instead_of_wrapping() {
+        // The validator refuses this trace (its total passes 2^64 ns); run
+        // on it anyway, the engine itself must not wrap around.
+        let mut trace = two_clients(3, op(1, false, 0), op(1, false, 0));
+        trace.clients.iter_mut().flat_map(|c| &mut c.operations).for_each(|o| o.compute_ms = 1e13);
+        assert!(matches!(trace.validate(), Err(SimError::TraceTime { .. })));
+        let schedule = Schedule::new(&trace, &[0, 1, 0]).unwrap();
+        let work = Workload::new(&trace, &schedule);
+        let mut sim = Sim::new(&trace.gpu, work, policies(Retention::KeepUntilEvicted), 2);
+        sim.run();
+        assert_eq!(sim.overflow, Some("clock"));
+        assert_eq!(
+            SimError::Overflow { quantity: "clock" }.to_string(),
+            "the simulation's clock passes 2^64; the trace is too long to simulate"
+        );
     }
 
     #[test]

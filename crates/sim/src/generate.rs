@@ -20,11 +20,19 @@
 //!
 //! # Scaling
 //!
-//! - **Memory.** `memory_bytes = ceil(Σ client working sets /
-//!   oversubscription)`. If that is smaller than the largest single working
+//! - **Memory.** Oversubscription is [`Trace::oversubscription`]: the
+//!   persistent bytes (every client's buffers, which must stay resident
+//!   across its operations or be copied again) over the memory left beside
+//!   the largest ephemeral (scratch) bytes of any operation. So
+//!   `memory_bytes = ceil(Σ persistent bytes / oversubscription) + largest
+//!   ephemeral bytes`. At 1× (or less) every client's data fits beside any
+//!   operation's scratch and nothing need ever be evicted; above 1× the
+//!   operation with the largest scratch cannot run with all the data
+//!   resident. If that memory is smaller than the largest single working
 //!   set, memory is raised to that working set (every operation must fit),
-//!   so the achieved oversubscription is then *lower* than requested; it is
-//!   at most the number of clients in any case.
+//!   so the achieved oversubscription is then *lower* than requested: it
+//!   is at most Σ persistent bytes / (largest working set − largest
+//!   ephemeral bytes), which grows with the number of clients.
 //! - **Compute.** An operation's *transfer time* is the host-to-device time
 //!   of all its buffers, each a separate copy paying the copy latency
 //!   ([`Gpu::h2d_ns`]); write-backs are not counted. The table's compute
@@ -45,8 +53,9 @@ pub struct GenerateParams {
     pub clients: usize,
     /// Operations (iterations) per client (≥ 1).
     pub operations_per_client: usize,
-    /// Σ client working sets / GPU memory (> 0). Values above the number
-    /// of clients cannot be reached (see the module docs).
+    /// Persistent bytes / the memory left beside the largest ephemeral
+    /// bytes ([`Trace::oversubscription`]; > 0). Large values cannot be
+    /// reached with few clients (see the module docs).
     pub oversubscription: f64,
     /// Mean transfer time / mean compute time (> 0).
     pub transfer_ratio: f64,
@@ -149,7 +158,7 @@ pub const MODELS: [ModelSpec; 4] = [
 pub fn generate(params: &GenerateParams) -> Result<Trace, SimError> {
     check(params)?;
     let bandwidth = params.link.bytes_per_s();
-    let mut gpu = Gpu {
+    let gpu = Gpu {
         memory_bytes: 0,
         h2d_bytes_per_s: bandwidth,
         d2h_bytes_per_s: bandwidth,
@@ -181,28 +190,30 @@ pub fn generate(params: &GenerateParams) -> Result<Trace, SimError> {
         clients.push(Client { name: format!("c{i}-{}-{mode}", model.name), operations });
     }
 
-    let working_sets = clients.iter().map(|c: &Client| c.operations[0].working_set_bytes());
-    let total: u64 = working_sets.clone().sum();
-    let largest = working_sets.max().unwrap_or(0);
-    gpu.memory_bytes = ((total as f64 / params.oversubscription).ceil() as u64).max(largest);
-
     let operations = clients.iter().flat_map(|c| &c.operations);
     let count = (params.clients * params.operations_per_client) as f64;
-    let mean_transfer_ns = operations.clone().map(|op| transfer_ns(&gpu, op) as f64).sum::<f64>() / count;
+    let mean_transfer_ns = operations.clone().map(|op| gpu.fetch_ns(op) as f64).sum::<f64>() / count;
     let mean_compute_ms = operations.map(|op| op.compute_ms).sum::<f64>() / count;
     let factor = mean_transfer_ns / 1e6 / params.transfer_ratio / mean_compute_ms;
     for op in clients.iter_mut().flat_map(|c| &mut c.operations) {
         op.compute_ms *= factor;
     }
 
-    let trace = Trace { gpu, clients };
-    trace.validate()?;
+    let mut trace = Trace { gpu, clients };
+    let largest_working_set = trace.clients.iter().map(|c| c.operations[0].working_set_bytes()).max().unwrap_or(0);
+    let persistent_share = (trace.persistent_bytes() as f64 / params.oversubscription).ceil() as u64;
+    trace.gpu.memory_bytes = persistent_share.saturating_add(trace.largest_ephemeral_bytes()).max(largest_working_set);
+    // The table's sizes always fit; only compute times scaled up by a tiny
+    // ratio can pass the simulator's clock.
+    trace.validate().map_err(|error| match error {
+        SimError::ComputeTime { .. } | SimError::TraceTime { .. } => SimError::Parameter {
+            parameter: "transfer_ratio",
+            requirement: "large enough for the scaled compute times to fit the simulator's clock (2^64 ns in all)",
+            value: params.transfer_ratio,
+        },
+        other => other,
+    })?;
     Ok(trace)
-}
-
-/// Host-to-device time of all of an operation's buffers, one copy each.
-pub fn transfer_ns(gpu: &Gpu, op: &Operation) -> u64 {
-    op.buffers.iter().map(|b| gpu.h2d_ns(b.bytes)).sum()
 }
 
 fn check(params: &GenerateParams) -> Result<(), SimError> {
@@ -238,11 +249,10 @@ mod tests {
     }
 
     fn ratios(trace: &Trace) -> (f64, f64) {
-        let total: u64 = trace.clients.iter().map(|c| c.operations[0].working_set_bytes()).sum();
         let ops: Vec<&Operation> = trace.clients.iter().flat_map(|c| &c.operations).collect();
-        let transfer: u64 = ops.iter().map(|op| transfer_ns(&trace.gpu, op)).sum();
+        let transfer: u64 = ops.iter().map(|op| trace.gpu.fetch_ns(op)).sum();
         let compute: u64 = ops.iter().map(|op| op.compute_ns()).sum();
-        (total as f64 / trace.gpu.memory_bytes as f64, transfer as f64 / compute as f64)
+        (trace.oversubscription(), transfer as f64 / compute as f64)
     }
 
     #[test]
@@ -266,6 +276,58 @@ mod tests {
                 }
                 assert!((ratio - transfer_ratio).abs() / transfer_ratio < 1e-3, "{ratio} vs {transfer_ratio}");
             }
+        }
+    }
+
+    #[test]
+    fn oversubscription_counts_persistent_data_beside_the_largest_scratch() {
+        // Measured by its definition, independently of Trace::oversubscription.
+        let measured = |trace: &Trace| {
+            let persistent: u64 =
+                trace.clients.iter().map(|c| c.operations[0].buffers.iter().map(|b| b.bytes).sum::<u64>()).sum();
+            let scratch = trace.clients.iter().flat_map(|c| &c.operations).map(|op| op.ephemeral_bytes).max().unwrap();
+            persistent as f64 / (trace.gpu.memory_bytes - scratch) as f64
+        };
+        for seed in 0..5 {
+            for requested in [1.0, 2.0, 4.0, 8.0, 16.0] {
+                let trace =
+                    generate(&GenerateParams { clients: 64, oversubscription: requested, ..params(seed) }).unwrap();
+                let largest = trace.clients.iter().map(|c| c.operations[0].working_set_bytes()).max().unwrap();
+                assert!(trace.gpu.memory_bytes > largest, "{requested}× is reachable with 64 clients");
+                let got = measured(&trace);
+                assert!((got - requested).abs() / requested < 1e-6, "seed {seed}: {got} vs {requested}");
+                assert_eq!(trace.oversubscription(), got);
+            }
+        }
+    }
+
+    #[test]
+    fn memory_pressure_rises_with_oversubscription() {
+        let policies = crate::Policies {
+            eviction: crate::Eviction::Belady,
+            prefetch: crate::Prefetch::Lookahead(1),
+            retention: crate::Retention::ReleaseAfterLastUse,
+        };
+        for seed in 0..5 {
+            let moved: Vec<u64> = [1.0, 2.0, 4.0, 8.0]
+                .iter()
+                .map(|&oversubscription| {
+                    let p = GenerateParams { clients: 24, operations_per_client: 3, oversubscription, ..params(seed) };
+                    let trace = generate(&p).unwrap();
+                    let schedule =
+                        crate::plan_schedule(&trace, policies, &crate::SchedulerKind::Fifo, &mut |_, _| {}).unwrap();
+                    let result = crate::simulate(&trace, &schedule, policies).unwrap();
+                    if oversubscription == 1.0 {
+                        assert_eq!(
+                            u128::from(result.h2d_bytes),
+                            trace.persistent_bytes(),
+                            "at 1× every buffer is copied in once"
+                        );
+                    }
+                    result.h2d_bytes
+                })
+                .collect();
+            assert!(moved.windows(2).all(|w| w[0] < w[1]), "seed {seed}: bytes moved {moved:?}");
         }
     }
 
@@ -301,7 +363,8 @@ mod tests {
     #[test]
     fn rejects_bad_parameters_naming_them() {
         type Edit = fn(&mut GenerateParams);
-        let cases: [(Edit, &str); 6] = [
+        let cases: [(Edit, &str); 7] = [
+            (|p| p.transfer_ratio = 1e-12, "transfer_ratio"),
             (|p| p.clients = 0, "clients"),
             (|p| p.operations_per_client = 0, "operations_per_client"),
             (|p| p.oversubscription = 0.0, "oversubscription"),

@@ -70,7 +70,7 @@ mod tests {
         let t = trace(&[2, 1]);
         assert_eq!(
             Schedule::new(&t, &[0, 1]).unwrap_err().to_string(),
-            "client 'c0' appears 1 times in the schedule but has 2 operations"
+            "client 'c0' appears 1 time in the schedule but has 2 operations"
         );
         assert!(Schedule::new(&t, &[0, 1, 0, 1]).unwrap_err().to_string().contains("'c1' appears 2 times"));
         assert!(Schedule::new(&t, &[0, 2, 0]).unwrap_err().to_string().contains("names client 2"));

@@ -6,8 +6,9 @@ use anyhow::{bail, Context, Result};
 use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
 use tessera_colocate::gbm::GbmParams;
 use tessera_colocate::model_file::{ModelFile, TrainedModel};
-use tessera_colocate::recommend::{recommend, Recommendation};
+use tessera_colocate::recommend::{recommend, Query, Recommendation, Search};
 use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_store::{read_colocations, read_workload_tables, Store};
 
@@ -42,18 +43,25 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                 }
                 None => train(ModelKind::Slowdown, &rows, 0)?,
             };
-            let ranked = recommend(
-                trained.as_model(),
-                &pool,
-                &target,
-                candidates.as_deref(),
-                group_size as usize,
+            let query = Query {
+                target: &target,
+                candidates: candidates.as_deref(),
+                group_size: group_size as usize,
                 gpu_memory_gb,
-            )?;
-            let shown = &ranked[..top.min(ranked.len())];
+                top: usize::try_from(top).unwrap_or(usize::MAX),
+                search: None,
+            };
+            let ranking = recommend(trained.as_model(), &pool, &query)?;
+            if let Search::Beam { width } = ranking.search {
+                note(format_args!(
+                    "{} candidate groups are too many to score each: a beam search (partners added one at a time, \
+                     the {width} best partial groups kept) scored {}, so the best group shown may not be the best",
+                    ranking.candidate_groups, ranking.scored_groups
+                ));
+            }
             match format {
-                ListFormat::Json => outln!("{}", serde_json::to_string_pretty(shown)?)?,
-                ListFormat::Table => out!("{}", recommendations_table(trained.as_model().name(), shown))?,
+                ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&ranking.groups)?)?,
+                ListFormat::Table => out!("{}", recommendations_table(trained.as_model().name(), &ranking.groups))?,
             }
             Ok(())
         }
@@ -134,7 +142,8 @@ fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
     ]);
     for (rank, r) in ranked.iter().enumerate() {
         let partners: Vec<&str> = r.members[1..].iter().map(|m| m.workload.as_str()).collect();
-        let retained: Vec<String> = r.members.iter().map(|m| format!("{:.2}", m.retained)).collect();
+        let retained: Vec<String> =
+            r.members.iter().map(|m| m.retained.map_or_else(|| "—".to_string(), |f| format!("{f:.2}"))).collect();
         let drivers: Vec<String> = r.drivers.iter().map(|d| format!("{} = {}", d.feature, readable(d.value))).collect();
         table.row(vec![
             (rank + 1).to_string(),
@@ -149,6 +158,11 @@ fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
         ]);
     }
     out.push_str(&table.render());
+    if ranked.iter().flat_map(|r| &r.members).any(|m| m.retained.is_none()) {
+        out.push_str(&format!(
+            "\n— : the {model} model predicts only a group's total throughput, not what each member keeps\n"
+        ));
+    }
     out
 }
 
@@ -200,7 +214,7 @@ fn evaluate(
 fn read_rows(path: &Path) -> Result<Vec<Colocation>> {
     let import = read_colocations(path)?;
     if import.skipped_unmeasured > 0 {
-        note(format_args!("{}: skipped {} unmeasured rows", path.display(), import.skipped_unmeasured));
+        note(format_args!("{}: skipped {}", path.display(), count(import.skipped_unmeasured, "unmeasured row")));
     }
     Ok(import.rows)
 }

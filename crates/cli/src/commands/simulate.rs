@@ -3,13 +3,14 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use tessera_core::text::count;
 use tessera_sim::gantt::gantt_svg;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
 use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
 
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
-use crate::output::emit;
+use crate::output::{emit, note};
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
@@ -27,6 +28,13 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         let params =
             GenerateParams { clients, operations_per_client: operations, oversubscription, transfer_ratio, link, seed };
         let trace = generate(&params)?;
+        let achieved = trace.oversubscription();
+        if (achieved - oversubscription).abs() > 1e-6 * oversubscription {
+            note(format_args!(
+                "{oversubscription}× cannot be reached with {}: memory must hold the largest working set, so the trace has {achieved:.2}×",
+                count(clients, "client")
+            ));
+        }
         let mut json = serde_json::to_vec_pretty(&trace)?;
         json.push(b'\n');
         return emit(&json, None);
@@ -69,7 +77,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             planned?
         }
         _ => {
-            let spinner = Progress::spinner(format!("scheduling {} clients", trace.clients.len()));
+            let spinner = Progress::spinner(format!("scheduling {}", count(trace.clients.len(), "client")));
             let planned = plan_schedule(&trace, policies, &kind, &mut |_, _| {});
             drop(spinner);
             planned?
@@ -80,7 +88,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     // Johnson's rule is optimal with unlimited memory on one-pass traces.
     let johnson_unlimited_ns = johnson(&trace).ok().map(|plan| plan.makespan_ns);
     if let Some(gantt) = &args.gantt {
-        let title = format!("{} — {:?}", path.display(), args.scheduler);
+        let title = format!("{} — {}", path.display(), kind.name());
         tessera_store::write_atomic(gantt, gantt_svg(&result, &title).as_bytes())?;
     }
     let order: Vec<&str> = schedule.steps().iter().map(|&(client, _)| trace.clients[client].name.as_str()).collect();
@@ -114,6 +122,7 @@ fn report(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> s
         .map(|(client, &done)| serde_json::json!({ "client": client.name, "completion_ms": ms(done) }))
         .collect();
     serde_json::json!({
+        "oversubscription": trace.oversubscription(),
         "makespan_ms": ms(result.makespan_ns),
         "lower_bound_ms": ms(bound_ns),
         "gap": result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0,
@@ -138,8 +147,10 @@ fn shortened(order: &[&str]) -> String {
 
 fn table(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> String {
     let mut out = format!(
-        "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
+        "oversubscription {:.2}× (persistent data / memory beside the largest scratch)\n\
+         makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
          moved {:.2} GB to the GPU and {:.2} GB back\nschedule: {}\n\n",
+        trace.oversubscription(),
         ms(result.makespan_ns),
         ms(bound_ns),
         100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0),

@@ -19,11 +19,6 @@ pub(crate) fn fifo_order(trace: &Trace) -> Vec<usize> {
     (0..rounds(trace)).flat_map(|r| round(trace, r).map(|(id, _)| id).collect::<Vec<_>>()).collect()
 }
 
-/// Copy-in time of all the operation's buffers, one copy per buffer.
-fn transfer_ns(trace: &Trace, op: &Operation) -> u64 {
-    op.buffers.iter().map(|b| trace.gpu.h2d_ns(b.bytes)).sum()
-}
-
 /// Johnson's rule applied to each round on its own: operations whose copy
 /// is shorter than their compute first, by increasing copy time; then the
 /// rest by decreasing compute time; ties by client id. On a one-pass trace
@@ -32,7 +27,7 @@ pub(crate) fn johnson_order(trace: &Trace) -> Vec<usize> {
     let mut order = Vec::new();
     for r in 0..rounds(trace) {
         let jobs: Vec<(usize, u64, u64)> =
-            round(trace, r).map(|(id, op)| (id, transfer_ns(trace, op), op.compute_ns())).collect();
+            round(trace, r).map(|(id, op)| (id, trace.gpu.fetch_ns(op), op.compute_ns())).collect();
         let (mut first, mut second): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|&(_, t, c)| t < c);
         first.sort_by_key(|&(id, t, _)| (t, id));
         second.sort_by_key(|&(id, _, c)| (std::cmp::Reverse(c), id));
@@ -93,7 +88,9 @@ pub fn greedy_order(trace: &Trace) -> Vec<usize> {
         for &id in round_order.iter().rev() {
             for b in &trace.clients[id].operations[r].buffers {
                 let key = (id, b.name.as_str());
-                if !resident.contains_key(&key) && used + b.bytes <= trace.gpu.memory_bytes {
+                if !resident.contains_key(&key)
+                    && used.checked_add(b.bytes).is_some_and(|u| u <= trace.gpu.memory_bytes)
+                {
                     used += b.bytes;
                     resident.insert(key, b.bytes);
                 }

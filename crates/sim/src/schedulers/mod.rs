@@ -52,6 +52,20 @@ pub enum SchedulerKind {
     Exhaustive,
 }
 
+impl SchedulerKind {
+    /// The scheduler's name for people: `round-robin`, `Johnson's rule`,
+    /// `greedy`, `genetic algorithm` or `exhaustive search`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SchedulerKind::Fifo => "round-robin",
+            SchedulerKind::Johnson => "Johnson's rule",
+            SchedulerKind::Greedy => "greedy",
+            SchedulerKind::Genetic(_) => "genetic algorithm",
+            SchedulerKind::Exhaustive => "exhaustive search",
+        }
+    }
+}
+
 /// Parameters of the genetic search.
 ///
 /// Fitness (smaller is better) is `makespan_ns + bytes_weight × bytes moved`
@@ -126,7 +140,7 @@ pub use heuristics::greedy_order;
 pub(crate) fn evaluate(trace: &Trace, ids: &[usize], policies: Policies) -> Result<(u64, u64), SimError> {
     let schedule = Schedule::new(trace, ids)?;
     let result = simulate(trace, &schedule, policies)?;
-    Ok((result.makespan_ns, result.h2d_bytes + result.d2h_bytes))
+    Ok((result.makespan_ns, result.h2d_bytes.saturating_add(result.d2h_bytes)))
 }
 
 /// Fisher–Yates shuffle drawing from `rng`.

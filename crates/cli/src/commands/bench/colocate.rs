@@ -6,9 +6,10 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use tessera_colocate::model_file::TrainedModel;
-use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_colocate::{ColocateError, DEFAULT_SLOWDOWN};
+use tessera_core::text::count;
 use tessera_core::{Colocation, GroupMember};
 use tessera_store::read_colocations;
 
@@ -16,7 +17,7 @@ use crate::output::{out, outln};
 use crate::table::TextTable;
 
 /// Trains one kind of model.
-type Trainer = fn(&[Colocation]) -> TrainedModel;
+type Trainer = fn(&[Colocation]) -> Result<TrainedModel, ColocateError>;
 
 /// Training repetitions (the fastest is reported).
 const FITS: usize = 10;
@@ -42,20 +43,18 @@ pub fn run(data: &Path) -> Result<()> {
             ],
         })
         .collect();
-    let trainers: [(&str, Trainer); 2] = [
-        ("slowdown", |rows| TrainedModel::slowdown(rows, &DEFAULT_SLOWDOWN).expect("enough rows")),
-        ("kace", |rows| TrainedModel::kace(rows).expect("enough rows")),
-    ];
+    let trainers: [(&str, Trainer); 2] =
+        [("slowdown", |rows| TrainedModel::slowdown(rows, &DEFAULT_SLOWDOWN)), ("kace", TrainedModel::kace)];
     let mut table = TextTable::new(&["model", "training rows", "fit ms (best of 10)", "pairs scored / s"]);
     for (name, fit) in trainers {
-        let mut best = Duration::MAX;
-        let mut model = None;
-        for _ in 0..FITS {
+        let start = Instant::now();
+        let model = fit(&rows).with_context(|| data.display().to_string())?;
+        let mut best = start.elapsed();
+        for _ in 1..FITS {
             let start = Instant::now();
-            model = Some(fit(&rows));
+            black_box(fit(&rows)?);
             best = best.min(start.elapsed());
         }
-        let model = model.expect("fitted");
         let scorer = model.as_model();
         let (mut scored, start) = (0u64, Instant::now());
         while start.elapsed() < SCORING_TIME {
@@ -72,7 +71,7 @@ pub fn run(data: &Path) -> Result<()> {
             format!("{rate:.0}"),
         ]);
     }
-    outln!("{} workloads, {} candidate pairs per pass, one thread", pool.len(), pairs.len())?;
+    outln!("{}, {} per pass, one thread", count(pool.len(), "workload"), count(pairs.len(), "candidate pair"))?;
     out!("{}", table.render())?;
     Ok(())
 }

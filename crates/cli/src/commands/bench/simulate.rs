@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
+use tessera_core::text::count;
 use tessera_sim::generate::{generate, GenerateParams, Link};
 use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace};
@@ -11,7 +12,13 @@ use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retent
 use crate::output::outln;
 use crate::table::TextTable;
 
-const OVERSUBSCRIPTION: [f64; 4] = [1.0, 1.5, 2.0, 3.0];
+/// Requested oversubscriptions of the sweep (persistent data over the memory
+/// left beside the largest scratch; see `Trace::oversubscription`).
+const OVERSUBSCRIPTION: [f64; 4] = [1.0, 2.0, 4.0, 8.0];
+/// Clients and operations per client of each sweep trace: enough clients
+/// that 8× can be reached (few clients cap it; see `generate`).
+const SWEEP_CLIENTS: usize = 16;
+const SWEEP_OPERATIONS: usize = 3;
 const TRANSFER_RATIO: [f64; 3] = [0.25, 1.0, 4.0];
 const PREFETCH: [(&str, Prefetch); 4] = [
     ("none", Prefetch::None),
@@ -73,7 +80,7 @@ fn sweep(seeds: u64) -> Result<()> {
         .map(|&(o, r)| {
             (0..seeds)
                 .map(|seed| {
-                    let trace = trace(8, 3, o, r, seed)?;
+                    let trace = trace(SWEEP_CLIENTS, SWEEP_OPERATIONS, o, r, seed)?;
                     let bound = lower_bound_ns(&trace)?;
                     Ok((trace, bound))
                 })
@@ -96,9 +103,22 @@ fn sweep(seeds: u64) -> Result<()> {
             table.row(row);
         }
     }
-    outln!("makespan / lower bound, mean over {seeds} traces per cell (8 clients × 3 operations, PCIe Gen4,")?;
-    outln!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute")?;
+    outln!(
+        "makespan / lower bound, mean over {} per cell ({SWEEP_CLIENTS} clients × {SWEEP_OPERATIONS} operations, PCIe Gen4,",
+        count(seeds, "trace")
+    )?;
+    outln!("Belady eviction, data released after last use); columns: oversubscription × / transfer÷compute;")?;
+    outln!("oversubscription = persistent data / memory left beside the largest scratch (above 1×, data must move)")?;
     outln!("{}", table.render())?;
+    let achieved: Vec<String> = OVERSUBSCRIPTION
+        .iter()
+        .zip(traces.chunks(TRANSFER_RATIO.len()))
+        .map(|(requested, cells)| {
+            let all: Vec<f64> = cells.iter().flatten().map(|(trace, _)| trace.oversubscription()).collect();
+            format!("{requested}× → {:.2}×", all.iter().sum::<f64>() / all.len() as f64)
+        })
+        .collect();
+    outln!("achieved oversubscription, mean per column group: {}", achieved.join(", "))?;
     Ok(())
 }
 
@@ -146,8 +166,9 @@ fn speed() -> Result<()> {
     }
     let seconds = start.elapsed().as_secs_f64();
     outln!(
-        "simulator: {:.0} events/s ({runs} runs of 50 clients × 4 operations, {} events each)",
+        "simulator: {:.0} events/s ({} of 50 clients × 4 operations, {} events each)",
         events as f64 / seconds,
+        count(runs, "run"),
         events / u64::from(runs)
     )?;
     let full = GeneticParams { patience: usize::MAX, ..GeneticParams::default() };
