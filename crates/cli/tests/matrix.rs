@@ -40,6 +40,13 @@ fn fixtures(dir: &Path) {
         ("strict.csv", "service,model,rate_rps,latency_ms\nshop,alpha,100,5\n".into()),
         ("rates.csv", "100,200\n300,400".into()),
         ("latency.csv", "100,200\n300,400".into()),
+        ("huge.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e12,200\n".into()),
+        (
+            "forever.json",
+            r#"{"gpu": {"memory_bytes": 1000000000, "h2d_bytes_per_s": 1e10, "d2h_bytes_per_s": 1e10, "copy_latency_ns": 0},
+                "clients": [{"name": "slow", "operations": [{"compute_ms": 2e13, "buffers": [], "ephemeral_bytes": 0}]}]}"#
+                .into(),
+        ),
     ];
     for (name, text) in files {
         let path = dir.join(name);
@@ -84,6 +91,20 @@ const CASES: &[Case] = &[
     case("plan --demo --profiles {d}/prof_data", 2, r"^error: the argument '--demo' cannot be used with '--profiles <DIR\|FILE>'$"),
     case("plan --demo --time-limit -1", 2, r"^error: invalid value '-1' for '--time-limit <SECONDS>': expected a positive number of seconds, got '-1'$"),
     case("deploy", 2, r"^error: the following required arguments were not provided:$"),
+    // Planning beyond reason: a rate no ceiling allows, a fleet too small.
+    case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
+         r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
+    case("plan --demo --max-gpus 0", 2, r"^error: invalid value '0' for '--max-gpus <N>': 0 is not in 1\.\.=1000000$"),
+    case("plan --demo --gpu a100-80gb:count=1", 1,
+         r"^error: the fleet is too small: every plan needs at least 4 GPUs of a100-80gb, whose count limits allow 1$"),
+    // Simulation: a time past the clock, a population with nothing to breed.
+    case("simulate --trace {d}/forever.json", 1,
+         r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms must be a non-negative number below 2\^64 ns .*, got 20000000000000$"),
+    case("simulate --trace {d}/forever.json --scheduler ga --population 5", 2,
+         r"^error: invalid value '5' for '--population <POPULATION>': expected a whole number above 10 .*got '5'$"),
+    // Colocation: a memory that is not one.
+    case("colocate recommend --target w --gpu-memory-gb NaN", 2,
+         r"^error: invalid value 'NaN' for '--gpu-memory-gb <GB>': expected a positive number of GB, got 'NaN'$"),
     // Nothing where something is needed.
     case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
          r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),
