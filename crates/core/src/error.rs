@@ -5,16 +5,42 @@
 pub enum CoreError {
     /// A GPU model name that is not in the built-in table.
     #[error("unknown GPU model '{given}' (known: {known})")]
-    UnknownGpu { given: String, known: String },
+    UnknownGpu {
+        /// The name given.
+        given: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// A MIG profile name that the GPU model does not have.
     #[error("GPU model {gpu} has no MIG profile '{given}' (it has: {known})")]
-    UnknownProfile { gpu: String, given: String, known: String },
+    UnknownProfile {
+        /// The GPU model.
+        gpu: String,
+        /// The name given.
+        given: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// A MIG instance size (in GPCs) that the GPU model does not offer.
     #[error("GPU model {gpu} has no {size}g MIG instance (sizes: {known})")]
-    UnknownSize { gpu: String, size: u8, known: String },
+    UnknownSize {
+        /// The GPU model.
+        gpu: String,
+        /// The instance size, in compute slices.
+        size: u8,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// A number outside its allowed range, e.g. a negative rate.
     #[error("{field} must be {expected}, got {value}")]
-    InvalidValue { field: &'static str, expected: &'static str, value: String },
+    InvalidValue {
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+        /// The value given.
+        value: String,
+    },
     /// A MIG layout that the hardware would reject.
     #[error(transparent)]
     Layout(#[from] LayoutError),
@@ -32,14 +58,44 @@ impl CoreError {
 pub enum LayoutError {
     /// An instance starts at a memory slice its profile does not allow.
     #[error("{profile} cannot start at memory slice {start} on {gpu} (valid starts: {valid:?})")]
-    InvalidStart { gpu: &'static str, profile: &'static str, start: u8, valid: &'static [u8] },
+    InvalidStart {
+        /// The GPU model's name.
+        gpu: &'static str,
+        /// The MIG profile.
+        profile: &'static str,
+        /// The start memory slice.
+        start: u8,
+        /// The start slices the profile allows.
+        valid: &'static [u8],
+    },
     /// Two instances share a memory slice.
     #[error("{first} and {second} share memory slices on {gpu}")]
-    Overlap { gpu: &'static str, first: String, second: String },
+    Overlap {
+        /// The GPU model's name.
+        gpu: &'static str,
+        /// One instance, `PROFILE@START`.
+        first: String,
+        /// The other instance.
+        second: String,
+    },
     /// More instances of a profile than the GPU allows.
     #[error("{count} instances of {profile} on {gpu}, at most {max} allowed")]
-    TooMany { gpu: &'static str, profile: &'static str, count: usize, max: u8 },
+    TooMany {
+        /// The GPU model's name.
+        gpu: &'static str,
+        /// The MIG profile.
+        profile: &'static str,
+        /// How many instances of it the layout has.
+        count: usize,
+        /// The most allowed.
+        max: u8,
+    },
     /// A profile that belongs to another GPU model.
     #[error("profile {profile} does not belong to {gpu}")]
-    ForeignProfile { gpu: &'static str, profile: &'static str },
+    ForeignProfile {
+        /// The GPU model's name.
+        gpu: &'static str,
+        /// The MIG profile.
+        profile: &'static str,
+    },
 }

@@ -11,20 +11,49 @@ pub enum PlanError {
     DuplicateService(String),
     /// A service's model has no profile on the GPU model.
     #[error("service '{service}': no profile for model '{model}' on {gpu} (profiled models: {known})")]
-    NoProfile { service: String, model: String, gpu: String, known: String },
+    NoProfile {
+        /// The service.
+        service: String,
+        /// Its model.
+        model: String,
+        /// The GPU model.
+        gpu: String,
+        /// The known names, comma-separated.
+        known: String,
+    },
     /// Every profiled configuration of the service's model needs more
     /// memory than its MIG instance has.
     #[error(
         "service '{service}' (model '{model}'): no profiled configuration fits its MIG instance's memory on {gpu} \
          (the closest, {closest}, needs {needed_gb} GB of {instance_gb} GB)"
     )]
-    NoPointFits { service: String, model: String, gpu: String, closest: String, needed_gb: f64, instance_gb: f64 },
+    NoPointFits {
+        /// The service.
+        service: String,
+        /// Its model.
+        model: String,
+        /// The GPU model.
+        gpu: String,
+        /// The configuration that comes closest.
+        closest: String,
+        /// The memory it needs, GB.
+        needed_gb: f64,
+        /// The MIG instance's memory, GB.
+        instance_gb: f64,
+    },
     /// No profiled configuration meets the service's latency objective.
     #[error(transparent)]
     Unmeetable(Box<UnmeetableSlo>),
     /// A strategy asked to plan under a latency rule it does not implement.
     #[error("the {strategy} strategy implements the {supported} latency rule only (asked for {asked})")]
-    UnsupportedRule { strategy: &'static str, supported: &'static str, asked: &'static str },
+    UnsupportedRule {
+        /// The strategy.
+        strategy: &'static str,
+        /// The rule it implements.
+        supported: &'static str,
+        /// The rule asked for.
+        asked: &'static str,
+    },
     /// No GPU model to plan on.
     #[error("the fleet is empty: name at least one GPU model")]
     EmptyFleet,
@@ -33,38 +62,81 @@ pub enum PlanError {
     DuplicateGpu(String),
     /// A strategy that plans one GPU model was given several.
     #[error("the {strategy} strategy plans one GPU model; use --strategy optimal for a mixed fleet")]
-    SingleGpuOnly { strategy: &'static str },
+    SingleGpuOnly {
+        /// The strategy.
+        strategy: &'static str,
+    },
     /// No plan within the fleet's count limits exists: a lower bound on
     /// the GPUs of the limited models exceeds their limits.
     #[error(
         "the fleet is too small: every plan needs at least {needed} GPUs of {gpus}, whose count limits allow {allowed}"
     )]
-    NoPlanWithinLimits { gpus: String, needed: u64, allowed: u64 },
+    NoPlanWithinLimits {
+        /// The GPU models concerned, comma-separated.
+        gpus: String,
+        /// The fewest GPUs of those models any plan needs.
+        needed: u64,
+        /// What their count limits allow in total.
+        allowed: u64,
+    },
     /// The strategy found no plan within the fleet's count limits, though
     /// one may exist.
     #[error(
         "no plan within the fleet's count limits was found (one may exist): the best plan found needs {needed} {gpu} \
          GPUs, count={limit} allows"
     )]
-    LimitsNotMet { gpu: String, needed: u64, limit: u64 },
+    LimitsNotMet {
+        /// The limited GPU model.
+        gpu: String,
+        /// The GPUs of that model the best plan found uses.
+        needed: u64,
+        /// Its count limit.
+        limit: u64,
+    },
     /// One service alone needs more GPUs than the ceiling.
     #[error(
         "service '{service}' (model '{model}') needs at least {needed} GPUs for {rate_rps} req/s, \
          more than the ceiling of {max_gpus} GPUs (--max-gpus)"
     )]
-    ServiceOverCeiling { service: String, model: String, rate_rps: f64, needed: u64, max_gpus: u64 },
+    ServiceOverCeiling {
+        /// The service.
+        service: String,
+        /// Its model.
+        model: String,
+        /// The request rate, req/s.
+        rate_rps: f64,
+        /// The fewest GPUs it needs.
+        needed: u64,
+        /// The ceiling (`--max-gpus`).
+        max_gpus: u64,
+    },
     /// The services together need more GPUs than the ceiling.
     #[error(
         "the services together need at least {needed} GPUs in total, more than the ceiling of {max_gpus} GPUs \
          (--max-gpus)"
     )]
-    TotalOverCeiling { needed: u64, max_gpus: u64 },
+    TotalOverCeiling {
+        /// The fewest GPUs they need.
+        needed: u64,
+        /// The ceiling (`--max-gpus`).
+        max_gpus: u64,
+    },
     /// The plan found has more GPUs than the ceiling.
     #[error("the plan found needs {gpus} GPUs in total, more than the ceiling of {max_gpus} GPUs (--max-gpus)")]
-    PlanOverCeiling { gpus: u64, max_gpus: u64 },
+    PlanOverCeiling {
+        /// The GPUs the plan uses.
+        gpus: u64,
+        /// The ceiling (`--max-gpus`).
+        max_gpus: u64,
+    },
     /// A ceiling of no GPU, or one beyond what the planners handle.
     #[error("the GPU ceiling must be between 1 and {limit}, got {max_gpus}")]
-    CeilingOutOfRange { max_gpus: u64, limit: u64 },
+    CeilingOutOfRange {
+        /// The ceiling given.
+        max_gpus: u64,
+        /// The largest ceiling allowed.
+        limit: u64,
+    },
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,

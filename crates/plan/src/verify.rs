@@ -58,60 +58,165 @@ impl fmt::Display for InstanceRef {
 pub enum Violation {
     /// `gpu_count` disagrees with the GPU list.
     #[error("gpu_count is {claimed} but the plan lists {listed} GPUs")]
-    GpuCount { claimed: usize, listed: usize },
+    GpuCount {
+        /// What the plan says.
+        claimed: usize,
+        /// What it lists.
+        listed: usize,
+    },
     /// More GPUs of a model than the plan's fleet allows.
     #[error("the plan uses {gpus} {gpu} GPUs, its fleet allows {limit} (count={limit})")]
-    FleetLimit { gpu: String, gpus: u64, limit: u64 },
+    FleetLimit {
+        /// The GPU model.
+        gpu: String,
+        /// The GPUs of that model the plan uses.
+        gpus: u64,
+        /// Its count limit.
+        limit: u64,
+    },
     /// A GPU of a model the plan's fleet does not offer.
     #[error("node {node} gpu {index} is a {gpu}, which the plan's fleet does not offer")]
-    OutsideFleet { node: u32, index: u32, gpu: String },
+    OutsideFleet {
+        /// The node.
+        node: u32,
+        /// The GPU's index on its node.
+        index: u32,
+        /// The GPU model.
+        gpu: String,
+    },
     /// Two GPUs share a (node, index).
     #[error("node {node} gpu {index} is listed twice")]
-    DuplicateGpu { node: u32, index: u32 },
+    DuplicateGpu {
+        /// The node.
+        node: u32,
+        /// The GPU's index on its node.
+        index: u32,
+    },
     /// A GPU with no instance.
     #[error("node {node} gpu {index} has no instance")]
-    EmptyGpu { node: u32, index: u32 },
+    EmptyGpu {
+        /// The node.
+        node: u32,
+        /// The GPU's index on its node.
+        index: u32,
+    },
     /// A profile name the GPU model does not have, or a size that disagrees.
     #[error("{at}: {problem}")]
-    Profile { at: InstanceRef, problem: String },
+    Profile {
+        /// The instance.
+        at: InstanceRef,
+        /// What is wrong, in words.
+        problem: String,
+    },
     /// The GPU's layout is physically invalid.
     #[error("node {node} gpu {index}: {error}")]
-    Layout { node: u32, index: u32, error: LayoutError },
+    Layout {
+        /// The node.
+        node: u32,
+        /// The GPU's index on its node.
+        index: u32,
+        /// Why the layout is invalid.
+        error: LayoutError,
+    },
     /// A segment of a service that is not in the SLO set.
     #[error("{at}: service '{service}' is not in the SLOs")]
-    UnknownService { at: InstanceRef, service: String },
+    UnknownService {
+        /// The instance.
+        at: InstanceRef,
+        /// The plan's service name.
+        service: String,
+    },
     /// A segment whose model differs from its service's model.
     #[error("{at}: service '{service}' runs model '{expected}', the plan says '{found}'")]
-    ModelMismatch { at: InstanceRef, service: String, expected: String, found: String },
+    ModelMismatch {
+        /// The instance.
+        at: InstanceRef,
+        /// The service.
+        service: String,
+        /// The service's model.
+        expected: String,
+        /// What the plan says.
+        found: String,
+    },
     /// A configuration that is not in the profiles (or infeasible there).
     #[error("{at}: {config} of model '{model}' is not a feasible profiled configuration on {gpu}")]
-    NotProfiled { at: InstanceRef, model: String, gpu: String, config: SegmentConfig },
+    NotProfiled {
+        /// The instance.
+        at: InstanceRef,
+        /// The model.
+        model: String,
+        /// The GPU model.
+        gpu: String,
+        /// The configuration.
+        config: SegmentConfig,
+    },
     /// A segment that needs more memory than its MIG instance has.
     #[error("{at}: {config} of model '{model}' needs {needed_gb} GB, the instance has {instance_gb} GB")]
-    Memory { at: InstanceRef, model: String, config: SegmentConfig, needed_gb: f64, instance_gb: f64 },
+    Memory {
+        /// The instance.
+        at: InstanceRef,
+        /// The model.
+        model: String,
+        /// The configuration.
+        config: SegmentConfig,
+        /// The memory it needs, GB.
+        needed_gb: f64,
+        /// The MIG instance's memory, GB.
+        instance_gb: f64,
+    },
     /// More MPS processes than allowed.
     #[error("{at}: {procs} processes, at most {max} allowed")]
-    TooManyProcs { at: InstanceRef, procs: u32, max: u32 },
+    TooManyProcs {
+        /// The instance.
+        at: InstanceRef,
+        /// Its MPS processes.
+        procs: u32,
+        /// The most allowed.
+        max: u32,
+    },
     /// The plan's throughput or latency differs from the profile's.
     #[error("{at}: plan says {field} = {claimed}, the profile says {profiled}")]
-    WrongValue { at: InstanceRef, field: &'static str, claimed: f64, profiled: f64 },
+    WrongValue {
+        /// The instance.
+        at: InstanceRef,
+        /// The field (`throughput_rps` or `latency_ms`).
+        field: &'static str,
+        /// What the plan says.
+        claimed: f64,
+        /// The profile's value.
+        profiled: f64,
+    },
     /// A segment breaks its service's latency rule.
     #[error(
         "{at}: service '{service}' misses its {slo_ms} ms SLO under the {rule} rule \
          ({requirement}; this segment: {worst_ms:.3} ms at utilization {utilization:.3})"
     )]
     Latency {
+        /// The instance.
         at: InstanceRef,
+        /// The service.
         service: String,
+        /// The latency rule's name.
         rule: &'static str,
+        /// The latency SLO, ms.
         slo_ms: f64,
+        /// What the rule asks, in words.
         requirement: String,
+        /// The segment's worst-case latency, ms.
         worst_ms: f64,
+        /// The segment's utilization (rate / provisioned).
         utilization: f64,
     },
     /// A service's segments do not cover its rate.
     #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
-    RateNotCovered { service: String, provisioned_rps: f64, rate_rps: f64 },
+    RateNotCovered {
+        /// The service.
+        service: String,
+        /// What its segments provide, req/s.
+        provisioned_rps: f64,
+        /// The request rate, req/s.
+        rate_rps: f64,
+    },
 }
 
 /// Every violation of `plan` against `request`; empty when the plan is sound.
