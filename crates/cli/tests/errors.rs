@@ -115,3 +115,52 @@ fn a_closed_stdout_ends_every_command_quietly() {
         assert_eq!(stderr(&output), "", "{args:?}");
     }
 }
+
+/// The whole standard error of a command that must fail with status 1.
+fn error_of(args: &[&str], store: &std::path::Path) -> String {
+    fails_with(args, store, &[]).trim_end().to_string()
+}
+
+/// One exact line per class of error: the message carries its context and
+/// the cause comes once (never `cause: cause`); CRLF files count lines as
+/// written.
+#[test]
+fn every_error_class_prints_its_cause_once() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let file = |name: &str, text: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let missing = dir.path().join("missing.csv").display().to_string();
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &missing], &store),
+        format!("error: {missing}: No such file or directory (os error 2)")
+    );
+    let cell = file("cell.csv", b"service,model,rate_rps,latency_ms\r\na,bert-base,1,100\r\nb,bert-base,fast,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &cell], &store),
+        format!("error: {cell}:3: field 'rate_rps': expected a number, got 'fast'")
+    );
+    let twice = file("twice.csv", b"service,model,rate_rps,latency_ms\r\na,bert-base,1,100\r\na,bert-base,2,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &twice], &store),
+        format!("error: {twice}:3: field 'service': service 'a' already listed on line 2")
+    );
+    let column = file("column.csv", b"service,rate_rps,latency\na,1,100\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &column], &store),
+        format!("error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms)")
+    );
+    let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &utf8], &store),
+        format!("error: {utf8}:2: field 'column 1': invalid UTF-8")
+    );
+    let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
+    assert_eq!(
+        error_of(&["--store", &corrupt, "profiles", "list"], &store),
+        format!("error: {corrupt}: enabling write-ahead logging: file is not a database")
+    );
+}

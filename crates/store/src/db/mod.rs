@@ -45,7 +45,7 @@ impl Store {
     /// schema to the current version.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::Io { path: parent.to_path_buf(), source })?;
+            std::fs::create_dir_all(parent).map_err(|cause| StoreError::io(parent, cause))?;
         }
         let conn = Connection::open(path).map_err(|source| StoreError::sqlite(path, "opening the database", source))?;
         Store::configure(conn, path.to_path_buf())

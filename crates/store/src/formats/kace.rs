@@ -240,7 +240,7 @@ fn check_writable(rows: &[Colocation]) -> Result<usize, StoreError> {
 /// [`read_colocations`]); nothing is written otherwise.
 pub fn write_colocations<W: Write>(out: W, rows: &[Colocation]) -> Result<(), StoreError> {
     let k = check_writable(rows)?;
-    let write_error = |source: std::io::Error| StoreError::Write { what: WRITTEN.to_string(), source };
+    let write_error = |cause: std::io::Error| StoreError::Write { what: WRITTEN.to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(header(k)).map_err(|error| write_error(error.into()))?;
     for row in rows {
@@ -338,7 +338,7 @@ fn read_kernel_file(path: &Path, workload: &str) -> Result<[f64; 6], StoreError>
 
 /// The `output_<workload>_ncu_total.csv` files of `dir`, by workload name.
 fn kernel_files(dir: &Path) -> Result<BTreeMap<String, PathBuf>, StoreError> {
-    let io_error = |source| StoreError::Io { path: dir.to_path_buf(), source };
+    let io_error = |cause| StoreError::io(dir, cause);
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;

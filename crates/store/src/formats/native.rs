@@ -81,7 +81,7 @@ pub fn write_profiles_csv<'a, W: Write>(
     out: W,
     profiles: impl IntoIterator<Item = &'a ModelProfile>,
 ) -> Result<(), StoreError> {
-    let write_error = |source: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), source };
+    let write_error = |cause: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(PROFILE_HEADER).map_err(|error| write_error(error.into()))?;
     for profile in profiles {
@@ -226,6 +226,17 @@ mod tests {
         assert_names(&message, &["p.csv:3:", "bert", "line 2"]);
         let message = error_of(read, "p.csv", "gpu_model,model,size_gpcs\na,b,c\n");
         assert_names(&message, &["p.csv:1:", "'batch'"]);
+    }
+
+    #[test]
+    fn crlf_files_name_the_lines_as_written() {
+        let text = "service,model,rate_rps,latency_ms\r\na,bert,1,1\r\na,bert,2,2";
+        let message = error_of(read_slo_csv, "s.csv", text);
+        assert!(message.ends_with("s.csv:3: field 'service': service 'a' already listed on line 2"), "{message}");
+        let text = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\r\n\
+                    a100-80gb,bert,1,1,1,5,5\r\na100-80gb,bert,1,1,1,x,5\r\n";
+        let message = error_of(read_profiles_csv, "p.csv", text);
+        assert!(message.ends_with("p.csv:3: field 'throughput_rps': expected a number, got 'x'"), "{message}");
     }
 
     #[test]

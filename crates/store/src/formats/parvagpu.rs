@@ -55,7 +55,7 @@ pub fn read_profile_dir(dir: &Path, gpu: GpuModel) -> Result<ProfileDirImport, S
 
 /// The `*.csv` files of `dir`, sorted by file name; none is an error.
 fn csv_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
-    let io_error = |source| StoreError::Io { path: dir.to_path_buf(), source };
+    let io_error = |cause| StoreError::io(dir, cause);
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let path = entry.map_err(io_error)?.path();
@@ -265,7 +265,7 @@ pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog)
 /// `Batch size` and `Num proc`.
 pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
     let write_error =
-        |error: csv::Error| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), source: error.into() };
+        |error: csv::Error| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), cause: error.into() };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(DEPLOYMENT_HEADER).map_err(write_error)?;
     for gpu in &plan.gpus {
@@ -283,7 +283,7 @@ pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreEr
                 .map_err(write_error)?;
         }
     }
-    writer.flush().map_err(|source| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), source })
+    writer.flush().map_err(|cause| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), cause })
 }
 
 #[cfg(test)]
@@ -402,6 +402,15 @@ mod tests {
         assert_eq!(services[1].latency_slo_ms, 50.0);
         let services = read_slo_scenario(&rates, &latency, 2, &models()).unwrap();
         assert_eq!(services.len(), 3);
+    }
+
+    #[test]
+    fn crlf_scenario_files_name_the_lines_as_written() {
+        let (_dir, rates, latency) = slo_files("10,5,5\r\n20,x,5\r\n", "100,50,50\r\n100,50,50");
+        let message = read_slo_scenario(&rates, &latency, 2, &models()).unwrap_err().to_string();
+        assert!(message.ends_with("rates.csv:2: field 'column 2 (resnet50)': expected a number, got 'x'"), "{message}");
+        let message = profile_error(&format!("{}1,1,1,5,0.1\r\n1,1,1,6,0.1\r\n", HEADER.replace('\n', "\r\n")));
+        assert_names(&message, &["bert.csv:3:", "line 2"]);
     }
 
     #[test]
