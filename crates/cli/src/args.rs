@@ -603,16 +603,24 @@ pub struct PlanArgs {
 /// `tessera verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The plan: JSON as written by `tessera plan --format json`, or a
-    /// ParvaGPU deployment map (`.csv`) on `--gpu`.
+    /// The plan, told apart by its content: JSON or CSV as written by
+    /// `tessera plan --format json|csv`, or ParvaGPU's deployment map (on
+    /// the first `--gpu`).
     pub plan: PathBuf,
 
     #[command(flatten)]
     pub inputs: PlanInputs,
 
-    /// Latency rule; default: the one recorded in the plan.
+    /// Latency rule; default: the one recorded in the plan, or `queueing`
+    /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
+    /// records none.
     #[arg(long, value_parser = parse_rule)]
     pub latency_rule: Option<LatencyRule>,
+
+    /// Output format: a line per violation, or JSON with the violations as
+    /// data (the exit status is 1 on a violation either way).
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 /// Planning strategies.
@@ -639,10 +647,15 @@ impl Strategy {
 pub enum Format {
     /// Aligned text for people.
     Table,
-    /// The plan as JSON.
+    /// The whole plan as JSON (versioned; `verify` and `deploy` read it).
     Json,
-    /// ParvaGPU's deployment-map CSV.
+    /// One row per MIG instance: node, gpu_index, gpu_model, profile,
+    /// size_gpcs, start, service, model, batch, procs, throughput_rps,
+    /// latency_ms, latency_rule (`verify` reads it).
     Csv,
+    /// ParvaGPU's deployment map (`Num instance,Num GPU,Model,Placement,…`),
+    /// for ParvaGPU's tools; it names models only, not services or GPU models.
+    ParvagpuCsv,
 }
 
 /// `tessera profiles …`.

@@ -158,6 +158,31 @@ fn every_error_class_prints_its_cause_once() {
         error_of(&["plan", "--demo", "--slo", &utf8], &store),
         format!("error: {utf8}:2: field 'column 1': invalid UTF-8")
     );
+    let broken = file("broken.json", b"{ nope");
+    assert_eq!(
+        error_of(&["verify", &broken, "--demo"], &store),
+        format!("error: {broken}: not a Tessera plan: key must be a string at line 1 column 3")
+    );
+    let plan = dir.path().join("plan.json").display().to_string();
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
+    let json = std::fs::read_to_string(&plan).unwrap();
+    let newer = file("newer.json", json.replace("\"version\": 1,", "\"version\": 9,").as_bytes());
+    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads version 1)");
+    assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
+    assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
+    let misspelt = file("misspelt.json", json.replacen("\"batch\"", "\"batch_size\"", 1).as_bytes());
+    let message = error_of(&["verify", &misspelt, "--demo"], &store);
+    assert!(
+        message.starts_with(&format!(
+            "error: {misspelt}: not a Tessera plan: unknown field `batch_size`, expected one of"
+        )),
+        "{message}"
+    );
+    let one_off = file("one-off.json", json.replacen("\"latency_ms\": ", "\"latency_ms\": 1", 1).as_bytes());
+    let output = tessera(&["verify", &one_off, "--demo"], &store);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(crate::util::stdout(&output).lines().count(), 1, "{}", crate::util::stdout(&output));
+    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the queueing latency rule)\n"));
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(
         error_of(&["--store", &corrupt, "profiles", "list"], &store),

@@ -193,6 +193,25 @@ pub enum StoreError {
         /// SQLite's error (boxed to keep the error small).
         cause: Box<rusqlite::Error>,
     },
+    /// A plan file that is not a Tessera plan (not JSON, or not of the
+    /// plan's shape, e.g. a field the format does not know).
+    #[error("{}: not a Tessera plan: {detail}", path.display())]
+    PlanFormat {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in serde's words (naming the field).
+        detail: String,
+    },
+    /// A plan file of another format version.
+    #[error("{}: plan version {found} is not supported (this build reads version {supported})", path.display())]
+    PlanVersion {
+        /// The file.
+        path: PathBuf,
+        /// The file's version.
+        found: u64,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
     /// A database written by a newer Tessera.
     #[error("{}: database schema version {found} is newer than this program supports ({supported}); upgrade Tessera", path.display())]
     SchemaTooNew {

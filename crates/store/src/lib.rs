@@ -14,6 +14,8 @@
 //!   and deployment map.
 //! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
 //!   with units in the column names.
+//! - [`formats::plan`]: Tessera's plan files, JSON (versioned) and CSV, and
+//!   reading any plan file (ParvaGPU's deployment map too) by its content.
 //! - [`formats::kace`]: KACE's colocation measurements (K ≥ 2 workloads
 //!   sharing a GPU under MPS) and per-workload metric tables.
 //! - [`fs`]: atomic file writes.
@@ -36,5 +38,8 @@ pub use formats::kace::{read_colocations, read_workload_tables, write_colocation
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
+};
+pub use formats::plan::{
+    plan_json, read_plan, read_plan_csv, read_plan_file, write_plan_csv, PLAN_CSV_HEADER, PLAN_VERSION,
 };
 pub use fs::write_atomic;

@@ -238,8 +238,7 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not a Tessera plan", path.display()))
+    Ok(tessera_store::read_plan(path)?)
 }
 
 #[cfg(test)]

@@ -206,7 +206,7 @@ fn slo_cell<'a>(path: &'a Path, row: &'a Record, index: usize, field: &'a str) -
 const PARVAGPU_GPUS_PER_NODE: u32 = 8;
 
 /// The columns of ParvaGPU's deployment map.
-const DEPLOYMENT_HEADER: [&str; 7] =
+pub(crate) const DEPLOYMENT_HEADER: [&str; 7] =
     ["Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc"];
 
 /// Reads a ParvaGPU deployment map (e.g. `SLO1_ParvaGPU_deploy.csv`) as a
@@ -214,9 +214,20 @@ const DEPLOYMENT_HEADER: [&str; 7] =
 /// a service of the same name; `Placement` becomes the start slice as
 /// written (ParvaGPU's are often not physically valid: the verifier will
 /// say so). Throughput and latency come from `catalog`; a configuration it
-/// lacks gets 0 for both, which the verifier reports as not profiled.
+/// lacks gets 0 for both, which the verifier reports as not profiled. The
+/// map records no latency rule: the plan's `latency_rule` is empty.
 pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan, StoreError> {
-    let table = Table::read(path)?;
+    deployment_from_table(&Table::read(path)?, gpu, catalog)
+}
+
+/// A plan from a table with the deployment map's columns (see
+/// [`read_deployment_csv`]).
+pub(crate) fn deployment_from_table(
+    table: &Table,
+    gpu: GpuModel,
+    catalog: &ProfileCatalog,
+) -> Result<Plan, StoreError> {
+    let path = table.path.as_path();
     table.reject_unknown_columns(&DEPLOYMENT_HEADER)?;
     let columns = DEPLOYMENT_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut gpus: Vec<GpuAssignment> = Vec::new();
@@ -249,7 +260,7 @@ pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog)
         gpu_count: gpus.len(),
         total_cost: used as f64,
         strategy: "parvagpu".to_string(),
-        latency_rule: "parva".to_string(),
+        latency_rule: String::new(),
         gpus_per_node: PARVAGPU_GPUS_PER_NODE,
         fleet: vec![FleetUse { gpu_model: gpu, cost_per_gpu: 1.0, limit: None, gpus: used }],
         gpus,

@@ -203,7 +203,6 @@ fn run_plan(
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .context("tessera plan did not report its peak memory")?;
-    let text = std::fs::read_to_string(output)?;
-    let plan: Plan = serde_json::from_str(&text).with_context(|| format!("{}: not a plan", output.display()))?;
+    let plan = tessera_store::read_plan(output)?;
     Ok(Run { wall, peak_rss_kib, plan })
 }
