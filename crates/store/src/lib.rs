@@ -17,7 +17,8 @@
 //! - [`formats::plan`]: Tessera's plan files, JSON (versioned) and CSV, and
 //!   reading any plan file (ParvaGPU's deployment map too) by its content.
 //! - [`formats::kace`]: KACE's colocation measurements (K ≥ 2 workloads
-//!   sharing a GPU under MPS) and per-workload metric tables.
+//!   sharing a GPU under MPS), its published split folders and per-workload
+//!   metric tables.
 //! - [`fs`]: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the
@@ -34,8 +35,10 @@ pub use db::{
     default_path, ColocationImportSummary, ImportSummary, JournalEntry, ProfileSummary, RegisteredWorkload, Store,
 };
 pub use error::StoreError;
-pub use formats::kace::{read_colocations, read_workload_tables, write_colocations, ColocationImport};
-pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
+pub use formats::kace::{
+    read_colocations, read_splits, read_workload_tables, write_colocations, ColocationImport, KaceSplit,
+};
+pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv, write_slo_csv};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
 };

@@ -9,7 +9,8 @@ use tessera_colocate::model_file::{ModelFile, TrainedModel};
 use tessera_colocate::recommend::{recommend, Recommendation};
 use tessera_colocate::DEFAULT_SLOWDOWN;
 use tessera_core::{Colocation, WorkloadMetrics};
-use tessera_store::{read_colocations, read_workload_tables, Store};
+use tessera_store::formats::kace::{TESTING_FILE, TRAINING_FILE};
+use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store};
 
 use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
 use crate::inputs::store_path;
@@ -198,35 +199,27 @@ fn evaluate(
 }
 
 fn read_rows(path: &Path) -> Result<Vec<Colocation>> {
-    let import = read_colocations(path)?;
+    Ok(noted(path, read_colocations(path)?))
+}
+
+/// The rows of `import`, read from `path`, after a note of the rows skipped.
+fn noted(path: &Path, import: ColocationImport) -> Vec<Colocation> {
     if import.skipped_unmeasured > 0 {
         note(format_args!("{}: skipped {} unmeasured rows", path.display(), import.skipped_unmeasured));
     }
-    Ok(import.rows)
+    import.rows
 }
 
-/// Every subfolder of `dir` with `training_set.csv` and `testing_set.csv`,
-/// in name order.
+/// KACE's split folders under `dir`, as the evaluator's splits.
 fn read_splits(dir: &Path) -> Result<Vec<Split>> {
-    let mut folders: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.join("training_set.csv").is_file() && path.join("testing_set.csv").is_file())
-        .collect();
-    folders.sort();
-    if folders.is_empty() {
-        bail!("{}: no subfolder holds training_set.csv and testing_set.csv", dir.display());
-    }
-    folders
-        .iter()
-        .map(|folder| {
-            Ok(Split {
-                name: folder.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-                train: read_rows(&folder.join("training_set.csv"))?,
-                test: read_rows(&folder.join("testing_set.csv"))?,
-            })
+    Ok(tessera_store::read_splits(dir)?
+        .into_iter()
+        .map(|split| Split {
+            train: noted(&split.folder.join(TRAINING_FILE), split.training),
+            test: noted(&split.folder.join(TESTING_FILE), split.testing),
+            name: split.name,
         })
-        .collect()
+        .collect())
 }
 
 fn scores_table(results: &[PolicyScores], columns: &[String]) -> String {
