@@ -159,6 +159,18 @@ pub enum StoreError {
         /// The line where it first appeared.
         first_line: u64,
     },
+    /// The same measured colocation listed twice in a colocation file.
+    #[error("{}:{line}: colocation {colocation} already listed on line {first_line}", path.display())]
+    DuplicateColocation {
+        /// The file.
+        path: PathBuf,
+        /// The line of the repeated colocation.
+        line: u64,
+        /// Its members and colocated throughputs, in words.
+        colocation: String,
+        /// The line where it first appeared.
+        first_line: u64,
+    },
     /// The same service name listed twice in an SLO file.
     #[error("{}:{line}: field 'service': service '{service}' already listed on line {first_line}", path.display())]
     DuplicateService {

@@ -104,9 +104,16 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
         None => None,
     };
     let mut store = Store::open(&path)?;
-    let summary = store.import_colocations(&rows, &data.display().to_string())?;
+    // The same file typed another way is the same source, whose rows an
+    // import replaces.
+    let source = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+    let summary = store.import_colocations(&rows, &source.display().to_string())?;
+    let skipped = match summary.already_stored {
+        0 => String::new(),
+        n => format!("; {n} already stored from another source, skipped"),
+    };
     outln!(
-        "imported {} colocations ({} members; {} replaced) from {} into {}",
+        "imported {} colocations ({} members; {} replaced{skipped}) from {} into {}",
         summary.rows,
         summary.members,
         summary.replaced_rows,

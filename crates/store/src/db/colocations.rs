@@ -5,14 +5,15 @@
 //! name, and `colocations` with its `colocation_members`, every measured
 //! colocation with each member's metrics as measured in that row.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::types::ToSql;
-use rusqlite::{ffi, params, Row};
+use rusqlite::{ffi, params, Connection, Row};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
 
 use super::Store;
 use crate::error::StoreError;
+use crate::formats::kace::{identity, identity_of, Identity};
 
 /// The `imports.format` recorded by [`Store::import_workloads`].
 const WORKLOADS_FORMAT: &str = "kace-workloads";
@@ -51,6 +52,10 @@ pub struct ColocationImportSummary {
     /// Workloads that were not stored yet and were added from the members'
     /// metrics.
     pub added_workloads: usize,
+    /// Colocations not stored because an identical one (the same workloads
+    /// with the same colocated throughputs) already was, from another
+    /// source or earlier in this import.
+    pub already_stored: usize,
 }
 
 impl Store {
@@ -98,8 +103,12 @@ impl Store {
     /// Stores measured colocations in one transaction, recording `source`
     /// (e.g. the KACE file imported) with format `kace`. The colocations of
     /// any earlier import of the same `source` are removed first, so
-    /// importing a file again replaces its rows. Every member's metrics are
-    /// kept as measured in its row; a member whose workload is not stored
+    /// importing a file again replaces its rows. A colocation identical to
+    /// one stored from another source (the same workloads with the same
+    /// colocated throughputs, in any member order), or given twice, is stored
+    /// once and counted in [`ColocationImportSummary::already_stored`]: a
+    /// file imported again under another name adds nothing. Every member's
+    /// metrics are kept as measured in its row; a member whose workload is not stored
     /// yet is also added to the workloads (the first row naming it wins),
     /// while stored workloads are left as they are. Every colocation needs
     /// at least two members and valid (non-negative, exclusive throughput
@@ -122,10 +131,13 @@ impl Store {
                 params![source, COLOCATIONS_FORMAT],
             )
             .map_err(sqlite(format!("removing the colocations of an earlier import of '{source}'")))?;
+        let mut stored = stored_identities(&transaction)
+            .map_err(sqlite(format!("reading the stored colocations before importing '{source}'")))?;
+        let new_rows: Vec<&Colocation> = rows.iter().filter(|row| stored.insert(identity(row))).collect();
         transaction
             .execute(
                 r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, COLOCATIONS_FORMAT, rows.len() as i64],
+                params![source, COLOCATIONS_FORMAT, new_rows.len() as i64],
             )
             .map_err(sqlite(format!("recording the import of '{source}'")))?;
         let import_id = transaction.last_insert_rowid();
@@ -146,7 +158,7 @@ impl Store {
             let mut add_workload = transaction
                 .prepare(&format!("{} ON CONFLICT (name) DO NOTHING", insert_workload_sql()))
                 .map_err(preparing())?;
-            for (n, row) in rows.iter().enumerate().map(|(n, row)| (n + 1, row)) {
+            for (n, row) in new_rows.iter().enumerate().map(|(n, row)| (n + 1, row)) {
                 let colocation_id = insert_colocation
                     .insert(params![import_id, row.members.len() as i64])
                     .map_err(sqlite(format!("storing colocation {n} from '{source}'")))?;
@@ -168,7 +180,14 @@ impl Store {
             }
         }
         transaction.commit().map_err(sqlite(format!("committing the import of '{source}'")))?;
-        Ok(ColocationImportSummary { import_id, rows: rows.len(), members, replaced_rows, added_workloads })
+        Ok(ColocationImportSummary {
+            import_id,
+            rows: new_rows.len(),
+            members,
+            replaced_rows,
+            added_workloads,
+            already_stored: rows.len() - new_rows.len(),
+        })
     }
 
     /// Every stored workload's metrics, sorted by name.
@@ -253,6 +272,17 @@ impl Store {
         );
         self.sqlite("loading colocations", error)
     }
+}
+
+/// The identity (see [`identity`]) of every stored colocation.
+fn stored_identities(conn: &Connection) -> rusqlite::Result<HashSet<Identity>> {
+    let mut statement = conn.prepare("SELECT colocation_id, workload, colocated_rps FROM colocation_members")?;
+    let mut groups: HashMap<i64, Vec<(String, f64)>> = HashMap::new();
+    for row in statement.query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?)))? {
+        let (id, workload, colocated_rps) = row?;
+        groups.entry(id).or_default().push((workload, colocated_rps));
+    }
+    Ok(groups.into_values().map(identity_of).collect())
 }
 
 /// `INSERT INTO workloads (name, <metrics>, import_id) VALUES (?1, ..)`,
@@ -415,6 +445,35 @@ mod tests {
         let summary = store.import_colocations(&[], "pairs.csv").unwrap();
         assert_eq!((summary.rows, summary.replaced_rows), (0, 1));
         assert_eq!(store.load_colocations().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_colocation_stored_from_another_source_is_not_stored_again() {
+        let mut store = Store::open_in_memory().unwrap();
+        let rows = vec![colocation(&[("a", 1.0), ("b", 2.0)]), colocation(&[("a", 3.0), ("c", 4.0), ("d", 5.0)])];
+        store.import_colocations(&rows, "pairs.csv").unwrap();
+        // The same file under another name, its members in another order.
+        let mut swapped = rows[0].clone();
+        swapped.members.reverse();
+        let summary = store.import_colocations(&[swapped, rows[1].clone()], "./pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.members, summary.already_stored, summary.replaced_rows), (0, 0, 2, 0));
+        assert_eq!(store.load_colocations().unwrap(), rows);
+
+        // New measurements are stored, a repeated one once.
+        let other = colocation(&[("a", 1.5), ("b", 2.0)]);
+        let summary = store.import_colocations(&[other.clone(), rows[0].clone(), other.clone()], "more.csv").unwrap();
+        assert_eq!((summary.rows, summary.already_stored), (1, 2));
+        assert_eq!(store.load_colocations().unwrap(), [rows.clone(), vec![other]].concat());
+        let recorded: i64 = store
+            .conn
+            .query_row(r#"SELECT "rows" FROM imports WHERE id = ?1"#, [summary.import_id], |row| row.get(0))
+            .unwrap();
+        assert_eq!(recorded, 1, "the import records what it stored");
+
+        // Importing a source again replaces its own rows rather than skipping them.
+        let summary = store.import_colocations(&rows, "pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.replaced_rows, summary.already_stored), (2, 2, 0));
+        assert_eq!(count(&store, "colocations"), 3);
     }
 
     #[test]

@@ -16,7 +16,7 @@
 //!   `output_<workload>_ncu_total.csv` files, one row of the six kernel
 //!   metrics plus `Type` each.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +37,32 @@ pub struct ColocationImport {
     /// Rows skipped because a throughput cell (colocated or exclusive) was
     /// `None`, `nan` or empty.
     pub skipped_unmeasured: usize,
+}
+
+/// A colocation's identity: each member's workload and colocated
+/// throughput (exact bits), in workload order, so that the same measurement
+/// is recognised whatever the order of its members. Two rows with the same
+/// identity are one measurement listed twice.
+pub(crate) type Identity = Vec<(String, u64)>;
+
+/// The identity of `colocation`.
+pub(crate) fn identity(colocation: &Colocation) -> Identity {
+    identity_of(colocation.members.iter().map(|member| (member.metrics.workload.clone(), member.colocated_rps)))
+}
+
+/// The identity of a colocation of these (workload, colocated throughput)
+/// members.
+pub(crate) fn identity_of(members: impl IntoIterator<Item = (String, f64)>) -> Identity {
+    let mut identity: Identity = members.into_iter().map(|(workload, rps)| (workload, rps.to_bits())).collect();
+    identity.sort_unstable();
+    identity
+}
+
+/// A colocation in words: `a + b (10.5, 3.25 samples/s)`.
+pub(crate) fn describe(colocation: &Colocation) -> String {
+    let names: Vec<&str> = colocation.members.iter().map(|member| member.metrics.workload.as_str()).collect();
+    let rates: Vec<String> = colocation.members.iter().map(|member| member.colocated_rps.to_string()).collect();
+    format!("{} ({} samples/s)", names.join(" + "), rates.join(", "))
 }
 
 /// `w{i}_<kernel metric>`.
@@ -158,7 +184,9 @@ fn group_size(table: &Table) -> Result<usize, StoreError> {
 /// documentation for the columns). Rows whose colocated or exclusive
 /// throughput is `None`, `nan` or empty are skipped and counted; any other
 /// cell that is not a number, or is negative, is an error naming the file,
-/// line and column (exclusive throughputs must be above zero).
+/// line and column (exclusive throughputs must be above zero). A row that
+/// repeats an earlier one (the same workloads with the same colocated
+/// throughputs, in any member order) is an error naming both lines.
 pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
     let table = Table::read(path)?;
     let k = group_size(&table)?;
@@ -171,6 +199,7 @@ pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
     table.reject_unknown_columns(&known.iter().map(String::as_str).collect::<Vec<_>>())?;
 
     let mut rows = Vec::with_capacity(table.rows.len());
+    let mut lines = HashMap::with_capacity(table.rows.len());
     let mut skipped_unmeasured = 0;
     for record in &table.rows {
         if members.iter().any(|member| member.unmeasured(path, record)) {
@@ -178,7 +207,16 @@ pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
             continue;
         }
         let members = members.iter().map(|member| member.read(path, record)).collect::<Result<_, _>>()?;
-        rows.push(Colocation { members });
+        let colocation = Colocation { members };
+        if let Some(first_line) = lines.insert(identity(&colocation), record.line) {
+            return Err(StoreError::DuplicateColocation {
+                path: path.to_path_buf(),
+                line: record.line,
+                colocation: describe(&colocation),
+                first_line,
+            });
+        }
+        rows.push(colocation);
     }
     Ok(ColocationImport { rows, skipped_unmeasured })
 }
@@ -530,6 +568,37 @@ mod tests {
         rows[1].insert("w2_Registers".to_string(), "None".to_string());
         let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
         assert_names(&message, &["p.csv:3:", "'w2_Registers'", "'None'"]);
+    }
+
+    #[test]
+    fn a_row_listed_twice_is_an_error_naming_both_lines() {
+        let (columns, mut rows) = fixture(2, 4);
+        rows.push(rows[1].clone());
+        let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
+        let expected = format!(
+            "p.csv:6: colocation model1_batch1-inf + model2_batch1-inf ({}, {} samples/s) already listed on line 3",
+            rows[1]["w1throughput"], rows[1]["w2throughput"]
+        );
+        assert!(message.ends_with(&expected), "{message}");
+
+        // The same measurement with its members swapped is the same row.
+        let (columns, mut rows) = fixture(2, 2);
+        let mut swapped = rows[0].clone();
+        for (one, two) in header(1).iter().zip(header(1).iter().map(|column| column.replacen('1', "2", 1))) {
+            let (a, b) = (rows[0][one].clone(), rows[0][&two].clone());
+            swapped.insert(one.clone(), b);
+            swapped.insert(two, a);
+        }
+        rows.push(swapped);
+        let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
+        assert_names(&message, &["p.csv:4:", "already listed on line 2"]);
+
+        // The same workloads measured at other throughputs are another row.
+        let (columns, mut rows) = fixture(2, 2);
+        let mut again = rows[0].clone();
+        again.insert("w1throughput".to_string(), "1.5".to_string());
+        rows.push(again);
+        assert_eq!(read_text(&render(&columns, &rows)).unwrap().rows.len(), 3);
     }
 
     #[test]
