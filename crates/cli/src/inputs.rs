@@ -60,7 +60,7 @@ fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Res
             path.display()
         );
     }
-    Ok(Store::open(&path)?.load_catalog(None)?)
+    Ok(Store::open_read_only(&path)?.load_catalog(None)?)
 }
 
 /// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.

@@ -94,7 +94,7 @@ fn colocate_rejects_bad_kace_files_with_one_line_errors() {
 
 /// Pairs of KACE's form, written by tessera-store: `n` distinct
 /// measurements of two workloads.
-fn pairs_fixture(n: usize) -> String {
+pub fn pairs_fixture(n: usize) -> String {
     use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
     let member = |name: &str, seed: f64| GroupMember {
         metrics: WorkloadMetrics {

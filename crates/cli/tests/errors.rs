@@ -186,6 +186,6 @@ fn every_error_class_prints_its_cause_once() {
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(
         error_of(&["--store", &corrupt, "profiles", "list"], &store),
-        format!("error: {corrupt}: enabling write-ahead logging: file is not a database")
+        format!("error: {corrupt}: reading the schema version: file is not a database")
     );
 }

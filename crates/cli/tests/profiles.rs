@@ -68,3 +68,72 @@ fn a_failed_import_leaves_the_store_unchanged() {
     assert!(stderr(&output).contains("gamma.csv:2"), "{}", stderr(&output));
     assert_eq!(stdout(&tessera(&["profiles", "export"], &store)), before);
 }
+
+/// The file's bytes and modification time.
+fn snapshot(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (std::fs::read(path).unwrap(), std::fs::metadata(path).unwrap().modified().unwrap())
+}
+
+/// Commands that only read open the store read-only: they leave its file
+/// as it was, and work where it may not be written (enabling the
+/// write-ahead log used to fail there before anything was read).
+#[test]
+fn read_only_commands_never_write_the_store() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("store");
+    std::fs::create_dir(&folder).unwrap();
+    let store = folder.join("store.sqlite");
+    let profiles = write_parvagpu_fixture(dir.path());
+    let pairs = dir.path().join("pairs.csv");
+    std::fs::write(&pairs, crate::colocate::pairs_fixture(5)).unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nshop,alpha,900,100\nsearch,beta,500,200\n").unwrap();
+    let plan = dir.path().join("plan.json");
+    let model = dir.path().join("model.json");
+    let (slo, plan, model) = (slo.to_str().unwrap(), plan.to_str().unwrap(), model.to_str().unwrap());
+    for setup in [
+        vec!["profiles", "import", profiles.to_str().unwrap(), "--gpu", "a100-80gb"],
+        vec!["colocate", "import", pairs.to_str().unwrap()],
+        vec!["workload", "add", "w", "--family", "alpha", "--task", "inference", "--batch", "8", "--command", "true"],
+    ] {
+        let output = tessera(&setup, &store);
+        assert!(output.status.success(), "{setup:?}: {}", stderr(&output));
+    }
+    assert!(tessera(&["plan", "--slo", slo, "--format", "json", "-o", plan], &store).status.success());
+    let before = snapshot(&store);
+    let reads: [&[&str]; 9] = [
+        &["profiles", "list"],
+        &["profiles", "list", "--format", "json"],
+        &["profiles", "export"],
+        &["plan", "--slo", slo],
+        &["verify", plan, "--slo", slo],
+        &["workload", "list"],
+        &["colocate", "train", "--model", "kace", "-o", model],
+        &["colocate", "recommend", "--target", "a1_batch1-inf"],
+        &["deploy", plan, "--node", "0", "--dry-run"],
+    ];
+    let run_all = || {
+        for args in reads {
+            let output = tessera(args, &store);
+            assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        }
+    };
+    run_all();
+    assert_eq!(snapshot(&store), before, "a read-only command changed the store");
+
+    // SQLite cannot make the shared-memory file it reads a WAL database
+    // with (a dangling link stands in its way, as a folder without write
+    // permission does for a user other than root).
+    let shm = folder.join("store.sqlite-shm");
+    let _ = std::fs::remove_file(&shm);
+    std::os::unix::fs::symlink(folder.join("no-such-folder").join("shm"), &shm).unwrap();
+    run_all();
+    std::fs::remove_file(&shm).unwrap();
+    // A read-only file and folder (root, as tests may run, ignores these).
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    run_all();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(snapshot(&store), before, "a read-only command changed the store");
+}

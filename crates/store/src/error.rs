@@ -234,6 +234,17 @@ pub enum StoreError {
         /// The newest version this code knows.
         supported: u32,
     },
+    /// A database of an older schema opened read-only (reading it would
+    /// need the migrations a writing command applies).
+    #[error("{}: database schema version {found} is older than this program's ({supported}); a command that writes to the store upgrades it, e.g. `tessera store migrate`", path.display())]
+    SchemaTooOld {
+        /// The database.
+        path: PathBuf,
+        /// The version found in the database.
+        found: u32,
+        /// The version this code reads.
+        supported: u32,
+    },
     /// A workload definition that cannot be registered.
     #[error("{}: workload '{name}': {detail}", path.display())]
     InvalidWorkload {

@@ -84,7 +84,7 @@ fn load_data(data: Option<&Path>, store: Option<&Path>) -> Result<(Vec<Colocatio
                     path.display()
                 );
             }
-            let store = Store::open(&path)?;
+            let store = Store::open_read_only(&path)?;
             (store.load_colocations()?, store.load_workloads()?)
         }
     };

@@ -112,7 +112,7 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
     let mut journal = if args.apply { Some(Store::open(&store_file)?) } else { None };
     let registered = match &journal {
         Some(store) => store.registered_workloads()?,
-        None if store_file.exists() => Store::open(&store_file)?.registered_workloads()?,
+        None if store_file.exists() => Store::open_read_only(&store_file)?.registered_workloads()?,
         None => Vec::new(),
     };
     let commands = commands_for(&deployments, &registered);

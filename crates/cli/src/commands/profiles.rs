@@ -45,7 +45,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
             )?;
         }
         ProfilesCommand::List { format } => {
-            let summaries = if path.exists() { Store::open(&path)?.list_profiles()? } else { Vec::new() };
+            let summaries = if path.exists() { Store::open_read_only(&path)?.list_profiles()? } else { Vec::new() };
             match format {
                 ListFormat::Json => {
                     let rows: Vec<serde_json::Value> = summaries
@@ -83,7 +83,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
             if !path.exists() {
                 bail!("no profile store at {}", path.display());
             }
-            let catalog = Store::open(&path)?.load_catalog(gpu)?;
+            let catalog = Store::open_read_only(&path)?.load_catalog(gpu)?;
             let mut csv = Vec::new();
             write_profiles_csv(&mut csv, catalog.iter()).context("cannot render profiles as CSV")?;
             emit(&csv, output.as_deref())?;

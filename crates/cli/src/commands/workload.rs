@@ -23,7 +23,8 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
             outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;
         }
         WorkloadCommand::List { format } => {
-            let workloads = if path.exists() { Store::open(&path)?.registered_workloads()? } else { Vec::new() };
+            let workloads =
+                if path.exists() { Store::open_read_only(&path)?.registered_workloads()? } else { Vec::new() };
             match format {
                 ListFormat::Json => {
                     let rows: Vec<serde_json::Value> = workloads
