@@ -35,7 +35,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Check a plan against profiles, SLOs and the MIG lattice.
     Verify(VerifyArgs),
-    /// Manage the profile store: import, list, export.
+    /// Manage the profile store: import, list, remove, export.
     #[command(subcommand)]
     Profiles(ProfilesCommand),
     /// Predict and evaluate colocations of workloads under MPS.
@@ -59,6 +59,24 @@ pub enum Command {
     /// Register workloads: how to run them and read their throughput.
     #[command(subcommand)]
     Workload(WorkloadCommand),
+    /// The store itself: where it is, its schema and what it holds.
+    #[command(subcommand)]
+    Store(StoreCommand),
+}
+
+/// `tessera store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Show the store's path, schema version and how many profiles,
+    /// workloads, colocations, imports and journal entries it holds.
+    Info {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Upgrade the store's schema to this version of Tessera (any command
+    /// that writes to the store does too; commands that only read need it).
+    Migrate,
 }
 
 /// `tessera workload …`.
@@ -91,6 +109,12 @@ pub enum WorkloadCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+    },
+    /// Remove a registered workload (its measured metrics and colocations
+    /// stay in the store).
+    Remove {
+        /// The workload's name.
+        name: String,
     },
 }
 
@@ -308,6 +332,23 @@ pub enum ColocateCommand {
         /// KACE's folder of `output_<workload>_ncu_total.csv` files.
         #[arg(long, value_name = "DIR", requires = "system_metrics")]
         kernel_metrics: Option<PathBuf>,
+    },
+    /// List the colocations in the store, with their ids and sources.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Remove colocations from the store: by id (see `colocate list`), or
+    /// every one imported from a source.
+    Remove {
+        /// Ids of the colocations to remove.
+        #[arg(value_name = "ID", required_unless_present = "source", conflicts_with = "source")]
+        ids: Vec<i64>,
+        /// Remove every colocation imported from this source (as `colocate
+        /// list` shows it, or the file's path).
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
     },
     /// Train a model and write it as a versioned JSON file.
     Train {
@@ -678,6 +719,15 @@ pub enum ProfilesCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+    },
+    /// Remove a model's profile on one GPU model (all its points) from the
+    /// store.
+    Remove {
+        /// The model, e.g. `bert`.
+        model: String,
+        /// The GPU model it was measured on.
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
     },
     /// Export profiles from the store as Tessera profile CSV.
     Export {

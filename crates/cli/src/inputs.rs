@@ -29,6 +29,15 @@ pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// Opens the store at `path` to change what it holds; a store that does not
+/// exist is an error (there is nothing to change), not created.
+pub fn open_existing(path: &Path) -> Result<Store> {
+    if !path.exists() {
+        bail!("no store at {}", path.display());
+    }
+    Ok(Store::open(path)?)
+}
+
 /// The profiles and services that `inputs` name.
 pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     let loaded = load_catalog(&inputs.profiles, inputs.demo, store)?;

@@ -188,4 +188,13 @@ fn every_error_class_prints_its_cause_once() {
         error_of(&["--store", &corrupt, "profiles", "list"], &store),
         format!("error: {corrupt}: reading the schema version: file is not a database")
     );
+    assert_eq!(
+        error_of(&["--store", &corrupt, "workload", "remove", "w"], &store),
+        format!("error: {corrupt}: enabling write-ahead logging: file is not a database")
+    );
+    let no_splits = dir.path().display().to_string();
+    assert_eq!(
+        error_of(&["colocate", "evaluate", "--protocol", "p3", "--splits", &no_splits], &store),
+        format!("error: {no_splits}: no subfolder holds training_set.csv and testing_set.csv")
+    );
 }

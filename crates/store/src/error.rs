@@ -255,6 +255,17 @@ pub enum StoreError {
         /// What is wrong, naming the field.
         detail: String,
     },
+    /// Something asked to be removed that the store does not hold.
+    #[error("{}: no {what} in the store (it holds: {known})", path.display())]
+    NotStored {
+        /// The database.
+        path: PathBuf,
+        /// What was asked for, e.g. `profile of model 'bert' on a100-80gb`.
+        what: String,
+        /// What the store holds of that kind, comma-separated (`no …` when
+        /// nothing).
+        known: String,
+    },
     /// A workload name that is not registered.
     #[error("{}: no registered workload '{name}' (known: {known})", path.display())]
     UnknownWorkload {

@@ -33,6 +33,7 @@ pub mod fs;
 
 pub use db::{
     default_path, ColocationImportSummary, ImportSummary, JournalEntry, ProfileSummary, RegisteredWorkload, Store,
+    StoreCounts, StoredColocation,
 };
 pub use error::StoreError;
 pub use formats::kace::{

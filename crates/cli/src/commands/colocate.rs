@@ -8,12 +8,13 @@ use tessera_colocate::gbm::GbmParams;
 use tessera_colocate::model_file::{ModelFile, TrainedModel};
 use tessera_colocate::recommend::{recommend, Recommendation};
 use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_store::formats::kace::{TESTING_FILE, TRAINING_FILE};
-use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store};
+use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
 
 use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
 use crate::table::TextTable;
 
@@ -25,6 +26,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
         ColocateCommand::Import { data, system_metrics, kernel_metrics } => {
             import(&data, system_metrics.as_deref().zip(kernel_metrics.as_deref()), store)
         }
+        ColocateCommand::List { format } => list(store, format),
+        ColocateCommand::Remove { ids, source } => remove(store, &ids, source.as_deref()),
         ColocateCommand::Train { model, data, seed, output } => {
             let (rows, _) = load_data(data.as_deref(), store)?;
             let trained = train(model, &rows, seed)?;
@@ -125,6 +128,74 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
         outln!("imported {count} workloads from {}", system.display())?;
     }
     Ok(())
+}
+
+/// `colocate list`: every stored colocation with its id and source.
+fn list(store: Option<&Path>, format: ListFormat) -> Result<()> {
+    let path = store_path(store)?;
+    let stored = if path.exists() { Store::open_read_only(&path)?.stored_colocations()? } else { Vec::new() };
+    match format {
+        ListFormat::Json => {
+            let rows: Vec<serde_json::Value> = stored
+                .iter()
+                .map(|s| {
+                    let members: Vec<serde_json::Value> = s
+                        .colocation
+                        .members
+                        .iter()
+                        .map(
+                            |m| serde_json::json!({ "workload": m.metrics.workload, "colocated_rps": m.colocated_rps }),
+                        )
+                        .collect();
+                    serde_json::json!({
+                        "id": s.id, "source": s.source, "imported_at": s.imported_at, "members": members,
+                    })
+                })
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&rows)?)?;
+        }
+        ListFormat::Table if stored.is_empty() => {
+            outln!("no colocations in {}; import some with `tessera colocate import`", path.display())?;
+        }
+        ListFormat::Table => {
+            let mut table = TextTable::new(&["id", "workloads", "colocated samples/s", "imported at", "source"]);
+            for s in &stored {
+                let members = &s.colocation.members;
+                let names: Vec<&str> = members.iter().map(|m| m.metrics.workload.as_str()).collect();
+                let rates: Vec<String> = members.iter().map(|m| format!("{:.1}", m.colocated_rps)).collect();
+                table.row(vec![
+                    s.id.to_string(),
+                    names.join(" + "),
+                    rates.join(" / "),
+                    s.imported_at.clone(),
+                    s.source.clone(),
+                ]);
+            }
+            out!("{}", table.render())?;
+        }
+    }
+    Ok(())
+}
+
+/// `colocate remove`: by id, or every colocation of a source (as recorded,
+/// else the canonical path of the file named, which `colocate import`
+/// records).
+fn remove(store: Option<&Path>, ids: &[i64], source: Option<&str>) -> Result<()> {
+    let path = store_path(store)?;
+    let mut store = open_existing(&path)?;
+    let removed = match source {
+        None => store.remove_colocations(ids)?,
+        Some(source) => {
+            let canonical = std::fs::canonicalize(source).ok().map(|file| file.display().to_string());
+            match (store.remove_colocations_from(source), canonical) {
+                (Err(StoreError::NotStored { .. }), Some(canonical)) if canonical != source => {
+                    store.remove_colocations_from(&canonical)?
+                }
+                (removed, _) => removed?,
+            }
+        }
+    };
+    outln!("removed {} from {}", count(removed, "colocation"), path.display())
 }
 
 fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {

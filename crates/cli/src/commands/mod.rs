@@ -8,6 +8,7 @@ mod profile;
 mod profiles;
 mod segments;
 mod simulate;
+mod store;
 mod verify;
 mod workload;
 
@@ -28,5 +29,6 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Deploy(args) => deploy::run(args, store),
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
+        Command::Store(command) => store::run(command, store),
     }
 }

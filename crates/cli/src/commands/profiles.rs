@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use tessera_core::text::count;
 use tessera_store::{read_profile_dir, read_profiles_csv, write_profiles_csv, Store};
 
 use crate::args::{ListFormat, ProfileFormat, ProfilesCommand};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::emit;
 use crate::output::{out, outln};
 use crate::table::TextTable;
@@ -78,6 +79,10 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                     out!("{}", table.render())?;
                 }
             }
+        }
+        ProfilesCommand::Remove { model, gpu } => {
+            let points = open_existing(&path)?.remove_profile(gpu, &model)?;
+            outln!("removed the profile of {model} on {gpu} ({}) from {}", count(points, "point"), path.display())?;
         }
         ProfilesCommand::Export { gpu, output } => {
             if !path.exists() {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use tessera_store::{RegisteredWorkload, Store};
 
 use crate::args::{ListFormat, WorkloadCommand};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::{out, outln};
 use crate::table::TextTable;
 
@@ -58,6 +58,13 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                 }
             }
         }
+        WorkloadCommand::Remove { name } => remove(&path, &name)?,
     }
     Ok(())
+}
+
+/// `workload remove NAME`: the registration only.
+fn remove(path: &Path, name: &str) -> Result<()> {
+    open_existing(path)?.remove_registered_workload(name)?;
+    outln!("removed registered workload {name} from {}", path.display())
 }

@@ -18,9 +18,30 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::StoreError;
 
-pub use colocations::ColocationImportSummary;
+pub use colocations::{ColocationImportSummary, StoredColocation};
 pub use profiles::{ImportSummary, ProfileSummary};
 pub use workloads_registry::{JournalEntry, RegisteredWorkload};
+
+/// What a store holds, counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreCounts {
+    /// The schema version.
+    pub schema_version: u32,
+    /// (GPU model, model) profiles.
+    pub profiles: u64,
+    /// Profile points, summed over the profiles.
+    pub profile_points: u64,
+    /// Workloads with metrics alone.
+    pub workloads: u64,
+    /// Registered workloads (how to run them).
+    pub registered_workloads: u64,
+    /// Measured colocations.
+    pub colocations: u64,
+    /// Imports recorded (of profiles, workloads and colocations).
+    pub imports: u64,
+    /// Journal entries.
+    pub journal_entries: u64,
+}
 
 /// How long a write waits for another process's lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -120,6 +141,26 @@ impl Store {
     /// The database's schema version (`PRAGMA user_version`).
     pub fn schema_version(&self) -> Result<u32, StoreError> {
         migrations::version(&self.conn).map_err(|source| self.sqlite("reading the schema version", source))
+    }
+
+    /// The schema version and how many of each thing the store holds.
+    pub fn counts(&self) -> Result<StoreCounts, StoreError> {
+        let count = |sql: &str| -> Result<u64, StoreError> {
+            self.conn
+                .query_row(sql, [], |row| row.get::<_, i64>(0))
+                .map(|n| n.unsigned_abs())
+                .map_err(|error| self.sqlite("counting what the store holds", error))
+        };
+        Ok(StoreCounts {
+            schema_version: self.schema_version()?,
+            profiles: count("SELECT COUNT(*) FROM (SELECT DISTINCT gpu_model, model FROM profiles)")?,
+            profile_points: count("SELECT COUNT(*) FROM profiles")?,
+            workloads: count("SELECT COUNT(*) FROM workloads")?,
+            registered_workloads: count("SELECT COUNT(*) FROM registered_workloads")?,
+            colocations: count("SELECT COUNT(*) FROM colocations")?,
+            imports: count("SELECT COUNT(*) FROM imports")?,
+            journal_entries: count("SELECT COUNT(*) FROM journal")?,
+        })
     }
 
     /// An SQLite error with the database path and what the store was doing.
@@ -299,6 +340,23 @@ mod tests {
         drop(store);
         assert_eq!(snapshot(&path), before);
         assert_eq!(immutable_uri(Path::new("/d/a b?c#d%e")), "file:/d/a%20b%3Fc%23d%25e?immutable=1");
+    }
+
+    #[test]
+    fn counts_what_the_store_holds() {
+        let mut store = Store::open_in_memory().unwrap();
+        let empty = store.counts().unwrap();
+        assert_eq!(empty.schema_version, migrations::SUPPORTED_VERSION);
+        assert_eq!((empty.profiles, empty.profile_points, empty.colocations, empty.journal_entries), (0, 0, 0, 0));
+        let mut a30 = bert_profile();
+        a30.gpu = tessera_core::GpuModel::A30_24GB;
+        store.import_profiles(&[bert_profile(), a30], "p.csv", "native").unwrap();
+        store.journal("deploy-apply", "x").unwrap();
+        let counts = store.counts().unwrap();
+        assert_eq!(
+            (counts.profiles, counts.profile_points, counts.imports, counts.journal_entries, counts.workloads),
+            (2, 2, 1, 1, 0)
+        );
     }
 
     #[test]
