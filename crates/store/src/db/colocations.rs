@@ -12,7 +12,7 @@ use rusqlite::{ffi, params, Connection, Row};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
 use tessera_core::text::count;
 
-use super::profiles::known;
+use super::profiles::{known, names};
 use super::Store;
 use crate::error::StoreError;
 use crate::formats::kace::{identity, identity_of, Identity};
@@ -356,16 +356,12 @@ impl Store {
             )
             .map_err(sqlite)?;
         if removed == 0 {
-            let mut statement = transaction
-                .prepare(
-                    "SELECT DISTINCT i.source FROM colocations c JOIN imports i ON i.id = c.import_id ORDER BY i.source",
-                )
-                .map_err(sqlite)?;
-            let sources = statement
-                .query_map([], |row| row.get::<_, String>(0))
-                .map_err(sqlite)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(sqlite)?;
+            let sources = names(
+                &transaction,
+                "SELECT DISTINCT i.source FROM colocations c JOIN imports i ON i.id = c.import_id ORDER BY i.source",
+                [],
+            )
+            .map_err(sqlite)?;
             return Err(StoreError::NotStored {
                 path: self.path.clone(),
                 what: format!("colocation imported from '{source}'"),

@@ -216,14 +216,20 @@ mod tests {
         assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
     }
 
+    /// A database at `path` with the schema of version 1.
+    fn version_1_database(path: &Path) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        conn.execute_batch(migrations::MIGRATIONS[0]).unwrap();
+        conn.pragma_update(None, "user_version", 1).unwrap();
+        conn
+    }
+
     #[test]
     fn migrates_a_version_1_database_keeping_its_profiles() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profiles.sqlite");
         {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(migrations::MIGRATIONS[0]).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
+            let conn = version_1_database(&path);
             conn.execute_batch(
                 r#"INSERT INTO imports (source, format, "rows") VALUES ('old.csv', 'native', 1);
                 INSERT INTO profiles VALUES ('a100-80gb', 'bert', 1, 4, 1, 10.5, 5.5, 1.25, 1);"#,
@@ -301,11 +307,7 @@ mod tests {
     fn a_store_of_another_schema_is_not_read_only_opened() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("old.sqlite");
-        {
-            let conn = Connection::open(&path).unwrap();
-            conn.execute_batch(migrations::MIGRATIONS[0]).unwrap();
-            conn.pragma_update(None, "user_version", 1).unwrap();
-        }
+        drop(version_1_database(&path));
         let before = snapshot(&path);
         let message = Store::open_read_only(&path).unwrap_err().to_string();
         assert!(

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Params};
 use tessera_core::{GpuModel, ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 
 use super::Store;
@@ -221,14 +221,12 @@ impl Store {
             .execute("DELETE FROM profiles WHERE gpu_model = ?1 AND model = ?2", params![gpu.id(), model])
             .map_err(sqlite)?;
         if removed == 0 {
-            let mut statement = transaction
-                .prepare("SELECT DISTINCT model FROM profiles WHERE gpu_model = ?1 ORDER BY model")
-                .map_err(sqlite)?;
-            let models = statement
-                .query_map([gpu.id()], |row| row.get::<_, String>(0))
-                .map_err(sqlite)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(sqlite)?;
+            let models = names(
+                &transaction,
+                "SELECT DISTINCT model FROM profiles WHERE gpu_model = ?1 ORDER BY model",
+                [gpu.id()],
+            )
+            .map_err(sqlite)?;
             return Err(StoreError::NotStored {
                 path: self.path.clone(),
                 what: format!("profile of model '{model}' on {gpu}"),
@@ -257,6 +255,13 @@ impl Store {
             detail: detail.to_string(),
         }
     }
+}
+
+/// The first column of every row `sql` selects with `params`, as text.
+pub(crate) fn names(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(sql)?;
+    let rows = statement.query_map(params, |row| row.get::<_, String>(0))?;
+    rows.collect()
 }
 
 /// The names a store holds, comma-separated, or `no <kind>` when none.

@@ -15,6 +15,7 @@ use tessera_core::{
 };
 
 use crate::error::StoreError;
+use crate::formats::plan::write_instance_rows;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
 use crate::formats::table::{read_headerless, Cell, Record, Table};
 
@@ -275,26 +276,17 @@ pub(crate) fn deployment_from_table(
 /// the node), `Model`, `Placement` (start slice), `Instance size` (GPCs),
 /// `Batch size` and `Num proc`.
 pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
-    let write_error =
-        |error: csv::Error| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), cause: error.into() };
-    let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(DEPLOYMENT_HEADER).map_err(write_error)?;
-    for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            writer
-                .write_record([
-                    gpu.node.to_string(),
-                    gpu.index.to_string(),
-                    instance.model.clone(),
-                    instance.start.to_string(),
-                    instance.size.to_string(),
-                    instance.batch.to_string(),
-                    instance.procs.to_string(),
-                ])
-                .map_err(write_error)?;
-        }
-    }
-    writer.flush().map_err(|cause| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), cause })
+    write_instance_rows(out, "ParvaGPU deployment CSV", plan, DEPLOYMENT_HEADER, |gpu, instance| {
+        [
+            gpu.node.to_string(),
+            gpu.index.to_string(),
+            instance.model.clone(),
+            instance.start.to_string(),
+            instance.size.to_string(),
+            instance.batch.to_string(),
+            instance.procs.to_string(),
+        ]
+    })
 }
 
 #[cfg(test)]

@@ -93,28 +93,40 @@ fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreError> {
 /// per MIG instance in plan order, numbers in Rust's shortest round-trip
 /// notation (reading the file back gives the same values).
 pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
-    let write_error = |cause: std::io::Error| StoreError::Write { what: "plan CSV".to_string(), cause };
+    write_instance_rows(out, "plan CSV", plan, PLAN_CSV_HEADER, |gpu, instance| {
+        [
+            gpu.node.to_string(),
+            gpu.index.to_string(),
+            gpu.gpu_model.id().to_string(),
+            instance.profile.clone(),
+            instance.size.to_string(),
+            instance.start.to_string(),
+            instance.service.clone(),
+            instance.model.clone(),
+            instance.batch.to_string(),
+            instance.procs.to_string(),
+            instance.throughput_rps.to_string(),
+            instance.latency_ms.to_string(),
+            plan.latency_rule.clone(),
+        ]
+    })
+}
+
+/// Writes `header`, then `row` of every MIG instance of `plan` in plan
+/// order, as CSV called `what` in error messages.
+pub(crate) fn write_instance_rows<W: Write, const N: usize>(
+    out: W,
+    what: &str,
+    plan: &Plan,
+    header: [&str; N],
+    row: impl Fn(&GpuAssignment, &InstanceAssignment) -> [String; N],
+) -> Result<(), StoreError> {
+    let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(PLAN_CSV_HEADER).map_err(|error| write_error(error.into()))?;
+    writer.write_record(header).map_err(|error| write_error(error.into()))?;
     for gpu in &plan.gpus {
         for instance in &gpu.instances {
-            writer
-                .write_record([
-                    gpu.node.to_string(),
-                    gpu.index.to_string(),
-                    gpu.gpu_model.id().to_string(),
-                    instance.profile.clone(),
-                    instance.size.to_string(),
-                    instance.start.to_string(),
-                    instance.service.clone(),
-                    instance.model.clone(),
-                    instance.batch.to_string(),
-                    instance.procs.to_string(),
-                    instance.throughput_rps.to_string(),
-                    instance.latency_ms.to_string(),
-                    plan.latency_rule.clone(),
-                ])
-                .map_err(|error| write_error(error.into()))?;
+            writer.write_record(row(gpu, instance)).map_err(|error| write_error(error.into()))?;
         }
     }
     writer.flush().map_err(write_error)
