@@ -41,7 +41,7 @@ pub enum Command {
     Plan(PlanArgs),
     /// Check a plan against profiles, SLOs and the MIG lattice.
     Verify(VerifyArgs),
-    /// Manage the profile store: import, list, export.
+    /// Manage the profile store: import, list, remove, export.
     #[command(subcommand)]
     Profiles(ProfilesCommand),
     /// Predict and evaluate colocations of workloads under MPS.
@@ -65,6 +65,9 @@ pub enum Command {
     /// Register workloads: how to run them and read their throughput.
     #[command(subcommand)]
     Workload(WorkloadCommand),
+    /// The store itself: where it is, its schema and what it holds.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Print a shell completion script, e.g. `tessera completions bash >
     /// ~/.local/share/bash-completion/completions/tessera`.
     Completions {
@@ -72,6 +75,21 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `tessera store …`.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Show the store's path, schema version and how many profiles,
+    /// workloads, colocations, imports and journal entries it holds.
+    Info {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Upgrade the store's schema to this version of Tessera (any command
+    /// that writes to the store does too; commands that only read need it).
+    Migrate,
 }
 
 /// `tessera workload …`.
@@ -104,6 +122,12 @@ pub enum WorkloadCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+    },
+    /// Remove a registered workload (its measured metrics and colocations
+    /// stay in the store).
+    Remove {
+        /// The workload's name.
+        name: String,
     },
 }
 
@@ -311,6 +335,23 @@ pub enum ColocateCommand {
         /// KACE's folder of `output_<workload>_ncu_total.csv` files.
         #[arg(long, value_name = "DIR", requires = "system_metrics")]
         kernel_metrics: Option<PathBuf>,
+    },
+    /// List the colocations in the store, with their ids and sources.
+    List {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Remove colocations from the store: by id (see `colocate list`), or
+    /// every one imported from a source.
+    Remove {
+        /// Ids of the colocations to remove.
+        #[arg(value_name = "ID", required_unless_present = "source", conflicts_with = "source")]
+        ids: Vec<i64>,
+        /// Remove every colocation imported from this source (as `colocate
+        /// list` shows it, or the file's path).
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
     },
     /// Train a model and write it as a versioned JSON file.
     Train {
@@ -638,16 +679,24 @@ pub struct PlanArgs {
 /// `tessera verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The plan: JSON as written by `tessera plan --format json`, or a
-    /// ParvaGPU deployment map (`.csv`) on `--gpu`.
+    /// The plan, told apart by its content: JSON or CSV as written by
+    /// `tessera plan --format json|csv`, or ParvaGPU's deployment map (on
+    /// the first `--gpu`).
     pub plan: PathBuf,
 
     #[command(flatten)]
     pub inputs: PlanInputs,
 
-    /// Latency rule; default: the one recorded in the plan.
+    /// Latency rule; default: the one recorded in the plan, or `queueing`
+    /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
+    /// records none.
     #[arg(long, value_parser = parse_rule)]
     pub latency_rule: Option<LatencyRule>,
+
+    /// Output format: a line per violation, or JSON with the violations as
+    /// data (the exit status is 1 on a violation either way).
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 /// Planning strategies.
@@ -674,10 +723,15 @@ impl Strategy {
 pub enum Format {
     /// Aligned text for people.
     Table,
-    /// The plan as JSON.
+    /// The whole plan as JSON (versioned; `verify` and `deploy` read it).
     Json,
-    /// ParvaGPU's deployment-map CSV.
+    /// One row per MIG instance: node, gpu_index, gpu_model, profile,
+    /// size_gpcs, start, service, model, batch, procs, throughput_rps,
+    /// latency_ms, latency_rule (`verify` reads it).
     Csv,
+    /// ParvaGPU's deployment map (`Num instance,Num GPU,Model,Placement,…`),
+    /// for ParvaGPU's tools; it names models only, not services or GPU models.
+    ParvagpuCsv,
 }
 
 /// `tessera profiles …`.
@@ -700,6 +754,15 @@ pub enum ProfilesCommand {
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
+    },
+    /// Remove a model's profile on one GPU model (all its points) from the
+    /// store.
+    Remove {
+        /// The model, e.g. `bert`.
+        model: String,
+        /// The GPU model it was measured on.
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
     },
     /// Export profiles from the store as Tessera profile CSV.
     Export {

@@ -30,6 +30,22 @@ pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
+/// What to do first when a command needs a store that does not exist yet.
+pub const REGISTER_FIRST: &str = "register the workload first (see `tessera workload add --help`)";
+
+/// Opens the store at `path` to change what it holds; a store that does not
+/// exist is an error (there is nothing to change), not created. `first`, if
+/// any, says what would create it: `no store at PATH; FIRST`.
+pub fn open_existing(path: &Path, first: Option<&str>) -> Result<Store> {
+    if !path.exists() {
+        match first {
+            Some(first) => bail!("no store at {}; {first}", path.display()),
+            None => bail!("no store at {}", path.display()),
+        }
+    }
+    Ok(Store::open(path)?)
+}
+
 /// The profiles and services that `inputs` name.
 pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     let slos = &inputs.slos;
@@ -67,7 +83,7 @@ fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Res
             path.display()
         );
     }
-    Ok((Store::open(&path)?.load_catalog(None)?, ProfileOrigin::Measured))
+    Ok((Store::open_read_only(&path)?.load_catalog(None)?, ProfileOrigin::Measured))
 }
 
 /// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.

@@ -1,4 +1,5 @@
-//! Rendering plans for people (table), machines (JSON) and ParvaGPU (CSV).
+//! Rendering plans for people (table), machines (JSON, CSV) and ParvaGPU
+//! (its deployment map); the file formats are tessera-store's.
 
 use anyhow::Result;
 use tessera_core::text::count;
@@ -11,12 +12,13 @@ use crate::table::TextTable;
 pub fn render_plan(plan: &Plan, format: Format) -> Result<Vec<u8>> {
     Ok(match format {
         Format::Table => plan_table(plan).into_bytes(),
-        Format::Json => {
-            let mut json = serde_json::to_vec_pretty(plan)?;
-            json.push(b'\n');
-            json
-        }
+        Format::Json => tessera_store::plan_json(plan),
         Format::Csv => {
+            let mut csv = Vec::new();
+            tessera_store::write_plan_csv(&mut csv, plan)?;
+            csv
+        }
+        Format::ParvagpuCsv => {
             let mut csv = Vec::new();
             tessera_store::write_deployment_csv(&mut csv, plan)?;
             csv

@@ -11,7 +11,7 @@ use std::path::Path;
 use regex::Regex;
 use tempfile::TempDir;
 
-use crate::util::{stderr, tessera, write_parvagpu_fixture};
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, write_parvagpu_fixture};
 
 /// One row of the matrix.
 struct Case {
@@ -188,4 +188,87 @@ fn the_good_fixtures_plan() {
     ];
     let from_scenario = tessera(&scenario, &store);
     assert!(from_scenario.status.success(), "{}", stderr(&from_scenario));
+}
+
+/// The whole standard error of a command that must fail with status 1.
+fn error_of(args: &[&str], store: &std::path::Path) -> String {
+    fails_with(args, store, &[]).trim_end().to_string()
+}
+
+/// One exact line per class of error: the message carries its context and
+/// the cause comes once (never `cause: cause`); CRLF files count lines as
+/// written.
+#[test]
+fn every_error_class_prints_its_cause_once() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let file = |name: &str, text: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let missing = dir.path().join("missing.csv").display().to_string();
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &missing], &store),
+        format!("error: {missing}: No such file or directory (os error 2)")
+    );
+    let cell = file("cell.csv", b"service,model,rate_rps,latency_ms\r\na,bert-base,1,100\r\nb,bert-base,fast,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &cell], &store),
+        format!("error: {cell}:3: field 'rate_rps': expected a number, got 'fast'")
+    );
+    let twice = file("twice.csv", b"service,model,rate_rps,latency_ms\r\na,bert-base,1,100\r\na,bert-base,2,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &twice], &store),
+        format!("error: {twice}:3: field 'service': service 'a' already listed on line 2")
+    );
+    let column = file("column.csv", b"service,rate_rps,latency\na,1,100\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &column], &store),
+        format!("error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms)")
+    );
+    let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
+    assert_eq!(
+        error_of(&["plan", "--demo", "--slo", &utf8], &store),
+        format!("error: {utf8}:2: field 'column 1': invalid UTF-8")
+    );
+    let broken = file("broken.json", b"{ nope");
+    assert_eq!(
+        error_of(&["verify", &broken, "--demo"], &store),
+        format!("error: {broken}: not a Tessera plan: key must be a string at line 1 column 3")
+    );
+    let plan = dir.path().join("plan.json").display().to_string();
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
+    let json = std::fs::read_to_string(&plan).unwrap();
+    let newer = file("newer.json", json.replace("\"version\": 1,", "\"version\": 9,").as_bytes());
+    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads version 1)");
+    assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
+    assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
+    let misspelt = file("misspelt.json", json.replacen("\"batch\"", "\"batch_size\"", 1).as_bytes());
+    let message = error_of(&["verify", &misspelt, "--demo"], &store);
+    assert!(
+        message.starts_with(&format!(
+            "error: {misspelt}: not a Tessera plan: unknown field `batch_size`, expected one of"
+        )),
+        "{message}"
+    );
+    let one_off = file("one-off.json", json.replacen("\"latency_ms\": ", "\"latency_ms\": 1", 1).as_bytes());
+    let output = tessera(&["verify", &one_off, "--demo"], &store);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
+    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the queueing latency rule)\n"));
+    let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
+    assert_eq!(
+        error_of(&["--store", &corrupt, "profiles", "list"], &store),
+        format!("error: {corrupt}: reading the schema version: file is not a database")
+    );
+    assert_eq!(
+        error_of(&["--store", &corrupt, "workload", "remove", "w"], &store),
+        format!("error: {corrupt}: enabling write-ahead logging: file is not a database")
+    );
+    let no_splits = dir.path().display().to_string();
+    assert_eq!(
+        error_of(&["colocate", "evaluate", "--protocol", "p3", "--splits", &no_splits], &store),
+        format!("error: {no_splits}: no subfolder holds training_set.csv and testing_set.csv")
+    );
 }

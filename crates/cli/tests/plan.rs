@@ -88,12 +88,74 @@ fn verify_reports_every_violation_of_a_tampered_plan() {
 }
 
 #[test]
-fn csv_output_uses_parvagpu_deployment_columns() {
+fn parvagpu_csv_output_uses_parvagpu_deployment_columns() {
     let dir = TempDir::new().unwrap();
-    let output = tessera(&["plan", "--demo", "--format", "csv"], &store_in(&dir));
+    let output = tessera(&["plan", "--demo", "--format", "parvagpu-csv"], &store_in(&dir));
     let csv = stdout(&output);
     assert!(csv.starts_with("Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\n"), "{csv}");
     assert!(csv.lines().skip(1).all(|line| line.split(',').count() == 7));
+}
+
+/// `plan --format csv` writes Tessera's own CSV, which `verify` reads back:
+/// services and GPU models included, under the rule the plan was made with
+/// (ParvaGPU's map, without them, gave 23 false violations).
+#[test]
+fn a_csv_plan_reads_back_and_verifies() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    for (strategy, rule) in [("optimal", "queueing"), ("parva", "parva")] {
+        let csv = dir.path().join(format!("{strategy}.csv"));
+        let csv = csv.to_str().unwrap();
+        let fleet = if strategy == "parva" { "a100-80gb" } else { "h100-80gb" };
+        let output =
+            tessera(&["plan", "--demo", "--strategy", strategy, "--gpu", fleet, "--format", "csv", "-o", csv], &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let text = std::fs::read_to_string(csv).unwrap();
+        assert!(text.starts_with("node,gpu_index,gpu_model,profile,size_gpcs,start,service,model,batch,procs,"));
+        let output = tessera(&["verify", csv, "--demo", "--gpu", fleet], &store);
+        assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
+        assert!(stdout(&output).contains(&format!("every segment within the {rule} latency rule")), "{strategy}");
+    }
+    // ParvaGPU's map of the same plan still reads (by its header, whatever
+    // the file's name), under the queueing rule, said on stderr.
+    let map = dir.path().join("map.txt");
+    let map = map.to_str().unwrap();
+    assert!(tessera(&["plan", "--demo", "--format", "parvagpu-csv", "-o", map], &store).status.success());
+    let output = tessera(&["verify", map, "--demo"], &store);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).starts_with(&format!("note: {map} records no latency rule")), "{}", stderr(&output));
+    assert!(stderr(&output).ends_with("violations (under the queueing latency rule)\n"), "{}", stderr(&output));
+}
+
+#[test]
+fn verify_reports_as_json_with_the_same_exit_status() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("plan.json");
+    let plan = plan.to_str().unwrap();
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", plan], &store).status.success());
+    let json = std::fs::read_to_string(plan).unwrap();
+    assert!(json.starts_with("{\n  \"version\": 1,\n"), "{json}");
+    let output = tessera(&["verify", plan, "--demo", "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((report["ok"].as_bool(), report["latency_rule"].as_str()), (Some(true), Some("queueing")));
+    assert_eq!(report["violations"], serde_json::json!([]));
+
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nx,alexnet,1,100\ny,bert-base,100000,1\n").unwrap();
+    let output = tessera(&["verify", plan, "--demo", "--slo", slo.to_str().unwrap(), "--format", "json"], &store);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let messages: Vec<&str> =
+        report["violations"].as_array().unwrap().iter().map(|v| v["message"].as_str().unwrap()).collect();
+    assert!(messages.contains(&"service 'x': provisioned 0.000 req/s < rate 1 req/s"), "{messages:?}");
+    assert!(messages.contains(&"service 'y': provisioned 0.000 req/s < rate 100000 req/s"), "{messages:?}");
+    assert_eq!(report["ok"], false);
+    assert_eq!(
+        stderr(&output),
+        format!("error: {plan}: {} violations (under the queueing latency rule)\n", messages.len())
+    );
 }
 
 /// ParvaGPU's reference data beside the repository, if present.

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use tempfile::TempDir;
 
-use crate::util::{stderr, stdout, store_in, tessera, write_parvagpu_fixture};
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, write_parvagpu_fixture};
 
 #[test]
 fn profiles_import_list_export_and_plan_from_the_store() {
@@ -67,4 +67,148 @@ fn a_failed_import_leaves_the_store_unchanged() {
     assert!(!output.status.success());
     assert!(stderr(&output).contains("gamma.csv:2"), "{}", stderr(&output));
     assert_eq!(stdout(&tessera(&["profiles", "export"], &store)), before);
+}
+
+/// The file's bytes and modification time.
+fn snapshot(path: &Path) -> (Vec<u8>, std::time::SystemTime) {
+    (std::fs::read(path).unwrap(), std::fs::metadata(path).unwrap().modified().unwrap())
+}
+
+/// Commands that only read open the store read-only: they leave its file
+/// as it was, and work where it may not be written (enabling the
+/// write-ahead log used to fail there before anything was read).
+#[test]
+fn read_only_commands_never_write_the_store() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().unwrap();
+    let folder = dir.path().join("store");
+    std::fs::create_dir(&folder).unwrap();
+    let store = folder.join("store.sqlite");
+    let profiles = write_parvagpu_fixture(dir.path());
+    let pairs = dir.path().join("pairs.csv");
+    std::fs::write(&pairs, crate::colocate::pairs_fixture(5)).unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nshop,alpha,900,100\nsearch,beta,500,200\n").unwrap();
+    let plan = dir.path().join("plan.json");
+    let model = dir.path().join("model.json");
+    let (slo, plan, model) = (slo.to_str().unwrap(), plan.to_str().unwrap(), model.to_str().unwrap());
+    for setup in [
+        vec!["profiles", "import", profiles.to_str().unwrap(), "--gpu", "a100-80gb"],
+        vec!["colocate", "import", pairs.to_str().unwrap()],
+        vec!["workload", "add", "w", "--family", "alpha", "--task", "inference", "--batch", "8", "--command", "true"],
+    ] {
+        let output = tessera(&setup, &store);
+        assert!(output.status.success(), "{setup:?}: {}", stderr(&output));
+    }
+    assert!(tessera(&["plan", "--slo", slo, "--format", "json", "-o", plan], &store).status.success());
+    let before = snapshot(&store);
+    let reads: [&[&str]; 9] = [
+        &["profiles", "list"],
+        &["profiles", "list", "--format", "json"],
+        &["profiles", "export"],
+        &["plan", "--slo", slo],
+        &["verify", plan, "--slo", slo],
+        &["workload", "list"],
+        &["colocate", "train", "--model", "kace", "-o", model],
+        &["colocate", "recommend", "--target", "a1_batch1-inf"],
+        &["deploy", plan, "--node", "0", "--dry-run"],
+    ];
+    let run_all = || {
+        for args in reads {
+            let output = tessera(args, &store);
+            assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        }
+    };
+    run_all();
+    assert_eq!(snapshot(&store), before, "a read-only command changed the store");
+
+    // SQLite cannot make the shared-memory file it reads a WAL database
+    // with (a dangling link stands in its way, as a folder without write
+    // permission does for a user other than root).
+    let shm = folder.join("store.sqlite-shm");
+    let _ = std::fs::remove_file(&shm);
+    std::os::unix::fs::symlink(folder.join("no-such-folder").join("shm"), &shm).unwrap();
+    run_all();
+    std::fs::remove_file(&shm).unwrap();
+    // A read-only file and folder (root, as tests may run, ignores these).
+    std::fs::set_permissions(&store, std::fs::Permissions::from_mode(0o444)).unwrap();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o555)).unwrap();
+    run_all();
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(snapshot(&store), before, "a read-only command changed the store");
+}
+
+/// `store info` shows where the store is and what it holds; profiles,
+/// registered workloads and colocations are removed one transaction each,
+/// with a clear error for what is not there.
+#[test]
+fn the_store_shows_and_removes_what_it_holds() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let s = store.display().to_string();
+    assert_eq!(
+        stdout(&tessera(&["store", "info"], &store)),
+        format!("no store at {s} yet; a command that writes to the store creates it\n")
+    );
+    fails_with(&["profiles", "remove", "alpha", "--gpu", "a100-80gb"], &store, &[&format!("no store at {s}")]);
+    assert!(!store.exists());
+
+    let profiles = write_parvagpu_fixture(dir.path());
+    let pairs = dir.path().join("pairs.csv");
+    std::fs::write(&pairs, crate::colocate::pairs_fixture(3)).unwrap();
+    for setup in [
+        vec!["profiles", "import", profiles.to_str().unwrap(), "--gpu", "a100-80gb"],
+        vec!["colocate", "import", pairs.to_str().unwrap()],
+        vec!["workload", "add", "w", "--family", "alpha", "--task", "inference", "--batch", "8", "--command", "true"],
+    ] {
+        assert!(tessera(&setup, &store).status.success(), "{setup:?}");
+    }
+    let info = stdout(&tessera(&["store", "info"], &store));
+    let expected = format!(
+        "store                 {s}\nschema version        4\nprofiles              2\nprofile points        9\n\
+         workloads measured    4\nworkloads registered  1\ncolocations           3\nimports               2\n\
+         journal entries       0\n"
+    );
+    assert_eq!(info, expected);
+    let json: serde_json::Value =
+        serde_json::from_slice(&tessera(&["store", "info", "--format", "json"], &store).stdout).unwrap();
+    assert_eq!(
+        (json["path"].as_str(), json["colocations"].as_u64(), json["exists"].as_bool()),
+        (Some(s.as_str()), Some(3), Some(true))
+    );
+
+    let output = tessera(&["profiles", "remove", "alpha", "--gpu", "a100-80gb"], &store);
+    assert_eq!(stdout(&output), format!("removed the profile of alpha on a100-80gb (5 points) from {s}\n"));
+    fails_with(
+        &["profiles", "remove", "alpha", "--gpu", "a100-80gb"],
+        &store,
+        &[&format!("{s}: no profile of model 'alpha' on a100-80gb in the store (it holds: beta)")],
+    );
+    assert!(!stdout(&tessera(&["profiles", "list"], &store)).contains("alpha"));
+
+    assert_eq!(
+        stdout(&tessera(&["workload", "remove", "w"], &store)),
+        format!("removed registered workload w from {s}\n")
+    );
+    fails_with(&["workload", "remove", "w"], &store, &[&format!("{s}: no registered workload 'w' (known: none)")]);
+
+    let listing = stdout(&tessera(&["colocate", "list"], &store));
+    assert!(listing.starts_with("id  workloads "), "{listing}");
+    assert!(listing.contains("\n 2  a1_batch1-inf + b_batch8-inf  41.0 / 41.5 "), "{listing}");
+    let rows: serde_json::Value =
+        serde_json::from_slice(&tessera(&["colocate", "list", "--format", "json"], &store).stdout).unwrap();
+    assert_eq!(rows[2]["members"][1]["colocated_rps"], 42.5);
+    fails_with(&["colocate", "remove", "2", "7"], &store, &["no colocation 7 in the store (it holds: 3 colocations"]);
+    assert_eq!(stdout(&tessera(&["colocate", "remove", "2"], &store)), format!("removed 1 colocation from {s}\n"));
+    // The source as imported (the file's canonical path) or the file itself.
+    let output = tessera(&["colocate", "remove", "--source", pairs.to_str().unwrap()], &store);
+    assert_eq!(stdout(&output), format!("removed 2 colocations from {s}\n"), "{}", stderr(&output));
+    assert!(stdout(&tessera(&["colocate", "list"], &store)).starts_with("no colocations in"));
+    fails_with(
+        &["colocate", "remove", "--source", "elsewhere.csv"],
+        &store,
+        &["'elsewhere.csv'", "(it holds: no colocations)"],
+    );
+    crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
+    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 3, this program's\n"));
 }

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::gpu::GpuModel;
 
-/// A complete deployment plan.
+/// A complete deployment plan. Reading one refuses fields it does not know
+/// (every struct of a plan does), so a misspelt field is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Plan {
     /// Number of GPUs used (equals `gpus.len()`).
     pub gpu_count: usize,
@@ -38,6 +40,7 @@ pub struct Plan {
 
 /// One GPU model of the fleet and its use in a plan.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FleetUse {
     /// The GPU model.
     pub gpu_model: GpuModel,
@@ -52,6 +55,7 @@ pub struct FleetUse {
 
 /// A plan's objective against a proven lower bound.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Optimality {
     /// What is minimized: `gpus`, or `cost` for a fleet of several models.
     pub objective: String,
@@ -67,6 +71,7 @@ pub struct Optimality {
 
 /// One GPU and its MIG instances.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuAssignment {
     /// Node number (global GPU index / GPUs per node).
     pub node: u32,
@@ -80,6 +85,7 @@ pub struct GpuAssignment {
 
 /// One MIG instance with the segment it serves.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InstanceAssignment {
     /// MIG profile name, e.g. `3g.40gb`.
     pub profile: String,
@@ -103,6 +109,7 @@ pub struct InstanceAssignment {
 
 /// How one service fares under the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ServiceReport {
     /// Service name.
     pub service: String,

@@ -4,6 +4,12 @@
 //! it concerns and, for file contents, the 1-based line number as it appears
 //! in the file (the header is line 1), then names the field, column or model
 //! and says what is wrong.
+//!
+//! A message carries its cause's text (the operating system's or SQLite's
+//! words) itself, and no variant exposes the cause through
+//! [`std::error::Error::source`]: the binary prints the whole chain with
+//! `{:#}`, so a cause both in the message and in the chain would be printed
+//! twice.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -15,20 +21,20 @@ use tessera_core::CoreError;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file or folder could not be read, written or created.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The file or folder.
         path: PathBuf,
         /// The operating system's error.
-        source: io::Error,
+        cause: io::Error,
     },
     /// Writing to an output stream (not a named file) failed.
-    #[error("writing {what}: {source}")]
+    #[error("writing {what}: {cause}")]
     Write {
         /// What was being written, e.g. `deployment CSV`.
         what: String,
         /// The underlying error.
-        source: io::Error,
+        cause: io::Error,
     },
     /// A value that could not be parsed or is out of its allowed range.
     #[error("{}:{line}: field '{field}': {message}", path.display())]
@@ -128,7 +134,7 @@ pub enum StoreError {
     },
     /// A row whose values the domain model rejects, e.g. a MIG size the GPU
     /// model does not offer.
-    #[error("{}:{line}: field '{field}': {source}", path.display())]
+    #[error("{}:{line}: field '{field}': {cause}", path.display())]
     Domain {
         /// The file.
         path: PathBuf,
@@ -137,7 +143,7 @@ pub enum StoreError {
         /// The column (or model) concerned.
         field: String,
         /// The domain model's verdict (boxed to keep the error small).
-        source: Box<CoreError>,
+        cause: Box<CoreError>,
     },
     /// The same segment configuration listed twice for one model.
     #[error("{}:{line}: model '{model}': configuration {config} already listed on line {first_line}", path.display())]
@@ -150,6 +156,18 @@ pub enum StoreError {
         model: String,
         /// The configuration, e.g. `3g batch 8 x 2 proc`.
         config: String,
+        /// The line where it first appeared.
+        first_line: u64,
+    },
+    /// The same measured colocation listed twice in a colocation file.
+    #[error("{}:{line}: colocation {colocation} already listed on line {first_line}", path.display())]
+    DuplicateColocation {
+        /// The file.
+        path: PathBuf,
+        /// The line of the repeated colocation.
+        line: u64,
+        /// Its members and colocated throughputs, in words.
+        colocation: String,
         /// The line where it first appeared.
         first_line: u64,
     },
@@ -178,14 +196,33 @@ pub enum StoreError {
         model: String,
     },
     /// An SQLite operation failed.
-    #[error("{}: {context}: {source}", path.display())]
+    #[error("{}: {context}: {cause}", path.display())]
     Sqlite {
         /// The database (`:memory:` for an in-memory store).
         path: PathBuf,
         /// What the store was doing.
         context: String,
         /// SQLite's error (boxed to keep the error small).
-        source: Box<rusqlite::Error>,
+        cause: Box<rusqlite::Error>,
+    },
+    /// A plan file that is not a Tessera plan (not JSON, or not of the
+    /// plan's shape, e.g. a field the format does not know).
+    #[error("{}: not a Tessera plan: {detail}", path.display())]
+    PlanFormat {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in serde's words (naming the field).
+        detail: String,
+    },
+    /// A plan file of another format version.
+    #[error("{}: plan version {found} is not supported (this build reads version {supported})", path.display())]
+    PlanVersion {
+        /// The file.
+        path: PathBuf,
+        /// The file's version.
+        found: u64,
+        /// The version this build reads and writes.
+        supported: u32,
     },
     /// A database written by a newer Tessera.
     #[error("{}: database schema version {found} is newer than this program supports ({supported}); upgrade Tessera", path.display())]
@@ -197,6 +234,17 @@ pub enum StoreError {
         /// The newest version this code knows.
         supported: u32,
     },
+    /// A database of an older schema opened read-only (reading it would
+    /// need the migrations a writing command applies).
+    #[error("{}: database schema version {found} is older than this program's ({supported}); a command that writes to the store upgrades it, e.g. `tessera store migrate`", path.display())]
+    SchemaTooOld {
+        /// The database.
+        path: PathBuf,
+        /// The version found in the database.
+        found: u32,
+        /// The version this code reads.
+        supported: u32,
+    },
     /// A workload definition that cannot be registered.
     #[error("{}: workload '{name}': {detail}", path.display())]
     InvalidWorkload {
@@ -206,6 +254,17 @@ pub enum StoreError {
         name: String,
         /// What is wrong, naming the field.
         detail: String,
+    },
+    /// Something asked to be removed that the store does not hold.
+    #[error("{}: no {what} in the store (it holds: {known})", path.display())]
+    NotStored {
+        /// The database.
+        path: PathBuf,
+        /// What was asked for, e.g. `profile of model 'bert' on a100-80gb`.
+        what: String,
+        /// What the store holds of that kind, comma-separated (`no …` when
+        /// nothing).
+        known: String,
     },
     /// A workload name that is not registered.
     #[error("{}: no registered workload '{name}' (known: {known})", path.display())]
@@ -232,14 +291,19 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// An operating-system error on the file or folder at `path`.
+    pub(crate) fn io(path: &Path, cause: io::Error) -> Self {
+        StoreError::Io { path: path.to_path_buf(), cause }
+    }
+
     /// An SQLite error on the database at `path` while doing `context`.
-    pub(crate) fn sqlite(path: &Path, context: impl Into<String>, source: rusqlite::Error) -> Self {
-        StoreError::Sqlite { path: path.to_path_buf(), context: context.into(), source: Box::new(source) }
+    pub(crate) fn sqlite(path: &Path, context: impl Into<String>, cause: rusqlite::Error) -> Self {
+        StoreError::Sqlite { path: path.to_path_buf(), context: context.into(), cause: Box::new(cause) }
     }
 
     /// A domain-model rejection of `field` on `line` of the file at `path`.
-    pub(crate) fn domain(path: &Path, line: u64, field: impl Into<String>, source: CoreError) -> Self {
-        StoreError::Domain { path: path.to_path_buf(), line, field: field.into(), source: Box::new(source) }
+    pub(crate) fn domain(path: &Path, line: u64, field: impl Into<String>, cause: CoreError) -> Self {
+        StoreError::Domain { path: path.to_path_buf(), line, field: field.into(), cause: Box::new(cause) }
     }
 }
 

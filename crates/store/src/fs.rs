@@ -15,13 +15,8 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 /// either the old file or the complete new one, never a partial file; on
 /// failure the temporary file is removed and `path` is untouched.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
-    let io_error = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| StoreError::Io { path, source }
-    };
-    let file_name = path.file_name().ok_or_else(|| StoreError::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"),
+    let file_name = path.file_name().ok_or_else(|| {
+        StoreError::io(path, std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"))
     })?;
     let dir = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
@@ -36,7 +31,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     if let Err(source) = written {
         // Best effort: the temporary file may not exist.
         let _ = std::fs::remove_file(&temp);
-        return Err(io_error(path)(source));
+        return Err(StoreError::io(path, source));
     }
     // Make the rename itself durable; not every platform can sync a folder.
     if let Ok(folder) = File::open(&dir) {

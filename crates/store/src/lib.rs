@@ -14,8 +14,11 @@
 //!   and deployment map.
 //! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
 //!   with units in the column names.
+//! - [`formats::plan`]: Tessera's plan files, JSON (versioned) and CSV, and
+//!   reading any plan file (ParvaGPU's deployment map too) by its content.
 //! - [`formats::kace`]: KACE's colocation measurements (K ≥ 2 workloads
-//!   sharing a GPU under MPS) and per-workload metric tables.
+//!   sharing a GPU under MPS), its published split folders and per-workload
+//!   metric tables.
 //! - [`fs`]: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the
@@ -30,15 +33,18 @@ pub mod fs;
 
 pub use db::{
     default_path, ColocationImportSummary, ImportSummary, JournalEntry, KernelMetricsStored, ProfileSummary,
-    RegisteredWorkload, Store, WorkloadTask,
+    RegisteredWorkload, Store, StoreCounts, StoredColocation, WorkloadTask,
 };
 pub use error::StoreError;
 pub use formats::kace::{
-    check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_workload_tables,
-    write_colocations, ColocationImport,
+    check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_splits, read_workload_tables,
+    write_colocations, ColocationImport, KaceSplit,
 };
-pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv};
+pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv, write_slo_csv};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
+};
+pub use formats::plan::{
+    plan_json, read_plan, read_plan_csv, read_plan_file, write_plan_csv, PLAN_CSV_HEADER, PLAN_VERSION,
 };
 pub use fs::write_atomic;

@@ -10,10 +10,11 @@ use tessera_colocate::recommend::{recommend, Query, Recommendation, Search};
 use tessera_colocate::DEFAULT_SLOWDOWN;
 use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
-use tessera_store::{read_colocations, read_workload_tables, Store};
+use tessera_store::formats::kace::{TESTING_FILE, TRAINING_FILE};
+use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
 
 use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
 use crate::table::TextTable;
 
@@ -25,6 +26,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
         ColocateCommand::Import { data, system_metrics, kernel_metrics } => {
             import(&data, system_metrics.as_deref().zip(kernel_metrics.as_deref()), store)
         }
+        ColocateCommand::List { format } => list(store, format),
+        ColocateCommand::Remove { ids, source } => remove(store, &ids, source.as_deref()),
         ColocateCommand::Train { model, data, seed, output } => {
             let (rows, _) = load_data(data.as_deref(), store)?;
             let trained = train(model, &rows, seed)?;
@@ -91,7 +94,7 @@ fn load_data(data: Option<&Path>, store: Option<&Path>) -> Result<(Vec<Colocatio
                     path.display()
                 );
             }
-            let store = Store::open(&path)?;
+            let store = Store::open_read_only(&path)?;
             (store.load_colocations()?, store.load_workloads()?)
         }
     };
@@ -111,9 +114,16 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
         None => None,
     };
     let mut store = Store::open(&path)?;
-    let summary = store.import_colocations(&rows, &data.display().to_string())?;
+    // The same file typed another way is the same source, whose rows an
+    // import replaces.
+    let source = std::fs::canonicalize(data).unwrap_or_else(|_| data.to_path_buf());
+    let summary = store.import_colocations(&rows, &source.display().to_string())?;
+    let skipped = match summary.already_stored {
+        0 => String::new(),
+        n => format!("; {n} already stored from another source, skipped"),
+    };
     outln!(
-        "imported {} colocations ({} members; {} replaced) from {} into {}",
+        "imported {} colocations ({} members; {} replaced{skipped}) from {} into {}",
         summary.rows,
         summary.members,
         summary.replaced_rows,
@@ -125,6 +135,74 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
         outln!("imported {count} workloads from {}", system.display())?;
     }
     Ok(())
+}
+
+/// `colocate list`: every stored colocation with its id and source.
+fn list(store: Option<&Path>, format: ListFormat) -> Result<()> {
+    let path = store_path(store)?;
+    let stored = if path.exists() { Store::open_read_only(&path)?.stored_colocations()? } else { Vec::new() };
+    match format {
+        ListFormat::Json => {
+            let rows: Vec<serde_json::Value> = stored
+                .iter()
+                .map(|s| {
+                    let members: Vec<serde_json::Value> = s
+                        .colocation
+                        .members
+                        .iter()
+                        .map(
+                            |m| serde_json::json!({ "workload": m.metrics.workload, "colocated_rps": m.colocated_rps }),
+                        )
+                        .collect();
+                    serde_json::json!({
+                        "id": s.id, "source": s.source, "imported_at": s.imported_at, "members": members,
+                    })
+                })
+                .collect();
+            outln!("{}", serde_json::to_string_pretty(&rows)?)?;
+        }
+        ListFormat::Table if stored.is_empty() => {
+            outln!("no colocations in {}; import some with `tessera colocate import`", path.display())?;
+        }
+        ListFormat::Table => {
+            let mut table = TextTable::new(&["id", "workloads", "colocated samples/s", "imported at", "source"]);
+            for s in &stored {
+                let members = &s.colocation.members;
+                let names: Vec<&str> = members.iter().map(|m| m.metrics.workload.as_str()).collect();
+                let rates: Vec<String> = members.iter().map(|m| format!("{:.1}", m.colocated_rps)).collect();
+                table.row(vec![
+                    s.id.to_string(),
+                    names.join(" + "),
+                    rates.join(" / "),
+                    s.imported_at.clone(),
+                    s.source.clone(),
+                ]);
+            }
+            out!("{}", table.render())?;
+        }
+    }
+    Ok(())
+}
+
+/// `colocate remove`: by id, or every colocation of a source (as recorded,
+/// else the canonical path of the file named, which `colocate import`
+/// records).
+fn remove(store: Option<&Path>, ids: &[i64], source: Option<&str>) -> Result<()> {
+    let path = store_path(store)?;
+    let mut store = open_existing(&path, None)?;
+    let removed = match source {
+        None => store.remove_colocations(ids)?,
+        Some(source) => {
+            let canonical = std::fs::canonicalize(source).ok().map(|file| file.display().to_string());
+            match (store.remove_colocations_from(source), canonical) {
+                (Err(StoreError::NotStored { .. }), Some(canonical)) if canonical != source => {
+                    store.remove_colocations_from(&canonical)?
+                }
+                (removed, _) => removed?,
+            }
+        }
+    };
+    outln!("removed {} from {}", count(removed, "colocation"), path.display())
 }
 
 fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
@@ -212,35 +290,27 @@ fn evaluate(
 }
 
 fn read_rows(path: &Path) -> Result<Vec<Colocation>> {
-    let import = read_colocations(path)?;
+    Ok(noted(path, read_colocations(path)?))
+}
+
+/// The rows of `import`, read from `path`, after a note of the rows skipped.
+fn noted(path: &Path, import: ColocationImport) -> Vec<Colocation> {
     if import.skipped_unmeasured > 0 {
         note(format_args!("{}: skipped {}", path.display(), count(import.skipped_unmeasured, "unmeasured row")));
     }
-    Ok(import.rows)
+    import.rows
 }
 
-/// Every subfolder of `dir` with `training_set.csv` and `testing_set.csv`,
-/// in name order.
+/// KACE's split folders under `dir`, as the evaluator's splits.
 fn read_splits(dir: &Path) -> Result<Vec<Split>> {
-    let mut folders: Vec<_> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.join("training_set.csv").is_file() && path.join("testing_set.csv").is_file())
-        .collect();
-    folders.sort();
-    if folders.is_empty() {
-        bail!("{}: no subfolder holds training_set.csv and testing_set.csv", dir.display());
-    }
-    folders
-        .iter()
-        .map(|folder| {
-            Ok(Split {
-                name: folder.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
-                train: read_rows(&folder.join("training_set.csv"))?,
-                test: read_rows(&folder.join("testing_set.csv"))?,
-            })
+    Ok(tessera_store::read_splits(dir)?
+        .into_iter()
+        .map(|split| Split {
+            train: noted(&split.folder.join(TRAINING_FILE), split.training),
+            test: noted(&split.folder.join(TESTING_FILE), split.testing),
+            name: split.name,
         })
-        .collect()
+        .collect())
 }
 
 fn scores_table(results: &[PolicyScores], columns: &[String]) -> String {

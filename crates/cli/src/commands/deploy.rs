@@ -65,7 +65,7 @@ fn inputs(
     let plan = read_plan(path)?;
     let registered = match journal {
         Some(store) => store.registered_workloads()?,
-        None if store_file.exists() => Store::open(store_file)?.registered_workloads()?,
+        None if store_file.exists() => Store::open_read_only(store_file)?.registered_workloads()?,
         None => Vec::new(),
     };
     let commands = ServiceCommands::resolve(&plan, node, &registered);
@@ -214,6 +214,5 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not a Tessera plan", path.display()))
+    Ok(tessera_store::read_plan(path)?)
 }

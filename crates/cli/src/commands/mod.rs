@@ -7,6 +7,7 @@ mod plan;
 mod profile;
 mod profiles;
 mod simulate;
+mod store;
 mod verify;
 mod workload;
 
@@ -27,6 +28,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Deploy(args) => deploy::run(args, store),
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
+        Command::Store(command) => store::run(command, store),
         Command::Completions { shell } => completions(shell),
     }
 }

@@ -3,10 +3,11 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use tessera_core::text::count;
 use tessera_store::{read_profile_dir, read_profiles_csv, write_profiles_csv, Store};
 
 use crate::args::{ListFormat, ProfileFormat, ProfilesCommand};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::emit;
 use crate::output::{out, outln};
 use crate::table::TextTable;
@@ -45,7 +46,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
             )?;
         }
         ProfilesCommand::List { format } => {
-            let summaries = if path.exists() { Store::open(&path)?.list_profiles()? } else { Vec::new() };
+            let summaries = if path.exists() { Store::open_read_only(&path)?.list_profiles()? } else { Vec::new() };
             match format {
                 ListFormat::Json => {
                     let rows: Vec<serde_json::Value> = summaries
@@ -79,11 +80,15 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                 }
             }
         }
+        ProfilesCommand::Remove { model, gpu } => {
+            let points = open_existing(&path, None)?.remove_profile(gpu, &model)?;
+            outln!("removed the profile of {model} on {gpu} ({}) from {}", count(points, "point"), path.display())?;
+        }
         ProfilesCommand::Export { gpu, output } => {
             if !path.exists() {
                 bail!("no profile store at {}", path.display());
             }
-            let catalog = Store::open(&path)?.load_catalog(gpu)?;
+            let catalog = Store::open_read_only(&path)?.load_catalog(gpu)?;
             let mut csv = Vec::new();
             write_profiles_csv(&mut csv, catalog.iter()).context("cannot render profiles as CSV")?;
             emit(&csv, output.as_deref())?;

@@ -6,7 +6,7 @@ use anyhow::Result;
 use tessera_store::{RegisteredWorkload, Store, WorkloadTask};
 
 use crate::args::{ListFormat, WorkloadCommand, WorkloadTask as WorkloadTaskArg};
-use crate::inputs::store_path;
+use crate::inputs::{open_existing, store_path};
 use crate::output::{out, outln};
 use crate::table::TextTable;
 
@@ -26,7 +26,8 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
             outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;
         }
         WorkloadCommand::List { format } => {
-            let workloads = if path.exists() { Store::open(&path)?.registered_workloads()? } else { Vec::new() };
+            let workloads =
+                if path.exists() { Store::open_read_only(&path)?.registered_workloads()? } else { Vec::new() };
             match format {
                 ListFormat::Json => {
                     let rows: Vec<serde_json::Value> = workloads
@@ -60,6 +61,13 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
                 }
             }
         }
+        WorkloadCommand::Remove { name } => remove(&path, &name)?,
     }
     Ok(())
+}
+
+/// `workload remove NAME`: the registration only.
+fn remove(path: &Path, name: &str) -> Result<()> {
+    open_existing(path, None)?.remove_registered_workload(name)?;
+    outln!("removed registered workload {name} from {}", path.display())
 }

@@ -5,14 +5,17 @@
 //! name, and `colocations` with its `colocation_members`, every measured
 //! colocation with each member's metrics as measured in that row.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rusqlite::types::ToSql;
-use rusqlite::{ffi, params, OptionalExtension, Row};
+use rusqlite::{ffi, params, Connection, OptionalExtension, Row};
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
+use tessera_core::text::count;
 
+use super::profiles::{known, names};
 use super::Store;
 use crate::error::StoreError;
+use crate::formats::kace::{identity, identity_of, Identity};
 
 /// The `imports.format` recorded by [`Store::import_workloads`].
 const WORKLOADS_FORMAT: &str = "kace-workloads";
@@ -49,6 +52,28 @@ const METRIC_COLUMNS: [&str; 10] = [
     "memory_gb",
 ];
 
+/// A stored colocation with its id and the import that stored it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredColocation {
+    /// Its id in the store (for `remove_colocations`).
+    pub id: i64,
+    /// The source of its import, e.g. the file's path.
+    pub source: String,
+    /// When it was imported, UTC RFC 3339.
+    pub imported_at: String,
+    /// The colocation.
+    pub colocation: Colocation,
+}
+
+/// A colocation being loaded: its stored row and the members read so far.
+struct Pending {
+    id: i64,
+    size: i64,
+    source: String,
+    imported_at: String,
+    members: Vec<GroupMember>,
+}
+
 /// What one colocation import did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ColocationImportSummary {
@@ -64,6 +89,10 @@ pub struct ColocationImportSummary {
     /// Workloads that were not stored yet and were added from the members'
     /// metrics.
     pub added_workloads: usize,
+    /// Colocations not stored because an identical one (the same workloads
+    /// with the same colocated throughputs) already was, from another
+    /// source or earlier in this import.
+    pub already_stored: usize,
 }
 
 impl Store {
@@ -199,8 +228,12 @@ impl Store {
     /// Stores measured colocations in one transaction, recording `source`
     /// (e.g. the KACE file imported) with format `kace`. The colocations of
     /// any earlier import of the same `source` are removed first, so
-    /// importing a file again replaces its rows. Every member's metrics are
-    /// kept as measured in its row; a member whose workload is not stored
+    /// importing a file again replaces its rows. A colocation identical to
+    /// one stored from another source (the same workloads with the same
+    /// colocated throughputs, in any member order), or given twice, is stored
+    /// once and counted in [`ColocationImportSummary::already_stored`]: a
+    /// file imported again under another name adds nothing. Every member's
+    /// metrics are kept as measured in its row; a member whose workload is not stored
     /// yet is also added to the workloads (the first row naming it wins),
     /// while stored workloads are left as they are. Every colocation needs
     /// at least two members and valid (non-negative, exclusive throughput
@@ -223,10 +256,13 @@ impl Store {
                 params![source, COLOCATIONS_FORMAT],
             )
             .map_err(sqlite(format!("removing the colocations of an earlier import of '{source}'")))?;
+        let mut stored = stored_identities(&transaction)
+            .map_err(sqlite(format!("reading the stored colocations before importing '{source}'")))?;
+        let new_rows: Vec<&Colocation> = rows.iter().filter(|row| stored.insert(identity(row))).collect();
         transaction
             .execute(
                 r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, COLOCATIONS_FORMAT, rows.len() as i64],
+                params![source, COLOCATIONS_FORMAT, new_rows.len() as i64],
             )
             .map_err(sqlite(format!("recording the import of '{source}'")))?;
         let import_id = transaction.last_insert_rowid();
@@ -247,7 +283,7 @@ impl Store {
             let mut add_workload = transaction
                 .prepare(&format!("{} ON CONFLICT (name) DO NOTHING", insert_workload_sql()))
                 .map_err(preparing())?;
-            for (n, row) in rows.iter().enumerate().map(|(n, row)| (n + 1, row)) {
+            for (n, row) in new_rows.iter().enumerate().map(|(n, row)| (n + 1, row)) {
                 let colocation_id = insert_colocation
                     .insert(params![import_id, row.members.len() as i64])
                     .map_err(sqlite(format!("storing colocation {n} from '{source}'")))?;
@@ -269,7 +305,14 @@ impl Store {
             }
         }
         transaction.commit().map_err(sqlite(format!("committing the import of '{source}'")))?;
-        Ok(ColocationImportSummary { import_id, rows: rows.len(), members, replaced_rows, added_workloads })
+        Ok(ColocationImportSummary {
+            import_id,
+            rows: new_rows.len(),
+            members,
+            replaced_rows,
+            added_workloads,
+            already_stored: rows.len() - new_rows.len(),
+        })
     }
 
     /// Every stored workload's metrics, sorted by name.
@@ -291,44 +334,58 @@ impl Store {
     /// the order imported, members in the order measured. A colocation
     /// whose stored members do not match its size is an error.
     pub fn load_colocations(&self) -> Result<Vec<Colocation>, StoreError> {
+        Ok(self.stored_colocations()?.into_iter().map(|stored| stored.colocation).collect())
+    }
+
+    /// Every stored colocation with its id and import, in the order of
+    /// [`Store::load_colocations`].
+    pub fn stored_colocations(&self) -> Result<Vec<StoredColocation>, StoreError> {
         let context = "loading colocations";
         let member_columns: Vec<String> = METRIC_COLUMNS.iter().map(|column| format!("m.{column}")).collect();
         let mut statement = self
             .conn
             .prepare(&format!(
-                "SELECT c.id, c.size, m.position, m.workload, m.colocated_rps, {} \
-                 FROM colocations c LEFT JOIN colocation_members m ON m.colocation_id = c.id \
+                "SELECT c.id, c.size, i.source, i.imported_at, m.position, m.workload, m.colocated_rps, {} \
+                 FROM colocations c JOIN imports i ON i.id = c.import_id \
+                 LEFT JOIN colocation_members m ON m.colocation_id = c.id \
                  ORDER BY c.import_id, c.id, m.position",
                 member_columns.join(", ")
             ))
             .map_err(|error| self.sqlite(context, error))?;
         let rows = statement
             .query_map([], |row| {
-                let member = match row.get::<_, Option<i64>>(2)? {
+                let member = match row.get::<_, Option<i64>>(4)? {
                     None => None,
                     Some(position) => Some((
                         position,
-                        GroupMember { metrics: read_metrics(row, 5, row.get(3)?)?, colocated_rps: row.get(4)? },
+                        GroupMember { metrics: read_metrics(row, 7, row.get(5)?)?, colocated_rps: row.get(6)? },
                     )),
                 };
-                Ok((row.get::<_, i64>(0)?, row.get::<_, i64>(1)?, member))
+                let pending = Pending {
+                    id: row.get(0)?,
+                    size: row.get(1)?,
+                    source: row.get(2)?,
+                    imported_at: row.get(3)?,
+                    members: Vec::new(),
+                };
+                Ok((pending, member))
             })
             .map_err(|error| self.sqlite(context, error))?;
 
         let mut colocations = Vec::new();
-        let mut current: Option<(i64, i64, Vec<GroupMember>)> = None;
+        let mut current: Option<Pending> = None;
         for row in rows {
-            let (id, size, member) = row.map_err(|error| self.sqlite(context, error))?;
-            if current.as_ref().is_some_and(|(current_id, _, _)| *current_id != id) {
+            let (pending, member) = row.map_err(|error| self.sqlite(context, error))?;
+            if current.as_ref().is_some_and(|current| current.id != pending.id) {
                 colocations.push(self.colocation(current.take().expect("checked above"))?);
             }
-            let (_, _, members) = current.get_or_insert_with(|| (id, size, Vec::new()));
+            let current = current.get_or_insert(pending);
             let Some((position, member)) = member else { continue };
-            if position != members.len() as i64 {
-                let detail = format!("member position {position} where {} was expected", members.len());
-                return Err(self.corrupt_colocation(id, &detail));
+            if position != current.members.len() as i64 {
+                let detail = format!("member position {position} where {} was expected", current.members.len());
+                return Err(self.corrupt_colocation(current.id, &detail));
             }
-            members.push(member);
+            current.members.push(member);
         }
         if let Some(done) = current {
             colocations.push(self.colocation(done)?);
@@ -337,12 +394,83 @@ impl Store {
     }
 
     /// A loaded colocation, checked against its stored size.
-    fn colocation(&self, (id, size, members): (i64, i64, Vec<GroupMember>)) -> Result<Colocation, StoreError> {
+    fn colocation(&self, pending: Pending) -> Result<StoredColocation, StoreError> {
+        let Pending { id, size, source, imported_at, members } = pending;
         if members.len() as i64 != size || size < 2 {
             let detail = format!("{} stored member(s) but size {size}", members.len());
             return Err(self.corrupt_colocation(id, &detail));
         }
-        Ok(Colocation { members })
+        Ok(StoredColocation { id, source, imported_at, colocation: Colocation { members } })
+    }
+
+    /// Removes the colocations with these ids in one transaction; returns
+    /// how many were removed. An id not stored is an error, and then
+    /// nothing is removed.
+    pub fn remove_colocations(&mut self, ids: &[i64]) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let sqlite = |error| StoreError::sqlite(&path, "removing colocations", error);
+        let wanted: BTreeSet<i64> = ids.iter().copied().collect();
+        let transaction = self.conn.transaction().map_err(sqlite)?;
+        {
+            let mut exists =
+                transaction.prepare("SELECT EXISTS (SELECT 1 FROM colocations WHERE id = ?1)").map_err(sqlite)?;
+            let mut missing = Vec::new();
+            for id in &wanted {
+                if !exists.query_row([id], |row| row.get::<_, bool>(0)).map_err(sqlite)? {
+                    missing.push(id.to_string());
+                }
+            }
+            if !missing.is_empty() {
+                let stored: i64 =
+                    transaction.query_row("SELECT COUNT(*) FROM colocations", [], |row| row.get(0)).map_err(sqlite)?;
+                let noun = if missing.len() == 1 { "colocation" } else { "colocations" };
+                return Err(StoreError::NotStored {
+                    path: self.path.clone(),
+                    what: format!("{noun} {}", missing.join(", ")),
+                    known: match stored {
+                        0 => "no colocations".to_string(),
+                        n => format!("{}; see `tessera colocate list`", count(n, "colocation")),
+                    },
+                });
+            }
+            let mut delete = transaction.prepare("DELETE FROM colocations WHERE id = ?1").map_err(sqlite)?;
+            for id in &wanted {
+                delete.execute([id]).map_err(sqlite)?;
+            }
+        }
+        transaction.commit().map_err(sqlite)?;
+        Ok(wanted.len())
+    }
+
+    /// Removes, in one transaction, every colocation imported from
+    /// `source` (as recorded, e.g. the file's path); returns how many. A
+    /// source with no stored colocation is an error listing the sources
+    /// that have some.
+    pub fn remove_colocations_from(&mut self, source: &str) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let sqlite = |error| StoreError::sqlite(&path, format!("removing the colocations from '{source}'"), error);
+        let transaction = self.conn.transaction().map_err(sqlite)?;
+        let removed = transaction
+            .execute(
+                "DELETE FROM colocations WHERE import_id IN (SELECT id FROM imports WHERE source = ?1 AND format = ?2)",
+                params![source, COLOCATIONS_FORMAT],
+            )
+            .map_err(sqlite)?;
+        if removed == 0 {
+            let sources = names(
+                &transaction,
+                "SELECT DISTINCT i.source FROM colocations c JOIN imports i ON i.id = c.import_id ORDER BY i.source",
+                [],
+            )
+            .map_err(sqlite)?;
+            return Err(StoreError::NotStored {
+                path: self.path.clone(),
+                what: format!("colocation imported from '{source}'"),
+                known: known(&sources, "colocations"),
+            });
+        }
+        transaction.commit().map_err(sqlite)?;
+        Ok(removed)
     }
 
     /// A stored colocation that breaks the schema's invariants (edited by
@@ -354,6 +482,17 @@ impl Store {
         );
         self.sqlite("loading colocations", error)
     }
+}
+
+/// The identity (see [`identity`]) of every stored colocation.
+fn stored_identities(conn: &Connection) -> rusqlite::Result<HashSet<Identity>> {
+    let mut statement = conn.prepare("SELECT colocation_id, workload, colocated_rps FROM colocation_members")?;
+    let mut groups: HashMap<i64, Vec<(String, f64)>> = HashMap::new();
+    for row in statement.query_map([], |row| Ok((row.get::<_, i64>(0)?, row.get(1)?, row.get(2)?)))? {
+        let (id, workload, colocated_rps) = row?;
+        groups.entry(id).or_default().push((workload, colocated_rps));
+    }
+    Ok(groups.into_values().map(identity_of).collect())
 }
 
 /// `INSERT INTO workloads (name, <metrics>, import_id) VALUES (?1, ..)`,
@@ -541,6 +680,68 @@ mod tests {
         let summary = store.import_colocations(&[], "pairs.csv").unwrap();
         assert_eq!((summary.rows, summary.replaced_rows), (0, 1));
         assert_eq!(store.load_colocations().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_colocation_stored_from_another_source_is_not_stored_again() {
+        let mut store = Store::open_in_memory().unwrap();
+        let rows = vec![colocation(&[("a", 1.0), ("b", 2.0)]), colocation(&[("a", 3.0), ("c", 4.0), ("d", 5.0)])];
+        store.import_colocations(&rows, "pairs.csv").unwrap();
+        // The same file under another name, its members in another order.
+        let mut swapped = rows[0].clone();
+        swapped.members.reverse();
+        let summary = store.import_colocations(&[swapped, rows[1].clone()], "./pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.members, summary.already_stored, summary.replaced_rows), (0, 0, 2, 0));
+        assert_eq!(store.load_colocations().unwrap(), rows);
+
+        // New measurements are stored, a repeated one once.
+        let other = colocation(&[("a", 1.5), ("b", 2.0)]);
+        let summary = store.import_colocations(&[other.clone(), rows[0].clone(), other.clone()], "more.csv").unwrap();
+        assert_eq!((summary.rows, summary.already_stored), (1, 2));
+        assert_eq!(store.load_colocations().unwrap(), [rows.clone(), vec![other]].concat());
+        let recorded: i64 = store
+            .conn
+            .query_row(r#"SELECT "rows" FROM imports WHERE id = ?1"#, [summary.import_id], |row| row.get(0))
+            .unwrap();
+        assert_eq!(recorded, 1, "the import records what it stored");
+
+        // Importing a source again replaces its own rows rather than skipping them.
+        let summary = store.import_colocations(&rows, "pairs.csv").unwrap();
+        assert_eq!((summary.rows, summary.replaced_rows, summary.already_stored), (2, 2, 0));
+        assert_eq!(count(&store, "colocations"), 3);
+    }
+
+    #[test]
+    fn colocations_are_listed_and_removed_by_id_or_source() {
+        let mut store = Store::open_in_memory().unwrap();
+        let pairs = vec![colocation(&[("a", 1.0), ("b", 2.0)]), colocation(&[("a", 3.0), ("c", 4.0), ("d", 5.0)])];
+        let other = vec![colocation(&[("x", 1.0), ("y", 2.0)])];
+        store.import_colocations(&pairs, "pairs.csv").unwrap();
+        store.import_colocations(&other, "other.csv").unwrap();
+        let stored = store.stored_colocations().unwrap();
+        let listed: Vec<(i64, &str)> = stored.iter().map(|s| (s.id, s.source.as_str())).collect();
+        assert_eq!(listed, [(1, "pairs.csv"), (2, "pairs.csv"), (3, "other.csv")]);
+        assert_eq!(stored[1].colocation, pairs[1]);
+
+        let message = store.remove_colocations(&[3, 9]).unwrap_err().to_string();
+        assert_eq!(
+            message,
+            ":memory:: no colocation 9 in the store (it holds: 3 colocations; see `tessera colocate list`)"
+        );
+        let message = store.remove_colocations(&[8, 9]).unwrap_err().to_string();
+        assert!(message.contains("no colocations 8, 9 in the store"), "{message}");
+        assert_eq!(store.load_colocations().unwrap().len(), 3, "nothing removed");
+        assert_eq!(store.remove_colocations(&[3, 1, 3]).unwrap(), 2);
+        assert_eq!(store.load_colocations().unwrap(), vec![pairs[1].clone()]);
+        assert_eq!(count(&store, "colocation_members"), 3);
+
+        let message = store.remove_colocations_from("other.csv").unwrap_err().to_string();
+        assert_eq!(message, ":memory:: no colocation imported from 'other.csv' in the store (it holds: pairs.csv)");
+        assert_eq!(store.remove_colocations_from("pairs.csv").unwrap(), 1);
+        assert!(store.load_colocations().unwrap().is_empty());
+        let message = store.remove_colocations_from("pairs.csv").unwrap_err().to_string();
+        assert!(message.ends_with("(it holds: no colocations)"), "{message}");
+        assert_eq!(count(&store, "workloads"), 6, "the workloads' metrics stay");
     }
 
     #[test]

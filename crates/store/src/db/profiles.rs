@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, Params};
 use tessera_core::{GpuModel, ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 
 use super::Store;
@@ -209,6 +209,34 @@ impl Store {
         Ok(summaries)
     }
 
+    /// Removes the profile of `model` on `gpu` (all its points) in one
+    /// transaction; returns the number of points removed. A profile that is
+    /// not stored is an error listing the models stored on `gpu`.
+    pub fn remove_profile(&mut self, gpu: GpuModel, model: &str) -> Result<usize, StoreError> {
+        let path = self.path.clone();
+        let context = format!("removing the profile of model '{model}' on {gpu}");
+        let sqlite = |error| StoreError::sqlite(&path, context.clone(), error);
+        let transaction = self.conn.transaction().map_err(sqlite)?;
+        let removed = transaction
+            .execute("DELETE FROM profiles WHERE gpu_model = ?1 AND model = ?2", params![gpu.id(), model])
+            .map_err(sqlite)?;
+        if removed == 0 {
+            let models = names(
+                &transaction,
+                "SELECT DISTINCT model FROM profiles WHERE gpu_model = ?1 ORDER BY model",
+                [gpu.id()],
+            )
+            .map_err(sqlite)?;
+            return Err(StoreError::NotStored {
+                path: self.path.clone(),
+                what: format!("profile of model '{model}' on {gpu}"),
+                known: known(&models, &format!("profiles on {gpu}")),
+            });
+        }
+        transaction.commit().map_err(sqlite)?;
+        Ok(removed)
+    }
+
     /// Builds a validated profile from stored rows.
     fn profile(
         &self,
@@ -226,6 +254,22 @@ impl Store {
             model: model.to_string(),
             detail: detail.to_string(),
         }
+    }
+}
+
+/// The first column of every row `sql` selects with `params`, as text.
+pub(crate) fn names(conn: &Connection, sql: &str, params: impl Params) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(sql)?;
+    let rows = statement.query_map(params, |row| row.get::<_, String>(0))?;
+    rows.collect()
+}
+
+/// The names a store holds, comma-separated, or `no <kind>` when none.
+pub(crate) fn known(names: &[String], kind: &str) -> String {
+    if names.is_empty() {
+        format!("no {kind}")
+    } else {
+        names.join(", ")
     }
 }
 
@@ -335,6 +379,22 @@ mod tests {
         store.conn.execute("UPDATE profiles SET gpu_model = 'v100'", []).unwrap();
         let message = store.load_catalog(None).unwrap_err().to_string();
         assert!(message.contains("v100") && message.contains("bert"), "{message}");
+    }
+
+    #[test]
+    fn removes_one_profile_or_says_what_is_stored() {
+        let mut store = Store::open_in_memory().unwrap();
+        let (bert, vgg) = (profile(GpuModel::A100_80GB, "bert", &[1, 3]), profile(GpuModel::A100_80GB, "vgg16", &[2]));
+        let a30 = profile(GpuModel::A30_24GB, "bert", &[4]);
+        store.import_profiles(&[bert, vgg.clone(), a30.clone()], "p", "native").unwrap();
+        assert_eq!(store.remove_profile(GpuModel::A100_80GB, "bert").unwrap(), 2);
+        let catalog = store.load_catalog(None).unwrap();
+        assert_eq!(catalog.iter().collect::<Vec<_>>(), vec![&vgg, &a30]);
+        let message = store.remove_profile(GpuModel::A100_80GB, "bert").unwrap_err().to_string();
+        assert_eq!(message, ":memory:: no profile of model 'bert' on a100-80gb in the store (it holds: vgg16)");
+        let message = store.remove_profile(GpuModel::H100_80GB, "bert").unwrap_err().to_string();
+        assert!(message.ends_with("(it holds: no profiles on h100-80gb)"), "{message}");
+        assert_eq!(store.load_catalog(None).unwrap().len(), 2);
     }
 
     #[test]

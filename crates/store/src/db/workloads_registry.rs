@@ -175,12 +175,16 @@ impl Store {
             .map_err(|error| self.sqlite(&format!("reading registered workload '{name}'"), error))?;
         match found {
             Some(stored) => self.checked_task(stored),
-            None => {
-                let names: Vec<String> = self.registered_workloads()?.into_iter().map(|w| w.name).collect();
-                let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-                Err(StoreError::UnknownWorkload { path: self.path.clone(), name: name.to_string(), known })
-            }
+            None => Err(self.unknown_workload(name)?),
         }
+    }
+
+    /// The error for a workload name that is not registered, listing the
+    /// registered names.
+    fn unknown_workload(&self, name: &str) -> Result<StoreError, StoreError> {
+        let names: Vec<String> = self.registered_workloads()?.into_iter().map(|w| w.name).collect();
+        let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+        Ok(StoreError::UnknownWorkload { path: self.path.clone(), name: name.to_string(), known })
     }
 
     /// Every registered workload, by name.
@@ -209,6 +213,20 @@ impl Store {
                 })
             }
         }
+    }
+
+    /// Removes the registered workload called `name` in one transaction
+    /// (its measured metrics and colocations stay); an unknown name is an
+    /// error listing the registered names.
+    pub fn remove_registered_workload(&mut self, name: &str) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let sqlite = |error| StoreError::sqlite(&path, format!("removing registered workload '{name}'"), error);
+        let transaction = self.conn.transaction().map_err(sqlite)?;
+        if transaction.execute("DELETE FROM registered_workloads WHERE name = ?1", [name]).map_err(sqlite)? == 0 {
+            drop(transaction);
+            return Err(self.unknown_workload(name)?);
+        }
+        transaction.commit().map_err(sqlite)
     }
 
     /// Appends an entry to the journal, stamped with the current UTC time.
@@ -335,6 +353,20 @@ mod tests {
         );
         let message = store.registered_workload("bert-base-cased_batch8-inf").unwrap_err().to_string();
         assert!(message.contains("'serving'"), "{message}");
+    }
+
+    #[test]
+    fn removes_a_registered_workload_by_name() {
+        let mut store = Store::open_in_memory().unwrap();
+        store.register_workload(&bert(8)).unwrap();
+        store.register_workload(&bert(4)).unwrap();
+        store.remove_registered_workload("bert-base-cased_batch8-inf").unwrap();
+        assert_eq!(store.registered_workloads().unwrap(), vec![bert(4)]);
+        let error = store.remove_registered_workload("bert-base-cased_batch8-inf").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            ":memory:: no registered workload 'bert-base-cased_batch8-inf' (known: bert-base-cased_batch4-inf)"
+        );
     }
 
     #[test]

@@ -9,12 +9,14 @@
 //!   `w{i}exclusive_throughput` (alone, samples/s), `w{i}sm%`, `w{i}mem%`
 //!   and `w{i}memcap` (GB). `idx{i}` columns may be present and are ignored.
 //!   K is the largest `i` with a `w{i}_Threads` column.
+//! - Published splits: a folder with one subfolder per split, each holding
+//!   `training_set.csv` and `testing_set.csv` in the colocation form.
 //! - Workload tables: `system_metrics.csv`
 //!   (`Type,Exclusive100,sm%,mem%,memcap,Exclusive50`) and a folder of
 //!   `output_<workload>_ncu_total.csv` files, one row of the six kernel
 //!   metrics plus `Type` each.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -35,6 +37,32 @@ pub struct ColocationImport {
     /// Rows skipped because a throughput cell (colocated or exclusive) was
     /// `None`, `nan` or empty.
     pub skipped_unmeasured: usize,
+}
+
+/// A colocation's identity: each member's workload and colocated
+/// throughput (exact bits), in workload order, so that the same measurement
+/// is recognised whatever the order of its members. Two rows with the same
+/// identity are one measurement listed twice.
+pub(crate) type Identity = Vec<(String, u64)>;
+
+/// The identity of `colocation`.
+pub(crate) fn identity(colocation: &Colocation) -> Identity {
+    identity_of(colocation.members.iter().map(|member| (member.metrics.workload.clone(), member.colocated_rps)))
+}
+
+/// The identity of a colocation of these (workload, colocated throughput)
+/// members.
+pub(crate) fn identity_of(members: impl IntoIterator<Item = (String, f64)>) -> Identity {
+    let mut identity: Identity = members.into_iter().map(|(workload, rps)| (workload, rps.to_bits())).collect();
+    identity.sort_unstable();
+    identity
+}
+
+/// A colocation in words: `a + b (10.5, 3.25 samples/s)`.
+pub(crate) fn describe(colocation: &Colocation) -> String {
+    let names: Vec<&str> = colocation.members.iter().map(|member| member.metrics.workload.as_str()).collect();
+    let rates: Vec<String> = colocation.members.iter().map(|member| member.colocated_rps.to_string()).collect();
+    format!("{} ({} samples/s)", names.join(" + "), rates.join(", "))
 }
 
 /// `w{i}_<kernel metric>`.
@@ -156,7 +184,9 @@ fn group_size(table: &Table) -> Result<usize, StoreError> {
 /// documentation for the columns). Rows whose colocated or exclusive
 /// throughput is `None`, `nan` or empty are skipped and counted; any other
 /// cell that is not a number, or is negative, is an error naming the file,
-/// line and column (exclusive throughputs must be above zero).
+/// line and column (exclusive throughputs must be above zero). A row that
+/// repeats an earlier one (the same workloads with the same colocated
+/// throughputs, in any member order) is an error naming both lines.
 pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
     let table = Table::read(path)?;
     let k = group_size(&table)?;
@@ -169,6 +199,7 @@ pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
     table.reject_unknown_columns(&known.iter().map(String::as_str).collect::<Vec<_>>())?;
 
     let mut rows = Vec::with_capacity(table.rows.len());
+    let mut lines = HashMap::with_capacity(table.rows.len());
     let mut skipped_unmeasured = 0;
     for record in &table.rows {
         if members.iter().any(|member| member.unmeasured(path, record)) {
@@ -176,7 +207,16 @@ pub fn read_colocations(path: &Path) -> Result<ColocationImport, StoreError> {
             continue;
         }
         let members = members.iter().map(|member| member.read(path, record)).collect::<Result<_, _>>()?;
-        rows.push(Colocation { members });
+        let colocation = Colocation { members };
+        if let Some(first_line) = lines.insert(identity(&colocation), record.line) {
+            return Err(StoreError::DuplicateColocation {
+                path: path.to_path_buf(),
+                line: record.line,
+                colocation: describe(&colocation),
+                first_line,
+            });
+        }
+        rows.push(colocation);
     }
     Ok(ColocationImport { rows, skipped_unmeasured })
 }
@@ -240,7 +280,7 @@ fn check_writable(rows: &[Colocation]) -> Result<usize, StoreError> {
 /// [`read_colocations`]); nothing is written otherwise.
 pub fn write_colocations<W: Write>(out: W, rows: &[Colocation]) -> Result<(), StoreError> {
     let k = check_writable(rows)?;
-    let write_error = |source: std::io::Error| StoreError::Write { what: WRITTEN.to_string(), source };
+    let write_error = |cause: std::io::Error| StoreError::Write { what: WRITTEN.to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(header(k)).map_err(|error| write_error(error.into()))?;
     for row in rows {
@@ -260,6 +300,57 @@ pub fn write_colocations<W: Write>(out: W, rows: &[Colocation]) -> Result<(), St
         writer.write_record(&record).map_err(|error| write_error(error.into()))?;
     }
     writer.flush().map_err(write_error)
+}
+
+/// A split's training colocations, in each subfolder of a splits folder.
+pub const TRAINING_FILE: &str = "training_set.csv";
+
+/// A split's testing colocations, beside [`TRAINING_FILE`].
+pub const TESTING_FILE: &str = "testing_set.csv";
+
+/// One published split of KACE's colocations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KaceSplit {
+    /// The subfolder's name, e.g. `rand10`.
+    pub name: String,
+    /// The subfolder; it holds [`TRAINING_FILE`] and [`TESTING_FILE`].
+    pub folder: PathBuf,
+    /// The colocations of [`TRAINING_FILE`].
+    pub training: ColocationImport,
+    /// The colocations of [`TESTING_FILE`].
+    pub testing: ColocationImport,
+}
+
+/// Reads every subfolder of `dir` that holds both [`TRAINING_FILE`] and
+/// [`TESTING_FILE`] (others are skipped), in name order, each file as by
+/// [`read_colocations`]. A folder without such a subfolder is an error.
+pub fn read_splits(dir: &Path) -> Result<Vec<KaceSplit>, StoreError> {
+    let io_error = |cause| StoreError::io(dir, cause);
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_error)? {
+        let folder = entry.map_err(io_error)?.path();
+        if folder.join(TRAINING_FILE).is_file() && folder.join(TESTING_FILE).is_file() {
+            folders.push(folder);
+        }
+    }
+    if folders.is_empty() {
+        return Err(io_error(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("no subfolder holds {TRAINING_FILE} and {TESTING_FILE}"),
+        )));
+    }
+    folders.sort();
+    folders
+        .into_iter()
+        .map(|folder| {
+            Ok(KaceSplit {
+                name: folder.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
+                training: read_colocations(&folder.join(TRAINING_FILE))?,
+                testing: read_colocations(&folder.join(TESTING_FILE))?,
+                folder,
+            })
+        })
+        .collect()
 }
 
 /// One row of `system_metrics.csv`.
@@ -377,7 +468,7 @@ pub fn check_kernel_table_name(workload: &str) -> Result<(), StoreError> {
 
 /// The `output_<workload>_ncu_total.csv` files of `dir`, by workload name.
 fn kernel_files(dir: &Path) -> Result<BTreeMap<String, PathBuf>, StoreError> {
-    let io_error = |source| StoreError::Io { path: dir.to_path_buf(), source };
+    let io_error = |cause| StoreError::io(dir, cause);
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
@@ -516,6 +607,37 @@ mod tests {
         rows[1].insert("w2_Registers".to_string(), "None".to_string());
         let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
         assert_names(&message, &["p.csv:3:", "'w2_Registers'", "'None'"]);
+    }
+
+    #[test]
+    fn a_row_listed_twice_is_an_error_naming_both_lines() {
+        let (columns, mut rows) = fixture(2, 4);
+        rows.push(rows[1].clone());
+        let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
+        let expected = format!(
+            "p.csv:6: colocation model1_batch1-inf + model2_batch1-inf ({}, {} samples/s) already listed on line 3",
+            rows[1]["w1throughput"], rows[1]["w2throughput"]
+        );
+        assert!(message.ends_with(&expected), "{message}");
+
+        // The same measurement with its members swapped is the same row.
+        let (columns, mut rows) = fixture(2, 2);
+        let mut swapped = rows[0].clone();
+        for (one, two) in header(1).iter().zip(header(1).iter().map(|column| column.replacen('1', "2", 1))) {
+            let (a, b) = (rows[0][one].clone(), rows[0][&two].clone());
+            swapped.insert(one.clone(), b);
+            swapped.insert(two, a);
+        }
+        rows.push(swapped);
+        let message = read_text(&render(&columns, &rows)).unwrap_err().to_string();
+        assert_names(&message, &["p.csv:4:", "already listed on line 2"]);
+
+        // The same workloads measured at other throughputs are another row.
+        let (columns, mut rows) = fixture(2, 2);
+        let mut again = rows[0].clone();
+        again.insert("w1throughput".to_string(), "1.5".to_string());
+        rows.push(again);
+        assert_eq!(read_text(&render(&columns, &rows)).unwrap().rows.len(), 3);
     }
 
     #[test]
@@ -743,10 +865,43 @@ mod tests {
         assert!((first.exclusive_rps - 98.348).abs() < 1e-3, "{}", first.exclusive_rps);
         assert_eq!(round_trip(&import.rows).rows, import.rows);
 
-        let training = read_colocations(&dir.join("splits/n_occur_3/rand10/training_set.csv")).unwrap();
+        let splits = read_splits(&dir.join("splits/n_occur_3")).unwrap();
+        let names: Vec<&str> = splits.iter().map(|split| split.name.as_str()).collect();
+        assert_eq!(names, ["rand10", "rand20", "rand30", "rand40", "rand50"]);
+        let (training, testing) = (&splits[0].training, &splits[0].testing);
         assert_eq!((training.rows.len(), training.skipped_unmeasured), (40, 0));
-        let testing = read_colocations(&dir.join("splits/n_occur_3/rand10/testing_set.csv")).unwrap();
         assert_eq!(testing.rows.len(), 141);
+    }
+
+    #[test]
+    fn splits_are_the_subfolders_with_both_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let pairs = |n: usize| {
+            let (columns, rows) = fixture(2, n);
+            render(&columns, &rows)
+        };
+        for (name, files) in [("b", vec![TRAINING_FILE, TESTING_FILE]), ("a", vec![TRAINING_FILE, TESTING_FILE])] {
+            std::fs::create_dir(dir.path().join(name)).unwrap();
+            for (n, file) in files.into_iter().enumerate() {
+                std::fs::write(dir.path().join(name).join(file), pairs(n + 1)).unwrap();
+            }
+        }
+        std::fs::create_dir(dir.path().join("c")).unwrap();
+        std::fs::write(dir.path().join("c").join(TRAINING_FILE), pairs(1)).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "not a split").unwrap();
+        let splits = read_splits(dir.path()).unwrap();
+        let summary: Vec<(&str, usize, usize)> =
+            splits.iter().map(|s| (s.name.as_str(), s.training.rows.len(), s.testing.rows.len())).collect();
+        assert_eq!(summary, [("a", 1, 2), ("b", 1, 2)]);
+        assert_eq!(splits[0].folder, dir.path().join("a"));
+
+        std::fs::write(dir.path().join("b").join(TESTING_FILE), "w1_Threads\n1\n").unwrap();
+        let message = read_splits(dir.path()).unwrap_err().to_string();
+        assert_names(&message, &["testing_set.csv:1:", "at least 2"]);
+        let message = read_splits(&dir.path().join("c")).unwrap_err().to_string();
+        assert_names(&message, &["c: no subfolder holds training_set.csv and testing_set.csv"]);
+        let message = read_splits(&dir.path().join("absent")).unwrap_err().to_string();
+        assert_names(&message, &["absent: No such file or directory"]);
     }
 
     #[test]

@@ -3,5 +3,6 @@
 pub mod kace;
 pub mod native;
 pub mod parvagpu;
+pub mod plan;
 mod points;
 mod table;

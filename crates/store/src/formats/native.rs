@@ -82,7 +82,7 @@ pub fn write_profiles_csv<'a, W: Write>(
     out: W,
     profiles: impl IntoIterator<Item = &'a ModelProfile>,
 ) -> Result<(), StoreError> {
-    let write_error = |source: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), source };
+    let write_error = |cause: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(PROFILE_HEADER).map_err(|error| write_error(error.into()))?;
     for profile in profiles {
@@ -104,11 +104,46 @@ pub fn write_profiles_csv<'a, W: Write>(
     writer.flush().map_err(write_error)
 }
 
+/// The SLO columns, in the order they are written.
+const SLO_HEADER: [&str; 4] = ["service", "model", "rate_rps", "latency_ms"];
+
+/// Writes services in Tessera's SLO CSV format, numbers in Rust's shortest
+/// round-trip notation, quoted where a name needs it (a comma, a quote), so
+/// that [`read_slo_csv`] gives back the same services. A service that could
+/// not be read back (an empty name or one with surrounding spaces, which
+/// the reader trims; a rate or SLO that is not a positive number) is
+/// refused, and nothing is written.
+pub fn write_slo_csv<W: Write>(out: W, services: &[ServiceSlo]) -> Result<(), StoreError> {
+    let what = "SLO CSV";
+    for (n, slo) in services.iter().enumerate().map(|(n, slo)| (n + 1, slo)) {
+        let unwritable = |detail: String| StoreError::Unwritable {
+            what: what.to_string(),
+            detail: format!("service {n} ('{}'), {detail}", slo.service),
+        };
+        for (field, name) in [("service", &slo.service), ("model", &slo.model)] {
+            if name.trim() != name {
+                return Err(unwritable(format!("field '{field}': '{name}' has surrounding spaces")));
+            }
+        }
+        ServiceSlo::new(slo.service.as_str(), slo.model.as_str(), slo.rate_rps, slo.latency_slo_ms)
+            .map_err(|error| unwritable(error.to_string()))?;
+    }
+    let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(SLO_HEADER).map_err(|error| write_error(error.into()))?;
+    for slo in services {
+        writer
+            .write_record([&slo.service, &slo.model, &slo.rate_rps.to_string(), &slo.latency_slo_ms.to_string()])
+            .map_err(|error| write_error(error.into()))?;
+    }
+    writer.flush().map_err(write_error)
+}
+
 /// Reads an SLO CSV. Service names must be unique; a file without rows is
 /// an error.
 pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
     let table = Table::read(path)?;
-    table.reject_unknown_columns(&["service", "model", "rate_rps", "latency_ms"])?;
+    table.reject_unknown_columns(&SLO_HEADER)?;
     let service_column = table.require("service")?;
     let model_column = table.optional("model")?;
     let rate = table.require("rate_rps")?;
@@ -230,6 +265,17 @@ mod tests {
     }
 
     #[test]
+    fn crlf_files_name_the_lines_as_written() {
+        let text = "service,model,rate_rps,latency_ms\r\na,bert,1,1\r\na,bert,2,2";
+        let message = error_of(read_slo_csv, "s.csv", text);
+        assert!(message.ends_with("s.csv:3: field 'service': service 'a' already listed on line 2"), "{message}");
+        let text = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\r\n\
+                    a100-80gb,bert,1,1,1,5,5\r\na100-80gb,bert,1,1,1,x,5\r\n";
+        let message = error_of(read_profiles_csv, "p.csv", text);
+        assert!(message.ends_with("p.csv:3: field 'throughput_rps': expected a number, got 'x'"), "{message}");
+    }
+
+    #[test]
     fn reads_slos_with_and_without_model_column() {
         let dir = tempfile::tempdir().unwrap();
         let path =
@@ -242,6 +288,40 @@ mod tests {
         let services = read_slo_csv(&path).unwrap();
         assert_eq!(services[0].model, "bert");
         assert_eq!(services[0].latency_slo_ms, 100.0);
+    }
+
+    #[test]
+    fn slos_round_trip_exactly_with_commas_and_quotes_in_names() {
+        let services = vec![
+            ServiceSlo::new("chat, eu", "bert \"base\"", 0.1 + 0.2, 100.0).unwrap(),
+            ServiceSlo::new("a\"b", "m,n", 1e-7, 12.345678901234567).unwrap(),
+            ServiceSlo::new("plain", "plain", 3e21, 1.0).unwrap(),
+        ];
+        let mut bytes = Vec::new();
+        write_slo_csv(&mut bytes, &services).unwrap();
+        assert!(String::from_utf8_lossy(&bytes).starts_with("service,model,rate_rps,latency_ms\n\"chat, eu\","));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csv");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_slo_csv(&path).unwrap(), services);
+    }
+
+    #[test]
+    fn unreadable_slos_are_not_written() {
+        let good = ServiceSlo::new("a", "bert", 1.0, 1.0).unwrap();
+        let mut spaced = good.clone();
+        spaced.model = " bert".to_string();
+        let mut negative = good.clone();
+        negative.rate_rps = -1.0;
+        for (bad, expected) in [
+            (spaced, "writing SLO CSV: service 2 ('a'), field 'model': ' bert' has surrounding spaces"),
+            (negative, "writing SLO CSV: service 2 ('a'), rate_rps must be a positive number, got -1"),
+        ] {
+            let mut bytes = Vec::new();
+            let message = write_slo_csv(&mut bytes, &[good.clone(), bad]).unwrap_err().to_string();
+            assert_eq!(message, expected);
+            assert!(bytes.is_empty(), "nothing is written on error");
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ use tessera_core::{
 };
 
 use crate::error::StoreError;
+use crate::formats::plan::write_instance_rows;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
 use crate::formats::table::{read_headerless, Cell, Record, Table};
 
@@ -55,7 +56,7 @@ pub fn read_profile_dir(dir: &Path, gpu: GpuModel) -> Result<ProfileDirImport, S
 
 /// The `*.csv` files of `dir`, sorted by file name; none is an error.
 fn csv_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
-    let io_error = |source| StoreError::Io { path: dir.to_path_buf(), source };
+    let io_error = |cause| StoreError::io(dir, cause);
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io_error)? {
         let path = entry.map_err(io_error)?.path();
@@ -206,7 +207,7 @@ fn slo_cell<'a>(path: &'a Path, row: &'a Record, index: usize, field: &'a str) -
 const PARVAGPU_GPUS_PER_NODE: u32 = 8;
 
 /// The columns of ParvaGPU's deployment map.
-const DEPLOYMENT_HEADER: [&str; 7] =
+pub(crate) const DEPLOYMENT_HEADER: [&str; 7] =
     ["Num instance", "Num GPU", "Model", "Placement", "Instance size", "Batch size", "Num proc"];
 
 /// Reads a ParvaGPU deployment map (e.g. `SLO1_ParvaGPU_deploy.csv`) as a
@@ -214,9 +215,20 @@ const DEPLOYMENT_HEADER: [&str; 7] =
 /// a service of the same name; `Placement` becomes the start slice as
 /// written (ParvaGPU's are often not physically valid: the verifier will
 /// say so). Throughput and latency come from `catalog`; a configuration it
-/// lacks gets 0 for both, which the verifier reports as not profiled.
+/// lacks gets 0 for both, which the verifier reports as not profiled. The
+/// map records no latency rule: the plan's `latency_rule` is empty.
 pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan, StoreError> {
-    let table = Table::read(path)?;
+    deployment_from_table(&Table::read(path)?, gpu, catalog)
+}
+
+/// A plan from a table with the deployment map's columns (see
+/// [`read_deployment_csv`]).
+pub(crate) fn deployment_from_table(
+    table: &Table,
+    gpu: GpuModel,
+    catalog: &ProfileCatalog,
+) -> Result<Plan, StoreError> {
+    let path = table.path.as_path();
     table.reject_unknown_columns(&DEPLOYMENT_HEADER)?;
     let columns = DEPLOYMENT_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
     let mut gpus: Vec<GpuAssignment> = Vec::new();
@@ -249,7 +261,7 @@ pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog)
         gpu_count: gpus.len(),
         total_cost: used as f64,
         strategy: "parvagpu".to_string(),
-        latency_rule: "parva".to_string(),
+        latency_rule: String::new(),
         gpus_per_node: PARVAGPU_GPUS_PER_NODE,
         fleet: vec![FleetUse { gpu_model: gpu, cost_per_gpu: 1.0, limit: None, gpus: used }],
         gpus,
@@ -264,26 +276,17 @@ pub fn read_deployment_csv(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog)
 /// the node), `Model`, `Placement` (start slice), `Instance size` (GPCs),
 /// `Batch size` and `Num proc`.
 pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
-    let write_error =
-        |error: csv::Error| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), source: error.into() };
-    let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(DEPLOYMENT_HEADER).map_err(write_error)?;
-    for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            writer
-                .write_record([
-                    gpu.node.to_string(),
-                    gpu.index.to_string(),
-                    instance.model.clone(),
-                    instance.start.to_string(),
-                    instance.size.to_string(),
-                    instance.batch.to_string(),
-                    instance.procs.to_string(),
-                ])
-                .map_err(write_error)?;
-        }
-    }
-    writer.flush().map_err(|source| StoreError::Write { what: "ParvaGPU deployment CSV".to_string(), source })
+    write_instance_rows(out, "ParvaGPU deployment CSV", plan, DEPLOYMENT_HEADER, |gpu, instance| {
+        [
+            gpu.node.to_string(),
+            gpu.index.to_string(),
+            instance.model.clone(),
+            instance.start.to_string(),
+            instance.size.to_string(),
+            instance.batch.to_string(),
+            instance.procs.to_string(),
+        ]
+    })
 }
 
 #[cfg(test)]
@@ -402,6 +405,15 @@ mod tests {
         assert_eq!(services[1].latency_slo_ms, 50.0);
         let services = read_slo_scenario(&rates, &latency, 2, &models()).unwrap();
         assert_eq!(services.len(), 3);
+    }
+
+    #[test]
+    fn crlf_scenario_files_name_the_lines_as_written() {
+        let (_dir, rates, latency) = slo_files("10,5,5\r\n20,x,5\r\n", "100,50,50\r\n100,50,50");
+        let message = read_slo_scenario(&rates, &latency, 2, &models()).unwrap_err().to_string();
+        assert!(message.ends_with("rates.csv:2: field 'column 2 (resnet50)': expected a number, got 'x'"), "{message}");
+        let message = profile_error(&format!("{}1,1,1,5,0.1\r\n1,1,1,6,0.1\r\n", HEADER.replace('\n', "\r\n")));
+        assert_names(&message, &["bert.csv:3:", "line 2"]);
     }
 
     #[test]

@@ -39,13 +39,14 @@ pub(crate) struct Column<'a> {
 /// Reads every non-blank record of `path` (a line of only whitespace is
 /// blank), trimmed, with its line number.
 fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
-    let bytes = std::fs::read(path).map_err(|source| StoreError::Io { path: path.to_path_buf(), source })?;
+    let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
+    let lines = LineIndex::new(&bytes);
     let mut reader =
         ReaderBuilder::new().has_headers(false).flexible(true).trim(Trim::All).from_reader(bytes.as_slice());
     let mut records = Vec::new();
     for result in reader.records() {
-        let fields = result.map_err(|error| csv_error(path, &error))?;
-        let line = fields.position().map_or(0, |p| p.line());
+        let fields = result.map_err(|error| csv_error(path, &lines, &error))?;
+        let line = fields.position().map_or(0, |p| lines.line_at(p.byte()));
         let blank = fields.len() == 1 && fields[0].is_empty();
         if !blank {
             records.push(Record { line, fields });
@@ -54,14 +55,43 @@ fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     Ok(records)
 }
 
+/// Line numbers of a file's bytes. The CSV reader's own line count is one
+/// too low after a `\r\n` line end (it ends a record at the `\r` and counts
+/// the `\n` as part of the next one), so lines are counted here, from the
+/// byte where a record starts.
+struct LineIndex<'a> {
+    /// The file.
+    bytes: &'a [u8],
+    /// The offset of every `\n`.
+    newlines: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    fn new(bytes: &'a [u8]) -> LineIndex<'a> {
+        let newlines = bytes.iter().enumerate().filter(|(_, byte)| **byte == b'\n').map(|(offset, _)| offset).collect();
+        LineIndex { bytes, newlines }
+    }
+
+    /// The 1-based line of the first byte at or after `offset` that is not a
+    /// line end (a record reported at the `\n` of a `\r\n` begins on the
+    /// next line).
+    fn line_at(&self, offset: u64) -> u64 {
+        let start = usize::try_from(offset).map_or(self.bytes.len(), |offset| offset.min(self.bytes.len()));
+        let text = self.bytes[start..].iter().position(|byte| !matches!(byte, b'\r' | b'\n'));
+        let first_text = text.map_or(self.bytes.len(), |i| start + i);
+        self.newlines.partition_point(|&newline| newline < first_text) as u64 + 1
+    }
+}
+
 /// Converts a CSV-level error (bad UTF-8) into a one-line error.
-fn csv_error(path: &Path, error: &csv::Error) -> StoreError {
-    let line = error.position().map_or(0, |p| p.line());
-    let field = match error.kind() {
-        csv::ErrorKind::Utf8 { err, .. } => format!("column {}", err.field() + 1),
-        _ => "row".to_string(),
+fn csv_error(path: &Path, lines: &LineIndex<'_>, error: &csv::Error) -> StoreError {
+    let line = error.position().map_or(0, |p| lines.line_at(p.byte()));
+    // csv's own message repeats its (miscounted) position: only the cause.
+    let (field, message) = match error.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => (format!("column {}", err.field() + 1), "invalid UTF-8".to_string()),
+        _ => ("row".to_string(), error.to_string()),
     };
-    StoreError::Parse { path: path.to_path_buf(), line, field, message: error.to_string() }
+    StoreError::Parse { path: path.to_path_buf(), line, field, message }
 }
 
 /// Reads a headerless CSV file: every non-blank line is a record.
@@ -75,7 +105,7 @@ impl Table {
     /// is an error.
     pub fn read(path: &Path) -> Result<Table, StoreError> {
         let mut records = read_records(path)?.into_iter();
-        let Some(header) = records.next().map(|r| r.fields) else {
+        let Some(Record { line: header_line, fields: header }) = records.next() else {
             return Err(StoreError::NoRows {
                 path: path.to_path_buf(),
                 line: 1,
@@ -83,7 +113,6 @@ impl Table {
             });
         };
         let rows: Vec<Record> = records.collect();
-        let header_line = header.position().map_or(1, |p| p.line());
         if rows.is_empty() {
             return Err(StoreError::NoRows {
                 path: path.to_path_buf(),
@@ -199,5 +228,54 @@ impl<'a> Cell<'a> {
             Ok(_) => Err(self.error(format!("expected a positive number, got '{}'", self.text))),
             Err(_) => Err(self.error(format!("expected a number, got '{}'", self.text))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line of every record of `bytes`.
+    fn lines_of(bytes: &[u8]) -> Vec<u64> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, bytes).unwrap();
+        read_headerless(&path).unwrap().iter().map(|record| record.line).collect()
+    }
+
+    #[test]
+    fn line_numbers_hold_for_every_line_end() {
+        let cases: [(&[u8], &[u64]); 9] = [
+            (b"h\na\nb\n", &[1, 2, 3]),
+            (b"h\r\na\r\nb\r\n", &[1, 2, 3]),
+            (b"h\na\nb", &[1, 2, 3]),
+            (b"h\r\na\r\nb", &[1, 2, 3]),
+            (b"h\r\n\r\n\r\na\r\n \r\nb", &[1, 4, 6]),
+            (b"\n\nh\na\n", &[3, 4]),
+            (b"\r\n\r\nh\r\na\r\n", &[3, 4]),
+            (b"\xef\xbb\xbfh\r\na\r\n", &[1, 2]),
+            (b"h\r\n\"two\r\nlines\",x\r\nb\r\n", &[1, 2, 4]),
+        ];
+        for (bytes, expected) in cases {
+            assert_eq!(lines_of(bytes), expected, "{:?}", String::from_utf8_lossy(bytes));
+        }
+    }
+
+    #[test]
+    fn a_bad_byte_is_reported_on_its_own_line_after_crlf() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, b"h,i\r\na,b\r\nc,\xff\r\n").unwrap();
+        let message = read_headerless(&path).unwrap_err().to_string();
+        assert!(message.ends_with("t.csv:3: field 'column 2': invalid UTF-8"), "{message}");
+    }
+
+    #[test]
+    fn a_header_only_file_names_the_header_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.csv");
+        std::fs::write(&path, b"\r\n\r\nh,i\r\n").unwrap();
+        let message = Table::read(&path).unwrap_err().to_string();
+        assert!(message.ends_with("t.csv:3: no data rows after the header"), "{message}");
     }
 }

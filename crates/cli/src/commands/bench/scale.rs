@@ -163,11 +163,9 @@ fn catalogue(base: &[ServiceSlo], size: usize, seed: u64) -> Vec<ServiceSlo> {
 }
 
 fn write_slo_csv(path: &Path, services: &[ServiceSlo]) -> Result<()> {
-    let mut text = String::from("service,model,rate_rps,latency_ms\n");
-    for s in services {
-        text.push_str(&format!("{},{},{},{}\n", s.service, s.model, s.rate_rps, s.latency_slo_ms));
-    }
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    let mut csv = Vec::new();
+    tessera_store::write_slo_csv(&mut csv, services)?;
+    Ok(tessera_store::write_atomic(path, &csv)?)
 }
 
 /// Runs `tessera plan` as a child process and measures it.
@@ -203,7 +201,6 @@ fn run_plan(
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .context("tessera plan did not report its peak memory")?;
-    let text = std::fs::read_to_string(output)?;
-    let plan: Plan = serde_json::from_str(&text).with_context(|| format!("{}: not a plan", output.display()))?;
+    let plan = tessera_store::read_plan(output)?;
     Ok(Run { wall, peak_rss_kib, plan })
 }

@@ -57,10 +57,7 @@ fn seconds(flag: &str, value: f64) -> Result<Duration> {
 
 /// The store at `path`, which must exist (workloads are registered first).
 fn open_existing(path: &Path) -> Result<Store> {
-    if !path.exists() {
-        bail!("no store at {}; register the workload first (see `tessera workload add --help`)", path.display());
-    }
-    Ok(Store::open(path)?)
+    crate::inputs::open_existing(path, Some(crate::inputs::REGISTER_FIRST))
 }
 
 /// Two decimals for percentages and fractional values; integers as they are.

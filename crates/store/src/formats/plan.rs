@@ -1,0 +1,407 @@
+//! Tessera's plan files, the one place they are read and written.
+//!
+//! - JSON ([`plan_json`], [`read_plan`]): the whole [`Plan`] with a
+//!   `version` field ([`PLAN_VERSION`]) first. Reading refuses another
+//!   version and any field the format does not know; a plan without
+//!   `version` (written before the field existed) is read as version 1,
+//!   whose fields it has.
+//! - CSV ([`write_plan_csv`], [`read_plan_csv`]): one row per MIG instance,
+//!   [`PLAN_CSV_HEADER`], with what it takes to verify or deploy the plan
+//!   again (GPU and instance, segment, profiled numbers, the plan's latency
+//!   rule on every row). Columns are found by name, in any order.
+//! - Either of those or ParvaGPU's deployment map, told apart by content
+//!   ([`read_plan_file`]).
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Plan, ProfileCatalog};
+
+use crate::error::StoreError;
+use crate::formats::parvagpu::{deployment_from_table, DEPLOYMENT_HEADER};
+use crate::formats::table::{Cell, Table};
+
+/// The plan JSON version this build writes and reads.
+pub const PLAN_VERSION: u32 = 1;
+
+/// The columns of Tessera's plan CSV, in the order they are written.
+pub const PLAN_CSV_HEADER: [&str; 13] = [
+    "node",
+    "gpu_index",
+    "gpu_model",
+    "profile",
+    "size_gpcs",
+    "start",
+    "service",
+    "model",
+    "batch",
+    "procs",
+    "throughput_rps",
+    "latency_ms",
+    "latency_rule",
+];
+
+/// What a plan read from a CSV file says produced it: the CSV does not
+/// record the strategy.
+const UNRECORDED_STRATEGY: &str = "unrecorded";
+
+/// The JSON document: the version, then the plan's own fields.
+#[derive(Serialize)]
+struct VersionedPlan<'a> {
+    version: u32,
+    #[serde(flatten)]
+    plan: &'a Plan,
+}
+
+/// `plan` as the plan JSON document (pretty, ending in a newline), with
+/// `"version": PLAN_VERSION` first.
+pub fn plan_json(plan: &Plan) -> Vec<u8> {
+    let mut json = serde_json::to_vec_pretty(&VersionedPlan { version: PLAN_VERSION, plan })
+        .unwrap_or_else(|_| unreachable!("a plan has string keys and finite numbers"));
+    json.push(b'\n');
+    json
+}
+
+/// Reads the plan JSON document at `path` (see the module documentation).
+pub fn read_plan(path: &Path) -> Result<Plan, StoreError> {
+    let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
+    parse_plan_json(path, &bytes)
+}
+
+/// Parses plan JSON `bytes` read from `path`.
+fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreError> {
+    let not_a_plan = |detail: String| StoreError::PlanFormat { path: path.to_path_buf(), detail };
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| not_a_plan(error.to_string()))?;
+    let serde_json::Value::Object(mut fields) = value else {
+        return Err(not_a_plan("expected a JSON object".to_string()));
+    };
+    match fields.remove("version") {
+        None => {}
+        Some(version) => match version.as_u64() {
+            Some(found) if found == u64::from(PLAN_VERSION) => {}
+            Some(found) => {
+                return Err(StoreError::PlanVersion { path: path.to_path_buf(), found, supported: PLAN_VERSION })
+            }
+            None => return Err(not_a_plan(format!("field 'version': expected a whole number, got {version}"))),
+        },
+    }
+    serde_json::from_value(serde_json::Value::Object(fields)).map_err(|error| not_a_plan(error.to_string()))
+}
+
+/// Writes `plan` as Tessera's plan CSV: [`PLAN_CSV_HEADER`], then one row
+/// per MIG instance in plan order, numbers in Rust's shortest round-trip
+/// notation (reading the file back gives the same values).
+pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
+    write_instance_rows(out, "plan CSV", plan, PLAN_CSV_HEADER, |gpu, instance| {
+        [
+            gpu.node.to_string(),
+            gpu.index.to_string(),
+            gpu.gpu_model.id().to_string(),
+            instance.profile.clone(),
+            instance.size.to_string(),
+            instance.start.to_string(),
+            instance.service.clone(),
+            instance.model.clone(),
+            instance.batch.to_string(),
+            instance.procs.to_string(),
+            instance.throughput_rps.to_string(),
+            instance.latency_ms.to_string(),
+            plan.latency_rule.clone(),
+        ]
+    })
+}
+
+/// Writes `header`, then `row` of every MIG instance of `plan` in plan
+/// order, as CSV called `what` in error messages.
+pub(crate) fn write_instance_rows<W: Write, const N: usize>(
+    out: W,
+    what: &str,
+    plan: &Plan,
+    header: [&str; N],
+    row: impl Fn(&GpuAssignment, &InstanceAssignment) -> [String; N],
+) -> Result<(), StoreError> {
+    let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(header).map_err(|error| write_error(error.into()))?;
+    for gpu in &plan.gpus {
+        for instance in &gpu.instances {
+            writer.write_record(row(gpu, instance)).map_err(|error| write_error(error.into()))?;
+        }
+    }
+    writer.flush().map_err(write_error)
+}
+
+/// Reads Tessera's plan CSV at `path`. Rows of one (node, gpu_index) form
+/// one GPU, in the order they first appear; its rows must name one GPU
+/// model, and every row the same latency rule. The plan's fleet counts the
+/// GPUs of each model at cost 1 (the CSV records no cost or limit), its
+/// strategy is `unrecorded`, its GPUs per node the highest index + 1, and
+/// it has no service report (the verifier recomputes it).
+pub fn read_plan_csv(path: &Path) -> Result<Plan, StoreError> {
+    plan_from_table(&Table::read(path)?)
+}
+
+/// A plan from a table with Tessera's plan CSV columns.
+fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
+    let path = table.path.as_path();
+    table.reject_unknown_columns(&PLAN_CSV_HEADER)?;
+    let columns = PLAN_CSV_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let [node, index, gpu_model, profile, size, start, service, model, batch, procs, throughput, latency, rule] =
+        columns[..]
+    else {
+        unreachable!("one column per header name")
+    };
+    let mut gpus: Vec<GpuAssignment> = Vec::new();
+    let mut latency_rule: Option<(&str, u64)> = None;
+    for record in &table.rows {
+        let cell = |column| Cell::of(path, record, column);
+        let rule_cell = cell(rule);
+        match latency_rule {
+            None => latency_rule = Some((rule_cell.name()?, record.line)),
+            Some((first, line)) if first != rule_cell.text => {
+                return Err(rule_cell.error(format!("'{}' differs from '{first}' on line {line}", rule_cell.text)))
+            }
+            Some(_) => {}
+        }
+        let (node, index) = (cell(node).whole()?, cell(index).whole()?);
+        let gpu_cell = cell(gpu_model);
+        let gpu: GpuModel = gpu_cell.text.parse().map_err(|error| gpu_cell.domain(error))?;
+        let instance = InstanceAssignment {
+            profile: cell(profile).name()?.to_string(),
+            size: cell(size).whole()?,
+            start: cell(start).whole()?,
+            service: cell(service).name()?.to_string(),
+            model: cell(model).name()?.to_string(),
+            batch: cell(batch).whole()?,
+            procs: cell(procs).whole()?,
+            throughput_rps: cell(throughput).non_negative()?,
+            latency_ms: cell(latency).non_negative()?,
+        };
+        match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
+            Some(existing) if existing.gpu_model != gpu => {
+                return Err(gpu_cell
+                    .error(format!("node {node} gpu {index} is {} on an earlier line, not {gpu}", existing.gpu_model)))
+            }
+            Some(existing) => existing.instances.push(instance),
+            None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
+        }
+    }
+    let mut fleet: Vec<FleetUse> = Vec::new();
+    for gpu in &gpus {
+        match fleet.iter_mut().find(|counted| counted.gpu_model == gpu.gpu_model) {
+            Some(counted) => counted.gpus += 1,
+            None => fleet.push(FleetUse { gpu_model: gpu.gpu_model, cost_per_gpu: 1.0, limit: None, gpus: 1 }),
+        }
+    }
+    Ok(Plan {
+        gpu_count: gpus.len(),
+        total_cost: gpus.len() as f64,
+        strategy: UNRECORDED_STRATEGY.to_string(),
+        latency_rule: latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string()),
+        gpus_per_node: gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1),
+        fleet,
+        gpus,
+        services: Vec::new(),
+        optimality: None,
+        notes: Vec::new(),
+    })
+}
+
+/// Reads any plan file, told apart by its content rather than its name:
+/// plan JSON (the first character is `{`), ParvaGPU's deployment map (a
+/// header with `Num instance`; read on `gpu` with the numbers of `catalog`,
+/// see [`crate::read_deployment_csv`]), or else Tessera's plan CSV.
+pub fn read_plan_file(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan, StoreError> {
+    let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
+    let text_start = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    if text_start.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{') {
+        return parse_plan_json(path, &bytes);
+    }
+    let table = Table::read(path)?;
+    if table.optional(DEPLOYMENT_HEADER[0])?.is_some() {
+        deployment_from_table(&table, gpu, catalog)
+    } else {
+        plan_from_table(&table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use tessera_core::{Optimality, ServiceReport};
+
+    use super::*;
+
+    fn instance(service: &str, size: u8, start: u8) -> InstanceAssignment {
+        InstanceAssignment {
+            profile: format!("{size}g.{}gb", 10 * u32::from(size)),
+            size,
+            start,
+            service: service.to_string(),
+            model: "bert, \"base\"".to_string(),
+            batch: 8,
+            procs: 2,
+            throughput_rps: 0.1 + 0.2,
+            latency_ms: 12.345678901234567,
+        }
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            gpu_count: 2,
+            total_cost: 2.6,
+            strategy: "optimal".into(),
+            latency_rule: "queueing".into(),
+            gpus_per_node: 8,
+            fleet: vec![
+                FleetUse { gpu_model: GpuModel::A100_80GB, cost_per_gpu: 1.0, limit: None, gpus: 1 },
+                FleetUse { gpu_model: GpuModel::H100_80GB, cost_per_gpu: 1.6, limit: Some(4), gpus: 1 },
+            ],
+            gpus: vec![
+                GpuAssignment {
+                    node: 0,
+                    index: 0,
+                    gpu_model: GpuModel::A100_80GB,
+                    instances: vec![instance("chat, eu", 4, 0), instance("search", 3, 4)],
+                },
+                GpuAssignment {
+                    node: 1,
+                    index: 2,
+                    gpu_model: GpuModel::H100_80GB,
+                    instances: vec![instance("search", 7, 0)],
+                },
+            ],
+            services: vec![ServiceReport {
+                service: "search".into(),
+                model: "bert".into(),
+                rate_rps: 10.0,
+                latency_slo_ms: 100.0,
+                provisioned_rps: 1.0 / 3.0,
+                worst_latency_ms: 50.0,
+                segments: 2,
+                met: true,
+            }],
+            optimality: Some(Optimality {
+                objective: "cost".into(),
+                value: 2.6,
+                lower_bound: 2.0,
+                proven_optimal: false,
+                gap: 0.3,
+            }),
+            notes: vec!["profiles of bert on h100-80gb are estimated".into()],
+        }
+    }
+
+    fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn json_with(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let mut value: serde_json::Value = serde_json::from_slice(&plan_json(&plan())).unwrap();
+        edit(&mut value);
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    #[test]
+    fn json_round_trips_exactly_with_the_version_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let json = plan_json(&plan());
+        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 1,\n  \"gpu_count\": 2,"));
+        assert!(json.ends_with(b"}\n"));
+        let path = write(dir.path(), "plan.json", &json);
+        assert_eq!(read_plan(&path).unwrap(), plan());
+        assert_eq!(read_plan_file(&path, GpuModel::A30_24GB, &ProfileCatalog::new()).unwrap(), plan());
+    }
+
+    #[test]
+    fn a_plan_without_a_version_is_read_as_version_1() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = json_with(|value| {
+            value.as_object_mut().unwrap().remove("version");
+        });
+        assert_eq!(read_plan(&write(dir.path(), "old.json", &bytes)).unwrap(), plan());
+    }
+
+    #[test]
+    fn another_version_and_unknown_fields_are_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let error_of = |name: &str, bytes: &[u8]| read_plan(&write(dir.path(), name, bytes)).unwrap_err().to_string();
+        let message = error_of("v2.json", &json_with(|value| value["version"] = 2.into()));
+        assert!(
+            message.ends_with("v2.json: plan version 2 is not supported (this build reads version 1)"),
+            "{message}"
+        );
+        let message = error_of("text.json", &json_with(|value| value["version"] = "1".into()));
+        assert!(message.ends_with("text.json: not a Tessera plan: field 'version': expected a whole number, got \"1\""));
+        let message = error_of("extra.json", &json_with(|value| value["colour"] = "blue".into()));
+        assert!(message.contains("extra.json: not a Tessera plan: unknown field `colour`"), "{message}");
+        let message = error_of("deep.json", &json_with(|value| value["gpus"][1]["instances"][0]["mig"] = 1.into()));
+        assert!(message.contains("deep.json: not a Tessera plan: unknown field `mig`, expected one of"), "{message}");
+        let message = error_of("list.json", b"[1, 2]");
+        assert!(message.ends_with("list.json: not a Tessera plan: expected a JSON object"), "{message}");
+        let message = error_of("broken.json", b"{\n\"gpu_count\": ");
+        assert!(message.contains("broken.json: not a Tessera plan: EOF while parsing a value at line 2"), "{message}");
+        let message = read_plan(&dir.path().join("absent.json")).unwrap_err().to_string();
+        assert!(message.ends_with("absent.json: No such file or directory (os error 2)"), "{message}");
+    }
+
+    #[test]
+    fn csv_round_trips_what_verifying_and_deploying_need() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        write_plan_csv(&mut bytes, &plan()).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.starts_with(&(PLAN_CSV_HEADER.join(",") + "\n")), "{text}");
+        assert!(text.contains("0,0,a100-80gb,4g.40gb,4,0,\"chat, eu\",\"bert, \"\"base\"\"\",8,2,0.30000000000000004,"));
+        let path = write(dir.path(), "plan.csv", &bytes);
+        let read = read_plan_csv(&path).unwrap();
+        assert_eq!(read.gpus, plan().gpus);
+        assert_eq!(
+            (read.gpu_count, read.latency_rule.as_str(), read.strategy.as_str(), read.gpus_per_node),
+            (2, "queueing", "unrecorded", 3)
+        );
+        let fleet: Vec<(GpuModel, u64)> = read.fleet.iter().map(|f| (f.gpu_model, f.gpus)).collect();
+        assert_eq!(fleet, [(GpuModel::A100_80GB, 1), (GpuModel::H100_80GB, 1)]);
+        assert_eq!(read_plan_file(&path, GpuModel::A30_24GB, &ProfileCatalog::new()).unwrap(), read);
+    }
+
+    #[test]
+    fn bad_csv_plans_name_file_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = Vec::new();
+        write_plan_csv(&mut bytes, &plan()).unwrap();
+        let good = String::from_utf8(bytes).unwrap();
+        let error_of =
+            |text: String| read_plan_csv(&write(dir.path(), "p.csv", text.as_bytes())).unwrap_err().to_string();
+        let message = error_of(good.replacen("queueing", "parva", 2).replacen("parva", "queueing", 1));
+        assert!(
+            message.contains("p.csv:3: field 'latency_rule': 'parva' differs from 'queueing' on line 2"),
+            "{message}"
+        );
+        let message = error_of(good.replacen("0,0,a100-80gb,3g", "0,0,h100-80gb,3g", 1));
+        assert!(
+            message.contains("p.csv:3: field 'gpu_model': node 0 gpu 0 is a100-80gb on an earlier line"),
+            "{message}"
+        );
+        let message = error_of(good.replacen(",8,2,", ",eight,2,", 1));
+        assert!(message.contains("p.csv:2: field 'batch': expected a whole number, got 'eight'"), "{message}");
+        let message = error_of(good.replacen("a100-80gb", "v100", 1));
+        assert!(message.contains("p.csv:2: field 'gpu_model': unknown GPU model 'v100'"), "{message}");
+        let message = error_of(good.replacen("latency_rule", "rule", 1));
+        assert!(message.contains("p.csv:1: unknown column 'rule'"), "{message}");
+    }
+
+    #[test]
+    fn a_parvagpu_deployment_map_is_told_by_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\r\n0,0,m,0,7,8,2\r\n";
+        let path = write(dir.path(), "SLO1_deploy.csv", text.as_bytes());
+        let plan = read_plan_file(&path, GpuModel::A100_80GB, &ProfileCatalog::new()).unwrap();
+        assert_eq!((plan.gpu_count, plan.strategy.as_str(), plan.latency_rule.as_str()), (1, "parvagpu", ""));
+        assert_eq!(plan.gpus[0].instances[0].profile, "7g.80gb");
+    }
+}
