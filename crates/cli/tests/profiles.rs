@@ -192,7 +192,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     );
     fails_with(&["workload", "remove", "w"], &store, &[&format!("{s}: no registered workload 'w' (known: none)")]);
 
-    let listing = stdout(&tessera(&["colocate", "list"], &store));
+    let listing = stdout(&tessera(&["colocate", "list", "--wide"], &store));
     assert!(listing.starts_with("id  workloads "), "{listing}");
     assert!(listing.contains("\n 2  a1_batch1-inf + b_batch8-inf  41.0 / 41.5 "), "{listing}");
     let rows: serde_json::Value =
