@@ -8,6 +8,7 @@ mod output;
 mod progress;
 mod render;
 mod table;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -26,7 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
         }
     };
-    table::set_width_limit(if cli.wide { None } else { Some(terminal_width()) });
+    terminal::set_width_limit(if cli.wide { None } else { Some(terminal::detect_width()) });
     let peak_memory_report = cli.peak_memory_report.clone();
     let result = commands::run(cli);
     let result = match peak_memory_report {
@@ -42,14 +43,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The width tables fit: `COLUMNS` when set, else the width of the
-/// terminal standard output is, else [`table::DEFAULT_WIDTH`].
-fn terminal_width() -> usize {
-    let columns = std::env::var("COLUMNS").ok().and_then(|value| value.trim().parse::<usize>().ok());
-    let terminal = || console::Term::stdout().size_checked().map(|(_rows, columns)| usize::from(columns));
-    columns.filter(|&width| width > 0).or_else(terminal).unwrap_or(table::DEFAULT_WIDTH)
 }
 
 /// Writes this process's peak resident set size in KiB (`VmHWM` of

@@ -1,7 +1,7 @@
 //! Aligned text tables for the terminal, fitted to its width.
 //!
 //! A table is as wide as its content when that fits the width limit (see
-//! [`set_width_limit`]); otherwise its text columns give up space, widest
+//! [`crate::terminal::set_width_limit`]); otherwise its text columns give up space, widest
 //! first, down to a floor. A cell then wraps onto more lines between its
 //! pieces — its words, or the pieces it was built from (a GPU's MIG tiles,
 //! a service's segment groups); a single piece too long for its column is
@@ -9,10 +9,7 @@
 //! numeric columns (right-aligned) are never narrowed. Widths count
 //! characters, not bytes.
 
-use std::sync::OnceLock;
-
-/// The width tables fit when nothing else is said: an 80-column terminal.
-pub const DEFAULT_WIDTH: usize = 80;
+use crate::terminal::width_limit;
 
 /// The narrowest a text column is squeezed to (or its header's width, if
 /// less).
@@ -20,19 +17,6 @@ const MIN_TEXT_WIDTH: usize = 10;
 
 /// Spaces between columns.
 const GAP: usize = 2;
-
-/// The process's width limit: `None` for no limit (`--wide`).
-static WIDTH_LIMIT: OnceLock<Option<usize>> = OnceLock::new();
-
-/// Sets the width every table of this process fits (once, from `main`);
-/// `None` lets tables be as wide as their content.
-pub fn set_width_limit(limit: Option<usize>) {
-    let _ = WIDTH_LIMIT.set(limit);
-}
-
-fn width_limit() -> Option<usize> {
-    *WIDTH_LIMIT.get_or_init(|| Some(DEFAULT_WIDTH))
-}
 
 /// A table of text cells with a header row; numeric columns are
 /// right-aligned.
@@ -76,7 +60,7 @@ impl TextTable {
             .collect();
         let widths = self.fit(limit, &numeric);
         let mut out = String::new();
-        let header: Vec<Vec<String>> = self.header.iter().map(|h| vec![h.clone()]).collect();
+        let header: Vec<Vec<String>> = self.header.iter().map(|h| words(h)).collect();
         for row in std::iter::once(&header).chain(&self.rows) {
             let cells: Vec<Vec<String>> = row.iter().zip(&widths).map(|(cell, &w)| lay_out(cell, w)).collect();
             let height = cells.iter().map(Vec::len).max().unwrap_or(1);
@@ -103,17 +87,20 @@ impl TextTable {
 
     /// Column widths: the content's, then text columns narrowed, widest
     /// first, until the table fits `limit` or every column is at its floor
-    /// (a text column's floor is [`MIN_TEXT_WIDTH`] or its header; the
-    /// first column and numeric ones keep their width).
+    /// (a text column's floor is [`MIN_TEXT_WIDTH`] or its header's longest
+    /// word; the first column and numeric ones keep their values' width).
+    /// Headers wrap between words like cells.
     fn fit(&self, limit: Option<usize>, numeric: &[bool]) -> Vec<usize> {
         let columns = self.header.len();
-        let header = |c: usize| chars(&self.header[c]);
-        let mut widths: Vec<usize> = (0..columns)
-            .map(|c| self.rows.iter().map(|r| chars(&joined(&r[c]))).chain([header(c)]).max().unwrap_or(0))
-            .collect();
+        let header = |c: usize| words(&self.header[c]).iter().map(|word| chars(word.trim_start())).max().unwrap_or(0);
+        let values = |c: usize| self.rows.iter().map(|r| chars(&joined(&r[c]))).max().unwrap_or(0);
+        let mut widths: Vec<usize> = (0..columns).map(|c| values(c).max(chars(&self.header[c]))).collect();
         let Some(limit) = limit else { return widths };
         let floors: Vec<usize> = (0..columns)
-            .map(|c| if numeric[c] || c == 0 { widths[c] } else { widths[c].min(MIN_TEXT_WIDTH.max(header(c))) })
+            .map(|c| match numeric[c] || c == 0 {
+                true => values(c).max(header(c)),
+                false => widths[c].min(MIN_TEXT_WIDTH.max(header(c))),
+            })
             .collect();
         let total = widths.iter().sum::<usize>() + GAP * columns.saturating_sub(1);
         let mut excess = total.saturating_sub(limit);
@@ -131,23 +118,21 @@ impl TextTable {
     }
 }
 
-/// `text` as pieces that break before each run of spaces: `a b` is `a`,
-/// ` b`.
+/// `text` as pieces that break before each run of spaces and after each
+/// `/` (so paths wrap too): `a b/c` is `a`, ` b/`, `c`.
 fn words(text: &str) -> Vec<String> {
-    let mut pieces: Vec<String> = Vec::new();
+    let mut pieces: Vec<String> = vec![String::new()];
     let mut previous = None;
     for c in text.chars() {
         let starts_word = c == ' ' && previous.is_some_and(|p: char| p != ' ');
-        if starts_word || pieces.is_empty() {
+        let after_slash = previous == Some('/') && c != ' ';
+        if starts_word || after_slash {
             pieces.push(String::new());
         }
         if let Some(piece) = pieces.last_mut() {
             piece.push(c);
         }
         previous = Some(c);
-    }
-    if pieces.is_empty() {
-        pieces.push(String::new());
     }
     pieces
 }
@@ -247,9 +232,10 @@ mod tests {
     }
 
     #[test]
-    fn words_break_before_spaces() {
+    fn words_break_before_spaces_and_after_slashes() {
         assert_eq!(words("python serve.py  --batch 8"), ["python", " serve.py", "  --batch", " 8"]);
         assert_eq!(words(""), [""]);
         assert_eq!(words(" lead"), [" lead"]);
+        assert_eq!(words("../shared/data x"), ["../", "shared/", "data", " x"]);
     }
 }

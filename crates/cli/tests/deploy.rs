@@ -11,9 +11,12 @@ use crate::util::{stderr, stdout};
 use tempfile::TempDir;
 
 /// Runs tessera with `dir` as its whole PATH.
+/// Runs the binary with the stand-ins of `dir` first on `PATH`, printing
+/// whole lines (`--wide`) so commands can be compared as they run.
 fn tessera(args: &[&str], dir: &TempDir) -> Output {
     let store = dir.path().join("store.sqlite");
-    crate::util::run_with_env(args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
+    let args = [args, &["--wide"]].concat();
+    crate::util::run_with_env(&args, &[("PATH", dir.path()), ("TESSERA_STORE", &store)])
 }
 
 fn demo_plan(dir: &TempDir) -> String {
@@ -94,6 +97,14 @@ fn dry_run_prints_commands_and_apply_needs_nvidia_smi() {
     // The demo's workloads are not registered: placeholders and how to register them.
     assert!(stdout.contains("# no registered workload for model bert-base batch 1: `tessera workload add NAME --family bert-base --task inference --batch 1 --command '…'`"), "{stdout}");
     assert!(stdout.contains("sh -c '<command of a workload for bert-base batch 1>' >>"), "{stdout}");
+
+    // Fitted to 80 columns, the same commands with ` \` continuations.
+    let store = dir.path().join("store.sqlite");
+    let fitted = crate::util::run_with_env(&["deploy", &plan, "--node", "0"], &[("TESSERA_STORE", &store)]);
+    let fitted = crate::util::stdout(&fitted);
+    assert!(fitted.lines().all(|line| line.chars().count() <= 80), "{fitted}");
+    let joined = fitted.replace(" \\\n    ", " ").replace("\n#   ", " ");
+    assert_eq!(joined, stdout, "wrapping only breaks lines");
 
     for args in [vec!["deploy", &plan, "--node", "0", "--apply"], vec!["deploy", "status", &plan, "--node", "0"]] {
         let output = tessera(&args, &dir);

@@ -17,6 +17,7 @@ use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
 use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
     match command {
@@ -174,7 +175,7 @@ fn list(store: Option<&Path>, format: ListFormat) -> Result<()> {
                     s.id.to_string(),
                     names.join(" + "),
                     rates.join(" / "),
-                    s.imported_at.clone(),
+                    s.imported_at.replacen('T', " ", 1),
                     s.source.clone(),
                 ]);
             }
@@ -205,37 +206,39 @@ fn remove(store: Option<&Path>, ids: &[i64], source: Option<&str>) -> Result<()>
     outln!("removed {} from {}", count(removed, "colocation"), path.display())
 }
 
+/// The ranked groups for people, one block each (the partners, then the
+/// prediction against taking turns, what each member keeps, memory, and
+/// what drove the prediction), wrapped to the terminal.
 fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
-    let mut out = format!("model {model}; predicted throughput in samples/s\n\n");
-    let mut table = TextTable::new(&[
-        "rank",
-        "partners",
-        "predicted",
-        "alone",
-        "vs taking turns",
-        "retained per member",
-        "memory GB",
-        "fits",
-        "driven by",
-    ]);
+    let mut out = format!("model {model}; predicted throughput in samples/s; retained: the target first\n");
     for (rank, r) in ranked.iter().enumerate() {
         let partners: Vec<&str> = r.members[1..].iter().map(|m| m.workload.as_str()).collect();
         let retained: Vec<String> =
             r.members.iter().map(|m| m.retained.map_or_else(|| "—".to_string(), |f| format!("{f:.2}"))).collect();
-        let drivers: Vec<String> = r.drivers.iter().map(|d| format!("{} = {}", d.feature, readable(d.value))).collect();
-        table.row(vec![
-            (rank + 1).to_string(),
-            partners.join(" + "),
-            format!("{:.1}", r.predicted_total_rps),
-            format!("{:.1}", r.alone_total_rps),
-            format!("{:.2}×", r.vs_time_sharing),
-            retained.join(" / "),
-            format!("{:.1}", r.memory_gb),
-            if r.exceeds_memory { "NO" } else { "yes" }.to_string(),
-            drivers.join("; "),
-        ]);
+        let fits = if r.exceeds_memory { "does NOT fit" } else { "fits" };
+        let lines = [
+            format!("{}. {}", rank + 1, partners.join(" + ")),
+            format!(
+                "predicted {:.1} (alone {:.1}, {:.2}× taking turns); retained {}; memory {:.1} GB, {fits}",
+                r.predicted_total_rps,
+                r.alone_total_rps,
+                r.vs_time_sharing,
+                retained.join(" / "),
+                r.memory_gb
+            ),
+        ];
+        out.push('\n');
+        out.push_str(&wrap_words(&lines[0], "", "   "));
+        out.push('\n');
+        out.push_str(&wrap_words(&lines[1], "   ", "   "));
+        out.push('\n');
+        if !r.drivers.is_empty() {
+            let drivers: Vec<String> =
+                r.drivers.iter().map(|d| format!("{} = {}", d.feature, readable(d.value))).collect();
+            out.push_str(&wrap_words(&format!("driven by {}", drivers.join("; ")), "   ", "   "));
+            out.push('\n');
+        }
     }
-    out.push_str(&table.render());
     if ranked.iter().flat_map(|r| &r.members).any(|m| m.retained.is_none()) {
         out.push_str(&format!(
             "\n— : the {model} model predicts only a group's total throughput, not what each member keeps\n"

@@ -18,16 +18,25 @@ use tessera_store::Store;
 
 use crate::args::{DeployArgs, DeployCommand};
 use crate::inputs::store_path;
+use crate::terminal::{wrap_command, wrap_words};
 
 pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
-    // Output is collected and written at the end (also after an error), so
-    // a closed pipe is an error rather than a panic.
+    // Output is collected and written at the end (also after an error),
+    // fitted to the terminal: commands wrap with ` \` continuations (they
+    // still run when pasted), status lines between words.
     let mut out = String::new();
-    let result = match &args.command {
-        Some(DeployCommand::Status { plan, node, mps_dir }) => status(plan, *node, mps_dir, store, &mut out),
-        None => deploy(args, store, &mut out),
+    let (result, fit): (_, fn(&str) -> String) = match &args.command {
+        Some(DeployCommand::Status { plan, node, mps_dir }) => {
+            (status(plan, *node, mps_dir, store, &mut out), |line| {
+                let body = line.trim_start();
+                let lead = &line[..line.len() - body.len()];
+                wrap_words(body, lead, &format!("{lead}    "))
+            })
+        }
+        None => (deploy(args, store, &mut out), wrap_command),
     };
-    crate::output::emit(out.as_bytes(), None)?;
+    let fitted: String = out.lines().map(|line| fit(line) + "\n").collect();
+    crate::output::emit(fitted.as_bytes(), None)?;
     result
 }
 

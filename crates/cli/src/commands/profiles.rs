@@ -72,7 +72,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                             s.model.clone(),
                             s.points.to_string(),
                             sizes.join(","),
-                            s.imported_at.clone(),
+                            s.imported_at.replacen('T', " ", 1),
                             s.source.clone(),
                         ]);
                     }

@@ -14,6 +14,7 @@ use crate::output::{emit, note};
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 const NS_PER_MS: f64 = 1e6;
 
@@ -146,20 +147,27 @@ fn shortened(order: &[&str]) -> String {
 }
 
 fn table(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> String {
-    let mut out = format!(
-        "oversubscription {:.2}× (persistent data / memory beside the largest scratch)\n\
-         makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), compute busy {:.1} ms, stalled {:.1} ms\n\
-         moved {:.2} GB to the GPU and {:.2} GB back\nschedule: {}\n\n",
-        trace.oversubscription(),
-        ms(result.makespan_ns),
-        ms(bound_ns),
-        100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0),
-        ms(result.compute_busy_ns),
-        ms(result.stall_ns),
-        result.h2d_bytes as f64 / 1e9,
-        result.d2h_bytes as f64 / 1e9,
-        shortened(order)
-    );
+    let lines = [
+        format!(
+            "oversubscription {:.2}× (persistent data / memory beside the largest scratch)",
+            trace.oversubscription()
+        ),
+        format!(
+            "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%)",
+            ms(result.makespan_ns),
+            ms(bound_ns),
+            100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0)
+        ),
+        format!("compute busy {:.1} ms, stalled {:.1} ms", ms(result.compute_busy_ns), ms(result.stall_ns)),
+        format!(
+            "moved {:.2} GB to the GPU and {:.2} GB back",
+            result.h2d_bytes as f64 / 1e9,
+            result.d2h_bytes as f64 / 1e9
+        ),
+        format!("schedule: {}", shortened(order)),
+    ];
+    let mut out: String = lines.iter().map(|line| wrap_words(line, "", "  ") + "\n").collect();
+    out.push('\n');
     let mut clients = TextTable::new(&["client", "operations", "completion ms"]);
     for (client, &done) in trace.clients.iter().zip(&result.client_completion_ns) {
         clients.row(vec![client.name.clone(), client.operations.len().to_string(), format!("{:.1}", ms(done))]);
