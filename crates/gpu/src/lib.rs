@@ -21,8 +21,8 @@
 //! workloads of a measurement ([`WorkloadRunner`]), the services of a
 //! deployment ([`ServiceLauncher`]) and the GPU's sampler ([`GpuSampler`]).
 //! With the `fake` feature (tests only; never in the shipped binary) the
-//! crate also exports faithful fakes of each: [`FakeNvidiaSmi`],
-//! [`FakeWorkloadRunner`], [`FakeServiceLauncher`], [`FakeSampler`].
+//! crate also exports faithful fakes of each: `FakeNvidiaSmi`,
+//! `FakeWorkloadRunner`, `FakeServiceLauncher`, `FakeSampler`.
 
 mod deploy;
 mod error;

@@ -35,7 +35,7 @@ pub struct MeasuredCommand {
     /// The shell command line.
     pub command: String,
     /// A regular expression whose first group is the throughput (default:
-    /// the `tessera:throughput=` line, see [`parse_throughput`]).
+    /// the `tessera:throughput=` line, see `workload::parse_throughput`).
     pub throughput_regex: Option<String>,
 }
 
@@ -61,7 +61,7 @@ impl AloneOptions {
 /// Runs the workload alone for `options.duration`, sampling the GPU every
 /// `options.interval` (at least once; `on_sample(n, sample)` is called with
 /// each, `n` 0-based), then stops it and reads its throughput (see
-/// [`parse_throughput`]). Sampling ends early when the workload exits. A
+/// `workload::parse_throughput`). Sampling ends early when the workload exits. A
 /// workload that exits with a non-zero status or prints no throughput is
 /// an error; it is always stopped.
 pub fn measure_alone(
@@ -194,7 +194,7 @@ pub struct GroupOptions {
 }
 
 /// Runs `options.members` together under a private MPS control daemon and
-/// returns each one's throughput, in order (see [`measure_colocation`]).
+/// returns each one's throughput, in order (see `measure_colocation`).
 pub fn measure_group(
     runner: &mut dyn CommandRunner,
     workloads: &mut dyn WorkloadRunner,

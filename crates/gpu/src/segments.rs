@@ -179,7 +179,7 @@ pub struct SweepOptions {
     /// The GPU's index on the node.
     pub gpu: u32,
     /// Measure the GPU without MIG, as its largest profile (see
-    /// [`target_whole_gpu`]), instead of its MIG instances.
+    /// `target_whole_gpu`), instead of its MIG instances.
     pub whole_gpu: bool,
     /// The configurations and how to run them.
     pub sweep: Sweep,
