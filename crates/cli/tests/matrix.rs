@@ -42,6 +42,10 @@ fn fixtures(dir: &Path) {
         ("latency.csv", "100,200\n300,400".into()),
         ("huge.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e12,200\n".into()),
         (
+            "several.csv",
+            "service,model,rate_rps,latency_ms\nshop,alpha,100,5\nads,alexnet,100,100\nok,alpha,100,100\n".into(),
+        ),
+        (
             "forever.json",
             r#"{"gpu": {"memory_bytes": 1000000000, "h2d_bytes_per_s": 1e10, "d2h_bytes_per_s": 1e10, "copy_latency_ns": 0},
                 "clients": [{"name": "slow", "operations": [{"compute_ms": 2e13, "buffers": [], "ephemeral_bytes": 0}]}]}"#
@@ -77,6 +81,8 @@ const CASES: &[Case] = &[
          r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the queueing rule .*; the fastest is 7g batch 8 x 1 proc at 17\.25 ms$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule parva", 1,
          r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the parva rule \(batch latency < 2\.25 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
+    case("plan --profiles {d}/prof_data --slo {d}/several.csv --strategy parva", 1,
+         r"^error: 2 services cannot be served: service 'shop' \(model 'alpha'\): no configuration meets .*; service 'ads': no profile for model 'alexnet' on a100-80gb \(profiled models: alpha, beta\)$"),
     case("plan --profiles {d}/prof_data --slo-rates {d}/rates.csv --slo-latency {d}/latency.csv --scenario 3", 1,
          r"^error: \S*rates\.csv: scenario 3 is out of range \(the file has scenarios 1 to 2\)$"),
     case("plan --profiles {d}/prof_data --slo {d}/missing.csv", 1,

@@ -1,5 +1,7 @@
 //! The error type of `tessera-plan`.
 
+use tessera_core::text::count;
+
 /// Why no plan can be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PlanError {
@@ -140,6 +142,26 @@ pub enum PlanError {
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,
+    /// Several services cannot be served, each for its own reason.
+    #[error("{} cannot be served: {}", count(.0.len(), "service"), join(.0))]
+    Unservable(Vec<PlanError>),
+}
+
+impl PlanError {
+    /// `Ok` when `errors` is empty, the error when there is one, and
+    /// [`PlanError::Unservable`] naming them all when there are several.
+    pub(crate) fn all(mut errors: Vec<PlanError>) -> Result<(), PlanError> {
+        match errors.len() {
+            0 => Ok(()),
+            1 => Err(errors.remove(0)),
+            _ => Err(PlanError::Unservable(errors)),
+        }
+    }
+}
+
+/// The errors' messages, `; `-separated.
+fn join(errors: &[PlanError]) -> String {
+    errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
 }
 
 /// A service whose latency SLO no profiled configuration meets.

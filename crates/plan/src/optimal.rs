@@ -235,6 +235,7 @@ fn option_table(
     deadline: Option<Instant>,
 ) -> Result<OptionTable, PlanError> {
     let mut table: OptionTable = vec![Vec::with_capacity(request.services.len()); request.fleet.len()];
+    let mut unservable = Vec::new();
     for slo in request.services {
         let limits = if past(deadline) { CHEAPEST_ONLY } else { limits };
         let mut failure = None;
@@ -253,9 +254,10 @@ fn option_table(
             }
         }
         if table.iter().all(|options| options.last().is_some_and(Option::is_none)) {
-            return Err(failure.expect("a failure per model"));
+            unservable.extend(failure);
         }
     }
+    PlanError::all(unservable)?;
     Ok(table)
 }
 
@@ -610,6 +612,23 @@ mod tests {
             ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
         };
         assert!(plan_optimal(&request).unwrap().optimality.unwrap().proven_optimal);
+    }
+
+    #[test]
+    fn every_service_that_cannot_be_served_is_named() {
+        let catalog = builtin_catalog();
+        let mut services = demo_services();
+        services[1].latency_slo_ms = 0.001;
+        services[4].model = "alexnet".to_string();
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        for planned in [plan_optimal(&request), plan_parva(&request)] {
+            let message = planned.unwrap_err().to_string();
+            assert!(message.starts_with("2 services cannot be served: service 'fraud-check' "), "{message}");
+            assert!(message.contains("; service 'thumbnails': no profile for model 'alexnet'"), "{message}");
+        }
+        services[4].model = "mobilenetv2".to_string();
+        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        assert!(matches!(plan_optimal(&request), Err(PlanError::Unmeetable(_))), "one alone is itself");
     }
 
     #[test]

@@ -68,11 +68,13 @@ fn configure_all(request: &PlanRequest<'_>, gpu: GpuModel) -> Result<Vec<Segment
         });
     }
     request.check()?;
-    request
+    let (choices, unservable): (Vec<_>, Vec<_>) = request
         .services
         .iter()
         .map(|slo| configure(request.profile(slo, gpu)?, slo, request.rule, request.max_procs))
-        .collect()
+        .partition(Result::is_ok);
+    PlanError::all(unservable.into_iter().filter_map(Result::err).collect())?;
+    Ok(choices.into_iter().filter_map(Result::ok).collect())
 }
 
 #[cfg(test)]
