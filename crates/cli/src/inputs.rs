@@ -57,7 +57,7 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     let (catalog, estimates) = complete_for_fleet(loaded, origin, &fleet);
     let notes = estimates.iter().map(ToString::to_string).collect();
     if let Some(&gpu) = fleet.iter().find(|&&gpu| catalog.models(gpu).next().is_none()) {
-        let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu.to_string()).collect();
+        let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu_model.to_string()).collect();
         bail!(
             "no profiles for GPU model {gpu}, and none can be estimated (profiles exist for: {}); pick one with --gpu",
             if have.is_empty() { "none".to_string() } else { have.into_iter().collect::<Vec<_>>().join(", ") }

@@ -83,22 +83,26 @@ impl ProfilePoint {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ModelProfile {
     /// The GPU model it was profiled on.
-    pub gpu: GpuModel,
+    pub gpu_model: GpuModel,
     /// The model (workload) name, e.g. `resnet50`.
     pub model: String,
     points: Vec<ProfilePoint>,
 }
 
 impl ModelProfile {
-    /// A validated profile: every size exists on `gpu`, no configuration
-    /// appears twice. Points are kept sorted by configuration.
-    pub fn new(gpu: GpuModel, model: impl Into<String>, mut points: Vec<ProfilePoint>) -> Result<Self, CoreError> {
+    /// A validated profile: every size exists on `gpu_model`, no
+    /// configuration appears twice. Points are kept sorted by configuration.
+    pub fn new(
+        gpu_model: GpuModel,
+        model: impl Into<String>,
+        mut points: Vec<ProfilePoint>,
+    ) -> Result<Self, CoreError> {
         let model = model.into();
         if model.trim().is_empty() {
             return Err(CoreError::invalid("model", "a non-empty name", "''"));
         }
         for point in &points {
-            gpu.spec().profile_for_size(point.config.size_gpcs)?;
+            gpu_model.spec().profile_for_size(point.config.size_gpcs)?;
         }
         points.sort_by_key(|p| p.config);
         if let Some(pair) = points.windows(2).find(|pair| pair[0].config == pair[1].config) {
@@ -108,7 +112,7 @@ impl ModelProfile {
                 format!("{} twice for {model}", pair[0].config),
             ));
         }
-        Ok(ModelProfile { gpu, model, points })
+        Ok(ModelProfile { gpu_model, model, points })
     }
 
     /// The feasible points, sorted by (size, batch, procs).
@@ -136,7 +140,7 @@ impl ProfileCatalog {
 
     /// Adds a profile, replacing any earlier one of the same GPU and model.
     pub fn insert(&mut self, profile: ModelProfile) {
-        self.profiles.insert((profile.gpu, profile.model.clone()), profile);
+        self.profiles.insert((profile.gpu_model, profile.model.clone()), profile);
     }
 
     /// The profile of `model` on `gpu`.

@@ -107,7 +107,7 @@ pub fn synthetic_profile(gpu: GpuModel, model: &SyntheticModel) -> Result<ModelP
 /// [`relative_speed`]s and batch latency by its inverse. `None` when the
 /// GPU models differ in structure or the target has less memory.
 pub fn transfer_profile(measured: &ModelProfile, to: GpuModel) -> Option<ModelProfile> {
-    let (from, to_spec) = (measured.gpu.spec(), to.spec());
+    let (from, to_spec) = (measured.gpu_model.spec(), to.spec());
     if from.compute_slices != to_spec.compute_slices || from.memory_slices != to_spec.memory_slices {
         return None;
     }
@@ -117,7 +117,7 @@ pub fn transfer_profile(measured: &ModelProfile, to: GpuModel) -> Option<ModelPr
             return None;
         }
     }
-    let speedup = relative_speed(to) / relative_speed(measured.gpu);
+    let speedup = relative_speed(to) / relative_speed(measured.gpu_model);
     let points = measured
         .points()
         .iter()

@@ -43,7 +43,7 @@ pub enum EstimateSource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Estimate {
     /// The GPU model of the fleet.
-    pub gpu: GpuModel,
+    pub gpu_model: GpuModel,
     /// The model (workload).
     pub model: String,
     /// Where its profile comes from, if anywhere.
@@ -52,7 +52,7 @@ pub struct Estimate {
 
 impl fmt::Display for Estimate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (model, gpu) = (&self.model, self.gpu);
+        let (model, gpu) = (&self.model, self.gpu_model);
         match self.source {
             EstimateSource::Measured(from) => write!(
                 f,
@@ -93,7 +93,7 @@ pub fn complete_for_fleet(
                     let closest = catalog
                         .iter()
                         .filter(|p| &p.model == model)
-                        .filter_map(|p| transfer_profile(p, gpu).map(|t| (p.gpu, t)))
+                        .filter_map(|p| transfer_profile(p, gpu).map(|t| (p.gpu_model, t)))
                         .min_by(|(a, _), (b, _)| speed_distance(*a, gpu).total_cmp(&speed_distance(*b, gpu)));
                     match closest {
                         Some((from, profile)) => (Some(profile), EstimateSource::Measured(from)),
@@ -104,7 +104,7 @@ pub fn complete_for_fleet(
             if let Some(profile) = profile {
                 catalog.insert(profile);
             }
-            estimates.push(Estimate { gpu, model: model.clone(), source });
+            estimates.push(Estimate { gpu_model: gpu, model: model.clone(), source });
         }
     }
     (catalog, estimates)
@@ -139,7 +139,7 @@ mod tests {
         assert_eq!(
             estimates,
             vec![Estimate {
-                gpu: GpuModel::H100_80GB,
+                gpu_model: GpuModel::H100_80GB,
                 model: "resnet50".into(),
                 source: EstimateSource::Measured(GpuModel::A100_80GB)
             }]
@@ -173,7 +173,7 @@ mod tests {
         let (completed, estimates) =
             complete_for_fleet(builtin_catalog(), ProfileOrigin::Synthetic, &[GpuModel::H200_141GB]);
         assert_eq!(estimates.len(), MODELS.len());
-        assert!(estimates.iter().all(|e| e.source == EstimateSource::Synthetic && e.gpu == GpuModel::H200_141GB));
+        assert!(estimates.iter().all(|e| e.source == EstimateSource::Synthetic && e.gpu_model == GpuModel::H200_141GB));
         let expected = synthetic_profile(GpuModel::H200_141GB, &MODELS[0]).unwrap();
         assert_eq!(completed.get(GpuModel::H200_141GB, MODELS[0].name), Some(&expected));
         assert!(estimates[0].to_string().contains("synthetic profile model"), "{}", estimates[0]);

@@ -165,7 +165,7 @@ pub(crate) fn usable_points(
     slo: &ServiceSlo,
     max_procs: u32,
 ) -> Result<Vec<ProfilePoint>, PlanError> {
-    let spec = profile.gpu.spec();
+    let spec = profile.gpu_model.spec();
     let instance_gb = |point: &ProfilePoint| {
         spec.profile_for_size(point.config.size_gpcs).map_or(0.0, |instance| f64::from(instance.memory_gb))
     };
@@ -183,7 +183,7 @@ pub(crate) fn usable_points(
         return Err(PlanError::NoPointFits {
             service: slo.service.clone(),
             model: slo.model.clone(),
-            gpu: profile.gpu.to_string(),
+            gpu: profile.gpu_model.to_string(),
             closest: tightest.config.to_string(),
             needed_gb: tightest.memory_gb.unwrap_or(0.0),
             instance_gb: instance_gb(tightest),

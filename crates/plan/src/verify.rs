@@ -465,13 +465,13 @@ mod tests {
                     .points()
                     .iter()
                     .map(|p| {
-                        let hit = profile.gpu == GpuModel::A100_80GB
+                        let hit = profile.gpu_model == GpuModel::A100_80GB
                             && profile.model == used.model
                             && p.config == SegmentConfig { size_gpcs: used.size, batch: used.batch, procs: used.procs };
                         ProfilePoint { memory_gb: if hit { Some(500.0) } else { p.memory_gb }, ..*p }
                     })
                     .collect();
-                tessera_core::ModelProfile::new(profile.gpu, profile.model.clone(), points).unwrap()
+                tessera_core::ModelProfile::new(profile.gpu_model, profile.model.clone(), points).unwrap()
             })
             .collect();
         let violations = verify(&plan, &request(&bloated, &services));

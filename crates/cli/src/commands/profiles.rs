@@ -53,7 +53,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                         .iter()
                         .map(|s| {
                             serde_json::json!({
-                                "gpu_model": s.gpu, "model": s.model, "points": s.points,
+                                "gpu_model": s.gpu_model, "model": s.model, "points": s.points,
                                 "sizes_gpcs": s.sizes_gpcs, "source": s.source, "imported_at": s.imported_at,
                             })
                         })
@@ -68,7 +68,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                     for s in &summaries {
                         let sizes: Vec<String> = s.sizes_gpcs.iter().map(|g| format!("{g}g")).collect();
                         table.row(vec![
-                            s.gpu.to_string(),
+                            s.gpu_model.to_string(),
                             s.model.clone(),
                             s.points.to_string(),
                             sizes.join(","),

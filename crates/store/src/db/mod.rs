@@ -351,7 +351,7 @@ mod tests {
         assert_eq!(empty.schema_version, migrations::SUPPORTED_VERSION);
         assert_eq!((empty.profiles, empty.profile_points, empty.colocations, empty.journal_entries), (0, 0, 0, 0));
         let mut a30 = bert_profile();
-        a30.gpu = tessera_core::GpuModel::A30_24GB;
+        a30.gpu_model = tessera_core::GpuModel::A30_24GB;
         store.import_profiles(&[bert_profile(), a30], "p.csv", "native").unwrap();
         store.journal("deploy-apply", "x").unwrap();
         let counts = store.counts().unwrap();

@@ -25,7 +25,7 @@ pub struct ImportSummary {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileSummary {
     /// The GPU model it was measured on.
-    pub gpu: GpuModel,
+    pub gpu_model: GpuModel,
     /// The model name.
     pub model: String,
     /// Number of feasible points stored.
@@ -50,11 +50,11 @@ impl Store {
         format: &str,
     ) -> Result<ImportSummary, StoreError> {
         let mut seen = HashSet::new();
-        if let Some(twice) = profiles.iter().find(|p| !seen.insert((p.gpu, p.model.as_str()))) {
+        if let Some(twice) = profiles.iter().find(|p| !seen.insert((p.gpu_model, p.model.as_str()))) {
             return Err(StoreError::DuplicateProfile {
                 path: self.path.clone(),
                 source_name: source.to_string(),
-                gpu: twice.gpu.id().to_string(),
+                gpu: twice.gpu_model.id().to_string(),
                 model: twice.model.clone(),
             });
         }
@@ -63,8 +63,9 @@ impl Store {
             let path = path.clone();
             move |error| StoreError::sqlite(&path, context, error)
         };
-        let about =
-            |what: &str, profile: &ModelProfile| format!("{what} of model '{}' on {}", profile.model, profile.gpu);
+        let about = |what: &str, profile: &ModelProfile| {
+            format!("{what} of model '{}' on {}", profile.model, profile.gpu_model)
+        };
         let points: usize = profiles.iter().map(|p| p.points().len()).sum();
         let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
         transaction
@@ -88,7 +89,7 @@ impl Store {
                 .map_err(preparing())?;
             for profile in profiles {
                 let removed = delete
-                    .execute(params![profile.gpu.id(), profile.model])
+                    .execute(params![profile.gpu_model.id(), profile.model])
                     .map_err(sqlite(about("removing the old points", profile)))?;
                 if removed > 0 {
                     replaced_models += 1;
@@ -96,7 +97,7 @@ impl Store {
                 for point in profile.points() {
                     insert
                         .execute(params![
-                            profile.gpu.id(),
+                            profile.gpu_model.id(),
                             profile.model,
                             point.config.size_gpcs,
                             point.config.batch,
@@ -204,7 +205,14 @@ impl Store {
                 .optional()
                 .map_err(|error| self.sqlite(context, error))?
                 .unwrap_or_default();
-            summaries.push(ProfileSummary { gpu, model, points: points as usize, sizes_gpcs, source, imported_at });
+            summaries.push(ProfileSummary {
+                gpu_model: gpu,
+                model,
+                points: points as usize,
+                sizes_gpcs,
+                source,
+                imported_at,
+            });
         }
         Ok(summaries)
     }
@@ -316,7 +324,7 @@ mod tests {
         let list = store.list_profiles().unwrap();
         assert_eq!(list.len(), 3);
         assert_eq!(list[0].model, "bert");
-        assert_eq!(list[0].gpu, GpuModel::A100_80GB);
+        assert_eq!(list[0].gpu_model, GpuModel::A100_80GB);
         assert_eq!(list[0].points, 3);
         assert_eq!(list[0].sizes_gpcs, vec![1, 3, 7]);
         assert_eq!(list[0].source, "prof/");

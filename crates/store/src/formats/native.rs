@@ -89,7 +89,7 @@ pub fn write_profiles_csv<'a, W: Write>(
         for point in profile.points() {
             writer
                 .write_record([
-                    profile.gpu.id().to_string(),
+                    profile.gpu_model.id().to_string(),
                     profile.model.clone(),
                     point.config.size_gpcs.to_string(),
                     point.config.batch.to_string(),

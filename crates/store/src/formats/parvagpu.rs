@@ -533,7 +533,7 @@ mod tests {
         assert!(import.infeasible_rows > 0);
         assert_eq!(import.profiles[0].model, "bert");
         for profile in &import.profiles {
-            assert_eq!(profile.gpu, GpuModel::A100_80GB);
+            assert_eq!(profile.gpu_model, GpuModel::A100_80GB);
             assert!(!profile.points().is_empty());
             assert!(profile.points().iter().all(|p| p.throughput_rps > 0.0));
         }
