@@ -9,7 +9,7 @@
 //! numeric columns (right-aligned) are never narrowed. Widths count
 //! characters, not bytes.
 
-use crate::terminal::width_limit;
+use crate::terminal::{chars, width_limit};
 
 /// The narrowest a text column is squeezed to (or its header's width, if
 /// less).
@@ -168,10 +168,6 @@ fn cut(text: &str, width: usize) -> String {
     }
     let kept: String = text.chars().take(width.saturating_sub(1)).collect();
     format!("{kept}…")
-}
-
-fn chars(text: &str) -> usize {
-    text.chars().count()
 }
 
 #[cfg(test)]

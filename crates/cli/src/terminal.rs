@@ -111,7 +111,8 @@ fn shell_words(line: &str) -> Vec<&str> {
     words
 }
 
-fn chars(text: &str) -> usize {
+/// The width of `text` in characters (not bytes).
+pub fn chars(text: &str) -> usize {
     text.chars().count()
 }
 
