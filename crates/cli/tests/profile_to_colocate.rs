@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use tessera_colocate::model_file::TrainedModel;
-use tessera_colocate::recommend::{recommend, Query};
+use tessera_colocate::TrainedModel;
+use tessera_colocate::{recommend, Query};
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 use tessera_gpu::{
     measure_alone, measure_group, profile_kernels, AloneOptions, DeviceTarget, FakeNvidiaSmi, FakeSampler,

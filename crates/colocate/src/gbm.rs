@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 use tessera_core::rng::SplitMix64;
 
-/// Hyper-parameters of [`Gbm::fit`].
+/// Hyper-parameters of `Gbm::fit`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct GbmParams {
     /// Number of boosting rounds (trees); 0 gives a model that predicts the

@@ -4,16 +4,21 @@
 //!
 //! Invariant: no I/O, no global state; deterministic for a given seed.
 
-pub mod error;
-pub mod evaluate;
-pub mod features;
-pub mod gbm;
-pub mod linear;
-pub mod model_file;
-pub mod models;
-pub mod recommend;
+mod error;
+mod evaluate;
+mod features;
+mod gbm;
+mod linear;
+mod model_file;
+mod models;
+mod recommend;
 
 pub use error::ColocateError;
+pub use evaluate::{lowo, p3, Policy, PolicyScores, Split};
+pub use gbm::GbmParams;
+pub use model_file::{ModelFile, TrainedModel};
+pub use models::ThroughputModel;
+pub use recommend::{recommend, Query, Recommendation, Search, BEAM_WIDTH};
 
 /// The slowdown model's default hyper-parameters, chosen by a small grid
 /// (trees 80–600, depth 2–4, learning rate 0.03–0.2, leaf size 1–4, L2 0–1)

@@ -60,7 +60,7 @@ fn enough(rows: &[Colocation]) -> Result<(), ColocateError> {
 pub struct ModelFile {
     /// Always `tessera-colocation-model`.
     pub format: String,
-    /// [`MODEL_FILE_VERSION`].
+    /// `MODEL_FILE_VERSION`.
     pub version: u32,
     /// Colocations it was trained on.
     pub trained_on: usize,

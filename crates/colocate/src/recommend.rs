@@ -91,7 +91,7 @@ pub struct Query<'a> {
     /// Groups to return, best first (at least 1).
     pub top: usize,
     /// How to search; `None` chooses: [`Search::Exhaustive`] up to
-    /// [`EXHAUSTIVE_MAX_GROUPS`] candidate groups, else a beam of
+    /// `EXHAUSTIVE_MAX_GROUPS` candidate groups, else a beam of
     /// [`BEAM_WIDTH`].
     pub search: Option<Search>,
 }

@@ -4,10 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
-use tessera_colocate::model_file::TrainedModel;
-use tessera_colocate::recommend::{recommend, Query, Search, BEAM_WIDTH};
+use tessera_colocate::TrainedModel;
 use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_colocate::{lowo, p3, Policy, PolicyScores, Split};
+use tessera_colocate::{recommend, Query, Search, BEAM_WIDTH};
 use tessera_core::WorkloadMetrics;
 
 fn data() -> Option<PathBuf> {

@@ -55,17 +55,17 @@
 
 #![warn(missing_docs)]
 
-pub mod bound;
-pub mod engine;
-pub mod error;
-pub mod gantt;
-pub mod generate;
+mod bound;
+mod engine;
+mod error;
+mod gantt;
+mod generate;
 mod memory;
-pub mod policy;
-pub mod result;
-pub mod schedule;
-pub mod schedulers;
-pub mod trace;
+mod policy;
+mod result;
+mod schedule;
+mod schedulers;
+mod trace;
 mod workload;
 
 pub use bound::{johnson, lower_bound_ns, JohnsonPlan};

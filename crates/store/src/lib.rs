@@ -4,32 +4,30 @@
 //! service-level objectives; `tessera-core` stays free of I/O and
 //! `tessera-plan` works on the domain types this crate produces.
 //!
-//! - [`db`]: the profile store, an SQLite database ([`Store`]) with versioned
+//! - `db`: the profile store, an SQLite database ([`Store`]) with versioned
 //!   migrations, atomic imports that replace a model's old points, and
 //!   loading into a [`tessera_core::ProfileCatalog`]; workload metrics and
 //!   measured colocations, imported atomically and loaded back exactly;
 //!   registered workloads (how to run and measure them) and a journal of
 //!   actions taken on hardware.
-//! - [`formats::parvagpu`]: ParvaGPU's profile folders, SLO scenario tables
+//! - `formats::parvagpu`: ParvaGPU's profile folders, SLO scenario tables
 //!   and deployment map.
-//! - [`formats::native`]: Tessera's own CSV formats for profiles and SLOs,
+//! - `formats::native`: Tessera's own CSV formats for profiles and SLOs,
 //!   with units in the column names.
-//! - [`formats::plan`]: Tessera's plan files, JSON (versioned) and CSV, and
+//! - `formats::plan`: Tessera's plan files, JSON (versioned) and CSV, and
 //!   reading any plan file (ParvaGPU's deployment map too) by its content.
-//! - [`formats::kace`]: KACE's colocation measurements (K ≥ 2 workloads
+//! - `formats::kace`: KACE's colocation measurements (K ≥ 2 workloads
 //!   sharing a GPU under MPS), its published split folders and per-workload
 //!   metric tables.
-//! - [`fs`]: atomic file writes.
+//! - `fs`: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the
 //! file, the line (1-based, header = line 1) and the field concerned.
 
-#![warn(missing_docs)]
-
-pub mod db;
-pub mod error;
-pub mod formats;
-pub mod fs;
+mod db;
+mod error;
+mod formats;
+mod fs;
 
 pub use db::{
     default_path, ColocationImportSummary, ImportSummary, JournalEntry, KernelMetricsStored, ProfileSummary,
@@ -38,7 +36,7 @@ pub use db::{
 pub use error::StoreError;
 pub use formats::kace::{
     check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_splits, read_workload_tables,
-    write_colocations, ColocationImport, KaceSplit,
+    write_colocations, ColocationImport, KaceSplit, TESTING_FILE, TRAINING_FILE,
 };
 pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv, write_slo_csv};
 pub use formats::parvagpu::{

@@ -3,15 +3,15 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_colocate::evaluate::{lowo, p3, Policy, PolicyScores, Split};
-use tessera_colocate::gbm::GbmParams;
-use tessera_colocate::model_file::{ModelFile, TrainedModel};
-use tessera_colocate::recommend::{recommend, Query, Recommendation, Search};
+use tessera_colocate::GbmParams;
 use tessera_colocate::DEFAULT_SLOWDOWN;
+use tessera_colocate::{lowo, p3, Policy, PolicyScores, Split};
+use tessera_colocate::{recommend, Query, Recommendation, Search};
+use tessera_colocate::{ModelFile, TrainedModel};
 use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
-use tessera_store::formats::kace::{TESTING_FILE, TRAINING_FILE};
 use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
+use tessera_store::{TESTING_FILE, TRAINING_FILE};
 
 use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
 use crate::inputs::{open_existing, store_path};

@@ -4,10 +4,10 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use tessera_core::text::count;
-use tessera_sim::gantt::gantt_svg;
-use tessera_sim::generate::{generate, GenerateParams, Link};
-use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind};
+use tessera_sim::gantt_svg;
+use tessera_sim::{generate, GenerateParams, Link};
 use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
+use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind};
 
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
 use crate::output::{emit, note};

@@ -41,7 +41,7 @@ pub enum SchedulerKind {
     /// its own (an operation's copy time counts all its buffers, as if none
     /// were resident), and the rounds run one after another.
     Johnson,
-    /// The design notes' weight-based policy; see [`greedy_order`].
+    /// The design notes' weight-based policy; see `greedy_order`.
     Greedy,
     /// A genetic search over client-id sequences (see [`GeneticParams`]).
     Genetic(GeneticParams),

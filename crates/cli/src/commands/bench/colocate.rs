@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use tessera_colocate::model_file::TrainedModel;
+use tessera_colocate::TrainedModel;
 use tessera_colocate::{ColocateError, DEFAULT_SLOWDOWN};
 use tessera_core::text::count;
 use tessera_core::{Colocation, GroupMember};

@@ -5,9 +5,9 @@ use std::time::Instant;
 
 use anyhow::Result;
 use tessera_core::text::count;
-use tessera_sim::generate::{generate, GenerateParams, Link};
-use tessera_sim::schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
+use tessera_sim::{generate, GenerateParams, Link};
 use tessera_sim::{lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace};
+use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 
 use crate::output::outln;
 use crate::table::TextTable;
