@@ -40,6 +40,14 @@ const ROOM_TOLERANCE: f64 = 1e-9;
 /// by trying them all.
 const SETTLE_COMBINATIONS: usize = 20_000;
 
+/// Most search nodes of the exact completion that rounds a node's relaxed
+/// solution (a heuristic: a cheaper plan found is a bonus).
+const ROUNDING_NODES: u64 = 5_000;
+
+/// Most search nodes of the exact completion that settles a node (enough
+/// for [`SETTLE_COMBINATIONS`] leaves and the paths to them).
+const SETTLE_NODES: u64 = 4 * SETTLE_COMBINATIONS as u64;
+
 /// Most open nodes; beyond this the search stops as if out of time.
 const MAX_OPEN_NODES: usize = 200_000;
 
@@ -292,7 +300,11 @@ impl Search<'_> {
         let lists: Vec<Vec<Candidate>> =
             split.iter().map(|&s| allowed[s].iter().map(|&i| self.candidates[s][i as usize]).collect()).collect();
         let open: Vec<&[Candidate]> = lists.iter().map(Vec::as_slice).collect();
-        let Some((picked, cost)) = complete_exactly(self.models, &counts, &open, self.incumbent).best else { return };
+        let Some((picked, cost)) =
+            complete_exactly(self.models, &counts, &open, self.incumbent, ROUNDING_NODES, self.deadline).best
+        else {
+            return;
+        };
         if !self.prunes(cost) {
             for ((&s, list), index) in split.iter().zip(&lists).zip(picked) {
                 choice[s] = list[index];
@@ -322,7 +334,7 @@ impl Search<'_> {
         let lists: Vec<Vec<Candidate>> =
             free.iter().map(|&s| allowed[s].iter().map(|&i| self.candidates[s][i as usize]).collect()).collect();
         let open: Vec<&[Candidate]> = lists.iter().map(Vec::as_slice).collect();
-        let found = complete_exactly(self.models, &counts, &open, self.incumbent);
+        let found = complete_exactly(self.models, &counts, &open, self.incumbent, SETTLE_NODES, self.deadline);
         if let Some((picked, cost)) = found.best {
             if !self.prunes(cost) {
                 for ((&s, list), index) in free.iter().zip(&lists).zip(picked) {

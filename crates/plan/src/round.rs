@@ -12,6 +12,8 @@
 //! one mix for each split service given what the others hold, minimizing
 //! the packed cost of the whole, by a small branch and bound.
 
+use std::time::Instant;
+
 use tessera_core::SizeCounts;
 
 use crate::bound::PriceSpace;
@@ -198,8 +200,8 @@ pub(crate) fn packed_cost(models: &[FleetModel], counts: &[SizeCounts]) -> Optio
     Some(cost)
 }
 
-/// Most search nodes of one exact completion.
-const COMPLETION_NODES: u64 = 200_000;
+/// Search nodes between two looks at the clock in an exact completion.
+const CLOCK_NODES: u64 = 1_024;
 
 /// What [`complete_exactly`] found.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,18 +209,22 @@ pub(crate) struct Completion {
     /// The candidate index per open service and the cost, if a choice
     /// within the limits beats the cost asked to beat.
     pub best: Option<(Vec<usize>, f64)>,
-    /// `true` when every choice was considered (no node limit reached).
+    /// `true` when every choice was considered (neither the node budget nor
+    /// the deadline cut the search short).
     pub exhausted: bool,
 }
 
 /// For each `open` service (its candidates), one candidate such that the
 /// instances of all, with `fixed` (per model), cost least within the
-/// fleet's limits, if that is below `below`.
+/// fleet's limits, if that is below `below`; searching at most `nodes`
+/// nodes and not past `deadline`.
 pub(crate) fn complete_exactly(
     models: &[FleetModel],
     fixed: &[SizeCounts],
     open: &[&[Candidate]],
     below: f64,
+    nodes: u64,
+    deadline: Option<Instant>,
 ) -> Completion {
     let mut order: Vec<usize> = (0..open.len()).collect();
     order.sort_by_key(|&i| open[i].len());
@@ -229,7 +235,8 @@ pub(crate) fn complete_exactly(
         best: below,
         best_choice: None,
         current: vec![0; open.len()],
-        nodes_left: COMPLETION_NODES,
+        nodes_left: nodes,
+        deadline,
     };
     search.descend(0, fixed.to_vec());
     Completion { best: search.best_choice.map(|choice| (choice, search.best)), exhausted: search.nodes_left > 0 }
@@ -244,6 +251,7 @@ struct CompletionSearch<'a> {
     best_choice: Option<Vec<usize>>,
     current: Vec<usize>,
     nodes_left: u64,
+    deadline: Option<Instant>,
 }
 
 impl CompletionSearch<'_> {
@@ -252,6 +260,10 @@ impl CompletionSearch<'_> {
             return;
         }
         self.nodes_left -= 1;
+        if self.nodes_left.is_multiple_of(CLOCK_NODES) && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.nodes_left = 0;
+            return;
+        }
         // Packing more never needs fewer GPUs: the cost so far bounds all
         // completions.
         let Some(cost) = packed_cost(self.models, &counts) else { return };
@@ -333,11 +345,15 @@ mod tests {
         let first = [c(0, &[3]), c(1, &[1, 1])];
         let second = [c(0, &[2]), c(1, &[1])];
         let fixed = [SizeCounts::from_sizes([4])];
-        let found = complete_exactly(&models, &fixed, &[&first, &second], f64::INFINITY);
+        let found = complete_exactly(&models, &fixed, &[&first, &second], f64::INFINITY, 1_000, None);
         assert!(found.exhausted);
         let (choice, cost) = found.best.unwrap();
         assert_eq!(cost, 1.0);
         assert_eq!(choice, vec![1, 1]);
-        assert_eq!(complete_exactly(&models, &fixed, &[&first, &second], 1.0).best, None, "nothing beats 1");
+        assert_eq!(
+            complete_exactly(&models, &fixed, &[&first, &second], 1.0, 1_000, None).best,
+            None,
+            "nothing beats 1"
+        );
     }
 }
