@@ -210,5 +210,5 @@ fn the_store_shows_and_removes_what_it_holds() {
         &["'elsewhere.csv'", "(it holds: no colocations)"],
     );
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
-    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 4, this program's\n"));
+    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 5, this program's\n"));
 }

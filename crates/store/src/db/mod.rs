@@ -9,6 +9,7 @@
 mod colocations;
 mod migrations;
 mod profiles;
+mod services;
 mod workloads_registry;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::error::StoreError;
 
 pub use colocations::{ColocationImportSummary, KernelMetricsStored, StoredColocation};
 pub use profiles::{ImportSummary, ProfileSummary};
+pub use services::{JobStatus, StoredJob, StoredService};
 pub use workloads_registry::{JournalEntry, RegisteredWorkload, WorkloadTask};
 
 /// What a store holds, counted.

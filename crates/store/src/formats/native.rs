@@ -36,7 +36,18 @@ const COLUMNS: PointColumns = PointColumns {
 /// profiles returned ordered by GPU model (as in [`GpuModel::ALL`]), then
 /// model name, like a [`tessera_core::ProfileCatalog`].
 pub fn read_profiles_csv(path: &Path) -> Result<Vec<ModelProfile>, StoreError> {
-    let table = Table::read(path)?;
+    profiles_from_table(&Table::read(path)?)
+}
+
+/// Parses `bytes` as a profile CSV (see [`read_profiles_csv`]); `source`
+/// (a file name or a description such as `request body`) starts every error
+/// message.
+pub fn parse_profiles_csv(source: &str, bytes: &[u8]) -> Result<Vec<ModelProfile>, StoreError> {
+    profiles_from_table(&Table::parse(Path::new(source), bytes)?)
+}
+
+fn profiles_from_table(table: &Table) -> Result<Vec<ModelProfile>, StoreError> {
+    let path = table.path.as_path();
     table.reject_unknown_columns(&PROFILE_HEADER)?;
     let gpu_column = table.require("gpu_model")?;
     let model_column = table.require("model")?;
@@ -344,5 +355,14 @@ mod tests {
         assert_names(&message, &["s.csv:1:", "'rate_rps'", "service,latency_ms"]);
         let message = error_of(read, "s.csv", &format!("{header}a,,3,1\n"));
         assert_names(&message, &["s.csv:2:", "'model'"]);
+    }
+
+    #[test]
+    fn parses_profiles_from_bytes_naming_the_source_in_errors() {
+        let csv = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,bert,1,4,1,10,5\n";
+        let profiles = parse_profiles_csv("request body", csv.as_bytes()).unwrap();
+        assert_eq!((profiles.len(), profiles[0].model.as_str()), (1, "bert"));
+        let message = parse_profiles_csv("request body", b"gpu_model,model\na100-80gb,bert\n").unwrap_err().to_string();
+        assert!(message.starts_with("request body:1: missing column 'size_gpcs'"), "{message}");
     }
 }
