@@ -524,16 +524,7 @@ pub enum LinkName {
 }
 
 fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
-    use tessera_sim::Prefetch;
-    match value {
-        "none" => Ok(Prefetch::None),
-        "passive" => Ok(Prefetch::Passive),
-        "active" => Ok(Prefetch::Active),
-        _ => match value.strip_prefix("lookahead:").map(str::parse::<usize>) {
-            Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
-            _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
-        },
-    }
+    value.parse()
 }
 
 fn parse_population(value: &str) -> Result<usize, String> {

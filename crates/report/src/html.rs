@@ -97,13 +97,17 @@ pub fn plan_section(plan: &Plan) -> String {
     let mut out = String::new();
     let _ = write!(
         out,
-        r#"<p class="summary">{} · strategy {} · latency rule {} · total cost {} · {}, {} met</p>"#,
+        r#"<p class="summary">{} · strategy {} · latency rule {} · total cost {} · {}{}</p>"#,
         count(plan.gpu_count, "GPU"),
         escape(&plan.strategy),
         escape(&plan.latency_rule),
         number(plan.total_cost),
         count(plan.services.len(), "service"),
-        if met == plan.services.len() { "all".to_string() } else { format!("{met} of {}", plan.services.len()) }
+        match met {
+            _ if plan.services.is_empty() => String::new(),
+            met if met == plan.services.len() => ", all met".to_string(),
+            met => format!(", {met} of {} met", plan.services.len()),
+        }
     );
     let _ = write!(out, r#"<p class="optimality">{}</p>"#, optimality_line(plan));
     out.push_str(r#"<div class="legend">"#);

@@ -165,6 +165,20 @@ impl Store {
         })
     }
 
+    /// SQLite's integrity check of the whole database: `ok`, or the first
+    /// problems it found, one per line.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let mut statement =
+            self.conn.prepare("PRAGMA integrity_check").map_err(|e| self.sqlite("checking integrity", e))?;
+        let rows =
+            statement.query_map([], |row| row.get::<_, String>(0)).map_err(|e| self.sqlite("checking integrity", e))?;
+        let mut lines = Vec::new();
+        for row in rows {
+            lines.push(row.map_err(|e| self.sqlite("checking integrity", e))?);
+        }
+        Ok(lines.join("\n"))
+    }
+
     /// An SQLite error with the database path and what the store was doing.
     fn sqlite(&self, context: &str, source: rusqlite::Error) -> StoreError {
         StoreError::sqlite(&self.path, context, source)
@@ -374,5 +388,6 @@ mod tests {
     fn in_memory_store_is_migrated() {
         let store = Store::open_in_memory().unwrap();
         assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
+        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 }
