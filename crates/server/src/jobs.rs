@@ -366,35 +366,44 @@ pub(crate) async fn run_job(state: AppState, id: u64, request: CheckedRequest, i
     finish(&state, id, outcome, Some(started.elapsed().as_secs_f64())).await;
 }
 
-/// Stores job `id`'s outcome, counts it, and makes its plan current.
+/// Stores job `id`'s outcome, counts it, and makes its plan current (under
+/// the store's lock, so no reader sees the job done before its plan is the
+/// current one).
 async fn finish(state: &AppState, id: u64, outcome: Result<Plan, String>, ran_s: Option<f64>) {
-    let (status, plan) = match outcome {
+    let status = match outcome {
         Ok(plan) => {
-            let plan = Arc::new(plan);
-            let stored = Arc::clone(&plan);
-            match state.with_store(true, move |store| Ok(store.complete_job(id, &stored)?)).await {
-                Ok(()) => ("done", Some(plan)),
+            let current = state.clone();
+            let stored = state
+                .with_store(true, move |store| {
+                    store.complete_job(id, &plan)?;
+                    current.offer_plan(id, Arc::new(plan));
+                    Ok(())
+                })
+                .await;
+            match stored {
+                Ok(()) => "done",
                 Err(error) => {
                     let reason = format!("the plan could not be stored: {}", error.message);
-                    let _ = state.with_store(true, move |store| Ok(store.fail_job(id, &reason)?)).await;
-                    ("failed", None)
+                    record_failure(state, id, reason).await;
+                    "failed"
                 }
             }
         }
         Err(reason) => {
-            let failed = reason.clone();
-            if let Err(error) = state.with_store(true, move |store| Ok(store.fail_job(id, &failed)?)).await {
-                tracing::error!(job = id, error = %error.message, "a failed job could not be recorded");
-            }
-            tracing::info!(job = id, reason = %reason, "planning job failed");
-            ("failed", None)
+            record_failure(state, id, reason).await;
+            "failed"
         }
     };
-    if let Some(plan) = plan {
-        state.offer_plan(id, plan);
-    }
     state.inner.metrics.job_finished(status, ran_s);
     state.inner.jobs.release();
+}
+
+/// Stores job `id` as failed because of `reason`, and logs it.
+async fn record_failure(state: &AppState, id: u64, reason: String) {
+    tracing::info!(job = id, reason = %reason, "planning job failed");
+    if let Err(error) = state.with_store(true, move |store| Ok(store.fail_job(id, &reason)?)).await {
+        tracing::error!(job = id, error = %error.message, "a failed job could not be recorded");
+    }
 }
 
 #[cfg(test)]

@@ -49,13 +49,12 @@ struct ServiceLabels {
     model: String,
 }
 
-/// Labels of a GPU of the current plan (DCGM's `gpu` and `modelName`).
+/// Labels of a GPU of the current plan (DCGM's `gpu`).
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-#[allow(non_snake_case)]
 struct GpuLabels {
     node: u32,
     gpu: u32,
-    modelName: String,
+    gpu_model: String,
 }
 
 /// Labels of a MIG instance of the current plan (DCGM's `gpu` and
@@ -253,7 +252,7 @@ impl Metrics {
         for gpu in &plan.gpus {
             let spec = gpu.gpu_model.spec();
             let used: i64 = gpu.instances.iter().map(|instance| i64::from(instance.size)).sum();
-            let labels = GpuLabels { node: gpu.node, gpu: gpu.index, modelName: spec.display_name.to_string() };
+            let labels = GpuLabels { node: gpu.node, gpu: gpu.index, gpu_model: gpu.gpu_model.id().to_string() };
             metrics.free_compute_slices.get_or_create(&labels).set(i64::from(spec.compute_slices) - used);
             for instance in &gpu.instances {
                 let labels = InstanceLabels {
@@ -278,6 +277,34 @@ impl Metrics {
         encode(&mut text, &self.registry).unwrap_or_else(|_| unreachable!("writing to a String cannot fail"));
         text
     }
+
+    /// Every metric in Prometheus's text format (version 0.0.4), for
+    /// scrapers and tools that do not ask for OpenMetrics.
+    pub(crate) fn render_prometheus_text(&self) -> String {
+        prometheus_text(&self.render())
+    }
+}
+
+/// OpenMetrics text as Prometheus's text format: a counter's family is
+/// named with its `_total` suffix (as its samples are), and the `# UNIT`
+/// and `# EOF` lines, which that format lacks, are left out.
+fn prometheus_text(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> =
+        openmetrics.lines().filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter")).collect();
+    let mut text = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let renamed = ["# HELP ", "# TYPE "].iter().find_map(|prefix| {
+            let rest = line.strip_prefix(prefix)?;
+            let (name, tail) = rest.split_once(' ')?;
+            counters.contains(name).then(|| format!("{prefix}{name}_total {tail}"))
+        });
+        text.push_str(renamed.as_deref().unwrap_or(line));
+        text.push('\n');
+    }
+    text
 }
 
 #[cfg(test)]
@@ -311,11 +338,15 @@ mod tests {
             "tessera_plan_gpus 1",
             r#"tessera_service_provisioned_rps{service="chat",model="gpt2"} 100.0"#,
             r#"tessera_service_worst_latency_seconds{service="chat",model="gpt2"} 0.04"#,
-            r#"tessera_gpu_free_compute_slices{node="0",gpu="0",modelName="A100-80GB"} 4"#,
+            r#"tessera_gpu_free_compute_slices{node="0",gpu="0",gpu_model="a100-80gb"} 4"#,
             r#"tessera_mig_instance_utilisation_ratio{node="0",gpu="0",GPU_I_PROFILE="3g.40gb",start_slice="4",service="chat",model="gpt2"} 0.5"#,
         ] {
             assert!(text.contains(expected), "{expected} not in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+        let classic = metrics.render_prometheus_text();
+        assert!(classic.contains("# TYPE tessera_http_requests_total counter\n"), "{classic}");
+        assert!(classic.contains("# HELP tessera_http_requests_total HTTP requests"), "{classic}");
+        assert!(classic.contains("# TYPE tessera_plan_gpus gauge\n") && !classic.contains("# EOF"));
     }
 }

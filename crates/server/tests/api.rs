@@ -139,3 +139,39 @@ async fn the_token_guards_changes_and_reads_unless_reads_are_opened() {
     assert_eq!((refused.status, error_of(&refused).0.as_str()), (401, "unauthorized"));
     open.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_pass_promtool_when_it_is_installed() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    let id = client.post("/v1/plans", &json!({"demo": true})).await.unwrap().json()["id"].as_u64().unwrap();
+    wait_job(&mut client, id).await;
+    let openmetrics = client
+        .send("GET", "/metrics", None, &[("accept", "application/openmetrics-text; version=1.0.0")])
+        .await
+        .unwrap();
+    assert!(openmetrics.header("content-type").unwrap().starts_with("application/openmetrics-text"));
+    assert!(openmetrics.text().ends_with("# EOF\n"));
+    let metrics = client.get("/metrics").await.unwrap();
+    server.stop().await;
+    assert!(metrics.header("content-type").unwrap().starts_with("text/plain; version=0.0.4"));
+    let text = metrics.text();
+    assert!(text.contains("tessera_service_provisioned_rps{") && text.contains("tessera_gpu_free_compute_slices{"));
+    let promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut promtool) = promtool else {
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"skipping promtool: not installed (apt-get install prometheus)\n",
+        );
+        return;
+    };
+    std::io::Write::write_all(promtool.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+    let output = promtool.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non:\n{text}");
+}

@@ -2,7 +2,7 @@
 //! took its last write) and `/metrics` (Prometheus).
 
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde::Serialize;
@@ -41,18 +41,31 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
     Ok(Json(Health { status: "ready".to_string() }))
 }
 
-/// Every metric in the OpenMetrics text format (HTTP requests and
+/// Every metric: OpenMetrics text when the scraper asks for it (as
+/// Prometheus does), else Prometheus's text format (HTTP requests and
 /// durations, planning jobs, the current plan per service, GPU and MIG
 /// instance).
 #[utoipa::path(
     get,
     path = "/metrics",
     tag = tags::OPERATIONS,
-    responses((status = 200, description = "OpenMetrics text", content_type = "application/openmetrics-text"))
+    security(("bearer" = [])),
+    responses((status = 200, description = "OpenMetrics or Prometheus text", content_type = "text/plain"))
 )]
-pub(crate) async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        state.inner.metrics.render(),
-    )
+pub(crate) async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> impl IntoResponse {
+    let openmetrics = headers
+        .get(header::ACCEPT)
+        .and_then(|accept| accept.to_str().ok())
+        .is_some_and(|accept| accept.contains("application/openmetrics-text"));
+    if openmetrics {
+        (
+            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
+            state.inner.metrics.render(),
+        )
+    } else {
+        (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            state.inner.metrics.render_prometheus_text(),
+        )
+    }
 }
