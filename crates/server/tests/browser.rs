@@ -15,15 +15,22 @@ use tessera_core::Plan;
 
 use crate::util::{start_server, wait_job};
 
-/// The Chromium binary, or `None` after saying why the test skips.
+/// The Chromium binary, or `None` after saying why the test skips:
+/// `TESSERA_CHROMIUM`, else Debian's binary itself (its `chromium` wrapper
+/// script writes to `/dev/null`, which some sandboxes keep as a plain file
+/// that other programs then read), else `chromium` on the `PATH`.
 fn chromium() -> Option<PathBuf> {
-    let candidates = ["chromium", "chromium-browser", "google-chrome"];
-    let found = std::env::var_os("TESSERA_CHROMIUM").map(PathBuf::from).or_else(|| {
-        candidates.iter().find_map(|name| {
+    let debian = PathBuf::from("/usr/lib/chromium/chromium");
+    let on_path = || {
+        ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
             let output = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
             output.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim().to_string()))
         })
-    });
+    };
+    let found = std::env::var_os("TESSERA_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| debian.is_file().then_some(debian))
+        .or_else(on_path);
     if found.is_none() {
         assert!(
             std::env::var("TESSERA_REQUIRE_BROWSER").as_deref() != Ok("1"),
