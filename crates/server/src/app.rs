@@ -245,6 +245,7 @@ async fn bind(config: &ServeConfig) -> Result<tokio::net::TcpListener, ServerErr
 /// Starts a server on the current runtime; [`RunningServer::stop`] stops
 /// it.
 pub async fn start(config: ServeConfig) -> Result<RunningServer, ServerError> {
+    config.check()?;
     let listener = bind(&config).await?;
     let address = listener.local_addr().map_err(|e| ServerError::Runtime(e.to_string()))?;
     let state = tokio::task::spawn_blocking(move || prepare(config))
@@ -266,6 +267,7 @@ pub fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         .enable_all()
         .build()
         .map_err(|e| ServerError::Runtime(format!("cannot start the runtime: {e}")))?;
+    config.check()?;
     runtime.block_on(async move {
         let listener = bind(&config).await?;
         let address = listener.local_addr().map_err(|e| ServerError::Runtime(e.to_string()))?;

@@ -6,6 +6,8 @@ mod deploy;
 mod plan;
 mod profile;
 mod profiles;
+mod report;
+mod serve;
 mod simulate;
 mod store;
 mod verify;
@@ -29,6 +31,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
         Command::Store(command) => store::run(command, store),
+        Command::Serve(args) => serve::run(&args, store),
+        Command::Report(args) => report::run(&args),
         Command::Completions { shell } => completions(shell),
     }
 }

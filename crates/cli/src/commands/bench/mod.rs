@@ -3,6 +3,7 @@
 
 mod colocate;
 mod scale;
+mod serve;
 mod simulate;
 mod timing;
 
@@ -15,6 +16,9 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
         BenchCommand::Colocate { data } => colocate::run(&data),
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
+        BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
+            serve::run(clients, reads, verifies, jobs, time_limit, workers)
+        }
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }
