@@ -151,12 +151,12 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
     let Some(chromium) = chromium() else { return };
     let mut server = start_server(|config| config.public_reads = true).await;
     let mut client = server.client().await;
-    // Sixteen demo tenants: the six of the demo at several rates.
+    // Sixteen tenants (the six of the demo at several rates): about 16 GPUs.
     let import = json!({"format": "tessera", "files": {"example.csv": crate::util::example_profiles_csv()}});
     assert_eq!(client.post("/v1/profiles", &import).await.unwrap().status, 201);
     for (index, slo) in tessera_core::synthetic::demo_services().iter().cycle().take(16).enumerate() {
         let body = json!({"name": format!("{}-{index}", slo.service), "model": slo.model,
-            "rate_rps": slo.rate_rps * (1.0 + index as f64 / 4.0), "latency_slo_ms": slo.latency_slo_ms});
+            "rate_rps": slo.rate_rps * (1.0 + index as f64 / 10.0), "latency_slo_ms": slo.latency_slo_ms});
         assert_eq!(client.post("/v1/services", &body).await.unwrap().status, 201);
     }
     let id = client.post("/v1/plans", &json!({"time_limit_s": 20.0})).await.unwrap().json()["id"].as_u64().unwrap();
