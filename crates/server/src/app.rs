@@ -106,7 +106,7 @@ async fn time_limit(State(state): State<AppState>, request: Request, next: Next)
         Err(_) => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
-            format!("the request took longer than the server's limit of {:.0} s", limit.as_secs_f64()),
+            format!("the request took longer than the server's limit of {} s", limit.as_secs_f64()),
         )
         .into_response(),
     }

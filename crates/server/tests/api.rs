@@ -175,3 +175,25 @@ async fn the_metrics_pass_promtool_when_it_is_installed() {
     let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     assert!(output.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non:\n{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parvagpu_profile_files_import_with_their_gpu_model() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    let file = "Mig instance,Batch size,Workload Number,Throughput,Latency\n1,4,2,10,0.05\n2,8,1,40,0.04\n7,8,1,0,0\n";
+    let without_gpu =
+        client.post("/v1/profiles", &json!({"format": "parvagpu", "files": {"bert.csv": file}})).await.unwrap();
+    assert_eq!(without_gpu.status, 422);
+    assert!(error_of(&without_gpu).1.starts_with("field 'gpu_model': "), "{}", without_gpu.text());
+    let body = json!({"format": "parvagpu", "gpu_model": "a100-80gb", "files": {"bert.csv": file}});
+    let imported = client.post("/v1/profiles", &body).await.unwrap();
+    assert_eq!(imported.status, 201, "{}", imported.text());
+    assert_eq!((imported.json()["points"].as_u64(), imported.json()["infeasible_rows"].as_u64()), (Some(2), Some(1)));
+    let profile = client.get("/v1/profiles/a100-80gb/bert").await.unwrap().json();
+    assert_eq!(profile["points"][0]["throughput_rps"], 20.0);
+    let removed = client.send("DELETE", "/v1/profiles/a100-80gb/bert", None, &[]).await.unwrap();
+    assert_eq!(removed.json()["removed_points"], 2);
+    assert_eq!(client.get("/v1/profiles/a100-80gb/bert").await.unwrap().status, 404);
+    assert_eq!(client.get("/v1/profiles/b200/bert").await.unwrap().status, 404);
+    server.stop().await;
+}

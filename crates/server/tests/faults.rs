@@ -305,3 +305,25 @@ async fn shutdown_fails_queued_jobs_and_finishes_running_ones() {
     }
     assert!(statuses.contains(&tessera_store::JobStatus::Failed), "{statuses:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_the_time_limit_is_answered_503_and_the_server_goes_on() {
+    let mut server = start_server(|config| config.request_timeout = Duration::from_millis(1)).await;
+    let mut client = server.client().await;
+    let trace = tessera_sim::generate(&tessera_sim::GenerateParams {
+        clients: 12,
+        operations_per_client: 3,
+        oversubscription: 2.0,
+        transfer_ratio: 1.0,
+        link: tessera_sim::Link::PcieGen4,
+        seed: 3,
+    })
+    .unwrap();
+    let body = json!({"trace": trace, "scheduler": "ga"});
+    let answer = client.post("/v1/simulate", &body).await.unwrap();
+    let (code, message) = error_of(&answer);
+    assert_eq!((answer.status, code.as_str()), (503, "timeout"), "{message}");
+    assert_eq!(message, "the request took longer than the server's limit of 0.001 s");
+    assert_eq!(client.get("/healthz").await.unwrap().status, 200);
+    server.stop().await;
+}
