@@ -10,9 +10,9 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use tessera_core::{GpuAssignment, Plan, ServiceReport};
+use tessera_core::{GpuAssignment, Plan};
 
-use crate::html::escape;
+use tessera_core::text::escape_xml;
 
 /// Width of one memory slice, px.
 pub(crate) const SLICE_WIDTH_PX: u32 = 64;
@@ -77,11 +77,7 @@ fn hsl(index: usize, saturation: u32, lightness: u32) -> String {
 
 /// Each service's utilisation under the plan: rate / provisioned.
 pub(crate) fn utilisation_by_service(plan: &Plan) -> HashMap<&str, f64> {
-    plan.services
-        .iter()
-        .filter(|report| report.provisioned_rps > 0.0)
-        .map(|report: &ServiceReport| (report.service.as_str(), report.rate_rps / report.provisioned_rps))
-        .collect()
+    plan.services.iter().filter_map(|report| Some((report.service.as_str(), report.utilisation()?))).collect()
 }
 
 /// Width of a GPU figure with `memory_slices` slices.
@@ -146,8 +142,8 @@ pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette
         let _ = write!(
             out,
             r#"<g class="tile" data-service="{}" data-profile="{}" data-start="{}" data-memory-slices="{memory_slices}">"#,
-            escape(service),
-            escape(&instance.profile),
+            escape_xml(service),
+            escape_xml(&instance.profile),
             instance.start
         );
         let _ = write!(
@@ -159,11 +155,11 @@ pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette
             out,
             "<title>{} on {} at memory slice {}: {} of {}, batch {} × {} processes, {:.1} req/s, {:.1} ms per batch, \
              {}</title>",
-            escape(&instance.profile),
-            escape(service),
+            escape_xml(&instance.profile),
+            escape_xml(service),
             instance.start,
-            escape(service),
-            escape(&instance.model),
+            escape_xml(service),
+            escape_xml(&instance.model),
             instance.batch,
             instance.procs,
             instance.throughput_rps,
@@ -171,8 +167,8 @@ pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette
             util_text
         );
         let lines = [
-            (format!("<tspan class=\"profile\">{}</tspan>", escape(&instance.profile)), 16),
-            (escape(&fit(service, width)), 31),
+            (format!("<tspan class=\"profile\">{}</tspan>", escape_xml(&instance.profile)), 16),
+            (escape_xml(&fit(service, width)), 31),
             (format!("b{}×{}", instance.batch, instance.procs), 46),
             (util_text.clone(), 61),
         ];
@@ -232,7 +228,7 @@ pub(crate) const SVG_STYLE: &str = ".caption{font-size:12px;fill:#333}.node{font
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use tessera_core::{GpuModel, InstanceAssignment};
+    use tessera_core::{GpuModel, InstanceAssignment, ServiceReport};
 
     fn instance(profile: &str, size: u8, start: u8, service: &str) -> InstanceAssignment {
         InstanceAssignment {

@@ -3,27 +3,10 @@
 
 use std::fmt::Write;
 
-use tessera_core::text::count;
+use tessera_core::text::{count, escape_xml};
 use tessera_core::Plan;
 
 use crate::draw::{gpu_width_px, utilisation_by_service, write_gpu, Palette, GPU_HEIGHT_PX, SVG_STYLE};
-
-/// `text` with `&`, `<`, `>`, `"` and `'` escaped, for HTML text and
-/// attribute values (and SVG).
-pub fn escape(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
-}
 
 /// The page style: readable on a laptop, GPUs in a grid that wraps (many
 /// GPUs make the page scroll; tiles never shrink).
@@ -45,15 +28,15 @@ td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}.no
 pub fn page(title: &str, nav: &[(&str, &str)], body: &str) -> String {
     let mut links = String::new();
     for (href, text) in nav {
-        let _ = write!(links, r#"<a href="{}">{}</a>"#, escape(href), escape(text));
+        let _ = write!(links, r#"<a href="{}">{}</a>"#, escape_xml(href), escape_xml(text));
     }
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
          <style>{PAGE_STYLE}{SVG_STYLE}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
          <main>\n{body}</main></body></html>\n",
-        escape(title),
-        escape(title)
+        escape_xml(title),
+        escape_xml(title)
     )
 }
 
@@ -63,18 +46,18 @@ fn optimality_line(plan: &Plan) -> String {
     match &plan.optimality {
         Some(o) if o.proven_optimal => format!(
             "{}: {} — lower bound {}, proven optimal",
-            escape(&o.objective),
+            escape_xml(&o.objective),
             number(o.value),
             number(o.lower_bound)
         ),
         Some(o) => format!(
             "{}: {} — lower bound {}, gap {:.1}%, not proven optimal",
-            escape(&o.objective),
+            escape_xml(&o.objective),
             number(o.value),
             number(o.lower_bound),
             o.gap * 100.0
         ),
-        None => format!("no optimality bound recorded (strategy {})", escape(&plan.strategy)),
+        None => format!("no optimality bound recorded (strategy {})", escape_xml(&plan.strategy)),
     }
 }
 
@@ -99,8 +82,8 @@ pub fn plan_section(plan: &Plan) -> String {
         out,
         r#"<p class="summary">{} · strategy {} · latency rule {} · total cost {} · {}{}</p>"#,
         count(plan.gpu_count, "GPU"),
-        escape(&plan.strategy),
-        escape(&plan.latency_rule),
+        escape_xml(&plan.strategy),
+        escape_xml(&plan.latency_rule),
         number(plan.total_cost),
         count(plan.services.len(), "service"),
         match met {
@@ -116,7 +99,7 @@ pub fn plan_section(plan: &Plan) -> String {
             out,
             r#"<span><span class="chip" style="background:{}"></span>{}</span>"#,
             palette.fill(&report.service),
-            escape(&report.service)
+            escape_xml(&report.service)
         );
     }
     out.push_str("</div>\n");
@@ -153,9 +136,9 @@ pub fn plan_section(plan: &Plan) -> String {
         let _ = write!(
             out,
             r#"<tr data-service="{}"><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{util}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            escape(&report.service),
-            escape(&report.service),
-            escape(&report.model),
+            escape_xml(&report.service),
+            escape_xml(&report.service),
+            escape_xml(&report.model),
             report.rate_rps,
             report.provisioned_rps,
             report.worst_latency_ms,
@@ -169,7 +152,7 @@ pub fn plan_section(plan: &Plan) -> String {
     if !plan.notes.is_empty() {
         out.push_str(r#"<ul class="notes">"#);
         for note in &plan.notes {
-            let _ = write!(out, "<li>{}</li>", escape(note));
+            let _ = write!(out, "<li>{}</li>", escape_xml(note));
         }
         out.push_str("</ul>\n");
     }
@@ -230,10 +213,5 @@ mod tests {
             gap: 0.5 / 3.0,
         });
         assert_eq!(optimality_line(&plan), "cost: 3.50 — lower bound 3, gap 16.7%, not proven optimal");
-    }
-
-    #[test]
-    fn escapes_every_special_character() {
-        assert_eq!(escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
     }
 }

@@ -10,8 +10,9 @@
 //! * [`plan_svg`] — the tiles alone, one SVG document.
 //! * [`plan_report_html`] — the whole report: the optimality line, a legend,
 //!   GPUs grouped by node, the per-service table.
-//! * [`plan_section`], [`page`] and [`escape`] — the pieces, for pages that
-//!   put a plan beside other content.
+//! * [`plan_section`] and [`page`] — the pieces, for pages that put a plan
+//!   beside other content (text goes in escaped by
+//!   `tessera_core::text::escape_xml`).
 //!
 //! The DOM is part of the interface (the browser test reads it): every GPU
 //! is an `svg.gpu` with `data-node` and `data-gpu`; every memory slice a
@@ -26,4 +27,4 @@ mod draw;
 mod html;
 
 pub use draw::plan_svg;
-pub use html::{escape, page, plan_report_html, plan_section};
+pub use html::{page, plan_report_html, plan_section};

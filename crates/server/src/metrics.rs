@@ -245,8 +245,8 @@ impl Metrics {
             metrics.provisioned_rps.get_or_create(&labels).set(report.provisioned_rps);
             metrics.worst_latency_seconds.get_or_create(&labels).set(report.worst_latency_ms / 1000.0);
             metrics.latency_slo_seconds.get_or_create(&labels).set(report.latency_slo_ms / 1000.0);
-            if report.provisioned_rps > 0.0 {
-                utilisation.insert(report.service.as_str(), report.rate_rps / report.provisioned_rps);
+            if let Some(u) = report.utilisation() {
+                utilisation.insert(report.service.as_str(), u);
             }
         }
         for gpu in &plan.gpus {

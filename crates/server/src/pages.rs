@@ -9,7 +9,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
-use tessera_report::{escape, page, plan_section, plan_svg};
+use tessera_core::text::escape_xml;
+use tessera_report::{page, plan_section, plan_svg};
 
 use crate::api::analysis::{rank, RecommendBody};
 use crate::api::tags;
@@ -65,8 +66,8 @@ pub(crate) async fn plans_page(State(state): State<AppState>) -> Result<Html<Str
         let _ = write!(
             body,
             "<tr><td><a href=\"/plans/{id}\">{id}</a></td><td>{}</td><td>{}</td><td>{gpus}</td><td>{met}</td></tr>",
-            escape(job.status.name()),
-            escape(&job.created_at),
+            escape_xml(job.status.name()),
+            escape_xml(&job.created_at),
             id = job.id
         );
     }
@@ -90,7 +91,7 @@ pub(crate) async fn plan_page(State(state): State<AppState>, Path(id): Path<u64>
              <a href=\"/v1/plans/{id}\">JSON</a></span></h2>{}",
             plan_section(plan)
         ),
-        (None, Some(error)) => format!("<h2>Plan {id}</h2><p>The job failed: {}</p>", escape(error)),
+        (None, Some(error)) => format!("<h2>Plan {id}</h2><p>The job failed: {}</p>", escape_xml(error)),
         (None, None) => format!("<h2>Plan {id}</h2><p>The job is {}; reload to see its plan.</p>", job.status.name()),
     };
     Ok(Html(page(&format!("Tessera — plan {id}"), &NAV, &body)))
@@ -132,7 +133,7 @@ pub(crate) async fn colocation_page(
         "<form method=\"get\" action=\"/colocation\"><label>target <input name=\"target\" value=\"{}\" size=\"40\"></label> \
          <label>group size <input name=\"group_size\" type=\"number\" min=\"2\" value=\"{}\"></label> \
          <button>Recommend</button></form><p class=\"muted\">{} stored workloads, {} measured colocations.</p>",
-        escape(&target),
+        escape_xml(&target),
         query.group_size.unwrap_or(2),
         pool.len(),
         rows.len()
@@ -155,7 +156,7 @@ pub(crate) async fn colocation_page(
                      <th>retained</th><th>memory (GB)</th></tr></thead><tbody>",
                 );
                 for group in &result.groups {
-                    let names: Vec<String> = group.members.iter().map(|m| escape(&m.workload)).collect();
+                    let names: Vec<String> = group.members.iter().map(|m| escape_xml(&m.workload)).collect();
                     let retained: Vec<String> = group
                         .members
                         .iter()
@@ -175,13 +176,13 @@ pub(crate) async fn colocation_page(
                 let _ = write!(
                     body,
                     "</tbody></table><p class=\"muted\">model {}, {} search, trained on {} colocations</p>",
-                    escape(&result.model),
-                    escape(&result.search),
+                    escape_xml(&result.model),
+                    escape_xml(&result.search),
                     result.trained_on
                 );
             }
             Err(error) => {
-                let _ = write!(body, "<p>{}</p>", escape(&error.message));
+                let _ = write!(body, "<p>{}</p>", escape_xml(&error.message));
             }
         }
     }
@@ -193,7 +194,7 @@ pub(crate) async fn colocation_page(
     responses((status = 200, description = "HTML page", content_type = "text/html")))]
 pub(crate) async fn simulation_page(State(state): State<AppState>) -> Html<String> {
     let body = match state.last_simulation() {
-        Some((title, svg)) => format!("<h2>{}</h2><div class=\"gantt\">{svg}</div>", escape(&title)),
+        Some((title, svg)) => format!("<h2>{}</h2><div class=\"gantt\">{svg}</div>", escape_xml(&title)),
         None => "<p>No simulation yet: post a trace to <code>POST /v1/simulate</code>.</p>".to_string(),
     };
     Html(page("Tessera — simulation", &NAV, &body))
