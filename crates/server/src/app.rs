@@ -2,7 +2,7 @@
 //! metrics; the token; the time limit; the body limit), and running the
 //! server until it is told to stop.
 
-use std::future::Future;
+use std::future::{Future, IntoFuture};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -216,19 +216,51 @@ fn prepare(config: ServeConfig) -> Result<AppState, ServerError> {
     Ok(state)
 }
 
-/// How long shutdown waits for running jobs beyond the longest time limit.
+/// How long shutdown waits for running jobs.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(60);
 
-/// Serves until `stop` completes, then shuts down gracefully.
+/// How long shutdown waits for open requests to be answered before it
+/// closes their connections.
+const DRAIN_WAIT: Duration = Duration::from_secs(30);
+
+/// Serves until `stop` completes, then shuts down gracefully: no new
+/// connection is accepted, open requests get up to [`DRAIN_WAIT`] to be
+/// answered, queued jobs fail and running ones are waited for.
 async fn serve(
     state: AppState,
     listener: tokio::net::TcpListener,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     let (router, _) = router(state.clone());
-    axum::serve(listener, router)
-        .with_graceful_shutdown(stop)
-        .await
+    let (drain, draining) = tokio::sync::oneshot::channel::<()>();
+    let mut server = tokio::spawn(
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async {
+                let _ = draining.await;
+            })
+            .into_future(),
+    );
+    let served = tokio::select! {
+        // The server failed before it was told to stop.
+        early = &mut server => Some(early),
+        () = stop => None,
+    };
+    let outcome = match served {
+        Some(early) => early,
+        None => {
+            let _ = drain.send(());
+            match tokio::time::timeout(DRAIN_WAIT, &mut server).await {
+                Ok(drained) => drained,
+                Err(_) => {
+                    tracing::warn!("requests still open after {} s: closing their connections", DRAIN_WAIT.as_secs());
+                    server.abort();
+                    Ok(Ok(()))
+                }
+            }
+        }
+    };
+    outcome
+        .map_err(|e| ServerError::Runtime(format!("the server task failed: {e}")))?
         .map_err(|e| ServerError::Runtime(format!("serving failed: {e}")))?;
     state.inner.jobs.shut_down(SHUTDOWN_WAIT).await;
     tracing::info!("stopped");
