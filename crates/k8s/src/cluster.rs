@@ -141,7 +141,7 @@ impl Cluster {
             kube::Error::Api(status) => {
                 let hint = match status.code {
                     401 => " (the credentials were refused)",
-                    403 => " (RBAC does not allow it: see deploy/kubernetes/rbac.yaml)",
+                    403 => " (RBAC does not allow it: see deploy/kubernetes/10-rbac.yaml)",
                     409 if what.starts_with("apply") => {
                         " (another field manager owns these fields: rerun with --force-conflicts to take them over)"
                     }
@@ -149,6 +149,7 @@ impl Cluster {
                 };
                 format!("{what}: {} ({} {}){hint}", status.message, status.code, status.reason)
             }
+            kube::Error::SerdeError(cause) => format!("{what}: cannot read the API server's answer: {cause}"),
             other => format!("{what}: cannot reach the API server: {}", chain(other)),
         };
         K8sError::Cluster { context: self.context.clone(), message }
@@ -231,7 +232,7 @@ impl Cluster {
 
     /// Waits `duration` (between polls).
     pub fn sleep(&self, duration: Duration) {
-        self.runtime.block_on(tokio::time::sleep(duration));
+        self.runtime.block_on(async move { tokio::time::sleep(duration).await });
     }
 }
 

@@ -87,12 +87,21 @@ fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
     )
 }
 
+/// The separator of a field path's keys inside the fake (keys such as
+/// `app.kubernetes.io/name` hold dots); shown as `.`.
+const SEP: char = '\u{1f}';
+
+/// A path as the real server writes it: `.spec.replicas`.
+fn shown_path(path: &str) -> String {
+    path.replace(SEP, ".")
+}
+
 /// Every leaf of `value` by path; lists are leaves (owned whole).
 fn leaves(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
     match value {
         Value::Object(map) => {
             for (key, child) in map {
-                leaves(child, &format!("{path}.{key}"), out);
+                leaves(child, &format!("{path}{SEP}{key}"), out);
             }
         }
         other => {
@@ -103,12 +112,12 @@ fn leaves(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
 
 /// The value at a leaf path.
 fn at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').skip(1).try_fold(value, |v, key| v.get(key))
+    path.split(SEP).skip(1).try_fold(value, |v, key| v.get(key))
 }
 
 /// Removes a leaf path (and maps it leaves empty).
 fn remove(value: &mut Value, path: &str) {
-    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    let keys: Vec<&str> = path.split(SEP).skip(1).collect();
     fn go(value: &mut Value, keys: &[&str]) {
         let Some(map) = value.as_object_mut() else { return };
         if keys.len() == 1 {
@@ -125,7 +134,7 @@ fn remove(value: &mut Value, path: &str) {
 
 /// Sets a leaf path.
 fn set(value: &mut Value, path: &str, leaf: Value) {
-    let keys: Vec<&str> = path.split('.').skip(1).collect();
+    let keys: Vec<&str> = path.split(SEP).skip(1).collect();
     let mut current = value;
     for key in &keys[..keys.len() - 1] {
         if !current.get(*key).is_some_and(Value::is_object) {
@@ -168,7 +177,7 @@ fn labels_match(object: &Value, selector: &str) -> bool {
 fn fields_match(object: &Value, selector: &str) -> bool {
     selector.split(',').filter(|s| !s.is_empty()).all(|term| {
         let (path, value) = term.split_once('=').unwrap_or((term, ""));
-        at(object, &format!(".{path}")).and_then(Value::as_str) == Some(value)
+        at(object, &format!("{SEP}{}", path.replace('.', &SEP.to_string()))).and_then(Value::as_str) == Some(value)
     })
 }
 
@@ -317,7 +326,7 @@ impl State {
         let mut fields = BTreeMap::new();
         leaves(&applied, "", &mut fields);
         for identity in [".apiVersion", ".kind", ".metadata.name", ".metadata.namespace"] {
-            fields.remove(identity);
+            fields.remove(&identity.replace('.', &SEP.to_string()));
         }
         let existing = self.objects.get(&key).cloned();
         let mut stored = existing.clone().unwrap_or_else(|| Stored {
@@ -334,7 +343,7 @@ impl State {
                 stored.owners.get(*path).is_some_and(|owner| owner != manager)
                     && at(&stored.object, path) != Some(value)
             })
-            .map(|(path, _)| format!("conflict with \"{}\": {path}", stored.owners[path]))
+            .map(|(path, _)| format!("conflict with \"{}\": {}", stored.owners[path], shown_path(path)))
             .collect();
         if !conflicts.is_empty() && !force {
             return status(
@@ -525,8 +534,9 @@ impl FakeApiServer {
     pub fn edit_as(&self, manager: &str, plural: &str, namespace: &str, name: &str, path: &str, value: Value) {
         let mut state = lock(&self.state);
         let stored = state.objects.get_mut(&(plural.into(), namespace.into(), name.into())).expect("the object exists");
-        set(&mut stored.object, path, value);
-        stored.owners.insert(path.to_string(), manager.to_string());
+        let path = path.replace('.', &SEP.to_string());
+        set(&mut stored.object, &path, value);
+        stored.owners.insert(path, manager.to_string());
     }
 
     /// Pods in `namespace` labelled `label=value` are the DRA plugin's: one
