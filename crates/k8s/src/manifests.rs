@@ -129,7 +129,7 @@ pub enum Manifest {
     /// A segment's MIG device.
     ResourceClaim(ResourceClaim),
     /// A segment's processes.
-    Deployment(Deployment),
+    Deployment(Box<Deployment>),
 }
 
 impl Manifest {
@@ -402,8 +402,8 @@ pub fn manifests(
     }
     let mut nodes = BTreeMap::new();
     for gpu in &plan.gpus {
-        if !nodes.contains_key(&gpu.node) {
-            nodes.insert(gpu.node, NodeRef::of(plan, gpu.node)?);
+        if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
+            entry.insert(NodeRef::of(plan, gpu.node)?);
         }
     }
     let (names, notes) = service_names(
@@ -432,7 +432,7 @@ pub fn manifests(
                 node: &nodes[&gpu.node],
                 claim: claim.metadata.name.clone().unwrap_or_default(),
             };
-            deployments.push(Manifest::Deployment(deployment(namespace, &segment, labels, workload)));
+            deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
             objects.push(Manifest::ResourceClaim(claim));
         }
     }

@@ -107,7 +107,7 @@ pub(crate) mod rules {
             match key.as_str() {
                 // An integer from 0 to 100.
                 "defaultActiveThreadPercentage" => {
-                    if !value.as_u64().is_some_and(|percent| percent <= 100) {
+                    if value.as_u64().is_none_or(|percent| percent > 100) {
                         broken.push(format!("defaultActiveThreadPercentage must be an integer 0-100, got {value}"));
                     }
                 }

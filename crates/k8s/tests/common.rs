@@ -2,8 +2,7 @@
 //! node objects, a fake cluster, the fake DRA driver's ResourceSlices and
 //! the schema validator.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use serde_json::{json, Value};
 use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
@@ -95,36 +94,4 @@ pub fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidi
             "devices": devices}}));
 }
 
-/// The variable that makes the schema validator required (`.ci/run` sets it).
-pub const REQUIRE_VALIDATOR: &str = "TESSERA_REQUIRE_KUBERNETES_VALIDATE";
-
-/// Validates `files` against Kubernetes 1.34's schemas in strict mode with
-/// PyPI's `kubernetes-validate`; `false` (after a visible skip line) when
-/// the tool is absent and not required.
-///
-/// # Panics
-/// When a file does not validate, or the tool is absent but required.
-pub fn validate(files: &[PathBuf]) -> bool {
-    use std::io::Write as _;
-    let run = Command::new("kubernetes-validate").args(["--strict", "-k", "1.34.0", "--quiet"]).args(files).output();
-    let output = match run {
-        Ok(output) => output,
-        Err(error) => {
-            if std::env::var(REQUIRE_VALIDATOR).is_ok_and(|v| v == "1") {
-                panic!("kubernetes-validate is required ({REQUIRE_VALIDATOR}=1) but cannot run: {error}");
-            }
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipping: kubernetes-validate is not installed (pip install kubernetes-validate)"
-            );
-            return false;
-        }
-    };
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    true
-}
+pub use tessera_testkit::kubernetes_validate as validate;
