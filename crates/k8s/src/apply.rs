@@ -310,11 +310,12 @@ impl ClusterStatus {
     /// What is not as planned, in words.
     pub fn differences(&self) -> Vec<String> {
         let nodes = self.nodes.iter().filter(|n| !(n.current && n.state.as_deref() == Some("success"))).map(|n| {
-            format!(
-                "{}: layout {}",
-                n.node,
-                if n.current { n.state.as_deref().unwrap_or("unknown") } else { "of another plan" }
-            )
+            let state = match (n.current, n.state.as_deref()) {
+                (_, None) => "not reported",
+                (false, Some(_)) => "of another plan",
+                (true, Some(state)) => state,
+            };
+            format!("{}: layout {state}", n.node)
         });
         let segments = self.segments.iter().filter(|s| !(s.exists && s.ready == s.planned)).map(|s| {
             if s.exists {
