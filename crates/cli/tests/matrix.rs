@@ -246,7 +246,9 @@ fn every_error_class_prints_its_cause_once() {
     let column = file("column.csv", b"service,rate_rps,latency\na,1,100\n");
     assert_eq!(
         error_of(&["plan", "--demo", "--slo", &column], &store),
-        format!("error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, image, args)")
+        format!(
+            "error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, image, args)"
+        )
     );
     let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
     assert_eq!(
