@@ -68,6 +68,13 @@ pub enum Command {
     /// The store itself: where it is, its schema and what it holds.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Run plans on a Kubernetes cluster: inventory, manifests, apply,
+    /// status.
+    #[command(subcommand)]
+    K8s(crate::commands::k8s::K8sCommand),
+    /// The node agent of a Kubernetes cluster (a DaemonSet runs it on every
+    /// GPU node): applies the node's MIG layout and reports its state.
+    Agent(crate::commands::k8s::AgentArgs),
     /// Print a shell completion script, e.g. `tessera completions bash >
     /// ~/.local/share/bash-completion/completions/tessera`.
     Completions {
@@ -637,7 +644,7 @@ pub struct PlanInputs {
 }
 
 /// `tessera plan`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub inputs: PlanInputs,
@@ -661,6 +668,15 @@ pub struct PlanArgs {
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// Plan onto the GPU nodes of a Kubernetes cluster (`tessera k8s
+    /// inventory`): the fleet is its MIG-capable GPUs (costs from --gpu),
+    /// and the plan names its nodes.
+    #[arg(long, conflicts_with = "gpus_per_node")]
+    pub cluster: bool,
+
+    #[command(flatten)]
+    pub kube: crate::commands::k8s::ClusterArgs,
 
     /// Most GPUs a plan may use, all GPU models together: a service or SLO
     /// set that needs more is refused at once, naming the service.

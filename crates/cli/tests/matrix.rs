@@ -46,6 +46,13 @@ fn fixtures(dir: &Path) {
             "service,model,rate_rps,latency_ms\nshop,alpha,100,5\nads,alexnet,100,100\nok,alpha,100,100\n".into(),
         ),
         (
+            "dead-kubeconfig",
+            "apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:1\n\
+             contexts:\n- name: dead\n  context:\n    cluster: dead\n    user: dead\nusers:\n- name: dead\n  user:\n    token: t\n"
+                .into(),
+        ),
+        ("imageless.csv", "service,model,rate_rps,latency_ms,args\nshop,resnet50,100,100,--batch {batch}\n".into()),
+        (
             "forever.json",
             r#"{"gpu": {"memory_bytes": 1000000000, "h2d_bytes_per_s": 1e10, "d2h_bytes_per_s": 1e10, "copy_latency_ns": 0},
                 "clients": [{"name": "slow", "operations": [{"compute_ms": 2e13, "buffers": [], "ephemeral_bytes": 0}]}]}"#
@@ -97,6 +104,14 @@ const CASES: &[Case] = &[
     case("plan --demo --profiles {d}/prof_data", 2, r"^error: the argument '--demo' cannot be used with '--profiles <DIR\|FILE>'$"),
     case("plan --demo --time-limit -1", 2, r"^error: invalid value '-1' for '--time-limit <SECONDS>': expected a positive number of seconds, got '-1'$"),
     case("deploy", 2, r"^error: the following required arguments were not provided:$"),
+    // Kubernetes: an API server that does not answer, a plan file that is
+    // not there, arguments without an image, conflicting agent options.
+    case("k8s inventory --kubeconfig {d}/dead-kubeconfig", 1,
+         r"^error: Kubernetes context 'dead' \(http://127\.0\.0\.1:1\): list nodes: cannot reach the API server: .*onnection refused.*$"),
+    case("k8s apply {d}/absent.json --kubeconfig {d}/dead-kubeconfig", 1, r"^error: \S*absent\.json: No such file or directory \(os error 2\)$"),
+    case("plan --demo --slo {d}/imageless.csv", 1, r"^error: \S*imageless\.csv:2: field 'args': arguments without an image$"),
+    case("k8s export {d}/absent.json", 2, r"^error: the following required arguments were not provided:$"),
+    case("agent --node a --dry-run --once", 2, r"^error: the argument '--dry-run' cannot be used with '--once'$"),
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
     case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
          r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
@@ -231,7 +246,9 @@ fn every_error_class_prints_its_cause_once() {
     let column = file("column.csv", b"service,rate_rps,latency\na,1,100\n");
     assert_eq!(
         error_of(&["plan", "--demo", "--slo", &column], &store),
-        format!("error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms)")
+        format!(
+            "error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, image, args)"
+        )
     );
     let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
     assert_eq!(

@@ -3,6 +3,7 @@
 mod bench;
 mod colocate;
 mod deploy;
+pub mod k8s;
 mod plan;
 mod profile;
 mod profiles;
@@ -29,6 +30,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
         Command::Store(command) => store::run(command, store),
+        Command::K8s(command) => k8s::run(command),
+        Command::Agent(args) => k8s::agent(args),
         Command::Completions { shell } => completions(shell),
     }
 }
