@@ -15,7 +15,7 @@ mod recommend;
 
 pub use error::ColocateError;
 pub use evaluate::{lowo, p3, Policy, PolicyScores, Split};
-pub use gbm::GbmParams;
+pub use gbm::{GbmParams, Monotone};
 pub use model_file::{ModelFile, TrainedModel};
 pub use models::ThroughputModel;
 pub use recommend::{recommend, Query, Recommendation, Search, BEAM_WIDTH};
