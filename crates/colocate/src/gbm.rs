@@ -215,6 +215,7 @@ impl Gbm {
     ///
     /// Only on programmer error: if `x` is empty, if its rows differ in
     /// length, or if `y.len() != x.len()`.
+    #[cfg(test)]
     pub fn fit(x: &[Vec<f64>], y: &[f64], params: &GbmParams) -> Gbm {
         Gbm::fit_monotone(x, y, params, &[])
     }
