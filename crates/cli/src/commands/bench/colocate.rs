@@ -149,12 +149,11 @@ fn nested(protocol: Protocol, folds: &[Fold]) -> Result<()> {
     let seconds = start.elapsed().as_secs_f64();
     results.push(tuned_on_test(protocol, folds, &GROUP_SIZES, Composition::Additive));
     outln!(
-        "\n{name} nested ({}, {seconds:.1} s): fraction of the best choice; in 90%: % of held-out groups within the \
-         90% interval",
+        "\n{name} nested ({}, {seconds:.1} s): fraction of the best choice; last column: % of held-out groups \
+         within the 90% interval",
         count(folds.len(), "fold")
     )?;
-    let mut table =
-        TextTable::new(&["policy", "pairs", "groups of 3", "groups of 4", "90% interval covers (2 / 3 / 4)"]);
+    let mut table = TextTable::new(&["policy", "pairs", "groups of 3", "groups of 4", "covered (2 / 3 / 4)"]);
     for result in &results {
         let mut row = vec![result.name.clone()];
         row.extend(result.scores.iter().map(|s| format!("{:.4}", s.mean)));
