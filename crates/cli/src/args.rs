@@ -395,12 +395,8 @@ pub enum ColocateCommand {
         /// kept), which is not exhaustive and says so.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
         group_size: u64,
-        /// A trained model file; default: train the slowdown model on the data.
-        #[arg(long, value_name = "FILE")]
-        model: Option<PathBuf>,
-        /// Colocations and workloads (KACE's form); default: the store's.
-        #[arg(long, value_name = "FILE")]
-        data: Option<PathBuf>,
+        #[command(flatten)]
+        source: ColocationSource,
         /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
         #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
@@ -427,12 +423,8 @@ pub enum ColocateCommand {
         /// considered, up to 100000 of them).
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..=8))]
         group_size: u64,
-        /// A trained model file; default: train the slowdown model on the data.
-        #[arg(long, value_name = "FILE")]
-        model: Option<PathBuf>,
-        /// Colocations and workloads (KACE's form); default: the store's.
-        #[arg(long, value_name = "FILE")]
-        data: Option<PathBuf>,
+        #[command(flatten)]
+        source: ColocationSource,
         /// GPU memory, GB: groups whose footprints exceed it are not suggested.
         #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
@@ -440,6 +432,17 @@ pub enum ColocateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+/// The model and the data `colocate recommend` and `suggest` work from.
+#[derive(Debug, Clone, Args)]
+pub struct ColocationSource {
+    /// A trained model file; default: train the slowdown model on the data.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Colocations and workloads (KACE's form); default: the store's.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
 }
 
 /// What `colocate recommend` ranks by.

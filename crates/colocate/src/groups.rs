@@ -102,26 +102,65 @@ impl PairFractions {
 /// with the throughputs `composition` gives (see the module
 /// documentation). A `group_size` of 2 gives one row per measured pair.
 pub fn build_groups(rows: &[Colocation], group_size: usize, composition: Composition) -> Vec<Colocation> {
-    let fractions = PairFractions::new(rows);
-    let n = fractions.workloads.len();
-    let mut groups = Vec::new();
-    if group_size < 2 || n == 0 {
-        return groups;
+    if group_size < 2 {
+        return Vec::new();
     }
-    // Non-decreasing index sequences with no index more than twice.
-    let mut members = vec![0usize; group_size];
-    loop {
-        let allowed = members.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2]));
-        if allowed {
-            if let Some(group) = fractions.group(&members, composition) {
-                groups.push(group);
+    let fractions = PairFractions::new(rows);
+    let sets = MemberSets::new(fractions.workloads.len(), group_size);
+    sets.filter_map(|members| fractions.group(&members, composition)).collect()
+}
+
+/// Every multiset of `size` indices below `n` in which no index appears
+/// more than twice (a workload and itself once more), as non-decreasing
+/// index lists in lexicographic order.
+pub(crate) struct MemberSets {
+    n: usize,
+    next: Option<Vec<usize>>,
+}
+
+impl MemberSets {
+    /// The sets of `size` of `n` indices (none when either is 0).
+    pub(crate) fn new(n: usize, size: usize) -> Self {
+        let first = (n > 0 && size > 0).then(|| vec![0; size]);
+        let mut sets = MemberSets { n, next: first };
+        sets.skip_thrice();
+        sets
+    }
+
+    /// The next non-decreasing list after `members`, if any.
+    fn advance(&self, members: &mut [usize]) -> bool {
+        let Some(i) = (0..members.len()).rev().find(|&i| members[i] + 1 < self.n) else { return false };
+        members[i] += 1;
+        let value = members[i];
+        members[i + 1..].fill(value);
+        true
+    }
+
+    /// Moves `next` past lists holding an index three times.
+    fn skip_thrice(&mut self) {
+        while let Some(mut members) = self.next.take() {
+            if members.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2])) {
+                self.next = Some(members);
+                return;
+            }
+            if self.advance(&mut members) {
+                self.next = Some(members);
             }
         }
-        let Some(i) = (0..group_size).rev().find(|&i| members[i] + 1 < n) else { return groups };
-        members[i] += 1;
-        for j in i + 1..group_size {
-            members[j] = members[i];
+    }
+}
+
+impl Iterator for MemberSets {
+    type Item = Vec<usize>;
+
+    fn next(&mut self) -> Option<Vec<usize>> {
+        let current = self.next.take()?;
+        let mut following = current.clone();
+        if self.advance(&mut following) {
+            self.next = Some(following);
+            self.skip_thrice();
         }
+        Some(current)
     }
 }
 
@@ -153,6 +192,10 @@ mod tests {
         let quads = build_groups(&rows, 4, Composition::Multiplicative);
         assert!(quads.iter().all(|g| g.members.iter().all(|m| (m.retained_fraction() - 0.125).abs() < 1e-12)));
         assert_eq!(build_groups(&rows, 2, Composition::Additive).len(), rows.len());
+        let sets: Vec<Vec<usize>> = MemberSets::new(3, 3).collect();
+        assert_eq!(sets.len(), 7);
+        assert_eq!((sets[0].clone(), sets[6].clone()), (vec![0, 0, 1], vec![1, 2, 2]));
+        assert_eq!(MemberSets::new(0, 2).count() + MemberSets::new(2, 0).count(), 0);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
 use crate::evaluate::{choose, workloads};
+use crate::groups::MemberSets;
 use crate::model_file::TrainedModel;
 use crate::recommend::EXHAUSTIVE_MAX_GROUPS;
 
@@ -76,33 +77,19 @@ pub fn suggest(
     }
     let known: HashSet<Vec<&str>> = measured.iter().map(names).collect();
     let mut candidates = Vec::new();
-    let mut members = vec![0usize; query.group_size];
-    let n = pool.len();
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    // Non-decreasing index sequences with no index more than twice.
-    loop {
-        let allowed = members.windows(3).all(|w| !(w[0] == w[1] && w[1] == w[2]));
+    for members in MemberSets::new(pool.len(), query.group_size) {
         let memory_gb: f64 = members.iter().map(|&i| pool[i].memory_gb).sum();
-        if allowed && memory_gb <= query.gpu_memory_gb {
-            let group = Colocation {
-                members: members
-                    .iter()
-                    .map(|&i| GroupMember { metrics: pool[i].clone(), colocated_rps: 0.0 })
-                    .collect(),
-            };
-            if !known.contains(&names(&group)) {
-                if candidates.len() as u128 >= EXHAUSTIVE_MAX_GROUPS {
-                    return Err(ColocateError::TooManyGroups { limit: EXHAUSTIVE_MAX_GROUPS });
-                }
-                candidates.push(group);
-            }
+        if memory_gb > query.gpu_memory_gb {
+            continue;
         }
-        let Some(i) = (0..query.group_size).rev().find(|&i| members[i] + 1 < n) else { break };
-        members[i] += 1;
-        for j in i + 1..query.group_size {
-            members[j] = members[i];
+        let group = Colocation {
+            members: members.iter().map(|&i| GroupMember { metrics: pool[i].clone(), colocated_rps: 0.0 }).collect(),
+        };
+        if !known.contains(&names(&group)) {
+            if candidates.len() as u128 >= EXHAUSTIVE_MAX_GROUPS {
+                return Err(ColocateError::TooManyGroups { limit: EXHAUSTIVE_MAX_GROUPS });
+            }
+            candidates.push(group);
         }
     }
     let measured: Vec<Colocation> = measured.iter().filter(|g| g.members.len() == query.group_size).cloned().collect();

@@ -12,7 +12,7 @@ use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
 use tessera_store::{TESTING_FILE, TRAINING_FILE};
 
-use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol, RiskArg};
+use crate::args::{ColocateCommand, ColocationSource, ListFormat, ModelKind, Protocol, RiskArg};
 use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
 use crate::progress::Progress;
@@ -44,19 +44,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             )?;
             Ok(())
         }
-        ColocateCommand::Recommend {
-            target,
-            candidates,
-            group_size,
-            model,
-            data,
-            gpu_memory_gb,
-            top,
-            risk,
-            format,
-        } => {
-            let (rows, pool) = load_data(data.as_deref(), store)?;
-            let trained = model_or_train(model.as_deref(), &rows, 0)?;
+        ColocateCommand::Recommend { target, candidates, group_size, source, gpu_memory_gb, top, risk, format } => {
+            let (_, pool, trained) = model_and_data(&source, store)?;
             let query = Query {
                 target: &target,
                 candidates: candidates.as_deref(),
@@ -96,9 +85,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             }
             Ok(())
         }
-        ColocateCommand::Suggest { budget, group_size, model, data, gpu_memory_gb, format } => {
-            let (rows, pool) = load_data(data.as_deref(), store)?;
-            let trained = model_or_train(model.as_deref(), &rows, 0)?;
+        ColocateCommand::Suggest { budget, group_size, source, gpu_memory_gb, format } => {
+            let (rows, pool, trained) = model_and_data(&source, store)?;
             let query = SuggestQuery {
                 group_size: group_size as usize,
                 budget: usize::try_from(budget).unwrap_or(usize::MAX),
@@ -123,15 +111,21 @@ fn train(kind: ModelKind, rows: &[Colocation], seed: u64) -> Result<TrainedModel
     Ok(TrainedModel::train(kind, rows, EvalProtocol::Lofo, seed)?)
 }
 
-/// The model in `path`, or the slowdown model trained on `rows`.
-fn model_or_train(path: Option<&Path>, rows: &[Colocation], seed: u64) -> Result<TrainedModel> {
-    match path {
+/// The colocations and workloads of `source` (its file or the store), and
+/// its model file's model or the slowdown model trained on them.
+fn model_and_data(
+    source: &ColocationSource,
+    store: Option<&Path>,
+) -> Result<(Vec<Colocation>, Vec<WorkloadMetrics>, TrainedModel)> {
+    let (rows, pool) = load_data(source.data.as_deref(), store)?;
+    let model = match &source.model {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            Ok(ModelFile::from_json(&text).with_context(|| path.display().to_string())?.model)
+            ModelFile::from_json(&text).with_context(|| path.display().to_string())?.model
         }
-        None => train(ModelKind::Slowdown, rows, seed),
-    }
+        None => train(ModelKind::Slowdown, &rows, 0)?,
+    };
+    Ok((rows, pool, model))
 }
 
 /// What training chose, in a few words.
