@@ -126,6 +126,14 @@ const CASES: &[Case] = &[
     // Colocation: a memory that is not one.
     case("colocate recommend --target w --gpu-memory-gb NaN", 2,
          r"^error: invalid value 'NaN' for '--gpu-memory-gb <GB>': expected a positive number of GB, got 'NaN'$"),
+    // Colocation: a risk, a budget, a protocol's data or a group size that is not one.
+    case("colocate recommend --target w --risk high", 2, r"^error: invalid value 'high' for '--risk <RISK>'$"),
+    case("colocate suggest --budget 0", 2, r"^error: invalid value '0' for '--budget <BUDGET>': 0 is not in 1\.\.=100000$"),
+    case("colocate suggest --budget 3 --group-size 1", 2,
+         r"^error: invalid value '1' for '--group-size <GROUP_SIZE>': 1 is not in 2\.\.=8$"),
+    case("colocate evaluate --protocol lofo", 2, r"^error: the following required arguments were not provided:$"),
+    case("colocate evaluate --protocol lowo --data {d}/good.csv --group-sizes 2,7", 2,
+         r"^error: invalid value '7' for '--group-sizes <GROUP_SIZES>': 7 is not in 2\.\.=6$"),
     // Nothing where something is needed.
     case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
          r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),

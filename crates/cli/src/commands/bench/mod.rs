@@ -13,7 +13,9 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
-        BenchCommand::Colocate { data } => colocate::run(&data),
+        BenchCommand::Colocate { data, splits, curve_seeds, plot } => {
+            colocate::run(&data, &splits, curve_seeds, plot.as_deref())
+        }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
