@@ -61,6 +61,7 @@ mod error;
 mod gantt;
 mod generate;
 mod memory;
+mod memory_bound;
 mod policy;
 mod result;
 mod schedule;
@@ -68,7 +69,7 @@ mod schedulers;
 mod trace;
 mod workload;
 
-pub use bound::{johnson, lower_bound_ns, JohnsonPlan};
+pub use bound::{johnson, lower_bound_ns, memory_lower_bound_ns, JohnsonPlan};
 pub use engine::simulate;
 pub use error::SimError;
 pub use gantt::gantt_svg;
@@ -76,5 +77,7 @@ pub use generate::{generate, GenerateParams, Link};
 pub use policy::{Eviction, Policies, Prefetch, Retention};
 pub use result::{EngineKind, Interval, SimResult};
 pub use schedule::Schedule;
-pub use schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
+pub use schedulers::{
+    genetic_search, plan_schedule, GeneticParams, SchedulerKind, SearchStats, EXHAUSTIVE_MAX_OPERATIONS,
+};
 pub use trace::{Buffer, Client, Gpu, Operation, Trace};

@@ -34,7 +34,9 @@ const SWEEP_GA: GeneticParams = GeneticParams {
     elite: 5,
     mutation_rate: 0.2,
     patience: 10,
+    min_improvement: 1e-3,
     bytes_weight: 0.0,
+    local_moves: 16,
     seed: 0,
 };
 
