@@ -11,7 +11,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::error::SimError;
 use crate::memory::Memory;
 use crate::policy::{Eviction, Policies, Prefetch, Retention};
-use crate::result::{EngineKind, Interval, SimResult};
+use crate::result::{EngineKind, Free, Interval, SimResult};
 use crate::schedule::Schedule;
 use crate::trace::{Gpu, Trace};
 use crate::workload::{Compiled, Workload};
@@ -220,9 +220,9 @@ impl<'a> Sim<'a> {
         end_ns
     }
 
-    fn record(&mut self, engine: EngineKind, end_ns: u64, label: impl FnOnce(Labels) -> String) {
+    fn record(&mut self, engine: EngineKind, end_ns: u64, bytes: u64, label: impl FnOnce(Labels) -> String) {
         if let Some(labels) = self.context.labels {
-            let interval = Interval { engine, start_ns: self.state.now_ns, end_ns, label: label(labels) };
+            let interval = Interval { engine, start_ns: self.state.now_ns, end_ns, label: label(labels), bytes };
             self.state.result.intervals.push(interval);
         }
     }
@@ -281,8 +281,9 @@ impl<'a> Sim<'a> {
         // remain, not on their order: no position is looked at here.
         if self.context.policies.retention == Retention::ReleaseAfterLastUse {
             for &b in &step.buffers {
-                if work.is_last_use(b, position) && state.memory.evict(b) {
-                    state.write_backs.push_back(b);
+                if work.is_last_use(b, position) {
+                    let dirty = self.state.memory.evict(b);
+                    self.evicted(b, dirty);
                 }
             }
         }
@@ -306,7 +307,7 @@ impl<'a> Sim<'a> {
         let from = self.state.started;
         let eviction = self.context.policies.eviction;
         let mut furthest = None;
-        let (dirty, changed) = self.state.memory.make_room(
+        let victims = self.state.memory.make_room(
             need_bytes,
             eviction,
             |b| {
@@ -321,13 +322,27 @@ impl<'a> Sim<'a> {
         );
         // Belady ranks every candidate by its next use; a buffer never used
         // again is that in any order of the remaining operations.
+        let changed = !victims.is_empty();
         if changed {
             if let Some(position) = furthest {
                 self.looked_at(position);
             }
         }
-        self.state.write_backs.extend(dirty);
+        for (buffer, dirty) in victims {
+            self.evicted(buffer, dirty);
+        }
         changed
+    }
+
+    /// A dirty victim waits for its write-back; a clean one's memory is
+    /// free now (recorded as a free when intervals are).
+    fn evicted(&mut self, buffer: usize, dirty: bool) {
+        if dirty {
+            self.state.write_backs.push_back(buffer);
+        } else if let Some(labels) = self.context.labels {
+            let label = self.buffer_label(buffer)(labels);
+            self.state.result.frees.push(Free { at_ns: self.state.now_ns, label });
+        }
     }
 
     fn try_compute(&mut self) -> bool {
@@ -357,7 +372,9 @@ impl<'a> Sim<'a> {
         self.state.started += 1;
         let end_ns = self.schedule_event(step.compute_ns, Event::Compute(position));
         let (client, operation) = work.steps[position];
-        self.record(EngineKind::Compute, end_ns, |labels| format!("{}#{operation}", labels.trace.clients[client].name));
+        self.record(EngineKind::Compute, end_ns, ephemeral_bytes, |labels| {
+            format!("{}#{operation}", labels.trace.clients[client].name)
+        });
         true
     }
 
@@ -479,7 +496,7 @@ impl<'a> Sim<'a> {
             self.add(self.state.result.h2d_busy_ns, duration_ns, "host-to-device busy time");
         let end_ns = self.schedule_event(duration_ns, Event::CopyIn(buffer, bytes));
         let label = self.buffer_label(buffer);
-        self.record(EngineKind::H2d, end_ns, label);
+        self.record(EngineKind::H2d, end_ns, bytes, label);
     }
 
     fn try_d2h(&mut self) -> bool {
@@ -495,7 +512,7 @@ impl<'a> Sim<'a> {
             self.add(self.state.result.d2h_busy_ns, duration_ns, "device-to-host busy time");
         let end_ns = self.schedule_event(duration_ns, Event::WriteBack(buffer));
         let label = self.buffer_label(buffer);
-        self.record(EngineKind::D2h, end_ns, label);
+        self.record(EngineKind::D2h, end_ns, bytes, label);
         true
     }
 }

@@ -58,6 +58,7 @@
 mod bound;
 mod engine;
 mod error;
+mod execution;
 mod gantt;
 mod generate;
 mod memory;
@@ -72,10 +73,11 @@ mod workload;
 pub use bound::{johnson, lower_bound_ns, memory_lower_bound_ns, JohnsonPlan};
 pub use engine::simulate;
 pub use error::SimError;
+pub use execution::{execution_plan, After, Command, CommandKind, ExecutionPlan, Totals, EXECUTION_PLAN_VERSION};
 pub use gantt::gantt_svg;
 pub use generate::{generate, GenerateParams, Link};
 pub use policy::{Eviction, Policies, Prefetch, Retention};
-pub use result::{EngineKind, Interval, SimResult};
+pub use result::{EngineKind, Free, Interval, SimResult};
 pub use schedule::Schedule;
 pub use schedulers::{
     genetic_search, plan_schedule, GeneticParams, SchedulerKind, SearchStats, EXHAUSTIVE_MAX_OPERATIONS,

@@ -152,8 +152,8 @@ impl Memory {
 
     /// Evicts, in the policy's order (ties by `tie`, smaller first), buffers for which `allowed` holds
     /// until `need_bytes` are free or being freed by write-backs. Evicts
-    /// nothing unless that target can be reached. Returns the dirty
-    /// victims (to copy back) and whether anything was evicted.
+    /// nothing unless that target can be reached. Returns the victims in
+    /// eviction order, each with whether it is dirty (to copy back).
     pub fn make_room(
         &mut self,
         need_bytes: u64,
@@ -161,10 +161,10 @@ impl Memory {
         mut next_use: impl FnMut(usize) -> Option<usize>,
         allowed: impl Fn(usize) -> bool,
         tie: impl Fn(usize) -> usize,
-    ) -> (Vec<usize>, bool) {
+    ) -> Vec<(usize, bool)> {
         let mut available = self.free_bytes() + self.writing_back_bytes;
         if available >= need_bytes {
-            return (vec![], false);
+            return vec![];
         }
         let candidates: Vec<(u64, usize, usize)> = self
             .resident
@@ -178,22 +178,20 @@ impl Memory {
             .collect();
         let reachable: u64 = candidates.iter().map(|&(_, _, b)| self.buffers[b].resident_bytes).sum();
         if available + reachable < need_bytes {
-            return (vec![], false);
+            return vec![];
         }
         // Usually a few victims: take the smallest keys from a heap rather
         // than sorting every candidate (the same order).
         let mut candidates =
             std::collections::BinaryHeap::from(candidates.into_iter().map(std::cmp::Reverse).collect::<Vec<_>>());
-        let mut dirty = Vec::new();
+        let mut victims = Vec::new();
         while let Some(std::cmp::Reverse((_, _, b))) = candidates.pop() {
             if available >= need_bytes {
                 break;
             }
             available += self.buffers[b].resident_bytes;
-            if self.evict(b) {
-                dirty.push(b);
-            }
+            victims.push((b, self.evict(b)));
         }
-        (dirty, true)
+        victims
     }
 }
