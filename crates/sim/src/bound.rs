@@ -22,6 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
+use crate::policy::Policies;
 use crate::trace::{Operation, Trace};
 
 /// Johnson's order for a one-pass trace and its flow-shop makespan.
@@ -40,17 +41,23 @@ pub fn lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
     Ok(unchecked_lower_bound_ns(trace))
 }
 
-/// A lower bound on the makespan of any schedule of `trace` under any
-/// policy that also counts what memory forces: the compute engine's waits
-/// at the client switches every schedule has (see
-/// `crates/sim/src/memory_bound.rs` for the argument). Never below
-/// [`lower_bound_ns`].
-pub fn memory_lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
+/// A lower bound on the makespan of any schedule of `trace` under
+/// `policies` that also counts what memory forces (never below
+/// [`lower_bound_ns`]; the arguments are in `crates/sim/src/memory_bound.rs`):
+///
+/// - the compute engine's waits at the client switches every schedule has;
+/// - memory × time: no more than the GPU's memory is held at any instant,
+///   and every operation holds its working set while it computes, every
+///   buffer its bytes while it is first copied in and, when data is
+///   released after its last use, every dirty buffer while it is written
+///   back.
+pub fn memory_lower_bound_ns(trace: &Trace, policies: Policies) -> Result<u64, SimError> {
     trace.validate()?;
     let compute_side_ns = first_copy_ns(trace)
         .saturating_add(compute_ns(trace))
         .saturating_add(crate::memory_bound::switch_wait_ns(trace));
-    Ok(unchecked_lower_bound_ns(trace).max(compute_side_ns))
+    let area_ns = crate::memory_bound::memory_time_ns(trace, policies);
+    Ok(unchecked_lower_bound_ns(trace).max(compute_side_ns).max(area_ns))
 }
 
 fn compute_ns(trace: &Trace) -> u64 {

@@ -47,6 +47,7 @@
 //! tails or slots their sizes are rounded *down* onto a coarser grid (the
 //! wait only grows with each size).
 
+use crate::policy::{Policies, Prefetch, Retention};
 use crate::trace::{Gpu, Operation, Trace};
 
 /// Most distinct tail (and slot) kinds the flow is solved over; beyond it
@@ -88,6 +89,42 @@ pub(crate) fn switch_wait_ns(trace: &Trace) -> u64 {
         })
         .collect();
     transport(&supply, &capacity, &costs)
+}
+
+/// Memory × time: at every instant at most `M` bytes are held, so the
+/// makespan is at least the byte-nanoseconds every run must hold, over
+/// `M`. Every run holds, at separate times for any one buffer: each
+/// operation's working set while it computes; each buffer's bytes while it
+/// is first copied in (a whole copy holds them from its start; under
+/// `Active`, chunks that arrive one after another hold at least half that:
+/// `Σ (c_1 + … + c_i) c_i ≥ b² / 2`); and, when data is released after its
+/// last use, each buffer some operation writes while it is written back
+/// (its memory is free only when that copy ends). Copy times here leave
+/// out the latency. `trace` must be valid.
+pub(crate) fn memory_time_ns(trace: &Trace, policies: Policies) -> u64 {
+    let gpu = &trace.gpu;
+    let mut held: f64 = 0.0; // byte·ns
+    for op in trace.clients.iter().flat_map(|c| &c.operations) {
+        held += op.working_set_bytes() as f64 * op.compute_ns() as f64;
+    }
+    let copy_share = if policies.prefetch == Prefetch::Active { 0.5 } else { 1.0 };
+    for client in &trace.clients {
+        let mut seen = std::collections::HashMap::<&str, bool>::new();
+        for buffer in client.operations.iter().flat_map(|op| &op.buffers) {
+            *seen.entry(buffer.name.as_str()).or_default() |= buffer.dirty;
+        }
+        let sizes: std::collections::HashMap<&str, u64> =
+            client.operations.iter().flat_map(|op| &op.buffers).map(|b| (b.name.as_str(), b.bytes)).collect();
+        for (name, dirty) in seen {
+            let bytes = sizes[name] as f64;
+            held += copy_share * bytes * bytes * 1e9 / gpu.h2d_bytes_per_s;
+            if dirty && policies.retention == Retention::ReleaseAfterLastUse {
+                held += bytes * bytes * 1e9 / gpu.d2h_bytes_per_s;
+            }
+        }
+    }
+    // A hair below, so that float rounding never lifts it above the truth.
+    (held / gpu.memory_bytes.max(1) as f64 * (1.0 - 1e-9)).floor() as u64
 }
 
 /// Bytes of an operation's persistent buffers.

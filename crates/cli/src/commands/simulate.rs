@@ -69,7 +69,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         ..GeneticParams::default()
     };
     let kind = scheduler_kind(args.scheduler, params);
-    let bounds = Bounds { plain_ns: lower_bound_ns(&trace)?, memory_ns: memory_lower_bound_ns(&trace)? };
+    let bounds = Bounds { plain_ns: lower_bound_ns(&trace)?, memory_ns: memory_lower_bound_ns(&trace, policies)? };
     let schedule = match &kind {
         SchedulerKind::Genetic(params) => {
             // A bar over generations with the best makespan so far (drawn

@@ -161,7 +161,7 @@ pub fn genetic_search(
     params: &GeneticParams,
     progress: &mut dyn FnMut(usize, u64),
 ) -> Result<(Schedule, SearchStats), SimError> {
-    let bound_ns = memory_lower_bound_ns(trace)?;
+    let bound_ns = memory_lower_bound_ns(trace, policies)?;
     let (ids, stats) = genetic::search(trace, policies, params, bound_ns, progress)?;
     Ok((Schedule::new(trace, &ids)?, stats))
 }
