@@ -74,9 +74,11 @@ def main() -> int:
         kind, label = command["kind"], command["label"]
         waits = [ends[s][command["after"][s] - 1] for s in ends if command["after"][s] > 0]
         if kind == "free":
-            for tensor in resident.pop(label, []):
-                for s in streams.values():
-                    tensor.record_stream(s)
+            # Its chunks were allocated on the host-to-device stream, and
+            # every later copy waits for the computes that had ended by this
+            # free (the plan's `after`), so the allocator may hand the memory
+            # to the next copy on that stream in stream order.
+            resident.pop(label, None)
             continue
         stream = streams[kind]
         for event in waits:
@@ -98,7 +100,6 @@ def main() -> int:
                 else:
                     scratch = torch.empty(command["bytes"], dtype=torch.uint8, device=device)
                     torch.cuda._sleep(int(command["compute_ms"] * cycles_per_ms))
-                    scratch.record_stream(stream)
                     del scratch
             except torch.OutOfMemoryError:
                 raise SystemExit(f"command {index} ({kind} {label}): CUDA out of memory under the cap of {cap} bytes")
