@@ -540,6 +540,40 @@ pub enum SimulateCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Run a trace's schedule for real on a GPU (examples/executor/run_schedule.py,
+    /// device memory capped at the trace's) and print measured vs simulated
+    /// makespan, copy and compute time.
+    Run {
+        /// The trace (JSON).
+        #[arg(value_name = "TRACE")]
+        trace: PathBuf,
+        /// The schedule: a JSON list of client names in running order, or the
+        /// JSON report of `tessera simulate --format json`.
+        #[arg(long, value_name = "FILE", conflicts_with = "scheduler")]
+        schedule: Option<PathBuf>,
+        /// Plan the schedule with this scheduler instead.
+        #[arg(long, value_enum, default_value_t = SchedulerName::Greedy)]
+        scheduler: SchedulerName,
+        /// When to fetch data ahead: none, passive, active or lookahead:K.
+        #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+        prefetch: tessera_sim::Prefetch,
+        /// Which resident data leaves first.
+        #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
+        eviction: EvictionName,
+        /// What happens to a client's data after its last operation.
+        #[arg(long, value_enum, default_value_t = RetentionName::Release)]
+        retention: RetentionName,
+        /// The GPU (index, as nvidia-smi numbers them).
+        #[arg(long, value_name = "INDEX")]
+        gpu: u32,
+        /// The executor program (a shell command; the plan arrives on its
+        /// standard input).
+        #[arg(long, value_name = "COMMAND", default_value = tessera_gpu::DEFAULT_EXECUTOR)]
+        program: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
 }
 
 /// Schedulers.

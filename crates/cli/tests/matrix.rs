@@ -123,6 +123,11 @@ const CASES: &[Case] = &[
          r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms must be a non-negative number below 2\^64 ns .*, got 20000000000000$"),
     case("simulate --trace {d}/forever.json --scheduler ga --population 5", 2,
          r"^error: invalid value '5' for '--population <POPULATION>': expected a whole number above 10 .*got '5'$"),
+    // Running a schedule: a GPU index that is not one, a trace that is not there or bad.
+    case("simulate run {d}/forever.json --gpu minus-one", 2,
+         r"^error: invalid value 'minus-one' for '--gpu <INDEX>': invalid digit found in string$"),
+    case("simulate run {d}/no-trace.json --gpu 0", 1, r"^error: cannot read \S*no-trace\.json: "),
+    case("simulate run {d}/forever.json --gpu 0", 1, r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms"),
     // Colocation: a memory that is not one.
     case("colocate recommend --target w --gpu-memory-gb NaN", 2,
          r"^error: invalid value 'NaN' for '--gpu-memory-gb <GB>': expected a positive number of GB, got 'NaN'$"),

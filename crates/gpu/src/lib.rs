@@ -19,16 +19,21 @@
 //!   agent: there the DRA driver runs the MPS daemons and Deployments the
 //!   processes), for the same [`apply_node`].
 //!
+//! - [`execute_schedule`]: a simulated schedule run for real ([`ExecuteOptions`])
+//!   on a [`ScheduleDevice`] (the executor program, [`ProgramDevice`]), measured
+//!   beside the simulator's prediction.
+//!
 //! What they drive is passed in: the node ([`NodeDriver`] here: programs
 //! through [`CommandRunner`], MIG devices through [`MigDevices`]), the
 //! workloads of a measurement ([`WorkloadRunner`]), the services of a
 //! deployment ([`ServiceLauncher`]) and the GPU's sampler ([`GpuSampler`]).
 //! With the `fake` feature (tests only; never in the shipped binary) the
 //! crate also exports faithful fakes of each: `FakeNvidiaSmi`,
-//! `FakeWorkloadRunner`, `FakeServiceLauncher`, `FakeSampler`.
+//! `FakeWorkloadRunner`, `FakeServiceLauncher`, `FakeSampler`, `FakeScheduleDevice`.
 
 mod deploy;
 mod error;
+mod executor;
 #[cfg(any(test, feature = "fake"))]
 mod fake;
 mod installed;
@@ -51,6 +56,12 @@ pub use deploy::{
 #[cfg(any(test, feature = "fake"))]
 pub use deploy::{FakeProcess, FakeServiceLauncher};
 pub use error::GpuError;
+#[cfg(any(test, feature = "fake"))]
+pub use executor::FakeScheduleDevice;
+pub use executor::{
+    execute_schedule, ExecuteOptions, ExecutionReport, ProgramDevice, ScheduleDevice, DEFAULT_EXECUTOR,
+    EXECUTION_PREFIX,
+};
 #[cfg(any(test, feature = "fake"))]
 pub use fake::{fake_mig_uuid, FakeNvidiaSmi, DRIVER_FAILED_LINE};
 pub use installed::{gpu_model_from_name, installed_gpu, InstalledGpu};
