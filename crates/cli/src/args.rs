@@ -76,6 +76,13 @@ pub enum Command {
     /// tiles, the service table, the optimality line), or the tiles alone
     /// as SVG.
     Report(ReportArgs),
+    /// Run plans on a Kubernetes cluster: inventory, manifests, apply,
+    /// status.
+    #[command(subcommand)]
+    K8s(crate::commands::k8s::K8sCommand),
+    /// The node agent of a Kubernetes cluster (a DaemonSet runs it on every
+    /// GPU node): applies the node's MIG layout and reports its state.
+    Agent(crate::commands::k8s::AgentArgs),
     /// Print a shell completion script, e.g. `tessera completions bash >
     /// ~/.local/share/bash-completion/completions/tessera`.
     Completions {
@@ -366,8 +373,11 @@ pub enum DeployCommand {
 #[derive(Debug, Subcommand)]
 pub enum ColocateCommand {
     /// Score every model and baseline with KACE's protocols: P3 (train on
-    /// each split's training rows, choose among its test rows) or LOWO
-    /// (leave each workload's model family out of training).
+    /// each split's training rows, choose among its test rows), LOWO (leave
+    /// each workload's model family and task out of training) or LOFO
+    /// (leave each whole model family out). Nested: every choice a model
+    /// makes (configuration, fallback rule, intervals) is made on each
+    /// fold's training rows alone.
     Evaluate {
         /// Protocol.
         #[arg(long, value_enum)]
@@ -376,10 +386,18 @@ pub enum ColocateCommand {
         /// `training_set.csv` and `testing_set.csv` (KACE's colocation form).
         #[arg(long, value_name = "DIR", required_if_eq("protocol", "p3"))]
         splits: Option<PathBuf>,
-        /// For lowo: every measured colocation (KACE's form, any K).
-        #[arg(long, value_name = "FILE", required_if_eq("protocol", "lowo"))]
+        /// For lowo and lofo: every measured colocation (KACE's form, any K).
+        #[arg(long, value_name = "FILE", required_if_eq_any([("protocol", "lowo"), ("protocol", "lofo")]))]
         data: Option<PathBuf>,
-        /// Seed of the slowdown model's trees.
+        /// Group sizes to score: 2 chooses among the measured pairs, 3 and
+        /// more among groups built from them (additive slowdowns).
+        #[arg(long, value_delimiter = ',', default_value = "2", value_parser = clap::value_parser!(u64).range(2..=6))]
+        group_sizes: Vec<u64>,
+        /// Also report the slowdown model the old way: its configuration
+        /// chosen on the test rows themselves (optimistic, labelled so).
+        #[arg(long)]
+        tuned_on_test: bool,
+        /// Seed of the inner row folds.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Output format.
@@ -415,7 +433,9 @@ pub enum ColocateCommand {
         #[arg(long, value_name = "SOURCE")]
         source: Option<String>,
     },
-    /// Train a model and write it as a versioned JSON file.
+    /// Train a model and write it as a versioned JSON file: its
+    /// configuration, fallback rule and intervals chosen on inner
+    /// leave-one-model-family-out folds of the data.
     Train {
         /// Which model.
         #[arg(long, value_enum, default_value_t = ModelKind::Slowdown)]
@@ -423,7 +443,7 @@ pub enum ColocateCommand {
         /// Training colocations (KACE's form); default: the store's.
         #[arg(long, value_name = "FILE")]
         data: Option<PathBuf>,
-        /// Seed of the slowdown model's trees.
+        /// Seed of the model's training.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Where to write the model (atomically).
@@ -444,22 +464,63 @@ pub enum ColocateCommand {
         /// kept), which is not exhaustive and says so.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
         group_size: u64,
-        /// A trained model file; default: train the slowdown model on the data.
-        #[arg(long, value_name = "FILE")]
-        model: Option<PathBuf>,
-        /// Colocations and workloads (KACE's form); default: the store's.
-        #[arg(long, value_name = "FILE")]
-        data: Option<PathBuf>,
+        #[command(flatten)]
+        source: ColocationSource,
         /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
         #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
         /// Groups to show.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
         top: u64,
+        /// Rank by the predicted total (mean) or by the lower end of its 90%
+        /// interval (lower: give up a little expected throughput for less
+        /// risk).
+        #[arg(long, value_enum, default_value_t = RiskArg::Mean)]
+        risk: RiskArg,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+    /// Suggest the colocations to measure next: the unmeasured groups whose
+    /// intervals reach furthest above the best known choice of their
+    /// workloads.
+    Suggest {
+        /// Measurements to suggest.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        budget: u64,
+        /// Workloads per group (every unmeasured group that fits is
+        /// considered, up to 100000 of them).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..=8))]
+        group_size: u64,
+        #[command(flatten)]
+        source: ColocationSource,
+        /// GPU memory, GB: groups whose footprints exceed it are not suggested.
+        #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
+        gpu_memory_gb: f64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// The model and the data `colocate recommend` and `suggest` work from.
+#[derive(Debug, Clone, Args)]
+pub struct ColocationSource {
+    /// A trained model file; default: train the slowdown model on the data.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Colocations and workloads (KACE's form); default: the store's.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+}
+
+/// What `colocate recommend` ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RiskArg {
+    /// The predicted total.
+    Mean,
+    /// The lower end of the predicted total's interval.
+    Lower,
 }
 
 /// `tessera simulate`.
@@ -541,6 +602,40 @@ pub enum SimulateCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Run a trace's schedule for real on a GPU (examples/executor/run_schedule.py,
+    /// device memory capped at the trace's) and print measured vs simulated
+    /// makespan, copy and compute time.
+    Run {
+        /// The trace (JSON).
+        #[arg(value_name = "TRACE")]
+        trace: PathBuf,
+        /// The schedule: a JSON list of client names in running order, or the
+        /// JSON report of `tessera simulate --format json`.
+        #[arg(long, value_name = "FILE", conflicts_with = "scheduler")]
+        schedule: Option<PathBuf>,
+        /// Plan the schedule with this scheduler instead.
+        #[arg(long, value_enum, default_value_t = SchedulerName::Greedy)]
+        scheduler: SchedulerName,
+        /// When to fetch data ahead: none, passive, active or lookahead:K.
+        #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+        prefetch: tessera_sim::Prefetch,
+        /// Which resident data leaves first.
+        #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
+        eviction: EvictionName,
+        /// What happens to a client's data after its last operation.
+        #[arg(long, value_enum, default_value_t = RetentionName::Release)]
+        retention: RetentionName,
+        /// The GPU (index, as nvidia-smi numbers them).
+        #[arg(long, value_name = "INDEX")]
+        gpu: u32,
+        /// The executor program (a shell command; the plan arrives on its
+        /// standard input).
+        #[arg(long, value_name = "COMMAND", default_value = tessera_gpu::DEFAULT_EXECUTOR)]
+        program: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
 }
 
 /// Schedulers.
@@ -620,8 +715,10 @@ pub enum ModelKind {
 pub enum Protocol {
     /// Published train/test splits.
     P3,
-    /// Leave one workload family out.
+    /// Leave one workload family (model and task) out.
     Lowo,
+    /// Leave one model family (all batch sizes, inference and training) out.
+    Lofo,
 }
 
 /// Where profiles come from.
@@ -690,7 +787,7 @@ pub struct PlanInputs {
 }
 
 /// `tessera plan`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub inputs: PlanInputs,
@@ -714,6 +811,15 @@ pub struct PlanArgs {
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// Plan onto the GPU nodes of a Kubernetes cluster (`tessera k8s
+    /// inventory`): the fleet is its MIG-capable GPUs (costs from --gpu),
+    /// and the plan names its nodes.
+    #[arg(long, conflicts_with = "gpus_per_node")]
+    pub cluster: bool,
+
+    #[command(flatten)]
+    pub kube: crate::commands::k8s::ClusterArgs,
 
     /// Most GPUs a plan may use, all GPU models together: a service or SLO
     /// set that needs more is refused at once, naming the service.
@@ -858,11 +964,22 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
     },
-    /// Colocation models: training time on KACE's pairs and scoring speed.
+    /// Colocation models: training time and scoring speed on KACE's pairs,
+    /// the nested evaluation on every protocol and group size, and the
+    /// learning curve of suggested against random measurements.
     Colocate {
         /// KACE's colocation measurements.
         #[arg(long, default_value = "../shared/data/kace/pairs_mps100.csv", value_name = "FILE")]
         data: PathBuf,
+        /// KACE's P3 splits (skipped when absent).
+        #[arg(long, default_value = "../shared/data/kace/splits/n_occur_3", value_name = "DIR")]
+        splits: PathBuf,
+        /// Seeds of the learning curve (0 skips it).
+        #[arg(long, default_value_t = 3)]
+        curve_seeds: u64,
+        /// Write the learning curve as an SVG plot to this file.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
     },
     /// The oversubscription simulator: makespan / lower bound for each
     /// scheduler × prefetch policy over a sweep of generated traces, the

@@ -4,10 +4,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use tessera_core::synthetic::{builtin_catalog, demo_services};
-use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+use std::collections::BTreeMap;
+
+use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
+use tessera_core::{GpuModel, ProfileCatalog, ServiceImage, ServiceSlo};
 use tessera_plan::{complete_for_fleet, ProfileOrigin};
-use tessera_store::{read_profile_dir, read_profiles_csv, read_slo_csv, read_slo_scenario, Store};
+use tessera_store::{read_profile_dir, read_profiles_csv, read_service_images, read_slo_csv, read_slo_scenario, Store};
 
 use crate::args::{PlanInputs, ProfileSource, SloSource};
 
@@ -19,6 +21,9 @@ pub struct Loaded {
     pub services: Vec<ServiceSlo>,
     /// Profiles that were estimated rather than loaded, in words.
     pub notes: Vec<String>,
+    /// Each service's container (the SLO file's `image` and `args`
+    /// columns; the demo's example images), for running a plan in a cluster.
+    pub images: BTreeMap<String, ServiceImage>,
 }
 
 /// Resolves the store path: `--store`/`TESSERA_STORE`, else the default.
@@ -64,7 +69,12 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
         );
     }
     let services = load_services(&inputs.slos, &catalog, inputs.profiles.first_gpu())?;
-    Ok(Loaded { catalog, services, notes })
+    let images = match &inputs.slos.slo {
+        Some(path) => read_service_images(path)?,
+        None if inputs.slos.slo_rates.is_none() => demo_images(),
+        None => BTreeMap::new(),
+    };
+    Ok(Loaded { catalog, services, notes, images })
 }
 
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the

@@ -5,6 +5,7 @@
 mod colocate;
 mod deploy;
 mod fuzz;
+mod k8s;
 mod matrix;
 mod plan;
 mod profile;

@@ -26,4 +26,4 @@ pub use layout::{Lattice, Placement, SizeCounts};
 pub use packing::Packer;
 pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
 pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
-pub use slo::ServiceSlo;
+pub use slo::{ServiceImage, ServiceSlo};

@@ -123,7 +123,7 @@ impl<'a> BranchAndBound<'a> {
         }
         self.nodes += 1;
         let over_budget = self.node_budget.is_some_and(|budget| self.nodes > budget);
-        if over_budget || (self.nodes % 4096 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d)) {
+        if over_budget || (self.nodes.is_multiple_of(4096) && self.deadline.is_some_and(|d| Instant::now() >= d)) {
             self.stopped = true;
             return;
         }

@@ -99,7 +99,7 @@ mod tests {
     use crate::result::Interval;
 
     fn interval(engine: EngineKind, start_ns: u64, end_ns: u64, label: &str) -> Interval {
-        Interval { engine, start_ns, end_ns, label: label.to_string() }
+        Interval { engine, start_ns, end_ns, label: label.to_string(), bytes: 0 }
     }
 
     #[test]

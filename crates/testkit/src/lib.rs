@@ -49,6 +49,45 @@ fn locate(dir: &Path, relative: &str, required: bool) -> Result<Option<PathBuf>,
     Ok(None)
 }
 
+/// The variable that makes [`kubernetes_validate`] required (`.ci/run`
+/// sets it).
+pub const REQUIRE_VALIDATOR_VARIABLE: &str = "TESSERA_REQUIRE_KUBERNETES_VALIDATE";
+
+/// Validates Kubernetes manifests against Kubernetes 1.34's official
+/// schemas in strict mode (unknown fields rejected) with PyPI's
+/// `kubernetes-validate`. Returns `false`, after a visible `skipping:`
+/// line, when the tool is absent and not required.
+///
+/// # Panics
+/// When a file does not validate, or the tool is absent but
+/// [`REQUIRE_VALIDATOR_VARIABLE`] is `1`.
+pub fn kubernetes_validate(files: &[PathBuf]) -> bool {
+    let run = std::process::Command::new("kubernetes-validate")
+        .args(["--strict", "-k", "1.34.0", "--quiet"])
+        .args(files)
+        .output();
+    let output = match run {
+        Ok(output) => output,
+        Err(error) => {
+            if std::env::var(REQUIRE_VALIDATOR_VARIABLE).is_ok_and(|value| value == "1") {
+                panic!("kubernetes-validate is required ({REQUIRE_VALIDATOR_VARIABLE}=1) but cannot run: {error}");
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping: kubernetes-validate is not installed (python3 -m pip install kubernetes-validate)"
+            );
+            return false;
+        }
+    };
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

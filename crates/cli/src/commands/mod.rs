@@ -3,6 +3,7 @@
 mod bench;
 mod colocate;
 mod deploy;
+pub mod k8s;
 mod plan;
 mod profile;
 mod profiles;
@@ -33,6 +34,8 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Store(command) => store::run(command, store),
         Command::Serve(args) => serve::run(&args, store),
         Command::Report(args) => report::run(&args),
+        Command::K8s(command) => k8s::run(command),
+        Command::Agent(args) => k8s::agent(args),
         Command::Completions { shell } => completions(shell),
     }
 }

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use tessera_colocate::{recommend, Query, Search, TrainedModel, DEFAULT_SLOWDOWN};
+use tessera_colocate::{recommend_trained, Query, Risk, Search, TrainedModel};
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_sim::{
     gantt_svg, lower_bound_ns, plan_schedule, simulate, Eviction, GeneticParams, Policies, Prefetch, Retention,
@@ -87,6 +87,10 @@ pub(crate) struct RecommendResult {
     pub search: String,
     /// Colocations the model learned from.
     pub trained_on: usize,
+    /// `model`, or why a rule ranked the groups instead (the target lies
+    /// outside the model's training range; the predictions are the
+    /// model's).
+    pub ranked_by: String,
     /// The best groups, best first.
     pub groups: Vec<GroupBody>,
 }
@@ -118,7 +122,7 @@ pub(crate) fn rank(
         return Err(ApiError::invalid("no measured colocations in the store to learn from (tessera colocate import)"));
     }
     let trained = match body.model.as_str() {
-        "slowdown" => TrainedModel::slowdown(rows, &DEFAULT_SLOWDOWN),
+        "slowdown" => TrainedModel::slowdown(rows, 0),
         "kace" => TrainedModel::kace(rows),
         other => return Err(ApiError::invalid(format!("field 'model': unknown model '{other}' (slowdown, kace)"))),
     }
@@ -133,7 +137,8 @@ pub(crate) fn rank(
         top: body.top,
         search: None,
     };
-    let ranking = recommend(trained.as_model(), &pool, &query).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let ranking =
+        recommend_trained(&trained, &pool, &query, Risk::Mean).map_err(|e| ApiError::invalid(e.to_string()))?;
     Ok(RecommendResult {
         model: trained.as_model().name().to_string(),
         search: match ranking.search {
@@ -141,6 +146,17 @@ pub(crate) fn rank(
             Search::Beam { width } => format!("beam (width {width}; not exhaustive)"),
         },
         trained_on: rows.len(),
+        ranked_by: match &ranking.fallback {
+            None => "model".to_string(),
+            Some(fallback) => format!(
+                "rule '{}': the target's {} ({}) lies outside the training range ({} to {})",
+                fallback.rule.name(),
+                fallback.out_of_range.metric,
+                fallback.out_of_range.value,
+                fallback.out_of_range.min,
+                fallback.out_of_range.max
+            ),
+        },
         groups: ranking
             .groups
             .into_iter()

@@ -6,13 +6,15 @@
 //!   `memory_gb` are the whole segment's, all processes together: a point
 //!   needing more memory than its MIG instance has is never planned).
 //! - SLOs: `service,model,rate_rps,latency_ms` (`model` optional: absent
-//!   means the service runs the model of its own name).
+//!   means the service runs the model of its own name), and optionally
+//!   `image,args`: the container that runs the service in a cluster
+//!   (`args` split at spaces, `{batch}` standing for the batch size).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use tessera_core::{GpuModel, ModelProfile, SegmentConfig, ServiceSlo};
+use tessera_core::{GpuModel, ModelProfile, SegmentConfig, ServiceImage, ServiceSlo};
 
 use crate::error::StoreError;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
@@ -150,11 +152,16 @@ pub fn write_slo_csv<W: Write>(out: W, services: &[ServiceSlo]) -> Result<(), St
     writer.flush().map_err(write_error)
 }
 
+/// The optional columns of an SLO CSV that say how a service runs in a
+/// container; [`read_service_images`] reads them.
+const IMAGE_COLUMNS: [&str; 2] = ["image", "args"];
+
 /// Reads an SLO CSV. Service names must be unique; a file without rows is
-/// an error.
+/// an error. The `image` and `args` columns are allowed and left to
+/// [`read_service_images`].
 pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
     let table = Table::read(path)?;
-    table.reject_unknown_columns(&SLO_HEADER)?;
+    table.reject_unknown_columns(&[&SLO_HEADER[..], &IMAGE_COLUMNS[..]].concat())?;
     let service_column = table.require("service")?;
     let model_column = table.optional("model")?;
     let rate = table.require("rate_rps")?;
@@ -184,6 +191,37 @@ pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
         });
     }
     Ok(services)
+}
+
+/// Reads the container of each service from an SLO CSV's `image` and
+/// `args` columns (`args` split at spaces): services with an empty `image`
+/// cell, or a file without the column, have none. `args` without `image`
+/// is an error naming the line.
+pub fn read_service_images(path: &Path) -> Result<BTreeMap<String, ServiceImage>, StoreError> {
+    let table = Table::read(path)?;
+    let service_column = table.require("service")?;
+    let image_column = table.optional("image")?;
+    let args_column = table.optional("args")?;
+    let mut images = BTreeMap::new();
+    for record in &table.rows {
+        let cell = |column| Cell::of(path, record, column);
+        let args: Vec<String> = args_column
+            .map(|column| cell(column).text.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let image = image_column.map_or("", |column| cell(column).text);
+        if image.is_empty() {
+            if let (Some(column), false) = (args_column, args.is_empty()) {
+                return Err(cell(column).error("arguments without an image"));
+            }
+            continue;
+        }
+        if image.chars().any(char::is_whitespace) {
+            let column = image_column.expect("an image was read from it");
+            return Err(cell(column).error(format!("'{image}' is not an image name (it has spaces)")));
+        }
+        images.insert(cell(service_column).name()?.to_string(), ServiceImage { image: image.to_string(), args });
+    }
+    Ok(images)
 }
 
 #[cfg(test)]
@@ -284,6 +322,32 @@ mod tests {
                     a100-80gb,bert,1,1,1,5,5\r\na100-80gb,bert,1,1,1,x,5\r\n";
         let message = error_of(read_profiles_csv, "p.csv", text);
         assert!(message.ends_with("p.csv:3: field 'throughput_rps': expected a number, got 'x'"), "{message}");
+    }
+
+    #[test]
+    fn reads_service_images_beside_the_slos() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csv");
+        let text = "service,model,rate_rps,latency_ms,image,args\n\
+                    a,bert,10,100,reg.example/bert:1,--batch {batch}  --fp16\n\
+                    b,bert,10,100,,\n";
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(read_slo_csv(&path).unwrap().len(), 2);
+        let images = read_service_images(&path).unwrap();
+        assert_eq!(images.len(), 1, "b has no image");
+        assert_eq!(images["a"].image, "reg.example/bert:1");
+        assert_eq!(images["a"].args_for(8), ["--batch", "8", "--fp16"]);
+
+        std::fs::write(&path, "service,rate_rps,latency_ms\na,1,1\n").unwrap();
+        assert!(read_service_images(&path).unwrap().is_empty());
+        for (text, message) in [
+            ("service,rate_rps,latency_ms,args\na,1,1,--x\n", "s.csv:2: field 'args': arguments without an image"),
+            ("service,rate_rps,latency_ms,image\na,1,1,my image\n", "field 'image': 'my image' is not an image name"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let error = read_service_images(&path).unwrap_err().to_string();
+            assert!(error.contains(message), "{error}");
+        }
     }
 
     #[test]

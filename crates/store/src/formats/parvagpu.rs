@@ -284,6 +284,8 @@ pub(crate) fn deployment_from_table(
         services: Vec::new(),
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     })
 }
 
@@ -479,6 +481,8 @@ mod tests {
             total_cost: 2.0,
             fleet: Vec::new(),
             notes: Vec::new(),
+            node_names: Vec::new(),
+            images: Default::default(),
             gpus: vec![
                 GpuAssignment {
                     node: 0,

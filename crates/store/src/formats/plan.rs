@@ -211,6 +211,8 @@ fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
         services: Vec::new(),
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     })
 }
 
@@ -297,6 +299,12 @@ mod tests {
                 gap: 0.3,
             }),
             notes: vec!["profiles of bert on h100-80gb are estimated".into()],
+            node_names: vec!["gpu-a".into(), "gpu-b".into()],
+            images: [(
+                "search".to_string(),
+                tessera_core::ServiceImage { image: "serve:1".into(), args: vec!["--batch={batch}".into()] },
+            )]
+            .into(),
         }
     }
 

@@ -14,7 +14,9 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
-        BenchCommand::Colocate { data } => colocate::run(&data),
+        BenchCommand::Colocate { data, splits, curve_seeds, plot } => {
+            colocate::run(&data, &splits, curve_seeds, plot.as_deref())
+        }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
         BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
             serve::run(clients, reads, verifies, jobs, time_limit, workers)
