@@ -280,6 +280,8 @@ pub(crate) mod tests {
             services: vec![report("search", 50.0), report("chat<&>", 80.0), report("a-service-with-a-long-name", 25.0)],
             optimality: None,
             notes: Vec::new(),
+            node_names: Vec::new(),
+            images: std::collections::BTreeMap::new(),
         }
     }
 

@@ -119,9 +119,11 @@ pub fn plan_section(plan: &Plan) -> String {
             write_gpu(&mut figures, gpu, &palette, &utilisation);
             figures.push_str("</svg>");
         }
+        let name =
+            plan.node_names.get(node as usize).map_or_else(String::new, |name| format!(" ({})", escape_xml(name)));
         let _ = write!(
             out,
-            r#"<section class="node" data-node="{node}"><h2>Node {node} <span class="muted">· {}</span></h2><div class="gpus">{figures}</div></section>"#,
+            r#"<section class="node" data-node="{node}"><h2>Node {node}{name} <span class="muted">· {}</span></h2><div class="gpus">{figures}</div></section>"#,
             count(in_node, "GPU")
         );
         out.push('\n');
@@ -191,6 +193,11 @@ mod tests {
             r#"<td>search</td><td>bert-base</td><td>50.00</td><td>100.00</td><td>50%</td><td>60.00</td><td>100.00</td><td>1</td><td class="met">yes</td>"#
         ));
         assert!(html.contains("2 GPUs · strategy optimal") && html.contains("3 services, all met"));
+        assert!(html.contains("<h2>Node 0 <span"));
+        let mut named = two_gpu_plan();
+        named.node_names = vec!["gpu-a".to_string(), "gpu-<b>".to_string()];
+        let html = plan_report_html(&named, "plan");
+        assert!(html.contains("<h2>Node 0 (gpu-a) <span") && html.contains("<h2>Node 1 (gpu-&lt;b&gt;) <span"));
     }
 
     #[test]

@@ -9,14 +9,14 @@
 //! and a plan it cut short says so in its notes. At shutdown, queued jobs
 //! fail with "the server stopped" and running ones are waited for.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tessera_core::synthetic::{builtin_catalog, demo_services};
-use tessera_core::{GpuModel, GpuOffer, ModelProfile, Plan, ProfileCatalog, ServiceSlo};
+use tessera_core::{GpuModel, GpuOffer, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
 use tessera_plan::{complete_for_fleet, plan_optimal, plan_parva, LatencyRule, PlanRequest, ProfileOrigin};
 use tessera_store::Store;
 use tokio::sync::{Notify, Semaphore};
@@ -161,6 +161,10 @@ pub(crate) struct JobInputs {
     /// Profiles that were estimated, in words (they become the plan's
     /// notes).
     pub notes: Vec<String>,
+    /// The container image and arguments of each service that has one (they
+    /// go into the plan, for running it in a cluster).
+    #[serde(default)]
+    pub images: BTreeMap<String, ServiceImage>,
 }
 
 impl JobInputs {
@@ -168,10 +172,17 @@ impl JobInputs {
     /// store's (a store without services or profiles is a 422 saying what
     /// to add).
     pub(crate) fn gather(request: &CheckedRequest, store: &Store) -> Result<JobInputs, ApiError> {
+        let mut images = BTreeMap::new();
         let (services, catalog, origin) = if request.demo {
             (demo_services(), builtin_catalog(), ProfileOrigin::Synthetic)
         } else {
-            let services: Vec<ServiceSlo> = store.list_services()?.into_iter().map(|stored| stored.slo).collect();
+            let mut services = Vec::new();
+            for stored in store.list_services()? {
+                if let Some(image) = stored.image {
+                    images.insert(stored.slo.service.clone(), ServiceImage { image, args: stored.args });
+                }
+                services.push(stored.slo);
+            }
             if services.is_empty() {
                 return Err(ApiError::invalid(
                     "no services to plan: create them with POST /v1/services, or ask for the demo with {\"demo\": true}",
@@ -189,6 +200,7 @@ impl JobInputs {
             services,
             profiles: catalog.iter().cloned().collect(),
             notes: estimates.iter().map(ToString::to_string).collect(),
+            images,
         })
     }
 
@@ -223,6 +235,7 @@ pub(crate) fn plan(request: &CheckedRequest, inputs: &JobInputs) -> Result<Plan,
     let planned = if request.parva { plan_parva(&plan_request) } else { plan_optimal(&plan_request) };
     let mut plan = planned.map_err(|e| e.to_string())?;
     plan.notes.extend(inputs.notes.iter().cloned());
+    plan.images = inputs.images.clone();
     let unproven = plan.optimality.as_ref().is_some_and(|o| !o.proven_optimal);
     if unproven && started.elapsed() >= request.time_limit {
         plan.notes.push(format!(

@@ -33,6 +33,7 @@ async fn import_services_plan_verify_and_report_end_to_end() {
     assert_eq!(job["status"], "done", "{job}");
     let plan = &job["plan"];
     assert_eq!(plan["version"], 1);
+    assert_eq!(plan["images"]["search-ranking"]["image"], "registry.example/serve:1", "{plan}");
     let instances: usize =
         plan["gpus"].as_array().unwrap().iter().map(|gpu| gpu["instances"].as_array().unwrap().len()).sum();
     assert!(plan["services"].as_array().unwrap().iter().all(|report| report["met"] == true));

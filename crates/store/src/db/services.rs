@@ -464,6 +464,8 @@ mod tests {
             services: Vec::new(),
             optimality: None,
             notes: vec!["a note".to_string()],
+            node_names: Vec::new(),
+            images: std::collections::BTreeMap::new(),
         }
     }
 
