@@ -89,7 +89,7 @@ fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Res
 /// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.
 pub fn read_profiles(path: &Path, gpu: GpuModel) -> Result<ProfileCatalog> {
     if path.is_dir() {
-        Ok(read_profile_dir(path, gpu)?.profiles.into_iter().collect())
+        Ok(read_profile_dir(path, gpu)?.catalog())
     } else {
         Ok(read_profiles_csv(path)?.into_iter().collect())
     }

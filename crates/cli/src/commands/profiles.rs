@@ -19,7 +19,7 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
             let (profiles, infeasible_rows) = match (format, gpu) {
                 (ProfileFormat::Parvagpu, Some(gpu)) => {
                     let import = read_profile_dir(&input, gpu)?;
-                    (import.profiles, import.infeasible_rows)
+                    (import.catalog().iter().cloned().collect(), import.infeasible_rows())
                 }
                 (ProfileFormat::Parvagpu, None) => {
                     bail!("--gpu is required for ParvaGPU folders: they do not say which GPU they were measured on")
