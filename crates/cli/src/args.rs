@@ -819,6 +819,25 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
         seeds: u64,
     },
+    /// Profile completion on ParvaGPU's real grid: keep a share of each
+    /// model's configurations (random subsets, or the ones `suggest`
+    /// picks), predict the rest, and report the prediction error, interval
+    /// coverage, GPUs planned for the six scenarios and the SLO violations
+    /// of those plans on the full measured profiles.
+    Profiles {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Budgets, % of each model's grid.
+        #[arg(long, value_delimiter = ',', default_value = "5,10,20,40", value_parser = clap::value_parser!(u32).range(1..=100))]
+        budgets: Vec<u32>,
+        /// Random subsets per budget (seeds 1..N).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: u64,
+        /// Seconds one profiled configuration takes (for the time saved).
+        #[arg(long, value_name = "S", default_value_t = 20.0, value_parser = parse_seconds)]
+        seconds_per_point: f64,
+    },
     /// Plan catalogues of many services with both strategies, each as a
     /// whole `tessera plan` process: time (load + plan + write), peak
     /// memory, GPUs, lower bound.

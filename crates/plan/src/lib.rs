@@ -28,6 +28,7 @@ mod allocate;
 mod assemble;
 mod bound;
 mod branch;
+mod complete;
 mod configure;
 mod error;
 mod estimate;
@@ -40,6 +41,10 @@ mod report;
 mod request;
 mod verify;
 
+pub use complete::{
+    complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,
+    ModelCompletion, Prediction, ProfileGrid, Suggestion, GRID_BATCHES, GRID_PROCS, INTERVAL_COVERAGE, SEED_POINTS,
+};
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;
