@@ -4,21 +4,29 @@
 //! [`SEED_POINTS`] points, or one instance size) first gets a space-filling
 //! design over the grid: each pick is the configuration farthest from
 //! everything measured or picked (in grid steps), among those not known to
-//! run out of memory. A model that can be fitted gets the configurations
-//! that matter for planning and are least certain: planners choose, for a
-//! latency budget, the configuration of an instance size with the highest
-//! throughput, so what matters is each size's front of latency against
-//! throughput. Every unmeasured configuration whose optimistic end (highest
-//! throughput, lowest latency) no other configuration's conservative end
-//! beats is a candidate; the widest interval is picked first, counted as
-//! measured at its estimate, and the front recomputed for the next pick.
-//! Configurations not yet known to fit in memory are candidates too:
-//! measuring them settles their memory.
+//! run out of memory.
+//!
+//! A model that can be fitted gets the configurations that matter for
+//! planning. Planners want, for a latency budget, the most throughput per
+//! compute slice: what matters is the front of efficiency against latency
+//! (the best efficiency at no more latency), over all instance sizes, and
+//! for the last segments each size's own. Measured points stand on it at
+//! their values, predicted ones at their conservative ends; an unmeasured
+//! configuration may raise it to its optimistic ends (highest throughput,
+//! lowest latency), and a configuration not known to fit in memory also
+//! brings the configurations its measurement would show to fit. Each pick
+//! is the one that may raise the front's area most (latency on a log
+//! scale); it then counts as measured at its estimates, and the next pick
+//! is made. Configurations that a best guess of memory use (linear in
+//! batch and processes, fitted to what is measured) says run out of memory
+//! count a fifth. When nothing can raise the global front, each size's
+//! own front is raised; then the least certain predictions are measured.
 
 use std::collections::BTreeSet;
 
 use tessera_core::{GpuModel, SegmentConfig, SourcedProfile};
 
+use super::memory::MemoryEvidence;
 use super::{check_enough, complete_profiles, CompletionRequest, Feasibility, ModelCompletion};
 use crate::error::PlanError;
 
@@ -38,10 +46,10 @@ pub struct Suggestion {
 
 /// Why a seed point is chosen.
 const SEED_REASON: &str = "spreads the first measurements over sizes, batches and processes";
-/// Why a front point is chosen.
-const FRONT_REASON: &str = "may be the best configuration for some latency budget, and its prediction is uncertain";
-/// Why a memory point is chosen.
-const MEMORY_REASON: &str = "may be the best configuration for some latency budget, and may not fit in memory";
+/// Why a point of the global front is chosen.
+const GLOBAL_REASON: &str = "may be the most efficient configuration (throughput per compute slice) for some latency";
+/// Why a point of a size's front is chosen.
+const SIZE_REASON: &str = "may be its instance size's most efficient configuration for some latency";
 /// Why any other point is chosen.
 const WIDTH_REASON: &str = "its prediction is among the least certain";
 
@@ -88,18 +96,15 @@ fn seed_picks(
     budget: usize,
 ) -> Vec<(SegmentConfig, &'static str)> {
     let axes = Axes::of(grid);
-    let oom = profile.out_of_memory();
-    let mut taken: Vec<SegmentConfig> =
-        profile.points().iter().map(|p| p.point.config).chain(oom.iter().copied()).collect();
-    let memory = |c: SegmentConfig| gpu_model.spec().profile_for_size(c.size_gpcs).map_or(0, |p| p.memory_gb);
-    let runs_out =
-        |c: SegmentConfig| oom.iter().any(|o| memory(*o) >= memory(c) && o.batch <= c.batch && o.procs <= c.procs);
+    let measured = profile.points().iter().map(|p| p.point.config);
+    let evidence = MemoryEvidence::new(gpu_model, measured.clone().collect(), profile.out_of_memory().to_vec());
+    let mut taken: Vec<SegmentConfig> = measured.chain(profile.out_of_memory().iter().copied()).collect();
     let mut picks = Vec::new();
     while picks.len() < budget {
         let best = grid
             .iter()
             .copied()
-            .filter(|c| !taken.contains(c) && !runs_out(*c))
+            .filter(|c| !taken.contains(c) && evidence.feasibility(*c) != Feasibility::OutOfMemory)
             .map(|c| (axes.distance_to(c, &taken), c))
             .max_by(|(da, a), (db, b)| {
                 // Farthest first; among equals, the smaller load (more
@@ -158,90 +163,239 @@ impl Axes {
     }
 }
 
-/// An unmeasured configuration's standing on its size's front.
+/// A configuration's efficiency (throughput per compute slice) and
+/// latency: known (measured, or predicted at its conservative ends) or
+/// hoped for (an unmeasured one at its optimistic ends).
 #[derive(Debug, Clone, Copy)]
-struct Candidate {
+struct Standing {
     config: SegmentConfig,
-    /// Optimistic and conservative throughput, req/s.
-    throughput_high: f64,
-    throughput_low: f64,
-    /// Optimistic and conservative latency, ms.
-    latency_low: f64,
-    latency_high: f64,
-    /// Known to fit.
-    fits: bool,
+    /// Throughput per compute slice, req/s.
+    efficiency: f64,
+    /// Batch latency, ms.
+    latency_ms: f64,
 }
 
-/// The front picks for a fitted model.
+/// An unmeasured configuration that may be worth measuring.
+#[derive(Debug, Clone, Copy)]
+struct Candidate {
+    /// At its optimistic ends.
+    hoped: Standing,
+    /// At its estimates.
+    expected: Standing,
+    /// At its conservative ends.
+    assured: Standing,
+    /// Assumed to fit (or counted as measured to fit).
+    fits: bool,
+    /// Its intervals' width, ln units.
+    width: f64,
+    /// How much its gain counts: less when memory is guessed to run out.
+    odds: f64,
+}
+
+/// The weight of a configuration that the memory guess says runs out of
+/// memory (the guess is a guess: such a configuration may still be worth
+/// measuring).
+const UNLIKELY_FIT_ODDS: f64 = 0.2;
+
+/// The area under the front of efficiency against latency (the best
+/// efficiency at no more latency) of `points`, from `shortest_ms` to
+/// `longest_ms`, latency on a log scale: a budget ten times looser counts
+/// as one step, whatever the units.
+fn front_area(points: &mut [Standing], shortest_ms: f64, longest_ms: f64) -> f64 {
+    points.sort_by(|a, b| a.latency_ms.total_cmp(&b.latency_ms));
+    let (mut level, mut from, mut area) = (0.0_f64, shortest_ms.ln(), 0.0);
+    for point in points.iter() {
+        let at = point.latency_ms.max(shortest_ms).ln();
+        area += level * (at - from).max(0.0);
+        from = from.max(at);
+        level = level.max(point.efficiency);
+    }
+    area + level * (longest_ms.ln() - from).max(0.0)
+}
+
+/// The front area of `points` over all sizes together, or the sum of each
+/// size's own.
+fn total_area(points: &[Standing], per_size: bool, shortest_ms: f64, longest_ms: f64) -> f64 {
+    if !per_size {
+        return front_area(&mut points.to_vec(), shortest_ms, longest_ms);
+    }
+    let sizes: BTreeSet<u8> = points.iter().map(|p| p.config.size_gpcs).collect();
+    sizes
+        .into_iter()
+        .map(|size| {
+            let mut own: Vec<Standing> = points.iter().filter(|p| p.config.size_gpcs == size).copied().collect();
+            front_area(&mut own, shortest_ms, longest_ms)
+        })
+        .sum()
+}
+
+/// The points of `points` on its front (no other has both less latency and
+/// more efficiency), per size when `per_size`.
+fn front_of(points: &[Standing], per_size: bool) -> Vec<Standing> {
+    points
+        .iter()
+        .filter(|p| {
+            !points.iter().any(|q| {
+                (!per_size || q.config.size_gpcs == p.config.size_gpcs)
+                    && q.latency_ms <= p.latency_ms
+                    && q.efficiency >= p.efficiency
+                    && (q.latency_ms < p.latency_ms || q.efficiency > p.efficiency)
+            })
+        })
+        .copied()
+        .collect()
+}
+
+/// The picks for a fitted model: first what could raise the front of
+/// efficiency against latency over all instance sizes most, then each
+/// size's own front, then the least certain predictions. A configuration
+/// that may not fit in memory counts with the configurations it would show
+/// to fit (those it needs at least as much memory as), at their
+/// conservative ends. Each pick counts as measured (fitting, at its
+/// estimates) before the next.
 fn front_picks(completion: &ModelCompletion, budget: usize) -> Vec<(SegmentConfig, &'static str)> {
-    // Measured points are certain; candidates carry their intervals.
-    let mut known: Vec<Candidate> = completion
-        .profile
+    let profile = &completion.profile;
+    let gpu_model = profile.gpu_model;
+    let standing = |config: SegmentConfig, throughput: f64, latency_ms: f64| Standing {
+        config,
+        efficiency: throughput / f64::from(config.size_gpcs),
+        latency_ms,
+    };
+    let measured: Vec<SegmentConfig> =
+        profile.points().iter().filter(|p| p.is_measured()).map(|p| p.point.config).collect();
+    let evidence = MemoryEvidence::new(gpu_model, measured, profile.out_of_memory().to_vec());
+    let guess = evidence.guess();
+    let mut known: Vec<Standing> = profile
         .points()
         .iter()
         .filter(|p| p.is_measured())
-        .map(|p| Candidate {
-            config: p.point.config,
-            throughput_high: p.point.throughput_rps,
-            throughput_low: p.point.throughput_rps,
-            latency_low: p.point.latency_ms,
-            latency_high: p.point.latency_ms,
-            fits: true,
-        })
+        .map(|p| standing(p.point.config, p.point.throughput_rps, p.point.latency_ms))
         .collect();
     let mut open: Vec<Candidate> = completion
         .predictions
         .iter()
         .filter(|p| p.feasibility != Feasibility::OutOfMemory)
         .map(|p| Candidate {
-            config: p.config,
-            throughput_high: p.throughput_rps.high,
-            throughput_low: p.throughput_rps.low,
-            latency_low: p.latency_ms.low,
-            latency_high: p.latency_ms.high,
+            odds: if p.feasibility == Feasibility::Fits || guess.fits(gpu_model, p.config) {
+                1.0
+            } else {
+                UNLIKELY_FIT_ODDS
+            },
+            hoped: standing(p.config, p.throughput_rps.high, p.latency_ms.low),
+            expected: standing(p.config, p.throughput_rps.estimate, p.latency_ms.estimate),
+            assured: standing(p.config, p.throughput_rps.low, p.latency_ms.high),
             fits: p.feasibility == Feasibility::Fits,
+            width: (p.throughput_rps.high / p.throughput_rps.low).ln() + (p.latency_ms.high / p.latency_ms.low).ln(),
         })
         .collect();
+    let latencies = || open.iter().map(|c| c.hoped.latency_ms).chain(known.iter().map(|k| k.latency_ms));
+    let shortest_ms = latencies().fold(f64::INFINITY, f64::min).max(1e-6);
+    let longest_ms = latencies().fold(shortest_ms, f64::max);
     let mut picks = Vec::new();
-    while picks.len() < budget && !open.is_empty() {
-        let beaten = |c: &Candidate| {
-            known.iter().chain(open.iter().filter(|o| o.fits)).any(|other| {
-                other.config != c.config
-                    && other.config.size_gpcs == c.config.size_gpcs
-                    && other.latency_high <= c.latency_low
-                    && other.throughput_low >= c.throughput_high
-            })
-        };
-        let best = open
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| !beaten(c))
-            .max_by(|(_, a), (_, b)| width(a).total_cmp(&width(b)).then_with(|| b.config.cmp(&a.config)))
-            .map(|(index, _)| index);
-        let Some(index) = best else { break };
-        let mut chosen = open.remove(index);
-        picks.push((chosen.config, if chosen.fits { FRONT_REASON } else { MEMORY_REASON }));
-        let (throughput, latency) = (
-            (chosen.throughput_high * chosen.throughput_low).sqrt(),
-            (chosen.latency_high * chosen.latency_low).sqrt(),
-        );
-        chosen = Candidate {
-            throughput_high: throughput,
-            throughput_low: throughput,
-            latency_low: latency,
-            latency_high: latency,
-            fits: true,
-            ..chosen
-        };
-        known.push(chosen);
+    for (per_size, reason) in [(false, GLOBAL_REASON), (true, SIZE_REASON)] {
+        while picks.len() < budget {
+            let assured: Vec<Standing> =
+                known.iter().copied().chain(open.iter().filter(|c| c.fits).map(|c| c.assured)).collect();
+            let front = front_of(&assured, per_size);
+            let base = total_area(&front, per_size, shortest_ms, longest_ms);
+            let best = open
+                .iter()
+                .enumerate()
+                .map(|(index, candidate)| {
+                    let mut with: Vec<Standing> = front.clone();
+                    with.push(candidate.hoped);
+                    with.extend(
+                        open.iter()
+                            .filter(|other| {
+                                !other.fits && evidence.needs_at_least(candidate.hoped.config, other.hoped.config)
+                            })
+                            .map(|other| other.assured),
+                    );
+                    (index, candidate.odds * (total_area(&with, per_size, shortest_ms, longest_ms) - base))
+                })
+                .filter(|(_, gain)| *gain > 1e-9 * base.max(1.0))
+                .max_by(|(a, ga), (b, gb)| {
+                    ga.total_cmp(gb).then_with(|| open[*b].hoped.config.cmp(&open[*a].hoped.config))
+                });
+            let Some((index, _)) = best else { break };
+            let chosen = open.remove(index);
+            for other in open.iter_mut() {
+                if evidence.needs_at_least(chosen.hoped.config, other.hoped.config) {
+                    other.fits = true;
+                }
+            }
+            known.push(chosen.expected);
+            picks.push((chosen.hoped.config, reason));
+        }
     }
-    // The front is settled: the least certain of the rest.
-    open.sort_by(|a, b| width(b).total_cmp(&width(a)).then_with(|| a.config.cmp(&b.config)));
-    picks.extend(open.iter().take(budget - picks.len()).map(|c| (c.config, WIDTH_REASON)));
+    open.sort_by(|a, b| b.width.total_cmp(&a.width).then_with(|| a.hoped.config.cmp(&b.hoped.config)));
+    picks.extend(open.iter().take(budget - picks.len()).map(|c| (c.hoped.config, WIDTH_REASON)));
     picks
 }
 
-/// The width of a candidate's intervals, in ln units.
-fn width(c: &Candidate) -> f64 {
-    (c.throughput_high / c.throughput_low).ln() + (c.latency_high / c.latency_low).ln()
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::complete::ProfileGrid;
+    use crate::CompletionMethod;
+    use tessera_core::synthetic::{synthetic_profile, MODELS};
+
+    fn config(size_gpcs: u8, batch: u32, procs: u32) -> SegmentConfig {
+        SegmentConfig { size_gpcs, batch, procs }
+    }
+
+    #[test]
+    fn a_new_model_gets_a_spread_of_first_measurements() {
+        let grid = ProfileGrid::default();
+        let oom = vec![config(1, 64, 1)];
+        let empty = [SourcedProfile::new(GpuModel::A100_80GB, "new", vec![], oom).unwrap()];
+        let request = CompletionRequest {
+            gpu_model: GpuModel::A100_80GB,
+            profiles: &empty,
+            grid: &grid,
+            method: CompletionMethod::Model,
+        };
+        let picks = suggest_measurements(&request, SEED_POINTS).unwrap();
+        assert_eq!(picks.len(), SEED_POINTS);
+        let configs: BTreeSet<SegmentConfig> = picks.iter().map(|s| s.config).collect();
+        assert_eq!(configs.len(), SEED_POINTS, "{picks:?}");
+        let sizes: BTreeSet<u8> = configs.iter().map(|c| c.size_gpcs).collect();
+        assert!(sizes.len() >= 3 && sizes.contains(&1) && sizes.contains(&7), "{sizes:?}");
+        assert!(configs.iter().all(|c| !(c.size_gpcs == 1 && c.batch >= 64)), "known out of memory: {configs:?}");
+        assert!(picks.iter().all(|s| s.model == "new" && s.reason == SEED_REASON));
+    }
+
+    #[test]
+    fn a_fitted_model_gets_unmeasured_configurations_that_may_raise_its_front_first() {
+        let grid = ProfileGrid::default();
+        let full = synthetic_profile(GpuModel::A100_80GB, &MODELS[3]).unwrap();
+        let kept: Vec<_> = full.points().iter().step_by(6).copied().collect();
+        let partial = tessera_core::ModelProfile::new(GpuModel::A100_80GB, "resnet50", kept).unwrap();
+        let profiles = [SourcedProfile::measured(&partial, vec![]).unwrap()];
+        let request = CompletionRequest {
+            gpu_model: GpuModel::A100_80GB,
+            profiles: &profiles,
+            grid: &grid,
+            method: CompletionMethod::Model,
+        };
+        let picks = suggest_measurements(&request, 20).unwrap();
+        assert_eq!(picks.len(), 20);
+        let configs: BTreeSet<SegmentConfig> = picks.iter().map(|s| s.config).collect();
+        assert_eq!(configs.len(), 20);
+        assert!(configs.iter().all(|c| partial.point(*c).is_none()), "measured again: {picks:?}");
+        assert_eq!(picks[0].reason, GLOBAL_REASON);
+        // The front of efficiency is at large batches: the first picks are not single requests.
+        assert!(picks[..5].iter().any(|s| s.config.batch * s.config.procs >= 8), "{picks:?}");
+    }
+
+    #[test]
+    fn the_front_area_counts_efficiency_over_log_latency() {
+        let at = |latency_ms, efficiency| Standing { config: config(1, 1, 1), efficiency, latency_ms };
+        // Efficiency 1 from 10 ms to 100 ms, then 2 up to 1000 ms: ln 10 × (1 + 2).
+        let area = front_area(&mut [at(100.0, 2.0), at(10.0, 1.0)], 10.0, 1000.0);
+        assert!((area - 3.0 * 10f64.ln()).abs() < 1e-9, "{area}");
+        // A dominated point adds nothing.
+        let dominated = front_area(&mut [at(100.0, 2.0), at(10.0, 1.0), at(200.0, 1.5)], 10.0, 1000.0);
+        assert!((dominated - area).abs() < 1e-9);
+    }
 }
