@@ -31,6 +31,7 @@ use tessera_store::{read_profile_dir, read_slo_scenario};
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 /// ParvaGPU's SLO files hold six scenarios.
 const SCENARIOS: usize = 6;
@@ -60,9 +61,11 @@ enum Selection {
     Suggest,
 }
 
-/// The outcome of one (budget, selection) run.
+/// The outcome of the runs of one budget and kind of subset (every seed of
+/// the random subsets together).
 #[derive(Debug, Clone, Default)]
 struct RunResult {
+    runs: usize,
     measured_points: usize,
     throughput_errors: Vec<f64>,
     latency_errors: Vec<f64>,
@@ -73,7 +76,8 @@ struct RunResult {
     baseline_latency_errors: Vec<f64>,
     assumed_but_out_of_memory: usize,
     fitting_not_assumed: usize,
-    gpus: Vec<Option<usize>>,
+    /// Per run, the GPUs of each scenario.
+    gpus: Vec<Vec<Option<usize>>>,
     violations: usize,
     elapsed: Duration,
 }
@@ -98,22 +102,24 @@ pub fn run(bench: &ProfilesBench<'_>) -> Result<()> {
 
     let runs = bench.budgets_percent.len() * (bench.seeds as usize + 1);
     let bar = Progress::bar(runs as u64, "runs", "completing subsets".to_string());
-    let mut rows: Vec<(u32, Selection, RunResult)> = Vec::new();
+    let mut rows: Vec<(u32, &str, RunResult)> = Vec::new();
     for &percent in bench.budgets_percent {
         let budget = ((f64::from(percent) / 100.0 * grid_size as f64).round() as usize).clamp(1, grid_size);
-        let selections = (1..=bench.seeds).map(Selection::Random).chain([Selection::Suggest]);
-        for selection in selections {
+        let mut random = RunResult::default();
+        let mut suggested = RunResult::default();
+        for selection in (1..=bench.seeds).map(Selection::Random).chain([Selection::Suggest]) {
             bar.set_message(format!("{percent}% of the grid, {}", selection_name(selection)));
             let started = Instant::now();
-            let partial = match selection {
-                Selection::Random(seed) => random_subset(&truth, &grid, budget, seed)?,
-                Selection::Suggest => suggested_subset(&truth, &grid, budget)?,
+            let (partial, result) = match selection {
+                Selection::Random(seed) => (random_subset(&truth, &grid, budget, seed)?, &mut random),
+                Selection::Suggest => (suggested_subset(&truth, &grid, budget)?, &mut suggested),
             };
-            let mut result = evaluate(&truth, &catalog, &partial, &grid, &scenarios)?;
-            result.elapsed = started.elapsed();
-            rows.push((percent, selection, result));
+            evaluate(&truth, &catalog, &partial, &grid, &scenarios, result)?;
+            result.elapsed += started.elapsed();
             bar.step();
         }
+        rows.push((percent, "random", random));
+        rows.push((percent, "suggest", suggested));
     }
     drop(bar);
     render(bench, &full, grid_size, truth.len(), &rows)
@@ -204,39 +210,41 @@ fn suggested_subset(truth: &[SourcedProfile], grid: &ProfileGrid, budget: usize)
     }
 }
 
-/// Completes `partial` and measures the completion against `truth`.
+/// Completes `partial`, measures the completion against `truth` and adds
+/// the run to `result`.
 fn evaluate(
     truth: &[SourcedProfile],
     catalog: &ProfileCatalog,
     partial: &[SourcedProfile],
     grid: &ProfileGrid,
     scenarios: &[Vec<ServiceSlo>],
-) -> Result<RunResult> {
+    result: &mut RunResult,
+) -> Result<()> {
     let complete = |method| complete_profiles(&CompletionRequest { gpu_model: GPU, profiles: partial, grid, method });
     let completions = complete(CompletionMethod::Model)?;
     let baseline = complete(CompletionMethod::Interpolation)?;
-    let mut result = RunResult {
-        measured_points: partial.iter().map(|p| p.points().len() + p.out_of_memory().len()).sum(),
-        ..RunResult::default()
-    };
+    result.runs += 1;
+    result.measured_points += partial.iter().map(|p| p.points().len() + p.out_of_memory().len()).sum::<usize>();
     for ((model, base), truth) in completions.iter().zip(&baseline).zip(truth) {
-        score(model, truth, &mut result, false);
-        score(base, truth, &mut result, true);
+        score(model, truth, result, false);
+        score(base, truth, result, true);
     }
+    let mut gpus = Vec::with_capacity(scenarios.len());
     let completed: ProfileCatalog = completions.iter().map(|c| c.profile.planning_profile()).collect();
     for services in scenarios {
         let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(GPU, &completed, services) };
         match plan_optimal(&request) {
             Ok(plan) => {
-                result.gpus.push(Some(plan.gpu_count));
+                gpus.push(Some(plan.gpu_count));
                 let check = VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: request.max_procs };
                 result.violations +=
                     verify(&plan, &check).iter().filter(|v| !matches!(v, Violation::WrongValue { .. })).count();
             }
-            Err(_) => result.gpus.push(None),
+            Err(_) => gpus.push(None),
         }
     }
-    Ok(result)
+    result.gpus.push(gpus);
+    Ok(())
 }
 
 /// Adds one model's prediction errors, coverage and memory mistakes.
@@ -282,48 +290,49 @@ fn render(
     full: &[Option<usize>],
     grid_size: usize,
     models: usize,
-    rows: &[(u32, Selection, RunResult)],
+    rows: &[(u32, &str, RunResult)],
 ) -> Result<()> {
-    let gpus_text = |gpus: &[Option<usize>]| {
-        gpus.iter().map(|g| g.map_or("-".to_string(), |g| g.to_string())).collect::<Vec<_>>().join(",")
-    };
-    outln!(
-        "ParvaGPU's {models} models on {GPU}, grid of {grid_size} configurations per model; plans: optimal, parva \
-         rule, scenarios 1-6; full grid: {} GPUs",
-        gpus_text(full)
-    )?;
-    let mut table = TextTable::new(&[
+    let count_text = |gpus: Option<usize>| gpus.map_or("-".to_string(), |g| g.to_string());
+    let title = format!(
+        "ParvaGPU's {models} models on {GPU}, {grid_size} configurations per model; plans: optimal strategy, parva \
+         rule, scenarios 1-6; full grid: {} GPUs; random subsets: seeds 1-{}",
+        full.iter().map(|&g| count_text(g)).collect::<Vec<_>>().join(", "),
+        bench.seeds
+    );
+    outln!("{}", wrap_words(&title, "", ""))?;
+    let mut prediction = TextTable::new(&[
         "budget",
         "subset",
-        "points/model",
-        "throughput err % med/p90",
-        "latency err % med/p90",
-        "interpolation err % thr/lat med",
+        "points per model",
+        "throughput error % median/p90",
+        "latency error % median/p90",
+        "baseline error % median thr/lat",
         "coverage % thr/lat",
         "memory wrong",
-        "GPUs 1-6",
-        "extra GPUs",
-        "violations",
-        "s",
     ]);
-    for (percent, selection, result) in rows {
-        let extra: Vec<i64> = result
+    let mut header = vec!["budget", "subset"];
+    let scenario_names: Vec<String> = (1..=full.len()).map(|k| format!("GPUs {k}")).collect();
+    header.extend(scenario_names.iter().map(String::as_str));
+    header.extend(["most extra", "runs ≥ 5 of 6", "SLO misses"]);
+    let mut planning = TextTable::new(&header);
+    for (percent, subset, result) in rows {
+        let runs = result.runs.max(1);
+        let extra = |run: &[Option<usize>]| {
+            run.iter().zip(full).filter_map(|(got, full)| Some(*got.as_ref()? as i64 - *full.as_ref()? as i64)).max()
+        };
+        let most_extra = result.gpus.iter().filter_map(|run| extra(run)).max().unwrap_or(0);
+        let on_goal = result
             .gpus
             .iter()
-            .zip(full)
-            .filter_map(|(got, full)| Some(got.as_ref()?.to_owned() as i64 - full.as_ref()?.to_owned() as i64))
-            .collect();
-        let same = result.gpus.iter().zip(full).filter(|(got, full)| got == full).count();
-        table.row(vec![
+            .filter(|run| run.iter().zip(full).filter(|(got, full)| got == full).count() >= 5)
+            .count();
+        let pair = |values: &[f64]| format!("{:.1} / {:.1}", quantile(values, 0.5), quantile(values, 0.9));
+        prediction.row(vec![
             format!("{percent}%"),
-            selection_name(*selection),
-            format!("{:.1}", result.measured_points as f64 / models as f64),
-            format!(
-                "{:.1} / {:.1}",
-                quantile(&result.throughput_errors, 0.5),
-                quantile(&result.throughput_errors, 0.9)
-            ),
-            format!("{:.1} / {:.1}", quantile(&result.latency_errors, 0.5), quantile(&result.latency_errors, 0.9)),
+            subset.to_string(),
+            format!("{:.0}", result.measured_points as f64 / (models * runs) as f64),
+            pair(&result.throughput_errors),
+            pair(&result.latency_errors),
             format!(
                 "{:.1} / {:.1}",
                 quantile(&result.baseline_throughput_errors, 0.5),
@@ -334,17 +343,42 @@ fn render(
                 100.0 * result.throughput_covered as f64 / result.held_out.max(1) as f64,
                 100.0 * result.latency_covered as f64 / result.held_out.max(1) as f64
             ),
-            format!("{} / {}", result.assumed_but_out_of_memory, result.fitting_not_assumed),
-            gpus_text(&result.gpus),
-            format!("{} ({same}/6 same)", extra.iter().copied().max().unwrap_or(0)),
-            result.violations.to_string(),
-            format!("{:.1}", result.elapsed.as_secs_f64()),
+            format!("{} / {}", result.assumed_but_out_of_memory / runs, result.fitting_not_assumed / runs),
         ]);
+        let mut cells = vec![format!("{percent}%"), subset.to_string()];
+        cells.extend((0..full.len()).map(|k| {
+            let counts: Vec<Option<usize>> = result.gpus.iter().map(|run| run[k]).collect();
+            let (low, high) = (counts.iter().min().copied().flatten(), counts.iter().max().copied().flatten());
+            if low == high {
+                count_text(low)
+            } else {
+                format!("{}-{}", count_text(low), count_text(high))
+            }
+        }));
+        cells.extend([format!("{most_extra:+}"), format!("{on_goal}/{}", result.runs), result.violations.to_string()]);
+        planning.row(cells);
     }
-    out!("{}", table.render())?;
+    out!("{}", prediction.render())?;
     outln!(
-        "memory wrong: configurations assumed to fit that run out of memory / that fit but are not assumed to; \
-         extra GPUs: the most over the full grid's count in any scenario"
+        "{}",
+        wrap_words(
+            "errors and interval coverage on every held-out configuration that fits; baseline: plain interpolation in \
+             log space; memory wrong, per run: configurations assumed to fit that run out of memory / that fit but are \
+             not assumed to",
+            "",
+            ""
+        )
+    )?;
+    out!("{}", planning.render())?;
+    outln!(
+        "{}",
+        wrap_words(
+            "GPUs k: scenario k, the range over runs; most extra: over the full grid's count in any scenario and \
+             run; runs ≥ 5 of 6: runs whose count equals the full grid's in at least five scenarios; SLO misses: \
+             violations of every run's plans, verified on the full measured profiles",
+            "",
+            ""
+        )
     )?;
     let mut saved =
         TextTable::new(&["budget", "points/model", "profiling per model", "saved per model", "saved, all models"]);
@@ -359,6 +393,8 @@ fn render(
             format!("{:.1} h", hours(grid_size - points) * models as f64),
         ]);
     }
+    let elapsed: f64 = rows.iter().map(|(_, _, result)| result.elapsed.as_secs_f64()).sum();
+    outln!("completing, planning and verifying took {elapsed:.1} s")?;
     outln!(
         "profiling time at {} s per point (the full grid: {:.2} h per model)",
         bench.seconds_per_point,
