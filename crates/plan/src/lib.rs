@@ -4,8 +4,10 @@
 //! The crate's interface is this page: a [`PlanRequest`] (with its
 //! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
 //! [`plan_parva`], the [`LatencyRule`]s, the independent checker
-//! [`verify`], and [`complete_for_fleet`], which estimates the profiles a
-//! fleet's GPU models lack. Inside:
+//! [`verify`], [`complete_for_fleet`], which estimates the profiles a
+//! fleet's GPU models lack, and [`complete_profiles`] and
+//! [`suggest_measurements`], which predict a profile grid from a few
+//! measured points and say which to measure next. Inside:
 //!
 //! * `configure` and `allocate` — ParvaGPU's segment configurator (which
 //!   segments each service runs) and allocator (which GPU each goes to, on
@@ -20,6 +22,9 @@
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
 //!   fleet; it shares no code with the planners but the latency rule.
 //! * `estimate` — profiles for GPU models without measurements.
+//! * `complete` — profile completion: a latency model fitted per model
+//!   under a prior learned across models, intervals from leave-one-out
+//!   residuals, memory inferred only from measurements, and suggestions.
 //!
 //! Invariant: no I/O, no global state (the `optimal` search reads the clock
 //! for its time limit).
