@@ -213,12 +213,19 @@ fn measured_profiles(request: &CompletionRequest<'_>) -> Result<Vec<SourcedProfi
     for profile in ours {
         let points: Vec<SourcedPoint> = profile.points().iter().filter(|p| p.is_measured()).copied().collect();
         check_enough(gpu_model, &profile.model, &points)?;
-        let profile = SourcedProfile::new(gpu_model, profile.model.as_str(), points, profile.out_of_memory().to_vec())
-            .expect("a subset of a valid profile is valid");
-        measured.push(profile);
+        let model = profile.model.as_str();
+        let measured_only = SourcedProfile::new(gpu_model, model, points, profile.out_of_memory().to_vec())
+            .map_err(|error| cannot_complete(model, gpu_model, error))?;
+        measured.push(measured_only);
     }
     measured.sort_by(|a, b| a.model.cmp(&b.model));
     Ok(measured)
+}
+
+/// The error for a profile the domain refuses (which a valid input cannot
+/// give: its points are a subset of a valid profile's).
+fn cannot_complete(model: &str, gpu_model: GpuModel, error: tessera_core::CoreError) -> PlanError {
+    PlanError::CannotComplete { model: model.to_string(), gpu: gpu_model.to_string(), reason: error.to_string() }
 }
 
 /// A model can be completed from measured points in two instance sizes.
@@ -393,10 +400,10 @@ fn learned_prior(fits: &[Fit], weak: &Prior) -> Prior {
     let mut prior = *weak;
     for j in 0..PARAMETERS {
         let values: Vec<f64> = fits.iter().map(|f| f.theta[j]).collect();
-        let median = median(&values);
-        let deviations: Vec<f64> = values.iter().map(|v| (v - median).abs()).collect();
-        prior.mean[j] = median;
-        prior.sd[j] = (1.4826 * crate::complete::median(&deviations)).max(weak.sd[j] / 10.0);
+        let center = median(&values);
+        let deviations: Vec<f64> = values.iter().map(|v| (v - center).abs()).collect();
+        prior.mean[j] = center;
+        prior.sd[j] = (1.4826 * median(&deviations)).max(weak.sd[j] / 10.0);
     }
     prior
 }
@@ -520,11 +527,7 @@ fn complete_one(
         predictions.push(prediction);
     }
     let profile = SourcedProfile::new(gpu_model, measured.model.as_str(), points, measured.out_of_memory().to_vec())
-        .map_err(|error| PlanError::CannotComplete {
-            model: measured.model.clone(),
-            gpu: gpu_model.to_string(),
-            reason: error.to_string(),
-        })?;
+        .map_err(|error| cannot_complete(&measured.model, gpu_model, error))?;
     Ok(ModelCompletion { profile, predictions })
 }
 

@@ -183,10 +183,17 @@ pub fn write_profiles_csv<'a, W: Write>(
     out: W,
     profiles: impl IntoIterator<Item = &'a ModelProfile>,
 ) -> Result<(), StoreError> {
-    let measured = profiles.into_iter().map(|profile| {
-        SourcedProfile::measured(profile, Vec::new()).expect("a valid profile with no other configuration is valid")
-    });
-    write_rows(out, "profile CSV", &measured.collect::<Vec<_>>(), false)
+    let what = "profile CSV";
+    let measured = profiles
+        .into_iter()
+        .map(|profile| {
+            SourcedProfile::measured(profile, Vec::new()).map_err(|error| StoreError::Unwritable {
+                what: what.to_string(),
+                detail: format!("model '{}': {error}", profile.model),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    write_rows(out, what, &measured, false)
 }
 
 /// Writes completed profiles: Tessera's profile CSV with the `source`,
