@@ -38,7 +38,10 @@ pub use formats::kace::{
     check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_splits, read_workload_tables,
     write_colocations, ColocationImport, KaceSplit, TESTING_FILE, TRAINING_FILE,
 };
-pub use formats::native::{read_profiles_csv, read_service_images, read_slo_csv, write_profiles_csv, write_slo_csv};
+pub use formats::native::{
+    read_profiles_csv, read_service_images, read_slo_csv, read_sourced_profiles_csv, write_profiles_csv, write_slo_csv,
+    write_sourced_profiles_csv,
+};
 pub use formats::parvagpu::{
     read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
 };
