@@ -270,6 +270,11 @@ pub enum ProfileCommand {
         /// The profile's model name (default: the workload's family).
         #[arg(long)]
         model: Option<String>,
+        /// Measure only this many configurations of the grid: those
+        /// `tessera profiles suggest` ranks first from the points already
+        /// stored (a spread for a new model).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        budget: Option<u64>,
     },
     /// Run a registered workload alone on a GPU and store its throughput,
     /// mean SM and memory utilisation (NVML) and peak memory.
@@ -923,6 +928,48 @@ pub enum ProfilesCommand {
         #[arg(long, value_parser = parse_gpu)]
         gpu: GpuModel,
     },
+    /// Predict every configuration of each model's profile grid that was
+    /// not measured, with an interval, from the measured points: Tessera's
+    /// profile CSV with a `source` column (measured, predicted,
+    /// out-of-memory) and the conservative ends `tessera plan` uses for
+    /// predicted points (`throughput_low_rps`, `latency_high_ms`). A
+    /// configuration is assumed to fit in memory only where a measured one
+    /// needing at least as much memory fits.
+    Complete {
+        /// The measured profiles: a ParvaGPU folder (`0,0` rows = out of
+        /// memory) or a Tessera profile CSV (earlier predictions in it are
+        /// predicted again).
+        #[arg(long, value_name = "DIR|FILE")]
+        profiles: PathBuf,
+        /// The GPU model: what a ParvaGPU folder was measured on; of a CSV,
+        /// the GPU model whose profiles are completed.
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
+        #[command(flatten)]
+        grid: GridArgs,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Which configurations to measure next, per model: a spread for a
+    /// model with few points, then those that may be the most efficient
+    /// for some latency (what plans pick) or settle what fits in memory.
+    Suggest {
+        /// The measured profiles: a ParvaGPU folder or a Tessera profile CSV.
+        #[arg(long, value_name = "DIR|FILE")]
+        profiles: PathBuf,
+        /// The GPU model (see `profiles complete`).
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
+        /// Configurations to measure per model.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        budget: u64,
+        #[command(flatten)]
+        grid: GridArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
     /// Export profiles from the store as Tessera profile CSV.
     Export {
         /// Only this GPU model.
@@ -932,6 +979,17 @@ pub enum ProfilesCommand {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+/// The profile grid: every instance size of the GPU model × these.
+#[derive(Debug, Clone, Args)]
+pub struct GridArgs {
+    /// Batch sizes of the grid.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128,256", value_parser = clap::value_parser!(u32).range(1..))]
+    pub batches: Vec<u32>,
+    /// MPS process counts of the grid.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5", value_parser = clap::value_parser!(u32).range(1..=48))]
+    pub procs: Vec<u32>,
 }
 
 /// Profile input formats.
@@ -1012,6 +1070,25 @@ pub enum BenchCommand {
         /// Planning jobs the server runs at once.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
         workers: u32,
+    },
+    /// Profile completion on ParvaGPU's real grid: keep a share of each
+    /// model's configurations (random subsets, or the ones `suggest`
+    /// picks), predict the rest, and report the prediction error, interval
+    /// coverage, GPUs planned for the six scenarios and the SLO violations
+    /// of those plans on the full measured profiles.
+    Profiles {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Budgets, % of each model's grid.
+        #[arg(long, value_delimiter = ',', default_value = "5,10,20,40", value_parser = clap::value_parser!(u32).range(1..=100))]
+        budgets: Vec<u32>,
+        /// Random subsets per budget (seeds 1..N).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: u64,
+        /// Seconds one profiled configuration takes (for the time saved).
+        #[arg(long, value_name = "S", default_value_t = 20.0, value_parser = parse_seconds)]
+        seconds_per_point: f64,
     },
     /// Plan catalogues of many services with both strategies, each as a
     /// whole `tessera plan` process: time (load + plan + write), peak

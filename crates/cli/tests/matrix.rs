@@ -42,6 +42,22 @@ fn fixtures(dir: &Path) {
         ("latency.csv", "100,200\n300,400".into()),
         ("huge.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e12,200\n".into()),
         (
+            "onesize.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,m,2,1,1,100,10\na100-80gb,m,2,8,1,400,20\n"
+                .into(),
+        ),
+        (
+            "oomonly.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source\na100-80gb,m,1,256,5,,,out-of-memory\n"
+                .into(),
+        ),
+        (
+            "contradict.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source\n\
+             a100-80gb,m,1,8,1,100,80,measured\na100-80gb,m,7,8,1,600,13,measured\na100-80gb,m,1,8,1,,,out-of-memory\n"
+                .into(),
+        ),
+        (
             "several.csv",
             "service,model,rate_rps,latency_ms\nshop,alpha,100,5\nads,alexnet,100,100\nok,alpha,100,100\n".into(),
         ),
@@ -148,6 +164,21 @@ const CASES: &[Case] = &[
     case("colocate evaluate --protocol lofo", 2, r"^error: the following required arguments were not provided:$"),
     case("colocate evaluate --protocol lowo --data {d}/good.csv --group-sizes 2,7", 2,
          r"^error: invalid value '7' for '--group-sizes <GROUP_SIZES>': 7 is not in 2\.\.=6$"),
+    // Profile completion: too few points (saying what to measure), a
+    // configuration both measured and out of memory, no profile of the GPU
+    // model, a GPU model Tessera has no MIG lattice for, no budget.
+    case("profiles complete --profiles {d}/onesize.csv --gpu a100-80gb", 1,
+         r"^error: cannot complete the profile of 'm' on a100-80gb: its measured points are all in 2g instances, and completion needs two instance sizes; measure e\.g\. 7g batch 8 x 1 proc too$"),
+    case("profiles complete --profiles {d}/oomonly.csv --gpu a100-80gb", 1,
+         r"^error: cannot complete the profile of 'm' on a100-80gb: it has no measured point; measure configurations in at least two instance sizes first, e\.g\. 1g batch 1 x 1 proc and 7g batch 8 x 1 proc$"),
+    case("profiles complete --profiles {d}/contradict.csv --gpu a100-80gb", 1,
+         r"^error: \S*contradict\.csv:4: model 'm': configuration 1g batch 8 x 1 proc already listed on line 2$"),
+    case("profiles complete --profiles {d}/onesize.csv --gpu h100-80gb", 1,
+         r"^error: no profile measured on h100-80gb to complete \(the profiles are of: a100-80gb\)$"),
+    case("profiles complete --profiles {d}/prof_data --gpu v100-32gb", 2,
+         r"^error: invalid value 'v100-32gb' for '--gpu <GPU>': unknown GPU model 'v100-32gb' \(known: .*\)$"),
+    case("profiles suggest --profiles {d}/prof_data --gpu a100-80gb --budget 0", 2,
+         r"^error: invalid value '0' for '--budget <N>': 0 is not in 1\.\.18446744073709551615$"),
     // Nothing where something is needed.
     case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
          r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),

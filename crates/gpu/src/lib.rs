@@ -75,8 +75,8 @@ pub use runner::{CommandOutput, CommandRunner, SystemRunner};
 pub use sampler::FakeSampler;
 pub use sampler::{GpuSample, GpuSampler, NvmlSampler};
 pub use segments::{
-    merge_profile, sweep_segments, MergedProfile, PointOutcome, SegmentTarget, Sweep, SweepEvent, SweepOptions,
-    SweepReport,
+    merge_profile, sweep_segments, MergedProfile, PointOutcome, SegmentTarget, Selection, Sweep, SweepEvent,
+    SweepOptions, SweepReport,
 };
 #[cfg(any(test, feature = "fake"))]
 pub use workload::FakeWorkloadRunner;

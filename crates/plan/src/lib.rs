@@ -4,8 +4,10 @@
 //! The crate's interface is this page: a [`PlanRequest`] (with its
 //! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
 //! [`plan_parva`], the [`LatencyRule`]s, the independent checker
-//! [`verify`], and [`complete_for_fleet`], which estimates the profiles a
-//! fleet's GPU models lack. Inside:
+//! [`verify`], [`complete_for_fleet`], which estimates the profiles a
+//! fleet's GPU models lack, and [`complete_profiles`] and
+//! [`suggest_measurements`], which predict a profile grid from a few
+//! measured points and say which to measure next. Inside:
 //!
 //! * `configure` and `allocate` — ParvaGPU's segment configurator (which
 //!   segments each service runs) and allocator (which GPU each goes to, on
@@ -20,6 +22,9 @@
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
 //!   fleet; it shares no code with the planners but the latency rule.
 //! * `estimate` — profiles for GPU models without measurements.
+//! * `complete` — profile completion: a latency model fitted per model
+//!   under a prior learned across models, intervals from leave-one-out
+//!   residuals, memory inferred only from measurements, and suggestions.
 //!
 //! Invariant: no I/O, no global state (the `optimal` search reads the clock
 //! for its time limit).
@@ -28,6 +33,7 @@ mod allocate;
 mod assemble;
 mod bound;
 mod branch;
+mod complete;
 mod configure;
 mod error;
 mod estimate;
@@ -40,6 +46,10 @@ mod report;
 mod request;
 mod verify;
 
+pub use complete::{
+    complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,
+    ModelCompletion, Prediction, ProfileGrid, Suggestion, GRID_BATCHES, GRID_PROCS, INTERVAL_COVERAGE, SEED_POINTS,
+};
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;

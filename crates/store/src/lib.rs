@@ -39,7 +39,8 @@ pub use formats::kace::{
     write_colocations, ColocationImport, KaceSplit, TESTING_FILE, TRAINING_FILE,
 };
 pub use formats::native::{
-    parse_profiles_csv, read_profiles_csv, read_service_images, read_slo_csv, write_profiles_csv, write_slo_csv,
+    parse_profiles_csv, read_profiles_csv, read_service_images, read_slo_csv, read_sourced_profiles_csv,
+    write_profiles_csv, write_slo_csv, write_sourced_profiles_csv,
 };
 pub use formats::parvagpu::{
     parse_parvagpu_profile, read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv,

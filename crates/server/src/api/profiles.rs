@@ -191,9 +191,9 @@ pub(crate) async fn import_profiles(
                 let model = name.strip_suffix(".csv").filter(|stem| !stem.is_empty()).ok_or_else(|| {
                     ApiError::invalid(format!("file '{name}': a ParvaGPU profile file is named <model>.csv"))
                 })?;
-                let (profile, infeasible) = parse_parvagpu_profile(name, content.as_bytes(), model, gpu)?;
-                profiles.push(profile);
-                infeasible_rows += infeasible;
+                let profile = parse_parvagpu_profile(name, content.as_bytes(), model, gpu)?;
+                profiles.push(profile.planning_profile());
+                infeasible_rows += profile.out_of_memory().len();
             }
         }
         other => {

@@ -2,6 +2,7 @@
 //! measurements taken in the same run, so ratios compare like with like.
 
 mod colocate;
+mod profiles;
 mod scale;
 mod serve;
 mod simulate;
@@ -16,6 +17,14 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
         BenchCommand::Colocate { data, splits, curve_seeds, plot } => {
             colocate::run(&data, &splits, curve_seeds, plot.as_deref())
+        }
+        BenchCommand::Profiles { parvagpu, budgets, seeds, seconds_per_point } => {
+            profiles::run(&profiles::ProfilesBench {
+                parvagpu: &parvagpu,
+                budgets_percent: &budgets,
+                seeds,
+                seconds_per_point,
+            })
         }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
         BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
