@@ -94,3 +94,41 @@ fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
     let info = stdout(&tessera(&["store", "info", "--format", "json"], &store));
     assert!(info.contains("\"schema_version\": 5"), "{info}");
 }
+
+#[test]
+fn bench_serve_runs_a_small_load_on_loopback_and_loses_nothing() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let args = [
+        "bench",
+        "serve",
+        "--clients",
+        "4",
+        "--reads",
+        "200",
+        "--verifies",
+        "20",
+        "--jobs",
+        "6",
+        "--time-limit",
+        "5",
+        "--wide",
+    ];
+    let ran = tessera(&args, &store);
+    let text = stdout(&ran);
+    assert!(ran.status.success(), "{text}{}", String::from_utf8_lossy(&ran.stderr));
+    let requests_and_errors = |route: &str| -> (u64, u64) {
+        let line = text.lines().find(|line| line.starts_with(route)).unwrap_or_else(|| panic!("no {route}: {text}"));
+        let cells: Vec<&str> = line[route.len()..].split_whitespace().collect();
+        (cells[0].parse().unwrap(), cells[1].parse().unwrap())
+    };
+    assert_eq!(requests_and_errors("all of the above"), (200, 0), "{text}");
+    assert_eq!(requests_and_errors("POST /v1/verify"), (20, 0), "{text}");
+    assert_eq!(requests_and_errors("POST /v1/plans (submit)"), (6, 0), "{text}");
+    assert!(text.contains("planning jobs: 6 submitted, 6 done, 0 failed, 0 lost;"), "{text}");
+    assert!(text.contains("16 clients hung up mid-request: no trace left"), "{text}");
+    // The seed job and the six, each with its plan.
+    assert!(text.contains("store after shutdown: integrity ok, 7 planning jobs stored, 7 with a plan"), "{text}");
+    // The benchmark's own store is temporary: the user's store is untouched.
+    assert!(!store.exists(), "bench serve wrote {}", store.display());
+}

@@ -165,9 +165,10 @@ async fn the_metrics_pass_promtool_when_it_is_installed() {
         .stderr(std::process::Stdio::piped())
         .spawn();
     let Ok(mut promtool) = promtool else {
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"skipping promtool: not installed (apt-get install prometheus)\n",
+        tessera_testkit::tool_missing(
+            "TESSERA_REQUIRE_PROMTOOL",
+            "promtool is not installed",
+            "apt-get install prometheus",
         );
         return;
     };

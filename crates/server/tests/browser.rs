@@ -32,12 +32,11 @@ fn chromium() -> Option<PathBuf> {
         .or_else(|| debian.is_file().then_some(debian))
         .or_else(on_path);
     if found.is_none() {
-        assert!(
-            std::env::var("TESSERA_REQUIRE_BROWSER").as_deref() != Ok("1"),
-            "TESSERA_REQUIRE_BROWSER=1 but no chromium is installed (apt-get install chromium)"
+        tessera_testkit::tool_missing(
+            "TESSERA_REQUIRE_BROWSER",
+            "chromium is not installed",
+            "apt-get install chromium",
         );
-        let _ =
-            std::io::Write::write_all(&mut std::io::stderr(), b"skipping: no chromium (apt-get install chromium)\n");
     }
     found
 }
