@@ -3,7 +3,7 @@
 use serde_json::json;
 use tessera_core::synthetic::demo_services;
 
-use crate::util::{error_of, example_profiles_csv, start_server, wait_job};
+use crate::util::{error_of, example_profiles_csv, start_server, start_server_in, store_with_colocations, wait_job};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_services_plan_verify_and_report_end_to_end() {
@@ -197,5 +197,60 @@ async fn parvagpu_profile_files_import_with_their_gpu_model() {
     assert_eq!(removed.json()["removed_points"], 2);
     assert_eq!(client.get("/v1/profiles/a100-80gb/bert").await.unwrap().status, 404);
     assert_eq!(client.get("/v1/profiles/b200/bert").await.unwrap().status, 404);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_colocation_and_simulation_pages_show_what_the_api_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    if !store_with_colocations(dir.path()) {
+        return;
+    }
+    let mut server = start_server_in(dir, |_| {}).await;
+    let mut client = server.client().await;
+    let empty = client.get("/simulation").await.unwrap().text();
+    assert!(empty.contains("No simulation yet"), "{empty}");
+
+    // The page ranks the same groups, in the same order, as the API.
+    let target = "bert-base-cased_batch8-inf";
+    let request = json!({"target": target, "group_size": 2, "top": 4});
+    let ranked = client.post("/v1/colocation/recommend", &request).await.unwrap();
+    assert_eq!(ranked.status, 200, "{}", ranked.text());
+    let groups: Vec<String> = ranked.json()["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| {
+            let names: Vec<&str> =
+                group["members"].as_array().unwrap().iter().map(|m| m["workload"].as_str().unwrap()).collect();
+            format!("<tr><td>{}</td><td>{:.1}</td>", names.join(" + "), group["predicted_total_rps"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(groups.len(), 4);
+    let page = client.get(&format!("/colocation?target={target}&group_size=2&top=4")).await.unwrap().text();
+    let positions: Vec<usize> =
+        groups.iter().map(|row| page.find(row.as_str()).unwrap_or_else(|| panic!("{row} not in {page}"))).collect();
+    assert!(positions.windows(2).all(|pair| pair[0] < pair[1]), "{positions:?}");
+    assert_eq!(page.matches("<tr><td>").count(), 4);
+
+    // The simulation's Gantt chart: one bar per busy interval, the makespan
+    // the API gave.
+    let trace = tessera_sim::generate(&tessera_sim::GenerateParams {
+        clients: 3,
+        operations_per_client: 2,
+        oversubscription: 1.5,
+        transfer_ratio: 1.0,
+        link: tessera_sim::Link::PcieGen4,
+        seed: 7,
+    })
+    .unwrap();
+    let simulated = client.post("/v1/simulate", &json!({"trace": trace, "scheduler": "fifo"})).await.unwrap();
+    assert_eq!(simulated.status, 200, "{}", simulated.text());
+    let makespan_ms = simulated.json()["makespan_ms"].as_f64().unwrap();
+    let page = client.get("/simulation").await.unwrap().text();
+    assert!(page.contains(&format!("makespan {makespan_ms:.1} ms")), "{page}");
+    let chart = &page[page.find("<div class=\"gantt\"><svg").expect("a chart")..];
+    // Three clients of two operations: at least six compute bars.
+    assert!(chart.matches("<rect ").count() >= 6, "{chart}");
     server.stop().await;
 }

@@ -1,10 +1,8 @@
 //! The OpenAPI document: every route the server answers is in it (and
 //! nothing else is answered), and every example it gives is accepted.
 
+use crate::util::{error_of, example_profiles_csv, start_server_in, store_with_colocations};
 use serde_json::{json, Value};
-use tessera_store::Store;
-
-use crate::util::{error_of, example_profiles_csv, start_server_in};
 
 /// Every (method, path) of the document, in document order.
 fn operations(doc: &Value) -> Vec<(String, String, Value)> {
@@ -54,23 +52,10 @@ fn header_examples(operation: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// A store with KACE's measured pairs (when the reference data is there)
-/// so the colocation example has something to learn from.
-fn store_with_colocations(dir: &std::path::Path) {
-    let Some(pairs) = tessera_testkit::shared_data("kace/pairs_mps100.csv") else { return };
-    let import = tessera_store::read_colocations(&pairs).unwrap();
-    let mut pool: Vec<_> = import.rows.iter().flat_map(|row| row.members.iter().map(|m| m.metrics.clone())).collect();
-    pool.sort_by(|a, b| a.workload.cmp(&b.workload));
-    pool.dedup_by(|a, b| a.workload == b.workload);
-    let mut store = Store::open(&dir.join("store.sqlite")).unwrap();
-    store.import_colocations(&import.rows, "pairs_mps100.csv").unwrap();
-    store.import_workloads(&pool, "pairs_mps100.csv").unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_route_is_documented_and_every_example_is_accepted() {
     let dir = tempfile::tempdir().unwrap();
-    store_with_colocations(dir.path());
+    let _ = store_with_colocations(dir.path());
     let mut server = start_server_in(dir, |_| {}).await;
     let mut client = server.client().await;
     let doc = client.get("/openapi.json").await.unwrap().json();

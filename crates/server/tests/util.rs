@@ -90,3 +90,18 @@ pub fn error_of(response: &tessera_server::ClientResponse) -> (String, String) {
         body["error"]["message"].as_str().unwrap_or("").to_string(),
     )
 }
+
+/// A store with KACE's measured pairs (when the reference data is there)
+/// so colocation requests have something to learn from; `false` when the
+/// data is absent.
+pub fn store_with_colocations(dir: &std::path::Path) -> bool {
+    let Some(pairs) = tessera_testkit::shared_data("kace/pairs_mps100.csv") else { return false };
+    let import = tessera_store::read_colocations(&pairs).unwrap();
+    let mut pool: Vec<_> = import.rows.iter().flat_map(|row| row.members.iter().map(|m| m.metrics.clone())).collect();
+    pool.sort_by(|a, b| a.workload.cmp(&b.workload));
+    pool.dedup_by(|a, b| a.workload == b.workload);
+    let mut store = tessera_store::Store::open(&dir.join("store.sqlite")).unwrap();
+    store.import_colocations(&import.rows, "pairs_mps100.csv").unwrap();
+    store.import_workloads(&pool, "pairs_mps100.csv").unwrap();
+    true
+}
