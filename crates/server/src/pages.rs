@@ -13,7 +13,7 @@ use tessera_core::text::escape_xml;
 use tessera_report::{page, plan_section, plan_svg};
 
 use crate::api::analysis::{rank, RecommendBody};
-use crate::api::tags;
+use crate::api::{off_the_workers, tags};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -146,9 +146,7 @@ pub(crate) async fn colocation_page(
             model: "slowdown".to_string(),
             gpu_memory_gb: 32.0,
         };
-        let ranked = tokio::task::spawn_blocking(move || rank(&request, &rows, pool))
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        let ranked = off_the_workers(move || rank(&request, &rows, pool)).await?;
         match ranked {
             Ok(result) => {
                 body.push_str(

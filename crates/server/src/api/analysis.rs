@@ -11,7 +11,7 @@ use tessera_sim::{
     SchedulerKind, Trace,
 };
 
-use crate::api::{tags, ApiJson};
+use crate::api::{off_the_workers, tags, ApiJson};
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -106,9 +106,7 @@ pub(crate) async fn recommend_partners(
 ) -> Result<Json<RecommendResult>, ApiError> {
     let (rows, pool) =
         state.with_store(false, |store| Ok((store.load_colocations()?, store.load_workloads()?))).await?;
-    let result = tokio::task::spawn_blocking(move || rank(&body, &rows, pool))
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))??;
+    let result = off_the_workers(move || rank(&body, &rows, pool)).await??;
     Ok(Json(result))
 }
 
@@ -264,9 +262,7 @@ pub(crate) async fn simulate_trace(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<SimulateBody>,
 ) -> Result<Json<SimulateResult>, ApiError> {
-    let (result, svg) = tokio::task::spawn_blocking(move || run_simulation(&body))
-        .await
-        .map_err(|e| ApiError::internal(e.to_string()))??;
+    let (result, svg) = off_the_workers(move || run_simulation(&body)).await??;
     state.set_last_simulation(format!("{} — makespan {:.1} ms", result.scheduler, result.makespan_ms), svg);
     Ok(Json(result))
 }

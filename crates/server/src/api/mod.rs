@@ -31,6 +31,18 @@ where
     }
 }
 
+/// Runs `work` (a pure computation: planning, verifying, ranking,
+/// simulating) on a blocking thread, never on the async workers.
+pub(crate) async fn off_the_workers<T, F>(work: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| ApiError::internal(format!("a computation failed: {error}")))
+}
+
 /// The tag of each area in the API document.
 pub(crate) mod tags {
     /// Health, readiness and metrics.

@@ -14,7 +14,7 @@ use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{complete_for_fleet, verify, LatencyRule, ProfileOrigin, VerifyRequest};
 use tessera_store::{parse_plan, plan_json, StoredJob};
 
-use crate::api::{tags, ApiJson};
+use crate::api::{off_the_workers, tags, ApiJson};
 use crate::error::{ApiError, ErrorBody};
 use crate::jobs::{run_job, JobInputs, PlanJobRequest};
 use crate::state::AppState;
@@ -215,9 +215,7 @@ pub(crate) async fn verify_stored(
     let catalog = inputs.catalog().map_err(ApiError::internal)?;
     let rule = recorded_rule(&plan)?;
     let result =
-        tokio::task::spawn_blocking(move || verify_result(&plan, &catalog, &inputs.services, rule, request.max_procs))
-            .await
-            .map_err(|e| ApiError::internal(e.to_string()))?;
+        off_the_workers(move || verify_result(&plan, &catalog, &inputs.services, rule, request.max_procs)).await?;
     Ok(Json(result))
 }
 
@@ -298,11 +296,10 @@ pub(crate) async fn verify_posted(
         ));
     }
     let max_procs = body.max_procs;
-    let result = tokio::task::spawn_blocking(move || {
+    let result = off_the_workers(move || {
         let (catalog, _) = complete_for_fleet(catalog, origin, &fleet);
         verify_result(&plan, &catalog, &services, rule, max_procs)
     })
-    .await
-    .map_err(|e| ApiError::internal(e.to_string()))?;
+    .await?;
     Ok(Json(result))
 }
