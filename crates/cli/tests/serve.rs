@@ -90,6 +90,14 @@ fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
     let log: Vec<String> = lines.map_while(Result::ok).collect();
     assert!(!log.iter().any(|line| line.contains("a-token-of-twenty-chars")), "{log:?}");
     assert!(log.iter().any(|line| line.contains("stopped")), "{log:?}");
+    // One structured line per request, in a span that carries its id.
+    let answered = |route: &str, status: u16| {
+        log.iter().any(|line| {
+            line.contains(" INFO request{id=r")
+                && line.contains(&format!(" route={route}}}: answered status={status} "))
+        })
+    };
+    assert!(answered("/healthz", 200) && answered("/v1/plans", 401) && answered("/v1/plans", 202), "{log:?}");
     // The job ran or was failed cleanly; nothing is left running.
     let info = stdout(&tessera(&["store", "info", "--format", "json"], &store));
     assert!(info.contains("\"schema_version\": 5"), "{info}");
