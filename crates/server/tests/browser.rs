@@ -241,3 +241,31 @@ fn five_hundred_gpus_scroll_and_keep_their_tiles_legible() {
     std::fs::write(&file, &html).unwrap();
     screenshot(&chromium, &format!("file://{}", file.display()), 1440, 900, &screenshot_paths("report-500-gpus.png"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docs_page_lists_every_operation_of_the_document() {
+    let Some(chromium) = chromium() else { return };
+    let mut server = start_server(|config| config.public_reads = true).await;
+    let doc = server.client().await.get("/openapi.json").await.unwrap().json();
+    let mut operations: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |method| format!("{method} {path}")))
+        .collect();
+    // The page's script fetches the document and draws one entry per
+    // operation: let it run before the DOM is read.
+    let dom = run_chromium(
+        &chromium,
+        &["--virtual-time-budget=5000", "--dump-dom"],
+        &format!("http://{}/docs", server.address),
+    );
+    let entry = Regex::new(r#"<summary><span class="method ([a-z]+)">[A-Z]+</span> <code>([^<]+)</code>"#).unwrap();
+    let mut drawn: Vec<String> =
+        entry.captures_iter(&dom).map(|found| format!("{} {}", &found[1], found[2].replace("&amp;", "&"))).collect();
+    operations.sort();
+    drawn.sort();
+    assert!(operations.len() > 20, "{operations:?}");
+    assert_eq!(drawn, operations);
+    server.stop().await;
+}
