@@ -46,7 +46,9 @@ fn chromium() -> Option<PathBuf> {
 fn run_chromium(chromium: &Path, arguments: &[&str], url: &str) -> String {
     let profile = tempfile::tempdir().unwrap();
     let output = Command::new(chromium)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--hide-scrollbars"])
+        // As root in a container: no sandbox, and no reliance on a small /dev/shm.
+        .args(["--headless", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"])
+        .arg("--hide-scrollbars")
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .args(arguments)
         .arg(url)
