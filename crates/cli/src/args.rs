@@ -68,6 +68,14 @@ pub enum Command {
     /// The store itself: where it is, its schema and what it holds.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Serve the JSON API (profiles, services, planning jobs, plans,
+    /// verify, colocation, simulation), the plan pages and Prometheus
+    /// metrics over HTTP, on 127.0.0.1 unless told otherwise.
+    Serve(ServeArgs),
+    /// Draw a plan: one self-contained HTML page (each GPU as its MIG
+    /// tiles, the service table, the optimality line), or the tiles alone
+    /// as SVG.
+    Report(ReportArgs),
     /// Run plans on a Kubernetes cluster: inventory, manifests, apply,
     /// status.
     #[command(subcommand)]
@@ -82,6 +90,60 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `tessera serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. A loopback address unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDRESS:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// A file whose first line is the API token (at least 16 characters);
+    /// without it, the TESSERA_TOKEN environment variable. Requests that
+    /// change anything must send `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Let reading routes (GET: lists, plans, pages, metrics, the API
+    /// document) answer without the token.
+    #[arg(long)]
+    pub public_reads: bool,
+    /// Allow a listen address outside the loopback range.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Planning jobs that run at once (more wait in a queue).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Seconds a request may take before it is answered 503.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub request_timeout: f64,
+    /// Largest request body, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_body_mib: u32,
+}
+
+/// `tessera report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The plan (JSON, as `tessera plan --format json` writes it).
+    pub plan: PathBuf,
+    /// Write here (atomically) instead of to standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// `html`: the whole report; `svg`: the tiles alone.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+    /// The page's title (default: the plan's file name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// What `tessera report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page.
+    Html,
+    /// The tiles alone, one SVG document.
+    Svg,
 }
 
 /// `tessera store …`.
@@ -624,16 +686,7 @@ pub enum LinkName {
 }
 
 fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
-    use tessera_sim::Prefetch;
-    match value {
-        "none" => Ok(Prefetch::None),
-        "passive" => Ok(Prefetch::Passive),
-        "active" => Ok(Prefetch::Active),
-        _ => match value.strip_prefix("lookahead:").map(str::parse::<usize>) {
-            Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
-            _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
-        },
-    }
+    value.parse()
 }
 
 fn parse_population(value: &str) -> Result<usize, String> {
@@ -993,6 +1046,30 @@ pub enum BenchCommand {
         /// Traces per sweep cell (seeds 0..N).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
         seeds: u64,
+    },
+    /// The HTTP service under load, on 127.0.0.1 only: concurrent clients
+    /// read, verify and start demo planning jobs (each a bounded number of
+    /// requests); then clients hang up mid-request; then the store is
+    /// checked. Prints throughput and p50/p99 latency per route.
+    Serve {
+        /// Concurrent clients for reads and verifications.
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        clients: u32,
+        /// Read requests in all.
+        #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+        reads: u32,
+        /// Verifications in all.
+        #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        verifies: u32,
+        /// Demo planning jobs started at once.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        jobs: u32,
+        /// Each job's time limit, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+        time_limit: f64,
+        /// Planning jobs the server runs at once.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+        workers: u32,
     },
     /// Profile completion on ParvaGPU's real grid: keep a share of each
     /// model's configurations (random subsets, or the ones `suggest`

@@ -61,6 +61,8 @@ fn fixtures(dir: &Path) {
             "several.csv",
             "service,model,rate_rps,latency_ms\nshop,alpha,100,5\nads,alexnet,100,100\nok,alpha,100,100\n".into(),
         ),
+        ("token", "0123456789abcdef-token\n".into()),
+        ("short-token", "short\n".into()),
         (
             "dead-kubeconfig",
             "apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:1\n\
@@ -147,6 +149,13 @@ const CASES: &[Case] = &[
     // Colocation: a memory that is not one.
     case("colocate recommend --target w --gpu-memory-gb NaN", 2,
          r"^error: invalid value 'NaN' for '--gpu-memory-gb <GB>': expected a positive number of GB, got 'NaN'$"),
+    // The service: no token, a token too short, an address beyond this machine; a report of no plan.
+    case("serve", 1, r"^error: no API token: pass --token-file FILE or set TESSERA_TOKEN \(at least 16 characters\)$"),
+    case("serve --token-file {d}/short-token", 1, r"^error: \S*short-token: the token must be at least 16 characters \(found 5\)$"),
+    case("serve --token-file {d}/token --listen 0.0.0.0:0", 1,
+         r"^error: listen address 0\.0\.0\.0:0: not a loopback address; pass --allow-remote to listen beyond this machine$"),
+    case("report {d}/missing.json", 1, r"^error: \S*missing\.json: No such file or directory \(os error 2\)$"),
+    case("report {d}/good.csv", 1, r"^error: \S*good\.csv: not a Tessera plan: expected value at line 1 column 1$"),
     // Colocation: a risk, a budget, a protocol's data or a group size that is not one.
     case("colocate recommend --target w --risk high", 2, r"^error: invalid value 'high' for '--risk <RISK>'$"),
     case("colocate suggest --budget 0", 2, r"^error: invalid value '0' for '--budget <BUDGET>': 0 is not in 1\.\.=100000$"),

@@ -12,6 +12,7 @@ mod profile;
 mod profile_to_colocate;
 mod profiles;
 mod segments;
+mod serve;
 mod simulate;
 mod usage;
 mod util;

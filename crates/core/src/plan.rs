@@ -142,6 +142,15 @@ pub struct ServiceReport {
     pub met: bool,
 }
 
+impl ServiceReport {
+    /// The share of its provisioned throughput the service's rate uses
+    /// (rate / provisioned; every segment of a service runs at it), or
+    /// `None` when nothing is provisioned.
+    pub fn utilisation(&self) -> Option<f64> {
+        (self.provisioned_rps > 0.0).then(|| self.rate_rps / self.provisioned_rps)
+    }
+}
+
 impl Plan {
     /// Total compute slices used by the plan's instances.
     pub fn compute_slices_used(&self) -> u32 {

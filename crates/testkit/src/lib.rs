@@ -69,12 +69,10 @@ pub fn kubernetes_validate(files: &[PathBuf]) -> bool {
     let output = match run {
         Ok(output) => output,
         Err(error) => {
-            if std::env::var(REQUIRE_VALIDATOR_VARIABLE).is_ok_and(|value| value == "1") {
-                panic!("kubernetes-validate is required ({REQUIRE_VALIDATOR_VARIABLE}=1) but cannot run: {error}");
-            }
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipping: kubernetes-validate is not installed (python3 -m pip install kubernetes-validate)"
+            tool_missing(
+                REQUIRE_VALIDATOR_VARIABLE,
+                &format!("kubernetes-validate cannot run ({error})"),
+                "python3 -m pip install kubernetes-validate",
             );
             return false;
         }
@@ -86,6 +84,21 @@ pub fn kubernetes_validate(files: &[PathBuf]) -> bool {
         String::from_utf8_lossy(&output.stderr)
     );
     true
+}
+
+/// Says that a test skips because a tool it runs is missing (`what`, with
+/// the command that installs it), on a visible `skipping:` line — or fails
+/// the test when `variable` is `1` (CI installs the tool and sets it).
+///
+/// # Panics
+/// When `variable` is set to `1`.
+pub fn tool_missing(variable: &str, what: &str, install: &str) {
+    assert!(
+        std::env::var(variable).as_deref() != Ok("1"),
+        "{what}, but {variable}=1 says it is required (install it: {install})"
+    );
+    // Straight to the terminal: the harness captures only print! and eprint!.
+    let _ = writeln!(std::io::stderr(), "skipping: {what} (install it: {install})");
 }
 
 #[cfg(test)]

@@ -60,11 +60,23 @@ pub fn read_profiles_csv(path: &Path) -> Result<Vec<ModelProfile>, StoreError> {
     Ok(read_sourced_profiles_csv(path)?.iter().map(SourcedProfile::planning_profile).collect())
 }
 
+/// Parses `bytes` as a profile CSV (see [`read_profiles_csv`]); `source`
+/// (a file name or a description such as `request body`) starts every error
+/// message.
+pub fn parse_profiles_csv(source: &str, bytes: &[u8]) -> Result<Vec<ModelProfile>, StoreError> {
+    let profiles = sourced_profiles_from_table(&Table::parse(Path::new(source), bytes)?)?;
+    Ok(profiles.iter().map(SourcedProfile::planning_profile).collect())
+}
+
 /// Reads a profile CSV with the origin of every point (a file without a
 /// `source` column is all measured) and the configurations measured out of
 /// memory, ordered like [`read_profiles_csv`].
 pub fn read_sourced_profiles_csv(path: &Path) -> Result<Vec<SourcedProfile>, StoreError> {
-    let table = Table::read(path)?;
+    sourced_profiles_from_table(&Table::read(path)?)
+}
+
+fn sourced_profiles_from_table(table: &Table) -> Result<Vec<SourcedProfile>, StoreError> {
+    let path = table.path.as_path();
     let known: Vec<&str> = PROFILE_HEADER.iter().chain(&SOURCE_COLUMNS).copied().collect();
     table.reject_unknown_columns(&known)?;
     let columns = ProfileColumns {
@@ -645,5 +657,14 @@ mod tests {
         assert_names(&message, &["s.csv:1:", "'rate_rps'", "service,latency_ms"]);
         let message = error_of(read, "s.csv", &format!("{header}a,,3,1\n"));
         assert_names(&message, &["s.csv:2:", "'model'"]);
+    }
+
+    #[test]
+    fn parses_profiles_from_bytes_naming_the_source_in_errors() {
+        let csv = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,bert,1,4,1,10,5\n";
+        let profiles = parse_profiles_csv("request body", csv.as_bytes()).unwrap();
+        assert_eq!((profiles.len(), profiles[0].model.as_str()), (1, "bert"));
+        let message = parse_profiles_csv("request body", b"gpu_model,model\na100-80gb,bert\n").unwrap_err().to_string();
+        assert!(message.starts_with("request body:1: missing column 'size_gpcs'"), "{message}");
     }
 }

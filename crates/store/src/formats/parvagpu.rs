@@ -88,7 +88,24 @@ fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<SourcedProfile, Store
         line: 1,
         reason: "the file name is not valid UTF-8, so it cannot name a model".to_string(),
     })?;
-    let table = Table::read(path)?;
+    profile_from_table(&Table::read(path)?, model, gpu)
+}
+
+/// Parses `bytes` as one ParvaGPU profile file of `model` measured on `gpu`
+/// (a file of its folder format; see [`read_profile_dir`]); `source` starts
+/// every error message. The rows marked infeasible are the profile's
+/// out-of-memory configurations.
+pub fn parse_parvagpu_profile(
+    source: &str,
+    bytes: &[u8],
+    model: &str,
+    gpu: GpuModel,
+) -> Result<SourcedProfile, StoreError> {
+    profile_from_table(&Table::parse(Path::new(source), bytes)?, model, gpu)
+}
+
+fn profile_from_table(table: &Table, model: &str, gpu: GpuModel) -> Result<SourcedProfile, StoreError> {
+    let path = table.path.as_path();
     let size = table.require(COLUMNS.size_gpcs)?;
     let batch = table.require(COLUMNS.batch)?;
     let procs = table.require(COLUMNS.procs)?;
@@ -582,5 +599,16 @@ mod tests {
         }
         let error = read_slo_scenario(&rates, &latency, 7, &models).unwrap_err();
         assert!(matches!(error, StoreError::ScenarioOutOfRange { available: 6, scenario: 7, .. }));
+    }
+
+    #[test]
+    fn parses_one_profile_file_from_bytes() {
+        let csv = "Mig instance,Batch size,Workload Number,Throughput,Latency\n1,4,2,10,0.05\n1,8,1,0,0\n";
+        let sourced = parse_parvagpu_profile("bert.csv", csv.as_bytes(), "bert", GpuModel::A100_80GB).unwrap();
+        let profile = sourced.planning_profile();
+        assert_eq!((profile.model.as_str(), profile.points().len(), sourced.out_of_memory().len()), ("bert", 1, 1));
+        assert_eq!(profile.points()[0].throughput_rps, 20.0);
+        let message = parse_parvagpu_profile("bert.csv", b"Batch size\n1\n", "bert", GpuModel::A100_80GB).unwrap_err();
+        assert!(message.to_string().starts_with("bert.csv:1: missing column"), "{message}");
     }
 }

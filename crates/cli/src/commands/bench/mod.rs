@@ -4,6 +4,7 @@
 mod colocate;
 mod profiles;
 mod scale;
+mod serve;
 mod simulate;
 mod timing;
 
@@ -26,6 +27,9 @@ pub fn run(command: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
+        BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
+            serve::run(clients, reads, verifies, jobs, time_limit, workers)
+        }
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }
