@@ -68,6 +68,21 @@ pub enum Command {
     /// The store itself: where it is, its schema and what it holds.
     #[command(subcommand)]
     Store(StoreCommand),
+    /// Serve the JSON API (profiles, services, planning jobs, plans,
+    /// verify, colocation, simulation), the plan pages and Prometheus
+    /// metrics over HTTP, on 127.0.0.1 unless told otherwise.
+    Serve(ServeArgs),
+    /// Draw a plan: one self-contained HTML page (each GPU as its MIG
+    /// tiles, the service table, the optimality line), or the tiles alone
+    /// as SVG.
+    Report(ReportArgs),
+    /// Run plans on a Kubernetes cluster: inventory, manifests, apply,
+    /// status.
+    #[command(subcommand)]
+    K8s(crate::commands::k8s::K8sCommand),
+    /// The node agent of a Kubernetes cluster (a DaemonSet runs it on every
+    /// GPU node): applies the node's MIG layout and reports its state.
+    Agent(crate::commands::k8s::AgentArgs),
     /// Print a shell completion script, e.g. `tessera completions bash >
     /// ~/.local/share/bash-completion/completions/tessera`.
     Completions {
@@ -75,6 +90,60 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `tessera serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen. A loopback address unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDRESS:PORT")]
+    pub listen: std::net::SocketAddr,
+    /// A file whose first line is the API token (at least 16 characters);
+    /// without it, the TESSERA_TOKEN environment variable. Requests that
+    /// change anything must send `Authorization: Bearer TOKEN`.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Let reading routes (GET: lists, plans, pages, metrics, the API
+    /// document) answer without the token.
+    #[arg(long)]
+    pub public_reads: bool,
+    /// Allow a listen address outside the loopback range.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Planning jobs that run at once (more wait in a queue).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub workers: u32,
+    /// Seconds a request may take before it is answered 503.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub request_timeout: f64,
+    /// Largest request body, MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_body_mib: u32,
+}
+
+/// `tessera report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The plan (JSON, as `tessera plan --format json` writes it).
+    pub plan: PathBuf,
+    /// Write here (atomically) instead of to standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// `html`: the whole report; `svg`: the tiles alone.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Html)]
+    pub format: ReportFormat,
+    /// The page's title (default: the plan's file name).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// What `tessera report` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML page.
+    Html,
+    /// The tiles alone, one SVG document.
+    Svg,
 }
 
 /// `tessera store …`.
@@ -201,6 +270,11 @@ pub enum ProfileCommand {
         /// The profile's model name (default: the workload's family).
         #[arg(long)]
         model: Option<String>,
+        /// Measure only this many configurations of the grid: those
+        /// `tessera profiles suggest` ranks first from the points already
+        /// stored (a spread for a new model).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        budget: Option<u64>,
     },
     /// Run a registered workload alone on a GPU and store its throughput,
     /// mean SM and memory utilisation (NVML) and peak memory.
@@ -304,8 +378,11 @@ pub enum DeployCommand {
 #[derive(Debug, Subcommand)]
 pub enum ColocateCommand {
     /// Score every model and baseline with KACE's protocols: P3 (train on
-    /// each split's training rows, choose among its test rows) or LOWO
-    /// (leave each workload's model family out of training).
+    /// each split's training rows, choose among its test rows), LOWO (leave
+    /// each workload's model family and task out of training) or LOFO
+    /// (leave each whole model family out). Nested: every choice a model
+    /// makes (configuration, fallback rule, intervals) is made on each
+    /// fold's training rows alone.
     Evaluate {
         /// Protocol.
         #[arg(long, value_enum)]
@@ -314,10 +391,18 @@ pub enum ColocateCommand {
         /// `training_set.csv` and `testing_set.csv` (KACE's colocation form).
         #[arg(long, value_name = "DIR", required_if_eq("protocol", "p3"))]
         splits: Option<PathBuf>,
-        /// For lowo: every measured colocation (KACE's form, any K).
-        #[arg(long, value_name = "FILE", required_if_eq("protocol", "lowo"))]
+        /// For lowo and lofo: every measured colocation (KACE's form, any K).
+        #[arg(long, value_name = "FILE", required_if_eq_any([("protocol", "lowo"), ("protocol", "lofo")]))]
         data: Option<PathBuf>,
-        /// Seed of the slowdown model's trees.
+        /// Group sizes to score: 2 chooses among the measured pairs, 3 and
+        /// more among groups built from them (additive slowdowns).
+        #[arg(long, value_delimiter = ',', default_value = "2", value_parser = clap::value_parser!(u64).range(2..=6))]
+        group_sizes: Vec<u64>,
+        /// Also report the slowdown model the old way: its configuration
+        /// chosen on the test rows themselves (optimistic, labelled so).
+        #[arg(long)]
+        tuned_on_test: bool,
+        /// Seed of the inner row folds.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Output format.
@@ -353,7 +438,9 @@ pub enum ColocateCommand {
         #[arg(long, value_name = "SOURCE")]
         source: Option<String>,
     },
-    /// Train a model and write it as a versioned JSON file.
+    /// Train a model and write it as a versioned JSON file: its
+    /// configuration, fallback rule and intervals chosen on inner
+    /// leave-one-model-family-out folds of the data.
     Train {
         /// Which model.
         #[arg(long, value_enum, default_value_t = ModelKind::Slowdown)]
@@ -361,7 +448,7 @@ pub enum ColocateCommand {
         /// Training colocations (KACE's form); default: the store's.
         #[arg(long, value_name = "FILE")]
         data: Option<PathBuf>,
-        /// Seed of the slowdown model's trees.
+        /// Seed of the model's training.
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Where to write the model (atomically).
@@ -382,22 +469,63 @@ pub enum ColocateCommand {
         /// kept), which is not exhaustive and says so.
         #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
         group_size: u64,
-        /// A trained model file; default: train the slowdown model on the data.
-        #[arg(long, value_name = "FILE")]
-        model: Option<PathBuf>,
-        /// Colocations and workloads (KACE's form); default: the store's.
-        #[arg(long, value_name = "FILE")]
-        data: Option<PathBuf>,
+        #[command(flatten)]
+        source: ColocationSource,
         /// GPU memory for the footprint check, GB (KACE measured on a V100-32GB).
         #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
         gpu_memory_gb: f64,
         /// Groups to show.
         #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
         top: u64,
+        /// Rank by the predicted total (mean) or by the lower end of its 90%
+        /// interval (lower: give up a little expected throughput for less
+        /// risk).
+        #[arg(long, value_enum, default_value_t = RiskArg::Mean)]
+        risk: RiskArg,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+    /// Suggest the colocations to measure next: the unmeasured groups whose
+    /// intervals reach furthest above the best known choice of their
+    /// workloads.
+    Suggest {
+        /// Measurements to suggest.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        budget: u64,
+        /// Workloads per group (every unmeasured group that fits is
+        /// considered, up to 100000 of them).
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..=8))]
+        group_size: u64,
+        #[command(flatten)]
+        source: ColocationSource,
+        /// GPU memory, GB: groups whose footprints exceed it are not suggested.
+        #[arg(long, value_name = "GB", default_value_t = 32.0, value_parser = parse_gigabytes)]
+        gpu_memory_gb: f64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+/// The model and the data `colocate recommend` and `suggest` work from.
+#[derive(Debug, Clone, Args)]
+pub struct ColocationSource {
+    /// A trained model file; default: train the slowdown model on the data.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// Colocations and workloads (KACE's form); default: the store's.
+    #[arg(long, value_name = "FILE")]
+    pub data: Option<PathBuf>,
+}
+
+/// What `colocate recommend` ranks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RiskArg {
+    /// The predicted total.
+    Mean,
+    /// The lower end of the predicted total's interval.
+    Lower,
 }
 
 /// `tessera simulate`.
@@ -479,6 +607,40 @@ pub enum SimulateCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Run a trace's schedule for real on a GPU (examples/executor/run_schedule.py,
+    /// device memory capped at the trace's) and print measured vs simulated
+    /// makespan, copy and compute time.
+    Run {
+        /// The trace (JSON).
+        #[arg(value_name = "TRACE")]
+        trace: PathBuf,
+        /// The schedule: a JSON list of client names in running order, or the
+        /// JSON report of `tessera simulate --format json`.
+        #[arg(long, value_name = "FILE", conflicts_with = "scheduler")]
+        schedule: Option<PathBuf>,
+        /// Plan the schedule with this scheduler instead.
+        #[arg(long, value_enum, default_value_t = SchedulerName::Greedy)]
+        scheduler: SchedulerName,
+        /// When to fetch data ahead: none, passive, active or lookahead:K.
+        #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+        prefetch: tessera_sim::Prefetch,
+        /// Which resident data leaves first.
+        #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
+        eviction: EvictionName,
+        /// What happens to a client's data after its last operation.
+        #[arg(long, value_enum, default_value_t = RetentionName::Release)]
+        retention: RetentionName,
+        /// The GPU (index, as nvidia-smi numbers them).
+        #[arg(long, value_name = "INDEX")]
+        gpu: u32,
+        /// The executor program (a shell command; the plan arrives on its
+        /// standard input).
+        #[arg(long, value_name = "COMMAND", default_value = tessera_gpu::DEFAULT_EXECUTOR)]
+        program: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
 }
 
 /// Schedulers.
@@ -524,16 +686,7 @@ pub enum LinkName {
 }
 
 fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
-    use tessera_sim::Prefetch;
-    match value {
-        "none" => Ok(Prefetch::None),
-        "passive" => Ok(Prefetch::Passive),
-        "active" => Ok(Prefetch::Active),
-        _ => match value.strip_prefix("lookahead:").map(str::parse::<usize>) {
-            Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
-            _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
-        },
-    }
+    value.parse()
 }
 
 fn parse_population(value: &str) -> Result<usize, String> {
@@ -567,8 +720,10 @@ pub enum ModelKind {
 pub enum Protocol {
     /// Published train/test splits.
     P3,
-    /// Leave one workload family out.
+    /// Leave one workload family (model and task) out.
     Lowo,
+    /// Leave one model family (all batch sizes, inference and training) out.
+    Lofo,
 }
 
 /// Where profiles come from.
@@ -637,7 +792,7 @@ pub struct PlanInputs {
 }
 
 /// `tessera plan`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub inputs: PlanInputs,
@@ -661,6 +816,15 @@ pub struct PlanArgs {
     /// GPUs per node, for numbering nodes.
     #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
     pub gpus_per_node: u32,
+
+    /// Plan onto the GPU nodes of a Kubernetes cluster (`tessera k8s
+    /// inventory`): the fleet is its MIG-capable GPUs (costs from --gpu),
+    /// and the plan names its nodes.
+    #[arg(long, conflicts_with = "gpus_per_node")]
+    pub cluster: bool,
+
+    #[command(flatten)]
+    pub kube: crate::commands::k8s::ClusterArgs,
 
     /// Most GPUs a plan may use, all GPU models together: a service or SLO
     /// set that needs more is refused at once, naming the service.
@@ -764,6 +928,48 @@ pub enum ProfilesCommand {
         #[arg(long, value_parser = parse_gpu)]
         gpu: GpuModel,
     },
+    /// Predict every configuration of each model's profile grid that was
+    /// not measured, with an interval, from the measured points: Tessera's
+    /// profile CSV with a `source` column (measured, predicted,
+    /// out-of-memory) and the conservative ends `tessera plan` uses for
+    /// predicted points (`throughput_low_rps`, `latency_high_ms`). A
+    /// configuration is assumed to fit in memory only where a measured one
+    /// needing at least as much memory fits.
+    Complete {
+        /// The measured profiles: a ParvaGPU folder (`0,0` rows = out of
+        /// memory) or a Tessera profile CSV (earlier predictions in it are
+        /// predicted again).
+        #[arg(long, value_name = "DIR|FILE")]
+        profiles: PathBuf,
+        /// The GPU model: what a ParvaGPU folder was measured on; of a CSV,
+        /// the GPU model whose profiles are completed.
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
+        #[command(flatten)]
+        grid: GridArgs,
+        /// Write to this file (atomically) instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Which configurations to measure next, per model: a spread for a
+    /// model with few points, then those that may be the most efficient
+    /// for some latency (what plans pick) or settle what fits in memory.
+    Suggest {
+        /// The measured profiles: a ParvaGPU folder or a Tessera profile CSV.
+        #[arg(long, value_name = "DIR|FILE")]
+        profiles: PathBuf,
+        /// The GPU model (see `profiles complete`).
+        #[arg(long, value_parser = parse_gpu)]
+        gpu: GpuModel,
+        /// Configurations to measure per model.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        budget: u64,
+        #[command(flatten)]
+        grid: GridArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
     /// Export profiles from the store as Tessera profile CSV.
     Export {
         /// Only this GPU model.
@@ -773,6 +979,17 @@ pub enum ProfilesCommand {
         #[arg(long, short, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+/// The profile grid: every instance size of the GPU model × these.
+#[derive(Debug, Clone, Args)]
+pub struct GridArgs {
+    /// Batch sizes of the grid.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,32,64,128,256", value_parser = clap::value_parser!(u32).range(1..))]
+    pub batches: Vec<u32>,
+    /// MPS process counts of the grid.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5", value_parser = clap::value_parser!(u32).range(1..=48))]
+    pub procs: Vec<u32>,
 }
 
 /// Profile input formats.
@@ -805,11 +1022,22 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
         iterations: u32,
     },
-    /// Colocation models: training time on KACE's pairs and scoring speed.
+    /// Colocation models: training time and scoring speed on KACE's pairs,
+    /// the nested evaluation on every protocol and group size, and the
+    /// learning curve of suggested against random measurements.
     Colocate {
         /// KACE's colocation measurements.
         #[arg(long, default_value = "../shared/data/kace/pairs_mps100.csv", value_name = "FILE")]
         data: PathBuf,
+        /// KACE's P3 splits (skipped when absent).
+        #[arg(long, default_value = "../shared/data/kace/splits/n_occur_3", value_name = "DIR")]
+        splits: PathBuf,
+        /// Seeds of the learning curve (0 skips it).
+        #[arg(long, default_value_t = 3)]
+        curve_seeds: u64,
+        /// Write the learning curve as an SVG plot to this file.
+        #[arg(long, value_name = "FILE")]
+        plot: Option<PathBuf>,
     },
     /// The oversubscription simulator: makespan / lower bound for each
     /// scheduler × prefetch policy over a sweep of generated traces, the
@@ -818,6 +1046,49 @@ pub enum BenchCommand {
         /// Traces per sweep cell (seeds 0..N).
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
         seeds: u64,
+    },
+    /// The HTTP service under load, on 127.0.0.1 only: concurrent clients
+    /// read, verify and start demo planning jobs (each a bounded number of
+    /// requests); then clients hang up mid-request; then the store is
+    /// checked. Prints throughput and p50/p99 latency per route.
+    Serve {
+        /// Concurrent clients for reads and verifications.
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        clients: u32,
+        /// Read requests in all.
+        #[arg(long, default_value_t = 50_000, value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+        reads: u32,
+        /// Verifications in all.
+        #[arg(long, default_value_t = 2_000, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        verifies: u32,
+        /// Demo planning jobs started at once.
+        #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        jobs: u32,
+        /// Each job's time limit, seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10.0, value_parser = parse_seconds)]
+        time_limit: f64,
+        /// Planning jobs the server runs at once.
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+        workers: u32,
+    },
+    /// Profile completion on ParvaGPU's real grid: keep a share of each
+    /// model's configurations (random subsets, or the ones `suggest`
+    /// picks), predict the rest, and report the prediction error, interval
+    /// coverage, GPUs planned for the six scenarios and the SLO violations
+    /// of those plans on the full measured profiles.
+    Profiles {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Budgets, % of each model's grid.
+        #[arg(long, value_delimiter = ',', default_value = "5,10,20,40", value_parser = clap::value_parser!(u32).range(1..=100))]
+        budgets: Vec<u32>,
+        /// Random subsets per budget (seeds 1..N).
+        #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..))]
+        seeds: u64,
+        /// Seconds one profiled configuration takes (for the time saved).
+        #[arg(long, value_name = "S", default_value_t = 20.0, value_parser = parse_seconds)]
+        seconds_per_point: f64,
     },
     /// Plan catalogues of many services with both strategies, each as a
     /// whole `tessera plan` process: time (load + plan + write), peak

@@ -4,10 +4,15 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use tessera_core::synthetic::{builtin_catalog, demo_services};
-use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+use std::collections::BTreeMap;
+
+use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
+use tessera_core::text::count;
+use tessera_core::{GpuModel, ProfileCatalog, ServiceImage, ServiceSlo, SourcedProfile};
 use tessera_plan::{complete_for_fleet, ProfileOrigin};
-use tessera_store::{read_profile_dir, read_profiles_csv, read_slo_csv, read_slo_scenario, Store};
+use tessera_store::{
+    read_profile_dir, read_service_images, read_slo_csv, read_slo_scenario, read_sourced_profiles_csv, Store,
+};
 
 use crate::args::{PlanInputs, ProfileSource, SloSource};
 
@@ -19,6 +24,9 @@ pub struct Loaded {
     pub services: Vec<ServiceSlo>,
     /// Profiles that were estimated rather than loaded, in words.
     pub notes: Vec<String>,
+    /// Each service's container (the SLO file's `image` and `args`
+    /// columns; the demo's example images), for running a plan in a cluster.
+    pub images: BTreeMap<String, ServiceImage>,
 }
 
 /// Resolves the store path: `--store`/`TESSERA_STORE`, else the default.
@@ -52,10 +60,17 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
     if slos.slo.is_none() && slos.slo_rates.is_none() && !inputs.demo {
         bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
     }
-    let (loaded, origin) = load_catalog(&inputs.profiles, inputs.demo, store)?;
+    let (loaded, origin, predicted) = load_catalog(&inputs.profiles, inputs.demo, store)?;
     let fleet: Vec<GpuModel> = inputs.profiles.gpus.iter().map(|offer| offer.model).collect();
     let (catalog, estimates) = complete_for_fleet(loaded, origin, &fleet);
-    let notes = estimates.iter().map(ToString::to_string).collect();
+    let mut notes: Vec<String> = estimates.iter().map(ToString::to_string).collect();
+    if predicted > 0 {
+        notes.push(format!(
+            "{} of the profiles are predicted, not measured: they are planned at the conservative ends of their \
+             intervals",
+            count(predicted, "point")
+        ));
+    }
     if let Some(&gpu) = fleet.iter().find(|&&gpu| catalog.models(gpu).next().is_none()) {
         let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu_model.to_string()).collect();
         bail!(
@@ -64,17 +79,30 @@ pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
         );
     }
     let services = load_services(&inputs.slos, &catalog, inputs.profiles.first_gpu())?;
-    Ok(Loaded { catalog, services, notes })
+    let images = match &inputs.slos.slo {
+        Some(path) => read_service_images(path)?,
+        None if inputs.slos.slo_rates.is_none() => demo_images(),
+        None => BTreeMap::new(),
+    };
+    Ok(Loaded { catalog, services, notes, images })
 }
 
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the
-/// store, and whether they are measured.
-fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Result<(ProfileCatalog, ProfileOrigin)> {
+/// store, whether they are measured, and how many of their points are
+/// predicted (a completed profile CSV).
+fn load_catalog(
+    source: &ProfileSource,
+    demo: bool,
+    store: Option<&Path>,
+) -> Result<(ProfileCatalog, ProfileOrigin, usize)> {
     if let Some(path) = &source.profiles {
-        return Ok((read_profiles(path, source.first_gpu())?, ProfileOrigin::Measured));
+        let profiles = read_sourced_profiles(path, source.first_gpu())?;
+        let predicted = profiles.iter().flat_map(|p| p.points()).filter(|p| !p.is_measured()).count();
+        let catalog = profiles.iter().map(SourcedProfile::planning_profile).collect();
+        return Ok((catalog, ProfileOrigin::Measured, predicted));
     }
     if demo {
-        return Ok((builtin_catalog(), ProfileOrigin::Synthetic));
+        return Ok((builtin_catalog(), ProfileOrigin::Synthetic, 0));
     }
     let path = store_path(store)?;
     if !path.exists() {
@@ -83,15 +111,16 @@ fn load_catalog(source: &ProfileSource, demo: bool, store: Option<&Path>) -> Res
             path.display()
         );
     }
-    Ok((Store::open_read_only(&path)?.load_catalog(None)?, ProfileOrigin::Measured))
+    Ok((Store::open_read_only(&path)?.load_catalog(None)?, ProfileOrigin::Measured, 0))
 }
 
-/// A ParvaGPU folder (measured on `gpu`) or a Tessera profile CSV.
-pub fn read_profiles(path: &Path, gpu: GpuModel) -> Result<ProfileCatalog> {
+/// A ParvaGPU folder (measured on `gpu`, `0,0` rows out of memory) or a
+/// Tessera profile CSV, with the origin of every point.
+pub fn read_sourced_profiles(path: &Path, gpu: GpuModel) -> Result<Vec<SourcedProfile>> {
     if path.is_dir() {
-        Ok(read_profile_dir(path, gpu)?.profiles.into_iter().collect())
+        Ok(read_profile_dir(path, gpu)?.profiles)
     } else {
-        Ok(read_profiles_csv(path)?.into_iter().collect())
+        Ok(read_sourced_profiles_csv(path)?)
     }
 }
 

@@ -19,17 +19,24 @@ fn colocate_evaluates_imports_trains_and_recommends() {
     let pairs = data.join("pairs_mps100.csv");
     let splits = data.join("splits/n_occur_3");
 
-    let output = tessera(
-        &["colocate", "evaluate", "--protocol", "p3", "--splits", splits.to_str().unwrap(), "--format", "json"],
-        &store,
-    );
+    let evaluate = ["colocate", "evaluate", "--protocol", "p3", "--splits", splits.to_str().unwrap()];
+    let output = tessera(&[&evaluate[..], &["--tuned-on-test", "--format", "json"]].concat(), &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(json["protocol"], "p3");
+    assert_eq!((&json["protocol"], &json["nested"]), (&serde_json::json!("p3"), &serde_json::json!(true)));
     let policies = json["policies"].as_array().unwrap();
-    assert_eq!(policies[0]["name"], "slowdown");
-    assert_eq!(policies[0]["per_seed"].as_array().unwrap().len(), 5);
-    assert!(policies[0]["mean"].as_f64().unwrap() >= 0.95);
+    // The default model first, nested; the old way last, labelled so.
+    assert_eq!((&policies[0]["name"], &policies[0]["tuned_on_test"]), (&"slowdown".into(), &false.into()));
+    let nested = &policies[0]["scores"][0];
+    assert_eq!(nested["per_fold"].as_array().unwrap().len(), 5);
+    let tuned = policies.last().unwrap();
+    assert_eq!((&tuned["name"], &tuned["tuned_on_test"]), (&"slowdown, tuned on the test data".into(), &true.into()));
+    let kace = policies.iter().find(|p| p["name"] == "kace").unwrap();
+    let mean = |p: &serde_json::Value| p["scores"][0]["mean"].as_f64().unwrap();
+    assert!(mean(&policies[0]) > mean(kace), "{json}");
+    assert!(mean(tuned) >= mean(&policies[0]), "tuning on the answers is optimistic: {json}");
+    let coverage = policies[0]["coverage"][0]["measured"].as_f64().unwrap();
+    assert!((0.85..=0.95).contains(&coverage), "{coverage}");
 
     let system = data.join("system_metrics.csv");
     let kernels = data.join("kernel_metrics");
@@ -63,13 +70,45 @@ fn colocate_evaluates_imports_trains_and_recommends() {
     let output = tessera(&["colocate", "recommend", "--target", target, "--model", model.to_str().unwrap()], &store);
     assert!(output.status.success() && stdout(&output).contains("model kace"), "{}", stderr(&output));
 
+    // Ranked by the lower end of the interval, each group with its interval.
+    let output = tessera(
+        &["colocate", "recommend", "--target", target, "--risk", "lower", "--top", "4", "--format", "json"],
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let ranked: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let lower = |r: &serde_json::Value| r["interval_rps"][0].as_f64().unwrap();
+    let ranked = ranked.as_array().unwrap();
+    assert!(ranked.windows(2).all(|w| lower(&w[0]) >= lower(&w[1])), "{ranked:?}");
+    for r in ranked {
+        let (predicted, upper) = (r["predicted_total_rps"].as_f64().unwrap(), r["interval_rps"][1].as_f64().unwrap());
+        assert!(lower(r) <= predicted && predicted <= upper, "{r}");
+        let turns = r["alone_total_rps"].as_f64().unwrap() / 2.0;
+        assert_eq!(r["may_lose_to_time_sharing"], lower(r) < turns, "{r}");
+    }
+
+    // What to measure next: groups not measured yet.
+    let output = tessera(&["colocate", "suggest", "--budget", "3", "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let suggested: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let suggested = suggested.as_array().unwrap();
+    assert_eq!(suggested.len(), 3);
+    let measured = std::fs::read_to_string(&pairs).unwrap();
+    for s in suggested {
+        let names: Vec<&str> = s["workloads"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+        let listed = |a: &str, b: &str| measured.contains(&format!(",{a},{b},"));
+        assert!(!listed(names[0], names[1]) && !listed(names[1], names[0]), "{names:?} was measured");
+    }
+    let output = tessera(&["colocate", "suggest", "--budget", "1"], &store);
+    assert!(stdout(&output).starts_with("measure next, most useful first"), "{}", stdout(&output));
+
     fails_with(
         &["colocate", "recommend", "--target", "alexnet_batch1-inf"],
         &store,
         &["alexnet_batch1-inf", "unknown workload"],
     );
     let newer = dir.path().join("newer.json");
-    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 1", "\"version\": 9"))
+    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 2", "\"version\": 9"))
         .unwrap();
     fails_with(
         &["colocate", "recommend", "--target", target, "--model", newer.to_str().unwrap()],
@@ -90,6 +129,31 @@ fn colocate_rejects_bad_kace_files_with_one_line_errors() {
         &["pairs.csv"],
     );
     fails_with(&["colocate", "import", bad.to_str().unwrap()], &store, &["pairs.csv"]);
+}
+
+#[test]
+fn colocate_evaluates_leaving_whole_model_families_out() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    // Six workloads, each its own model family.
+    let data = synthetic_pairs(dir.path(), "six.csv", 6, 6);
+    let args = ["colocate", "evaluate", "--protocol", "lofo", "--data", data.to_str().unwrap(), "--group-sizes", "2,3"];
+    let output = tessera(&[&args[..], &["--format", "json"]].concat(), &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(json["protocol"], "lofo");
+    assert_eq!(json["folds"].as_array().unwrap().len(), 6);
+    let policies = json["policies"].as_array().unwrap();
+    assert_eq!(policies[0]["name"], "slowdown");
+    assert!(policies.iter().all(|p| p["tuned_on_test"] == false), "the tuned figures only on request");
+    let sizes: Vec<u64> =
+        policies[0]["scores"].as_array().unwrap().iter().map(|s| s["group_size"].as_u64().unwrap()).collect();
+    assert_eq!(sizes, [2, 3]);
+    let output = tessera(&args, &store);
+    let table = stdout(&output);
+    assert!(table.contains("LOFO nested, measured pairs") && !table.contains("groups of 3"), "{table}");
+    // The pairs form a ring: no three workloads were all measured together.
+    assert!(stderr(&output).contains("no group of 3 can be built from the pairs"), "{}", stderr(&output));
 }
 
 /// A KACE-format file of `pairs` measured pairs over `workloads`
@@ -194,7 +258,7 @@ fn colocate_recommend_says_what_kace_does_not_predict() {
         recommended(&data, "w0_batch1-inf", &["--model", model.to_str().unwrap(), "--format", format], &store).0
     };
     let table = ask("table");
-    assert!(table.contains("— / —") && table.contains("kace model predicts only a group's total"), "{table}");
+    assert!(table.contains("retained —") && table.contains("kace model predicts only a group's total"), "{table}");
     let json: serde_json::Value = serde_json::from_str(&ask("json")).unwrap();
     let member = &json[0]["members"][0];
     assert!(member["retained"].is_null() && member["predicted_rps"].is_null(), "{member}");

@@ -42,9 +42,34 @@ fn fixtures(dir: &Path) {
         ("latency.csv", "100,200\n300,400".into()),
         ("huge.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e12,200\n".into()),
         (
+            "onesize.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,m,2,1,1,100,10\na100-80gb,m,2,8,1,400,20\n"
+                .into(),
+        ),
+        (
+            "oomonly.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source\na100-80gb,m,1,256,5,,,out-of-memory\n"
+                .into(),
+        ),
+        (
+            "contradict.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source\n\
+             a100-80gb,m,1,8,1,100,80,measured\na100-80gb,m,7,8,1,600,13,measured\na100-80gb,m,1,8,1,,,out-of-memory\n"
+                .into(),
+        ),
+        (
             "several.csv",
             "service,model,rate_rps,latency_ms\nshop,alpha,100,5\nads,alexnet,100,100\nok,alpha,100,100\n".into(),
         ),
+        ("token", "0123456789abcdef-token\n".into()),
+        ("short-token", "short\n".into()),
+        (
+            "dead-kubeconfig",
+            "apiVersion: v1\nkind: Config\ncurrent-context: dead\nclusters:\n- name: dead\n  cluster:\n    server: http://127.0.0.1:1\n\
+             contexts:\n- name: dead\n  context:\n    cluster: dead\n    user: dead\nusers:\n- name: dead\n  user:\n    token: t\n"
+                .into(),
+        ),
+        ("imageless.csv", "service,model,rate_rps,latency_ms,args\nshop,resnet50,100,100,--batch {batch}\n".into()),
         (
             "forever.json",
             r#"{"gpu": {"memory_bytes": 1000000000, "h2d_bytes_per_s": 1e10, "d2h_bytes_per_s": 1e10, "copy_latency_ns": 0},
@@ -97,6 +122,14 @@ const CASES: &[Case] = &[
     case("plan --demo --profiles {d}/prof_data", 2, r"^error: the argument '--demo' cannot be used with '--profiles <DIR\|FILE>'$"),
     case("plan --demo --time-limit -1", 2, r"^error: invalid value '-1' for '--time-limit <SECONDS>': expected a positive number of seconds, got '-1'$"),
     case("deploy", 2, r"^error: the following required arguments were not provided:$"),
+    // Kubernetes: an API server that does not answer, a plan file that is
+    // not there, arguments without an image, conflicting agent options.
+    case("k8s inventory --kubeconfig {d}/dead-kubeconfig", 1,
+         r"^error: Kubernetes context 'dead' \(http://127\.0\.0\.1:1\): list nodes: cannot reach the API server: .*onnection refused.*$"),
+    case("k8s apply {d}/absent.json --kubeconfig {d}/dead-kubeconfig", 1, r"^error: \S*absent\.json: No such file or directory \(os error 2\)$"),
+    case("plan --demo --slo {d}/imageless.csv", 1, r"^error: \S*imageless\.csv:2: field 'args': arguments without an image$"),
+    case("k8s export {d}/absent.json", 2, r"^error: the following required arguments were not provided:$"),
+    case("agent --node a --dry-run --once", 2, r"^error: the argument '--dry-run' cannot be used with '--once'$"),
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
     case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
          r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
@@ -108,9 +141,44 @@ const CASES: &[Case] = &[
          r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms must be a non-negative number below 2\^64 ns .*, got 20000000000000$"),
     case("simulate --trace {d}/forever.json --scheduler ga --population 5", 2,
          r"^error: invalid value '5' for '--population <POPULATION>': expected a whole number above 10 .*got '5'$"),
+    // Running a schedule: a GPU index that is not one, a trace that is not there or bad.
+    case("simulate run {d}/forever.json --gpu minus-one", 2,
+         r"^error: invalid value 'minus-one' for '--gpu <INDEX>': invalid digit found in string$"),
+    case("simulate run {d}/no-trace.json --gpu 0", 1, r"^error: cannot read \S*no-trace\.json: "),
+    case("simulate run {d}/forever.json --gpu 0", 1, r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms"),
     // Colocation: a memory that is not one.
     case("colocate recommend --target w --gpu-memory-gb NaN", 2,
          r"^error: invalid value 'NaN' for '--gpu-memory-gb <GB>': expected a positive number of GB, got 'NaN'$"),
+    // The service: no token, a token too short, an address beyond this machine; a report of no plan.
+    case("serve", 1, r"^error: no API token: pass --token-file FILE or set TESSERA_TOKEN \(at least 16 characters\)$"),
+    case("serve --token-file {d}/short-token", 1, r"^error: \S*short-token: the token must be at least 16 characters \(found 5\)$"),
+    case("serve --token-file {d}/token --listen 0.0.0.0:0", 1,
+         r"^error: listen address 0\.0\.0\.0:0: not a loopback address; pass --allow-remote to listen beyond this machine$"),
+    case("report {d}/missing.json", 1, r"^error: \S*missing\.json: No such file or directory \(os error 2\)$"),
+    case("report {d}/good.csv", 1, r"^error: \S*good\.csv: not a Tessera plan: expected value at line 1 column 1$"),
+    // Colocation: a risk, a budget, a protocol's data or a group size that is not one.
+    case("colocate recommend --target w --risk high", 2, r"^error: invalid value 'high' for '--risk <RISK>'$"),
+    case("colocate suggest --budget 0", 2, r"^error: invalid value '0' for '--budget <BUDGET>': 0 is not in 1\.\.=100000$"),
+    case("colocate suggest --budget 3 --group-size 1", 2,
+         r"^error: invalid value '1' for '--group-size <GROUP_SIZE>': 1 is not in 2\.\.=8$"),
+    case("colocate evaluate --protocol lofo", 2, r"^error: the following required arguments were not provided:$"),
+    case("colocate evaluate --protocol lowo --data {d}/good.csv --group-sizes 2,7", 2,
+         r"^error: invalid value '7' for '--group-sizes <GROUP_SIZES>': 7 is not in 2\.\.=6$"),
+    // Profile completion: too few points (saying what to measure), a
+    // configuration both measured and out of memory, no profile of the GPU
+    // model, a GPU model Tessera has no MIG lattice for, no budget.
+    case("profiles complete --profiles {d}/onesize.csv --gpu a100-80gb", 1,
+         r"^error: cannot complete the profile of 'm' on a100-80gb: its measured points are all in 2g instances, and completion needs two instance sizes; measure e\.g\. 7g batch 8 x 1 proc too$"),
+    case("profiles complete --profiles {d}/oomonly.csv --gpu a100-80gb", 1,
+         r"^error: cannot complete the profile of 'm' on a100-80gb: it has no measured point; measure configurations in at least two instance sizes first, e\.g\. 1g batch 1 x 1 proc and 7g batch 8 x 1 proc$"),
+    case("profiles complete --profiles {d}/contradict.csv --gpu a100-80gb", 1,
+         r"^error: \S*contradict\.csv:4: model 'm': configuration 1g batch 8 x 1 proc already listed on line 2$"),
+    case("profiles complete --profiles {d}/onesize.csv --gpu h100-80gb", 1,
+         r"^error: no profile measured on h100-80gb to complete \(the profiles are of: a100-80gb\)$"),
+    case("profiles complete --profiles {d}/prof_data --gpu v100-32gb", 2,
+         r"^error: invalid value 'v100-32gb' for '--gpu <GPU>': unknown GPU model 'v100-32gb' \(known: .*\)$"),
+    case("profiles suggest --profiles {d}/prof_data --gpu a100-80gb --budget 0", 2,
+         r"^error: invalid value '0' for '--budget <N>': 0 is not in 1\.\.18446744073709551615$"),
     // Nothing where something is needed.
     case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
          r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),
@@ -231,7 +299,9 @@ fn every_error_class_prints_its_cause_once() {
     let column = file("column.csv", b"service,rate_rps,latency\na,1,100\n");
     assert_eq!(
         error_of(&["plan", "--demo", "--slo", &column], &store),
-        format!("error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms)")
+        format!(
+            "error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, image, args)"
+        )
     );
     let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
     assert_eq!(

@@ -165,7 +165,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     }
     let info = stdout(&tessera(&["store", "info"], &store));
     let expected = format!(
-        "store                 {s}\nschema version        4\nprofiles              2\nprofile points        9\n\
+        "store                 {s}\nschema version        5\nprofiles              2\nprofile points        9\n\
          workloads measured    4\nworkloads registered  1\ncolocations           3\nimports               2\n\
          journal entries       0\n"
     );
@@ -210,5 +210,127 @@ fn the_store_shows_and_removes_what_it_holds() {
         &["'elsewhere.csv'", "(it holds: no colocations)"],
     );
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
-    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 4, this program's\n"));
+    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 5, this program's\n"));
+}
+
+/// The arguments of a small grid for the fixture's few points.
+const SMALL_GRID: [&str; 4] = ["--batches", "1,4,8,16", "--procs", "1,2"];
+
+#[test]
+fn profiles_complete_predicts_the_rest_and_plans_on_the_conservative_ends() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = write_parvagpu_fixture(dir.path());
+    let completed = dir.path().join("completed.csv");
+    let complete = |input: &Path, output: &Path| {
+        let args = ["profiles", "complete", "--profiles", input.to_str().unwrap(), "--gpu", "a100-80gb"];
+        tessera(&[&args[..], &SMALL_GRID, &["-o", output.to_str().unwrap()]].concat(), &store)
+    };
+    let output = complete(&profiles, &completed);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let notes = stderr(&output);
+    assert!(notes.starts_with("note: completed 2 models on a100-80gb: 9 points measured, "), "{notes}");
+    assert!(notes.contains("1 configuration measured out of memory"), "{notes}");
+
+    let sourced = tessera_store::read_sourced_profiles_csv(&completed).unwrap();
+    let measured = tessera_store::read_profile_dir(&profiles, tessera_core::GpuModel::A100_80GB).unwrap().profiles;
+    for (completed, measured) in sourced.iter().zip(&measured) {
+        assert_eq!(completed.model, measured.model);
+        assert_eq!(completed.measured_profile(), measured.measured_profile(), "measured points are kept as they were");
+        assert_eq!(completed.out_of_memory(), measured.out_of_memory());
+        let predicted: Vec<_> = completed.points().iter().filter(|p| !p.is_measured()).collect();
+        assert!(!predicted.is_empty(), "{}: nothing predicted", completed.model);
+        for point in predicted {
+            let planning = point.planning_point();
+            assert!(planning.throughput_rps <= point.point.throughput_rps, "{point:?}");
+            assert!(planning.latency_ms >= point.point.latency_ms, "{point:?}");
+        }
+    }
+
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nshop,alpha,900,100\nsearch,beta,500,200\n").unwrap();
+    let plan = dir.path().join("plan.json");
+    let planned = tessera(
+        &[
+            "plan",
+            "--profiles",
+            completed.to_str().unwrap(),
+            "--slo",
+            slo.to_str().unwrap(),
+            "--format",
+            "json",
+            "-o",
+            plan.to_str().unwrap(),
+        ],
+        &store,
+    );
+    assert!(planned.status.success(), "{}", stderr(&planned));
+    let json = std::fs::read_to_string(&plan).unwrap();
+    assert!(json.contains("predicted, not measured: they are planned at the conservative ends"), "{json}");
+    let verified = tessera(
+        &["verify", plan.to_str().unwrap(), "--profiles", completed.to_str().unwrap(), "--slo", slo.to_str().unwrap()],
+        &store,
+    );
+    assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
+
+    // Completing a completed file predicts the same points again.
+    let again = dir.path().join("again.csv");
+    assert!(complete(&completed, &again).status.success());
+    assert_eq!(std::fs::read(&completed).unwrap(), std::fs::read(&again).unwrap());
+}
+
+#[test]
+fn profiles_suggest_names_unmeasured_configurations_per_model() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = write_parvagpu_fixture(dir.path());
+    let args = ["profiles", "suggest", "--profiles", profiles.to_str().unwrap(), "--gpu", "a100-80gb", "--budget", "3"];
+    let output = tessera(&[&args[..], &SMALL_GRID, &["--format", "json"]].concat(), &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(rows.len(), 6, "3 per model: {rows:?}");
+    let measured = tessera_store::read_profile_dir(&profiles, tessera_core::GpuModel::A100_80GB).unwrap().profiles;
+    for row in &rows {
+        let config = tessera_core::SegmentConfig {
+            size_gpcs: row["size_gpcs"].as_u64().unwrap() as u8,
+            batch: row["batch"].as_u64().unwrap() as u32,
+            procs: row["procs"].as_u64().unwrap() as u32,
+        };
+        let profile = measured.iter().find(|p| p.model == row["model"]).unwrap();
+        assert!(profile.points().iter().all(|p| p.point.config != config), "{row} is measured");
+        assert!(!profile.out_of_memory().contains(&config), "{row} is out of memory");
+    }
+    let table = tessera(&[&args[..], &SMALL_GRID].concat(), &store);
+    assert!(stdout(&table).contains("6 configurations to measure on a100-80gb"), "{}", stdout(&table));
+}
+
+/// A slice of `tessera bench profiles` on ParvaGPU's data: a fifth of each
+/// model's grid, one random subset and `suggest`'s, plans without a single
+/// SLO violation on the full measured profiles.
+#[test]
+fn completed_profiles_from_a_fifth_of_the_grid_plan_without_violations() {
+    let Some(parvagpu) = tessera_testkit::shared_data("parvagpu") else { return };
+    let dir = TempDir::new().unwrap();
+    let args =
+        ["bench", "profiles", "--parvagpu", parvagpu.to_str().unwrap(), "--budgets", "20", "--seeds", "1", "--wide"];
+    let output = tessera(&args, &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    // The planning table's rows: budget, subset, GPUs of scenarios 1-6,
+    // most extra, runs on the goal, SLO misses.
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|line| line.starts_with("20%"))
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|words| words.len() == 11)
+        .collect();
+    assert_eq!(rows.len(), 2, "a random subset and suggest's: {text}");
+    for words in &rows {
+        assert_eq!(words[10], "0", "SLO misses in: {words:?}");
+        assert_eq!(
+            &words[2..6],
+            ["2", "3", "5", "7"],
+            "the first four scenarios need what the full grid does: {words:?}"
+        );
+    }
 }

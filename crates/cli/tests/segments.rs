@@ -124,3 +124,29 @@ fn bad_sweeps_fail_in_one_line_and_store_nothing() {
     let store = tessera_store::Store::open(&dir.path().join("store.sqlite")).unwrap();
     assert!(store.load_catalog(None).unwrap().is_empty());
 }
+
+#[test]
+fn a_budget_measures_only_the_configurations_ranked_first_and_then_the_next() {
+    let dir = TempDir::new().unwrap();
+    let log = node(&dir);
+    register(&dir, "echo tessera:throughput=$((100 * {batch}))");
+    let sweep =
+        ["profile", "segments", "w", "--whole-gpu", "--duration", "0.2", "--procs", "1,2", "--batches", "1,2,4"];
+    let output = tessera(&[&sweep[..], &["--budget", "2"]].concat(), &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("stored 2 points of tiny-mlp on h200-141gb"), "{}", stdout(&output));
+    let first = stored_points(&dir);
+    let mps = std::fs::read_to_string(&log).unwrap();
+    assert_eq!((mps.matches("start").count(), mps.matches("quit").count()), (2, 2), "{mps}");
+    // The next budget measures other configurations of the grid.
+    let output = tessera(&[&sweep[..], &["--budget", "3"]].concat(), &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(
+        out.contains("stored 5 points of tiny-mlp on h200-141gb") && out.contains("(2 earlier points kept)"),
+        "{out}"
+    );
+    let all = stored_points(&dir);
+    assert!(first.iter().all(|point| all.contains(point)));
+    assert!(all.iter().all(|p| p.0 == 7 && [1, 2, 4].contains(&p.1) && [1, 2].contains(&p.2)), "{all:?}");
+}

@@ -180,3 +180,28 @@ fn simulate_generate_hits_the_requested_oversubscription_and_pressure_rises_with
         "{note}"
     );
 }
+
+#[test]
+fn simulate_reports_the_memory_aware_bound_and_run_needs_a_gpu() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let trace = toy_a_trace(dir.path(), 6);
+    let args = ["simulate", "--trace", trace.to_str().unwrap(), "--scheduler", "fifo", "--format", "json"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (plain, memory) = (json["lower_bound_ms"].as_f64().unwrap(), json["memory_lower_bound_ms"].as_f64().unwrap());
+    assert!(plain <= memory && memory <= json["makespan_ms"].as_f64().unwrap(), "{json}");
+    let report = dir.path().join("report.json");
+    std::fs::write(&report, &output.stdout).unwrap();
+    // This machine has no GPU (NVML is absent): said in one line, after the
+    // schedule file was read and checked.
+    let run = ["simulate", "run", trace.to_str().unwrap(), "--schedule", report.to_str().unwrap(), "--gpu", "0"];
+    fails_with(&run, &store, &["no GPU to run the schedule on"]);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"["A", "B", "C", "X"]"#).unwrap();
+    let run = ["simulate", "run", trace.to_str().unwrap(), "--schedule", bad.to_str().unwrap(), "--gpu", "0"];
+    fails_with(&run, &store, &["bad.json", "entry 3: 'X' is not a client of the trace"]);
+    std::fs::write(&bad, r#"["A", "B", "C"]"#).unwrap();
+    fails_with(&run, &store, &["bad.json", "'D' appears 0 times"]);
+}

@@ -5,12 +5,14 @@
 mod colocate;
 mod deploy;
 mod fuzz;
+mod k8s;
 mod matrix;
 mod plan;
 mod profile;
 mod profile_to_colocate;
 mod profiles;
 mod segments;
+mod serve;
 mod simulate;
 mod usage;
 mod util;

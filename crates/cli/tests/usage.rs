@@ -81,3 +81,54 @@ fn a_closed_stdout_ends_every_command_quietly() {
         assert_eq!(stderr(&output), "", "{args:?}");
     }
 }
+
+/// `-o -` is standard output, on every command that writes a file.
+#[test]
+fn a_dash_output_is_standard_output() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["plan", "--demo", "--format", "json", "-o", "-"])
+        .current_dir(dir.path())
+        .env("TESSERA_STORE", &store)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).starts_with("{\n  \"version\": 1,"), "{}", stdout(&output));
+    assert!(!dir.path().join("-").exists(), "no file named '-'");
+}
+
+/// By default what people read fits 80 columns: the plan, the simulator's
+/// summary and schedule, and the recommendations (when KACE's data is
+/// there); `--wide` lifts the limit.
+#[test]
+fn what_people_read_fits_80_columns() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let trace = dir.path().join("trace.json");
+    std::fs::write(&trace, tessera(&["simulate", "generate", "--clients", "40"], &store).stdout).unwrap();
+    let trace = trace.to_str().unwrap().to_string();
+    let mut commands: Vec<Vec<String>> = vec![
+        ["plan", "--demo"].map(String::from).to_vec(),
+        ["simulate", "--trace", &trace, "--scheduler", "fifo"].map(String::from).to_vec(),
+    ];
+    if let Some(kace) = tessera_testkit::shared_data("kace/pairs_mps100.csv") {
+        let data = kace.display().to_string();
+        let target = "bert-base-cased_batch8-inf";
+        commands.push(
+            ["colocate", "recommend", "--data", &data, "--target", target, "--group-size", "3"]
+                .map(String::from)
+                .to_vec(),
+        );
+    }
+    for args in commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        let text = stdout(&output);
+        let widest = text.lines().map(|line| line.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 80, "{args:?}: a line of {widest} characters:\n{text}");
+        let wide = stdout(&tessera(&[&args[..], &["--wide"]].concat(), &store));
+        assert!(wide.lines().map(|line| line.chars().count()).max().unwrap_or(0) >= widest, "{args:?}");
+    }
+}

@@ -24,6 +24,17 @@ pub enum ColocateError {
         /// How many there were.
         found: usize,
     },
+    /// Colocations with no pair among them (the slowdown model learns from
+    /// pairs).
+    #[error("the slowdown model learns from measured pairs, and there are none (only larger groups)")]
+    NoPairs,
+    /// Ranking by the interval's lower end with a model whose intervals
+    /// could not be calibrated.
+    #[error("ranking by the lower end needs intervals, and this model has none (calibrated on {samples} held-out colocations: too few); rank by the mean or train on more colocations")]
+    NoIntervals {
+        /// Held-out colocations the calibration had.
+        samples: usize,
+    },
     /// A workload name that is not among the known workloads.
     #[error("unknown workload '{given}' (known: {known})")]
     UnknownWorkload {
@@ -42,6 +53,15 @@ pub enum ColocateError {
         group_size: usize,
         /// Distinct candidate partners.
         candidates: usize,
+    },
+    /// A suggestion asked for no measurements.
+    #[error("the number of measurements to suggest must be at least 1")]
+    Budget,
+    /// Too many candidate groups to consider.
+    #[error("more than {limit} unmeasured candidate groups: suggest works on fewer (a smaller group size or fewer workloads)")]
+    TooManyGroups {
+        /// The most groups considered.
+        limit: u128,
     },
     /// A recommendation asked for no groups.
     #[error("the number of groups to show must be at least 1")]

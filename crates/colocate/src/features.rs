@@ -1,11 +1,16 @@
-//! Features of a colocation group and of one member in it.
+//! Features of a colocation group (KACE's) and of a workload beside one
+//! partner (the slowdown model's).
 //!
 //! Each workload contributes ten metrics: the six kernel metrics, its
 //! exclusive throughput, SM and memory utilisation, and memory footprint.
 //! KACE's group features sum each metric over the group, except the two
-//! utilisation percentages, which are averaged; they work for any K.
+//! utilisation percentages, which are averaged; they work for any K. The
+//! slowdown model sees a workload and one partner at a time, through one of
+//! three [`FeatureSet`]s, and composes partners itself.
 
 use tessera_core::{Colocation, WorkloadMetrics};
+
+use crate::gbm::Monotone;
 
 /// Metrics per workload.
 pub const METRICS: usize = 10;
@@ -68,26 +73,140 @@ pub fn group_features(group: &Colocation) -> [f64; METRICS] {
     aggregate(group.members.iter().map(|m| &m.metrics))
 }
 
-/// Number of [`member_features`].
-pub const MEMBER_FEATURES: usize = 2 * METRICS + 1;
+/// Indices of the metrics that are percentages of the device: SM, DRAM
+/// and memory throughput, SM and memory utilisation.
+const PERCENTAGES: [usize; 5] = [1, 2, 3, 7, 8];
 
-/// Features of member `index` for the slowdown model: its own metrics, the
-/// aggregate of its partners (KACE-style), and the number of partners.
-pub fn member_features(group: &Colocation, index: usize) -> [f64; MEMBER_FEATURES] {
-    let own = metrics(&group.members[index].metrics);
-    let partners = aggregate(group.members.iter().enumerate().filter(|(i, _)| *i != index).map(|(_, m)| &m.metrics));
-    let mut features = [0.0; MEMBER_FEATURES];
-    features[..METRICS].copy_from_slice(&own);
-    features[METRICS..2 * METRICS].copy_from_slice(&partners);
-    features[2 * METRICS] = (group.members.len() - 1) as f64;
-    features
+/// Number of features derived from a workload and its partner together.
+const DERIVED: usize = 7;
+
+/// Names of the derived features.
+const DERIVED_NAMES: [&str; DERIVED] = [
+    "summed SM utilisation %",
+    "summed memory throughput %",
+    "own share of SM utilisation",
+    "own share of SM throughput",
+    "own share of DRAM throughput",
+    "log threads, own over partner's",
+    "log registers, own over partner's",
+];
+
+/// How a member's slowdown may move as each derived feature grows: more
+/// demand in total never slows the member less, a larger own share of a
+/// contended resource never slows it more.
+const DERIVED_MONOTONE: [Monotone; DERIVED] = {
+    use Monotone::{Decreasing, Free, Increasing};
+    [Increasing, Increasing, Decreasing, Decreasing, Decreasing, Free, Free]
+};
+
+/// Sums, shares and ratios of `own` and its `partner`.
+fn derived(own: &WorkloadMetrics, partner: &WorkloadMetrics) -> [f64; DERIVED] {
+    let share = |a: f64, b: f64| if a + b > 0.0 { a / (a + b) } else { 0.5 };
+    let log_ratio = |a: f64, b: f64| (a.max(1.0) / b.max(1.0)).ln();
+    let (o, p) = (&own.kernel, &partner.kernel);
+    [
+        own.sm_util_pct + partner.sm_util_pct,
+        o[3] + p[3],
+        share(own.sm_util_pct, partner.sm_util_pct),
+        share(o[1], p[1]),
+        share(o[2], p[2]),
+        log_ratio(o[0], p[0]),
+        log_ratio(o[4], p[4]),
+    ]
 }
 
-/// Names of [`member_features`], for explanations.
-pub fn member_feature_names() -> Vec<String> {
-    let own = METRIC_NAMES.iter().map(|n| format!("own {n}"));
-    let partners = METRIC_NAMES.iter().map(|n| format!("partners' {n}"));
-    own.chain(partners).chain(std::iter::once("partners".to_string())).collect()
+/// How a member's slowdown may move as each of a partner's ten metrics
+/// grows: more SM, DRAM or memory throughput and more SM or memory
+/// utilisation never slow the member less; the rest are free.
+const PARTNER_MONOTONE: [Monotone; METRICS] = {
+    use Monotone::{Free, Increasing};
+    [Free, Increasing, Increasing, Increasing, Free, Free, Free, Increasing, Increasing, Free]
+};
+
+/// The most features any [`FeatureSet`] has.
+pub const MAX_FEATURES: usize = 2 * METRICS + DERIVED;
+
+/// Which features the slowdown model sees for a workload beside a partner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FeatureSet {
+    /// The ten metrics of the workload and the ten of its partner, as
+    /// measured (magnitudes included).
+    Raw,
+    /// The percentages of the device (SM, DRAM and memory throughput, SM
+    /// and memory utilisation) of both, and their sums, shares and ratios:
+    /// no magnitude (a throughput in samples/s or a thread count says as
+    /// much about batch and model size as about contention, and moves far
+    /// outside the training range on a new model).
+    Physical,
+    /// Both of the above.
+    Both,
+}
+
+impl FeatureSet {
+    /// Every feature set.
+    pub const ALL: [FeatureSet; 3] = [FeatureSet::Raw, FeatureSet::Physical, FeatureSet::Both];
+
+    /// Number of features.
+    pub fn width(self) -> usize {
+        match self {
+            FeatureSet::Raw => 2 * METRICS,
+            FeatureSet::Physical => 2 * PERCENTAGES.len() + DERIVED,
+            FeatureSet::Both => 2 * METRICS + DERIVED,
+        }
+    }
+
+    /// Writes the features of `own` beside `partner` into the front of
+    /// `out` and returns them.
+    pub fn write<'a>(
+        self,
+        own: &WorkloadMetrics,
+        partner: &WorkloadMetrics,
+        out: &'a mut [f64; MAX_FEATURES],
+    ) -> &'a [f64] {
+        let (own, partner, derived) = (metrics(own), metrics(partner), derived(own, partner));
+        let metrics = match self {
+            FeatureSet::Raw | FeatureSet::Both => {
+                out[..METRICS].copy_from_slice(&own);
+                out[METRICS..2 * METRICS].copy_from_slice(&partner);
+                2 * METRICS
+            }
+            FeatureSet::Physical => {
+                for (i, &m) in PERCENTAGES.iter().enumerate() {
+                    (out[i], out[PERCENTAGES.len() + i]) = (own[m], partner[m]);
+                }
+                2 * PERCENTAGES.len()
+            }
+        };
+        if self != FeatureSet::Raw {
+            out[metrics..metrics + DERIVED].copy_from_slice(&derived);
+        }
+        &out[..self.width()]
+    }
+
+    /// The features' names, in order.
+    pub fn names(self) -> Vec<String> {
+        let chosen: Vec<usize> = match self {
+            FeatureSet::Raw | FeatureSet::Both => (0..METRICS).collect(),
+            FeatureSet::Physical => PERCENTAGES.to_vec(),
+        };
+        let own = chosen.iter().map(|&m| format!("own {}", METRIC_NAMES[m]));
+        let partner = chosen.iter().map(|&m| format!("partner's {}", METRIC_NAMES[m]));
+        let derived = DERIVED_NAMES.iter().filter(|_| self != FeatureSet::Raw).map(|n| n.to_string());
+        own.chain(partner).chain(derived).collect()
+    }
+
+    /// How the slowdown may move as each feature grows.
+    pub fn monotone(self) -> Vec<Monotone> {
+        let chosen: Vec<usize> = match self {
+            FeatureSet::Raw | FeatureSet::Both => (0..METRICS).collect(),
+            FeatureSet::Physical => PERCENTAGES.to_vec(),
+        };
+        let own = chosen.iter().map(|_| Monotone::Free);
+        let partner = chosen.iter().map(|&m| PARTNER_MONOTONE[m]);
+        let derived = DERIVED_MONOTONE.iter().copied().filter(|_| self != FeatureSet::Raw);
+        own.chain(partner).chain(derived).collect()
+    }
 }
 
 #[cfg(test)]
@@ -127,10 +246,28 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn member_features_see_own_and_partner_metrics() {
-        let group = pair(workload("a", 100.0, 40.0, 10.0, 2.0), 50.0, workload("b", 60.0, 80.0, 30.0, 3.0), 30.0);
-        let f = member_features(&group, 1);
-        assert_eq!(f.len(), member_feature_names().len());
-        assert_eq!((f[6], f[16], f[20]), (60.0, 100.0, 1.0));
+    fn feature_sets_see_own_and_partner_metrics() {
+        let (a, b) = (workload("a", 100.0, 40.0, 10.0, 2.0), workload("b", 60.0, 80.0, 30.0, 3.0));
+        let mut buffer = [0.0; MAX_FEATURES];
+        for set in FeatureSet::ALL {
+            let f = set.write(&a, &b, &mut buffer).to_vec();
+            assert_eq!((f.len(), set.names().len(), set.monotone().len()), (set.width(), set.width(), set.width()));
+            assert!(f.iter().all(|v| v.is_finite()), "{set:?}: {f:?}");
+        }
+        let raw = FeatureSet::Raw.write(&a, &b, &mut buffer);
+        assert_eq!((raw[6], raw[16]), (100.0, 60.0), "own, then the partner's exclusive throughput");
+        let physical = FeatureSet::Physical.write(&a, &b, &mut buffer);
+        assert_eq!((physical[3], physical[8]), (40.0, 80.0), "own, then the partner's SM utilisation");
+        assert_eq!(physical[10], 120.0, "summed SM utilisation");
+        assert!((physical[12] - 1.0 / 3.0).abs() < 1e-12, "own share of SM utilisation");
+        let both = FeatureSet::Both.write(&a, &b, &mut buffer).to_vec();
+        assert_eq!(both[..20], FeatureSet::Raw.write(&a, &b, &mut buffer)[..]);
+        // The partner's SM throughput may only slow the member more.
+        let names = FeatureSet::Both.names();
+        let monotone = FeatureSet::Both.monotone();
+        let at = |name: &str| monotone[names.iter().position(|n| n == name).unwrap()];
+        assert_eq!(at("partner's SM throughput %"), Monotone::Increasing);
+        assert_eq!(at("own share of SM utilisation"), Monotone::Decreasing);
+        assert_eq!(at("own exclusive throughput"), Monotone::Free);
     }
 }

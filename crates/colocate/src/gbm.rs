@@ -3,7 +3,11 @@
 //!
 //! Each tree is grown by exact greedy search over every feature's sorted
 //! distinct values; trees are stored as flat node arrays so prediction is a
-//! loop with no allocation. Fitting is bit-for-bit deterministic for a given
+//! loop with no allocation. A feature may be constrained to move the
+//! prediction one way only ([`Monotone`]): a split on it is kept only when
+//! its children's values are ordered that way, and the children's subtrees
+//! are bounded by the midpoint of those values, so every tree, and hence
+//! their sum, is monotone in that feature. Fitting is bit-for-bit deterministic for a given
 //! input and [`GbmParams`] (row subsampling uses [`SplitMix64`] seeded from
 //! `seed` and the tree's index).
 
@@ -50,6 +54,17 @@ impl Default for GbmParams {
             seed: 0,
         }
     }
+}
+
+/// How the prediction may move as one feature grows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Monotone {
+    /// No constraint.
+    Free,
+    /// Never decreases as the feature grows.
+    Increasing,
+    /// Never increases as the feature grows.
+    Decreasing,
 }
 
 /// One node of a flat tree; children always come after their parent.
@@ -200,7 +215,14 @@ impl Gbm {
     ///
     /// Only on programmer error: if `x` is empty, if its rows differ in
     /// length, or if `y.len() != x.len()`.
+    #[cfg(test)]
     pub fn fit(x: &[Vec<f64>], y: &[f64], params: &GbmParams) -> Gbm {
+        Gbm::fit_monotone(x, y, params, &[])
+    }
+
+    /// Fits like [`Gbm::fit`], keeping the prediction monotone in feature
+    /// `f` as `monotone[f]` says (features beyond `monotone` are free).
+    pub fn fit_monotone(x: &[Vec<f64>], y: &[f64], params: &GbmParams, monotone: &[Monotone]) -> Gbm {
         assert!(!x.is_empty(), "Gbm::fit: no training rows");
         assert_eq!(x.len(), y.len(), "Gbm::fit: x and y differ in length");
         let features = x[0].len();
@@ -223,8 +245,13 @@ impl Gbm {
         } else {
             ((params.subsample * n as f64).round() as usize).clamp(1, n)
         };
-        let grower =
-            Grower { x, max_depth: params.max_depth, min_leaf: params.min_samples_leaf.max(1), l2: params.l2.max(0.0) };
+        let grower = Grower {
+            x,
+            max_depth: params.max_depth,
+            min_leaf: params.min_samples_leaf.max(1),
+            l2: params.l2.max(0.0),
+            monotone,
+        };
         let mut in_sample = vec![true; n];
         let mut trees = Vec::with_capacity(params.trees);
         for t in 0..params.trees {
@@ -238,7 +265,7 @@ impl Gbm {
             };
             let rows: Vec<usize> = (0..n).filter(|&i| in_sample[i]).collect();
             let mut nodes = Vec::new();
-            grower.grow(&mut nodes, &residual, rows, node_rows, 0);
+            grower.grow(&mut nodes, &residual, rows, node_rows, 0, (f64::NEG_INFINITY, f64::INFINITY));
             let tree = Tree { nodes };
             for (r, row) in residual.iter_mut().zip(x) {
                 *r -= params.learning_rate * tree.predict(row);
@@ -305,6 +332,8 @@ struct Split {
     feature: usize,
     threshold: f64,
     gain: f64,
+    /// The children's (bounded) leaf values.
+    values: (f64, f64),
 }
 
 /// Grows one tree on the current residuals.
@@ -313,12 +342,23 @@ struct Grower<'a> {
     max_depth: usize,
     min_leaf: usize,
     l2: f64,
+    monotone: &'a [Monotone],
 }
 
 impl Grower<'_> {
+    /// A leaf's value over `count` rows whose residuals sum to `sum`, within
+    /// `bounds`.
+    fn leaf_value(&self, sum: f64, count: usize, bounds: (f64, f64)) -> f64 {
+        (sum / (count as f64 + self.l2)).clamp(bounds.0, bounds.1)
+    }
+
+    fn monotone(&self, feature: usize) -> Monotone {
+        self.monotone.get(feature).copied().unwrap_or(Monotone::Free)
+    }
+
     /// Appends the subtree over `rows` (ascending row indices) to `nodes`
     /// and returns its root's index; `sorted[f]` holds the same rows ordered
-    /// by feature `f`.
+    /// by feature `f`; every leaf value lies within `bounds`.
     fn grow(
         &self,
         nodes: &mut Vec<Node>,
@@ -326,17 +366,25 @@ impl Grower<'_> {
         rows: Vec<usize>,
         sorted: Vec<Vec<usize>>,
         depth: usize,
+        bounds: (f64, f64),
     ) -> usize {
         let sum: f64 = rows.iter().map(|&i| residual[i]).sum();
         let here = nodes.len();
         let split = if depth < self.max_depth && rows.len() >= 2 * self.min_leaf {
-            self.best_split(residual, &rows, &sorted, sum)
+            self.best_split(residual, &rows, &sorted, sum, bounds)
         } else {
             None
         };
         let Some(split) = split else {
-            nodes.push(Node::Leaf { value: sum / (rows.len() as f64 + self.l2), rows: rows.len() });
+            nodes.push(Node::Leaf { value: self.leaf_value(sum, rows.len(), bounds), rows: rows.len() });
             return here;
+        };
+        // A monotone split bounds each side by the midpoint of their values.
+        let middle = 0.5 * (split.values.0 + split.values.1);
+        let (left_bounds, right_bounds) = match self.monotone(split.feature) {
+            Monotone::Free => (bounds, bounds),
+            Monotone::Increasing => ((bounds.0, middle), (middle, bounds.1)),
+            Monotone::Decreasing => ((middle, bounds.1), (bounds.0, middle)),
         };
         let (f, t) = (split.feature, split.threshold);
         let goes_left = |i: &usize| self.x[*i][f] <= t;
@@ -345,8 +393,8 @@ impl Grower<'_> {
             sorted.iter().map(|idx| idx.iter().copied().partition::<Vec<usize>, _>(goes_left)).unzip();
         // Placeholder, patched once the children's indices are known.
         nodes.push(Node::Leaf { value: 0.0, rows: 0 });
-        let left = self.grow(nodes, residual, left_rows, left_sorted, depth + 1);
-        let right = self.grow(nodes, residual, right_rows, right_sorted, depth + 1);
+        let left = self.grow(nodes, residual, left_rows, left_sorted, depth + 1, left_bounds);
+        let right = self.grow(nodes, residual, right_rows, right_sorted, depth + 1, right_bounds);
         nodes[here] = Node::Split { feature: f, threshold: t, left, right, gain: split.gain };
         here
     }
@@ -357,14 +405,23 @@ impl Grower<'_> {
     /// `min_leaf` rows on each side. Ties go to the first feature, then to
     /// the lowest threshold. `None` when no split gains more than `1e-12`
     /// times the node's sum of squared residuals (which absorbs rounding
-    /// noise when the residuals are constant).
-    fn best_split(&self, residual: &[f64], rows: &[usize], sorted: &[Vec<usize>], sum: f64) -> Option<Split> {
+    /// noise when the residuals are constant). On a monotone feature a split
+    /// whose children's bounded values are ordered the wrong way is skipped.
+    fn best_split(
+        &self,
+        residual: &[f64],
+        rows: &[usize],
+        sorted: &[Vec<usize>],
+        sum: f64,
+        bounds: (f64, f64),
+    ) -> Option<Split> {
         let n = rows.len();
         let parent = sum * sum / n as f64;
         let sum_sq: f64 = rows.iter().map(|&i| residual[i] * residual[i]).sum();
         let mut best: Option<Split> = None;
         let mut best_gain = 1e-12 * sum_sq;
         for (f, idx) in sorted.iter().enumerate() {
+            let monotone = self.monotone(f);
             let mut left_sum = 0.0;
             for k in 0..n - 1 {
                 left_sum += residual[idx[k]];
@@ -381,9 +438,18 @@ impl Grower<'_> {
                 }
                 let right_sum = sum - left_sum;
                 let gain = left_sum * left_sum / nl as f64 + right_sum * right_sum / nr as f64 - parent;
-                if gain > best_gain {
+                if gain <= best_gain {
+                    continue;
+                }
+                let values = (self.leaf_value(left_sum, nl, bounds), self.leaf_value(right_sum, nr, bounds));
+                let ordered = match monotone {
+                    Monotone::Free => true,
+                    Monotone::Increasing => values.0 <= values.1,
+                    Monotone::Decreasing => values.0 >= values.1,
+                };
+                if ordered {
                     best_gain = gain;
-                    best = Some(Split { feature: f, threshold: midpoint(a, b), gain });
+                    best = Some(Split { feature: f, threshold: midpoint(a, b), gain, values });
                 }
             }
         }
@@ -597,6 +663,38 @@ mod tests {
         assert_eq!(top, 2, "{gains:?}");
         // x0 matters too, more than any pure-noise feature.
         assert!([1, 3, 4, 5].iter().all(|&f| gains[0] > gains[f]), "{gains:?}");
+    }
+
+    #[test]
+    fn monotone_constraints_hold_everywhere_and_cost_little_where_true() {
+        // y rises with x0 but with a dip, falls with x1, and x2 is free.
+        let x = rows(300, 3, 13);
+        let y: Vec<f64> = x.iter().map(|r| r[0] + 0.4 * (6.0 * r[0]).sin() - r[1] + r[2] * r[2]).collect();
+        let params = GbmParams { trees: 120, max_depth: 3, learning_rate: 0.1, ..GbmParams::default() };
+        let monotone = [Monotone::Increasing, Monotone::Decreasing];
+        let constrained = Gbm::fit_monotone(&x, &y, &params, &monotone);
+        let free = Gbm::fit(&x, &y, &params);
+        let grid: Vec<f64> = (0..=40).map(|i| -1.0 + 0.05 * f64::from(i)).collect();
+        let mut free_violations = 0;
+        for probe in rows(40, 3, 14) {
+            for (feature, sign) in [(0, 1.0), (1, -1.0)] {
+                let along = |model: &Gbm| -> Vec<f64> {
+                    grid.iter()
+                        .map(|&v| {
+                            let mut row = probe.clone();
+                            row[feature] = v;
+                            model.predict(&row)
+                        })
+                        .collect()
+                };
+                let values = along(&constrained);
+                assert!(values.windows(2).all(|w| sign * (w[1] - w[0]) >= -1e-12), "feature {feature}: {values:?}");
+                free_violations += along(&free).windows(2).filter(|w| sign * (w[1] - w[0]) < -1e-12).count();
+            }
+        }
+        assert!(free_violations > 0, "the dip makes the free model non-monotone somewhere");
+        // Constrained, the fit is still far better than the mean.
+        assert!(mse(&constrained, &x, &y) < 0.2 * variance(&y), "{}", mse(&constrained, &x, &y));
     }
 
     #[test]

@@ -1,35 +1,42 @@
 //! Which workloads to put together under MPS, and how much throughput each
-//! keeps: KACE's pair features and least squares, a per-workload slowdown
-//! model, rule baselines, and the evaluation protocols of KACE's paper.
+//! keeps: KACE's group features and least squares, the slowdown model
+//! (monotone trees on a workload beside one partner, delays added over a
+//! group, an ensemble chosen on inner folds), rule baselines, KACE's
+//! protocols and leave-one-model-family-out, nested; prediction intervals,
+//! risk-aware ranking, and which colocations to measure next.
 //!
-//! Invariant: no I/O, no global state; deterministic for a given seed.
+//! Invariant: no I/O, no global state; deterministic for a given seed (the
+//! evaluation trains folds on threads, whose results do not depend on
+//! their order).
 
 mod error;
 mod evaluate;
 mod features;
 mod gbm;
+mod groups;
 mod linear;
 mod model_file;
 mod models;
+mod plot;
+mod range;
 mod recommend;
+mod rules;
+mod selection;
+mod suggest;
 
 pub use error::ColocateError;
-pub use evaluate::{lowo, p3, Policy, PolicyScores, Split};
-pub use gbm::GbmParams;
-pub use model_file::{ModelFile, TrainedModel};
-pub use models::ThroughputModel;
-pub use recommend::{recommend, Query, Recommendation, Search, BEAM_WIDTH};
-
-/// The slowdown model's default hyper-parameters, chosen by a small grid
-/// (trees 80–600, depth 2–4, learning rate 0.03–0.2, leaf size 1–4, L2 0–1)
-/// on KACE's P3 and LOWO protocols, preferring fewer trees (faster scoring)
-/// among settings that do well on both.
-pub const DEFAULT_SLOWDOWN: gbm::GbmParams = gbm::GbmParams {
-    trees: 80,
-    max_depth: 3,
-    learning_rate: 0.2,
-    min_samples_leaf: 1,
-    subsample: 1.0,
-    l2: 1.0,
-    seed: 0,
-};
+pub use evaluate::{evaluate, grouped_folds, holdout_folds, p3_folds, row_folds, tuned_on_test, workloads};
+pub use evaluate::{Coverage, Fold, GroupScores, Policy, PolicyScores, Protocol, Split};
+pub use features::FeatureSet;
+pub use gbm::{GbmParams, Monotone};
+pub use groups::{build_groups, compose_slowdowns, Composition};
+pub use model_file::{FittedModel, ModelFile, ModelKind, TrainedModel, MODEL_FILE_VERSION};
+pub use models::{Driver, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
+pub use plot::learning_curve_svg;
+pub use range::{OutOfRange, TrainingRange, RANGE_TOLERANCE};
+pub use recommend::{recommend, recommend_trained, Query, Ranking, Recommendation, Risk, RuleFallback, Search};
+pub use recommend::{BEAM_WIDTH, EXHAUSTIVE_MAX_GROUPS};
+pub use rules::Rule;
+pub use selection::{grid, select_kace, select_slowdown, Calibration, ConfigScore, Fallback, Selection};
+pub use selection::{AVERAGED, FALLBACK_GROUP_SIZES, INNER_ROW_FOLDS, INTERVAL_LEVEL};
+pub use suggest::{learning_curve, suggest, CurvePoint, SuggestQuery, Suggestion};

@@ -1,14 +1,20 @@
-//! Trained models as a versioned JSON document.
+//! Trained models, with what their training decided, as a versioned JSON
+//! document.
 
 use serde::{Deserialize, Serialize};
-use tessera_core::Colocation;
+use tessera_core::{Colocation, WorkloadMetrics};
 
 use crate::error::ColocateError;
-use crate::gbm::GbmParams;
+use crate::evaluate::Protocol;
 use crate::models::{KaceModel, SlowdownModel, ThroughputModel};
+use crate::range::TrainingRange;
+use crate::rules::Rule;
+use crate::selection::{select_kace, select_slowdown, Selection};
 
-/// The format version this build writes and reads.
-pub const MODEL_FILE_VERSION: u32 = 1;
+/// The format version this build writes and reads (2: the slowdown model
+/// composes pair slowdowns; every model carries its selection, intervals,
+/// training range and fallback rule).
+pub const MODEL_FILE_VERSION: u32 = 2;
 
 /// The format's name, written in every file.
 const FORMAT: &str = "tessera-colocation-model";
@@ -16,43 +22,92 @@ const FORMAT: &str = "tessera-colocation-model";
 /// Fewest colocations a model is trained on.
 pub const MIN_TRAINING_ROWS: usize = 3;
 
-/// A trained model of either kind.
+/// The kinds of model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// The slowdown model ([`SlowdownModel`]).
+    Slowdown,
+    /// KACE's least squares ([`KaceModel`]).
+    Kace,
+}
+
+/// A fitted model of either kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum TrainedModel {
+pub enum FittedModel {
     /// KACE's least squares.
     Kace(KaceModel),
     /// The slowdown model.
     Slowdown(SlowdownModel),
 }
 
+/// A model, what its training decided, and what it was trained on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrainedModel {
+    /// The model.
+    pub model: FittedModel,
+    /// Configurations, fallback rule and intervals, chosen on inner folds
+    /// of the training rows.
+    pub selection: Selection,
+    /// The training workloads' range.
+    pub range: TrainingRange,
+}
+
 impl TrainedModel {
-    /// Trains KACE's model on `rows`.
-    pub fn kace(rows: &[Colocation]) -> Result<Self, ColocateError> {
-        enough(rows)?;
-        Ok(TrainedModel::Kace(KaceModel::fit(rows)))
+    /// Trains a model of `kind` on `rows`, choosing what it chooses with
+    /// inner folds of `inner` (LOFO for a model meant for new workloads).
+    pub fn train(kind: ModelKind, rows: &[Colocation], inner: Protocol, seed: u64) -> Result<Self, ColocateError> {
+        if rows.len() < MIN_TRAINING_ROWS {
+            return Err(ColocateError::NotEnoughData { needed: MIN_TRAINING_ROWS, found: rows.len() });
+        }
+        let (model, selection) = match kind {
+            ModelKind::Kace => (FittedModel::Kace(KaceModel::fit(rows)), select_kace(rows, inner, seed)),
+            ModelKind::Slowdown => {
+                let selection = select_slowdown(rows, inner, seed);
+                let model = SlowdownModel::fit(rows, &selection.chosen).ok_or(ColocateError::NoPairs)?;
+                (FittedModel::Slowdown(model), selection)
+            }
+        };
+        Ok(TrainedModel { model, selection, range: TrainingRange::new(rows) })
     }
 
-    /// Trains the slowdown model on `rows`.
-    pub fn slowdown(rows: &[Colocation], params: &GbmParams) -> Result<Self, ColocateError> {
-        enough(rows)?;
-        Ok(TrainedModel::Slowdown(SlowdownModel::fit(rows, params)))
+    /// Trains KACE's model on `rows` (inner LOFO folds for its intervals).
+    pub fn kace(rows: &[Colocation]) -> Result<Self, ColocateError> {
+        TrainedModel::train(ModelKind::Kace, rows, Protocol::Lofo, 0)
+    }
+
+    /// Trains the slowdown model on `rows` (inner LOFO folds).
+    pub fn slowdown(rows: &[Colocation], seed: u64) -> Result<Self, ColocateError> {
+        TrainedModel::train(ModelKind::Slowdown, rows, Protocol::Lofo, seed)
     }
 
     /// The model as a trait object.
     pub fn as_model(&self) -> &dyn ThroughputModel {
-        match self {
-            TrainedModel::Kace(model) => model,
-            TrainedModel::Slowdown(model) => model,
+        match &self.model {
+            FittedModel::Kace(model) => model,
+            FittedModel::Slowdown(model) => model,
         }
     }
-}
 
-fn enough(rows: &[Colocation]) -> Result<(), ColocateError> {
-    if rows.len() < MIN_TRAINING_ROWS {
-        return Err(ColocateError::NotEnoughData { needed: MIN_TRAINING_ROWS, found: rows.len() });
+    /// The interval around the predicted total of `group` (samples/s) at
+    /// the calibrated level.
+    pub fn interval(&self, group: &Colocation) -> (f64, f64) {
+        let model = self.as_model();
+        self.selection.calibration.interval(model.predict_total(group), model.spread(group))
     }
-    Ok(())
+
+    /// The rule to choose groups of `group_size` for `target` by instead
+    /// of the model: when `target` lies outside the training range (see
+    /// [`TrainingRange::check`]) and the inner folds found a rule better
+    /// than the model for such targets at that group size (the largest
+    /// size decided for larger groups). `None` for KACE, which has no
+    /// fallback.
+    pub fn fallback_for(&self, target: &WorkloadMetrics, group_size: usize) -> Option<Rule> {
+        self.range.check(target)?;
+        let decided = self.selection.fallbacks.iter().take_while(|f| f.group_size <= group_size).last()?;
+        decided.rule
+    }
 }
 
 /// The document: format, version, how much data trained it, the model.
@@ -99,6 +154,7 @@ impl ModelFile {
 mod tests {
     use super::*;
     use crate::features::tests::{pair, workload};
+    use crate::selection::Fallback;
 
     fn rows() -> Vec<Colocation> {
         (0..6)
@@ -117,12 +173,13 @@ mod tests {
     #[test]
     fn round_trips_both_kinds_with_identical_predictions() {
         let rows = rows();
-        for model in [TrainedModel::kace(&rows).unwrap(), TrainedModel::slowdown(&rows, &GbmParams::default()).unwrap()]
-        {
+        for model in [TrainedModel::kace(&rows).unwrap(), TrainedModel::slowdown(&rows, 0).unwrap()] {
             let file = ModelFile::new(model, rows.len());
             let back = ModelFile::from_json(&file.to_json()).unwrap();
+            assert_eq!(back, file);
             for group in &rows {
                 assert_eq!(back.model.as_model().predict_total(group), file.model.as_model().predict_total(group));
+                assert_eq!(back.model.interval(group), file.model.interval(group));
             }
         }
     }
@@ -130,10 +187,40 @@ mod tests {
     #[test]
     fn refuses_other_versions_and_formats() {
         let file = ModelFile::new(TrainedModel::kace(&rows()).unwrap(), 6);
-        let newer = file.to_json().replace("\"version\": 1", "\"version\": 2");
-        assert_eq!(ModelFile::from_json(&newer).unwrap_err(), ColocateError::ModelVersion { found: 2, supported: 1 });
+        let older = file.to_json().replace("\"version\": 2", "\"version\": 1");
+        assert_eq!(ModelFile::from_json(&older).unwrap_err(), ColocateError::ModelVersion { found: 1, supported: 2 });
         assert!(matches!(ModelFile::from_json("{}"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(ModelFile::from_json("not json"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(TrainedModel::kace(&rows()[..2]), Err(ColocateError::NotEnoughData { .. })));
+    }
+
+    #[test]
+    fn a_workload_far_outside_the_training_range_falls_back_to_the_rule() {
+        let rows = rows();
+        let model = TrainedModel::slowdown(&rows, 0).unwrap();
+        let inside = &rows[2].members[0].metrics;
+        assert_eq!(model.fallback_for(inside, 2), None);
+        let mut huge = inside.clone();
+        huge.memory_gb = 60.0;
+        assert_eq!(model.range.check(&huge).map(|o| o.metric), Some("memory footprint GB"));
+        let mut decided = model.clone();
+        decided.selection.fallbacks = vec![
+            Fallback {
+                group_size: 2,
+                rule: Some(Rule::HighestSmThroughput),
+                targets: 3,
+                model_score: 0.8,
+                rule_score: 0.9,
+            },
+            Fallback { group_size: 3, rule: None, targets: 3, model_score: 0.9, rule_score: 0.8 },
+        ];
+        assert_eq!(decided.fallback_for(&huge, 2), Some(Rule::HighestSmThroughput));
+        assert_eq!((decided.fallback_for(&huge, 3), decided.fallback_for(&huge, 5)), (None, None));
+        assert_eq!(decided.fallback_for(inside, 2), None, "inside the range the model chooses");
+        // Just beyond the range, within the tolerance, is still inside.
+        let mut near = inside.clone();
+        near.memory_gb = 6.0 + 0.05 * 5.0;
+        assert_eq!(decided.fallback_for(&near, 2), None);
+        assert!(TrainedModel::kace(&rows).unwrap().selection.fallbacks.is_empty(), "KACE has no fallback");
     }
 }

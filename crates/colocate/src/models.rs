@@ -1,9 +1,13 @@
 //! Throughput models of a colocation group, behind one trait.
 
-use tessera_core::Colocation;
+use std::cell::OnceCell;
+use std::collections::HashMap;
 
-use crate::features::{group_features, member_feature_names, member_features, METRIC_NAMES};
+use tessera_core::{Colocation, WorkloadMetrics};
+
+use crate::features::{group_features, FeatureSet, MAX_FEATURES, METRIC_NAMES};
 use crate::gbm::{Gbm, GbmParams};
+use crate::groups::compose_slowdowns;
 use crate::linear::{least_squares, mean_and_std, LinearFit, Standardizer};
 
 /// A feature that drove a prediction, for people.
@@ -34,6 +38,20 @@ pub trait ThroughputModel {
 
     /// The `top` features that drove the prediction for `group`.
     fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver>;
+
+    /// How much the model's own parts disagree on `group` (the standard
+    /// deviation of their log totals); 0 (the default) for a model of one
+    /// part.
+    fn spread(&self, _group: &Colocation) -> f64 {
+        0.0
+    }
+
+    /// The same model, faster on groups of `pool`'s workloads (which it
+    /// may assume do not change); `None` (the default) when it would not
+    /// be faster.
+    fn for_pool<'a>(&'a self, _pool: &'a [WorkloadMetrics]) -> Option<Box<dyn ThroughputModel + 'a>> {
+        None
+    }
 }
 
 /// The `top` entries by absolute weight.
@@ -97,38 +115,155 @@ impl ThroughputModel for KaceModel {
     }
 }
 
-/// The slowdown model: each member's retained fraction (colocated /
-/// exclusive throughput) from its own metrics and its partners', by
-/// gradient-boosted trees; the group keeps Σ exclusive × fraction. Works for
-/// any group size.
+/// One configuration of the slowdown model: the features its trees see
+/// and their hyper-parameters.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SlowdownConfig {
+    /// The features.
+    pub features: FeatureSet,
+    /// The trees' hyper-parameters.
+    pub params: GbmParams,
+}
+
+/// One fitted configuration of the ensemble.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct SlowdownModel {
+struct Fitted {
+    features: FeatureSet,
     gbm: Gbm,
 }
 
+/// The slowdown model: how much longer each workload takes per sample
+/// beside one partner than alone, learned from measured pairs by monotone
+/// gradient-boosted trees (the log of the slowdown, so that halving and
+/// doubling weigh the same), averaged over an ensemble of configurations.
+/// A member of a larger group composes its slowdowns beside each partner by
+/// adding the delays ([`compose_slowdowns`]); it keeps `1 / slowdown` of
+/// its throughput, and the group keeps Σ exclusive × that.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SlowdownModel {
+    ensemble: Vec<Fitted>,
+}
+
 impl SlowdownModel {
-    /// Fits on measured groups: one sample per member.
-    pub fn fit(rows: &[Colocation], params: &GbmParams) -> Self {
-        let mut x = Vec::new();
-        let mut y = Vec::new();
-        for group in rows {
-            for (index, member) in group.members.iter().enumerate() {
-                x.push(member_features(group, index).to_vec());
-                y.push(member.retained_fraction());
+    /// Fits one model per configuration on the measured pairs of `rows`
+    /// (larger groups are not used: their members' pair slowdowns are not
+    /// known apart); `None` when `rows` hold no pair or `configs` is empty.
+    pub fn fit(rows: &[Colocation], configs: &[SlowdownConfig]) -> Option<Self> {
+        let pairs: Vec<(&WorkloadMetrics, &WorkloadMetrics, f64)> = rows
+            .iter()
+            .filter(|g| g.members.len() == 2)
+            .flat_map(|g| {
+                let [a, b] = [&g.members[0], &g.members[1]];
+                [(&a.metrics, &b.metrics, a.retained_fraction()), (&b.metrics, &a.metrics, b.retained_fraction())]
+            })
+            .filter(|(_, _, fraction)| fraction.is_finite() && *fraction > 0.0)
+            .collect();
+        if pairs.is_empty() || configs.is_empty() {
+            return None;
+        }
+        let y: Vec<f64> = pairs.iter().map(|(_, _, fraction)| -fraction.ln()).collect();
+        let mut buffer = [0.0; MAX_FEATURES];
+        let ensemble = configs
+            .iter()
+            .map(|config| {
+                let x: Vec<Vec<f64>> = pairs
+                    .iter()
+                    .map(|(own, partner, _)| config.features.write(own, partner, &mut buffer).to_vec())
+                    .collect();
+                let gbm = Gbm::fit_monotone(&x, &y, &config.params, &config.features.monotone());
+                Fitted { features: config.features, gbm }
+            })
+            .collect();
+        Some(SlowdownModel { ensemble })
+    }
+
+    /// Each ensemble member's log slowdown of `own` beside `partner`.
+    fn log_slowdowns<'a>(
+        &'a self,
+        own: &'a WorkloadMetrics,
+        partner: &'a WorkloadMetrics,
+    ) -> impl Iterator<Item = f64> + 'a {
+        let mut buffer = [0.0; MAX_FEATURES];
+        self.ensemble.iter().map(move |fitted| fitted.gbm.predict(fitted.features.write(own, partner, &mut buffer)))
+    }
+
+    /// Each ensemble member's predicted throughput of each member of
+    /// `group`, samples/s: `[configuration][member]`.
+    pub fn member_predictions(&self, group: &Colocation) -> Vec<Vec<f64>> {
+        self.compose(group, |i, j, out| {
+            let (own, partner) = (&group.members[i].metrics, &group.members[j].metrics);
+            for (slot, log) in out.iter_mut().zip(self.log_slowdowns(own, partner)) {
+                *slot = log;
+            }
+        })
+    }
+
+    /// Each ensemble member's throughput of each member of `group` from
+    /// `log_slowdowns(i, j, out)`, which writes each ensemble member's log
+    /// slowdown of member `i` beside member `j` into `out`.
+    fn compose(&self, group: &Colocation, log_slowdowns: impl Fn(usize, usize, &mut [f64])) -> Vec<Vec<f64>> {
+        let (members, size) = (&group.members, self.ensemble.len());
+        let mut logs = vec![0.0; size];
+        // slowdowns[e][partner] for the member at hand.
+        let mut slowdowns = vec![Vec::with_capacity(members.len()); size];
+        let mut predictions = vec![Vec::with_capacity(members.len()); size];
+        for (i, own) in members.iter().enumerate() {
+            slowdowns.iter_mut().for_each(Vec::clear);
+            for j in (0..members.len()).filter(|&j| j != i) {
+                log_slowdowns(i, j, &mut logs);
+                for (list, log) in slowdowns.iter_mut().zip(&logs) {
+                    list.push(log.exp());
+                }
+            }
+            for (prediction, list) in predictions.iter_mut().zip(&slowdowns) {
+                prediction.push(own.metrics.exclusive_rps / compose_slowdowns(list.iter().copied()));
             }
         }
-        SlowdownModel { gbm: Gbm::fit(&x, &y, params) }
+        predictions
     }
 
-    /// Predicted retained fraction of each member (never negative).
-    pub fn predict_fractions(&self, group: &Colocation) -> Vec<f64> {
-        (0..group.members.len()).map(|i| self.gbm.predict(&member_features(group, i)).max(0.0)).collect()
+    /// Each ensemble member's predicted summed throughput of `group`,
+    /// samples/s.
+    pub fn ensemble_totals(&self, group: &Colocation) -> Vec<f64> {
+        if let [a, b] = group.members.as_slice() {
+            // Pairs, the hot loop of partner ranking: no allocation per
+            // member.
+            let ab = self.log_slowdowns(&a.metrics, &b.metrics);
+            let ba = self.log_slowdowns(&b.metrics, &a.metrics);
+            return ab
+                .zip(ba)
+                .map(|(ab, ba)| a.metrics.exclusive_rps / ab.exp() + b.metrics.exclusive_rps / ba.exp())
+                .collect();
+        }
+        self.member_predictions(group).iter().map(|p| p.iter().sum()).collect()
     }
 
-    /// The underlying trees, for explanations.
-    pub fn gbm(&self) -> &Gbm {
-        &self.gbm
+    /// The model restricted to the ensemble members at `indices`.
+    pub fn subset(&self, indices: &[usize]) -> SlowdownModel {
+        SlowdownModel { ensemble: indices.iter().map(|&i| self.ensemble[i].clone()).collect() }
     }
+
+    /// The configurations of the ensemble, in order.
+    pub fn feature_sets(&self) -> Vec<FeatureSet> {
+        self.ensemble.iter().map(|fitted| fitted.features).collect()
+    }
+}
+
+/// The mean of `values`.
+fn mean(values: &[f64]) -> f64 {
+    values.iter().sum::<f64>() / values.len() as f64
+}
+
+/// The standard deviation of the logs of an ensemble's totals.
+fn log_spread(totals: &[f64]) -> f64 {
+    let logs: Vec<f64> = totals.iter().map(|t| t.max(f64::MIN_POSITIVE).ln()).collect();
+    let center = mean(&logs);
+    (logs.iter().map(|l| (l - center).powi(2)).sum::<f64>() / logs.len() as f64).sqrt()
+}
+
+/// The ensemble's mean throughput of each member.
+fn mean_members(predictions: &[Vec<f64>], members: usize) -> Vec<f64> {
+    (0..members).map(|i| predictions.iter().map(|p| p[i]).sum::<f64>() / predictions.len() as f64).collect()
 }
 
 impl ThroughputModel for SlowdownModel {
@@ -136,36 +271,112 @@ impl ThroughputModel for SlowdownModel {
         "slowdown"
     }
 
+    /// The ensemble's mean.
     fn predict_total(&self, group: &Colocation) -> f64 {
-        // Allocation-free: this is the hot loop of partner ranking, and
-        // pairs, the common case, walk the trees once for both members.
-        if let [a, b] = group.members.as_slice() {
-            let [fa, fb] = self.gbm.predict_rows([&member_features(group, 0), &member_features(group, 1)]);
-            return a.metrics.exclusive_rps * fa.max(0.0) + b.metrics.exclusive_rps * fb.max(0.0);
+        mean(&self.ensemble_totals(group))
+    }
+
+    /// The ensemble's mean for each member.
+    fn predict_members(&self, group: &Colocation) -> Option<Vec<f64>> {
+        Some(mean_members(&self.member_predictions(group), group.members.len()))
+    }
+
+    /// The spread of the ensemble: the standard deviation of the log of
+    /// its members' totals (0 for one member).
+    fn spread(&self, group: &Colocation) -> f64 {
+        log_spread(&self.ensemble_totals(group))
+    }
+
+    /// The same model with every pair of `pool` workloads predicted once,
+    /// when first needed.
+    fn for_pool<'a>(&'a self, pool: &'a [WorkloadMetrics]) -> Option<Box<dyn ThroughputModel + 'a>> {
+        let index = pool.iter().enumerate().map(|(i, w)| (w.workload.as_str(), i)).collect();
+        let cells = (0..pool.len() * pool.len()).map(|_| OnceCell::new()).collect();
+        Some(Box::new(PooledSlowdown { model: self, pool, index, cells }))
+    }
+
+    /// The features the trees split on most (share of total gain over the
+    /// ensemble), with their values for the first member beside the second.
+    fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver> {
+        let mut drivers: Vec<Driver> = Vec::new();
+        let total: f64 = self.ensemble.iter().flat_map(|f| f.gbm.feature_gains()).sum::<f64>().max(f64::MIN_POSITIVE);
+        let mut buffer = [0.0; MAX_FEATURES];
+        for fitted in &self.ensemble {
+            let values = match group.members.as_slice() {
+                [own, partner, ..] => fitted.features.write(&own.metrics, &partner.metrics, &mut buffer).to_vec(),
+                _ => vec![0.0; fitted.features.width()],
+            };
+            for ((feature, value), gain) in
+                fitted.features.names().into_iter().zip(values).zip(fitted.gbm.feature_gains())
+            {
+                match drivers.iter_mut().find(|d| d.feature == feature) {
+                    Some(driver) => driver.weight += gain / total,
+                    None => drivers.push(Driver { feature, value, weight: gain / total }),
+                }
+            }
         }
-        (0..group.members.len())
-            .map(|i| group.members[i].metrics.exclusive_rps * self.gbm.predict(&member_features(group, i)).max(0.0))
-            .sum()
+        strongest(drivers, top)
+    }
+}
+
+/// A slowdown model over a fixed pool of workloads: each ordered pair's log
+/// slowdowns are predicted once, when first needed, so ranking many groups
+/// of the same workloads walks the trees once per pair, not once per group.
+struct PooledSlowdown<'a> {
+    model: &'a SlowdownModel,
+    pool: &'a [WorkloadMetrics],
+    index: HashMap<&'a str, usize>,
+    /// `cells[own × pool + partner]`: each ensemble member's log slowdown.
+    cells: Vec<OnceCell<Box<[f64]>>>,
+}
+
+impl PooledSlowdown<'_> {
+    /// Each ensemble member's throughput of each member of `group`, from
+    /// the pool's pairs; `None` when a member is not the pool's workload.
+    fn member_predictions(&self, group: &Colocation) -> Option<Vec<Vec<f64>>> {
+        let positions: Vec<usize> = group
+            .members
+            .iter()
+            .map(|m| self.index.get(m.metrics.workload.as_str()).copied().filter(|&i| self.pool[i] == m.metrics))
+            .collect::<Option<_>>()?;
+        let n = self.pool.len();
+        Some(self.model.compose(group, |i, j, out| {
+            let (own, partner) = (positions[i], positions[j]);
+            let logs = self.cells[own * n + partner]
+                .get_or_init(|| self.model.log_slowdowns(&self.pool[own], &self.pool[partner]).collect());
+            out.copy_from_slice(logs);
+        }))
+    }
+
+    fn totals(&self, group: &Colocation) -> Vec<f64> {
+        match self.member_predictions(group) {
+            Some(predictions) => predictions.iter().map(|p| p.iter().sum()).collect(),
+            None => self.model.ensemble_totals(group),
+        }
+    }
+}
+
+impl ThroughputModel for PooledSlowdown<'_> {
+    fn name(&self) -> &'static str {
+        self.model.name()
+    }
+
+    fn predict_total(&self, group: &Colocation) -> f64 {
+        mean(&self.totals(group))
     }
 
     fn predict_members(&self, group: &Colocation) -> Option<Vec<f64>> {
-        Some(
-            group.members.iter().zip(self.predict_fractions(group)).map(|(m, f)| m.metrics.exclusive_rps * f).collect(),
-        )
+        match self.member_predictions(group) {
+            Some(predictions) => Some(mean_members(&predictions, group.members.len())),
+            None => self.model.predict_members(group),
+        }
     }
 
-    /// The features the trees split on most (share of total gain), with
-    /// their values for the group's first member.
+    fn spread(&self, group: &Colocation) -> f64 {
+        log_spread(&self.totals(group))
+    }
+
     fn drivers(&self, group: &Colocation, top: usize) -> Vec<Driver> {
-        let gains = self.gbm.feature_gains();
-        let total: f64 = gains.iter().sum::<f64>().max(f64::MIN_POSITIVE);
-        let values = member_features(group, 0);
-        let drivers = member_feature_names()
-            .into_iter()
-            .zip(values)
-            .zip(gains)
-            .map(|((feature, value), gain)| Driver { feature, value, weight: gain / total })
-            .collect();
-        strongest(drivers, top)
+        self.model.drivers(group, top)
     }
 }

@@ -11,13 +11,25 @@
 //! candidates, but it is **not exhaustive**: the best group it finds is not
 //! guaranteed to be the model's best (no model here gives an upper bound on
 //! what a partial group can still reach, which a pruned exact search needs).
+//!
+//! A trained model ranks by its predicted total ([`Risk::Mean`]) or by the
+//! lower end of its interval ([`Risk::Lower`]: a platform would rather lose
+//! a little expected throughput than risk an SLO), shows each group's
+//! interval, and flags a group whose interval reaches below what taking
+//! turns on the GPU gives. When the target lies outside the training range
+//! and the model's training found a rule better for such targets at this
+//! group size, the rule ranks instead, and the ranking says so.
 
 use std::collections::HashSet;
 
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
+use crate::model_file::TrainedModel;
 use crate::models::{Driver, ThroughputModel};
+use crate::range::OutOfRange;
+use crate::rules::Rule;
+use crate::selection::Calibration;
 
 /// Candidate groups up to which every group is scored (quoted in the CLI's
 /// `--help` and the README).
@@ -55,6 +67,12 @@ pub struct Recommendation {
     /// Predicted total over what taking turns on one GPU gives (the mean of
     /// the members' exclusive throughputs): above 1, colocating wins.
     pub vs_time_sharing: f64,
+    /// The interval of the predicted total at the model's calibrated level,
+    /// samples/s: `[lower, upper]` (`None` for a model without intervals).
+    pub interval_rps: Option<[f64; 2]>,
+    /// `true` when the interval reaches below what taking turns gives:
+    /// colocating may lose throughput.
+    pub may_lose_to_time_sharing: bool,
     /// Summed memory footprint, GB.
     pub memory_gb: f64,
     /// `true` when the footprints exceed the GPU's memory.
@@ -96,6 +114,25 @@ pub struct Query<'a> {
     pub search: Option<Search>,
 }
 
+/// What a recommendation ranks groups by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Risk {
+    /// The predicted total.
+    Mean,
+    /// The lower end of the predicted total's interval.
+    Lower,
+}
+
+/// The rule that ranked instead of the model, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RuleFallback {
+    /// The target's metric outside the training range.
+    pub out_of_range: OutOfRange,
+    /// The rule that ranked.
+    pub rule: Rule,
+}
+
 /// The best groups found and how they were found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranking {
@@ -108,15 +145,83 @@ pub struct Ranking {
     pub candidate_groups: u128,
     /// Groups (partial ones included) the model scored.
     pub scored_groups: u64,
+    /// Set when a rule ranked instead of the model.
+    pub fallback: Option<RuleFallback>,
+}
+
+/// How groups are scored for ranking.
+#[derive(Clone, Copy)]
+struct Ranker<'a> {
+    model: &'a dyn ThroughputModel,
+    /// The intervals, when the model has them.
+    calibration: Option<&'a Calibration>,
+    risk: Risk,
+    /// A rule that ranks instead of the model.
+    rule: Option<Rule>,
+}
+
+impl Ranker<'_> {
+    /// The group's ranking score; one that is not a number ranks last.
+    fn score(&self, group: &Colocation) -> f64 {
+        let score = match (self.rule, self.risk, self.calibration) {
+            (Some(rule), ..) => rule.score(group),
+            (None, Risk::Lower, Some(calibration)) => {
+                calibration.interval(self.model.predict_total(group), self.model.spread(group)).0
+            }
+            _ => self.model.predict_total(group),
+        };
+        if score.is_nan() {
+            f64::NEG_INFINITY
+        } else {
+            score
+        }
+    }
 }
 
 /// Ranks the groups of `query.group_size` workloads containing
-/// `query.target`, partners drawn from the candidates, and returns the best
-/// `query.top` (see the module documentation for the search).
+/// `query.target`, partners drawn from the candidates, by `model`'s
+/// predicted total alone, and returns the best `query.top` (see the module
+/// documentation for the search).
 pub fn recommend(
     model: &dyn ThroughputModel,
     pool: &[WorkloadMetrics],
     query: &Query,
+) -> Result<Ranking, ColocateError> {
+    rank(Ranker { model, calibration: None, risk: Risk::Mean, rule: None }, pool, query, None)
+}
+
+/// Ranks like [`recommend`] with a trained model: by the predicted total or
+/// the lower end of its interval (`risk`), each group with its interval,
+/// and by the model's fallback rule instead when the target lies outside
+/// the training range and training chose one for this group size.
+pub fn recommend_trained(
+    model: &TrainedModel,
+    pool: &[WorkloadMetrics],
+    query: &Query,
+    risk: Risk,
+) -> Result<Ranking, ColocateError> {
+    let calibration = &model.selection.calibration;
+    if risk == Risk::Lower && !calibration.quantile.is_finite() {
+        return Err(ColocateError::NoIntervals { samples: calibration.samples });
+    }
+    let fallback = pool.iter().find(|w| w.workload == query.target).and_then(|target| {
+        let rule = model.fallback_for(target, query.group_size)?;
+        Some(RuleFallback { out_of_range: model.range.check(target)?, rule })
+    });
+    let ranker = Ranker {
+        model: model.as_model(),
+        calibration: Some(calibration),
+        risk,
+        rule: fallback.as_ref().map(|f| f.rule),
+    };
+    rank(ranker, pool, query, fallback)
+}
+
+fn rank(
+    ranker: Ranker,
+    pool: &[WorkloadMetrics],
+    query: &Query,
+    fallback: Option<RuleFallback>,
 ) -> Result<Ranking, ColocateError> {
     if query.group_size < 2 {
         return Err(ColocateError::GroupSize(query.group_size));
@@ -148,28 +253,31 @@ pub fn recommend(
     } else {
         Search::Beam { width: BEAM_WIDTH }
     });
-    let mut scorer = Scorer::new(model, target, &partners);
+    // The model, remembering what it predicted for the pool's workloads.
+    let pooled = ranker.model.for_pool(pool);
+    let ranker = Ranker { model: pooled.as_deref().unwrap_or(ranker.model), ..ranker };
+    let mut scorer = Scorer::new(ranker, target, &partners);
     let best = match search {
         Search::Exhaustive => exhaustive(&mut scorer, chosen, query.top),
         Search::Beam { width } => beam(&mut scorer, chosen, query.top, width.max(query.top)),
     };
-    let groups = best.entries.iter().map(|entry| predict(model, scorer.group(&entry.chosen), query.gpu_memory_gb));
-    Ok(Ranking { groups: groups.collect(), search, candidate_groups, scored_groups: scorer.scored })
+    let groups = best.entries.iter().map(|entry| predict(&ranker, scorer.group(&entry.chosen), query.gpu_memory_gb));
+    Ok(Ranking { groups: groups.collect(), search, candidate_groups, scored_groups: scorer.scored, fallback })
 }
 
 /// Scores groups of the target and some partners without allocating per
 /// group: one group is reused, its members overwritten in place.
 struct Scorer<'a> {
-    model: &'a dyn ThroughputModel,
+    ranker: Ranker<'a>,
     partners: &'a [&'a WorkloadMetrics],
     group: Colocation,
     scored: u64,
 }
 
 impl<'a> Scorer<'a> {
-    fn new(model: &'a dyn ThroughputModel, target: &WorkloadMetrics, partners: &'a [&'a WorkloadMetrics]) -> Self {
+    fn new(ranker: Ranker<'a>, target: &WorkloadMetrics, partners: &'a [&'a WorkloadMetrics]) -> Self {
         let group = Colocation { members: vec![GroupMember { metrics: target.clone(), colocated_rps: 0.0 }] };
-        Scorer { model, partners, group, scored: 0 }
+        Scorer { ranker, partners, group, scored: 0 }
     }
 
     /// The group of the target and the partners at `chosen`.
@@ -185,17 +293,11 @@ impl<'a> Scorer<'a> {
         &self.group
     }
 
-    /// The model's predicted total for the group; a prediction that is not
-    /// a number ranks last.
+    /// The group's ranking score.
     fn score(&mut self, chosen: &[usize]) -> f64 {
         self.scored += 1;
-        let model = self.model;
-        let total = model.predict_total(self.group(chosen));
-        if total.is_nan() {
-            f64::NEG_INFINITY
-        } else {
-            total
-        }
+        let ranker = self.ranker;
+        ranker.score(self.group(chosen))
     }
 }
 
@@ -295,7 +397,8 @@ fn binomial(n: usize, k: usize) -> u128 {
 /// Drivers listed per recommendation.
 const DRIVERS: usize = 3;
 
-fn predict(model: &dyn ThroughputModel, group: &Colocation, gpu_memory_gb: f64) -> Recommendation {
+fn predict(ranker: &Ranker, group: &Colocation, gpu_memory_gb: f64) -> Recommendation {
+    let model = ranker.model;
     let predicted = model.predict_members(group);
     let members: Vec<MemberPrediction> = group
         .members
@@ -314,8 +417,15 @@ fn predict(model: &dyn ThroughputModel, group: &Colocation, gpu_memory_gb: f64) 
     let alone_total_rps: f64 = members.iter().map(|m| m.alone_rps).sum();
     let predicted_total_rps = model.predict_total(group);
     let memory_gb: f64 = group.members.iter().map(|m| m.metrics.memory_gb).sum();
+    let time_sharing_rps = alone_total_rps / members.len() as f64;
+    let interval_rps = ranker.calibration.map(|c| {
+        let (lower, upper) = c.interval(predicted_total_rps, model.spread(group));
+        [lower, upper]
+    });
     Recommendation {
-        vs_time_sharing: predicted_total_rps / (alone_total_rps / members.len() as f64),
+        vs_time_sharing: predicted_total_rps / time_sharing_rps,
+        may_lose_to_time_sharing: interval_rps.is_some_and(|[lower, _]| lower < time_sharing_rps),
+        interval_rps,
         members,
         predicted_total_rps,
         alone_total_rps,
@@ -444,7 +554,7 @@ mod tests {
     fn beam_search_finds_the_exhaustive_best_group() {
         for seed in 0..4 {
             let (pool, rows) = random_pool(14, seed);
-            let slowdown = SlowdownModel::fit(&rows, &crate::DEFAULT_SLOWDOWN);
+            let slowdown = SlowdownModel::fit(&rows, &crate::grid()[..crate::AVERAGED]).unwrap();
             let kace = KaceModel::fit(&rows);
             let models: [&dyn ThroughputModel; 2] = [&slowdown, &kace];
             for model in models {
@@ -470,7 +580,7 @@ mod tests {
     #[test]
     fn large_searches_switch_to_a_beam_whose_cost_grows_gently() {
         let (pool, rows) = random_pool(60, 7);
-        let model = SlowdownModel::fit(&rows, &crate::DEFAULT_SLOWDOWN);
+        let model = SlowdownModel::fit(&rows, &crate::grid()[..crate::AVERAGED]).unwrap();
         let small = recommend(&model, &pool, &Query { top: 5, ..query("w0_batch1-inf", 3) }).unwrap();
         assert_eq!((small.search, small.candidate_groups), (Search::Exhaustive, 1770));
         let large = recommend(&model, &pool, &Query { top: 5, ..query("w0_batch1-inf", 10) }).unwrap();

@@ -25,5 +25,7 @@ pub use gpu::{GpuModel, GpuSpec, MigProfile};
 pub use layout::{Lattice, Placement, SizeCounts};
 pub use packing::Packer;
 pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
-pub use profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
-pub use slo::ServiceSlo;
+pub use profile::{
+    ModelProfile, PointSource, ProfileCatalog, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
+};
+pub use slo::{ServiceImage, ServiceSlo};

@@ -2,9 +2,12 @@
 //! each, and how every service fares. It can be saved, verified, rendered
 //! and applied independently of the planner that produced it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::gpu::GpuModel;
+use crate::slo::ServiceImage;
 
 /// A complete deployment plan. Reading one refuses fields it does not know
 /// (every struct of a plan does), so a misspelt field is an error.
@@ -36,6 +39,16 @@ pub struct Plan {
     /// Things a reader should know, e.g. profiles that were estimated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The cluster's name of each node, by node number, when the plan was
+    /// made for a Kubernetes cluster (`tessera plan --cluster`); empty
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_names: Vec<String>,
+    /// Each service's container image and arguments, from the service
+    /// definition, for running the plan in a cluster; the planners never
+    /// read it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, ServiceImage>,
 }
 
 /// One GPU model of the fleet and its use in a plan.
@@ -127,6 +140,15 @@ pub struct ServiceReport {
     pub segments: usize,
     /// `true` when the rate is covered and the latency rule holds.
     pub met: bool,
+}
+
+impl ServiceReport {
+    /// The share of its provisioned throughput the service's rate uses
+    /// (rate / provisioned; every segment of a service runs at it), or
+    /// `None` when nothing is provisioned.
+    pub fn utilisation(&self) -> Option<f64> {
+        (self.provisioned_rps > 0.0).then(|| self.rate_rps / self.provisioned_rps)
+    }
 }
 
 impl Plan {

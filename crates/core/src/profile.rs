@@ -4,7 +4,9 @@
 //! processes, each running batches of `batch` requests. Its profile point
 //! gives the segment's throughput (all processes together) and the latency
 //! of one batch. Configurations that do not fit in memory are simply absent:
-//! a catalogue never holds an infeasible point.
+//! a catalogue never holds an infeasible point. A [`SourcedProfile`] also
+//! says which points are measured and which predicted (with conservative
+//! bounds), and which configurations were measured out of memory.
 
 use std::collections::BTreeMap;
 
@@ -126,6 +128,154 @@ impl ModelProfile {
     }
 }
 
+/// Where a point of a [`SourcedProfile`] comes from.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum PointSource {
+    /// Measured: planners use its numbers as they are.
+    Measured,
+    /// Predicted from the model's measured points: the point's numbers are
+    /// the central estimate, and planners use these conservative bounds.
+    Predicted {
+        /// The lower end of the throughput's interval, req/s (whole segment).
+        throughput_low_rps: f64,
+        /// The upper end of the batch latency's interval, ms.
+        latency_high_ms: f64,
+    },
+}
+
+/// A profile point and where it comes from.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SourcedPoint {
+    /// The point: measured numbers, or a prediction's central estimate.
+    pub point: ProfilePoint,
+    /// Measured or predicted.
+    pub source: PointSource,
+}
+
+impl SourcedPoint {
+    /// A validated point: a prediction's bounds are positive, finite and on
+    /// the safe side of its estimate (throughput at most, latency at least).
+    pub fn new(point: ProfilePoint, source: PointSource) -> Result<Self, CoreError> {
+        if let PointSource::Predicted { throughput_low_rps, latency_high_ms } = source {
+            if !(throughput_low_rps.is_finite()
+                && throughput_low_rps > 0.0
+                && throughput_low_rps <= point.throughput_rps)
+            {
+                return Err(CoreError::invalid(
+                    "throughput_low_rps",
+                    "a positive number no larger than throughput_rps",
+                    throughput_low_rps,
+                ));
+            }
+            if !(latency_high_ms.is_finite() && latency_high_ms >= point.latency_ms) {
+                return Err(CoreError::invalid(
+                    "latency_high_ms",
+                    "a number no smaller than latency_ms",
+                    latency_high_ms,
+                ));
+            }
+        }
+        Ok(SourcedPoint { point, source })
+    }
+
+    /// The point planners use: measured numbers as they are, a prediction's
+    /// conservative bounds (lowest throughput, highest latency).
+    pub fn planning_point(&self) -> ProfilePoint {
+        match self.source {
+            PointSource::Measured => self.point,
+            PointSource::Predicted { throughput_low_rps, latency_high_ms } => {
+                ProfilePoint { throughput_rps: throughput_low_rps, latency_ms: latency_high_ms, ..self.point }
+            }
+        }
+    }
+
+    /// `true` for a measured point.
+    pub fn is_measured(&self) -> bool {
+        self.source == PointSource::Measured
+    }
+}
+
+/// One model's profile on one GPU model with the origin of every point,
+/// and the configurations measured not to fit in memory (ParvaGPU's `0,0`
+/// rows): what profile completion starts from and what it writes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SourcedProfile {
+    /// The GPU model.
+    pub gpu_model: GpuModel,
+    /// The model (workload) name.
+    pub model: String,
+    points: Vec<SourcedPoint>,
+    out_of_memory: Vec<SegmentConfig>,
+}
+
+impl SourcedProfile {
+    /// A validated profile: every size exists on `gpu_model` and no
+    /// configuration appears twice, among the points and the out-of-memory
+    /// configurations together. Both lists are kept sorted.
+    pub fn new(
+        gpu_model: GpuModel,
+        model: impl Into<String>,
+        points: Vec<SourcedPoint>,
+        mut out_of_memory: Vec<SegmentConfig>,
+    ) -> Result<Self, CoreError> {
+        let model = model.into();
+        let profile = ModelProfile::new(gpu_model, model.as_str(), points.iter().map(|p| p.point).collect())?;
+        let mut points = points;
+        points.sort_by_key(|p| p.point.config);
+        out_of_memory.sort();
+        for config in &out_of_memory {
+            gpu_model.spec().profile_for_size(config.size_gpcs)?;
+        }
+        let twice = out_of_memory
+            .windows(2)
+            .find(|pair| pair[0] == pair[1])
+            .map(|pair| (pair[0], "out of memory twice"))
+            .or_else(|| {
+                out_of_memory
+                    .iter()
+                    .find(|&&c| profile.point(c).is_some())
+                    .map(|&c| (c, "both measured and out of memory"))
+            });
+        if let Some((config, how)) = twice {
+            return Err(CoreError::invalid(
+                "configuration",
+                "listed once per model and GPU",
+                format!("{config} {how} for {}", profile.model),
+            ));
+        }
+        Ok(SourcedProfile { gpu_model, model: profile.model, points, out_of_memory })
+    }
+
+    /// A profile whose every point is measured.
+    pub fn measured(profile: &ModelProfile, out_of_memory: Vec<SegmentConfig>) -> Result<Self, CoreError> {
+        let points = profile.points().iter().map(|&point| SourcedPoint { point, source: PointSource::Measured });
+        SourcedProfile::new(profile.gpu_model, profile.model.as_str(), points.collect(), out_of_memory)
+    }
+
+    /// Every point, sorted by configuration.
+    pub fn points(&self) -> &[SourcedPoint] {
+        &self.points
+    }
+
+    /// The configurations measured not to fit in memory, sorted.
+    pub fn out_of_memory(&self) -> &[SegmentConfig] {
+        &self.out_of_memory
+    }
+
+    /// The profile planners use: every point, predicted ones at their
+    /// conservative bounds ([`SourcedPoint::planning_point`]).
+    pub fn planning_profile(&self) -> ModelProfile {
+        let points = self.points.iter().map(SourcedPoint::planning_point).collect();
+        ModelProfile { gpu_model: self.gpu_model, model: self.model.clone(), points }
+    }
+
+    /// The measured points only.
+    pub fn measured_profile(&self) -> ModelProfile {
+        let points = self.points.iter().filter(|p| p.is_measured()).map(|p| p.point).collect();
+        ModelProfile { gpu_model: self.gpu_model, model: self.model.clone(), points }
+    }
+}
+
 /// Profiles of many models on many GPU models.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProfileCatalog {
@@ -206,5 +356,44 @@ mod tests {
         assert_eq!(profile.points()[0].config.size_gpcs, 1);
         assert!(profile.point(config(7, 1, 1)).is_some());
         assert!(profile.point(config(2, 1, 1)).is_none());
+    }
+
+    #[test]
+    fn sourced_profiles_plan_on_the_conservative_bounds_of_predictions() {
+        let point = |batch, rps| ProfilePoint::new(config(2, batch, 1), rps, 10.0, None).unwrap();
+        let predicted = PointSource::Predicted { throughput_low_rps: 80.0, latency_high_ms: 12.5 };
+        let profile = SourcedProfile::new(
+            GpuModel::A100_80GB,
+            "m",
+            vec![
+                SourcedPoint::new(point(8, 100.0), predicted).unwrap(),
+                SourcedPoint::new(point(4, 50.0), PointSource::Measured).unwrap(),
+            ],
+            vec![config(1, 256, 5)],
+        )
+        .unwrap();
+        let planning = profile.planning_profile();
+        assert_eq!(planning.points().len(), 2);
+        assert_eq!(planning.points()[0], point(4, 50.0));
+        let conservative = planning.point(config(2, 8, 1)).unwrap();
+        assert_eq!((conservative.throughput_rps, conservative.latency_ms), (80.0, 12.5));
+        assert_eq!(profile.measured_profile().points(), &[point(4, 50.0)]);
+        assert_eq!(profile.out_of_memory(), &[config(1, 256, 5)]);
+    }
+
+    #[test]
+    fn sourced_profiles_refuse_bounds_on_the_wrong_side_and_contradictions() {
+        let point = ProfilePoint::new(config(2, 8, 1), 100.0, 10.0, None).unwrap();
+        let optimistic = PointSource::Predicted { throughput_low_rps: 120.0, latency_high_ms: 12.0 };
+        assert!(SourcedPoint::new(point, optimistic).unwrap_err().to_string().contains("throughput_low_rps"));
+        let optimistic = PointSource::Predicted { throughput_low_rps: 90.0, latency_high_ms: 9.0 };
+        assert!(SourcedPoint::new(point, optimistic).unwrap_err().to_string().contains("latency_high_ms"));
+        let measured = SourcedPoint::new(point, PointSource::Measured).unwrap();
+        let both = SourcedProfile::new(GpuModel::A100_80GB, "m", vec![measured], vec![config(2, 8, 1)]);
+        assert!(both.unwrap_err().to_string().contains("2g batch 8 x 1 proc both measured and out of memory for m"));
+        let twice = SourcedProfile::new(GpuModel::A100_80GB, "m", vec![], vec![config(1, 8, 1), config(1, 8, 1)]);
+        assert!(twice.unwrap_err().to_string().contains("out of memory twice"));
+        let missing_size = SourcedProfile::new(GpuModel::A30_24GB, "m", vec![], vec![config(3, 8, 1)]);
+        assert!(missing_size.is_err());
     }
 }

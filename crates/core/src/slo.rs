@@ -42,6 +42,27 @@ impl ServiceSlo {
     }
 }
 
+/// How a service runs in a container (in a Kubernetes cluster): its image
+/// and arguments. Kept beside a plan (`Plan::images`), not in
+/// [`ServiceSlo`], so the planners never see it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServiceImage {
+    /// The container image, e.g. `registry.example/bert-serve:1.2`.
+    pub image: String,
+    /// The container's arguments; `{batch}` in any of them stands for the
+    /// segment's batch size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+impl ServiceImage {
+    /// The arguments with `{batch}` replaced by `batch`.
+    pub fn args_for(&self, batch: u32) -> Vec<String> {
+        self.args.iter().map(|arg| arg.replace("{batch}", &batch.to_string())).collect()
+    }
+}
+
 /// Checks that service names are unique; returns the first duplicate.
 pub fn find_duplicate_service(services: &[ServiceSlo]) -> Option<&str> {
     let mut seen = std::collections::HashSet::new();
@@ -60,6 +81,12 @@ mod tests {
         assert!(ServiceSlo::new("", "bert", 1.0, 1.0).is_err());
         let error = ServiceSlo::new("a", "bert", f64::INFINITY, 1.0).unwrap_err().to_string();
         assert!(error.contains("rate_rps"), "{error}");
+    }
+
+    #[test]
+    fn image_arguments_carry_the_batch() {
+        let image = ServiceImage { image: "serve:1".into(), args: vec!["--batch={batch}".into(), "x".into()] };
+        assert_eq!(image.args_for(16), ["--batch=16", "x"]);
     }
 
     #[test]

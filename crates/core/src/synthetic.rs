@@ -21,10 +21,12 @@
 //! memory is infeasible and left out, which rules out large batches on small
 //! instances. Batches are 1, 2, 4, …, 256 and processes 1 to 5.
 
+use std::collections::BTreeMap;
+
 use crate::error::CoreError;
 use crate::gpu::GpuModel;
 use crate::profile::{ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
-use crate::slo::ServiceSlo;
+use crate::slo::{ServiceImage, ServiceSlo};
 
 /// Parameters of one synthetic model.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -152,6 +154,24 @@ pub fn demo_services() -> Vec<ServiceSlo> {
         .iter()
         .map(|&(service, model, rate_rps, latency_ms)| {
             ServiceSlo::new(service, model, rate_rps, latency_ms).expect("built-in demo objectives are valid")
+        })
+        .collect()
+}
+
+/// Example container images of the demo services (one per model, with the
+/// batch size as an argument), so that the demo plan can be exported as
+/// Kubernetes manifests. They are placeholders under the reserved
+/// `example.invalid` domain: replace them with the images that serve the
+/// models.
+pub fn demo_images() -> BTreeMap<String, ServiceImage> {
+    demo_services()
+        .into_iter()
+        .map(|slo| {
+            let image = ServiceImage {
+                image: format!("example.invalid/tessera-demo/{}:1.0", slo.model),
+                args: vec!["--model".into(), slo.model.clone(), "--batch".into(), "{batch}".into()],
+            };
+            (slo.service, image)
         })
         .collect()
 }

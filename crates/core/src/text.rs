@@ -12,9 +12,32 @@ pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> St
     format!("{n} {noun}{suffix}")
 }
 
+/// `text` with `&`, `<`, `>`, `"` and `'` escaped, for XML and HTML text
+/// and attribute values (SVG charts, HTML reports).
+pub fn escape_xml(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_every_special_character_of_xml() {
+        assert_eq!(escape_xml(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+        assert_eq!(escape_xml("plain ×"), "plain ×");
+    }
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {

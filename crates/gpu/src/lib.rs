@@ -15,6 +15,13 @@
 //!   ([`NodeOptions`], [`ServiceCommands`]): each GPU's MIG layout, then one
 //!   MPS daemon per instance and its workload's processes, started
 //!   detached; "as planned" is decided once, for both apply and status.
+//!   [`plan_node_layouts`] plans the MIG layouts alone (a Kubernetes node
+//!   agent: there the DRA driver runs the MPS daemons and Deployments the
+//!   processes), for the same [`apply_node`].
+//!
+//! - [`execute_schedule`]: a simulated schedule run for real ([`ExecuteOptions`])
+//!   on a [`ScheduleDevice`] (the executor program, [`ProgramDevice`]), measured
+//!   beside the simulator's prediction.
 //!
 //! What they drive is passed in: the node ([`NodeDriver`] here: programs
 //! through [`CommandRunner`], MIG devices through [`MigDevices`]), the
@@ -22,10 +29,11 @@
 //! deployment ([`ServiceLauncher`]) and the GPU's sampler ([`GpuSampler`]).
 //! With the `fake` feature (tests only; never in the shipped binary) the
 //! crate also exports faithful fakes of each: `FakeNvidiaSmi`,
-//! `FakeWorkloadRunner`, `FakeServiceLauncher`, `FakeSampler`.
+//! `FakeWorkloadRunner`, `FakeServiceLauncher`, `FakeSampler`, `FakeScheduleDevice`.
 
 mod deploy;
 mod error;
+mod executor;
 #[cfg(any(test, feature = "fake"))]
 mod fake;
 mod installed;
@@ -41,16 +49,22 @@ mod signal;
 mod workload;
 
 pub use deploy::{
-    apply_node, describe, node_status, plan_node, workload_for, DetachedLauncher, Event, EventKind, GpuDeployment,
-    GpuPlan, GpuStatus, InstanceDir, InstanceService, InstanceState, InstanceStatus, LayoutDifferences, NodeOptions,
-    NodePlan, NodeStatus, Service, ServiceCommands, ServiceLauncher, Step, Stop,
+    apply_node, describe, node_status, plan_node, plan_node_layouts, workload_for, DetachedLauncher, Event, EventKind,
+    GpuDeployment, GpuPlan, GpuStatus, InstanceDir, InstanceService, InstanceState, InstanceStatus, LayoutDifferences,
+    NodeOptions, NodePlan, NodeStatus, Service, ServiceCommands, ServiceLauncher, Step, Stop,
 };
 #[cfg(any(test, feature = "fake"))]
 pub use deploy::{FakeProcess, FakeServiceLauncher};
 pub use error::GpuError;
 #[cfg(any(test, feature = "fake"))]
+pub use executor::FakeScheduleDevice;
+pub use executor::{
+    execute_schedule, ExecuteOptions, ExecutionReport, ProgramDevice, ScheduleDevice, DEFAULT_EXECUTOR,
+    EXECUTION_PREFIX,
+};
+#[cfg(any(test, feature = "fake"))]
 pub use fake::{fake_mig_uuid, FakeNvidiaSmi, DRIVER_FAILED_LINE};
-pub use installed::{installed_gpu, InstalledGpu};
+pub use installed::{gpu_model_from_name, installed_gpu, InstalledGpu};
 pub use measure::{measure_alone, measure_group, AloneOptions, GroupOptions, MeasuredCommand, MpsDirs, SystemMetrics};
 pub use mig::{LiveGpu, LiveInstance, MigDevice, MigDevices};
 pub use mps::daemon_answers;
@@ -61,8 +75,8 @@ pub use runner::{CommandOutput, CommandRunner, SystemRunner};
 pub use sampler::FakeSampler;
 pub use sampler::{GpuSample, GpuSampler, NvmlSampler};
 pub use segments::{
-    merge_profile, sweep_segments, MergedProfile, PointOutcome, SegmentTarget, Sweep, SweepEvent, SweepOptions,
-    SweepReport,
+    merge_profile, sweep_segments, MergedProfile, PointOutcome, SegmentTarget, Selection, Sweep, SweepEvent,
+    SweepOptions, SweepReport,
 };
 #[cfg(any(test, feature = "fake"))]
 pub use workload::FakeWorkloadRunner;

@@ -82,7 +82,24 @@ pub fn target_whole_gpu(gpu_model: GpuModel, gpu_index: u32) -> SegmentTarget {
     SegmentTarget { size_gpcs, label: format!("whole GPU {gpu_index}"), device: DeviceTarget::Gpu(gpu_index) }
 }
 
-/// What to measure: every (batch, procs) pair in every target.
+/// Which configurations of a sweep's grid are measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    /// Every (batch, procs) pair in every target.
+    Every,
+    /// A budget: the first `budget` configurations of `ranked` (most
+    /// wanted first, e.g. from `tessera_plan::suggest_measurements`) that
+    /// are on the grid and in an instance size measured here, in that
+    /// order.
+    Budget {
+        /// Configurations, most wanted first.
+        ranked: Vec<SegmentConfig>,
+        /// How many to measure at most.
+        budget: usize,
+    },
+}
+
+/// What to measure: (batch, procs) pairs in each target.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sweep {
     /// The workload's command template; `{batch}` is replaced.
@@ -94,6 +111,8 @@ pub struct Sweep {
     pub batches: Vec<u32>,
     /// MPS processes per segment.
     pub procs: Vec<u32>,
+    /// Every configuration of the grid, or a budget's choice.
+    pub selection: Selection,
     /// How long each point runs.
     pub duration: Duration,
     /// Where each point's private MPS pipe and log directories go.
@@ -101,17 +120,33 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// The points to measure, in order.
+    /// The points to measure, in order, each with the index of its target.
     pub fn configs(&self, targets: &[SegmentTarget]) -> Vec<(usize, SegmentConfig)> {
-        let mut configs = Vec::new();
+        let mut grid = Vec::new();
         for (index, target) in targets.iter().enumerate() {
             for &batch in &self.batches {
                 for &procs in &self.procs {
-                    configs.push((index, SegmentConfig { size_gpcs: target.size_gpcs, batch, procs }));
+                    grid.push((index, SegmentConfig { size_gpcs: target.size_gpcs, batch, procs }));
                 }
             }
         }
-        configs
+        match &self.selection {
+            Selection::Every => grid,
+            Selection::Budget { ranked, budget } => {
+                let mut chosen: Vec<(usize, SegmentConfig)> = Vec::new();
+                for config in ranked {
+                    if chosen.len() == *budget {
+                        break;
+                    }
+                    if let Some(&point) = grid.iter().find(|(_, c)| c == config) {
+                        if !chosen.contains(&point) {
+                            chosen.push(point);
+                        }
+                    }
+                }
+                chosen
+            }
+        }
     }
 }
 
@@ -413,6 +448,7 @@ mod tests {
             throughput_regex: None,
             batches: vec![4, 8],
             procs: vec![1, 2],
+            selection: Selection::Every,
             duration: Duration::from_millis(1),
             mps_root: dir.path().to_path_buf(),
         };
@@ -515,6 +551,7 @@ mod tests {
                 throughput_regex: None,
                 batches,
                 procs: vec![1],
+                selection: Selection::Every,
                 duration: Duration::from_millis(1),
                 mps_root: dir.to_path_buf(),
             },
@@ -565,5 +602,34 @@ mod tests {
             error.contains("no MIG instance with a compute instance") && error.contains("-cgi PROFILE -C"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_budget_measures_the_most_wanted_configurations_that_exist_here() {
+        let targets = vec![
+            SegmentTarget { size_gpcs: 1, label: "1g.10gb@0".into(), device: DeviceTarget::Mig("MIG-a".into()) },
+            SegmentTarget { size_gpcs: 3, label: "3g.40gb@4".into(), device: DeviceTarget::Mig("MIG-b".into()) },
+        ];
+        let config = |size_gpcs, batch, procs| SegmentConfig { size_gpcs, batch, procs };
+        let ranked = vec![
+            config(7, 8, 1), // no 7g instance here
+            config(3, 8, 2),
+            config(1, 16, 1), // not on the grid's batches
+            config(3, 8, 2),  // listed twice
+            config(1, 4, 1),
+            config(1, 8, 2),
+        ];
+        let mut sweep = Sweep {
+            command_template: "serve {batch}".into(),
+            throughput_regex: None,
+            batches: vec![4, 8],
+            procs: vec![1, 2],
+            selection: Selection::Budget { ranked, budget: 2 },
+            duration: Duration::from_millis(1),
+            mps_root: PathBuf::from("/tmp"),
+        };
+        assert_eq!(sweep.configs(&targets), vec![(1, config(3, 8, 2)), (0, config(1, 4, 1))]);
+        sweep.selection = Selection::Every;
+        assert_eq!(sweep.configs(&targets).len(), 8);
     }
 }

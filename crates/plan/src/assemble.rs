@@ -74,5 +74,7 @@ pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Seg
         services,
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     }
 }

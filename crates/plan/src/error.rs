@@ -142,6 +142,30 @@ pub enum PlanError {
     /// `--max-procs 0` or similar.
     #[error("max processes per segment must be at least 1")]
     NoProcesses,
+    /// Profile completion was given no profile of the GPU model.
+    #[error("no profile measured on {gpu} to complete (the profiles are of: {found})")]
+    NothingToComplete {
+        /// The GPU model asked for.
+        gpu: String,
+        /// The GPU models the profiles are of, comma-separated, or `none`.
+        found: String,
+    },
+    /// A model's measured points are too few to predict the rest from.
+    #[error("cannot complete the profile of '{model}' on {gpu}: {reason}")]
+    CannotComplete {
+        /// The model.
+        model: String,
+        /// The GPU model.
+        gpu: String,
+        /// What is missing and what to measure, in words.
+        reason: String,
+    },
+    /// A profile grid without batch sizes or process counts.
+    #[error("the profile grid needs at least one {what} (and none may be 0)")]
+    EmptyGrid {
+        /// `batch size` or `process count`.
+        what: &'static str,
+    },
     /// Several services cannot be served, each for its own reason.
     #[error("{} cannot be served: {}", count(.0.len(), "service"), join(.0))]
     Unservable(Vec<PlanError>),

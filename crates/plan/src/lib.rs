@@ -4,22 +4,29 @@
 //! The crate's interface is this page: a [`PlanRequest`] (with its
 //! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
 //! [`plan_parva`], the [`LatencyRule`]s, the independent checker
-//! [`verify`], and [`complete_for_fleet`], which estimates the profiles a
-//! fleet's GPU models lack. Inside:
+//! [`verify`], [`complete_for_fleet`], which estimates the profiles a
+//! fleet's GPU models lack, and [`complete_profiles`] and
+//! [`suggest_measurements`], which predict a profile grid from a few
+//! measured points and say which to measure next. Inside:
 //!
 //! * `configure` and `allocate` — ParvaGPU's segment configurator (which
 //!   segments each service runs) and allocator (which GPU each goes to, on
 //!   the real MIG placement lattice); `parva` wires them into the `parva`
 //!   strategy, physically valid and dropping nothing.
-//! * `options`, `bound`, `objective`, `branch` and `optimal` — the `optimal`
-//!   strategy: every minimal way to serve each service, a packing-aware
-//!   lower bound, a local search within the fleet's limits and an exact
-//!   branch and bound.
+//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`, `branch` and
+//!   `optimal` — the `optimal` strategy: every minimal way to serve each
+//!   service, the linear-programming bound solved exactly (cheapest covers
+//!   per service at prices per instance size, Kelley's cutting planes over a
+//!   small simplex), the relaxation rounded to a plan, a local search within
+//!   the fleet's limits and a best-bound-first branch and bound.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
 //!   fleet; it shares no code with the planners but the latency rule.
 //! * `estimate` — profiles for GPU models without measurements.
+//! * `complete` — profile completion: a latency model fitted per model
+//!   under a prior learned across models, intervals from leave-one-out
+//!   residuals, memory inferred only from measurements, and suggestions.
 //!
 //! Invariant: no I/O, no global state (the `optimal` search reads the clock
 //! for its time limit).
@@ -28,6 +35,7 @@ mod allocate;
 mod assemble;
 mod bound;
 mod branch;
+mod complete;
 mod configure;
 mod cover;
 mod error;
@@ -43,6 +51,10 @@ mod request;
 mod round;
 mod verify;
 
+pub use complete::{
+    complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,
+    ModelCompletion, Prediction, ProfileGrid, Suggestion, GRID_BATCHES, GRID_PROCS, INTERVAL_COVERAGE, SEED_POINTS,
+};
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;

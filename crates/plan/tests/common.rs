@@ -6,5 +6,5 @@ use tessera_core::{GpuModel, ProfileCatalog};
 /// a line saying the test skips) when they are absent.
 pub fn parvagpu_catalog() -> Option<ProfileCatalog> {
     let dir = tessera_testkit::shared_data("parvagpu/prof_data")?;
-    Some(tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().profiles.into_iter().collect())
+    Some(tessera_store::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap().catalog())
 }

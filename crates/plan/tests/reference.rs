@@ -12,8 +12,7 @@ fn the_1100_service_catalogue_is_planned_at_its_proven_optimum() {
     let dir = tempfile::tempdir().unwrap();
     let Some(catalogue) = tessera_testkit::scale_catalogue(1_100, dir.path()) else { return };
     let gpu = GpuModel::A100_80GB;
-    let catalog: ProfileCatalog =
-        read_profile_dir(&catalogue.join("prof_data"), gpu).unwrap().profiles.into_iter().collect();
+    let catalog: ProfileCatalog = read_profile_dir(&catalogue.join("prof_data"), gpu).unwrap().catalog();
     let models: Vec<String> = catalog.models(gpu).map(str::to_string).collect();
     let rates = catalogue.join("SLO_req_rate.csv");
     let services = read_slo_scenario(&rates, &catalogue.join("SLO_latency.csv"), 1, &models).unwrap();

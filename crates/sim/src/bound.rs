@@ -22,6 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::SimError;
+use crate::policy::Policies;
 use crate::trace::{Operation, Trace};
 
 /// Johnson's order for a one-pass trace and its flow-shop makespan.
@@ -37,13 +38,45 @@ pub struct JohnsonPlan {
 /// policy (see the module documentation).
 pub fn lower_bound_ns(trace: &Trace) -> Result<u64, SimError> {
     trace.validate()?;
+    Ok(unchecked_lower_bound_ns(trace))
+}
+
+/// A lower bound on the makespan of any schedule of `trace` under
+/// `policies` that also counts what memory forces (never below
+/// [`lower_bound_ns`]; the arguments are in `crates/sim/src/memory_bound.rs`):
+///
+/// - the compute engine's waits at the client switches every schedule has;
+/// - memory × time: no more than the GPU's memory is held at any instant,
+///   and every operation holds its working set while it computes, every
+///   buffer its bytes while it is first copied in and, when data is
+///   released after its last use, every dirty buffer while it is written
+///   back.
+pub fn memory_lower_bound_ns(trace: &Trace, policies: Policies) -> Result<u64, SimError> {
+    trace.validate()?;
+    let compute_side_ns = first_copy_ns(trace)
+        .saturating_add(compute_ns(trace))
+        .saturating_add(crate::memory_bound::switch_wait_ns(trace));
+    let area_ns = crate::memory_bound::memory_time_ns(trace, policies);
+    Ok(unchecked_lower_bound_ns(trace).max(compute_side_ns).max(area_ns))
+}
+
+fn compute_ns(trace: &Trace) -> u64 {
+    trace.clients.iter().flat_map(|c| &c.operations).map(Operation::compute_ns).sum()
+}
+
+/// The cheapest copy-in of any client's first operation.
+fn first_copy_ns(trace: &Trace) -> u64 {
+    trace.clients.iter().map(|c| trace.gpu.fetch_ns(&c.operations[0])).min().unwrap_or(0)
+}
+
+fn unchecked_lower_bound_ns(trace: &Trace) -> u64 {
     let ops = || trace.clients.iter().flat_map(|c| &c.operations);
-    let compute_ns: u64 = ops().map(Operation::compute_ns).sum();
-    let first_copy_ns = trace.clients.iter().map(|c| trace.gpu.fetch_ns(&c.operations[0])).min().unwrap_or(0);
+    let compute_ns = compute_ns(trace);
+    let first_copy_ns = first_copy_ns(trace);
     let distinct_copy_ns: u64 = trace.distinct_buffers().map(|b| trace.gpu.h2d_ns(b.bytes)).sum();
     let last_compute_ns = ops().filter(|op| !op.buffers.is_empty()).map(Operation::compute_ns).min().unwrap_or(0);
     let copy_side_ns = if distinct_copy_ns == 0 { 0 } else { distinct_copy_ns + last_compute_ns };
-    Ok((first_copy_ns + compute_ns).max(copy_side_ns))
+    (first_copy_ns + compute_ns).max(copy_side_ns)
 }
 
 /// Johnson's rule for a one-pass trace: clients whose copy is shorter than

@@ -10,28 +10,45 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use crate::error::SimError;
 use crate::memory::Memory;
-use crate::policy::{Policies, Prefetch, Retention};
-use crate::result::{EngineKind, Interval, SimResult};
+use crate::policy::{Eviction, Policies, Prefetch, Retention};
+use crate::result::{EngineKind, Free, Interval, SimResult};
 use crate::schedule::Schedule;
 use crate::trace::{Gpu, Trace};
-use crate::workload::Workload;
+use crate::workload::{Compiled, Workload};
 
 /// Simulates `trace` run in the order of `schedule` under `policies`.
 pub fn simulate(trace: &Trace, schedule: &Schedule, policies: Policies) -> Result<SimResult, SimError> {
     trace.validate()?;
     let ids: Vec<usize> = schedule.steps().iter().map(|&(client, _)| client).collect();
-    let schedule = Schedule::new(trace, &ids)?;
-    let workload = Workload::new(trace, &schedule);
-    let mut sim = Sim::new(&trace.gpu, workload, policies, trace.clients.len());
-    sim.run();
-    match sim.overflow {
-        Some(quantity) => Err(SimError::Overflow { quantity }),
-        None => Ok(sim.result),
-    }
+    Schedule::new(trace, &ids)?;
+    let compiled = Compiled::new(trace);
+    let workload = Workload::new(&compiled, &ids);
+    let labels = Labels { trace, compiled: &compiled };
+    let mut sim =
+        Sim::new(Context { gpu: &trace.gpu, work: &workload, policies, labels: Some(labels) }, trace.clients.len());
+    sim.run(None);
+    sim.finish()
+}
+
+/// Where interval labels come from (only when intervals are recorded).
+#[derive(Clone, Copy)]
+struct Labels<'a> {
+    trace: &'a Trace,
+    compiled: &'a Compiled,
+}
+
+/// What one run looks at and never changes.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    gpu: &'a Gpu,
+    work: &'a Workload<'a>,
+    policies: Policies,
+    /// `None`: record no intervals (a search needs only the totals).
+    labels: Option<Labels<'a>>,
 }
 
 /// What an event completes.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
     /// A write-back of the buffer ended.
     WriteBack(usize),
@@ -51,13 +68,14 @@ impl Event {
     }
 }
 
-struct Sim<'a> {
-    gpu: &'a Gpu,
-    work: Workload,
-    policies: Policies,
+/// Everything a run changes: cloned to resume a run from a checkpoint.
+#[derive(Clone)]
+pub(crate) struct State {
     memory: Memory,
-    queue: BinaryHeap<Reverse<(u64, u8, u64)>>,
-    events: Vec<Event>,
+    /// (time, kind rank, sequence, event): earliest first, then by kind,
+    /// then in the order scheduled.
+    queue: BinaryHeap<Reverse<(u64, u8, u64, Event)>>,
+    scheduled: u64,
     now_ns: u64,
     tick: u64,
     started: usize,
@@ -69,113 +87,203 @@ struct Sim<'a> {
     result: SimResult,
     /// The first total that passed `u64::MAX`; the run stops there.
     overflow: Option<&'static str>,
+    /// The furthest schedule position any decision so far depended on:
+    /// a schedule that agrees with this one up to it would have made the
+    /// same decisions.
+    horizon: usize,
+}
+
+/// A run's state saved before the decisions at one instant, with the
+/// furthest position the run had looked at by then.
+#[derive(Clone)]
+pub(crate) struct Checkpoint {
+    state: State,
+}
+
+impl Checkpoint {
+    /// Schedules that agree with the checkpointed one on every position
+    /// up to and including this may resume from it.
+    pub fn horizon(&self) -> usize {
+        self.state.horizon
+    }
+
+    /// Operations started before the checkpoint (what resuming skips).
+    pub fn started(&self) -> usize {
+        self.state.started
+    }
+}
+
+/// Makespan and bytes moved (both ways) of `ids` on a compiled trace, with
+/// no intervals recorded. With `resume`, the run continues from that
+/// checkpoint (taken on a schedule that agrees with `ids` up to its
+/// horizon). With `checkpoints`, a checkpoint is saved every `every`
+/// operations started.
+pub(crate) fn simulate_compiled(
+    gpu: &Gpu,
+    work: &Workload<'_>,
+    policies: Policies,
+    resume: Option<&Checkpoint>,
+    checkpoints: Option<(&mut Vec<Checkpoint>, usize)>,
+) -> Result<(u64, u64), SimError> {
+    let context = Context { gpu, work, policies, labels: None };
+    let clients = work.compiled.ops.len();
+    let mut sim = match resume {
+        Some(checkpoint) => Sim { context, state: checkpoint.state.clone() },
+        None => Sim::new(context, clients),
+    };
+    sim.run(checkpoints);
+    let result = sim.finish()?;
+    Ok((result.makespan_ns, result.h2d_bytes.saturating_add(result.d2h_bytes)))
+}
+
+struct Sim<'a> {
+    context: Context<'a>,
+    state: State,
 }
 
 impl<'a> Sim<'a> {
-    fn new(gpu: &'a Gpu, work: Workload, policies: Policies, clients: usize) -> Sim<'a> {
-        let memory = Memory::new(gpu.memory_bytes, work.buffers.len());
+    fn new(context: Context<'a>, clients: usize) -> Sim<'a> {
+        let work = context.work;
+        let memory = Memory::new(context.gpu.memory_bytes, work.compiled.buffer_bytes.len());
         Sim {
-            gpu,
-            work,
-            policies,
-            memory,
-            queue: BinaryHeap::new(),
-            events: Vec::new(),
-            now_ns: 0,
-            tick: 0,
-            started: 0,
-            computing: None,
-            h2d_busy: false,
-            d2h_busy: false,
-            write_backs: VecDeque::new(),
-            last_compute_end_ns: 0,
-            result: SimResult { client_completion_ns: vec![0; clients], ..SimResult::default() },
-            overflow: None,
+            context,
+            state: State {
+                memory,
+                queue: BinaryHeap::new(),
+                scheduled: 0,
+                now_ns: 0,
+                tick: 0,
+                started: 0,
+                computing: None,
+                h2d_busy: false,
+                d2h_busy: false,
+                write_backs: VecDeque::new(),
+                last_compute_end_ns: 0,
+                result: SimResult { client_completion_ns: vec![0; clients], ..SimResult::default() },
+                overflow: None,
+                horizon: 0,
+            },
         }
     }
 
-    fn run(&mut self) {
-        self.dispatch();
-        while let Some(&Reverse((time_ns, _, _))) = self.queue.peek() {
-            self.now_ns = time_ns;
-            while let Some(&Reverse((t, _, seq))) = self.queue.peek() {
+    fn finish(self) -> Result<SimResult, SimError> {
+        match self.state.overflow {
+            Some(quantity) => Err(SimError::Overflow { quantity }),
+            None => Ok(self.state.result),
+        }
+    }
+
+    fn run(&mut self, mut checkpoints: Option<(&mut Vec<Checkpoint>, usize)>) {
+        let mut next_checkpoint = self.state.started;
+        loop {
+            if let Some((saved, every)) = checkpoints.as_mut() {
+                if self.state.started >= next_checkpoint {
+                    saved.push(Checkpoint { state: self.state.clone() });
+                    next_checkpoint = self.state.started + (*every).max(1);
+                }
+            }
+            self.dispatch();
+            let Some(&Reverse((time_ns, ..))) = self.state.queue.peek() else { break };
+            self.state.now_ns = time_ns;
+            while let Some(&Reverse((t, _, _, event))) = self.state.queue.peek() {
                 if t != time_ns {
                     break;
                 }
-                self.queue.pop();
-                self.apply(self.events[seq as usize]);
+                self.state.queue.pop();
+                self.apply(event);
             }
-            if self.overflow.is_some() {
+            if self.state.overflow.is_some() {
                 return;
             }
-            self.dispatch();
         }
-        assert_eq!(self.started, self.work.steps.len(), "simulation stopped with operations left");
-        self.result.makespan_ns = self.now_ns;
-        self.result.stall_ns = self.last_compute_end_ns - self.result.compute_busy_ns;
-        self.result.events = self.events.len() as u64;
+        let state = &mut self.state;
+        assert_eq!(state.started, self.context.work.steps.len(), "simulation stopped with operations left");
+        state.result.makespan_ns = state.now_ns;
+        state.result.stall_ns = state.last_compute_end_ns - state.result.compute_busy_ns;
+        state.result.events = state.scheduled;
     }
 
     /// `total + more`, or `u64::MAX` with `quantity` recorded as the
     /// overflow that ends the run.
     fn add(&mut self, total: u64, more: u64, quantity: &'static str) -> u64 {
         total.checked_add(more).unwrap_or_else(|| {
-            self.overflow.get_or_insert(quantity);
+            self.state.overflow.get_or_insert(quantity);
             u64::MAX
         })
     }
 
     fn schedule_event(&mut self, duration_ns: u64, event: Event) -> u64 {
-        let seq = self.events.len() as u64;
-        self.events.push(event);
-        let end_ns = self.add(self.now_ns, duration_ns, "clock");
-        self.queue.push(Reverse((end_ns, event.rank(), seq)));
+        let sequence = self.state.scheduled;
+        self.state.scheduled += 1;
+        let end_ns = self.add(self.state.now_ns, duration_ns, "clock");
+        self.state.queue.push(Reverse((end_ns, event.rank(), sequence, event)));
         end_ns
     }
 
-    fn record(&mut self, engine: EngineKind, end_ns: u64, label: String) {
-        self.result.intervals.push(Interval { engine, start_ns: self.now_ns, end_ns, label });
+    fn record(&mut self, engine: EngineKind, end_ns: u64, bytes: u64, label: impl FnOnce(Labels) -> String) {
+        if let Some(labels) = self.context.labels {
+            let interval = Interval { engine, start_ns: self.state.now_ns, end_ns, label: label(labels), bytes };
+            self.state.result.intervals.push(interval);
+        }
+    }
+
+    fn buffer_label(&self, buffer: usize) -> impl FnOnce(Labels) -> String {
+        move |labels: Labels| {
+            let (client, name) = &labels.compiled.buffer_names[buffer];
+            format!("{}/{name}", labels.trace.clients[*client].name)
+        }
     }
 
     fn next_tick(&mut self) -> u64 {
-        self.tick += 1;
-        self.tick
+        self.state.tick += 1;
+        self.state.tick
+    }
+
+    /// Notes that a decision looked at schedule position `position`.
+    fn looked_at(&mut self, position: usize) {
+        self.state.horizon = self.state.horizon.max(position);
     }
 
     fn apply(&mut self, event: Event) {
         match event {
             Event::WriteBack(buffer) => {
-                self.d2h_busy = false;
-                self.memory.end_write_back(buffer);
+                self.state.d2h_busy = false;
+                self.state.memory.end_write_back(buffer);
             }
             Event::CopyIn(buffer, bytes) => {
-                self.h2d_busy = false;
+                self.state.h2d_busy = false;
                 let tick = self.next_tick();
-                self.memory.end_fetch(buffer, bytes, tick);
+                self.state.memory.end_fetch(buffer, bytes, tick);
             }
             Event::Compute(position) => self.end_compute(position),
         }
     }
 
     fn end_compute(&mut self, position: usize) {
-        self.computing = None;
-        self.last_compute_end_ns = self.now_ns;
+        let work = self.context.work;
+        self.state.computing = None;
+        self.state.last_compute_end_ns = self.state.now_ns;
         let tick = self.next_tick();
-        let compute_ns = self.work.steps[position].compute_ns;
-        self.result.compute_busy_ns = self.add(self.result.compute_busy_ns, compute_ns, "compute busy time");
-        let step = &self.work.steps[position];
-        self.result.client_completion_ns[step.client] = self.now_ns;
-        self.memory.give(step.ephemeral_bytes);
+        let step = work.op(position);
+        let client = work.steps[position].0;
+        self.state.result.compute_busy_ns =
+            self.add(self.state.result.compute_busy_ns, step.compute_ns, "compute busy time");
+        let state = &mut self.state;
+        state.result.client_completion_ns[client] = state.now_ns;
+        state.memory.give(step.ephemeral_bytes);
         for &b in &step.buffers {
-            self.memory.set_pinned(b, false, tick);
+            state.memory.set_pinned(b, false, tick);
         }
         for &b in &step.writes {
-            self.memory.mark_dirty(b);
+            state.memory.mark_dirty(b);
         }
-        if self.policies.retention == Retention::ReleaseAfterLastUse {
+        // Whether a buffer is used again depends only on which operations
+        // remain, not on their order: no position is looked at here.
+        if self.context.policies.retention == Retention::ReleaseAfterLastUse {
             for &b in &step.buffers {
-                if self.work.is_last_use(b, position) && self.memory.evict(b) {
-                    self.write_backs.push_back(b);
+                if work.is_last_use(b, position) {
+                    let dirty = self.state.memory.evict(b);
+                    self.evicted(b, dirty);
                 }
             }
         }
@@ -194,55 +302,95 @@ impl<'a> Sim<'a> {
 
     /// Evicts, by the eviction policy, buffers that `allowed` admits until
     /// `need_bytes` are free or on their way out; queues dirty victims.
-    fn make_room(&mut self, need_bytes: u64, allowed: impl Fn(&Workload, usize) -> bool) -> bool {
-        let work = &self.work;
-        let from = self.started;
-        let (dirty, changed) =
-            self.memory.make_room(need_bytes, self.policies.eviction, |b| work.next_use(b, from), |b| allowed(work, b));
-        self.write_backs.extend(dirty);
+    fn make_room(&mut self, need_bytes: u64, allowed: impl Fn(&Workload<'_>, usize) -> bool) -> bool {
+        let work = self.context.work;
+        let from = self.state.started;
+        let eviction = self.context.policies.eviction;
+        let mut furthest = None;
+        let victims = self.state.memory.make_room(
+            need_bytes,
+            eviction,
+            |b| {
+                let next = work.next_use(b, from);
+                if eviction == Eviction::Belady {
+                    furthest = furthest.max(next);
+                }
+                next
+            },
+            |b| allowed(work, b),
+            |b| work.rank[b],
+        );
+        // Belady ranks every candidate by its next use; a buffer never used
+        // again is that in any order of the remaining operations.
+        let changed = !victims.is_empty();
+        if changed {
+            if let Some(position) = furthest {
+                self.looked_at(position);
+            }
+        }
+        for (buffer, dirty) in victims {
+            self.evicted(buffer, dirty);
+        }
         changed
     }
 
+    /// A dirty victim waits for its write-back; a clean one's memory is
+    /// free now (recorded as a free when intervals are).
+    fn evicted(&mut self, buffer: usize, dirty: bool) {
+        if dirty {
+            self.state.write_backs.push_back(buffer);
+        } else if let Some(labels) = self.context.labels {
+            let label = self.buffer_label(buffer)(labels);
+            self.state.result.frees.push(Free { at_ns: self.state.now_ns, label });
+        }
+    }
+
     fn try_compute(&mut self) -> bool {
-        if self.computing.is_some() || self.started == self.work.steps.len() {
+        let work = self.context.work;
+        if self.state.computing.is_some() || self.state.started == work.steps.len() {
             return false;
         }
-        let position = self.started;
-        let step = &self.work.steps[position];
-        if !step.buffers.iter().all(|&b| self.memory.is_ready(&self.work, b)) {
+        let position = self.state.started;
+        self.looked_at(position);
+        let step = work.op(position);
+        if !step.buffers.iter().all(|&b| self.state.memory.is_ready(work, b)) {
             return false;
         }
         let ephemeral_bytes = step.ephemeral_bytes;
-        if self.memory.free_bytes() < ephemeral_bytes {
-            let changed = self.make_room(ephemeral_bytes, |w, b| !w.steps[position].buffers.contains(&b));
-            if self.memory.free_bytes() < ephemeral_bytes {
+        if self.state.memory.free_bytes() < ephemeral_bytes {
+            let changed = self.make_room(ephemeral_bytes, |w, b| !w.op(position).buffers.contains(&b));
+            if self.state.memory.free_bytes() < ephemeral_bytes {
                 return changed;
             }
         }
-        self.memory.take(ephemeral_bytes);
+        self.state.memory.take(ephemeral_bytes);
         let tick = self.next_tick();
-        for &b in &self.work.steps[position].buffers {
-            self.memory.set_pinned(b, true, tick);
+        for &b in &step.buffers {
+            self.state.memory.set_pinned(b, true, tick);
         }
-        self.computing = Some(position);
-        self.started += 1;
-        let end_ns = self.schedule_event(self.work.steps[position].compute_ns, Event::Compute(position));
-        self.record(EngineKind::Compute, end_ns, self.work.steps[position].label.clone());
+        self.state.computing = Some(position);
+        self.state.started += 1;
+        let end_ns = self.schedule_event(step.compute_ns, Event::Compute(position));
+        let (client, operation) = work.steps[position];
+        self.record(EngineKind::Compute, end_ns, ephemeral_bytes, |labels| {
+            format!("{}#{operation}", labels.trace.clients[client].name)
+        });
         true
     }
 
     fn try_h2d(&mut self) -> bool {
-        if self.h2d_busy {
+        if self.state.h2d_busy {
             return false;
         }
-        let steps = self.work.steps.len();
-        if self.computing.is_none() && self.started < steps {
-            let p = self.started;
-            if !self.work.steps[p].buffers.iter().all(|&b| self.memory.is_ready(&self.work, b)) {
+        let work = self.context.work;
+        let steps = work.steps.len();
+        if self.state.computing.is_none() && self.state.started < steps {
+            let p = self.state.started;
+            if !work.op(p).buffers.iter().all(|&b| self.state.memory.is_ready(work, b)) {
                 return self.demand(p);
             }
         }
-        match self.policies.prefetch {
+        match self.context.policies.prefetch {
             Prefetch::None => false,
             Prefetch::Passive => self.passive(),
             Prefetch::Active => self.active(),
@@ -252,24 +400,25 @@ impl<'a> Sim<'a> {
 
     /// The first buffer of the step at `position` with bytes to fetch.
     fn first_missing(&self, position: usize) -> Option<(usize, u64)> {
-        self.work.steps[position]
+        let work = self.context.work;
+        work.op(position)
             .buffers
             .iter()
-            .map(|&b| (b, self.memory.missing_bytes(&self.work, b)))
+            .map(|&b| (b, self.state.memory.missing_bytes(work, b)))
             .find(|&(_, missing)| missing > 0)
     }
 
     fn any_writing_back(&self, position: usize) -> bool {
-        self.work.steps[position].buffers.iter().any(|&b| self.memory.is_writing_back(b))
+        self.context.work.op(position).buffers.iter().any(|&b| self.state.memory.is_writing_back(b))
     }
 
     /// Fetches the next operation's data for an idle compute engine,
     /// evicting anything it does not need.
     fn demand(&mut self, position: usize) -> bool {
         let Some((buffer, need)) = self.first_missing(position) else { return false };
-        if self.memory.free_bytes() < need {
-            let changed = self.make_room(need, |w, b| !w.steps[position].buffers.contains(&b));
-            if self.memory.free_bytes() < need {
+        if self.state.memory.free_bytes() < need {
+            let changed = self.make_room(need, |w, b| !w.op(position).buffers.contains(&b));
+            if self.state.memory.free_bytes() < need {
                 return changed;
             }
         }
@@ -278,16 +427,18 @@ impl<'a> Sim<'a> {
     }
 
     fn passive(&mut self) -> bool {
-        for position in self.started..self.work.steps.len() {
+        let work = self.context.work;
+        for position in self.state.started..work.steps.len() {
+            self.looked_at(position);
             if self.any_writing_back(position) {
                 return false;
             }
             let missing: u64 =
-                self.work.steps[position].buffers.iter().map(|&b| self.memory.missing_bytes(&self.work, b)).sum();
+                work.op(position).buffers.iter().map(|&b| self.state.memory.missing_bytes(work, b)).sum();
             if missing == 0 {
                 continue;
             }
-            if missing > self.memory.free_bytes() {
+            if missing > self.state.memory.free_bytes() {
                 return false;
             }
             let Some((buffer, bytes)) = self.first_missing(position) else { return false };
@@ -298,12 +449,13 @@ impl<'a> Sim<'a> {
     }
 
     fn active(&mut self) -> bool {
-        for position in self.started..self.work.steps.len() {
+        for position in self.state.started..self.context.work.steps.len() {
+            self.looked_at(position);
             if self.any_writing_back(position) {
                 return false;
             }
             if let Some((buffer, missing)) = self.first_missing(position) {
-                let chunk = missing.min(self.memory.free_bytes());
+                let chunk = missing.min(self.state.memory.free_bytes());
                 if chunk == 0 {
                     return false;
                 }
@@ -315,16 +467,17 @@ impl<'a> Sim<'a> {
     }
 
     fn lookahead(&mut self, k: usize) -> bool {
-        let from = self.started;
-        for position in from..(from + k).min(self.work.steps.len()) {
+        let from = self.state.started;
+        for position in from..(from + k).min(self.context.work.steps.len()) {
+            self.looked_at(position);
             if self.any_writing_back(position) {
                 return false;
             }
             let Some((buffer, need)) = self.first_missing(position) else { continue };
-            if self.memory.free_bytes() < need {
+            if self.state.memory.free_bytes() < need {
                 // Do no harm: only data next needed after this operation may go.
                 let changed = self.make_room(need, |w, b| w.next_use(b, from).is_none_or(|u| u > position));
-                if self.memory.free_bytes() < need {
+                if self.state.memory.free_bytes() < need {
                     return changed;
                 }
             }
@@ -335,27 +488,31 @@ impl<'a> Sim<'a> {
     }
 
     fn start_h2d(&mut self, buffer: usize, bytes: u64) {
-        self.memory.start_fetch(buffer, bytes);
-        self.h2d_busy = true;
-        let duration_ns = self.gpu.h2d_ns(bytes);
-        self.result.h2d_bytes = self.add(self.result.h2d_bytes, bytes, "bytes copied to the GPU");
-        self.result.h2d_busy_ns = self.add(self.result.h2d_busy_ns, duration_ns, "host-to-device busy time");
+        self.state.memory.start_fetch(buffer, bytes);
+        self.state.h2d_busy = true;
+        let duration_ns = self.context.gpu.h2d_ns(bytes);
+        self.state.result.h2d_bytes = self.add(self.state.result.h2d_bytes, bytes, "bytes copied to the GPU");
+        self.state.result.h2d_busy_ns =
+            self.add(self.state.result.h2d_busy_ns, duration_ns, "host-to-device busy time");
         let end_ns = self.schedule_event(duration_ns, Event::CopyIn(buffer, bytes));
-        self.record(EngineKind::H2d, end_ns, self.work.buffers[buffer].label.clone());
+        let label = self.buffer_label(buffer);
+        self.record(EngineKind::H2d, end_ns, bytes, label);
     }
 
     fn try_d2h(&mut self) -> bool {
-        if self.d2h_busy {
+        if self.state.d2h_busy {
             return false;
         }
-        let Some(buffer) = self.write_backs.pop_front() else { return false };
-        let bytes = self.memory.resident_bytes(buffer);
-        let duration_ns = self.gpu.d2h_ns(bytes);
-        self.d2h_busy = true;
-        self.result.d2h_bytes = self.add(self.result.d2h_bytes, bytes, "bytes copied back");
-        self.result.d2h_busy_ns = self.add(self.result.d2h_busy_ns, duration_ns, "device-to-host busy time");
+        let Some(buffer) = self.state.write_backs.pop_front() else { return false };
+        let bytes = self.state.memory.resident_bytes(buffer);
+        let duration_ns = self.context.gpu.d2h_ns(bytes);
+        self.state.d2h_busy = true;
+        self.state.result.d2h_bytes = self.add(self.state.result.d2h_bytes, bytes, "bytes copied back");
+        self.state.result.d2h_busy_ns =
+            self.add(self.state.result.d2h_busy_ns, duration_ns, "device-to-host busy time");
         let end_ns = self.schedule_event(duration_ns, Event::WriteBack(buffer));
-        self.record(EngineKind::D2h, end_ns, self.work.buffers[buffer].label.clone());
+        let label = self.buffer_label(buffer);
+        self.record(EngineKind::D2h, end_ns, bytes, label);
         true
     }
 }
@@ -429,11 +586,13 @@ mod tests {
         let mut trace = two_clients(3, op(1, false, 0), op(1, false, 0));
         trace.clients.iter_mut().flat_map(|c| &mut c.operations).for_each(|o| o.compute_ms = 1e13);
         assert!(matches!(trace.validate(), Err(SimError::TraceTime { .. })));
-        let schedule = Schedule::new(&trace, &[0, 1, 0]).unwrap();
-        let work = Workload::new(&trace, &schedule);
-        let mut sim = Sim::new(&trace.gpu, work, policies(Retention::KeepUntilEvicted), 2);
-        sim.run();
-        assert_eq!(sim.overflow, Some("clock"));
+        let compiled = Compiled::new(&trace);
+        let work = Workload::new(&compiled, &[0, 1, 0]);
+        let context =
+            Context { gpu: &trace.gpu, work: &work, policies: policies(Retention::KeepUntilEvicted), labels: None };
+        let mut sim = Sim::new(context, 2);
+        sim.run(None);
+        assert_eq!(sim.state.overflow, Some("clock"));
         assert_eq!(
             SimError::Overflow { quantity: "clock" }.to_string(),
             "the simulation's clock passes 2^64; the trace is too long to simulate"
@@ -447,5 +606,72 @@ mod tests {
         let schedule = Schedule::new(&other, &[0, 0]).unwrap();
         let err = simulate(&trace, &schedule, policies(Retention::KeepUntilEvicted)).unwrap_err();
         assert!(err.to_string().contains("'b' appears 0 times"), "{err}");
+    }
+
+    /// A random trace of 2 to 5 clients, 1 to 4 operations each, tight memory.
+    fn random_trace(rng: &mut tessera_core::rng::SplitMix64) -> Trace {
+        let clients: Vec<Client> = (0..2 + rng.below(4))
+            .map(|c| {
+                let sizes: Vec<u64> = (0..3).map(|_| (1 + rng.below(4) as u64) * GB / 2).collect();
+                let operations = (0..1 + rng.below(4))
+                    .map(|_| Operation {
+                        compute_ms: rng.uniform(10.0, 300.0).round(),
+                        buffers: (0..3)
+                            .filter_map(|b| {
+                                let (used, dirty) = (rng.below(2) == 0, rng.below(3) == 0);
+                                used.then(|| Buffer { name: format!("b{b}"), bytes: sizes[b], dirty })
+                            })
+                            .collect(),
+                        ephemeral_bytes: rng.below(3) as u64 * GB / 2,
+                    })
+                    .collect();
+                Client { name: format!("c{c}"), operations }
+            })
+            .collect();
+        let largest = clients.iter().flat_map(|c| &c.operations).map(Operation::working_set_bytes).max().unwrap();
+        let gpu = Gpu {
+            memory_bytes: largest + rng.below(4) as u64 * GB / 2,
+            h2d_bytes_per_s: 1e10,
+            d2h_bytes_per_s: 8e9,
+            copy_latency_ns: 1000,
+        };
+        Trace { gpu, clients }
+    }
+
+    #[test]
+    fn resuming_from_a_checkpoint_gives_the_full_run() {
+        let mut rng = tessera_core::rng::SplitMix64::new(99);
+        let (mut resumed, mut runs) = (0, 0);
+        for _ in 0..300 {
+            let trace = random_trace(&mut rng);
+            let compiled = Compiled::new(&trace);
+            let mut ids: Vec<usize> =
+                trace.clients.iter().enumerate().flat_map(|(c, cl)| vec![c; cl.operations.len()]).collect();
+            crate::schedulers::shuffle(&mut ids, &mut rng);
+            let policies = Policies {
+                eviction: [Eviction::Lru, Eviction::Belady][rng.below(2)],
+                prefetch: [Prefetch::None, Prefetch::Passive, Prefetch::Active, Prefetch::Lookahead(2)][rng.below(4)],
+                retention: [Retention::ReleaseAfterLastUse, Retention::KeepUntilEvicted][rng.below(2)],
+            };
+            let work = Workload::new(&compiled, &ids);
+            let mut checkpoints = Vec::new();
+            let full = simulate_compiled(&trace.gpu, &work, policies, None, Some((&mut checkpoints, 1))).unwrap();
+            assert_eq!(full, simulate_compiled(&trace.gpu, &work, policies, None, None).unwrap());
+            for _ in 0..10 {
+                let (p, q) = (rng.below(ids.len()), rng.below(ids.len()));
+                let mut moved = ids.clone();
+                moved.swap(p, q);
+                let first = p.min(q);
+                let moved_work = Workload::new(&compiled, &moved);
+                let expected = simulate_compiled(&trace.gpu, &moved_work, policies, None, None).unwrap();
+                for checkpoint in checkpoints.iter().filter(|c| c.horizon() < first) {
+                    let got = simulate_compiled(&trace.gpu, &moved_work, policies, Some(checkpoint), None).unwrap();
+                    assert_eq!(got, expected, "{policies:?} {ids:?} -> {moved:?} from {}", checkpoint.started());
+                    resumed += usize::from(checkpoint.started() > 0);
+                }
+                runs += 1;
+            }
+        }
+        assert!(runs == 3000 && resumed > 500, "{resumed} resumed runs");
     }
 }

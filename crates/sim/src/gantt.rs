@@ -5,6 +5,7 @@
 //! generic `monospace` font family only.
 
 use std::fmt::Write;
+use tessera_core::text::escape_xml;
 
 use crate::result::{EngineKind, SimResult};
 
@@ -31,7 +32,7 @@ pub fn gantt_svg(result: &SimResult, title: &str) -> String {
         svg,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="monospace" font-size="12">"#
     );
-    let _ = writeln!(svg, r#"<text x="{LEFT}" y="20" font-size="15" font-weight="bold">{}</text>"#, escape(title));
+    let _ = writeln!(svg, r#"<text x="{LEFT}" y="20" font-size="15" font-weight="bold">{}</text>"#, escape_xml(title));
     let _ =
         writeln!(svg, r#"<text x="{LEFT}" y="38">makespan {} ms</text>"#, format_ms(result.makespan_ns as f64 / 1e6));
 
@@ -48,7 +49,7 @@ pub fn gantt_svg(result: &SimResult, title: &str) -> String {
                 r##"<rect x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{BAR}" fill="{}" stroke="#333" stroke-width="0.3"><title>{} ({} – {} ms)</title></rect>"##,
                 top + (LANE - BAR) / 2.0,
                 colour(&interval.label),
-                escape(&interval.label),
+                escape_xml(&interval.label),
                 format_ms(interval.start_ns as f64 / 1e6),
                 format_ms(interval.end_ns as f64 / 1e6),
             );
@@ -92,29 +93,13 @@ fn colour(label: &str) -> String {
     format!("hsl({}, 65%, {}%)", hash % 360, 55 + (hash >> 32) % 20)
 }
 
-/// Escapes text for XML content and attributes.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            _ => out.push(c),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::result::Interval;
 
     fn interval(engine: EngineKind, start_ns: u64, end_ns: u64, label: &str) -> Interval {
-        Interval { engine, start_ns, end_ns, label: label.to_string() }
+        Interval { engine, start_ns, end_ns, label: label.to_string(), bytes: 0 }
     }
 
     #[test]

@@ -52,15 +52,42 @@
 //!   those write-backs.
 //! - **Dirtiness.** A buffer becomes dirty when an operation that lists it
 //!   with `dirty: true` ends, and clean again after its write-back.
+//! - **Ties.** Events of one instant apply in the order write-back ends,
+//!   compute ends, copy-in ends, each kind in the order scheduled.
+//!
+//! # Bounds
+//!
+//! [`lower_bound_ns`] counts copies and compute only; [`memory_lower_bound_ns`]
+//! also counts the waits memory forces at the client switches every
+//! schedule has (the argument is in `memory_bound.rs`). Both hold for every
+//! schedule and policy; tests check them against exhaustive search.
+//!
+//! # Searching
+//!
+//! The genetic search simulates many schedules of one trace from a compiled
+//! form (no labels, no intervals), a generation's simulations in parallel
+//! (rayon; no I/O), with every random draw on one thread, so its result for
+//! a seed does not depend on threads or timing. A run records, for each
+//! instant, the furthest schedule position any decision so far looked at;
+//! a schedule that agrees with it up to there resumes from a checkpoint
+//! instead of starting over (used by local search's moves).
+//!
+//! # Running for real
+//!
+//! [`execution_plan`] turns a simulated run into commands for an executor
+//! (copies, write-backs, computes, frees; each with the commands of other
+//! engines it must wait for), which `tessera-gpu` runs on a GPU.
 
 #![warn(missing_docs)]
 
 mod bound;
 mod engine;
 mod error;
+mod execution;
 mod gantt;
 mod generate;
 mod memory;
+mod memory_bound;
 mod policy;
 mod result;
 mod schedule;
@@ -68,13 +95,16 @@ mod schedulers;
 mod trace;
 mod workload;
 
-pub use bound::{johnson, lower_bound_ns, JohnsonPlan};
+pub use bound::{johnson, lower_bound_ns, memory_lower_bound_ns, JohnsonPlan};
 pub use engine::simulate;
 pub use error::SimError;
+pub use execution::{execution_plan, After, Command, CommandKind, ExecutionPlan, Totals, EXECUTION_PLAN_VERSION};
 pub use gantt::gantt_svg;
 pub use generate::{generate, GenerateParams, Link};
 pub use policy::{Eviction, Policies, Prefetch, Retention};
-pub use result::{EngineKind, Interval, SimResult};
+pub use result::{EngineKind, Free, Interval, SimResult};
 pub use schedule::Schedule;
-pub use schedulers::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
+pub use schedulers::{
+    genetic_search, plan_schedule, GeneticParams, SchedulerKind, SearchStats, EXHAUSTIVE_MAX_OPERATIONS,
+};
 pub use trace::{Buffer, Client, Gpu, Operation, Trace};

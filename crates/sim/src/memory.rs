@@ -18,18 +18,29 @@ struct Residency {
 }
 
 /// All buffers' residency and the memory they take.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Memory {
     capacity_bytes: u64,
     used_bytes: u64,
     writing_back_bytes: u64,
     buffers: Vec<Residency>,
+    /// The buffers with resident bytes (the only eviction candidates), in
+    /// no particular order, and each one's index there.
+    resident: Vec<usize>,
+    slot: Vec<usize>,
 }
 
 impl Memory {
     /// Empty memory of `capacity_bytes` for `buffers` buffers.
     pub fn new(capacity_bytes: u64, buffers: usize) -> Memory {
-        Memory { capacity_bytes, used_bytes: 0, writing_back_bytes: 0, buffers: vec![Residency::default(); buffers] }
+        Memory {
+            capacity_bytes,
+            used_bytes: 0,
+            writing_back_bytes: 0,
+            buffers: vec![Residency::default(); buffers],
+            resident: Vec::new(),
+            slot: vec![usize::MAX; buffers],
+        }
     }
 
     /// Bytes not held by anything.
@@ -39,19 +50,19 @@ impl Memory {
 
     /// Bytes of `buffer` neither resident nor on their way, or 0 while it
     /// is being written back (it must leave before it can come back).
-    pub fn missing_bytes(&self, workload: &Workload, buffer: usize) -> u64 {
+    pub fn missing_bytes(&self, workload: &Workload<'_>, buffer: usize) -> u64 {
         let r = &self.buffers[buffer];
         if r.writing_back {
             0
         } else {
-            workload.buffers[buffer].bytes - r.resident_bytes - r.in_flight_bytes
+            workload.bytes(buffer) - r.resident_bytes - r.in_flight_bytes
         }
     }
 
     /// Whether `buffer` is wholly resident and staying.
-    pub fn is_ready(&self, workload: &Workload, buffer: usize) -> bool {
+    pub fn is_ready(&self, workload: &Workload<'_>, buffer: usize) -> bool {
         let r = &self.buffers[buffer];
-        !r.writing_back && r.resident_bytes == workload.buffers[buffer].bytes
+        !r.writing_back && r.resident_bytes == workload.bytes(buffer)
     }
 
     /// Whether `buffer` is being written back.
@@ -81,6 +92,19 @@ impl Memory {
         r.in_flight_bytes -= bytes;
         r.resident_bytes += bytes;
         r.tick = tick;
+        if self.slot[buffer] == usize::MAX {
+            self.slot[buffer] = self.resident.len();
+            self.resident.push(buffer);
+        }
+    }
+
+    /// `buffer` has no resident bytes any more.
+    fn gone(&mut self, buffer: usize) {
+        let slot = std::mem::replace(&mut self.slot[buffer], usize::MAX);
+        self.resident.swap_remove(slot);
+        if let Some(&moved) = self.resident.get(slot) {
+            self.slot[moved] = slot;
+        }
     }
 
     /// Pins (or unpins) `buffer` for a running operation and stamps the use.
@@ -107,6 +131,7 @@ impl Memory {
         } else {
             self.used_bytes -= r.resident_bytes;
             r.resident_bytes = 0;
+            self.gone(buffer);
             false
         }
     }
@@ -117,6 +142,7 @@ impl Memory {
         self.used_bytes -= r.resident_bytes;
         self.writing_back_bytes -= r.resident_bytes;
         *r = Residency { tick: r.tick, ..Residency::default() };
+        self.gone(buffer);
     }
 
     /// Resident bytes of `buffer` (what a write-back copies).
@@ -124,43 +150,48 @@ impl Memory {
         self.buffers[buffer].resident_bytes
     }
 
-    /// Evicts, in the policy's order, buffers for which `allowed` holds
+    /// Evicts, in the policy's order (ties by `tie`, smaller first), buffers for which `allowed` holds
     /// until `need_bytes` are free or being freed by write-backs. Evicts
-    /// nothing unless that target can be reached. Returns the dirty
-    /// victims (to copy back) and whether anything was evicted.
+    /// nothing unless that target can be reached. Returns the victims in
+    /// eviction order, each with whether it is dirty (to copy back).
     pub fn make_room(
         &mut self,
         need_bytes: u64,
         policy: Eviction,
-        next_use: impl Fn(usize) -> Option<usize>,
+        mut next_use: impl FnMut(usize) -> Option<usize>,
         allowed: impl Fn(usize) -> bool,
-    ) -> (Vec<usize>, bool) {
+        tie: impl Fn(usize) -> usize,
+    ) -> Vec<(usize, bool)> {
         let mut available = self.free_bytes() + self.writing_back_bytes;
         if available >= need_bytes {
-            return (vec![], false);
+            return vec![];
         }
-        let mut candidates: Vec<(u64, usize)> = (0..self.buffers.len())
+        let candidates: Vec<(u64, usize, usize)> = self
+            .resident
+            .iter()
+            .copied()
             .filter(|&b| {
                 let r = &self.buffers[b];
                 r.resident_bytes > 0 && r.in_flight_bytes == 0 && !r.pinned && !r.writing_back && allowed(b)
             })
-            .map(|b| (policy.key(self.buffers[b].tick, next_use(b)), b))
+            .map(|b| (policy.key(self.buffers[b].tick, next_use(b)), tie(b), b))
             .collect();
-        let reachable: u64 = candidates.iter().map(|&(_, b)| self.buffers[b].resident_bytes).sum();
+        let reachable: u64 = candidates.iter().map(|&(_, _, b)| self.buffers[b].resident_bytes).sum();
         if available + reachable < need_bytes {
-            return (vec![], false);
+            return vec![];
         }
-        candidates.sort_unstable();
-        let mut dirty = Vec::new();
-        for (_, b) in candidates {
+        // Usually a few victims: take the smallest keys from a heap rather
+        // than sorting every candidate (the same order).
+        let mut candidates =
+            std::collections::BinaryHeap::from(candidates.into_iter().map(std::cmp::Reverse).collect::<Vec<_>>());
+        let mut victims = Vec::new();
+        while let Some(std::cmp::Reverse((_, _, b))) = candidates.pop() {
             if available >= need_bytes {
                 break;
             }
             available += self.buffers[b].resident_bytes;
-            if self.evict(b) {
-                dirty.push(b);
-            }
+            victims.push((b, self.evict(b)));
         }
-        (dirty, true)
+        victims
     }
 }

@@ -46,6 +46,24 @@ pub enum Prefetch {
     Lookahead(usize),
 }
 
+impl std::str::FromStr for Prefetch {
+    type Err = String;
+
+    /// `none`, `passive`, `active` or `lookahead:K` (K ≥ 1); the error names
+    /// the text and the choices.
+    fn from_str(value: &str) -> Result<Prefetch, String> {
+        match value {
+            "none" => Ok(Prefetch::None),
+            "passive" => Ok(Prefetch::Passive),
+            "active" => Ok(Prefetch::Active),
+            _ => match value.strip_prefix("lookahead:").map(str::parse::<usize>) {
+                Some(Ok(k)) if k > 0 => Ok(Prefetch::Lookahead(k)),
+                _ => Err(format!("unknown prefetch policy '{value}' (none, passive, active, lookahead:K with K ≥ 1)")),
+            },
+        }
+    }
+}
+
 /// What happens to a buffer after the last operation in the schedule that
 /// uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

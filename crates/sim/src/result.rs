@@ -25,6 +25,19 @@ pub struct Interval {
     pub end_ns: u64,
     /// `client#operation` for compute, `client/buffer` for copies.
     pub label: String,
+    /// Bytes copied, or a compute's scratch bytes.
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+/// A clean buffer evicted: its memory is free at once (a dirty one's is
+/// free when its write-back, a D2H interval, ends).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Free {
+    /// When.
+    pub at_ns: u64,
+    /// `client/buffer`.
+    pub label: String,
 }
 
 /// The outcome of one simulation.
@@ -52,4 +65,8 @@ pub struct SimResult {
     /// Events the simulator processed (copy and compute completions).
     #[serde(default)]
     pub events: u64,
+    /// Every clean eviction, in time order (with the intervals, what an
+    /// executor needs to replay the run's memory).
+    #[serde(default)]
+    pub frees: Vec<Free>,
 }

@@ -1,6 +1,7 @@
 //! The simulator and its schedulers on the design notes' toys and on small
 //! random traces. One test binary with a module per area.
 
+mod bounds;
 mod common;
 mod schedulers;
 mod toys;

@@ -288,9 +288,70 @@ pub enum StoreError {
         /// What is wrong.
         detail: String,
     },
+    /// A service created under a name the store already holds.
+    #[error("{}: service '{service}' already exists (update it with its version instead)", path.display())]
+    ServiceExists {
+        /// The database.
+        path: PathBuf,
+        /// The service's name.
+        service: String,
+    },
+    /// A change made from a version of a service that is no longer the
+    /// stored one (another writer changed it first).
+    #[error("{}: service '{service}' is at version {found}, not {expected}: it changed since it was read; read it again and retry", path.display())]
+    VersionConflict {
+        /// The database.
+        path: PathBuf,
+        /// The service's name.
+        service: String,
+        /// The version the writer read.
+        expected: u64,
+        /// The version stored.
+        found: u64,
+    },
+    /// Something asked for by name or id that the store does not hold.
+    #[error("{}: no {what} in the store", path.display())]
+    NotFound {
+        /// The database.
+        path: PathBuf,
+        /// What was asked for, e.g. `service 'search'`.
+        what: String,
+    },
+    /// A stored row that cannot be read back (edited by hand?).
+    #[error("{}: stored {what} is invalid: {detail}", path.display())]
+    CorruptRow {
+        /// The database.
+        path: PathBuf,
+        /// The row, e.g. `service 'search'`.
+        what: String,
+        /// What is wrong.
+        detail: String,
+    },
 }
 
 impl StoreError {
+    /// `true` when the store itself cannot serve the request right now —
+    /// its disk is full or read-only, the file cannot be opened or written,
+    /// another writer holds the lock — rather than the request being wrong.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Io { .. } => true,
+            StoreError::Sqlite { cause, .. } => matches!(
+                cause.sqlite_error_code(),
+                Some(
+                    rusqlite::ErrorCode::DiskFull
+                        | rusqlite::ErrorCode::ReadOnly
+                        | rusqlite::ErrorCode::CannotOpen
+                        | rusqlite::ErrorCode::SystemIoFailure
+                        | rusqlite::ErrorCode::DatabaseBusy
+                        | rusqlite::ErrorCode::DatabaseLocked
+                        | rusqlite::ErrorCode::PermissionDenied
+                )
+            ),
+            _ => false,
+        }
+    }
+
     /// An operating-system error on the file or folder at `path`.
     pub(crate) fn io(path: &Path, cause: io::Error) -> Self {
         StoreError::Io { path: path.to_path_buf(), cause }

@@ -30,19 +30,23 @@ mod formats;
 mod fs;
 
 pub use db::{
-    default_path, ColocationImportSummary, ImportSummary, JournalEntry, KernelMetricsStored, ProfileSummary,
-    RegisteredWorkload, Store, StoreCounts, StoredColocation, WorkloadTask,
+    default_path, ColocationImportSummary, ImportSummary, JobStatus, JournalEntry, KernelMetricsStored, ProfileSummary,
+    RegisteredWorkload, Store, StoreCounts, StoredColocation, StoredJob, StoredService, WorkloadTask,
 };
 pub use error::StoreError;
 pub use formats::kace::{
     check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_splits, read_workload_tables,
     write_colocations, ColocationImport, KaceSplit, TESTING_FILE, TRAINING_FILE,
 };
-pub use formats::native::{read_profiles_csv, read_slo_csv, write_profiles_csv, write_slo_csv};
+pub use formats::native::{
+    parse_profiles_csv, read_profiles_csv, read_service_images, read_slo_csv, read_sourced_profiles_csv,
+    write_profiles_csv, write_slo_csv, write_sourced_profiles_csv,
+};
 pub use formats::parvagpu::{
-    read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv, ProfileDirImport,
+    parse_parvagpu_profile, read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv,
+    ProfileDirImport,
 };
 pub use formats::plan::{
-    plan_json, read_plan, read_plan_csv, read_plan_file, write_plan_csv, PLAN_CSV_HEADER, PLAN_VERSION,
+    parse_plan, plan_json, read_plan, read_plan_csv, read_plan_file, write_plan_csv, PLAN_CSV_HEADER, PLAN_VERSION,
 };
 pub use fs::write_atomic;

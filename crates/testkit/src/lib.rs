@@ -79,6 +79,58 @@ fn locate(dir: &Path, relative: &str, required: bool) -> Result<Option<PathBuf>,
     Ok(None)
 }
 
+/// The variable that makes [`kubernetes_validate`] required (`.ci/run`
+/// sets it).
+pub const REQUIRE_VALIDATOR_VARIABLE: &str = "TESSERA_REQUIRE_KUBERNETES_VALIDATE";
+
+/// Validates Kubernetes manifests against Kubernetes 1.34's official
+/// schemas in strict mode (unknown fields rejected) with PyPI's
+/// `kubernetes-validate`. Returns `false`, after a visible `skipping:`
+/// line, when the tool is absent and not required.
+///
+/// # Panics
+/// When a file does not validate, or the tool is absent but
+/// [`REQUIRE_VALIDATOR_VARIABLE`] is `1`.
+pub fn kubernetes_validate(files: &[PathBuf]) -> bool {
+    let run = std::process::Command::new("kubernetes-validate")
+        .args(["--strict", "-k", "1.34.0", "--quiet"])
+        .args(files)
+        .output();
+    let output = match run {
+        Ok(output) => output,
+        Err(error) => {
+            tool_missing(
+                REQUIRE_VALIDATOR_VARIABLE,
+                &format!("kubernetes-validate cannot run ({error})"),
+                "python3 -m pip install kubernetes-validate",
+            );
+            return false;
+        }
+    };
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    true
+}
+
+/// Says that a test skips because a tool it runs is missing (`what`, with
+/// the command that installs it), on a visible `skipping:` line — or fails
+/// the test when `variable` is `1` (CI installs the tool and sets it).
+///
+/// # Panics
+/// When `variable` is set to `1`.
+pub fn tool_missing(variable: &str, what: &str, install: &str) {
+    assert!(
+        std::env::var(variable).as_deref() != Ok("1"),
+        "{what}, but {variable}=1 says it is required (install it: {install})"
+    );
+    // Straight to the terminal: the harness captures only print! and eprint!.
+    let _ = writeln!(std::io::stderr(), "skipping: {what} (install it: {install})");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

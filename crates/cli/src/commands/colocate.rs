@@ -1,28 +1,29 @@
-//! `tessera colocate evaluate | import | train | recommend`.
+//! `tessera colocate evaluate | import | list | remove | train | recommend | suggest`.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_colocate::GbmParams;
-use tessera_colocate::DEFAULT_SLOWDOWN;
-use tessera_colocate::{lowo, p3, Policy, PolicyScores, Split};
-use tessera_colocate::{recommend, Query, Recommendation, Search};
-use tessera_colocate::{ModelFile, TrainedModel};
+use tessera_colocate::{evaluate as evaluate_policies, holdout_folds, p3_folds, tuned_on_test};
+use tessera_colocate::{recommend_trained, suggest, Query, Ranking, Risk, Search, SuggestQuery};
+use tessera_colocate::{Composition, Suggestion, TrainedModel};
+use tessera_colocate::{ModelFile, ModelKind as Kind, Policy, PolicyScores, Protocol as EvalProtocol, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
 use tessera_store::{TESTING_FILE, TRAINING_FILE};
 
-use crate::args::{ColocateCommand, ListFormat, ModelKind, Protocol};
+use crate::args::{ColocateCommand, ColocationSource, ListFormat, ModelKind, Protocol, RiskArg};
 use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
 pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
     match command {
-        ColocateCommand::Evaluate { protocol, splits, data, seed, format } => {
-            evaluate(protocol, splits.as_deref(), data.as_deref(), seed, format)
+        ColocateCommand::Evaluate { protocol, splits, data, group_sizes, tuned_on_test, seed, format } => {
+            let sizes: Vec<usize> = group_sizes.iter().map(|&k| k as usize).collect();
+            evaluate(protocol, splits.as_deref(), data.as_deref(), &sizes, tuned_on_test, seed, format)
         }
         ColocateCommand::Import { data, system_metrics, kernel_metrics } => {
             import(&data, system_metrics.as_deref().zip(kernel_metrics.as_deref()), store)
@@ -32,21 +33,19 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
         ColocateCommand::Train { model, data, seed, output } => {
             let (rows, _) = load_data(data.as_deref(), store)?;
             let trained = train(model, &rows, seed)?;
+            let summary = training_summary(&trained);
             let file = ModelFile::new(trained, rows.len());
             tessera_store::write_atomic(&output, file.to_json().as_bytes())?;
-            outln!("trained {} on {} colocations into {}", file.model.as_model().name(), rows.len(), output.display())?;
+            outln!(
+                "trained {} on {} colocations into {} ({summary})",
+                file.model.as_model().name(),
+                rows.len(),
+                output.display()
+            )?;
             Ok(())
         }
-        ColocateCommand::Recommend { target, candidates, group_size, model, data, gpu_memory_gb, top, format } => {
-            let (rows, pool) = load_data(data.as_deref(), store)?;
-            let trained = match model {
-                Some(path) => {
-                    let text =
-                        std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-                    ModelFile::from_json(&text).with_context(|| path.display().to_string())?.model
-                }
-                None => train(ModelKind::Slowdown, &rows, 0)?,
-            };
+        ColocateCommand::Recommend { target, candidates, group_size, source, gpu_memory_gb, top, risk, format } => {
+            let (_, pool, trained) = model_and_data(&source, store)?;
             let query = Query {
                 target: &target,
                 candidates: candidates.as_deref(),
@@ -55,7 +54,11 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                 top: usize::try_from(top).unwrap_or(usize::MAX),
                 search: None,
             };
-            let ranking = recommend(trained.as_model(), &pool, &query)?;
+            let risk = match risk {
+                RiskArg::Mean => Risk::Mean,
+                RiskArg::Lower => Risk::Lower,
+            };
+            let ranking = recommend_trained(&trained, &pool, &query, risk)?;
             if let Search::Beam { width } = ranking.search {
                 note(format_args!(
                     "{} candidate groups are too many to score each: a beam search (partners added one at a time, \
@@ -63,9 +66,36 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                     ranking.candidate_groups, ranking.scored_groups
                 ));
             }
+            if let Some(fallback) = &ranking.fallback {
+                let range = &fallback.out_of_range;
+                note(format_args!(
+                    "{target}'s {} ({}) lies outside the training range ({} to {}): ranked by the rule '{}', \
+                     which chose better than the model for such workloads in training; the predictions shown are \
+                     the model's",
+                    range.metric,
+                    readable(range.value),
+                    readable(range.min),
+                    readable(range.max),
+                    fallback.rule.name()
+                ));
+            }
             match format {
                 ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&ranking.groups)?)?,
-                ListFormat::Table => out!("{}", recommendations_table(trained.as_model().name(), &ranking.groups))?,
+                ListFormat::Table => out!("{}", recommendations_table(&trained, risk, &ranking))?,
+            }
+            Ok(())
+        }
+        ColocateCommand::Suggest { budget, group_size, source, gpu_memory_gb, format } => {
+            let (rows, pool, trained) = model_and_data(&source, store)?;
+            let query = SuggestQuery {
+                group_size: group_size as usize,
+                budget: usize::try_from(budget).unwrap_or(usize::MAX),
+                gpu_memory_gb,
+            };
+            let suggestions = suggest(&trained, &pool, &rows, &query)?;
+            match format {
+                ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&suggestions)?)?,
+                ListFormat::Table => out!("{}", suggestions_table(&suggestions, pool.len(), group_size))?,
             }
             Ok(())
         }
@@ -73,10 +103,49 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
 }
 
 fn train(kind: ModelKind, rows: &[Colocation], seed: u64) -> Result<TrainedModel> {
-    Ok(match kind {
-        ModelKind::Slowdown => TrainedModel::slowdown(rows, &GbmParams { seed, ..DEFAULT_SLOWDOWN })?,
-        ModelKind::Kace => TrainedModel::kace(rows)?,
-    })
+    let kind = match kind {
+        ModelKind::Slowdown => Kind::Slowdown,
+        ModelKind::Kace => Kind::Kace,
+    };
+    let _progress = Progress::spinner(format!("training on {}", count(rows.len(), "colocation")));
+    Ok(TrainedModel::train(kind, rows, EvalProtocol::Lofo, seed)?)
+}
+
+/// The colocations and workloads of `source` (its file or the store), and
+/// its model file's model or the slowdown model trained on them.
+fn model_and_data(
+    source: &ColocationSource,
+    store: Option<&Path>,
+) -> Result<(Vec<Colocation>, Vec<WorkloadMetrics>, TrainedModel)> {
+    let (rows, pool) = load_data(source.data.as_deref(), store)?;
+    let model = match &source.model {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            ModelFile::from_json(&text).with_context(|| path.display().to_string())?.model
+        }
+        None => train(ModelKind::Slowdown, &rows, 0)?,
+    };
+    Ok((rows, pool, model))
+}
+
+/// What training chose, in a few words.
+fn training_summary(model: &TrainedModel) -> String {
+    let selection = &model.selection;
+    let calibration = &selection.calibration;
+    let intervals = if calibration.quantile.is_finite() {
+        format!(
+            "{:.0}% intervals calibrated on {} held-out predictions",
+            100.0 * calibration.level,
+            calibration.samples
+        )
+    } else {
+        format!("no intervals: {} held-out predictions are too few", calibration.samples)
+    };
+    let folds = count(selection.inner_folds, "inner LOFO fold");
+    if selection.chosen.is_empty() {
+        return format!("{intervals} on {folds}");
+    }
+    format!("averaging {} chosen on {folds}; {intervals}", count(selection.chosen.len(), "configuration"))
 }
 
 /// Colocations and workloads from a KACE file, or from the store.
@@ -207,19 +276,33 @@ fn remove(store: Option<&Path>, ids: &[i64], source: Option<&str>) -> Result<()>
 }
 
 /// The ranked groups for people, one block each (the partners, then the
-/// prediction against taking turns, what each member keeps, memory, and
-/// what drove the prediction), wrapped to the terminal.
-fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
-    let mut out = format!("model {model}; predicted throughput in samples/s; retained: the target first\n");
+/// prediction and its interval against taking turns, what each member
+/// keeps, memory, and what drove the prediction), wrapped to the terminal.
+fn recommendations_table(model: &TrainedModel, risk: Risk, ranking: &Ranking) -> String {
+    let name = model.as_model().name();
+    let level = 100.0 * model.selection.calibration.level;
+    let ranked_by = match (&ranking.fallback, risk) {
+        (Some(fallback), _) => format!("ranked by the rule '{}'", fallback.rule.name()),
+        (None, Risk::Mean) => "ranked by the predicted total".to_string(),
+        (None, Risk::Lower) => format!("ranked by the lower end of the {level:.0}% interval"),
+    };
+    let heading = format!(
+        "model {name}, {ranked_by}; throughput in samples/s, [{level:.0}% interval]; retained: the target first"
+    );
+    let mut out = wrap_words(&heading, "", "");
+    out.push('\n');
+    let ranked = &ranking.groups;
     for (rank, r) in ranked.iter().enumerate() {
         let partners: Vec<&str> = r.members[1..].iter().map(|m| m.workload.as_str()).collect();
         let retained: Vec<String> =
             r.members.iter().map(|m| m.retained.map_or_else(|| "—".to_string(), |f| format!("{f:.2}"))).collect();
         let fits = if r.exceeds_memory { "does NOT fit" } else { "fits" };
+        let interval = r.interval_rps.map_or_else(String::new, |[lower, upper]| format!(" [{lower:.1}, {upper:.1}]"));
+        let risky = if r.may_lose_to_time_sharing { "; MAY LOSE to taking turns" } else { "" };
         let lines = [
             format!("{}. {}", rank + 1, partners.join(" + ")),
             format!(
-                "predicted {:.1} (alone {:.1}, {:.2}× taking turns); retained {}; memory {:.1} GB, {fits}",
+                "predicted {:.1}{interval} (alone {:.1}, {:.2}× taking turns{risky}); retained {}; memory {:.1} GB, {fits}",
                 r.predicted_total_rps,
                 r.alone_total_rps,
                 r.vs_time_sharing,
@@ -239,10 +322,46 @@ fn recommendations_table(model: &str, ranked: &[Recommendation]) -> String {
             out.push('\n');
         }
     }
+    if ranked.iter().any(|r| r.may_lose_to_time_sharing) {
+        out.push_str(&wrap_words(
+            "\nMAY LOSE: the interval reaches below what the members give taking turns on the GPU",
+            "",
+            "",
+        ));
+        out.push('\n');
+    }
     if ranked.iter().flat_map(|r| &r.members).any(|m| m.retained.is_none()) {
         out.push_str(&format!(
-            "\n— : the {model} model predicts only a group's total throughput, not what each member keeps\n"
+            "\n— : the {name} model predicts only a group's total throughput, not what each member keeps\n"
         ));
+    }
+    out
+}
+
+/// The suggested measurements for people.
+fn suggestions_table(suggestions: &[Suggestion], workloads: usize, group_size: u64) -> String {
+    if suggestions.is_empty() {
+        return format!(
+            "every group of {group_size} of the {} that fits is measured: nothing to suggest\n",
+            count(workloads, "workload")
+        );
+    }
+    let mut out = String::from("measure next, most useful first; throughput in samples/s, [90% interval]\n");
+    for (rank, s) in suggestions.iter().enumerate() {
+        let improves = if s.could_improve.is_empty() {
+            "no workload's best choice depends on it".to_string()
+        } else {
+            format!("could improve the choice for {}", s.could_improve.join(", "))
+        };
+        out.push('\n');
+        out.push_str(&wrap_words(&format!("{}. {}", rank + 1, s.workloads.join(" + ")), "", "   "));
+        out.push('\n');
+        let prediction = format!(
+            "predicted {:.1} [{:.1}, {:.1}]; {improves}",
+            s.predicted_total_rps, s.interval_rps[0], s.interval_rps[1]
+        );
+        out.push_str(&wrap_words(&prediction, "   ", "   "));
+        out.push('\n');
     }
     out
 }
@@ -262,32 +381,53 @@ fn evaluate(
     protocol: Protocol,
     splits: Option<&Path>,
     data: Option<&Path>,
+    group_sizes: &[usize],
+    tuned: bool,
     seed: u64,
     format: ListFormat,
 ) -> Result<()> {
-    let policies = Policy::all(GbmParams { seed, ..DEFAULT_SLOWDOWN });
-    let (results, columns) = match protocol {
+    let (protocol, folds) = match protocol {
         Protocol::P3 => {
             let dir = splits.context("--splits DIR is required with --protocol p3")?;
-            let splits = read_splits(dir)?;
-            let names: Vec<String> = splits.iter().map(|s| s.name.clone()).collect();
-            (p3(&splits, &policies), names)
+            (EvalProtocol::P3, p3_folds(&read_splits(dir)?))
         }
-        Protocol::Lowo => {
-            let path = data.context("--data FILE is required with --protocol lowo")?;
-            (lowo(&read_rows(path)?, &policies), vec!["all".to_string()])
+        Protocol::Lowo | Protocol::Lofo => {
+            let path = data.context("--data FILE is required with --protocol lowo and lofo")?;
+            let protocol = if protocol == Protocol::Lowo { EvalProtocol::Lowo } else { EvalProtocol::Lofo };
+            (protocol, holdout_folds(&read_rows(path)?, protocol))
         }
     };
-    let protocol_name = match protocol {
-        Protocol::P3 => "p3",
-        Protocol::Lowo => "lowo",
+    let mut results = {
+        let _progress = Progress::spinner(format!(
+            "nested evaluation on {}: every fold trains and selects on its own rows",
+            count(folds.len(), "fold")
+        ));
+        evaluate_policies(protocol, &folds, group_sizes, Composition::Additive, &Policy::all(seed))
     };
+    if tuned {
+        results.push(tuned_on_test(protocol, &folds, group_sizes, Composition::Additive));
+    }
+    let fold_names: Vec<&str> = folds.iter().map(|f| f.name.as_str()).collect();
     match format {
         ListFormat::Json => {
-            let json = serde_json::json!({ "protocol": protocol_name, "policies": results });
+            let policies: Vec<serde_json::Value> = results
+                .iter()
+                .map(|r| {
+                    let mut value = serde_json::to_value(r).expect("scores serialize");
+                    value["tuned_on_test"] = serde_json::Value::Bool(r.name.contains("tuned on the test data"));
+                    value
+                })
+                .collect();
+            let json = serde_json::json!({
+                "protocol": protocol.name(),
+                "nested": true,
+                "folds": fold_names,
+                "group_sizes": group_sizes,
+                "policies": policies,
+            });
             outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
-        ListFormat::Table => out!("{}", scores_table(&results, &columns))?,
+        ListFormat::Table => out!("{}", scores_table(protocol, &results, &fold_names))?,
     }
     Ok(())
 }
@@ -316,16 +456,62 @@ fn read_splits(dir: &Path) -> Result<Vec<Split>> {
         .collect())
 }
 
-fn scores_table(results: &[PolicyScores], columns: &[String]) -> String {
-    let mut header: Vec<&str> = vec!["policy"];
-    header.extend(columns.iter().map(String::as_str));
-    header.push("mean");
-    let mut table = TextTable::new(&header);
-    for result in results {
-        let mut row = vec![result.name.clone()];
-        row.extend(result.per_seed.iter().map(|v| format!("{v:.4}")));
-        row.push(format!("{:.4}", result.mean));
-        table.row(row);
+/// One block per group size: each policy's score per split (P3) and its
+/// mean, and the measured coverage of the models' intervals.
+fn scores_table(protocol: EvalProtocol, results: &[PolicyScores], folds: &[&str]) -> String {
+    let per_fold = protocol == EvalProtocol::P3;
+    let mut out = String::new();
+    for (k, scores) in results[0].scores.iter().enumerate() {
+        if scores.targets == 0 {
+            note(format_args!(
+                "no group of {} can be built from the pairs (every two members must have been measured together): \
+                 not scored",
+                scores.group_size
+            ));
+            continue;
+        }
+        let level = results.iter().find_map(|r| r.coverage.get(k)).map_or(90.0, |c| 100.0 * c.level);
+        let coverage = format!("in {level:.0}%");
+        let mut header: Vec<&str> = vec!["policy"];
+        if per_fold {
+            header.extend(folds);
+        }
+        header.extend(["mean", coverage.as_str()]);
+        let mut table = TextTable::new(&header);
+        for result in results {
+            let scores = &result.scores[k];
+            let mut row = vec![result.name.clone()];
+            if per_fold {
+                row.extend(scores.per_fold.iter().map(|v| format!("{v:.4}")));
+            }
+            row.push(format!("{:.4}", scores.mean));
+            row.push(
+                result
+                    .coverage
+                    .get(k)
+                    .map_or_else(String::new, |c| format!("{:.1}% of {}", 100.0 * c.measured, c.groups)),
+            );
+            table.row(row);
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let groups = if scores.group_size == 2 {
+            "measured pairs".to_string()
+        } else {
+            format!("groups of {} built from the pairs", scores.group_size)
+        };
+        out.push_str(&wrap_words(
+            &format!(
+                "{} nested, {groups}: fraction of the best choice; in {level:.0}%: held-out groups within the model's \
+                 {level:.0}% interval",
+                protocol.name().to_uppercase()
+            ),
+            "",
+            "",
+        ));
+        out.push('\n');
+        out.push_str(&table.render());
     }
-    table.render()
+    out
 }

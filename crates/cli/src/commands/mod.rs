@@ -3,9 +3,12 @@
 mod bench;
 mod colocate;
 mod deploy;
+pub mod k8s;
 mod plan;
 mod profile;
 mod profiles;
+mod report;
+mod serve;
 mod simulate;
 mod store;
 mod verify;
@@ -29,6 +32,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Profile(command) => profile::run(command, store),
         Command::Workload(command) => workload::run(command, store),
         Command::Store(command) => store::run(command, store),
+        Command::Serve(args) => serve::run(&args, store),
+        Command::Report(args) => report::run(&args),
+        Command::K8s(command) => k8s::run(command),
+        Command::Agent(args) => k8s::agent(args),
         Command::Completions { shell } => completions(shell),
     }
 }

@@ -4,9 +4,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use tessera_core::text::count;
+use tessera_gpu::{check_device, execute_schedule, DeviceTarget, ExecuteOptions, ProgramDevice};
 use tessera_sim::gantt_svg;
+use tessera_sim::{execution_plan, Prefetch, Schedule};
 use tessera_sim::{generate, GenerateParams, Link};
-use tessera_sim::{johnson, lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace};
+use tessera_sim::{
+    johnson, lower_bound_ns, memory_lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace,
+};
 use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind};
 
 use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
@@ -19,6 +23,21 @@ use crate::terminal::wrap_words;
 const NS_PER_MS: f64 = 1e6;
 
 pub fn run(args: SimulateArgs) -> Result<()> {
+    if let Some(SimulateCommand::Run {
+        trace,
+        schedule,
+        scheduler,
+        prefetch,
+        eviction,
+        retention,
+        gpu,
+        program,
+        format,
+    }) = args.command
+    {
+        let policies = policies(eviction, prefetch, retention);
+        return execute(&trace, schedule.as_deref(), scheduler, policies, gpu, program, format);
+    }
     if let Some(SimulateCommand::Generate { clients, operations, oversubscription, transfer_ratio, link, seed }) =
         args.command
     {
@@ -42,29 +61,15 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     let path = args.trace.as_deref().context("--trace FILE is required")?;
     let trace = read_trace(path)?;
-    let policies = Policies {
-        eviction: match args.eviction {
-            EvictionName::Lru => Eviction::Lru,
-            EvictionName::Belady => Eviction::Belady,
-        },
-        prefetch: args.prefetch,
-        retention: match args.retention {
-            RetentionName::Release => Retention::ReleaseAfterLastUse,
-            RetentionName::Keep => Retention::KeepUntilEvicted,
-        },
+    let policies = policies(args.eviction, args.prefetch, args.retention);
+    let params = GeneticParams {
+        population: args.population,
+        generations: args.generations,
+        seed: args.seed,
+        ..GeneticParams::default()
     };
-    let kind = match args.scheduler {
-        SchedulerName::Fifo => SchedulerKind::Fifo,
-        SchedulerName::Johnson => SchedulerKind::Johnson,
-        SchedulerName::Greedy => SchedulerKind::Greedy,
-        SchedulerName::Ga => SchedulerKind::Genetic(GeneticParams {
-            population: args.population,
-            generations: args.generations,
-            seed: args.seed,
-            ..GeneticParams::default()
-        }),
-        SchedulerName::Exhaustive => SchedulerKind::Exhaustive,
-    };
+    let kind = scheduler_kind(args.scheduler, params);
+    let bounds = Bounds { plain_ns: lower_bound_ns(&trace)?, memory_ns: memory_lower_bound_ns(&trace, policies)? };
     let schedule = match &kind {
         SchedulerKind::Genetic(params) => {
             // A bar over generations with the best makespan so far (drawn
@@ -72,7 +77,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
             let bar = Progress::bar(params.generations as u64, "generations", String::new());
             let planned = plan_schedule(&trace, policies, &kind, &mut |generation, best_ns| {
                 bar.set_position(generation as u64);
-                bar.set_message(format!("best {:.1} ms", ms(best_ns)));
+                bar.set_message(format!("best {:.1} ms, bound {:.1} ms", ms(best_ns), ms(bounds.memory_ns)));
             });
             drop(bar);
             planned?
@@ -85,7 +90,6 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         }
     };
     let result = simulate(&trace, &schedule, policies)?;
-    let bound_ns = lower_bound_ns(&trace)?;
     // Johnson's rule is optimal with unlimited memory on one-pass traces.
     let johnson_unlimited_ns = johnson(&trace).ok().map(|plan| plan.makespan_ns);
     if let Some(gantt) = &args.gantt {
@@ -95,15 +99,109 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     let order: Vec<&str> = schedule.steps().iter().map(|&(client, _)| trace.clients[client].name.as_str()).collect();
     match args.format {
         ListFormat::Json => {
-            let mut json = report(&trace, &result, bound_ns, &order);
+            let mut json = report(&trace, &result, bounds, &order);
             if let Some(ns) = johnson_unlimited_ns {
                 json["johnson_unlimited_memory_ms"] = serde_json::json!(ms(ns));
             }
             outln!("{}", serde_json::to_string_pretty(&json)?)?
         }
-        ListFormat::Table => out!("{}", table(&trace, &result, bound_ns, &order))?,
+        ListFormat::Table => out!("{}", table(&trace, &result, bounds, &order))?,
     }
     Ok(())
+}
+
+fn policies(eviction: EvictionName, prefetch: Prefetch, retention: RetentionName) -> Policies {
+    Policies {
+        eviction: match eviction {
+            EvictionName::Lru => Eviction::Lru,
+            EvictionName::Belady => Eviction::Belady,
+        },
+        prefetch,
+        retention: match retention {
+            RetentionName::Release => Retention::ReleaseAfterLastUse,
+            RetentionName::Keep => Retention::KeepUntilEvicted,
+        },
+    }
+}
+
+fn scheduler_kind(name: SchedulerName, params: GeneticParams) -> SchedulerKind {
+    match name {
+        SchedulerName::Fifo => SchedulerKind::Fifo,
+        SchedulerName::Johnson => SchedulerKind::Johnson,
+        SchedulerName::Greedy => SchedulerKind::Greedy,
+        SchedulerName::Ga => SchedulerKind::Genetic(params),
+        SchedulerName::Exhaustive => SchedulerKind::Exhaustive,
+    }
+}
+
+/// `tessera simulate run`: the schedule simulated, then run on the GPU by
+/// the executor program, measured vs simulated.
+fn execute(
+    trace_path: &Path,
+    schedule_path: Option<&Path>,
+    scheduler: SchedulerName,
+    policies: Policies,
+    gpu: u32,
+    program: String,
+    format: ListFormat,
+) -> Result<()> {
+    let trace = read_trace(trace_path)?;
+    let schedule = match schedule_path {
+        Some(path) => read_schedule(path, &trace)?,
+        None => plan_schedule(&trace, policies, &scheduler_kind(scheduler, GeneticParams::default()), &mut |_, _| {})?,
+    };
+    let result = simulate(&trace, &schedule, policies)?;
+    let plan = execution_plan(&trace, &result);
+    let device = DeviceTarget::Gpu(gpu);
+    check_device(&device).map_err(|error| anyhow::anyhow!("no GPU to run the schedule on ({error})"))?;
+    let spinner = Progress::spinner(format!("running {} commands on GPU {gpu}", plan.commands.len()));
+    let report = execute_schedule(&mut ProgramDevice { program, device }, &ExecuteOptions { plan });
+    drop(spinner);
+    let report = report?;
+    match format {
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        ListFormat::Table => {
+            let mut table = TextTable::new(&["", "measured ms", "simulated ms", "error"]);
+            let (m, s) = (report.measured, report.simulated);
+            for (name, measured, simulated) in [
+                ("makespan", m.makespan_ms, s.makespan_ms),
+                ("compute", m.compute_ms, s.compute_ms),
+                ("host to device", m.h2d_ms, s.h2d_ms),
+                ("device to host", m.d2h_ms, s.d2h_ms),
+            ] {
+                let error = 100.0 * (measured / simulated.max(f64::MIN_POSITIVE) - 1.0);
+                table.row(vec![
+                    name.into(),
+                    format!("{measured:.1}"),
+                    format!("{simulated:.1}"),
+                    format!("{error:+.1}%"),
+                ]);
+            }
+            out!("{}", table.render())?
+        }
+    }
+    Ok(())
+}
+
+/// A schedule file: a JSON list of client names, or a `simulate --format
+/// json` report (its `schedule`).
+fn read_schedule(path: &Path, trace: &Trace) -> Result<Schedule> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let names = value.get("schedule").unwrap_or(&value).as_array().with_context(|| {
+        format!("{}: expected a list of client names or a `simulate --format json` report", path.display())
+    })?;
+    let mut ids = Vec::with_capacity(names.len());
+    for (position, name) in names.iter().enumerate() {
+        let name = name.as_str().unwrap_or_default();
+        let id =
+            trace.clients.iter().position(|c| c.name == name).with_context(|| {
+                format!("{}: entry {position}: '{name}' is not a client of the trace", path.display())
+            })?;
+        ids.push(id);
+    }
+    Schedule::new(trace, &ids).with_context(|| path.display().to_string())
 }
 
 fn read_trace(path: &Path) -> Result<Trace> {
@@ -115,7 +213,21 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / NS_PER_MS
 }
 
-fn report(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> serde_json::Value {
+/// The two lower bounds every run reports.
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// `lower_bound_ns`: copies and compute, memory ignored.
+    plain_ns: u64,
+    /// `memory_lower_bound_ns`: also the waits memory forces.
+    memory_ns: u64,
+}
+
+/// Makespan over a bound, minus 1.
+fn gap(makespan_ns: u64, bound_ns: u64) -> f64 {
+    makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0
+}
+
+fn report(trace: &Trace, result: &SimResult, bounds: Bounds, order: &[&str]) -> serde_json::Value {
     let clients: Vec<serde_json::Value> = trace
         .clients
         .iter()
@@ -125,8 +237,10 @@ fn report(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> s
     serde_json::json!({
         "oversubscription": trace.oversubscription(),
         "makespan_ms": ms(result.makespan_ns),
-        "lower_bound_ms": ms(bound_ns),
-        "gap": result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0,
+        "lower_bound_ms": ms(bounds.plain_ns),
+        "gap": gap(result.makespan_ns, bounds.plain_ns),
+        "memory_lower_bound_ms": ms(bounds.memory_ns),
+        "memory_gap": gap(result.makespan_ns, bounds.memory_ns),
         "compute_busy_ms": ms(result.compute_busy_ns),
         "stall_ms": ms(result.stall_ns),
         "h2d_bytes": result.h2d_bytes,
@@ -146,17 +260,19 @@ fn shortened(order: &[&str]) -> String {
     format!("{} … ({} steps in all)", order[..SHOWN_STEPS].join(" "), order.len())
 }
 
-fn table(trace: &Trace, result: &SimResult, bound_ns: u64, order: &[&str]) -> String {
+fn table(trace: &Trace, result: &SimResult, bounds: Bounds, order: &[&str]) -> String {
     let lines = [
         format!(
             "oversubscription {:.2}× (persistent data / memory beside the largest scratch)",
             trace.oversubscription()
         ),
         format!(
-            "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%)",
+            "makespan {:.1} ms, lower bound {:.1} ms (gap {:.1}%), memory-aware bound {:.1} ms (gap {:.1}%)",
             ms(result.makespan_ns),
-            ms(bound_ns),
-            100.0 * (result.makespan_ns as f64 / bound_ns.max(1) as f64 - 1.0)
+            ms(bounds.plain_ns),
+            100.0 * gap(result.makespan_ns, bounds.plain_ns),
+            ms(bounds.memory_ns),
+            100.0 * gap(result.makespan_ns, bounds.memory_ns),
         ),
         format!("compute busy {:.1} ms, stalled {:.1} ms", ms(result.compute_busy_ns), ms(result.stall_ns)),
         format!(

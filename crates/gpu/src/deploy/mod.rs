@@ -227,6 +227,21 @@ pub fn plan_node<N: CommandRunner + MigDevices>(
     Ok(NodePlan { node: options.node, gpus, assumed_empty, missing_commands })
 }
 
+/// The MIG-layout part of [`plan_node`] alone: each GPU's installed model
+/// checked, its live layout read and the steps to the plan's, with no
+/// services (no MPS daemons, no processes, nothing to stop). [`apply_node`]
+/// applies it like any [`NodePlan`]: refusal of busy GPUs, rollback and
+/// idempotence included. For a node where something else runs the
+/// services, e.g. a Kubernetes node (the DRA driver runs the MPS daemons).
+pub fn plan_node_layouts<R: CommandRunner>(driver: &mut R, plan: &Plan, node: u32) -> Result<NodePlan, GpuError> {
+    let runner: &mut dyn CommandRunner = driver;
+    let gpus = plan_layouts(Some(runner), plan, node)?
+        .into_iter()
+        .map(|deployment| GpuPlan { deployment, stops: Vec::new(), services: Vec::new() })
+        .collect();
+    Ok(NodePlan { node, gpus, assumed_empty: false, missing_commands: Vec::new() })
+}
+
 /// What an [`Event`] reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventKind {
@@ -608,6 +623,21 @@ mod tests {
         result.unwrap();
         assert_eq!(events.iter().filter(|e| e.kind == EventKind::Kept).count(), 1);
         assert_eq!((fake.daemons().len(), launcher.running().len()), (4, 8));
+    }
+
+    #[test]
+    fn layouts_alone_are_applied_without_services_and_only_once() {
+        let plan = plan(vec![gpu(0, 0, LAYOUT_A), gpu(0, 1, LAYOUT_B)]);
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB).with_gpu(1, GpuModel::A100_80GB);
+        let mut launcher = FakeServiceLauncher::new();
+        let layouts = plan_node_layouts(&mut fake, &plan, 0).unwrap();
+        assert!(layouts.gpus.iter().all(|gpu| gpu.services.is_empty() && gpu.stops.is_empty()));
+        assert_eq!(layouts.gpus[0].lines().len(), 4 * 2);
+        apply_node(&mut fake, &mut launcher, &layouts, false, &mut |_| {}).unwrap();
+        assert_eq!((fake.layout(0), fake.layout(1)), (expected(LAYOUT_A), expected(LAYOUT_B)));
+        assert!(fake.daemons().is_empty() && launcher.started.is_empty());
+        let again = plan_node_layouts(&mut fake, &plan, 0).unwrap();
+        assert!(again.gpus.iter().all(GpuPlan::layout_as_planned));
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub fn plan(gpus: Vec<GpuAssignment>) -> Plan {
         services: Vec::new(),
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     }
 }
 

@@ -1,16 +1,18 @@
 //! Exhaustive search over every distinct interleaving of the clients'
 //! operations (the permutations of the multiset of client ids).
 
-use super::evaluate;
+use crate::engine::simulate_compiled;
 use crate::error::SimError;
 use crate::policy::Policies;
 use crate::trace::Trace;
+use crate::workload::{Compiled, Workload};
 
 /// Largest number of operations exhaustive search accepts.
 pub const EXHAUSTIVE_MAX_OPERATIONS: usize = 10;
 
 struct Search<'a> {
     trace: &'a Trace,
+    compiled: Compiled,
     policies: Policies,
     remaining: Vec<usize>,
     current: Vec<usize>,
@@ -22,7 +24,8 @@ struct Search<'a> {
 impl Search<'_> {
     fn visit(&mut self, progress: &mut dyn FnMut(usize, u64)) -> Result<(), SimError> {
         if self.remaining.iter().all(|&n| n == 0) {
-            let (makespan, bytes) = evaluate(self.trace, &self.current, self.policies)?;
+            let work = Workload::new(&self.compiled, &self.current);
+            let (makespan, bytes) = simulate_compiled(&self.trace.gpu, &work, self.policies, None, None)?;
             self.evaluated += 1;
             if self.best.as_ref().is_none_or(|&(m, b, _)| (makespan, bytes) < (m, b)) {
                 self.best = Some((makespan, bytes, self.current.clone()));
@@ -55,8 +58,15 @@ pub(crate) fn search(
     if operations > EXHAUSTIVE_MAX_OPERATIONS {
         return Err(SimError::TooManyOperations { operations, max: EXHAUSTIVE_MAX_OPERATIONS });
     }
-    let mut search =
-        Search { trace, policies, remaining, current: Vec::with_capacity(operations), evaluated: 0, best: None };
+    let mut search = Search {
+        trace,
+        compiled: Compiled::new(trace),
+        policies,
+        remaining,
+        current: Vec::with_capacity(operations),
+        evaluated: 0,
+        best: None,
+    };
     search.visit(progress)?;
     Ok(search.best.map(|(_, _, ids)| ids).unwrap_or_default())
 }

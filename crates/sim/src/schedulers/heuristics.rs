@@ -1,4 +1,5 @@
-//! The constructive schedulers: Fifo, Johnson per round and Greedy.
+//! The constructive schedulers: Fifo, Johnson per round and Greedy, and
+//! the client-by-client orders the genetic search also starts from.
 
 use std::collections::HashMap;
 
@@ -34,6 +35,39 @@ pub(crate) fn johnson_order(trace: &Trace) -> Vec<usize> {
         order.extend(first.into_iter().chain(second).map(|(id, _, _)| id));
     }
     order
+}
+
+/// Each client's operations back to back (its data copied in once), the
+/// clients in Johnson's order with a client's copy-in time (its first
+/// operation's buffers) as the first machine and its total compute as the
+/// second; ties by client id.
+pub(crate) fn blocks_johnson_order(trace: &Trace) -> Vec<usize> {
+    let jobs = trace.clients.iter().enumerate().map(|(id, c)| {
+        (id, trace.gpu.fetch_ns(&c.operations[0]), c.operations.iter().map(Operation::compute_ns).sum::<u64>())
+    });
+    let (mut first, mut second): (Vec<_>, Vec<_>) = jobs.partition(|&(_, t, c)| t < c);
+    first.sort_by_key(|&(id, t, _)| (t, id));
+    second.sort_by_key(|&(id, _, c)| (std::cmp::Reverse(c), id));
+    blocks(trace, first.into_iter().chain(second).map(|(id, _, _)| id))
+}
+
+/// Each client's operations back to back, the clients by increasing
+/// largest working set (ties by client id): clients that leave room to
+/// fetch the next one's data run while that is still possible.
+pub(crate) fn blocks_by_working_set_order(trace: &Trace) -> Vec<usize> {
+    let mut clients: Vec<(u64, usize)> = trace
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(id, c)| (c.operations.iter().map(Operation::working_set_bytes).max().unwrap_or(0), id))
+        .collect();
+    clients.sort_unstable();
+    blocks(trace, clients.into_iter().map(|(_, id)| id))
+}
+
+/// The clients in `order`, each repeated once per operation.
+fn blocks(trace: &Trace, order: impl Iterator<Item = usize>) -> Vec<usize> {
+    order.flat_map(|id| std::iter::repeat_n(id, trace.clients[id].operations.len())).collect()
 }
 
 /// The penalty used when an operation has nothing to copy (nanoseconds).

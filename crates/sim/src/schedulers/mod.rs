@@ -21,13 +21,14 @@ mod heuristics;
 
 use tessera_core::rng::SplitMix64;
 
-use crate::engine::simulate;
+use crate::bound::memory_lower_bound_ns;
 use crate::error::SimError;
 use crate::policy::Policies;
 use crate::schedule::Schedule;
 use crate::trace::Trace;
 
 pub use exhaustive::EXHAUSTIVE_MAX_OPERATIONS;
+pub use genetic::SearchStats;
 
 /// Which scheduler [`plan_schedule`] runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,14 +70,22 @@ impl SchedulerKind {
 /// Parameters of the genetic search.
 ///
 /// Fitness (smaller is better) is `makespan_ns + bytes_weight × bytes moved`
-/// (host-to-device plus device-to-host). Each generation keeps the `elite`
-/// fittest genomes, fills the rest of the population with children of
-/// parents picked by binary tournament (order crossover on occurrence
-/// labels), and mutates each child with probability `mutation_rate` by
-/// swapping two positions. The search stops after `generations`
-/// generations or after `patience` generations without a strictly better
-/// fitness, and returns the fittest genome ever seen, so it is never worse
-/// (in fitness) than the Fifo, Johnson and Greedy schedules it starts from.
+/// (host-to-device plus device-to-host). The first population holds the
+/// Fifo, Johnson and Greedy schedules, two client-by-client schedules
+/// (clients in Johnson's order of copy-in and total compute; clients by
+/// increasing working set) and random shuffles. Each generation keeps the
+/// `elite` fittest genomes, fills the rest of the population with children
+/// of parents picked by binary tournament (order crossover on occurrence
+/// labels), mutates each child with probability `mutation_rate` by swapping
+/// two positions, and then improves the fittest genome by local search:
+/// rounds of `local_moves` random swap or insert moves, each round taking
+/// the best that improves (at most 8 rounds a generation). The search stops
+/// after `generations` generations, after `patience` generations without
+/// improving the fitness by `min_improvement`, or — when `bytes_weight` is 0 — as soon as the
+/// best makespan equals [`crate::memory_lower_bound_ns`] (it is then
+/// optimal). It returns the fittest genome ever seen, so it is never worse
+/// (in fitness) than the schedules it starts from. The simulations of one
+/// generation run on every core; the result does not depend on how many.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GeneticParams {
     /// Genomes per generation (at least 1; the seeds are always included).
@@ -89,8 +98,14 @@ pub struct GeneticParams {
     pub mutation_rate: f64,
     /// Stop after this many generations without improvement.
     pub patience: usize,
+    /// What counts as an improvement for `patience`: the best fitness
+    /// falling by at least this fraction (in `[0, 1)`; 0: any decrease)
+    /// below the best when patience last restarted.
+    pub min_improvement: f64,
     /// Nanoseconds of fitness per byte moved (finite, at least 0).
     pub bytes_weight: f64,
+    /// Random moves tried per round of local search (0: none).
+    pub local_moves: usize,
     /// Seed of the random generator.
     pub seed: u64,
 }
@@ -103,7 +118,9 @@ impl Default for GeneticParams {
             elite: 10,
             mutation_rate: 0.2,
             patience: 40,
+            min_improvement: 1e-3,
             bytes_weight: 0.0,
+            local_moves: 32,
             seed: 0,
         }
     }
@@ -128,7 +145,7 @@ pub fn plan_schedule(
         SchedulerKind::Fifo => heuristics::fifo_order(trace),
         SchedulerKind::Johnson => heuristics::johnson_order(trace),
         SchedulerKind::Greedy => greedy_order(trace),
-        SchedulerKind::Genetic(params) => genetic::search(trace, policies, params, progress)?,
+        SchedulerKind::Genetic(params) => return genetic_search(trace, policies, params, progress).map(|(s, _)| s),
         SchedulerKind::Exhaustive => exhaustive::search(trace, policies, progress)?,
     };
     Schedule::new(trace, &ids)
@@ -136,11 +153,17 @@ pub fn plan_schedule(
 
 pub use heuristics::greedy_order;
 
-/// Makespan and bytes moved of one client-id sequence.
-pub(crate) fn evaluate(trace: &Trace, ids: &[usize], policies: Policies) -> Result<(u64, u64), SimError> {
-    let schedule = Schedule::new(trace, ids)?;
-    let result = simulate(trace, &schedule, policies)?;
-    Ok((result.makespan_ns, result.h2d_bytes.saturating_add(result.d2h_bytes)))
+/// [`plan_schedule`] with [`SchedulerKind::Genetic`], also returning what
+/// the search did.
+pub fn genetic_search(
+    trace: &Trace,
+    policies: Policies,
+    params: &GeneticParams,
+    progress: &mut dyn FnMut(usize, u64),
+) -> Result<(Schedule, SearchStats), SimError> {
+    let bound_ns = memory_lower_bound_ns(trace, policies)?;
+    let (ids, stats) = genetic::search(trace, policies, params, bound_ns, progress)?;
+    Ok((Schedule::new(trace, &ids)?, stats))
 }
 
 /// Fisher–Yates shuffle drawing from `rng`.

@@ -110,6 +110,34 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         import_id INTEGER NOT NULL REFERENCES imports(id)
     );
     "#,
+    // v5: the service's tenants (SLOs with a version for optimistic
+    // concurrency) and planning jobs, each with its inputs and, when done,
+    // its plan.
+    r#"
+    CREATE TABLE services (
+        name TEXT NOT NULL PRIMARY KEY CHECK (length(name) > 0),
+        model TEXT NOT NULL CHECK (length(model) > 0),
+        rate_rps REAL NOT NULL CHECK (rate_rps > 0),
+        latency_ms REAL NOT NULL CHECK (latency_ms > 0),
+        image TEXT NULL,
+        args TEXT NOT NULL DEFAULT '[]',
+        version INTEGER NOT NULL CHECK (version >= 1),
+        updated_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+    );
+    CREATE TABLE plan_jobs (
+        id INTEGER PRIMARY KEY,
+        status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done', 'failed')),
+        request TEXT NOT NULL,
+        inputs TEXT NOT NULL,
+        plan TEXT NULL,
+        error TEXT NULL,
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        started_at TEXT NULL,
+        finished_at TEXT NULL,
+        CHECK ((status = 'done') = (plan IS NOT NULL)),
+        CHECK ((status = 'failed') = (error IS NOT NULL))
+    );
+    "#,
 ];
 
 /// The schema version this code writes and understands.

@@ -9,6 +9,7 @@
 mod colocations;
 mod migrations;
 mod profiles;
+mod services;
 mod workloads_registry;
 
 use std::path::{Path, PathBuf};
@@ -20,6 +21,7 @@ use crate::error::StoreError;
 
 pub use colocations::{ColocationImportSummary, KernelMetricsStored, StoredColocation};
 pub use profiles::{ImportSummary, ProfileSummary};
+pub use services::{JobStatus, StoredJob, StoredService};
 pub use workloads_registry::{JournalEntry, RegisteredWorkload, WorkloadTask};
 
 /// What a store holds, counted.
@@ -161,6 +163,20 @@ impl Store {
             imports: count("SELECT COUNT(*) FROM imports")?,
             journal_entries: count("SELECT COUNT(*) FROM journal")?,
         })
+    }
+
+    /// SQLite's integrity check of the whole database: `ok`, or the first
+    /// problems it found, one per line.
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let mut statement =
+            self.conn.prepare("PRAGMA integrity_check").map_err(|e| self.sqlite("checking integrity", e))?;
+        let rows =
+            statement.query_map([], |row| row.get::<_, String>(0)).map_err(|e| self.sqlite("checking integrity", e))?;
+        let mut lines = Vec::new();
+        for row in rows {
+            lines.push(row.map_err(|e| self.sqlite("checking integrity", e))?);
+        }
+        Ok(lines.join("\n"))
     }
 
     /// An SQLite error with the database path and what the store was doing.
@@ -372,5 +388,6 @@ mod tests {
     fn in_memory_store_is_migrated() {
         let store = Store::open_in_memory().unwrap();
         assert_eq!(store.schema_version().unwrap(), migrations::SUPPORTED_VERSION);
+        assert_eq!(store.integrity_check().unwrap(), "ok");
     }
 }

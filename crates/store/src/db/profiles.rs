@@ -422,10 +422,11 @@ mod tests {
         let Some(dir) = tessera_testkit::shared_data("parvagpu/prof_data") else { return };
         let import = crate::formats::parvagpu::read_profile_dir(&dir, GpuModel::A100_80GB).unwrap();
         let mut store = Store::open_in_memory().unwrap();
-        let summary = store.import_profiles(&import.profiles, &dir.display().to_string(), "parvagpu").unwrap();
+        let expected = import.catalog();
+        let profiles: Vec<_> = expected.iter().cloned().collect();
+        let summary = store.import_profiles(&profiles, &dir.display().to_string(), "parvagpu").unwrap();
         assert_eq!(summary.models, 11);
         let catalog = store.load_catalog(Some(GpuModel::A100_80GB)).unwrap();
-        let expected: ProfileCatalog = import.profiles.into_iter().collect();
         assert_eq!(catalog, expected);
     }
 }

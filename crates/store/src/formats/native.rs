@@ -5,22 +5,39 @@
 //!   (`memory_gb` optional, an empty cell means unknown; `throughput_rps` and
 //!   `memory_gb` are the whole segment's, all processes together: a point
 //!   needing more memory than its MIG instance has is never planned).
+//!   A completed profile (`tessera profiles complete`) has three more:
+//!   `source` (`measured`, `predicted`, or `out-of-memory` for a
+//!   configuration measured not to fit, whose numbers are empty) and, on
+//!   predicted rows only, `throughput_low_rps` and `latency_high_ms`, the
+//!   conservative ends of the prediction's interval, which planning uses.
 //! - SLOs: `service,model,rate_rps,latency_ms` (`model` optional: absent
-//!   means the service runs the model of its own name).
+//!   means the service runs the model of its own name), and optionally
+//!   `image,args`: the container that runs the service in a cluster
+//!   (`args` split at spaces, `{batch}` standing for the batch size).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
-use tessera_core::{GpuModel, ModelProfile, SegmentConfig, ServiceSlo};
+use tessera_core::{GpuModel, ModelProfile, PointSource, SegmentConfig, ServiceImage, ServiceSlo, SourcedProfile};
 
 use crate::error::StoreError;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
-use crate::formats::table::{Cell, Table};
+use crate::formats::table::{Cell, Column, Record, Table};
 
 /// Tessera's profile columns, in the order they are written.
 const PROFILE_HEADER: [&str; 8] =
     ["gpu_model", "model", "size_gpcs", "batch", "procs", "throughput_rps", "latency_ms", "memory_gb"];
+
+/// The columns a completed profile adds, in the order they are written.
+const SOURCE_COLUMNS: [&str; 3] = ["source", "throughput_low_rps", "latency_high_ms"];
+
+/// The `source` of a measured point.
+const MEASURED: &str = "measured";
+/// The `source` of a predicted point.
+const PREDICTED: &str = "predicted";
+/// The `source` of a configuration measured not to fit in memory.
+const OUT_OF_MEMORY: &str = "out-of-memory";
 
 /// The profile point columns (identical to the domain's field names).
 const COLUMNS: PointColumns = PointColumns {
@@ -30,49 +47,147 @@ const COLUMNS: PointColumns = PointColumns {
     throughput: "throughput_rps",
     latency: "latency_ms",
     memory: "memory_gb",
+    throughput_low: "throughput_low_rps",
+    latency_high: "latency_high_ms",
 };
 
-/// Reads a profile CSV; rows are grouped by (`gpu_model`, `model`) and the
-/// profiles returned ordered by GPU model (as in [`GpuModel::ALL`]), then
-/// model name, like a [`tessera_core::ProfileCatalog`].
+/// Reads a profile CSV as planners use it: rows are grouped by
+/// (`gpu_model`, `model`), predicted points take their conservative bounds
+/// and out-of-memory rows are left out; the profiles come ordered by GPU
+/// model (as in [`GpuModel::ALL`]), then model name, like a
+/// [`tessera_core::ProfileCatalog`].
 pub fn read_profiles_csv(path: &Path) -> Result<Vec<ModelProfile>, StoreError> {
-    let table = Table::read(path)?;
-    table.reject_unknown_columns(&PROFILE_HEADER)?;
-    let gpu_column = table.require("gpu_model")?;
-    let model_column = table.require("model")?;
-    let size = table.require(COLUMNS.size_gpcs)?;
-    let batch = table.require(COLUMNS.batch)?;
-    let procs = table.require(COLUMNS.procs)?;
-    let throughput = table.require(COLUMNS.throughput)?;
-    let latency = table.require(COLUMNS.latency)?;
-    let memory = table.optional(COLUMNS.memory)?;
+    Ok(read_sourced_profiles_csv(path)?.iter().map(SourcedProfile::planning_profile).collect())
+}
 
+/// Parses `bytes` as a profile CSV (see [`read_profiles_csv`]); `source`
+/// (a file name or a description such as `request body`) starts every error
+/// message.
+pub fn parse_profiles_csv(source: &str, bytes: &[u8]) -> Result<Vec<ModelProfile>, StoreError> {
+    let profiles = sourced_profiles_from_table(&Table::parse(Path::new(source), bytes)?)?;
+    Ok(profiles.iter().map(SourcedProfile::planning_profile).collect())
+}
+
+/// Reads a profile CSV with the origin of every point (a file without a
+/// `source` column is all measured) and the configurations measured out of
+/// memory, ordered like [`read_profiles_csv`].
+pub fn read_sourced_profiles_csv(path: &Path) -> Result<Vec<SourcedProfile>, StoreError> {
+    sourced_profiles_from_table(&Table::read(path)?)
+}
+
+fn sourced_profiles_from_table(table: &Table) -> Result<Vec<SourcedProfile>, StoreError> {
+    let path = table.path.as_path();
+    let known: Vec<&str> = PROFILE_HEADER.iter().chain(&SOURCE_COLUMNS).copied().collect();
+    table.reject_unknown_columns(&known)?;
+    let columns = ProfileColumns {
+        gpu: table.require("gpu_model")?,
+        model: table.require("model")?,
+        size: table.require(COLUMNS.size_gpcs)?,
+        batch: table.require(COLUMNS.batch)?,
+        procs: table.require(COLUMNS.procs)?,
+        throughput: table.require(COLUMNS.throughput)?,
+        latency: table.require(COLUMNS.latency)?,
+        memory: table.optional(COLUMNS.memory)?,
+        source: table.optional("source")?,
+        throughput_low: table.optional(COLUMNS.throughput_low)?,
+        latency_high: table.optional(COLUMNS.latency_high)?,
+    };
     let mut groups: BTreeMap<(GpuModel, String), ProfileRows> = BTreeMap::new();
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
-        let gpu_cell = cell(gpu_column);
+        let gpu_cell = cell(columns.gpu);
         let gpu: GpuModel = gpu_cell.text.parse().map_err(|error| gpu_cell.domain(error))?;
-        let model = cell(model_column).name()?;
-        let row = PointRow {
-            line: record.line,
-            config: SegmentConfig {
-                size_gpcs: cell(size).whole()?,
-                batch: cell(batch).whole()?,
-                procs: cell(procs).whole()?,
+        let model = cell(columns.model).name()?;
+        let rows = groups
+            .entry((gpu, model.to_string()))
+            .or_insert_with(|| ProfileRows::new(path, COLUMNS, gpu, model, record.line));
+        columns.add_row(path, record, rows)?;
+    }
+    groups.into_values().map(ProfileRows::finish).collect()
+}
+
+/// The columns of a profile CSV.
+struct ProfileColumns<'a> {
+    gpu: Column<'a>,
+    model: Column<'a>,
+    size: Column<'a>,
+    batch: Column<'a>,
+    procs: Column<'a>,
+    throughput: Column<'a>,
+    latency: Column<'a>,
+    memory: Option<Column<'a>>,
+    source: Option<Column<'a>>,
+    throughput_low: Option<Column<'a>>,
+    latency_high: Option<Column<'a>>,
+}
+
+impl<'a> ProfileColumns<'a> {
+    /// Reads one row into `rows`, checking that the cells its `source`
+    /// leaves empty are empty.
+    fn add_row(&self, path: &'a Path, record: &'a Record, rows: &mut ProfileRows) -> Result<(), StoreError> {
+        let cell = |column: Column<'a>| Cell::of(path, record, column);
+        let config = SegmentConfig {
+            size_gpcs: cell(self.size).whole()?,
+            batch: cell(self.batch).whole()?,
+            procs: cell(self.procs).whole()?,
+        };
+        let source = match self.source.map(cell) {
+            None => MEASURED,
+            Some(source) => match source.text {
+                MEASURED | PREDICTED | OUT_OF_MEMORY => source.text,
+                other => {
+                    return Err(
+                        source.error(format!("expected {MEASURED}, {PREDICTED} or {OUT_OF_MEMORY}, got '{other}'"))
+                    )
+                }
             },
-            throughput_rps: cell(throughput).positive()?,
-            latency_ms: cell(latency).positive()?,
-            memory_gb: match memory.map(cell) {
+        };
+        let must_be_empty = |columns: &[Option<Column<'a>>]| -> Result<(), StoreError> {
+            match columns.iter().flatten().map(|&column| cell(column)).find(|cell| !cell.text.is_empty()) {
+                Some(filled) => Err(filled.error(format!("a {source} row leaves it empty, got '{}'", filled.text))),
+                None => Ok(()),
+            }
+        };
+        if source == OUT_OF_MEMORY {
+            must_be_empty(&[
+                Some(self.throughput),
+                Some(self.latency),
+                self.memory,
+                self.throughput_low,
+                self.latency_high,
+            ])?;
+            return rows.push_out_of_memory(record.line, config);
+        }
+        let source = if source == PREDICTED {
+            let required = |column: Option<Column<'a>>, name: &str| match column {
+                Some(column) => cell(column).positive(),
+                None => Err(StoreError::Parse {
+                    path: path.to_path_buf(),
+                    line: record.line,
+                    field: name.to_string(),
+                    message: "a predicted row needs this column".to_string(),
+                }),
+            };
+            PointSource::Predicted {
+                throughput_low_rps: required(self.throughput_low, COLUMNS.throughput_low)?,
+                latency_high_ms: required(self.latency_high, COLUMNS.latency_high)?,
+            }
+        } else {
+            must_be_empty(&[self.throughput_low, self.latency_high])?;
+            PointSource::Measured
+        };
+        rows.push(PointRow {
+            line: record.line,
+            config,
+            throughput_rps: cell(self.throughput).positive()?,
+            latency_ms: cell(self.latency).positive()?,
+            memory_gb: match self.memory.map(cell) {
                 Some(memory) if !memory.text.is_empty() => Some(memory.non_negative()?),
                 _ => None,
             },
-        };
-        groups
-            .entry((gpu, model.to_string()))
-            .or_insert_with(|| ProfileRows::new(path, COLUMNS, gpu, model, record.line))
-            .push(row)?;
+            source,
+        })
     }
-    groups.into_values().map(ProfileRows::finish).collect()
 }
 
 /// Writes profiles in Tessera's profile CSV format, one row per point, with
@@ -82,23 +197,73 @@ pub fn write_profiles_csv<'a, W: Write>(
     out: W,
     profiles: impl IntoIterator<Item = &'a ModelProfile>,
 ) -> Result<(), StoreError> {
-    let write_error = |cause: std::io::Error| StoreError::Write { what: "profile CSV".to_string(), cause };
+    let what = "profile CSV";
+    let measured = profiles
+        .into_iter()
+        .map(|profile| {
+            SourcedProfile::measured(profile, Vec::new()).map_err(|error| StoreError::Unwritable {
+                what: what.to_string(),
+                detail: format!("model '{}': {error}", profile.model),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    write_rows(out, what, &measured, false)
+}
+
+/// Writes completed profiles: Tessera's profile CSV with the `source`,
+/// `throughput_low_rps` and `latency_high_ms` columns, one row per point
+/// or out-of-memory configuration in configuration order, numbers in
+/// Rust's shortest round-trip notation ([`read_sourced_profiles_csv`]
+/// gives back the same profiles).
+pub fn write_sourced_profiles_csv<W: Write>(out: W, profiles: &[SourcedProfile]) -> Result<(), StoreError> {
+    write_rows(out, "completed profile CSV", profiles, true)
+}
+
+/// Writes `profiles`, with the source columns when `with_sources`.
+fn write_rows<W: Write>(out: W, what: &str, profiles: &[SourcedProfile], with_sources: bool) -> Result<(), StoreError> {
+    let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(PROFILE_HEADER).map_err(|error| write_error(error.into()))?;
+    let header = PROFILE_HEADER.iter().chain(if with_sources { &SOURCE_COLUMNS[..] } else { &[] });
+    writer.write_record(header).map_err(|error| write_error(error.into()))?;
     for profile in profiles {
-        for point in profile.points() {
-            writer
-                .write_record([
-                    profile.gpu_model.id().to_string(),
-                    profile.model.clone(),
-                    point.config.size_gpcs.to_string(),
-                    point.config.batch.to_string(),
-                    point.config.procs.to_string(),
+        let mut rows: Vec<(SegmentConfig, [String; 6])> = profile
+            .points()
+            .iter()
+            .map(|sourced| {
+                let point = sourced.point;
+                let (source, low, high) = match sourced.source {
+                    PointSource::Measured => (MEASURED, String::new(), String::new()),
+                    PointSource::Predicted { throughput_low_rps, latency_high_ms } => {
+                        (PREDICTED, throughput_low_rps.to_string(), latency_high_ms.to_string())
+                    }
+                };
+                let values = [
                     point.throughput_rps.to_string(),
                     point.latency_ms.to_string(),
                     point.memory_gb.map_or(String::new(), |gb| gb.to_string()),
-                ])
-                .map_err(|error| write_error(error.into()))?;
+                    source.to_string(),
+                    low,
+                    high,
+                ];
+                (point.config, values)
+            })
+            .collect();
+        let empty =
+            || [String::new(), String::new(), String::new(), OUT_OF_MEMORY.to_string(), String::new(), String::new()];
+        rows.extend(profile.out_of_memory().iter().map(|&config| (config, empty())));
+        rows.sort_by_key(|(config, _)| *config);
+        for (config, values) in rows {
+            let width = if with_sources { 6 } else { 3 };
+            let record = [
+                profile.gpu_model.id().to_string(),
+                profile.model.clone(),
+                config.size_gpcs.to_string(),
+                config.batch.to_string(),
+                config.procs.to_string(),
+            ]
+            .into_iter()
+            .chain(values.into_iter().take(width));
+            writer.write_record(record).map_err(|error| write_error(error.into()))?;
         }
     }
     writer.flush().map_err(write_error)
@@ -139,11 +304,16 @@ pub fn write_slo_csv<W: Write>(out: W, services: &[ServiceSlo]) -> Result<(), St
     writer.flush().map_err(write_error)
 }
 
+/// The optional columns of an SLO CSV that say how a service runs in a
+/// container; [`read_service_images`] reads them.
+const IMAGE_COLUMNS: [&str; 2] = ["image", "args"];
+
 /// Reads an SLO CSV. Service names must be unique; a file without rows is
-/// an error.
+/// an error. The `image` and `args` columns are allowed and left to
+/// [`read_service_images`].
 pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
     let table = Table::read(path)?;
-    table.reject_unknown_columns(&SLO_HEADER)?;
+    table.reject_unknown_columns(&[&SLO_HEADER[..], &IMAGE_COLUMNS[..]].concat())?;
     let service_column = table.require("service")?;
     let model_column = table.optional("model")?;
     let rate = table.require("rate_rps")?;
@@ -173,6 +343,37 @@ pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
         });
     }
     Ok(services)
+}
+
+/// Reads the container of each service from an SLO CSV's `image` and
+/// `args` columns (`args` split at spaces): services with an empty `image`
+/// cell, or a file without the column, have none. `args` without `image`
+/// is an error naming the line.
+pub fn read_service_images(path: &Path) -> Result<BTreeMap<String, ServiceImage>, StoreError> {
+    let table = Table::read(path)?;
+    let service_column = table.require("service")?;
+    let image_column = table.optional("image")?;
+    let args_column = table.optional("args")?;
+    let mut images = BTreeMap::new();
+    for record in &table.rows {
+        let cell = |column| Cell::of(path, record, column);
+        let args: Vec<String> = args_column
+            .map(|column| cell(column).text.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        let image = image_column.map_or("", |column| cell(column).text);
+        if image.is_empty() {
+            if let (Some(column), false) = (args_column, args.is_empty()) {
+                return Err(cell(column).error("arguments without an image"));
+            }
+            continue;
+        }
+        if image.chars().any(char::is_whitespace) {
+            let column = image_column.expect("an image was read from it");
+            return Err(cell(column).error(format!("'{image}' is not an image name (it has spaces)")));
+        }
+        images.insert(cell(service_column).name()?.to_string(), ServiceImage { image: image.to_string(), args });
+    }
+    Ok(images)
 }
 
 #[cfg(test)]
@@ -264,6 +465,92 @@ mod tests {
         assert_names(&message, &["p.csv:1:", "'batch'"]);
     }
 
+    fn completed() -> Vec<SourcedProfile> {
+        use tessera_core::SourcedPoint;
+        let config = |size_gpcs, batch, procs| SegmentConfig { size_gpcs, batch, procs };
+        let measured = ProfilePoint::new(config(1, 1, 1), 74.408, 13.0, None).unwrap();
+        let predicted = ProfilePoint::new(config(7, 8, 2), 0.1 + 0.2, 12.345678901234567, None).unwrap();
+        let bounds = PointSource::Predicted { throughput_low_rps: 0.25, latency_high_ms: 15.5 };
+        vec![SourcedProfile::new(
+            GpuModel::A100_80GB,
+            "bert",
+            vec![
+                SourcedPoint::new(predicted, bounds).unwrap(),
+                SourcedPoint::new(measured, PointSource::Measured).unwrap(),
+            ],
+            vec![config(1, 256, 5), config(1, 1, 5)],
+        )
+        .unwrap()]
+    }
+
+    #[test]
+    fn completed_profiles_round_trip_and_plan_on_their_bounds() {
+        let profiles = completed();
+        let mut bytes = Vec::new();
+        write_sourced_profiles_csv(&mut bytes, &profiles).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb,source,throughput_low_rps,latency_high_ms",
+                "a100-80gb,bert,1,1,1,74.408,13,,measured,,",
+                "a100-80gb,bert,1,1,5,,,,out-of-memory,,",
+                "a100-80gb,bert,1,256,5,,,,out-of-memory,,",
+                "a100-80gb,bert,7,8,2,0.30000000000000004,12.345678901234567,,predicted,0.25,15.5",
+            ]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "completed.csv", &text);
+        assert_eq!(read_sourced_profiles_csv(&path).unwrap(), profiles);
+        let planning = read_profiles_csv(&path).unwrap();
+        assert_eq!(planning.len(), 1);
+        let conservative = planning[0].points()[1];
+        assert_eq!((conservative.throughput_rps, conservative.latency_ms), (0.25, 15.5));
+        // A plain profile CSV reads as all measured, without out-of-memory rows.
+        let mut plain = Vec::new();
+        write_profiles_csv(&mut plain, &planning).unwrap();
+        let path = write(dir.path(), "plain.csv", &String::from_utf8(plain).unwrap());
+        let sourced = read_sourced_profiles_csv(&path).unwrap();
+        assert!(sourced[0].points().iter().all(|p| p.is_measured()) && sourced[0].out_of_memory().is_empty());
+    }
+
+    #[test]
+    fn rejects_bad_completed_rows_naming_file_line_and_field() {
+        let header = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb,source,throughput_low_rps,latency_high_ms\n";
+        let read = read_sourced_profiles_csv;
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,guessed,,\n"));
+        assert_names(&message, &["c.csv:2:", "'source'", "measured, predicted or out-of-memory", "'guessed'"]);
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,out-of-memory,,\n"));
+        assert_names(&message, &["c.csv:2:", "'throughput_rps'", "out-of-memory row leaves it empty", "'5'"]);
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,measured,4,\n"));
+        assert_names(&message, &["c.csv:2:", "'throughput_low_rps'", "measured row leaves it empty"]);
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,predicted,,6\n"));
+        assert_names(&message, &["c.csv:2:", "'throughput_low_rps'", "expected a number, got ''"]);
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,predicted,6,6\n"));
+        assert_names(&message, &["c.csv:2:", "'throughput_low_rps'", "no larger than throughput_rps"]);
+        let message = error_of(read, "c.csv", &format!("{header}a100-80gb,bert,1,1,1,5,5,,predicted,4,4\n"));
+        assert_names(&message, &["c.csv:2:", "'latency_high_ms'", "no smaller than latency_ms"]);
+        let message = error_of(
+            read,
+            "c.csv",
+            &format!("{header}a100-80gb,bert,1,8,1,5,5,,measured,,\na100-80gb,bert,1,8,1,,,,out-of-memory,,\n"),
+        );
+        assert_names(&message, &["c.csv:3:", "bert", "1g batch 8 x 1 proc", "line 2"]);
+        let message = error_of(
+            read,
+            "c.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source\na100-80gb,bert,1,1,1,5,5,predicted\n",
+        );
+        assert_names(&message, &["c.csv:2:", "'throughput_low_rps'", "a predicted row needs this column"]);
+        let message = error_of(
+            read,
+            "c.csv",
+            "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,source,throughput_low\na,b,1,1,1,1,1,measured,\n",
+        );
+        assert_names(&message, &["c.csv:1:", "'throughput_low'", "throughput_low_rps"]);
+    }
+
     #[test]
     fn crlf_files_name_the_lines_as_written() {
         let text = "service,model,rate_rps,latency_ms\r\na,bert,1,1\r\na,bert,2,2";
@@ -273,6 +560,32 @@ mod tests {
                     a100-80gb,bert,1,1,1,5,5\r\na100-80gb,bert,1,1,1,x,5\r\n";
         let message = error_of(read_profiles_csv, "p.csv", text);
         assert!(message.ends_with("p.csv:3: field 'throughput_rps': expected a number, got 'x'"), "{message}");
+    }
+
+    #[test]
+    fn reads_service_images_beside_the_slos() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csv");
+        let text = "service,model,rate_rps,latency_ms,image,args\n\
+                    a,bert,10,100,reg.example/bert:1,--batch {batch}  --fp16\n\
+                    b,bert,10,100,,\n";
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(read_slo_csv(&path).unwrap().len(), 2);
+        let images = read_service_images(&path).unwrap();
+        assert_eq!(images.len(), 1, "b has no image");
+        assert_eq!(images["a"].image, "reg.example/bert:1");
+        assert_eq!(images["a"].args_for(8), ["--batch", "8", "--fp16"]);
+
+        std::fs::write(&path, "service,rate_rps,latency_ms\na,1,1\n").unwrap();
+        assert!(read_service_images(&path).unwrap().is_empty());
+        for (text, message) in [
+            ("service,rate_rps,latency_ms,args\na,1,1,--x\n", "s.csv:2: field 'args': arguments without an image"),
+            ("service,rate_rps,latency_ms,image\na,1,1,my image\n", "field 'image': 'my image' is not an image name"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let error = read_service_images(&path).unwrap_err().to_string();
+            assert!(error.contains(message), "{error}");
+        }
     }
 
     #[test]
@@ -344,5 +657,14 @@ mod tests {
         assert_names(&message, &["s.csv:1:", "'rate_rps'", "service,latency_ms"]);
         let message = error_of(read, "s.csv", &format!("{header}a,,3,1\n"));
         assert_names(&message, &["s.csv:2:", "'model'"]);
+    }
+
+    #[test]
+    fn parses_profiles_from_bytes_naming_the_source_in_errors() {
+        let csv = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,bert,1,4,1,10,5\n";
+        let profiles = parse_profiles_csv("request body", csv.as_bytes()).unwrap();
+        assert_eq!((profiles.len(), profiles[0].model.as_str()), (1, "bert"));
+        let message = parse_profiles_csv("request body", b"gpu_model,model\na100-80gb,bert\n").unwrap_err().to_string();
+        assert!(message.starts_with("request body:1: missing column 'size_gpcs'"), "{message}");
     }
 }

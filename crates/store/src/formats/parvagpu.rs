@@ -10,8 +10,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use tessera_core::{
-    FleetUse, GpuAssignment, GpuModel, InstanceAssignment, ModelProfile, Plan, ProfileCatalog, SegmentConfig,
-    ServiceSlo,
+    FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Plan, PointSource, ProfileCatalog, SegmentConfig,
+    ServiceSlo, SourcedProfile,
 };
 
 use crate::error::StoreError;
@@ -27,6 +27,8 @@ const COLUMNS: PointColumns = PointColumns {
     throughput: "Throughput",
     latency: "Latency",
     memory: "memory",
+    throughput_low: "throughput_low",
+    latency_high: "latency_high",
 };
 
 /// The text ParvaGPU's SLO tables use for a model absent from a scenario.
@@ -36,22 +38,29 @@ const ABSENT: &str = "N/A";
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProfileDirImport {
     /// One profile per `*.csv` file, in file-name order; model = file stem.
-    pub profiles: Vec<ModelProfile>,
-    /// Rows skipped because they are marked infeasible (throughput and
-    /// latency both 0, i.e. out of memory).
-    pub infeasible_rows: usize,
+    /// Every point is measured; the rows marked infeasible (throughput and
+    /// latency both 0, i.e. out of memory) are its out-of-memory
+    /// configurations.
+    pub profiles: Vec<SourcedProfile>,
+}
+
+impl ProfileDirImport {
+    /// The measured points as a catalogue (what planners read).
+    pub fn catalog(&self) -> ProfileCatalog {
+        self.profiles.iter().map(SourcedProfile::planning_profile).collect()
+    }
+
+    /// How many rows were marked infeasible, all models together.
+    pub fn infeasible_rows(&self) -> usize {
+        self.profiles.iter().map(|profile| profile.out_of_memory().len()).sum()
+    }
 }
 
 /// Reads every `*.csv` file of `dir` (sorted by file name) as the profile of
 /// the model named by its file stem, measured on `gpu`.
 pub fn read_profile_dir(dir: &Path, gpu: GpuModel) -> Result<ProfileDirImport, StoreError> {
-    let mut import = ProfileDirImport { profiles: Vec::new(), infeasible_rows: 0 };
-    for path in csv_files(dir)? {
-        let (profile, infeasible) = read_profile_file(&path, gpu)?;
-        import.profiles.push(profile);
-        import.infeasible_rows += infeasible;
-    }
-    Ok(import)
+    let profiles = csv_files(dir)?.iter().map(|path| read_profile_file(path, gpu)).collect::<Result<_, _>>()?;
+    Ok(ProfileDirImport { profiles })
 }
 
 /// The `*.csv` files of `dir`, sorted by file name; none is an error.
@@ -72,14 +81,31 @@ fn csv_files(dir: &Path) -> Result<Vec<PathBuf>, StoreError> {
     Ok(files)
 }
 
-/// Reads one profile file; returns the profile and its infeasible rows.
-fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<(ModelProfile, usize), StoreError> {
+/// Reads one profile file, with its configurations marked infeasible.
+fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<SourcedProfile, StoreError> {
     let model = path.file_stem().and_then(|stem| stem.to_str()).ok_or_else(|| StoreError::NoRows {
         path: path.to_path_buf(),
         line: 1,
         reason: "the file name is not valid UTF-8, so it cannot name a model".to_string(),
     })?;
-    let table = Table::read(path)?;
+    profile_from_table(&Table::read(path)?, model, gpu)
+}
+
+/// Parses `bytes` as one ParvaGPU profile file of `model` measured on `gpu`
+/// (a file of its folder format; see [`read_profile_dir`]); `source` starts
+/// every error message. The rows marked infeasible are the profile's
+/// out-of-memory configurations.
+pub fn parse_parvagpu_profile(
+    source: &str,
+    bytes: &[u8],
+    model: &str,
+    gpu: GpuModel,
+) -> Result<SourcedProfile, StoreError> {
+    profile_from_table(&Table::parse(Path::new(source), bytes)?, model, gpu)
+}
+
+fn profile_from_table(table: &Table, model: &str, gpu: GpuModel) -> Result<SourcedProfile, StoreError> {
+    let path = table.path.as_path();
     let size = table.require(COLUMNS.size_gpcs)?;
     let batch = table.require(COLUMNS.batch)?;
     let procs = table.require(COLUMNS.procs)?;
@@ -88,7 +114,6 @@ fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<(ModelProfile, usize)
 
     let first_line = table.rows.first().map_or(2, |r| r.line);
     let mut rows = ProfileRows::new(path, COLUMNS, gpu, model, first_line);
-    let mut infeasible = 0;
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
         let config =
@@ -97,7 +122,7 @@ fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<(ModelProfile, usize)
         let latency_s = cell(latency).non_negative()?;
         match (per_process_rps == 0.0, latency_s == 0.0) {
             (true, true) => {
-                infeasible += 1;
+                rows.push_out_of_memory(record.line, config)?;
                 continue;
             }
             (true, false) => {
@@ -120,6 +145,7 @@ fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<(ModelProfile, usize)
             throughput_rps: per_process_rps * f64::from(config.procs),
             latency_ms: latency_s * 1000.0,
             memory_gb: None,
+            source: PointSource::Measured,
         })?;
     }
     if rows.len() == 0 {
@@ -129,7 +155,7 @@ fn read_profile_file(path: &Path, gpu: GpuModel) -> Result<(ModelProfile, usize)
             reason: format!("model '{model}': every row is infeasible (Throughput and Latency 0)"),
         });
     }
-    Ok((rows.finish()?, infeasible))
+    rows.finish()
 }
 
 /// Reads scenario `scenario` (1-based row) of ParvaGPU's two headerless SLO
@@ -268,6 +294,8 @@ pub(crate) fn deployment_from_table(
         services: Vec::new(),
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     })
 }
 
@@ -292,7 +320,7 @@ pub fn write_deployment_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreEr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tessera_core::{GpuAssignment, InstanceAssignment};
+    use tessera_core::{GpuAssignment, InstanceAssignment, ModelProfile};
 
     const HEADER: &str = "Mig instance,Batch size,Workload Number,Throughput,Latency\n";
 
@@ -326,14 +354,15 @@ mod tests {
         write(dir.path(), "bert.csv", &format!("{HEADER}1,1,1,74.5,0.013\n"));
         write(dir.path(), "notes.txt", "ignored");
         let import = read_profile_dir(dir.path(), GpuModel::A100_80GB).unwrap();
-        assert_eq!(import.infeasible_rows, 1);
+        assert_eq!(import.infeasible_rows(), 1);
+        assert_eq!(import.profiles[1].out_of_memory(), [SegmentConfig { size_gpcs: 3, batch: 8, procs: 5 }]);
         let names: Vec<_> = import.profiles.iter().map(|p| p.model.as_str()).collect();
         assert_eq!(names, ["bert", "vgg"]);
-        let vgg = &import.profiles[1].points()[0];
+        let vgg = &import.profiles[1].points()[0].point;
         assert_eq!(vgg.config, SegmentConfig { size_gpcs: 3, batch: 8, procs: 2 });
         assert_eq!(vgg.throughput_rps, 32.0);
         assert_eq!(vgg.latency_ms, 500.0);
-        assert_eq!(import.profiles[0].points()[0].latency_ms, 13.0);
+        assert_eq!(import.profiles[0].points()[0].point.latency_ms, 13.0);
     }
 
     #[test]
@@ -463,6 +492,8 @@ mod tests {
             total_cost: 2.0,
             fleet: Vec::new(),
             notes: Vec::new(),
+            node_names: Vec::new(),
+            images: Default::default(),
             gpus: vec![
                 GpuAssignment {
                     node: 0,
@@ -530,14 +561,19 @@ mod tests {
         let Some(dir) = real_data() else { return };
         let import = read_profile_dir(&dir.join("prof_data"), GpuModel::A100_80GB).unwrap();
         assert_eq!(import.profiles.len(), 11);
-        assert!(import.infeasible_rows > 0);
+        assert!(import.infeasible_rows() > 0);
         assert_eq!(import.profiles[0].model, "bert");
-        for profile in &import.profiles {
+        for profile in import.catalog().iter() {
             assert_eq!(profile.gpu_model, GpuModel::A100_80GB);
             assert!(!profile.points().is_empty());
             assert!(profile.points().iter().all(|p| p.throughput_rps > 0.0));
         }
-        let bert = import.profiles[0].point(SegmentConfig { size_gpcs: 1, batch: 1, procs: 2 }).unwrap();
+        let catalog = import.catalog();
+        let bert = catalog
+            .get(GpuModel::A100_80GB, "bert")
+            .unwrap()
+            .point(SegmentConfig { size_gpcs: 1, batch: 1, procs: 2 })
+            .unwrap();
         assert!((bert.throughput_rps - 104.84).abs() < 1e-9);
         assert!((bert.latency_ms - 19.0).abs() < 1e-9);
     }
@@ -563,5 +599,16 @@ mod tests {
         }
         let error = read_slo_scenario(&rates, &latency, 7, &models).unwrap_err();
         assert!(matches!(error, StoreError::ScenarioOutOfRange { available: 6, scenario: 7, .. }));
+    }
+
+    #[test]
+    fn parses_one_profile_file_from_bytes() {
+        let csv = "Mig instance,Batch size,Workload Number,Throughput,Latency\n1,4,2,10,0.05\n1,8,1,0,0\n";
+        let sourced = parse_parvagpu_profile("bert.csv", csv.as_bytes(), "bert", GpuModel::A100_80GB).unwrap();
+        let profile = sourced.planning_profile();
+        assert_eq!((profile.model.as_str(), profile.points().len(), sourced.out_of_memory().len()), ("bert", 1, 1));
+        assert_eq!(profile.points()[0].throughput_rps, 20.0);
+        let message = parse_parvagpu_profile("bert.csv", b"Batch size\n1\n", "bert", GpuModel::A100_80GB).unwrap_err();
+        assert!(message.to_string().starts_with("bert.csv:1: missing column"), "{message}");
     }
 }

@@ -69,8 +69,14 @@ pub fn read_plan(path: &Path) -> Result<Plan, StoreError> {
     parse_plan_json(path, &bytes)
 }
 
+/// Parses plan JSON `bytes` that came from `source` (a file name or a
+/// description, e.g. `request body`, which error messages start with).
+pub fn parse_plan(source: &str, bytes: &[u8]) -> Result<Plan, StoreError> {
+    parse_plan_json(Path::new(source), bytes)
+}
+
 /// Parses plan JSON `bytes` read from `path`.
-fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreError> {
+pub(crate) fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreError> {
     let not_a_plan = |detail: String| StoreError::PlanFormat { path: path.to_path_buf(), detail };
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| not_a_plan(error.to_string()))?;
     let serde_json::Value::Object(mut fields) = value else {
@@ -205,6 +211,8 @@ fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
         services: Vec::new(),
         optimality: None,
         notes: Vec::new(),
+        node_names: Vec::new(),
+        images: Default::default(),
     })
 }
 
@@ -291,6 +299,12 @@ mod tests {
                 gap: 0.3,
             }),
             notes: vec!["profiles of bert on h100-80gb are estimated".into()],
+            node_names: vec!["gpu-a".into(), "gpu-b".into()],
+            images: [(
+                "search".to_string(),
+                tessera_core::ServiceImage { image: "serve:1".into(), args: vec!["--batch={batch}".into()] },
+            )]
+            .into(),
         }
     }
 

@@ -1,10 +1,11 @@
-//! Collecting the rows of one model's profile into a [`ModelProfile`], with
-//! errors that name the line and the file's own column names.
+//! Collecting the rows of one model's profile into a [`SourcedProfile`]
+//! (measured and predicted points, configurations measured out of memory),
+//! with errors that name the line and the file's own column names.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use tessera_core::{CoreError, GpuModel, ModelProfile, ProfilePoint, SegmentConfig};
+use tessera_core::{CoreError, GpuModel, PointSource, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile};
 
 use crate::error::StoreError;
 
@@ -23,6 +24,10 @@ pub(crate) struct PointColumns {
     pub latency: &'static str,
     /// Memory.
     pub memory: &'static str,
+    /// A prediction's lower throughput bound.
+    pub throughput_low: &'static str,
+    /// A prediction's upper latency bound.
+    pub latency_high: &'static str,
 }
 
 impl PointColumns {
@@ -35,6 +40,8 @@ impl PointColumns {
             "throughput_rps" => self.throughput,
             "latency_ms" => self.latency,
             "memory_gb" => self.memory,
+            "throughput_low_rps" => self.throughput_low,
+            "latency_high_ms" => self.latency_high,
             _ => "row",
         }
     }
@@ -53,6 +60,8 @@ pub(crate) struct PointRow {
     pub latency_ms: f64,
     /// Memory, when known.
     pub memory_gb: Option<f64>,
+    /// Measured, or predicted with its bounds.
+    pub source: PointSource,
 }
 
 /// The rows of one (GPU model, model) profile being read from one file.
@@ -63,7 +72,8 @@ pub(crate) struct ProfileRows {
     gpu: GpuModel,
     model: String,
     first_line: u64,
-    points: Vec<ProfilePoint>,
+    points: Vec<SourcedPoint>,
+    out_of_memory: Vec<SegmentConfig>,
     lines: HashMap<SegmentConfig, u64>,
 }
 
@@ -77,6 +87,7 @@ impl ProfileRows {
             model: model.to_string(),
             first_line,
             points: Vec::new(),
+            out_of_memory: Vec::new(),
             lines: HashMap::new(),
         }
     }
@@ -85,31 +96,59 @@ impl ProfileRows {
         StoreError::domain(&self.path, line, field, source)
     }
 
-    /// Validates and adds one row.
+    /// The file's column for a field named in a [`CoreError`].
+    fn column_of(&self, error: &CoreError) -> &'static str {
+        match error {
+            CoreError::InvalidValue { field, .. } => self.columns.column_for(field),
+            _ => "row",
+        }
+    }
+
+    /// Validates and adds one feasible row.
     pub fn push(&mut self, row: PointRow) -> Result<(), StoreError> {
-        let point =
-            ProfilePoint::new(row.config, row.throughput_rps, row.latency_ms, row.memory_gb).map_err(|error| {
-                let field = match &error {
-                    CoreError::InvalidValue { field, .. } => self.columns.column_for(field),
-                    _ => "row",
-                };
-                self.domain(row.line, field, error)
-            })?;
+        let point = ProfilePoint::new(row.config, row.throughput_rps, row.latency_ms, row.memory_gb)
+            .and_then(|point| SourcedPoint::new(point, row.source))
+            .map_err(|error| self.domain(row.line, self.column_of(&error), error))?;
+        self.claim(row.line, row.config)?;
+        self.points.push(point);
+        Ok(())
+    }
+
+    /// Adds a configuration measured out of memory, on `line`.
+    pub fn push_out_of_memory(&mut self, line: u64, config: SegmentConfig) -> Result<(), StoreError> {
+        for (field, value, expected) in
+            [("batch", u64::from(config.batch), "at least 1"), ("procs", u64::from(config.procs), "at least 1")]
+        {
+            if value == 0 {
+                return Err(self.domain(
+                    line,
+                    self.columns.column_for(field),
+                    CoreError::invalid(field, expected, value),
+                ));
+            }
+        }
+        self.claim(line, config)?;
+        self.out_of_memory.push(config);
+        Ok(())
+    }
+
+    /// Checks that `config` exists on the GPU model and was not listed
+    /// before, and records it as listed on `line`.
+    fn claim(&mut self, line: u64, config: SegmentConfig) -> Result<(), StoreError> {
         self.gpu
             .spec()
-            .profile_for_size(row.config.size_gpcs)
-            .map_err(|error| self.domain(row.line, self.columns.size_gpcs, error))?;
-        if let Some(&first_line) = self.lines.get(&row.config) {
+            .profile_for_size(config.size_gpcs)
+            .map_err(|error| self.domain(line, self.columns.size_gpcs, error))?;
+        if let Some(&first_line) = self.lines.get(&config) {
             return Err(StoreError::DuplicateConfig {
                 path: self.path.clone(),
-                line: row.line,
+                line,
                 model: self.model.clone(),
-                config: row.config.to_string(),
+                config: config.to_string(),
                 first_line,
             });
         }
-        self.lines.insert(row.config, row.line);
-        self.points.push(point);
+        self.lines.insert(config, line);
         Ok(())
     }
 
@@ -119,9 +158,9 @@ impl ProfileRows {
     }
 
     /// The validated profile.
-    pub fn finish(self) -> Result<ModelProfile, StoreError> {
+    pub fn finish(self) -> Result<SourcedProfile, StoreError> {
         let (path, line) = (self.path, self.first_line);
-        ModelProfile::new(self.gpu, self.model, self.points)
+        SourcedProfile::new(self.gpu, self.model, self.points, self.out_of_memory)
             .map_err(|source| StoreError::domain(&path, line, "model", source))
     }
 }

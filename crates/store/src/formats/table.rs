@@ -40,9 +40,14 @@ pub(crate) struct Column<'a> {
 /// blank), trimmed, with its line number.
 fn read_records(path: &Path) -> Result<Vec<Record>, StoreError> {
     let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
-    let lines = LineIndex::new(&bytes);
-    let mut reader =
-        ReaderBuilder::new().has_headers(false).flexible(true).trim(Trim::All).from_reader(bytes.as_slice());
+    parse_records(path, &bytes)
+}
+
+/// Every non-blank record of `bytes` (the contents of `path`), as
+/// [`read_records`].
+fn parse_records(path: &Path, bytes: &[u8]) -> Result<Vec<Record>, StoreError> {
+    let lines = LineIndex::new(bytes);
+    let mut reader = ReaderBuilder::new().has_headers(false).flexible(true).trim(Trim::All).from_reader(bytes);
     let mut records = Vec::new();
     for result in reader.records() {
         let fields = result.map_err(|error| csv_error(path, &lines, &error))?;
@@ -104,7 +109,17 @@ impl Table {
     /// row must have as many fields as the header; a file without data rows
     /// is an error.
     pub fn read(path: &Path) -> Result<Table, StoreError> {
-        let mut records = read_records(path)?.into_iter();
+        Table::from_records(path, read_records(path)?)
+    }
+
+    /// Parses `bytes`, the contents of `path` (or of what `path` names in
+    /// messages), as [`Table::read`] reads a file.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<Table, StoreError> {
+        Table::from_records(path, parse_records(path, bytes)?)
+    }
+
+    fn from_records(path: &Path, records: Vec<Record>) -> Result<Table, StoreError> {
+        let mut records = records.into_iter();
         let Some(Record { line: header_line, fields: header }) = records.next() else {
             return Err(StoreError::NoRows {
                 path: path.to_path_buf(),

@@ -1,6 +1,10 @@
 //! `tessera bench colocate`: how long the colocation models take to train
-//! on KACE's measured pairs, and how many candidate pairs they score per
-//! second on one core.
+//! on KACE's measured pairs and how many candidate pairs they score per
+//! second on one core; the nested evaluation of every model and baseline on
+//! every protocol (P3, LOWO, LOFO) and group size (pairs, groups of 3 and 4
+//! built from them), with the intervals' coverage and the old figures tuned
+//! on the test data beside them, and again with groups built by a harsher
+//! rule; and the learning curve of suggested against random measurements.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -8,28 +12,84 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use tessera_colocate::TrainedModel;
-use tessera_colocate::{ColocateError, DEFAULT_SLOWDOWN};
+use tessera_colocate::{evaluate, holdout_folds, learning_curve, learning_curve_svg, p3_folds, tuned_on_test};
+use tessera_colocate::{ColocateError, Composition, CurvePoint, Fold, Policy, PolicyScores, Protocol, Rule, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, GroupMember};
-use tessera_store::read_colocations;
+use tessera_store::{read_colocations, read_splits, write_atomic};
 
-use crate::output::{out, outln};
+use crate::output::{note, out, outln};
+use crate::progress::Progress;
 use crate::table::TextTable;
 
 /// Trains one kind of model.
 type Trainer = fn(&[Colocation]) -> Result<TrainedModel, ColocateError>;
 
 /// Training repetitions (the fastest is reported).
-const FITS: usize = 10;
+const FITS: usize = 3;
 
 /// How long scoring is timed for.
 const SCORING_TIME: Duration = Duration::from_secs(1);
 
-pub fn run(data: &Path) -> Result<()> {
+/// Group sizes of the evaluation.
+const GROUP_SIZES: [usize; 3] = [2, 3, 4];
+
+/// Measured colocations at the learning curve's points (the last is all).
+const CURVE_SIZES: [usize; 10] = [10, 20, 30, 40, 60, 80, 100, 120, 150, usize::MAX];
+
+pub fn run(data: &Path, splits: &Path, curve_seeds: u64, plot: Option<&Path>) -> Result<()> {
     if !data.is_file() {
         bail!("{} is absent; pass --data FILE with KACE's colocation measurements", data.display());
     }
     let rows = read_colocations(data)?.rows;
+    speed(data, &rows)?;
+    let mut protocols: Vec<(Protocol, Vec<Fold>)> = Vec::new();
+    if splits.is_dir() {
+        let splits: Vec<Split> = read_splits(splits)?
+            .into_iter()
+            .map(|s| Split { name: s.name, train: s.training.rows, test: s.testing.rows })
+            .collect();
+        protocols.push((Protocol::P3, p3_folds(&splits)));
+    } else {
+        note(format_args!("{} is absent: P3 skipped", splits.display()));
+    }
+    for protocol in [Protocol::Lowo, Protocol::Lofo] {
+        protocols.push((protocol, holdout_folds(&rows, protocol)));
+    }
+    for (protocol, folds) in &protocols {
+        nested(*protocol, folds)?;
+    }
+    outln!(
+        "\ngroups built with multiplied slowdowns instead (a harsher assumption than the models' added delays): \
+         fraction of the best choice"
+    )?;
+    let mut table = TextTable::new(&["protocol", "group size", "slowdown", "kace", "best rule"]);
+    for (protocol, folds) in &protocols {
+        let results = {
+            let _progress = Progress::spinner(format!("{}: multiplied slowdowns", protocol.name().to_uppercase()));
+            evaluate(*protocol, folds, &GROUP_SIZES[1..], Composition::Multiplicative, &Policy::all(0))
+        };
+        for (k, scores) in results[0].scores.iter().enumerate() {
+            let rules = results.iter().filter(|r| Rule::ALL.iter().any(|rule| rule.name() == r.name));
+            let best = rules.max_by(|a, b| a.scores[k].mean.total_cmp(&b.scores[k].mean)).expect("rules are scored");
+            table.row(vec![
+                protocol.name().to_uppercase(),
+                scores.group_size.to_string(),
+                format!("{:.4}", scores.mean),
+                format!("{:.4}", results[1].scores[k].mean),
+                format!("{:.4} ({})", best.scores[k].mean, best.name),
+            ]);
+        }
+    }
+    out!("{}", table.render())?;
+    if curve_seeds > 0 {
+        curve(&rows, curve_seeds, plot)?;
+    }
+    Ok(())
+}
+
+/// Training time (selection included) and scoring speed of both models.
+fn speed(data: &Path, rows: &[Colocation]) -> Result<()> {
     let mut pool: Vec<_> = rows.iter().flat_map(|g| g.members.iter().map(|m| m.metrics.clone())).collect();
     pool.sort_by(|a, b| a.workload.cmp(&b.workload));
     pool.dedup_by(|a, b| a.workload == b.workload);
@@ -44,15 +104,16 @@ pub fn run(data: &Path) -> Result<()> {
         })
         .collect();
     let trainers: [(&str, Trainer); 2] =
-        [("slowdown", |rows| TrainedModel::slowdown(rows, &DEFAULT_SLOWDOWN)), ("kace", TrainedModel::kace)];
-    let mut table = TextTable::new(&["model", "training rows", "fit ms (best of 10)", "pairs scored / s"]);
+        [("slowdown", |rows| TrainedModel::slowdown(rows, 0)), ("kace", TrainedModel::kace)];
+    let header = format!("train ms (best of {FITS}; selection and calibration included)");
+    let mut table = TextTable::new(&["model", "training rows", header.as_str(), "pairs scored / s"]);
     for (name, fit) in trainers {
         let start = Instant::now();
-        let model = fit(&rows).with_context(|| data.display().to_string())?;
+        let model = fit(rows).with_context(|| data.display().to_string())?;
         let mut best = start.elapsed();
         for _ in 1..FITS {
             let start = Instant::now();
-            black_box(fit(&rows)?);
+            black_box(fit(rows)?);
             best = best.min(start.elapsed());
         }
         let scorer = model.as_model();
@@ -67,11 +128,112 @@ pub fn run(data: &Path) -> Result<()> {
         table.row(vec![
             name.to_string(),
             rows.len().to_string(),
-            format!("{:.2}", best.as_secs_f64() * 1e3),
+            format!("{:.1}", best.as_secs_f64() * 1e3),
             format!("{rate:.0}"),
         ]);
     }
     outln!("{}, {} per pass, one thread", count(pool.len(), "workload"), count(pairs.len(), "candidate pair"))?;
     out!("{}", table.render())?;
+    Ok(())
+}
+
+/// The nested evaluation of one protocol on every group size, the old
+/// tuned figures beside it, and where the slowdown model is behind.
+fn nested(protocol: Protocol, folds: &[Fold]) -> Result<()> {
+    let name = protocol.name().to_uppercase();
+    let start = Instant::now();
+    let mut results = {
+        let _progress = Progress::spinner(format!("{name}: nested evaluation on {}", count(folds.len(), "fold")));
+        evaluate(protocol, folds, &GROUP_SIZES, Composition::Additive, &Policy::all(0))
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    results.push(tuned_on_test(protocol, folds, &GROUP_SIZES, Composition::Additive));
+    outln!(
+        "\n{name} nested ({}, {seconds:.1} s): fraction of the best choice; last column: % of held-out groups \
+         within the 90% interval",
+        count(folds.len(), "fold")
+    )?;
+    let mut table = TextTable::new(&["policy", "pairs", "groups of 3", "groups of 4", "covered (2 / 3 / 4)"]);
+    for result in &results {
+        let mut row = vec![result.name.clone()];
+        row.extend(result.scores.iter().map(|s| format!("{:.4}", s.mean)));
+        let coverage: Vec<String> = result.coverage.iter().map(|c| format!("{:.1}", 100.0 * c.measured)).collect();
+        row.push(coverage.join(" / "));
+        table.row(row);
+    }
+    out!("{}", table.render())?;
+    let widths: Vec<String> = results[0].coverage.iter().map(|c| format!("{:.2}", c.median_relative_width)).collect();
+    outln!(
+        "slowdown: median interval width over the prediction {} (2 / 3 / 4); fallback rule chose for {} targets",
+        widths.join(" / "),
+        results[0].fallbacks.iter().map(usize::to_string).collect::<Vec<_>>().join(" / ")
+    )?;
+    for line in behind(folds, &results) {
+        outln!("{line}")?;
+    }
+    Ok(())
+}
+
+/// Every fold and group size where the slowdown model (first) scores below
+/// KACE or a rule (the policies before the tuned entry, random excluded).
+fn behind(folds: &[Fold], results: &[PolicyScores]) -> Vec<String> {
+    let slowdown = &results[0];
+    let baselines = results[1..].iter().filter(|r| !r.name.starts_with("random") && !r.name.contains("tuned"));
+    let mut lines = Vec::new();
+    for (k, scores) in slowdown.scores.iter().enumerate() {
+        for (f, fold) in folds.iter().enumerate().take(scores.per_fold.len()) {
+            let ours = scores.per_fold[f];
+            let better: Vec<String> = baselines
+                .clone()
+                .filter_map(|r| r.scores[k].per_fold.get(f).filter(|&&theirs| theirs > ours + 1e-9).map(|v| (r, v)))
+                .map(|(r, v)| format!("{} {v:.4}", r.name))
+                .collect();
+            if !better.is_empty() {
+                lines.push(format!(
+                    "  behind on {} (K={}): slowdown {ours:.4} < {}",
+                    fold.name,
+                    scores.group_size,
+                    better.join(", ")
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// The learning curve: suggested against random measurements.
+fn curve(rows: &[Colocation], seeds: u64, plot: Option<&Path>) -> Result<()> {
+    let sizes: Vec<usize> = CURVE_SIZES.iter().map(|&s| s.min(rows.len())).collect();
+    let seeds: Vec<u64> = (1..=seeds).collect();
+    let start = Instant::now();
+    let points = {
+        let _progress = Progress::spinner(format!("learning curve over {}", count(seeds.len(), "seed")));
+        learning_curve(rows, &sizes, &seeds)?
+    };
+    outln!(
+        "\nlearning curve ({}, {:.1} s): the recommendation for every workload (measured totals where measured, \
+         predictions elsewhere) as a fraction of the best choice",
+        count(seeds.len(), "seed"),
+        start.elapsed().as_secs_f64()
+    )?;
+    let mut table = TextTable::new(&["measured pairs", "random", "suggested"]);
+    for p in &points {
+        table.row(vec![p.measured.to_string(), format!("{:.4}", p.random), format!("{:.4}", p.suggested)]);
+    }
+    out!("{}", table.render())?;
+    for goal in [0.95, 0.98, 0.99] {
+        let first = |score: fn(&CurvePoint) -> f64| {
+            points
+                .iter()
+                .find(|p| score(p) >= goal)
+                .map_or_else(|| "not reached".to_string(), |p| p.measured.to_string())
+        };
+        outln!("pairs to reach {goal:.2}: random {}, suggested {}", first(|p| p.random), first(|p| p.suggested))?;
+    }
+    if let Some(path) = plot {
+        let title = format!("Measuring KACE's pairs: suggested vs random ({})", count(seeds.len(), "seed"));
+        write_atomic(path, learning_curve_svg(&points, &title).as_bytes())?;
+        outln!("plot written to {}", path.display())?;
+    }
     Ok(())
 }

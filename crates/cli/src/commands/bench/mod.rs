@@ -2,7 +2,9 @@
 //! measurements taken in the same run, so ratios compare like with like.
 
 mod colocate;
+mod profiles;
 mod scale;
+mod serve;
 mod simulate;
 mod timing;
 
@@ -13,8 +15,21 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
-        BenchCommand::Colocate { data } => colocate::run(&data),
+        BenchCommand::Colocate { data, splits, curve_seeds, plot } => {
+            colocate::run(&data, &splits, curve_seeds, plot.as_deref())
+        }
+        BenchCommand::Profiles { parvagpu, budgets, seeds, seconds_per_point } => {
+            profiles::run(&profiles::ProfilesBench {
+                parvagpu: &parvagpu,
+                budgets_percent: &budgets,
+                seeds,
+                seconds_per_point,
+            })
+        }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
+        BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
+            serve::run(clients, reads, verifies, jobs, time_limit, workers)
+        }
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
         }

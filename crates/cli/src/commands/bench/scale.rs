@@ -126,7 +126,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
 
 fn parvagpu_family(dir: &Path) -> Result<Family> {
     let profiles = dir.join("prof_data");
-    let catalog: ProfileCatalog = read_profile_dir(&profiles, GpuModel::A100_80GB)?.profiles.into_iter().collect();
+    let catalog: ProfileCatalog = read_profile_dir(&profiles, GpuModel::A100_80GB)?.catalog();
     let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
     let base =
         read_slo_scenario(&dir.join("slo/SLO_req_rate.csv"), &dir.join("slo/SLO_latency.csv"), BASE_SCENARIO, &models)?;

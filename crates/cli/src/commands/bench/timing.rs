@@ -58,8 +58,7 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
 }
 
 fn parvagpu_scenarios(dir: &Path) -> Result<Vec<(String, ProfileCatalog, Vec<ServiceSlo>)>> {
-    let catalog: ProfileCatalog =
-        read_profile_dir(&dir.join("prof_data"), GpuModel::A100_80GB)?.profiles.into_iter().collect();
+    let catalog: ProfileCatalog = read_profile_dir(&dir.join("prof_data"), GpuModel::A100_80GB)?.catalog();
     let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
     let (rates, latency) = (dir.join("slo/SLO_req_rate.csv"), dir.join("slo/SLO_latency.csv"));
     (1..=PARVAGPU_SCENARIOS)

@@ -28,9 +28,11 @@ pub fn run(command: ProfileCommand, store: Option<&Path>) -> Result<()> {
             };
             kernels::run(&workload, source, output.as_deref(), store)
         }
-        ProfileCommand::Segments { workload, batches, procs, gpu, whole_gpu, duration, model } => {
+        ProfileCommand::Segments { workload, batches, procs, gpu, whole_gpu, duration, model, budget } => {
             let duration = seconds("--duration", duration)?;
-            let request = segments::SegmentsRequest { workload, batches, procs, gpu, whole_gpu, duration, model };
+            let budget = budget.map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+            let request =
+                segments::SegmentsRequest { workload, batches, procs, gpu, whole_gpu, duration, model, budget };
             segments::run(request, store)
         }
         ProfileCommand::Run { workload, gpu, duration, interval_ms } => alone::run(

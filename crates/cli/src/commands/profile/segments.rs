@@ -1,15 +1,21 @@
 //! `tessera profile segments`: segment profiles of a registered workload,
 //! measured in the MIG instances a GPU already has (or a whole GPU) by
 //! tessera-gpu's sweep, merged with the points stored before and stored.
+//! With a budget, only the configurations `tessera profiles suggest` ranks
+//! first (from the points stored before) are measured.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tessera_core::text::count;
+use tessera_core::{GpuModel, SourcedProfile};
 use tessera_gpu::{
-    merge_profile, sweep_segments, NodeDriver, PointOutcome, ShellWorkloadRunner, Sweep, SweepEvent, SweepOptions,
+    installed_gpu, merge_profile, sweep_segments, NodeDriver, PointOutcome, Selection, ShellWorkloadRunner, Sweep,
+    SweepEvent, SweepOptions,
 };
+use tessera_plan::{suggest_measurements, CompletionMethod, CompletionRequest, ProfileGrid};
+use tessera_store::Store;
 
 use super::{format_value, open_existing};
 use crate::inputs::store_path;
@@ -36,6 +42,8 @@ pub struct SegmentsRequest {
     pub duration: Duration,
     /// The profile's model name, when not the workload's family.
     pub model: Option<String>,
+    /// Measure only this many configurations, the most wanted first.
+    pub budget: Option<usize>,
 }
 
 /// Runs the sweep and stores the measured points.
@@ -45,6 +53,15 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
     let registered = store.registered_workload(&request.workload)?;
     let model_name = request.model.clone().unwrap_or_else(|| registered.family.clone());
 
+    let mut driver = NodeDriver::default();
+    let selection = match request.budget {
+        None => Selection::Every,
+        Some(budget) => {
+            let gpu_model = installed_gpu(&mut driver, request.gpu)?.gpu_model;
+            let ranked = ranked_configs(&store, gpu_model, &model_name, &request)?;
+            Selection::Budget { ranked, budget }
+        }
+    };
     let scratch =
         tempfile::Builder::new().prefix("tessera-segments-").tempdir().context("cannot create the MPS directories")?;
     let options = SweepOptions {
@@ -56,33 +73,31 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
             throughput_regex: registered.throughput_regex.clone(),
             batches: request.batches.clone(),
             procs: request.procs.clone(),
+            selection,
             duration: request.duration,
             mps_root: scratch.path().to_path_buf(),
         },
     };
     let mut bar = None;
     let mut printed: Result<()> = Ok(());
-    let report =
-        sweep_segments(&mut NodeDriver::default(), &mut ShellWorkloadRunner::default(), &options, &mut |event| {
-            match event {
-                SweepEvent::Targets { installed, targets, passed_over, points } => {
-                    for reason in passed_over {
-                        if printed.is_ok() {
-                            printed = outln!("# passed over {reason}");
-                        }
-                    }
-                    let names: Vec<&str> = targets.iter().map(|t| t.label.as_str()).collect();
-                    let message = format!("{} on {} of {}", registered.name, names.join(", "), installed.name);
-                    bar = Some(Progress::bar(points as u64, "segments", message));
-                }
-                SweepEvent::Point { target, config, .. } => {
-                    if let Some(bar) = &bar {
-                        bar.step();
-                        bar.set_message(format!("last: {config} in {}", target.label));
-                    }
+    let report = sweep_segments(&mut driver, &mut ShellWorkloadRunner::default(), &options, &mut |event| match event {
+        SweepEvent::Targets { installed, targets, passed_over, points } => {
+            for reason in passed_over {
+                if printed.is_ok() {
+                    printed = outln!("# passed over {reason}");
                 }
             }
-        });
+            let names: Vec<&str> = targets.iter().map(|t| t.label.as_str()).collect();
+            let message = format!("{} on {} of {}", registered.name, names.join(", "), installed.name);
+            bar = Some(Progress::bar(points as u64, "segments", message));
+        }
+        SweepEvent::Point { target, config, .. } => {
+            if let Some(bar) = &bar {
+                bar.step();
+                bar.set_message(format!("last: {config} in {}", target.label));
+            }
+        }
+    });
     drop(bar);
     printed?;
     let report = report?;
@@ -115,4 +130,25 @@ pub fn run(request: SegmentsRequest, store: Option<&Path>) -> Result<()> {
         count(merged.kept, "earlier point"),
     )?;
     Ok(())
+}
+
+/// Every configuration of the sweep's grid on `gpu_model`, most wanted
+/// first: `tessera profiles suggest`'s order from the points of the model
+/// stored before (a spread over the grid for a model without enough).
+fn ranked_configs(
+    store: &Store,
+    gpu_model: GpuModel,
+    model_name: &str,
+    request: &SegmentsRequest,
+) -> Result<Vec<tessera_core::SegmentConfig>> {
+    let earlier = store.load_catalog(Some(gpu_model))?;
+    let profile = match earlier.get(gpu_model, model_name) {
+        Some(profile) => SourcedProfile::measured(profile, Vec::new())?,
+        None => SourcedProfile::new(gpu_model, model_name, Vec::new(), Vec::new())?,
+    };
+    let grid = ProfileGrid { batches: request.batches.clone(), procs: request.procs.clone() };
+    let every = grid.configs(gpu_model)?.len();
+    let profiles = [profile];
+    let completion = CompletionRequest { gpu_model, profiles: &profiles, grid: &grid, method: CompletionMethod::Model };
+    Ok(suggest_measurements(&completion, every)?.into_iter().map(|suggestion| suggestion.config).collect())
 }

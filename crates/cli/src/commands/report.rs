@@ -1,0 +1,24 @@
+//! `tessera report`: a plan drawn by tessera-report, as HTML or SVG.
+
+use anyhow::Result;
+use tessera_report::{plan_report_html, plan_svg};
+use tessera_store::read_plan;
+
+use crate::args::{ReportArgs, ReportFormat};
+use crate::output::emit;
+
+pub fn run(args: &ReportArgs) -> Result<()> {
+    let plan = read_plan(&args.plan)?;
+    let title = match &args.title {
+        Some(title) => title.clone(),
+        None => format!(
+            "Tessera plan — {}",
+            args.plan.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        ),
+    };
+    let document = match args.format {
+        ReportFormat::Html => plan_report_html(&plan, &title),
+        ReportFormat::Svg => plan_svg(&plan),
+    };
+    emit(document.as_bytes(), args.output.as_deref())
+}

@@ -1,0 +1,118 @@
+//! `tessera k8s …`, `tessera plan --cluster` and `tessera agent` end to end,
+//! against the fake API server on 127.0.0.1.
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tessera_k8s::FakeApiServer;
+use tessera_testkit::kubernetes_validate;
+
+use crate::util::{fails_with, stderr, stdout, store_in, tessera};
+
+fn a100_node(name: &str, count: u32) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": count.to_string(),
+        "nvidia.com/gpu.memory": "81920", "nvidia.com/mig.capable": "true"}}})
+}
+
+/// The demo plan as JSON in `dir`.
+fn demo_plan(dir: &TempDir, extra: &[&str]) -> String {
+    let path = dir.path().join("plan.json").display().to_string();
+    let mut args = vec!["plan", "--demo", "--format", "json", "-o", &path];
+    args.extend_from_slice(extra);
+    let output = tessera(&args, &store_in(dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    path
+}
+
+#[test]
+fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
+    let dir = TempDir::new().unwrap();
+    let plan = demo_plan(&dir, &[]);
+    let out = dir.path().join("out");
+    let output = tessera(&["k8s", "export", &plan, "-o", out.to_str().unwrap()], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert_eq!(stdout(&output), format!("wrote {} manifests to {}\n", files.len(), out.display()));
+    assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with("00-configmap-tessera-plan"));
+    let claims = files.iter().filter(|f| f.to_str().unwrap().contains("-resourceclaim-")).count();
+    let deployments = files.iter().filter(|f| f.to_str().unwrap().contains("-deployment-")).count();
+    assert!(claims > 0 && claims == deployments && files.len() == 1 + 2 * claims);
+    kubernetes_validate(&files);
+
+    let output = tessera(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir));
+    assert_eq!(stdout(&output).matches("---\n").count(), files.len());
+}
+
+#[test]
+fn a_plan_of_services_without_images_is_refused_naming_them() {
+    let dir = TempDir::new().unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms,image\nshop,resnet50,100,100,reg.example/resnet:1\nsearch,bert-base,50,200,\n").unwrap();
+    let plan = demo_plan(&dir, &["--slo", slo.to_str().unwrap()]);
+    fails_with(
+        &["k8s", "export", &plan, "-o", "-"],
+        &store_in(&dir),
+        &["error: 1 service has no container image: search (add `image` and `args` columns to the SLO file and plan again)"],
+    );
+}
+
+#[test]
+fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
+    let dir = TempDir::new().unwrap();
+    let server = FakeApiServer::start();
+    for node in [a100_node("gpu-b", 2), a100_node("gpu-a", 2)] {
+        server.put(node);
+    }
+    server.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-l4", "labels": {
+        "nvidia.com/gpu.product": "NVIDIA-L4", "nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "23034"}}}));
+    let kubeconfig = server.kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let store = store_in(&dir);
+
+    let output = tessera(&["k8s", "inventory", "--kubeconfig", kubeconfig], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "gpu-a  2 × a100-80gb  MIG-capable  0 MIG devices\ngpu-b  2 × a100-80gb  MIG-capable  0 MIG devices\nfleet: a100-80gb:count=4\n");
+    assert!(
+        stderr(&output).starts_with("note: node 'gpu-l4' is left out: 'NVIDIA-L4' is no GPU Tessera knows"),
+        "{}",
+        stderr(&output)
+    );
+
+    let plan = demo_plan(&dir, &["--cluster", "--kubeconfig", kubeconfig]);
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    assert_eq!(json["node_names"], json!(["gpu-a", "gpu-b"]));
+    assert!(json["images"]["photo-tagging"]["image"].as_str().unwrap().starts_with("example.invalid/"));
+
+    let output = tessera(&["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = stdout(&output);
+    assert!(lines.starts_with("(dry run) ConfigMap tessera-plan created\n"), "{lines}");
+    assert!(stderr(&output).contains(" changed (dry run: nothing written)"));
+    assert!(server.requests().iter().all(|r| r.starts_with("GET")));
+
+    // Not yet applied: status fails, naming what is missing.
+    let message = fails_with(
+        &["k8s", "status", &plan, "--kubeconfig", kubeconfig],
+        &store,
+        &["error: not as planned: node 'gpu-a': layout not reported"],
+    );
+    assert!(message.contains(": missing"), "{message}");
+    fails_with(
+        &["k8s", "status", "--kubeconfig", kubeconfig],
+        &store,
+        &["error: no plan applied in namespace tessera (no ConfigMap tessera-plan); pass PLAN.json"],
+    );
+}
+
+#[test]
+fn the_agents_dry_run_prints_the_layout_steps_without_a_cluster() {
+    let dir = TempDir::new().unwrap();
+    let plan = demo_plan(&dir, &[]);
+    // No nvidia-smi here: the dry run says so in one line.
+    let output = tessera(&["agent", "--node", "0", "--plan", &plan, "--dry-run"], &store_in(&dir));
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert!(message.contains("nvidia-smi") && message.trim_end().lines().count() == 1, "{message}");
+}

@@ -1,0 +1,142 @@
+//! `tessera report` and `tessera serve` end to end: the report of a demo
+//! plan, and the service started, asked, and stopped by SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::util::{stdout, store_in, tessera};
+
+#[test]
+fn report_draws_every_instance_of_a_plan_as_html_or_svg() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("plan.json");
+    let planned = tessera(&["plan", "--demo", "--format", "json", "-o", plan.to_str().unwrap()], &store);
+    assert!(planned.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+    let instances: usize =
+        json["gpus"].as_array().unwrap().iter().map(|gpu| gpu["instances"].as_array().unwrap().len()).sum();
+    let html_path = dir.path().join("report.html");
+    let written = tessera(&["report", plan.to_str().unwrap(), "-o", html_path.to_str().unwrap()], &store);
+    assert!(written.status.success() && stdout(&written).is_empty());
+    let html = std::fs::read_to_string(&html_path).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<title>Tessera plan — plan.json</title>"));
+    assert_eq!(html.matches("<g class=\"tile\"").count(), instances);
+    assert_eq!(html.matches("<tr data-service=").count(), json["services"].as_array().unwrap().len());
+    assert!(html.contains("proven optimal") && !html.contains("<script"));
+    let svg = stdout(&tessera(&["report", plan.to_str().unwrap(), "--format", "svg"], &store));
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert_eq!(svg.matches("<g class=\"tile\"").count(), instances);
+}
+
+/// Sends one HTTP/1.1 request to `address` and returns the whole answer.
+fn ask(address: &str, request: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+#[test]
+fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let token = dir.path().join("token");
+    std::fs::write(&token, "a-token-of-twenty-chars\n").unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file", token.to_str().unwrap()])
+        .env("TESSERA_STORE", &store)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("the server says where it listens").unwrap();
+        if let Some(rest) = line.strip_prefix("note: serving ") {
+            let url = rest.split(" on http://").nth(1).unwrap();
+            break url.split('/').next().unwrap().to_string();
+        }
+    };
+    assert!(address.starts_with("127.0.0.1:"), "{address}");
+    let health = ask(&address, "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
+    assert!(health.starts_with("HTTP/1.1 200 OK"), "{health}");
+    let refused = ask(&address, "POST /v1/plans HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}");
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    let accepted = ask(
+        &address,
+        "POST /v1/plans HTTP/1.1\r\nhost: x\r\nauthorization: Bearer a-token-of-twenty-chars\r\n\
+         content-type: application/json\r\ncontent-length: 14\r\nconnection: close\r\n\r\n{\"demo\": true}",
+    );
+    assert!(accepted.starts_with("HTTP/1.1 202"), "{accepted}");
+    let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = server.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the server did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status:?}");
+    // The log never shows the token.
+    let log: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(!log.iter().any(|line| line.contains("a-token-of-twenty-chars")), "{log:?}");
+    assert!(log.iter().any(|line| line.contains("stopped")), "{log:?}");
+    // One structured line per request, in a span that carries its id.
+    let answered = |route: &str, status: u16| {
+        log.iter().any(|line| {
+            line.contains(" INFO request{id=r")
+                && line.contains(&format!(" route={route}}}: answered status={status} "))
+        })
+    };
+    assert!(answered("/healthz", 200) && answered("/v1/plans", 401) && answered("/v1/plans", 202), "{log:?}");
+    // The job ran or was failed cleanly; nothing is left running.
+    let info = stdout(&tessera(&["store", "info", "--format", "json"], &store));
+    assert!(info.contains("\"schema_version\": 5"), "{info}");
+}
+
+#[test]
+fn bench_serve_runs_a_small_load_on_loopback_and_loses_nothing() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let args = [
+        "bench",
+        "serve",
+        "--clients",
+        "4",
+        "--reads",
+        "200",
+        "--verifies",
+        "20",
+        "--jobs",
+        "6",
+        "--time-limit",
+        "5",
+        "--wide",
+    ];
+    let ran = tessera(&args, &store);
+    let text = stdout(&ran);
+    assert!(ran.status.success(), "{text}{}", String::from_utf8_lossy(&ran.stderr));
+    let requests_and_errors = |route: &str| -> (u64, u64) {
+        let line = text.lines().find(|line| line.starts_with(route)).unwrap_or_else(|| panic!("no {route}: {text}"));
+        let cells: Vec<&str> = line[route.len()..].split_whitespace().collect();
+        (cells[0].parse().unwrap(), cells[1].parse().unwrap())
+    };
+    assert_eq!(requests_and_errors("all of the above"), (200, 0), "{text}");
+    assert_eq!(requests_and_errors("POST /v1/verify"), (20, 0), "{text}");
+    assert_eq!(requests_and_errors("POST /v1/plans (submit)"), (6, 0), "{text}");
+    assert!(text.contains("planning jobs: 6 submitted, 6 done, 0 failed, 0 lost;"), "{text}");
+    assert!(text.contains("16 clients hung up mid-request: no trace left"), "{text}");
+    // The seed job and the six, each with its plan.
+    assert!(text.contains("store after shutdown: integrity ok, 7 planning jobs stored, 7 with a plan"), "{text}");
+    // The benchmark's own store is temporary: the user's store is untouched.
+    assert!(!store.exists(), "bench serve wrote {}", store.display());
+}

@@ -1,0 +1,258 @@
+//! The connection to a cluster's API server: a kube client on a
+//! single-threaded runtime of its own, so callers stay synchronous, and
+//! every failure turned into one line naming the context, the request and
+//! the cause.
+
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+use serde_json::Value;
+
+use crate::error::K8sError;
+use crate::inventory::{inventory, Inventory};
+
+/// The field manager of every server-side apply Tessera makes.
+pub const FIELD_MANAGER: &str = "tessera";
+
+/// Where the cluster is: a kubeconfig file (else `$KUBECONFIG` or
+/// `~/.kube/config`, else the pod's service account) and a context in it
+/// (else its current context).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// The kubeconfig file.
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// The context.
+    pub context: Option<String>,
+}
+
+/// The kinds of object Tessera reads or writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `v1` Node.
+    Node,
+    /// `v1` Pod.
+    Pod,
+    /// `v1` ConfigMap.
+    ConfigMap,
+    /// `resource.k8s.io/v1` ResourceClaim.
+    ResourceClaim,
+    /// `resource.k8s.io/v1` ResourceSlice.
+    ResourceSlice,
+    /// `apps/v1` Deployment.
+    Deployment,
+}
+
+impl Kind {
+    /// The kind of a manifest by its name.
+    pub fn named(kind: &str) -> Option<Kind> {
+        [Kind::Node, Kind::Pod, Kind::ConfigMap, Kind::ResourceClaim, Kind::ResourceSlice, Kind::Deployment]
+            .into_iter()
+            .find(|k| k.resource().kind == kind)
+    }
+
+    fn resource(self) -> ApiResource {
+        match self {
+            Kind::Node => ApiResource::erase::<Node>(&()),
+            Kind::Pod => ApiResource::erase::<Pod>(&()),
+            Kind::ConfigMap => ApiResource::erase::<ConfigMap>(&()),
+            Kind::ResourceClaim => ApiResource::erase::<ResourceClaim>(&()),
+            Kind::ResourceSlice => ApiResource::erase::<ResourceSlice>(&()),
+            Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+        }
+    }
+}
+
+/// A connected cluster.
+pub struct Cluster {
+    runtime: tokio::runtime::Runtime,
+    client: Client,
+    context: String,
+}
+
+/// `error`'s text and its causes', `: `-separated.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text = format!("{text}: {cause_text}");
+        }
+        source = cause.source();
+    }
+    text
+}
+
+impl Cluster {
+    /// Connects to the cluster `options` name (nothing is sent yet).
+    pub fn connect(options: &ClusterOptions) -> Result<Cluster, K8sError> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| {
+            K8sError::Cluster { context: "client".into(), message: format!("cannot start the client's runtime: {e}") }
+        })?;
+        let kube_options = KubeConfigOptions { context: options.context.clone(), ..Default::default() };
+        let kubeconfig = match &options.kubeconfig {
+            Some(path) => Some(read_kubeconfig(path)?),
+            None => Kubeconfig::read().ok(),
+        };
+        let context = options
+            .context
+            .clone()
+            .or_else(|| kubeconfig.as_ref().and_then(|k| k.current_context.clone()))
+            .unwrap_or_else(|| "in-cluster".to_string());
+        let fail = |message: String| K8sError::Cluster { context: format!("context '{context}'"), message };
+        let (config, client) = runtime.block_on(async {
+            let mut config = match kubeconfig {
+                Some(kubeconfig) => Config::from_custom_kubeconfig(kubeconfig, &kube_options)
+                    .await
+                    .map_err(|e| fail(format!("bad kubeconfig: {}", chain(&e))))?,
+                None => Config::infer().await.map_err(|e| fail(format!("no cluster configured: {}", chain(&e))))?,
+            };
+            config.connect_timeout = Some(Duration::from_secs(10));
+            config.read_timeout = Some(Duration::from_secs(60));
+            let client = Client::try_from(config.clone()).map_err(|e| fail(chain(&e)))?;
+            Ok::<_, K8sError>((config, client))
+        })?;
+        let context = format!("context '{context}' ({})", config.cluster_url.to_string().trim_end_matches('/'));
+        Ok(Cluster { runtime, client, context })
+    }
+
+    /// The context's name and API server, for messages.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    fn api(&self, kind: Kind, namespace: Option<&str>) -> Api<DynamicObject> {
+        let resource = kind.resource();
+        match namespace {
+            Some(namespace) => Api::namespaced_with(self.client.clone(), namespace, &resource),
+            None => Api::all_with(self.client.clone(), &resource),
+        }
+    }
+
+    /// One line for `error` of the request `what`.
+    fn error(&self, what: &str, error: kube::Error) -> K8sError {
+        let message = match &error {
+            kube::Error::Api(status) => {
+                let hint = match status.code {
+                    401 => " (the credentials were refused)",
+                    403 => " (RBAC does not allow it: see deploy/kubernetes/10-rbac.yaml)",
+                    409 if what.starts_with("apply") => {
+                        " (another field manager owns these fields: rerun with --force-conflicts to take them over)"
+                    }
+                    _ => "",
+                };
+                format!("{what}: {} ({} {}){hint}", status.message, status.code, status.reason)
+            }
+            kube::Error::SerdeError(cause) => format!("{what}: cannot read the API server's answer: {cause}"),
+            other => format!("{what}: cannot reach the API server: {}", chain(other)),
+        };
+        K8sError::Cluster { context: self.context.clone(), message }
+    }
+
+    /// Lists objects of `kind` (in `namespace`, or all), with optional
+    /// label and field selectors.
+    pub fn list(
+        &self,
+        kind: Kind,
+        namespace: Option<&str>,
+        labels: Option<&str>,
+        fields: Option<&str>,
+    ) -> Result<Vec<Value>, K8sError> {
+        let mut params = ListParams::default();
+        if let Some(labels) = labels {
+            params = params.labels(labels);
+        }
+        if let Some(fields) = fields {
+            params = params.fields(fields);
+        }
+        let api = self.api(kind, namespace);
+        let what = format!("list {}", kind.resource().plural);
+        let list = self.runtime.block_on(api.list(&params)).map_err(|e| self.error(&what, e))?;
+        list.items
+            .into_iter()
+            .map(|item| serde_json::to_value(item).map_err(|e| self.error(&what, kube::Error::SerdeError(e))))
+            .collect()
+    }
+
+    /// The object, or `None` when it does not exist.
+    pub fn get(&self, kind: Kind, namespace: Option<&str>, name: &str) -> Result<Option<Value>, K8sError> {
+        let api = self.api(kind, namespace);
+        let what = format!("get {} {name}", kind.resource().kind);
+        let found = self.runtime.block_on(api.get_opt(name)).map_err(|e| self.error(&what, e))?;
+        found
+            .map(|item| serde_json::to_value(item).map_err(|e| self.error(&what, kube::Error::SerdeError(e))))
+            .transpose()
+    }
+
+    /// Server-side apply of `object` with field manager `tessera`; `force`
+    /// takes over fields other managers own.
+    pub fn apply(&self, kind: Kind, namespace: &str, name: &str, object: &Value, force: bool) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = force;
+        let what = format!("apply {} {namespace}/{name}", kind.resource().kind);
+        self.runtime.block_on(api.patch(name, &params, &Patch::Apply(object))).map_err(|e| self.error(&what, e))?;
+        Ok(())
+    }
+
+    /// A JSON merge patch (labels and annotations of a node).
+    pub fn merge_patch(&self, kind: Kind, namespace: Option<&str>, name: &str, patch: &Value) -> Result<(), K8sError> {
+        let api = self.api(kind, namespace);
+        let what = format!("patch {} {name}", kind.resource().kind);
+        self.runtime
+            .block_on(api.patch(name, &PatchParams::default(), &Patch::Merge(patch)))
+            .map_err(|e| self.error(&what, e))?;
+        Ok(())
+    }
+
+    /// Deletes the object (its dependents in the background); one already
+    /// gone is fine.
+    pub fn delete(&self, kind: Kind, namespace: &str, name: &str) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let what = format!("delete {} {namespace}/{name}", kind.resource().kind);
+        match self.runtime.block_on(api.delete(name, &DeleteParams::background())) {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+            Err(error) => Err(self.error(&what, error)),
+        }
+    }
+
+    /// The GPU nodes and the DRA driver's MIG devices.
+    pub fn inventory(&self) -> Result<Inventory, K8sError> {
+        let nodes: Vec<Node> = typed(self.list(Kind::Node, None, None, None)?, self)?;
+        let slices: Vec<ResourceSlice> = typed(self.list(Kind::ResourceSlice, None, None, None)?, self)?;
+        Ok(inventory(&nodes, &slices))
+    }
+
+    /// Waits `duration` (between polls).
+    pub fn sleep(&self, duration: Duration) {
+        self.runtime.block_on(async move { tokio::time::sleep(duration).await });
+    }
+}
+
+/// Reads the kubeconfig at `path`.
+fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, K8sError> {
+    Kubeconfig::read_from(path).map_err(|e| K8sError::Cluster {
+        context: format!("kubeconfig {}", path.display()),
+        message: format!("cannot read it: {}", chain(&e)),
+    })
+}
+
+/// JSON objects as their typed form.
+pub fn typed<T: serde::de::DeserializeOwned>(values: Vec<Value>, cluster: &Cluster) -> Result<Vec<T>, K8sError> {
+    values
+        .into_iter()
+        .map(|value| {
+            serde_json::from_value(value).map_err(|e| K8sError::Cluster {
+                context: cluster.context.clone(),
+                message: format!("the API server sent an object Tessera cannot read: {e}"),
+            })
+        })
+        .collect()
+}

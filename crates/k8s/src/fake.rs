@@ -1,0 +1,590 @@
+//! An in-process fake of the Kubernetes API server, for tests: plain HTTP
+//! on 127.0.0.1 (one request per connection), objects kept as JSON. It does
+//! what Tessera's requests need, the way the real server does: get, list
+//! (label and field selectors), delete, JSON merge patch, and server-side
+//! apply with field ownership (a field another manager owns with another
+//! value is a 409 conflict unless forced; an unchanged object keeps its
+//! resourceVersion). Faults can be injected: a status for the n-th request
+//! of a method and resource, or a resource RBAC forbids. Deleting a pod of
+//! the DRA plugin recreates it (as its DaemonSet would) and is recorded.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use serde_json::{json, Map, Value};
+
+/// One stored object and who owns its fields.
+#[derive(Debug, Clone)]
+struct Stored {
+    object: Value,
+    /// Field path (`.spec.replicas`) → field manager.
+    owners: BTreeMap<String, String>,
+}
+
+/// A fault to inject.
+#[derive(Debug, Clone)]
+struct Fault {
+    method: String,
+    plural: String,
+    /// Fails the n-th matching request (1-based); 0 = every one.
+    nth: usize,
+    seen: usize,
+    status: u16,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    objects: BTreeMap<(String, String, String), Stored>,
+    version: u64,
+    requests: Vec<String>,
+    faults: Vec<Fault>,
+    plugin: Option<(String, String, String)>,
+    plugin_restarts: Vec<String>,
+}
+
+/// The fake API server; stops when dropped.
+pub struct FakeApiServer {
+    address: std::net::SocketAddr,
+    state: Arc<Mutex<State>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// (apiVersion, kind, namespaced) of a resource plural.
+fn resource(plural: &str) -> Option<(&'static str, &'static str, bool)> {
+    Some(match plural {
+        "nodes" => ("v1", "Node", false),
+        "pods" => ("v1", "Pod", true),
+        "configmaps" => ("v1", "ConfigMap", true),
+        "deployments" => ("apps/v1", "Deployment", true),
+        "resourceclaims" => ("resource.k8s.io/v1", "ResourceClaim", true),
+        "resourceslices" => ("resource.k8s.io/v1", "ResourceSlice", false),
+        _ => return None,
+    })
+}
+
+/// The plural of a kind.
+fn plural_of(kind: &str) -> &'static str {
+    match kind {
+        "Node" => "nodes",
+        "Pod" => "pods",
+        "ConfigMap" => "configmaps",
+        "Deployment" => "deployments",
+        "ResourceClaim" => "resourceclaims",
+        _ => "resourceslices",
+    }
+}
+
+fn status(code: u16, reason: &str, message: &str) -> (u16, Value) {
+    (
+        code,
+        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}),
+    )
+}
+
+/// The separator of a field path's keys inside the fake (keys such as
+/// `app.kubernetes.io/name` hold dots); shown as `.`.
+const SEP: char = '\u{1f}';
+
+/// A path as the real server writes it: `.spec.replicas`.
+fn shown_path(path: &str) -> String {
+    path.replace(SEP, ".")
+}
+
+/// Every leaf of `value` by path; lists are leaves (owned whole).
+fn leaves(value: &Value, path: &str, out: &mut BTreeMap<String, Value>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                leaves(child, &format!("{path}{SEP}{key}"), out);
+            }
+        }
+        other => {
+            out.insert(path.to_string(), other.clone());
+        }
+    }
+}
+
+/// The value at a leaf path.
+fn at<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split(SEP).skip(1).try_fold(value, |v, key| v.get(key))
+}
+
+/// Removes a leaf path (and maps it leaves empty).
+fn remove(value: &mut Value, path: &str) {
+    let keys: Vec<&str> = path.split(SEP).skip(1).collect();
+    fn go(value: &mut Value, keys: &[&str]) {
+        let Some(map) = value.as_object_mut() else { return };
+        if keys.len() == 1 {
+            map.remove(keys[0]);
+        } else if let Some(child) = map.get_mut(keys[0]) {
+            go(child, &keys[1..]);
+            if child.as_object().is_some_and(Map::is_empty) {
+                map.remove(keys[0]);
+            }
+        }
+    }
+    go(value, &keys);
+}
+
+/// Sets a leaf path.
+fn set(value: &mut Value, path: &str, leaf: Value) {
+    let keys: Vec<&str> = path.split(SEP).skip(1).collect();
+    let mut current = value;
+    for key in &keys[..keys.len() - 1] {
+        if !current.get(*key).is_some_and(Value::is_object) {
+            current[*key] = json!({});
+        }
+        current = current.get_mut(*key).expect("just made");
+    }
+    current[keys[keys.len() - 1]] = leaf;
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    let Value::Object(patch) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let map = target.as_object_mut().expect("made an object");
+    for (key, value) in patch {
+        if value.is_null() {
+            map.remove(key);
+        } else {
+            merge_patch(map.entry(key.clone()).or_insert(Value::Null), value);
+        }
+    }
+}
+
+/// `true` when `object` matches a `k=v,k=v` label selector.
+fn labels_match(object: &Value, selector: &str) -> bool {
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        let (key, value) = term.split_once('=').unwrap_or((term, ""));
+        object["metadata"]["labels"][key].as_str() == Some(value)
+    })
+}
+
+/// `true` when `object` matches a `spec.nodeName=x,spec.driver=y` field
+/// selector.
+fn fields_match(object: &Value, selector: &str) -> bool {
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
+        let (path, value) = term.split_once('=').unwrap_or((term, ""));
+        at(object, &format!("{SEP}{}", path.replace('.', &SEP.to_string()))).and_then(Value::as_str) == Some(value)
+    })
+}
+
+/// Percent-decodes a query value.
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            byte => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl State {
+    fn handle(&mut self, method: &str, target: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let query: BTreeMap<String, String> =
+            query.split('&').filter_map(|pair| pair.split_once('=')).map(|(k, v)| (k.to_string(), decode(v))).collect();
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let rest = match parts.as_slice() {
+            ["api", "v1", rest @ ..] => rest,
+            ["apis", _, _, rest @ ..] => rest,
+            _ => return status(404, "NotFound", "no such path"),
+        };
+        let (namespace, rest) = match rest {
+            ["namespaces", namespace, rest @ ..] if !rest.is_empty() => (namespace.to_string(), rest),
+            rest => (String::new(), rest),
+        };
+        let (plural, name) = match rest {
+            [plural] => (plural.to_string(), None),
+            [plural, name] => (plural.to_string(), Some(name.to_string())),
+            _ => return status(404, "NotFound", "no such path"),
+        };
+        let Some((api_version, kind, _)) = resource(&plural) else {
+            return status(404, "NotFound", &format!("the server could not find the requested resource ({plural})"));
+        };
+        let shown = match &name {
+            Some(name) if namespace.is_empty() => name.clone(),
+            Some(name) => format!("{namespace}/{name}"),
+            None if namespace.is_empty() => String::new(),
+            None => format!("{namespace}/"),
+        };
+        self.requests.push(format!("{method} {plural} {shown}").trim_end().to_string());
+        for fault in &mut self.faults {
+            if fault.method == method && fault.plural == plural {
+                fault.seen += 1;
+                if fault.nth == 0 || fault.nth == fault.seen {
+                    let group = api_version.split_once('/').map_or("", |(g, _)| g);
+                    return match fault.status {
+                        403 => status(
+                            403,
+                            "Forbidden",
+                            &format!(
+                                "{plural}.{group} \"{}\" is forbidden: User \"system:serviceaccount:tessera:tessera\" cannot {} resource \"{plural}\" in API group \"{group}\" in the namespace \"{namespace}\"",
+                                name.clone().unwrap_or_default(),
+                                method.to_lowercase()
+                            ),
+                        ),
+                        401 => status(401, "Unauthorized", "Unauthorized"),
+                        code => status(code, "InternalError", "an error on the server (\"etcdserver: request timed out\") has prevented the request from succeeding"),
+                    };
+                }
+            }
+        }
+        let key = |name: &str| (plural.clone(), namespace.clone(), name.to_string());
+        match (method, name) {
+            ("GET", None) => {
+                let labels = query.get("labelSelector").cloned().unwrap_or_default();
+                let fields = query.get("fieldSelector").cloned().unwrap_or_default();
+                let items: Vec<Value> = self
+                    .objects
+                    .iter()
+                    .filter(|((p, ns, _), _)| *p == plural && (namespace.is_empty() || *ns == namespace))
+                    .map(|(_, stored)| stored.object.clone())
+                    .filter(|object| labels_match(object, &labels) && fields_match(object, &fields))
+                    .collect();
+                (
+                    200,
+                    json!({"apiVersion": api_version, "kind": format!("{kind}List"),
+                    "metadata": {"resourceVersion": self.version.to_string()}, "items": items}),
+                )
+            }
+            ("GET", Some(name)) => match self.objects.get(&key(&name)) {
+                Some(stored) => (200, stored.object.clone()),
+                None => status(404, "NotFound", &format!("{plural} \"{name}\" not found")),
+            },
+            ("DELETE", Some(name)) => match self.objects.remove(&key(&name)) {
+                Some(stored) => {
+                    self.after_delete(&stored.object);
+                    (200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200}))
+                }
+                None => status(404, "NotFound", &format!("{plural} \"{name}\" not found")),
+            },
+            ("PATCH", Some(name)) => {
+                let Ok(patch) = serde_json::from_slice::<Value>(body) else {
+                    return status(400, "BadRequest", "the body is not JSON");
+                };
+                if content_type.starts_with("application/apply-patch") {
+                    let manager = query.get("fieldManager").cloned().unwrap_or_default();
+                    if manager.is_empty() {
+                        return status(422, "Invalid", "fieldManager is required for apply requests");
+                    }
+                    let force = query.get("force").is_some_and(|f| f == "true");
+                    self.apply(key(&name), patch, &manager, force, api_version, kind)
+                } else {
+                    let Some(stored) = self.objects.get_mut(&key(&name)) else {
+                        return status(404, "NotFound", &format!("{plural} \"{name}\" not found"));
+                    };
+                    let before = stored.object.clone();
+                    merge_patch(&mut stored.object, &patch);
+                    if stored.object != before {
+                        self.version += 1;
+                        stored.object["metadata"]["resourceVersion"] = self.version.to_string().into();
+                    }
+                    (200, stored.object.clone())
+                }
+            }
+            _ => status(405, "MethodNotAllowed", "not supported by the fake"),
+        }
+    }
+
+    fn apply(
+        &mut self,
+        key: (String, String, String),
+        applied: Value,
+        manager: &str,
+        force: bool,
+        api_version: &str,
+        kind: &str,
+    ) -> (u16, Value) {
+        let mut fields = BTreeMap::new();
+        leaves(&applied, "", &mut fields);
+        for identity in [".apiVersion", ".kind", ".metadata.name", ".metadata.namespace"] {
+            fields.remove(&identity.replace('.', &SEP.to_string()));
+        }
+        let existing = self.objects.get(&key).cloned();
+        let mut stored = existing.clone().unwrap_or_else(|| Stored {
+            object: json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": key.2,
+                "uid": format!("uid-{}", self.version + 1), "creationTimestamp": "2026-01-01T00:00:00Z"}}),
+            owners: BTreeMap::new(),
+        });
+        if !key.1.is_empty() {
+            stored.object["metadata"]["namespace"] = key.1.clone().into();
+        }
+        let conflicts: Vec<String> = fields
+            .iter()
+            .filter(|(path, value)| {
+                stored.owners.get(*path).is_some_and(|owner| owner != manager)
+                    && at(&stored.object, path) != Some(value)
+            })
+            .map(|(path, _)| format!("conflict with \"{}\": {}", stored.owners[path], shown_path(path)))
+            .collect();
+        if !conflicts.is_empty() && !force {
+            return status(
+                409,
+                "Conflict",
+                &format!("Apply failed with {} conflict(s): {}", conflicts.len(), conflicts.join(", ")),
+            );
+        }
+        let before = stored.object.clone();
+        let dropped: Vec<String> = stored
+            .owners
+            .iter()
+            .filter(|(path, owner)| *owner == manager && !fields.contains_key(*path))
+            .map(|(p, _)| p.clone())
+            .collect();
+        for path in dropped {
+            remove(&mut stored.object, &path);
+            stored.owners.remove(&path);
+        }
+        for (path, value) in fields {
+            set(&mut stored.object, &path, value);
+            stored.owners.insert(path, manager.to_string());
+        }
+        let created = existing.is_none();
+        if created || stored.object != before {
+            self.version += 1;
+            stored.object["metadata"]["resourceVersion"] = self.version.to_string().into();
+        }
+        let object = stored.object.clone();
+        self.objects.insert(key, stored);
+        (if created { 201 } else { 200 }, object)
+    }
+
+    /// A deleted pod of the DRA plugin comes back (its DaemonSet).
+    fn after_delete(&mut self, object: &Value) {
+        let Some((namespace, label, value)) = self.plugin.clone() else { return };
+        let node = object["spec"]["nodeName"].as_str().unwrap_or_default().to_string();
+        if object["kind"] != "Pod"
+            || object["metadata"]["namespace"] != namespace.as_str()
+            || object["metadata"]["labels"][&label] != value.as_str()
+        {
+            return;
+        }
+        self.plugin_restarts.push(node.clone());
+        let name = format!("kubelet-plugin-{node}-{}", self.plugin_restarts.len());
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace,
+            "labels": {label: value}}, "spec": {"nodeName": node, "containers": []}});
+        self.put(pod);
+    }
+
+    fn put(&mut self, object: Value) {
+        let plural = plural_of(object["kind"].as_str().unwrap_or_default()).to_string();
+        let namespace = object["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
+        let name = object["metadata"]["name"].as_str().unwrap_or_default().to_string();
+        self.version += 1;
+        let mut object = object;
+        object["metadata"]["resourceVersion"] = self.version.to_string().into();
+        self.objects.insert((plural, namespace, name), Stored { object, owners: BTreeMap::new() });
+    }
+}
+
+/// Reads one HTTP/1.1 request and answers it.
+fn serve(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut line = String::new();
+    reader.read_line(&mut line)?;
+    let mut words = line.split_whitespace();
+    let (method, target) = (words.next().unwrap_or_default().to_string(), words.next().unwrap_or_default().to_string());
+    let (mut length, mut content_type) = (0usize, String::new());
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header.trim().is_empty() {
+            break;
+        }
+        if let Some((name, value)) = header.split_once(':') {
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "content-type" => content_type = value.trim().to_string(),
+                _ => {}
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    let (code, answer) = lock(state).handle(&method, &target, &content_type, &body);
+    let bytes = serde_json::to_vec(&answer).unwrap_or_default();
+    let mut stream = stream;
+    write!(
+        stream,
+        "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        bytes.len()
+    )?;
+    stream.write_all(&bytes)?;
+    stream.flush()
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl FakeApiServer {
+    /// Starts it on a free port of 127.0.0.1.
+    ///
+    /// # Panics
+    /// When no port can be bound.
+    pub fn start() -> FakeApiServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+        let address = listener.local_addr().expect("a bound address");
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (state, stop) = (Arc::clone(&state), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if let Ok(stream) = stream {
+                        let state = Arc::clone(&state);
+                        std::thread::spawn(move || {
+                            let _ = serve(stream, &state);
+                        });
+                    }
+                }
+            })
+        };
+        FakeApiServer { address, state, stop, thread: Some(thread) }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// Writes a kubeconfig whose context `fake` points at it into `dir`.
+    ///
+    /// # Panics
+    /// When the file cannot be written.
+    pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
+        let path = dir.join("kubeconfig");
+        let text = format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n  cluster:\n    server: {}\n\
+             contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\nusers:\n- name: fake\n  user:\n    token: fake-token\n",
+            self.url()
+        );
+        std::fs::write(&path, text).expect("a writable test directory");
+        path
+    }
+
+    /// Stores `object` as it is (no field manager).
+    pub fn put(&self, object: Value) {
+        lock(&self.state).put(object);
+    }
+
+    /// The object, if stored.
+    pub fn get(&self, plural: &str, namespace: &str, name: &str) -> Option<Value> {
+        lock(&self.state).objects.get(&(plural.into(), namespace.into(), name.into())).map(|s| s.object.clone())
+    }
+
+    /// Every object of a resource.
+    pub fn list(&self, plural: &str) -> Vec<Value> {
+        lock(&self.state).objects.iter().filter(|((p, _, _), _)| p == plural).map(|(_, s)| s.object.clone()).collect()
+    }
+
+    /// Every request so far, as `METHOD plural namespace/name`.
+    pub fn requests(&self) -> Vec<String> {
+        lock(&self.state).requests.clone()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear_requests(&self) {
+        lock(&self.state).requests.clear();
+    }
+
+    /// Answers the `nth` (1-based; 0: every) `method` request of `plural`
+    /// with `status` (403 and 401 as RBAC and authentication do).
+    pub fn fail(&self, method: &str, plural: &str, nth: usize, status: u16) {
+        lock(&self.state).faults.push(Fault { method: method.into(), plural: plural.into(), nth, seen: 0, status });
+    }
+
+    /// Removes the injected faults.
+    pub fn heal(&self) {
+        lock(&self.state).faults.clear();
+    }
+
+    /// Takes over `path` of the object with `value` as field manager
+    /// `manager` (someone else editing it, e.g. `kubectl scale`).
+    pub fn edit_as(&self, manager: &str, plural: &str, namespace: &str, name: &str, path: &str, value: Value) {
+        let mut state = lock(&self.state);
+        let stored = state.objects.get_mut(&(plural.into(), namespace.into(), name.into())).expect("the object exists");
+        let path = path.replace('.', &SEP.to_string());
+        set(&mut stored.object, &path, value);
+        stored.owners.insert(path, manager.to_string());
+    }
+
+    /// Pods in `namespace` labelled `label=value` are the DRA plugin's: one
+    /// is put on each of `nodes`, and a deleted one comes back.
+    pub fn run_dra_plugin(&self, namespace: &str, label: &str, value: &str, nodes: &[&str]) {
+        let mut state = lock(&self.state);
+        state.plugin = Some((namespace.into(), label.into(), value.into()));
+        for node in nodes {
+            let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("kubelet-plugin-{node}"),
+                "namespace": namespace, "labels": {label: value}}, "spec": {"nodeName": node, "containers": []}});
+            state.put(pod);
+        }
+    }
+
+    /// The nodes whose DRA plugin pod was deleted, in order.
+    pub fn plugin_restarts(&self) -> Vec<String> {
+        lock(&self.state).plugin_restarts.clone()
+    }
+
+    /// Plays the Deployment controller and kubelet: every Deployment's pods
+    /// run and are ready, with `restarts` restarts each.
+    pub fn run_deployments(&self, restarts: u64) {
+        let mut state = lock(&self.state);
+        let deployments: Vec<Value> =
+            state.objects.iter().filter(|((p, _, _), _)| p == "deployments").map(|(_, s)| s.object.clone()).collect();
+        for deployment in deployments {
+            let replicas = deployment["spec"]["replicas"].as_u64().unwrap_or(1);
+            let namespace = deployment["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
+            let name = deployment["metadata"]["name"].as_str().unwrap_or_default().to_string();
+            let labels = deployment["spec"]["template"]["metadata"]["labels"].clone();
+            for k in 0..replicas {
+                state.put(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("{name}-{k}"),
+                    "namespace": namespace, "labels": labels},
+                    "status": {"containerStatuses": [{"name": "serve", "ready": true, "restartCount": restarts}]}}));
+            }
+            if let Some(stored) = state.objects.get_mut(&("deployments".into(), namespace, name)) {
+                stored.object["status"] = json!({"replicas": replicas, "readyReplicas": replicas});
+            }
+        }
+    }
+}
+
+impl Drop for FakeApiServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(self.address);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}

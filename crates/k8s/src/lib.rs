@@ -1,0 +1,52 @@
+//! Tessera on Kubernetes: a plan becomes a running cluster through the
+//! Kubernetes API, with the MIG layouts exactly as planned.
+//!
+//! - [`Cluster`]: the connection (kube, a runtime of its own; every error
+//!   one line naming the context, the request and the cause).
+//! - Inventory: [`inventory`] of the cluster's GPU nodes from GPU Feature
+//!   Discovery's labels and the DRA driver's ResourceSlices;
+//!   [`place_on_cluster`] gives a plan made for that fleet node names;
+//!   [`check_plan`] checks a plan against the cluster.
+//! - Workloads: [`manifests`] turns a plan into its objects — the plan for
+//!   the agents (a ConfigMap), per segment a `ResourceClaim`
+//!   (`resource.k8s.io/v1`) for its MIG device with an opaque
+//!   [`MigDeviceConfig`] sharing it through MPS, and a `Deployment` of
+//!   `procs` pods sharing the claim.
+//! - [`apply_plan`] applies them by server-side apply (field manager
+//!   `tessera`) in dependency order and prunes; [`cluster_status`] compares
+//!   the cluster with the plan.
+//! - The node agent: [`reconcile_node`] (one pass) and [`run_agent`] (the
+//!   loop) apply the node's MIG layout through `tessera-gpu` and report a
+//!   label state machine.
+//!
+//! With the `fake` feature (tests only; never in the shipped binary) the
+//! crate also exports `FakeApiServer`, an in-process API server on
+//! 127.0.0.1.
+
+mod agent;
+mod apply;
+mod cluster;
+mod error;
+#[cfg(any(test, feature = "fake"))]
+mod fake;
+mod inventory;
+mod manifests;
+mod mig_config;
+mod names;
+
+pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome};
+pub use apply::{apply_plan, cluster_status, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, SegmentStatus};
+pub use cluster::{Cluster, ClusterOptions, Kind, FIELD_MANAGER};
+pub use error::K8sError;
+#[cfg(any(test, feature = "fake"))]
+pub use fake::FakeApiServer;
+pub use inventory::{
+    check_plan, inventory, place_on_cluster, ClusterNode, Inventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL,
+    MIG_CAPABLE_LABEL, PRODUCT_LABEL,
+};
+pub use manifests::{
+    manifests, plan_id, Manifest, Manifests, NodeDevice, NodeRef, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
+    NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
+    STATE_LABEL,
+};
+pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};

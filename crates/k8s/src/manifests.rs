@@ -1,0 +1,441 @@
+//! A plan as Kubernetes objects: the plan for the node agents (a
+//! ConfigMap), then per segment a `ResourceClaim` for its MIG device and a
+//! `Deployment` of `procs` pods sharing it through MPS.
+//!
+//! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
+//! `S-nN-gG-P-T` (P without dots). Its claim asks the DRA driver for a MIG
+//! device of profile `P` by a CEL selector; once the node's agent has
+//! reported the MIG device it made for the instance, the selector also names
+//! that device's UUID and its parent GPU's, so the claim gets exactly the
+//! planned instance. A claim's spec cannot change, so its name ends in a
+//! hash of its spec: a new selector is a new claim, and the old one is
+//! pruned.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, EnvVar, PodResourceClaim, PodSpec, PodTemplateSpec, ResourceClaim as ContainerClaim,
+    ResourceRequirements, Toleration,
+};
+use k8s_openapi::api::resource::v1::{
+    CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceRequest, DeviceSelector, ExactDeviceRequest,
+    OpaqueDeviceConfiguration, ResourceClaim, ResourceClaimSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use serde::{Deserialize, Serialize};
+use tessera_core::text::count;
+use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
+
+use crate::error::K8sError;
+use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
+use crate::names::{profile_part, service_names, stable_hash};
+
+/// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
+/// (prune deletes only those).
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// The plan an object belongs to (label), and the plan a node's state is
+/// about (annotation).
+pub const PLAN_ID: &str = "tessera.io/plan-id";
+/// The service a segment serves (its Kubernetes name).
+pub const SERVICE_LABEL: &str = "tessera.io/service";
+/// The segment's Deployment name, on its pods.
+pub const SEGMENT_LABEL: &str = "tessera.io/segment";
+/// On nodes of a plan made without cluster node names: the plan's node
+/// number (`kubectl label node NAME tessera.io/node=N`).
+pub const NODE_NUMBER_LABEL: &str = "tessera.io/node";
+/// A node's MIG layout state, written by its agent: `pending`, `success`
+/// or `failed` (as mig-manager's `nvidia.com/mig.config.state`).
+pub const STATE_LABEL: &str = "tessera.io/mig.state";
+/// Why a node's state is `pending` or `failed`.
+pub const REASON_ANNOTATION: &str = "tessera.io/mig.reason";
+/// The MIG devices a node's agent made for the plan (JSON, [`NodeDevice`]s).
+pub const DEVICES_ANNOTATION: &str = "tessera.io/mig.devices";
+/// The ConfigMap holding the plan the agents apply.
+pub const PLAN_CONFIG_MAP: &str = "tessera-plan";
+/// Its key holding the plan (Tessera's versioned JSON).
+pub const PLAN_KEY: &str = "plan.json";
+/// The namespace Tessera uses unless told otherwise.
+pub const DEFAULT_NAMESPACE: &str = "tessera";
+
+/// A plan's id: a stable hash of its JSON, 16 hex digits.
+pub fn plan_id(plan: &Plan) -> String {
+    format!("{:016x}", stable_hash(&tessera_store::plan_json(plan)))
+}
+
+/// One MIG device a node's agent made for a planned instance, as it
+/// reports it in [`DEVICES_ANNOTATION`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeDevice {
+    /// The GPU's index on the node.
+    pub gpu: u32,
+    /// The instance's MIG profile.
+    pub profile: String,
+    /// Its start slice.
+    pub start: u8,
+    /// The MIG device's UUID.
+    pub uuid: String,
+    /// Its GPU's UUID (from the DRA driver's ResourceSlice).
+    pub parent_uuid: String,
+}
+
+/// Where a plan's node is in the cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeRef {
+    /// The node of this name (a plan made with `--cluster`).
+    Named(String),
+    /// The node labelled `tessera.io/node=N`.
+    Numbered(u32),
+}
+
+impl NodeRef {
+    /// The node of plan node `node`.
+    pub fn of(plan: &Plan, node: u32) -> Result<NodeRef, K8sError> {
+        if plan.node_names.is_empty() {
+            return Ok(NodeRef::Numbered(node));
+        }
+        plan.node_names.get(node as usize).map(|name| NodeRef::Named(name.clone())).ok_or_else(|| {
+            K8sError::Plan(format!(
+                "the plan's GPUs on node {node} have no node name (the plan names {})",
+                count(plan.node_names.len(), "node")
+            ))
+        })
+    }
+
+    /// The pod node selector that pins to it.
+    fn selector(&self) -> (String, String) {
+        match self {
+            NodeRef::Named(name) => ("kubernetes.io/hostname".into(), name.clone()),
+            NodeRef::Numbered(number) => (NODE_NUMBER_LABEL.into(), number.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeRef::Named(name) => write!(f, "node '{name}'"),
+            NodeRef::Numbered(number) => write!(f, "the node labelled {NODE_NUMBER_LABEL}={number}"),
+        }
+    }
+}
+
+/// One object, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Manifest {
+    /// The plan for the agents.
+    ConfigMap(ConfigMap),
+    /// A segment's MIG device.
+    ResourceClaim(ResourceClaim),
+    /// A segment's processes.
+    Deployment(Box<Deployment>),
+}
+
+impl Manifest {
+    /// Its kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Manifest::ConfigMap(_) => "ConfigMap",
+            Manifest::ResourceClaim(_) => "ResourceClaim",
+            Manifest::Deployment(_) => "Deployment",
+        }
+    }
+
+    fn metadata(&self) -> &ObjectMeta {
+        match self {
+            Manifest::ConfigMap(object) => &object.metadata,
+            Manifest::ResourceClaim(object) => &object.metadata,
+            Manifest::Deployment(object) => &object.metadata,
+        }
+    }
+
+    /// Its name.
+    pub fn name(&self) -> &str {
+        self.metadata().name.as_deref().unwrap_or_default()
+    }
+
+    /// The whole object as JSON (`apiVersion` and `kind` included).
+    pub fn to_value(&self) -> serde_json::Value {
+        let value = match self {
+            Manifest::ConfigMap(object) => serde_json::to_value(object),
+            Manifest::ResourceClaim(object) => serde_json::to_value(object),
+            Manifest::Deployment(object) => serde_json::to_value(object),
+        };
+        value.expect("Kubernetes objects always serialize")
+    }
+
+    /// As one YAML document.
+    pub fn to_yaml(&self) -> String {
+        serde_saphyr::to_string(&self.to_value()).expect("JSON values always serialize as YAML")
+    }
+}
+
+/// A plan's objects, in the order they are applied, and what the reader
+/// should know (names that had to change).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Manifests {
+    /// The plan's id.
+    pub plan_id: String,
+    /// The namespace of every object.
+    pub namespace: String,
+    /// The plan's nodes, by node number.
+    pub nodes: BTreeMap<u32, NodeRef>,
+    /// The objects: the ConfigMap, the claims, the Deployments.
+    pub objects: Vec<Manifest>,
+    /// Names that were changed to be valid Kubernetes names.
+    pub notes: Vec<String>,
+}
+
+impl Manifests {
+    /// One YAML stream of every object, `---` between documents.
+    pub fn yaml_stream(&self) -> String {
+        self.objects.iter().map(|object| format!("---\n{}", object.to_yaml())).collect()
+    }
+
+    /// One file per object: `NN-kind-name.yaml` (NN the apply order) and
+    /// its YAML.
+    pub fn files(&self) -> Vec<(String, String)> {
+        self.objects
+            .iter()
+            .enumerate()
+            .map(|(n, object)| {
+                (format!("{n:02}-{}-{}.yaml", object.kind().to_lowercase(), object.name()), object.to_yaml())
+            })
+            .collect()
+    }
+
+    /// The objects of one kind.
+    pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Manifest> + 'a {
+        self.objects.iter().filter(move |object| object.kind() == kind)
+    }
+}
+
+/// Labels every object of the plan carries.
+fn common_labels(plan_id: &str) -> BTreeMap<String, String> {
+    BTreeMap::from([(MANAGED_BY.to_string(), "tessera".to_string()), (PLAN_ID.to_string(), plan_id.to_string())])
+}
+
+/// A CEL string literal.
+fn cel_string(text: &str) -> String {
+    format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
+}
+
+/// The claim's CEL expression: the profile, and the devices when known.
+fn selector_expression(profile: &str, device: Option<&NodeDevice>) -> String {
+    let attribute = |name: &str| format!("device.attributes['{DRA_DRIVER}'].{name}");
+    let mut terms = vec![format!("{} == {}", attribute("profile"), cel_string(profile))];
+    if let Some(device) = device {
+        terms.push(format!("{} == {}", attribute("parentUUID"), cel_string(&device.parent_uuid)));
+        terms.push(format!("{} == {}", attribute("uuid"), cel_string(&device.uuid)));
+    }
+    terms.join(" && ")
+}
+
+/// The request name inside every claim.
+const REQUEST: &str = "mig";
+
+fn claim(
+    namespace: &str,
+    segment: &str,
+    labels: BTreeMap<String, String>,
+    expression: String,
+    procs: u32,
+) -> ResourceClaim {
+    let spec = ResourceClaimSpec {
+        devices: Some(DeviceClaim {
+            requests: Some(vec![DeviceRequest {
+                name: REQUEST.into(),
+                exactly: Some(ExactDeviceRequest {
+                    device_class_name: MIG_DEVICE_CLASS.into(),
+                    selectors: Some(vec![DeviceSelector { cel: Some(CELDeviceSelector { expression }) }]),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }]),
+            config: Some(vec![DeviceClaimConfiguration {
+                requests: Some(vec![REQUEST.into()]),
+                opaque: Some(OpaqueDeviceConfiguration {
+                    driver: DRA_DRIVER.into(),
+                    parameters: RawExtension(MigDeviceConfig::mps_for(procs).to_value()),
+                }),
+            }]),
+            ..Default::default()
+        }),
+    };
+    let hash = stable_hash(serde_json::to_string(&spec).expect("a claim spec serializes").as_bytes());
+    ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(format!("{segment}-{:06x}", hash & 0xff_ffff)),
+            namespace: Some(namespace.into()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec,
+        ..Default::default()
+    }
+}
+
+/// What a segment's Deployment runs.
+struct Workload<'a> {
+    instance: &'a InstanceAssignment,
+    image: &'a tessera_core::ServiceImage,
+    node: &'a NodeRef,
+    claim: String,
+}
+
+fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, workload: Workload<'_>) -> Deployment {
+    let instance = workload.instance;
+    let mut pod_labels: BTreeMap<String, String> = labels.clone();
+    pod_labels.remove(PLAN_ID);
+    pod_labels.insert(SEGMENT_LABEL.into(), segment.into());
+    let env = [
+        ("TESSERA_SERVICE", instance.service.clone()),
+        ("TESSERA_MODEL", instance.model.clone()),
+        ("TESSERA_BATCH", instance.batch.to_string()),
+        ("TESSERA_PROCS", instance.procs.to_string()),
+    ]
+    .into_iter()
+    .map(|(name, value)| EnvVar { name: name.into(), value: Some(value), ..Default::default() })
+    .collect();
+    let (node_key, node_value) = workload.node.selector();
+    let args = workload.image.args_for(instance.batch);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(segment.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(i32::try_from(instance.procs).unwrap_or(i32::MAX)),
+            // Never more processes on the device than planned.
+            strategy: Some(DeploymentStrategy { type_: Some("Recreate".into()), ..Default::default() }),
+            selector: LabelSelector {
+                match_labels: Some(BTreeMap::from([(SEGMENT_LABEL.to_string(), segment.to_string())])),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(pod_labels), ..Default::default() }),
+                spec: Some(PodSpec {
+                    node_selector: Some(BTreeMap::from([
+                        (node_key, node_value),
+                        (STATE_LABEL.to_string(), "success".to_string()),
+                    ])),
+                    tolerations: Some(vec![Toleration {
+                        key: Some("nvidia.com/gpu".into()),
+                        operator: Some("Exists".into()),
+                        effect: Some("NoSchedule".into()),
+                        ..Default::default()
+                    }]),
+                    resource_claims: Some(vec![PodResourceClaim {
+                        name: REQUEST.into(),
+                        resource_claim_name: Some(workload.claim),
+                        ..Default::default()
+                    }]),
+                    containers: vec![Container {
+                        name: "serve".into(),
+                        image: Some(workload.image.image.clone()),
+                        args: (!args.is_empty()).then_some(args),
+                        env: Some(env),
+                        resources: Some(ResourceRequirements {
+                            claims: Some(vec![ContainerClaim { name: REQUEST.into(), ..Default::default() }]),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The ConfigMap of the plan for the agents.
+fn plan_config_map(plan: &Plan, namespace: &str, plan_id: &str) -> ConfigMap {
+    let json = String::from_utf8(tessera_store::plan_json(plan)).expect("plan JSON is UTF-8");
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(PLAN_CONFIG_MAP.into()),
+            namespace: Some(namespace.into()),
+            labels: Some(common_labels(plan_id)),
+            ..Default::default()
+        },
+        data: Some(BTreeMap::from([(PLAN_KEY.to_string(), json)])),
+        ..Default::default()
+    }
+}
+
+/// The segment's name: `S-nN-gG-P-T`.
+fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
+    format!("{service}-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&instance.profile), instance.start)
+}
+
+/// The objects that run `plan` in `namespace`; `devices` (by node number)
+/// are the MIG devices the agents reported, pinning each claim to its
+/// instance. Every service needs an image (the plan's `images`, from its
+/// SLO file's `image` and `args` columns); those without one are named in
+/// the error.
+pub fn manifests(
+    plan: &Plan,
+    namespace: &str,
+    devices: &BTreeMap<u32, Vec<NodeDevice>>,
+) -> Result<Manifests, K8sError> {
+    let plan_id = plan_id(plan);
+    let mut missing: Vec<&str> = plan
+        .gpus
+        .iter()
+        .flat_map(|gpu| &gpu.instances)
+        .map(|instance| instance.service.as_str())
+        .filter(|service| !plan.images.contains_key(*service))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if !missing.is_empty() {
+        return Err(K8sError::Plan(format!(
+            "{} no container image: {} (add `image` and `args` columns to the SLO file and plan again)",
+            if missing.len() == 1 { "1 service has" } else { "services have" },
+            missing.join(", ")
+        )));
+    }
+    let mut nodes = BTreeMap::new();
+    for gpu in &plan.gpus {
+        if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
+            entry.insert(NodeRef::of(plan, gpu.node)?);
+        }
+    }
+    let (names, notes) = service_names(
+        plan.services
+            .iter()
+            .map(|report| report.service.as_str())
+            .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
+            .collect::<std::collections::BTreeSet<_>>(),
+    );
+    let mut objects = vec![Manifest::ConfigMap(plan_config_map(plan, namespace, &plan_id))];
+    let mut deployments = Vec::new();
+    for gpu in &plan.gpus {
+        for instance in &gpu.instances {
+            let service = &names[&instance.service];
+            let segment = segment_name(service, gpu, instance);
+            let mut labels = common_labels(&plan_id);
+            labels.insert(SERVICE_LABEL.into(), service.clone());
+            let device = devices.get(&gpu.node).and_then(|list| {
+                list.iter().find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
+            });
+            let expression = selector_expression(&instance.profile, device);
+            let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
+            let workload = Workload {
+                instance,
+                image: &plan.images[&instance.service],
+                node: &nodes[&gpu.node],
+                claim: claim.metadata.name.clone().unwrap_or_default(),
+            };
+            deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
+            objects.push(Manifest::ResourceClaim(claim));
+        }
+    }
+    objects.extend(deployments);
+    Ok(Manifests { plan_id, namespace: namespace.to_string(), nodes, objects, notes })
+}

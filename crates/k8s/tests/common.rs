@@ -1,0 +1,97 @@
+//! What the test modules share: the demo plan, GPU Feature Discovery's
+//! node objects, a fake cluster, the fake DRA driver's ResourceSlices and
+//! the schema validator.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
+use tessera_core::{GpuModel, Plan};
+use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
+use tessera_k8s::{Cluster, ClusterOptions, FakeApiServer};
+use tessera_plan::{plan_parva, PlanRequest};
+
+/// The demo services planned on A100-80GB (ParvaGPU's strategy: quick),
+/// with the demo's images.
+pub fn demo_plan() -> Plan {
+    let catalog = builtin_catalog();
+    let services = demo_services();
+    let mut plan = plan_parva(&PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)).unwrap();
+    plan.images = demo_images();
+    plan
+}
+
+/// A node as GPU Feature Discovery labels it.
+pub fn gfd_node(name: &str, product: &str, count: u32, memory_mib: u64, mig_capable: bool) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+        "kubernetes.io/hostname": name,
+        "nvidia.com/gpu.present": "true",
+        "nvidia.com/gpu.product": product,
+        "nvidia.com/gpu.count": count.to_string(),
+        "nvidia.com/gpu.memory": memory_mib.to_string(),
+        "nvidia.com/gpu.family": "ampere",
+        "nvidia.com/mig.capable": mig_capable.to_string(),
+        "nvidia.com/mig.strategy": "mixed",
+        "nvidia.com/cuda.driver-version.full": "580.95.05",
+    }}, "status": {"capacity": {"cpu": "64"}}})
+}
+
+/// An A100-80GB node (SXM4) with `count` GPUs.
+pub fn a100_node(name: &str, count: u32) -> Value {
+    gfd_node(name, "NVIDIA-A100-SXM4-80GB", count, 81920, true)
+}
+
+/// Where the DRA driver's plugin pods are in tests.
+pub const DRA_NAMESPACE: &str = "dra-driver-nvidia-gpu";
+/// Their label.
+pub const DRA_LABEL: (&str, &str) = ("dra-driver-nvidia-gpu-component", "kubelet-plugin");
+
+/// A fake API server holding `nodes` (with the DRA plugin on each), and a
+/// client of it.
+pub fn fake_cluster(nodes: &[Value], dir: &Path) -> (FakeApiServer, Cluster) {
+    let server = FakeApiServer::start();
+    for node in nodes {
+        server.put(node.clone());
+    }
+    let names: Vec<&str> = nodes.iter().filter_map(|n| n["metadata"]["name"].as_str()).collect();
+    server.run_dra_plugin(DRA_NAMESPACE, DRA_LABEL.0, DRA_LABEL.1, &names);
+    let cluster = connect(&server, dir);
+    (server, cluster)
+}
+
+/// A client of `server`.
+pub fn connect(server: &FakeApiServer, dir: &Path) -> Cluster {
+    Cluster::connect(&ClusterOptions { kubeconfig: Some(server.kubeconfig(dir)), context: None }).unwrap()
+}
+
+/// The fake nvidia-smi with the plan's GPUs of node `number`.
+pub fn driver_for(plan: &Plan, number: u32) -> FakeNvidiaSmi {
+    plan.gpus
+        .iter()
+        .filter(|g| g.node == number)
+        .fold(FakeNvidiaSmi::new(), |fake, g| fake.with_gpu(g.index, g.gpu_model))
+}
+
+/// Plays the DRA driver's kubelet plugin starting on `node`: one
+/// ResourceSlice with every MIG device the fake driver has on the plan's
+/// GPUs of node `number` (parent UUIDs `GPU-fake-<node>-<index>`).
+pub fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidiaSmi, plan: &Plan, number: u32) {
+    let layouts = plan_node_layouts(driver, plan, number).unwrap();
+    let mut devices = Vec::new();
+    for gpu in &layouts.gpus {
+        let index = gpu.gpu();
+        for device in driver.mig_devices(index).unwrap() {
+            let live = gpu.deployment.live.instances.iter().find(|i| i.gi_id == device.gi_id).unwrap();
+            devices.push(json!({"name": format!("gpu-{index}-mig-{}-{}", live.profile.replace('.', ""), live.start),
+                "attributes": {"type": {"string": "mig"}, "profile": {"string": live.profile},
+                    "uuid": {"string": device.uuid}, "parentUUID": {"string": format!("GPU-fake-{node}-{index}")},
+                    "productName": {"string": "NVIDIA A100-SXM4-80GB"}}}));
+        }
+    }
+    server.put(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": format!("{node}-gpu.nvidia.com")},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices}}));
+}
+
+pub use tessera_testkit::kubernetes_validate as validate;

@@ -1,0 +1,30 @@
+//! Pictures of a plan: every GPU drawn as its memory and compute slices
+//! with each MIG instance as a tile at its real start slice, coloured by
+//! service; and a self-contained HTML report around them (inline SVG and
+//! CSS, nothing fetched from a network).
+//!
+//! The crate is pure — a [`Plan`](tessera_core::Plan) in, a string out — so
+//! the command line (`tessera report`) and the service (`tessera serve`)
+//! draw the same pictures:
+//!
+//! * [`plan_svg`] — the tiles alone, one SVG document.
+//! * [`plan_report_html`] — the whole report: the optimality line, a legend,
+//!   GPUs grouped by node, the per-service table.
+//! * [`plan_section`] and [`page`] — the pieces, for pages that put a plan
+//!   beside other content (text goes in escaped by
+//!   `tessera_core::text::escape_xml`).
+//!
+//! The DOM is part of the interface (the browser test reads it): every GPU
+//! is an `svg.gpu` with `data-node` and `data-gpu`; every memory slice a
+//! `rect.mem-slice` with `data-slice`; every instance a `g.tile` with
+//! `data-service`, `data-profile`, `data-start` and `data-memory-slices`
+//! whose first child is its `rect`; the service table is `table.services`
+//! with one `tr` per service in plan order.
+//!
+//! Invariant: no I/O; the same plan gives the same bytes.
+
+mod draw;
+mod html;
+
+pub use draw::plan_svg;
+pub use html::{page, plan_report_html, plan_section};

@@ -1,0 +1,305 @@
+//! Planning jobs and plans: start a job (202 at once), follow it, list
+//! them, verify a stored plan again from the inputs it was made from, or
+//! verify a posted plan against the current services and profiles.
+
+use std::collections::BTreeSet;
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use tessera_core::synthetic::{builtin_catalog, demo_services};
+use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
+use tessera_plan::{complete_for_fleet, verify, LatencyRule, ProfileOrigin, VerifyRequest};
+use tessera_store::{parse_plan, plan_json, StoredJob};
+
+use crate::api::{off_the_workers, tags, ApiJson};
+use crate::error::{ApiError, ErrorBody};
+use crate::jobs::{run_job, JobInputs, PlanJobRequest};
+use crate::state::AppState;
+
+/// A job was accepted.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct JobCreated {
+    /// The job's (and its plan's) id.
+    pub id: u64,
+    /// `queued`.
+    pub status: String,
+    /// Where to follow it.
+    pub url: String,
+}
+
+/// How far a running job is: time spent against its limit.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ProgressBody {
+    /// Seconds it has run.
+    pub elapsed_s: f64,
+    /// Its time limit, seconds.
+    pub time_limit_s: f64,
+}
+
+/// A planning job and, once done, its plan.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct JobBody {
+    /// The job's id.
+    pub id: u64,
+    /// `queued`, `running`, `done` or `failed`.
+    #[schema(example = "done")]
+    pub status: String,
+    /// While running: time spent against the time limit.
+    pub progress: Option<ProgressBody>,
+    /// Why it failed (one line).
+    pub error: Option<String>,
+    /// The plan JSON document (as `tessera plan --format json` writes it),
+    /// once done.
+    #[schema(value_type = Option<Object>)]
+    pub plan: Option<serde_json::Value>,
+    /// What was asked.
+    #[schema(value_type = Object)]
+    pub request: serde_json::Value,
+    /// When it was submitted (UTC).
+    pub created_at: String,
+    /// When a worker started it.
+    pub started_at: Option<String>,
+    /// When it finished.
+    pub finished_at: Option<String>,
+    /// The HTML report of its plan.
+    pub report_url: String,
+}
+
+/// The plan as its JSON document.
+fn plan_value(plan: &Plan) -> serde_json::Value {
+    serde_json::from_slice(&plan_json(plan)).unwrap_or(serde_json::Value::Null)
+}
+
+fn job_body(state: &AppState, job: StoredJob) -> JobBody {
+    let progress = state
+        .inner
+        .jobs
+        .progress(job.id)
+        .map(|p| ProgressBody { elapsed_s: p.elapsed_s, time_limit_s: p.time_limit_s });
+    JobBody {
+        id: job.id,
+        status: job.status.name().to_string(),
+        progress,
+        error: job.error,
+        plan: job.plan.as_ref().map(plan_value),
+        request: serde_json::from_str(&job.request).unwrap_or(serde_json::Value::Null),
+        created_at: job.created_at,
+        started_at: job.started_at,
+        finished_at: job.finished_at,
+        report_url: format!("/plans/{}", job.id),
+    }
+}
+
+/// Starts planning the stored services on the stored profiles (or the
+/// demo) as a job, and answers at once with its id (202). The job, its
+/// inputs and, when done, its plan are kept in the store.
+#[utoipa::path(post, path = "/v1/plans", tag = tags::PLANS, security(("bearer" = [])),
+    request_body = PlanJobRequest,
+    responses((status = 202, body = JobCreated, headers(("Location" = String, description = "the job's URL"))),
+        (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub(crate) async fn create_plan(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<PlanJobRequest>,
+) -> Result<Response, ApiError> {
+    let checked = request.check()?;
+    state.inner.jobs.reserve(state.inner.config.max_jobs)?;
+    let request_json = serde_json::to_string(&request).map_err(|e| ApiError::internal(e.to_string()))?;
+    let for_store = checked.clone();
+    let stored = state
+        .with_store(true, move |store| {
+            let inputs = JobInputs::gather(&for_store, store)?;
+            let inputs_json = serde_json::to_string(&inputs).map_err(|e| ApiError::internal(e.to_string()))?;
+            let id = store.insert_job(&request_json, &inputs_json)?;
+            Ok((id, inputs))
+        })
+        .await;
+    let (id, inputs) = match stored {
+        Ok(stored) => stored,
+        Err(error) => {
+            state.inner.jobs.release();
+            return Err(error);
+        }
+    };
+    state.inner.metrics.job_queued();
+    tokio::spawn(run_job(state.clone(), id, checked, inputs));
+    let url = format!("/v1/plans/{id}");
+    let location = [(header::LOCATION, url.clone())];
+    Ok((StatusCode::ACCEPTED, location, Json(JobCreated { id, status: "queued".to_string(), url })).into_response())
+}
+
+/// The newest planning jobs (at most 100), newest first, with their plans.
+#[utoipa::path(get, path = "/v1/plans", tag = tags::PLANS, security(("bearer" = [])),
+    responses((status = 200, body = Vec<JobBody>)))]
+pub(crate) async fn list_plans(State(state): State<AppState>) -> Result<Json<Vec<JobBody>>, ApiError> {
+    let jobs = state.with_store(false, |store| Ok(store.list_jobs(100)?)).await?;
+    Ok(Json(jobs.into_iter().map(|job| job_body(&state, job)).collect()))
+}
+
+/// A planning job: its status, progress and, once done, its plan.
+#[utoipa::path(get, path = "/v1/plans/{id}", tag = tags::PLANS, security(("bearer" = [])),
+    params(("id" = u64, Path, example = 1)),
+    responses((status = 200, body = JobBody), (status = 404, body = ErrorBody)))]
+pub(crate) async fn get_plan(State(state): State<AppState>, Path(id): Path<u64>) -> Result<Json<JobBody>, ApiError> {
+    let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
+    let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
+    Ok(Json(job_body(&state, job)))
+}
+
+/// What a verification found.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct VerifyResult {
+    /// `true` when the plan is sound: every rate covered, every segment
+    /// within the latency rule, a valid MIG layout on every GPU.
+    pub ok: bool,
+    /// The rule it was checked under.
+    pub latency_rule: String,
+    /// The plan's GPUs.
+    pub gpus: usize,
+    /// The services it was checked against.
+    pub services: usize,
+    /// Every violation, one line each.
+    pub violations: Vec<String>,
+}
+
+/// Checks `plan` against `catalog` and `services` under `rule`.
+fn verify_result(
+    plan: &Plan,
+    catalog: &ProfileCatalog,
+    services: &[ServiceSlo],
+    rule: LatencyRule,
+    max_procs: u32,
+) -> VerifyResult {
+    let violations = verify(plan, &VerifyRequest { catalog, services, rule, max_procs });
+    VerifyResult {
+        ok: violations.is_empty(),
+        latency_rule: rule.name().to_string(),
+        gpus: plan.gpu_count,
+        services: services.len(),
+        violations: violations.iter().map(ToString::to_string).collect(),
+    }
+}
+
+/// The rule a plan records (queueing when it records none).
+fn recorded_rule(plan: &Plan) -> Result<LatencyRule, ApiError> {
+    match plan.latency_rule.as_str() {
+        "" => Ok(LatencyRule::Queueing),
+        recorded => recorded.parse().map_err(|e: String| ApiError::invalid(format!("field 'latency_rule': {e}"))),
+    }
+}
+
+/// Verifies stored plan `id` again, against the services and profiles it
+/// was planned from (kept with it), under its own latency rule.
+#[utoipa::path(post, path = "/v1/plans/{id}/verify", tag = tags::PLANS, security(("bearer" = [])),
+    params(("id" = u64, Path, example = 1)),
+    responses((status = 200, body = VerifyResult), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub(crate) async fn verify_stored(
+    State(state): State<AppState>,
+    Path(id): Path<u64>,
+) -> Result<Json<VerifyResult>, ApiError> {
+    let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
+    let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
+    let plan = job.plan.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "no_plan",
+            format!("planning job {id} is {}: it has no plan", job.status.name()),
+        )
+    })?;
+    let inputs: JobInputs = serde_json::from_str(&job.inputs)
+        .map_err(|e| ApiError::internal(format!("planning job {id}: its stored inputs are unreadable: {e}")))?;
+    let request: PlanJobRequest = serde_json::from_str(&job.request)
+        .map_err(|e| ApiError::internal(format!("planning job {id}: its stored request is unreadable: {e}")))?;
+    let catalog = inputs.catalog().map_err(ApiError::internal)?;
+    let rule = recorded_rule(&plan)?;
+    let result =
+        off_the_workers(move || verify_result(&plan, &catalog, &inputs.services, rule, request.max_procs)).await?;
+    Ok(Json(result))
+}
+
+/// A plan to verify.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(example = json!({"demo": true, "plan": {"version": 1, "gpu_count": 1, "strategy": "optimal",
+    "latency_rule": "queueing", "gpus_per_node": 8, "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb",
+    "instances": [{"profile": "7g.80gb", "size": 7, "start": 0, "service": "photo-tagging", "model": "resnet50",
+    "batch": 8, "procs": 1, "throughput_rps": 100.0, "latency_ms": 10.0}]}], "services": []}}))]
+pub(crate) struct VerifyBody {
+    /// The plan JSON document (as `tessera plan --format json` writes it).
+    #[schema(value_type = Object)]
+    pub plan: serde_json::Value,
+    /// Check against the built-in demo's services and profiles instead of
+    /// the stored ones.
+    #[serde(default)]
+    pub demo: bool,
+    /// The rule to check under; by default the one the plan records.
+    #[serde(default)]
+    pub latency_rule: Option<String>,
+    /// Most MPS processes allowed per segment.
+    #[serde(default = "default_max_procs")]
+    pub max_procs: u32,
+}
+
+fn default_max_procs() -> u32 {
+    tessera_plan::DEFAULT_MAX_PROCS
+}
+
+/// Verifies a posted plan against the stored services and profiles (or
+/// the demo's). A plan for services that are not there is refused (422,
+/// `unknown_service`); violations are answered as a result (200, `ok`
+/// false).
+#[utoipa::path(post, path = "/v1/verify", tag = tags::PLANS, security(("bearer" = [])),
+    request_body = VerifyBody,
+    responses((status = 200, body = VerifyResult), (status = 422, body = ErrorBody)))]
+pub(crate) async fn verify_posted(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<VerifyBody>,
+) -> Result<Json<VerifyResult>, ApiError> {
+    let bytes = serde_json::to_vec(&body.plan).map_err(|e| ApiError::internal(e.to_string()))?;
+    let plan = parse_plan("field 'plan'", &bytes)?;
+    let rule = match &body.latency_rule {
+        Some(name) => name.parse().map_err(|e: String| ApiError::invalid(format!("field 'latency_rule': {e}")))?,
+        None => recorded_rule(&plan)?,
+    };
+    let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
+    let (services, catalog, origin) = if body.demo {
+        (demo_services(), builtin_catalog(), ProfileOrigin::Synthetic)
+    } else {
+        state
+            .with_store(false, |store| {
+                let services = store.list_services()?.into_iter().map(|stored| stored.slo).collect::<Vec<_>>();
+                Ok((services, store.load_catalog(None)?, ProfileOrigin::Measured))
+            })
+            .await?
+    };
+    let known: BTreeSet<&str> = services.iter().map(|slo| slo.service.as_str()).collect();
+    let unknown: BTreeSet<&str> = plan
+        .gpus
+        .iter()
+        .flat_map(|gpu| gpu.instances.iter().map(|instance| instance.service.as_str()))
+        .chain(plan.services.iter().map(|report| report.service.as_str()))
+        .filter(|service| !known.contains(service))
+        .collect();
+    if !unknown.is_empty() {
+        let names: Vec<String> = unknown.iter().map(|name| format!("'{name}'")).collect();
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown_service",
+            format!(
+                "the plan serves {} that {} not hold: {}",
+                tessera_core::text::count(unknown.len(), "service"),
+                if body.demo { "the demo does" } else { "the store does" },
+                names.join(", ")
+            ),
+        ));
+    }
+    let max_procs = body.max_procs;
+    let result = off_the_workers(move || {
+        let (catalog, _) = complete_for_fleet(catalog, origin, &fleet);
+        verify_result(&plan, &catalog, &services, rule, max_procs)
+    })
+    .await?;
+    Ok(Json(result))
+}

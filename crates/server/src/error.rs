@@ -1,0 +1,187 @@
+//! Errors: [`ApiError`], what a request gets back (a status, a stable code
+//! and the library's one-line message, as JSON), and [`ServerError`], why
+//! the server could not start or run.
+
+use axum::extract::rejection::JsonRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use tessera_store::StoreError;
+
+/// An error answered to a request: `{"error": {"code": …, "message": …}}`
+/// with its HTTP status. The code is stable (clients branch on it); the
+/// message is one line, the same words the command line prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// A stable, machine-readable code, e.g. `version_conflict`.
+    pub code: &'static str,
+    /// What is wrong, in one line.
+    pub message: String,
+}
+
+/// The JSON body of every error.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// The error inside [`ErrorBody`].
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorDetail {
+    /// A stable code: `malformed_json`, `invalid_body`, `unsupported_media_type`, `body_too_large`,
+    /// `unauthorized`, `not_found`, `already_exists`, `version_conflict`, `precondition_required`,
+    /// `invalid_input`, `store_unavailable`, `timeout`, `shutting_down`, `internal`.
+    #[schema(example = "version_conflict")]
+    pub code: String,
+    /// What is wrong, in one line.
+    #[schema(
+        example = "service 'search' is at version 3, not 2: it changed since it was read; read it again and retry"
+    )]
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+
+    /// 422: the request is well-formed but its content cannot be used.
+    pub fn invalid(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_input", message)
+    }
+
+    /// 404: what the path names does not exist.
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 400: a header or parameter is malformed.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 500: a fault of the server itself.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+}
+
+impl From<StoreError> for ApiError {
+    /// A store that cannot serve (full or read-only disk, locked) is 503
+    /// with its reason; a missing row 404; a version conflict or a name
+    /// taken 409; anything else the request's fault, 422.
+    fn from(error: StoreError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            StoreError::NotFound { .. } | StoreError::NotStored { .. } => ApiError::not_found(message),
+            StoreError::VersionConflict { .. } => ApiError::new(StatusCode::CONFLICT, "version_conflict", message),
+            StoreError::ServiceExists { .. } => ApiError::new(StatusCode::CONFLICT, "already_exists", message),
+            ref unavailable if unavailable.is_unavailable() => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message)
+            }
+            StoreError::Sqlite { .. } | StoreError::CorruptRow { .. } | StoreError::Corrupt { .. } => {
+                ApiError::internal(message)
+            }
+            _ => ApiError::invalid(message),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    /// Axum's reasons for refusing a JSON body, in this API's codes: bad
+    /// syntax 400, a body of the wrong shape (an unknown field, a missing
+    /// one, a wrong type) 422, another content type 415, too large 413.
+    fn from(rejection: JsonRejection) -> ApiError {
+        let status = rejection.status();
+        let code = match &rejection {
+            JsonRejection::JsonSyntaxError(_) => "malformed_json",
+            JsonRejection::JsonDataError(_) => "invalid_body",
+            JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
+            _ if status == StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+            _ => "bad_request",
+        };
+        let message = match &rejection {
+            JsonRejection::MissingJsonContentType(_) => {
+                "the body must be JSON: send `Content-Type: application/json`".to_string()
+            }
+            _ if status == StatusCode::PAYLOAD_TOO_LARGE => {
+                "the request body is larger than this server accepts".to_string()
+            }
+            other => one_line(&other.body_text()),
+        };
+        ApiError::new(status, code, message)
+    }
+}
+
+/// `text` on one line (serde's messages may hold line breaks).
+pub(crate) fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
+        (self.status, axum::Json(body)).into_response()
+    }
+}
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The token file could not be read.
+    #[error("{}: {cause}", path.display())]
+    TokenFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        cause: std::io::Error,
+    },
+    /// No token, or one too short.
+    #[error("{0}")]
+    Token(String),
+    /// The listen address is not allowed or not usable.
+    #[error("listen address {address}: {reason}")]
+    Listen {
+        /// The address.
+        address: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
+    /// The store could not be opened.
+    #[error("{0}")]
+    Store(String),
+    /// The runtime or the server failed.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn store_errors_map_to_statuses_with_their_message() {
+        let path = PathBuf::from("s.sqlite");
+        let conflict = StoreError::VersionConflict { path: path.clone(), service: "a".into(), expected: 1, found: 2 };
+        let error = ApiError::from(conflict);
+        assert_eq!((error.status, error.code), (StatusCode::CONFLICT, "version_conflict"));
+        assert!(error.message.starts_with("s.sqlite: service 'a' is at version 2, not 1"));
+        let missing = ApiError::from(StoreError::NotFound { path: path.clone(), what: "planning job 9".into() });
+        assert_eq!(
+            (missing.status, missing.message.as_str()),
+            (StatusCode::NOT_FOUND, "s.sqlite: no planning job 9 in the store")
+        );
+        let io = StoreError::Io { path, cause: std::io::Error::from(std::io::ErrorKind::PermissionDenied) };
+        assert_eq!(ApiError::from(io).status, StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[test]
+    fn messages_are_one_line() {
+        assert_eq!(one_line("a\n  b\tc"), "a b c");
+    }
+}

@@ -1,0 +1,273 @@
+//! The pages as a person sees them: headless Chromium (Debian's `chromium`)
+//! loads the served page, the test reads the DOM Chromium built and where
+//! Chromium laid out every tile, and a screenshot is saved for a person to
+//! look at (`target/tmp/tessera-screenshots/`, and the folder named by
+//! `TESSERA_SCREENSHOT_DIR` when set). Without Chromium the tests say so
+//! and skip, unless `TESSERA_REQUIRE_BROWSER=1` (set by `.ci/run`, which
+//! installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use regex::Regex;
+use serde_json::{json, Value};
+use tessera_core::Plan;
+
+use crate::util::{start_server, wait_job};
+
+/// The Chromium binary, or `None` after saying why the test skips:
+/// `TESSERA_CHROMIUM`, else Debian's binary itself (its `chromium` wrapper
+/// script writes to `/dev/null`, which some sandboxes keep as a plain file
+/// that other programs then read), else `chromium` on the `PATH`.
+fn chromium() -> Option<PathBuf> {
+    let debian = PathBuf::from("/usr/lib/chromium/chromium");
+    let on_path = || {
+        ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|name| {
+            let output = Command::new("sh").args(["-c", &format!("command -v {name}")]).output().ok()?;
+            output.status.success().then(|| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim().to_string()))
+        })
+    };
+    let found = std::env::var_os("TESSERA_CHROMIUM")
+        .map(PathBuf::from)
+        .or_else(|| debian.is_file().then_some(debian))
+        .or_else(on_path);
+    if found.is_none() {
+        tessera_testkit::tool_missing(
+            "TESSERA_REQUIRE_BROWSER",
+            "chromium is not installed",
+            "apt-get install chromium",
+        );
+    }
+    found
+}
+
+/// Runs headless Chromium on `url` with `arguments`; returns its standard
+/// output.
+fn run_chromium(chromium: &Path, arguments: &[&str], url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new(chromium)
+        // As root in a container: no sandbox, and no reliance on a small /dev/shm.
+        .args(["--headless", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run"])
+        .arg("--hide-scrollbars")
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(arguments)
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "chromium failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// Where screenshots go: the test's target folder and, when set,
+/// `TESSERA_SCREENSHOT_DIR`.
+fn screenshot_paths(name: &str) -> Vec<PathBuf> {
+    let mut paths = vec![PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tessera-screenshots").join(name)];
+    if let Some(dir) = std::env::var_os("TESSERA_SCREENSHOT_DIR") {
+        paths.push(PathBuf::from(dir).join(name));
+    }
+    paths
+}
+
+/// Takes a screenshot of `url` at `width`×`height` into each of `paths`.
+fn screenshot(chromium: &Path, url: &str, width: u32, height: u32, paths: &[PathBuf]) {
+    for path in paths {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        run_chromium(
+            chromium,
+            &[&format!("--screenshot={}", path.display()), &format!("--window-size={width},{height}")],
+            url,
+        );
+        let png = std::fs::read(path).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{} is no screenshot", path.display());
+    }
+}
+
+/// The script that measures, in the laid-out page, each tile against the
+/// memory slices it should cover, and the page's size, into `#measured`.
+const MEASURE: &str = r#"<script>
+window.addEventListener('load', () => {
+  const tiles = [];
+  document.querySelectorAll('svg.gpu').forEach(svg => svg.querySelectorAll('g.tile').forEach(tile => {
+    const start = +tile.dataset.start, slices = +tile.dataset.memorySlices;
+    const box = tile.querySelector('rect').getBoundingClientRect();
+    const first = svg.querySelector(`rect.mem-slice[data-slice="${start}"]`).getBoundingClientRect();
+    const last = svg.querySelector(`rect.mem-slice[data-slice="${start + slices - 1}"]`).getBoundingClientRect();
+    tiles.push({gpu: svg.dataset.node + '/' + svg.dataset.gpu, service: tile.dataset.service, start,
+      left: box.left, right: box.right, first: first.left, last: last.right, width: box.width / slices});
+  }));
+  const pre = document.createElement('pre'); pre.id = 'measured';
+  pre.textContent = JSON.stringify({tiles, page_height: document.documentElement.scrollHeight,
+    viewport_height: window.innerHeight});
+  document.body.appendChild(pre);
+});
+</script>"#;
+
+/// Lays `html` out in Chromium (a `width`×`height` window) and returns
+/// what [`MEASURE`] found.
+fn measure(chromium: &Path, html: &str, width: u32, height: u32) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("page.html");
+    std::fs::write(&file, html.replace("</body>", &format!("{MEASURE}</body>"))).unwrap();
+    let dom = run_chromium(
+        chromium,
+        &["--dump-dom", &format!("--window-size={width},{height}")],
+        &format!("file://{}", file.display()),
+    );
+    let measured = Regex::new(r#"(?s)<pre id="measured">(.*?)</pre>"#).unwrap();
+    let text = &measured.captures(&dom).expect("the measurement ran")[1];
+    serde_json::from_str(&text.replace("&quot;", "\"").replace("&amp;", "&")).unwrap()
+}
+
+/// Every tile of `measured` sits exactly over the memory slices from its
+/// start slice, at least `min_slice_px` wide per slice; returns how many.
+fn check_tiles(measured: &Value, min_slice_px: f64) -> usize {
+    let tiles = measured["tiles"].as_array().unwrap();
+    for tile in tiles {
+        let (left, first) = (tile["left"].as_f64().unwrap(), tile["first"].as_f64().unwrap());
+        let (right, last) = (tile["right"].as_f64().unwrap(), tile["last"].as_f64().unwrap());
+        assert!((left - first).abs() < 0.5 && (right - last).abs() < 0.5, "tile off its slices: {tile}");
+        assert!(tile["width"].as_f64().unwrap() >= min_slice_px, "tile shrunk: {tile}");
+    }
+    tiles.len()
+}
+
+/// Instances of a plan JSON document, as (node/gpu, service, start).
+fn instances(plan: &Value) -> Vec<(String, String, u64)> {
+    let mut found = Vec::new();
+    for gpu in plan["gpus"].as_array().unwrap() {
+        for instance in gpu["instances"].as_array().unwrap() {
+            found.push((
+                format!("{}/{}", gpu["node"], gpu["index"]),
+                instance["service"].as_str().unwrap().to_string(),
+                instance["start"].as_u64().unwrap(),
+            ));
+        }
+    }
+    found.sort();
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_table() {
+    let Some(chromium) = chromium() else { return };
+    let mut server = start_server(|config| config.public_reads = true).await;
+    let mut client = server.client().await;
+    // Sixteen tenants (the six of the demo at several rates): about 16 GPUs.
+    let import = json!({"format": "tessera", "files": {"example.csv": crate::util::example_profiles_csv()}});
+    assert_eq!(client.post("/v1/profiles", &import).await.unwrap().status, 201);
+    for (index, slo) in tessera_core::synthetic::demo_services().iter().cycle().take(16).enumerate() {
+        let body = json!({"name": format!("{}-{index}", slo.service), "model": slo.model,
+            "rate_rps": slo.rate_rps * (1.0 + index as f64 / 10.0), "latency_slo_ms": slo.latency_slo_ms});
+        assert_eq!(client.post("/v1/services", &body).await.unwrap().status, 201);
+    }
+    let id = client.post("/v1/plans", &json!({"time_limit_s": 20.0})).await.unwrap().json()["id"].as_u64().unwrap();
+    let job = wait_job(&mut client, id).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let plan = &job["plan"];
+    let url = format!("http://{}/", server.address);
+
+    // The DOM Chromium built from the served page.
+    let dom = run_chromium(&chromium, &["--dump-dom"], &url);
+    let tile = Regex::new(r#"<g class="tile" data-service="([^"]*)" data-profile="[^"]*" data-start="(\d+)""#).unwrap();
+    assert_eq!(tile.captures_iter(&dom).count(), instances(plan).len(), "one tile per instance");
+    let row = Regex::new(
+        r#"<tr data-service="([^"]*)"><td>[^<]*</td><td>([^<]*)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td><td>(\d+)</td><td class="[a-z]+">(yes|no)</td></tr>"#,
+    )
+    .unwrap();
+    let rows: Vec<_> = row.captures_iter(&dom).collect();
+    let services = plan["services"].as_array().unwrap();
+    assert_eq!(rows.len(), services.len());
+    for (row, report) in rows.iter().zip(services) {
+        assert_eq!(&row[1], report["service"].as_str().unwrap());
+        assert_eq!(&row[2], report["model"].as_str().unwrap());
+        for (column, field) in [(3, "rate_rps"), (4, "provisioned_rps"), (5, "worst_latency_ms"), (6, "latency_slo_ms")]
+        {
+            assert_eq!(row[column].to_string(), format!("{:.2}", report[field].as_f64().unwrap()), "{field}");
+        }
+        assert_eq!(row[7].parse::<u64>().unwrap(), report["segments"].as_u64().unwrap());
+        assert_eq!(&row[8] == "yes", report["met"].as_bool().unwrap());
+    }
+
+    // Where Chromium laid the tiles out: each over its own memory slices.
+    let html = client.get("/").await.unwrap().text();
+    let measured = measure(&chromium, &html, 1440, 900);
+    assert_eq!(check_tiles(&measured, 60.0), instances(plan).len());
+    let mut seen: Vec<(String, String, u64)> = measured["tiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["gpu"].as_str().unwrap().to_string(),
+                t["service"].as_str().unwrap().to_string(),
+                t["start"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(seen, instances(plan));
+
+    screenshot(&chromium, &url, 1440, 900, &screenshot_paths("plan-page.png"));
+    server.stop().await;
+}
+
+#[test]
+fn five_hundred_gpus_scroll_and_keep_their_tiles_legible() {
+    let Some(chromium) = chromium() else { return };
+    let gpu = json!({"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
+        {"profile": "3g.40gb", "size": 3, "start": 4, "service": "chat", "model": "gpt2", "batch": 8, "procs": 2,
+         "throughput_rps": 200.0, "latency_ms": 30.0},
+        {"profile": "2g.20gb", "size": 2, "start": 0, "service": "search", "model": "bert-base", "batch": 8, "procs": 1,
+         "throughput_rps": 90.0, "latency_ms": 40.0},
+        {"profile": "1g.10gb", "size": 1, "start": 2, "service": "vision", "model": "resnet50", "batch": 4, "procs": 3,
+         "throughput_rps": 60.0, "latency_ms": 20.0}]});
+    let gpus: Vec<Value> = (0..500u32)
+        .map(|i| {
+            let mut g = gpu.clone();
+            g["node"] = json!(i / 8);
+            g["index"] = json!(i % 8);
+            g
+        })
+        .collect();
+    let plan: Plan =
+        serde_json::from_value(json!({"gpu_count": 500, "strategy": "optimal", "latency_rule": "queueing",
+        "gpus_per_node": 8, "gpus": gpus, "services": []}))
+        .unwrap();
+    let html = tessera_report::plan_report_html(&plan, "500 GPUs");
+    let measured = measure(&chromium, &html, 1440, 900);
+    assert_eq!(check_tiles(&measured, 60.0), 1500);
+    let (page, viewport) = (measured["page_height"].as_f64().unwrap(), measured["viewport_height"].as_f64().unwrap());
+    assert!(page > 20.0 * viewport, "the page scrolls: {page} px in a {viewport} px window");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("report.html");
+    std::fs::write(&file, &html).unwrap();
+    screenshot(&chromium, &format!("file://{}", file.display()), 1440, 900, &screenshot_paths("report-500-gpus.png"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_docs_page_lists_every_operation_of_the_document() {
+    let Some(chromium) = chromium() else { return };
+    let mut server = start_server(|config| config.public_reads = true).await;
+    let doc = server.client().await.get("/openapi.json").await.unwrap().json();
+    let mut operations: Vec<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| item.as_object().unwrap().keys().map(move |method| format!("{method} {path}")))
+        .collect();
+    // The page's script fetches the document and draws one entry per
+    // operation: let it run before the DOM is read.
+    let dom = run_chromium(
+        &chromium,
+        &["--virtual-time-budget=5000", "--dump-dom"],
+        &format!("http://{}/docs", server.address),
+    );
+    let entry = Regex::new(r#"<summary><span class="method ([a-z]+)">[A-Z]+</span> <code>([^<]+)</code>"#).unwrap();
+    let mut drawn: Vec<String> =
+        entry.captures_iter(&dom).map(|found| format!("{} {}", &found[1], found[2].replace("&amp;", "&"))).collect();
+    operations.sort();
+    drawn.sort();
+    assert!(operations.len() > 20, "{operations:?}");
+    assert_eq!(drawn, operations);
+    server.stop().await;
+}
