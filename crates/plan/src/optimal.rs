@@ -156,7 +156,11 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     request.check()?;
     // A limit too far away to be an instant is no limit.
     let deadline = request.time_limit.and_then(|limit| Instant::now().checked_add(limit));
-    let mut table = option_table(request, HEURISTIC_LIMITS, deadline)?;
+    // Only the cheapest mix per service at first: the rounded relaxation
+    // adds the mixes it picks, and usually proves the plan; the local
+    // search's wider table is built only if it does not.
+    let mut table = option_table(request, CHEAPEST_ONLY, deadline)?;
+    let mut widened = false;
     let single = request.fleet.len() == 1;
     let models: Vec<FleetModel> = request
         .fleet
@@ -193,6 +197,11 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     for start in starts {
         if best.as_ref().is_some_and(|(_, value)| proven(value) || past(deadline)) {
             break;
+        }
+        if !widened && !matches!(start, Start::Rounded) {
+            let chosen = best.as_mut().map(|(choice, _)| choice);
+            table = widen(request, table, chosen, deadline)?;
+            widened = true;
         }
         let start = match start {
             Start::Rounded => round_relaxation(&context, &pricing, &relaxation, &mut table),
@@ -253,6 +262,33 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
     let search = LocalSearch { models: &models, table: &table, choices: &choices, deadline: None };
     let (improved, _) = search.improve(start);
     finish(request, &models, &table, &improved, bound)
+}
+
+/// The options of every service within [`HEURISTIC_LIMITS`], keeping the
+/// mixes of `table` (and the choices of `chosen` pointing at them).
+fn widen(
+    request: &PlanRequest<'_>,
+    table: OptionTable,
+    chosen: Option<&mut Vec<Choice>>,
+    deadline: Option<Instant>,
+) -> Result<OptionTable, PlanError> {
+    let mut wide = option_table(request, HEURISTIC_LIMITS, deadline)?;
+    let mut moved: Vec<Vec<Vec<usize>>> = Vec::with_capacity(table.len());
+    for (narrow, wider) in table.into_iter().zip(&mut wide) {
+        let per_service = narrow
+            .into_iter()
+            .zip(wider.iter_mut())
+            .map(|(narrow, wider)| match (narrow, wider) {
+                (Some(narrow), Some(wider)) => narrow.mixes.into_iter().map(|mix| mix_index(wider, mix)).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        moved.push(per_service);
+    }
+    for (service, choice) in chosen.into_iter().flat_map(|c| c.iter_mut().enumerate()) {
+        choice.mix = moved[choice.model][service][choice.mix];
+    }
+    Ok(wide)
 }
 
 /// The linear-programming bound of a request (see [`relaxation_bound`]).
