@@ -59,7 +59,7 @@ use tessera_core::{GpuModel, GpuOffer, Optimality, Packer, Plan, SizeCounts};
 
 use crate::allocate::Segment;
 use crate::assemble::build_plan;
-use crate::bound::{round_up, solve, CostGrid, LpBound, PriceSpace};
+use crate::bound::{round_up, solve, CostGrid, LpBound, PriceSpace, Pricing};
 use crate::branch::branch_and_bound;
 use crate::cover::{cover_items, CoverPricing};
 use crate::error::PlanError;
@@ -181,6 +181,20 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
         // In GPUs: the limited models' prices brought within their layouts.
         let in_gpus = pricing.per_model_values(&space, &space.within_layouts(&relaxation.prices));
         limited_need(&models, &table, &in_gpus)?;
+    } else if let Some(limit) = models[0].offer.limit {
+        // The bound above may charge the limit (a Lagrangian penalty), which
+        // proves a limit too small but counts no GPUs; the bound at prices
+        // within the layouts does.
+        let prices = space.within_layouts(&relaxation.prices);
+        let needed = round_up(self::lower_bound(
+            &models,
+            &table,
+            pricing.evaluate(&space, &prices, &mut vec![0.0; space.dims()]),
+        ));
+        if needed > limit {
+            let gpus = models[0].offer.model.to_string();
+            return Err(PlanError::NoPlanWithinLimits { gpus, needed, allowed: limit });
+        }
     }
     let context =
         Context { request, models: &models, space: &space, prices: &relaxation.prices, relaxed: &relaxed, deadline };

@@ -98,7 +98,8 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             let lp = {
                 let request = PlanRequest {
                     rule,
-                    time_limit: Some(Duration::from_secs_f64(time_limit_s)),
+                    // Too long for a `Duration`: no limit, as in `tessera plan`.
+                    time_limit: Duration::try_from_secs_f64(time_limit_s).ok(),
                     max_gpus: MAX_GPUS_LIMIT,
                     ..PlanRequest::new(GpuModel::A100_80GB, &family.catalog, &services)
                 };
