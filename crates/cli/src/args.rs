@@ -1098,7 +1098,7 @@ pub enum BenchCommand {
         #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
         parvagpu: PathBuf,
         /// Catalogue sizes (services).
-        #[arg(long, value_delimiter = ',', default_value = "110,1100,11000")]
+        #[arg(long, value_delimiter = ',', default_value = "1100,11000,110000")]
         sizes: Vec<usize>,
         /// Seed of the rate factors.
         #[arg(long, default_value_t = 42)]

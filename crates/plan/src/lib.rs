@@ -13,10 +13,12 @@
 //!   segments each service runs) and allocator (which GPU each goes to, on
 //!   the real MIG placement lattice); `parva` wires them into the `parva`
 //!   strategy, physically valid and dropping nothing.
-//! * `options`, `bound`, `objective`, `branch` and `optimal` — the `optimal`
-//!   strategy: every minimal way to serve each service, a packing-aware
-//!   lower bound, a local search within the fleet's limits and an exact
-//!   branch and bound.
+//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`, `branch` and
+//!   `optimal` — the `optimal` strategy: every minimal way to serve each
+//!   service, the linear-programming bound solved exactly (cheapest covers
+//!   per service at prices per instance size, Kelley's cutting planes over a
+//!   small simplex), the relaxation rounded to a plan, a local search within
+//!   the fleet's limits and a best-bound-first branch and bound.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
@@ -35,15 +37,18 @@ mod bound;
 mod branch;
 mod complete;
 mod configure;
+mod cover;
 mod error;
 mod estimate;
 mod latency;
+mod lp;
 mod objective;
 mod optimal;
 mod options;
 mod parva;
 mod report;
 mod request;
+mod round;
 mod verify;
 
 pub use complete::{
@@ -53,7 +58,7 @@ pub use complete::{
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;
-pub use optimal::{plan_optimal, DEFAULT_TIME_LIMIT};
+pub use optimal::{plan_optimal, relaxation_bound, RelaxationBound, DEFAULT_TIME_LIMIT};
 pub use parva::plan_parva;
 pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

@@ -68,14 +68,15 @@ struct SizeTable {
     best: Vec<(ProfilePoint, f64)>,
 }
 
-/// Builds the options of one service.
-pub fn service_options(
+/// The configuration tables of one service (see [`size_tables`]) and the
+/// usable configurations that meet the latency rule; an error when none
+/// does.
+fn service_tables(
     profile: &ModelProfile,
     slo: &ServiceSlo,
     rule: LatencyRule,
     max_procs: u32,
-    limits: OptionLimits,
-) -> Result<ServiceOptions, PlanError> {
+) -> Result<(Vec<SizeTable>, Vec<ProfilePoint>), PlanError> {
     let usable = usable_points(profile, slo, max_procs)?;
     let candidates: Vec<(ProfilePoint, f64)> = usable
         .iter()
@@ -84,7 +85,18 @@ pub fn service_options(
     if candidates.is_empty() {
         return Err(unmeetable(usable.into_iter(), slo, rule));
     }
-    let tables = size_tables(&candidates);
+    Ok((size_tables(&candidates), candidates.into_iter().map(|(p, _)| p).collect()))
+}
+
+/// Builds the options of one service.
+pub fn service_options(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    rule: LatencyRule,
+    max_procs: u32,
+    limits: OptionLimits,
+) -> Result<ServiceOptions, PlanError> {
+    let (tables, candidates) = service_tables(profile, slo, rule, max_procs)?;
     let rate_rps = slo.rate_rps;
     // Tables whose best efficiency cannot reach a budget are skipped;
     // cheap tables first, so the minimum is found early.
@@ -102,7 +114,7 @@ pub fn service_options(
     let Some(min_gpcs) = min_gpcs else {
         // Every configuration that meets the SLO fills its batches too
         // slowly at this rate, even with a single segment.
-        return Err(unmeetable(candidates.iter().map(|(p, _)| *p), slo, rule));
+        return Err(unmeetable(candidates.into_iter(), slo, rule));
     };
     let budget = min_gpcs + limits.extra_gpcs;
     let mut best = BestMixes::new(min_gpcs, budget, limits.max_mixes.max(1));
@@ -111,6 +123,119 @@ pub fn service_options(
         enumerate_mixes(table, rate_rps, &cap, &mut |mix| best.offer(mix));
     }
     Ok(ServiceOptions { mixes: best.into_sorted(), min_gpcs })
+}
+
+/// The mixes of one service that cost at most some price.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PricedMixes {
+    /// The mixes, cheapest first (then least slack, fewest segments).
+    pub mixes: Vec<Mix>,
+    /// Every mix that costs at most this is listed: the price asked for, or
+    /// less where more mixes than allowed would have been listed (minus
+    /// infinity when the search ran out of nodes).
+    pub complete_up_to: f64,
+}
+
+/// Most search nodes of one [`priced_mixes`].
+const PRICED_NODES: u64 = 300_000;
+
+/// Every minimal mix of one service whose price at `size_prices` (per
+/// instance size) is at most `most`, at most `max_mixes` of them (the
+/// cheapest), within [`PRICED_NODES`] search nodes.
+pub fn priced_mixes(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    rule: LatencyRule,
+    max_procs: u32,
+    size_prices: [f64; 8],
+    most: f64,
+    max_mixes: usize,
+) -> Result<PricedMixes, PlanError> {
+    let (tables, _) = service_tables(profile, slo, rule, max_procs)?;
+    let max_mixes = max_mixes.max(1);
+    let price_of =
+        |mix: &Mix| (1..8u8).map(|g| size_prices[usize::from(g)] * f64::from(mix.counts.count(g))).sum::<f64>();
+    let order = |a: &Mix, b: &Mix| {
+        price_of(a).total_cmp(&price_of(b)).then(a.slack.total_cmp(&b.slack)).then(a.segments.cmp(&b.segments))
+    };
+    let mut cap =
+        PriceCap { size_prices, most: Cell::new(most), floor_per_rps: Vec::new(), nodes_left: Cell::new(PRICED_NODES) };
+    // Keeps the cheapest `max_mixes`, lowering the cap to the first left
+    // out: more than `max_mixes` distinct mixes cost no more than it.
+    let trim = |mixes: &mut Vec<Mix>, most: &Cell<f64>| {
+        mixes.sort_by(order);
+        if let Some(first_out) = mixes.get(max_mixes) {
+            let price = price_of(first_out);
+            most.set(most.get().min(price - 1e-12 * price.abs().max(1.0)));
+            mixes.truncate(max_mixes);
+        }
+    };
+    let mut found: HashMap<SizeCounts, Mix> = HashMap::new();
+    for table in &tables {
+        let mut floor = f64::INFINITY;
+        cap.floor_per_rps = table
+            .best
+            .iter()
+            .rev()
+            .map(|(p, _)| {
+                floor = floor.min(size_prices[usize::from(p.config.size_gpcs)] / p.throughput_rps);
+                floor
+            })
+            .collect();
+        cap.floor_per_rps.reverse();
+        let mut batch: Vec<Mix> = Vec::new();
+        let unlimited = Cell::new(u32::MAX / 2);
+        let search = Enumeration { table, rate_rps: slo.rate_rps, cap: &unlimited, price: Some(&cap) };
+        let mut counts = vec![0u32; table.best.len()];
+        search.descend(0, 0, 0.0, 0.0, &mut counts, &mut |mix| {
+            batch.push(mix);
+            if batch.len() >= 2 * max_mixes {
+                trim(&mut batch, &cap.most);
+            }
+        });
+        for mix in batch {
+            match found.get_mut(&mix.counts) {
+                Some(old) if secondary(&mix) < secondary(old) => *old = mix,
+                Some(_) => {}
+                None => {
+                    found.insert(mix.counts, mix);
+                }
+            }
+        }
+    }
+    let mut mixes: Vec<Mix> = found.into_values().filter(|mix| price_of(mix) <= cap.most.get()).collect();
+    trim(&mut mixes, &cap.most);
+    // Cut short, the enumeration promises nothing.
+    let complete_up_to = if cap.nodes_left.get() == 0 { f64::NEG_INFINITY } else { cap.most.get() };
+    Ok(PricedMixes { mixes, complete_up_to })
+}
+
+/// The mix of one service with exactly `counts` instances (each size at its
+/// best configuration of some table), if it covers the rate minimally
+/// within its provisioning ratio: the one with the least slack.
+pub fn mix_with_counts(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    rule: LatencyRule,
+    max_procs: u32,
+    counts: &SizeCounts,
+) -> Option<Mix> {
+    let (tables, _) = service_tables(profile, slo, rule, max_procs).ok()?;
+    tables
+        .iter()
+        .filter_map(|table| {
+            let per_entry: Vec<u32> = table.best.iter().map(|(p, _)| counts.count(p.config.size_gpcs)).collect();
+            if per_entry.iter().sum::<u32>() as usize != counts.len() {
+                return None;
+            }
+            let provided: f64 =
+                table.best.iter().zip(&per_entry).fold(0.0, |sum, ((p, _), &n)| sum + f64::from(n) * p.throughput_rps);
+            if provided < slo.rate_rps {
+                return None;
+            }
+            finish(table, slo.rate_rps, provided, &per_entry)
+        })
+        .min_by(|a, b| secondary(a).partial_cmp(&secondary(b)).unwrap_or(std::cmp::Ordering::Equal))
 }
 
 /// The best mixes found so far, one per multiset of sizes, at most `limit`
@@ -235,59 +360,151 @@ fn cheapest_gpcs(table: &SizeTable, rate_rps: f64, cap: u32) -> Option<u32> {
 /// the provisioning ratios of the configurations it uses.
 fn enumerate_mixes(table: &SizeTable, rate_rps: f64, cap: &Cell<u32>, emit: &mut impl FnMut(Mix)) {
     let mut counts = vec![0u32; table.best.len()];
-    descend(table, rate_rps, cap, 0, 0, 0.0, &mut counts, emit);
+    Enumeration { table, rate_rps, cap, price: None }.descend(0, 0, 0.0, 0.0, &mut counts, emit);
 }
 
-#[allow(clippy::too_many_arguments)]
-fn descend(
-    table: &SizeTable,
+/// A cap on the price of the mixes enumerated.
+struct PriceCap {
+    /// Price of one instance per size.
+    size_prices: [f64; 8],
+    /// Most a mix may cost (lowered while enumerating when too many do).
+    most: Cell<f64>,
+    /// Per table index, the least price per req/s of that entry or later.
+    floor_per_rps: Vec<f64>,
+    /// Search nodes left; at zero the enumeration stops, incomplete.
+    nodes_left: Cell<u64>,
+}
+
+impl PriceCap {
+    /// The counts in `low..=high` of an entry (`unit_price`,
+    /// `throughput_rps`) at `index` that can still lead to a mix within the
+    /// cap, having spent `spent` with `rest_rps` left to cover: the
+    /// covering count if it fits, and a range of counts below it. Below
+    /// it, the rest costs at least its rate at the later entries' least
+    /// price per req/s, so a mix costs at least an amount linear in the
+    /// count.
+    #[allow(clippy::too_many_arguments)]
+    fn counts_within(
+        &self,
+        index: usize,
+        unit_price: f64,
+        throughput_rps: f64,
+        rest_rps: f64,
+        spent: f64,
+        low: u32,
+        high: u32,
+    ) -> (Option<u32>, Option<std::ops::RangeInclusive<u32>>) {
+        let most = self.most.get() * (1.0 + 1e-12) + 1e-12;
+        let covering = (rest_rps / throughput_rps).ceil() as u32;
+        let fits = (low..=high).contains(&covering) && spent + f64::from(covering) * unit_price <= most;
+        let covering_fit = fits.then_some(covering);
+        let below = high.min(covering.saturating_sub(1));
+        let floor_next = self.floor_per_rps.get(index + 1).copied().unwrap_or(f64::INFINITY);
+        if covering == 0 || !floor_next.is_finite() {
+            // Nothing after this entry (or nothing left to cover): only the
+            // covering count can do.
+            return (covering_fit, None);
+        }
+        let slope = unit_price - throughput_rps * floor_next;
+        let start = spent + rest_rps * floor_next;
+        let (low, high) = if slope > 0.0 {
+            let most_count = (most - start) / slope;
+            if most_count < 0.0 {
+                return (covering_fit, None);
+            }
+            (low, below.min(most_count.floor().min(f64::from(u32::MAX)) as u32))
+        } else if slope < 0.0 {
+            let least_count = ((start - most) / -slope).ceil().max(0.0);
+            (low.max(least_count.min(f64::from(u32::MAX)) as u32), below)
+        } else if start <= most {
+            (low, below)
+        } else {
+            return (covering_fit, None);
+        };
+        (covering_fit, Some(low..=high))
+    }
+}
+
+/// One enumeration of a table's minimal mixes.
+struct Enumeration<'a> {
+    table: &'a SizeTable,
     rate_rps: f64,
-    cap: &Cell<u32>,
-    index: usize,
-    used_gpcs: u32,
-    provided_rps: f64,
-    counts: &mut Vec<u32>,
-    emit: &mut impl FnMut(Mix),
-) {
-    if provided_rps >= rate_rps {
-        if let Some(mix) = finish(table, rate_rps, provided_rps, counts) {
-            emit(mix);
+    cap: &'a Cell<u32>,
+    price: Option<&'a PriceCap>,
+}
+
+impl Enumeration<'_> {
+    fn descend(
+        &self,
+        index: usize,
+        used_gpcs: u32,
+        provided_rps: f64,
+        spent: f64,
+        counts: &mut Vec<u32>,
+        emit: &mut impl FnMut(Mix),
+    ) {
+        let (table, rate_rps, cap) = (self.table, self.rate_rps, self.cap);
+        if provided_rps >= rate_rps {
+            if self.price.is_none_or(|price| spent <= price.most.get()) {
+                if let Some(mix) = finish(table, rate_rps, provided_rps, counts) {
+                    emit(mix);
+                }
+            }
+            return;
         }
-        return;
-    }
-    let Some(&(point, _)) = table.best.get(index) else {
-        return;
-    };
-    let budget = cap.get().saturating_sub(used_gpcs);
-    // Sizes are in decreasing efficiency, so the budget spent on this size
-    // yields at most this much.
-    if provided_rps + f64::from(budget) * point.throughput_per_gpc() < rate_rps {
-        return;
-    }
-    let size = u32::from(point.config.size_gpcs);
-    let needed = ((rate_rps - provided_rps) / point.throughput_rps).ceil() as u32;
-    // Fewer segments of this size leave the rest to less efficient sizes:
-    // below `fewest`, even the whole remaining budget spent at the next
-    // size's efficiency cannot cover the rate (the check the next level
-    // would make), so those counts are not visited one by one.
-    let next_efficiency = table.best.get(index + 1).map_or(0.0, |(next, _)| next.throughput_per_gpc());
-    let gain_per_segment = point.throughput_rps - f64::from(size) * next_efficiency;
-    let shortfall = rate_rps - provided_rps - f64::from(budget) * next_efficiency;
-    let fewest = if gain_per_segment > 0.0 && shortfall > 0.0 {
-        // One below the exact quotient, against rounding.
-        ((shortfall / gain_per_segment).floor() as u32).saturating_sub(1)
-    } else {
-        0
-    };
-    for count in (fewest..=needed.min(budget / size)).rev() {
-        if used_gpcs + count * size > cap.get() {
-            continue;
+        let Some(&(point, _)) = table.best.get(index) else {
+            return;
+        };
+        if let Some(price) = self.price {
+            if spent + (rate_rps - provided_rps) * price.floor_per_rps[index] > price.most.get() {
+                return;
+            }
+            if price.nodes_left.get() == 0 {
+                return;
+            }
+            price.nodes_left.set(price.nodes_left.get() - 1);
         }
-        counts[index] = count;
-        let provided = provided_rps + f64::from(count) * point.throughput_rps;
-        descend(table, rate_rps, cap, index + 1, used_gpcs + count * size, provided, counts, emit);
+        let budget = cap.get().saturating_sub(used_gpcs);
+        // Sizes are in decreasing efficiency, so the budget spent on this size
+        // yields at most this much.
+        if provided_rps + f64::from(budget) * point.throughput_per_gpc() < rate_rps {
+            return;
+        }
+        let size = u32::from(point.config.size_gpcs);
+        let needed = ((rate_rps - provided_rps) / point.throughput_rps).ceil() as u32;
+        // Fewer segments of this size leave the rest to less efficient sizes:
+        // below `fewest`, even the whole remaining budget spent at the next
+        // size's efficiency cannot cover the rate (the check the next level
+        // would make), so those counts are not visited one by one.
+        let next_efficiency = table.best.get(index + 1).map_or(0.0, |(next, _)| next.throughput_per_gpc());
+        let gain_per_segment = point.throughput_rps - f64::from(size) * next_efficiency;
+        let shortfall = rate_rps - provided_rps - f64::from(budget) * next_efficiency;
+        let fewest = if gain_per_segment > 0.0 && shortfall > 0.0 {
+            // One below the exact quotient, against rounding.
+            ((shortfall / gain_per_segment).floor() as u32).saturating_sub(1)
+        } else {
+            0
+        };
+        let (low, high) = (fewest, needed.min(budget / size));
+        let unit_price = self.price.map_or(0.0, |price| price.size_prices[size as usize]);
+        let (covering, below) = match self.price {
+            Some(price) => {
+                let rest_rps = rate_rps - provided_rps;
+                price.counts_within(index, unit_price, point.throughput_rps, rest_rps, spent, low, high)
+            }
+            None => (None, Some(low..=high)),
+        };
+        for count in covering.into_iter().chain(below.into_iter().flat_map(Iterator::rev)) {
+            if used_gpcs + count * size > cap.get() {
+                continue;
+            }
+            counts[index] = count;
+            let provided = provided_rps + f64::from(count) * point.throughput_rps;
+            let spent_here = spent + f64::from(count) * unit_price;
+            self.descend(index + 1, used_gpcs + count * size, provided, spent_here, counts, emit);
+        }
+        counts[index] = 0;
     }
-    counts[index] = 0;
 }
 
 /// The mix of `counts`, if it is minimal and within its provisioning ratio.

@@ -15,26 +15,27 @@
 //! - the instances fit: `Σ_s x_{s,g} ≤ Σ_k L_k[g] · y_k` per size `g` (any
 //!   sub-multiset of a maximal layout is realizable, and instances of each
 //!   size can be handed out to the GPUs independently);
-//! - minimize `Σ_k y_k`.
+//! - minimize `Σ_k y_k`, at most the GPUs of the planner's plan (which the
+//!   verifier has passed, so the optimum is no higher).
 
 use good_lp::{microlp, variable, variables, Expression, Solution, SolverModel, Variable};
+use std::time::Duration;
+
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, Lattice, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_optimal, LatencyRule, PlanError, PlanRequest, DEFAULT_MAX_PROCS};
-
-/// Most GPUs or segments of one kind the program considers (far above what
-/// these instances need).
-const MOST: f64 = 200.0;
+use tessera_plan::{plan_optimal, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest, DEFAULT_MAX_PROCS};
 
 /// The fewest GPUs of `gpu` that serve `services` under the parva rule,
-/// or `None` when some service has no allowed configuration.
-fn ilp_optimum(catalog: &ProfileCatalog, gpu: GpuModel, services: &[ServiceSlo]) -> Option<u64> {
+/// given that `most_gpus` suffice (a verified plan has that many), or
+/// `None` when some service has no allowed configuration.
+fn ilp_optimum(catalog: &ProfileCatalog, gpu: GpuModel, services: &[ServiceSlo], most_gpus: u64) -> Option<u64> {
     let layouts = Lattice::new(gpu).maximal_size_sets();
     let sizes: Vec<u8> = gpu.spec().sizes().collect();
     let mut vars = variables!();
+    let most = most_gpus as f64;
     let layout_vars: Vec<Variable> =
-        layouts.iter().map(|_| vars.add(variable().integer().min(0.0).max(MOST))).collect();
+        layouts.iter().map(|_| vars.add(variable().integer().min(0.0).max(most))).collect();
     // Per service: (size, throughput, variable) of its best allowed
     // configuration of each size.
     let mut segments: Vec<Vec<(u8, f64, Variable)>> = Vec::new();
@@ -50,7 +51,10 @@ fn ilp_optimum(catalog: &ProfileCatalog, gpu: GpuModel, services: &[ServiceSlo])
                 .map(|p| p.throughput_rps)
                 .fold(0.0, f64::max);
             if throughput > 0.0 {
-                best.push((size, throughput, vars.add(variable().integer().min(0.0).max(MOST))));
+                // A cover never needs more segments of one size than cover
+                // the rate alone.
+                let most = (slo.rate_rps / throughput).ceil();
+                best.push((size, throughput, vars.add(variable().integer().min(0.0).max(most))));
             }
         }
         if best.is_empty() {
@@ -59,7 +63,7 @@ fn ilp_optimum(catalog: &ProfileCatalog, gpu: GpuModel, services: &[ServiceSlo])
         segments.push(best);
     }
     let gpus: Expression = layout_vars.iter().sum();
-    let mut model = vars.minimise(gpus.clone()).using(microlp);
+    let mut model = vars.minimise(gpus.clone()).using(microlp).with(gpus.clone().leq(most));
     for (slo, best) in services.iter().zip(&segments) {
         let provided: Expression = best.iter().map(|&(_, throughput, x)| throughput * x).sum();
         model = model.with(provided.geq(slo.rate_rps));
@@ -74,33 +78,61 @@ fn ilp_optimum(catalog: &ProfileCatalog, gpu: GpuModel, services: &[ServiceSlo])
     Some(solution.eval(&gpus).round() as u64)
 }
 
-/// Compares planner and program on `cases` random instances of 2 to 5
-/// services; returns how many were served and how many of those the
-/// planner proved optimal.
-fn compare(catalog: &ProfileCatalog, gpu: GpuModel, cases: u64, seed: u64) -> (usize, usize) {
-    let models: Vec<&str> = catalog.models(gpu).collect();
+/// What a comparison found.
+#[derive(Debug, Default, Clone, Copy)]
+struct Tally {
+    /// Instances some plan serves.
+    served: usize,
+    /// Of those, plans the planner proved optimal.
+    proven: usize,
+    /// Of those, plans with the optimum's GPU count.
+    optimal: usize,
+}
+
+/// Random services: `count` of them, each on a random model of `models`
+/// (or, with `every_model`, one per model in order), with a random rate
+/// and latency SLO.
+fn random_services(models: &[&str], count: usize, every_model: bool, rng: &mut SplitMix64) -> Vec<ServiceSlo> {
+    (0..count)
+        .map(|i| {
+            let model = if every_model { models[i % models.len()] } else { models[rng.below(models.len())] };
+            let (rate_rps, latency_ms) = (rng.uniform(20.0, 1500.0), rng.uniform(30.0, 600.0));
+            ServiceSlo::new(format!("s{i}"), model, rate_rps, latency_ms).unwrap()
+        })
+        .collect()
+}
+
+/// Compares planner and program on `cases` random instances, each of
+/// `services` services drawn by `draw`: the plan is never below the
+/// optimum and verifies, the bound never above it, and a plan claimed
+/// optimal has exactly the optimum's GPUs.
+fn compare(
+    catalog: &ProfileCatalog,
+    gpu: GpuModel,
+    cases: u64,
+    seed: u64,
+    draw: impl Fn(&mut SplitMix64) -> Vec<ServiceSlo>,
+) -> Tally {
     let mut rng = SplitMix64::new(seed);
-    let (mut served, mut proven) = (0, 0);
+    let mut tally = Tally::default();
     for case in 0..cases {
-        let count = 2 + rng.below(4);
-        let services: Vec<ServiceSlo> = (0..count)
-            .map(|i| {
-                let model = models[rng.below(models.len())];
-                let (rate_rps, latency_ms) = (rng.uniform(20.0, 1500.0), rng.uniform(30.0, 600.0));
-                ServiceSlo::new(format!("s{i}"), model, rate_rps, latency_ms).unwrap()
-            })
-            .collect();
+        let services = draw(&mut rng);
         let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(gpu, catalog, &services) };
-        let optimum = ilp_optimum(catalog, gpu, &services);
         let plan = match plan_optimal(&request) {
             Ok(plan) => plan,
             Err(PlanError::Unmeetable(_)) => {
+                let optimum = ilp_optimum(catalog, gpu, &services, 1_000);
                 assert_eq!(optimum, None, "case {case}: the program serves what the planner calls unmeetable");
                 continue;
             }
             Err(other) => panic!("case {case}: {other}"),
         };
-        let optimum = optimum.unwrap_or_else(|| panic!("case {case}: the planner serves what the program cannot"));
+        // The plan is checked first: its GPU count then caps the program's.
+        let check =
+            VerifyRequest { catalog, services: &services, rule: LatencyRule::Parva, max_procs: DEFAULT_MAX_PROCS };
+        assert_eq!(verify(&plan, &check), vec![], "case {case}");
+        let optimum = ilp_optimum(catalog, gpu, &services, plan.gpu_count as u64)
+            .unwrap_or_else(|| panic!("case {case}: the planner serves what the program cannot"));
         let optimality = plan.optimality.expect("the optimal strategy reports its bound");
         let gpus = plan.gpu_count as u64;
         assert!(gpus >= optimum, "case {case}: the plan's {gpus} GPUs beat the optimum {optimum}: {services:?}");
@@ -111,25 +143,75 @@ fn compare(catalog: &ProfileCatalog, gpu: GpuModel, cases: u64, seed: u64) -> (u
         );
         if optimality.proven_optimal {
             assert_eq!(gpus, optimum, "case {case}: proven optimal but the program needs fewer: {services:?}");
-            proven += 1;
+            tally.proven += 1;
         }
-        served += 1;
+        tally.optimal += usize::from(gpus == optimum);
+        tally.served += 1;
     }
-    (served, proven)
+    tally
 }
 
 #[test]
 fn proven_optimal_plans_match_an_integer_program_on_synthetic_profiles() {
     let catalog = builtin_catalog();
+    let models: Vec<&str> = catalog.models(GpuModel::A100_80GB).collect();
     for (gpu, seed) in [(GpuModel::A100_80GB, 11), (GpuModel::H100_80GB, 12)] {
-        let (served, proven) = compare(&catalog, gpu, 30, seed);
-        assert!(served >= 20 && proven >= served / 2, "{gpu}: {served} served, {proven} proven");
+        let draw = |rng: &mut SplitMix64| {
+            let count = 2 + rng.below(3);
+            random_services(&models, count, false, rng)
+        };
+        let tally = compare(&catalog, gpu, 60, seed, draw);
+        assert!(tally.served >= 40 && tally.proven * 10 >= tally.served * 9, "{gpu}: {tally:?}");
     }
 }
 
 #[test]
 fn proven_optimal_plans_match_an_integer_program_on_parvagpu_profiles() {
     let Some(catalog) = crate::common::parvagpu_catalog() else { return };
-    let (served, proven) = compare(&catalog, GpuModel::A100_80GB, 30, 13);
-    assert!(served >= 20 && proven >= served / 2, "{served} served, {proven} proven");
+    let models: Vec<&str> = catalog.models(GpuModel::A100_80GB).collect();
+    let draw = |rng: &mut SplitMix64| {
+        let count = 2 + rng.below(3);
+        random_services(&models, count, false, rng)
+    };
+    let tally = compare(&catalog, GpuModel::A100_80GB, 100, 13, draw);
+    assert!(tally.served >= 70 && tally.proven * 10 >= tally.served * 9, "{tally:?}");
+}
+
+/// ParvaGPU's setting: one service per measured model (eleven), random
+/// SLOs and rates. The old bound was 2–5% below the optimum here, so the
+/// old search proved none of them; the branch and bound proves most within
+/// a second each. (Eleven services are too many for the integer program's
+/// solver, so only the planner's own claims are checked: every plan
+/// verifies and is at or above its bound.)
+#[test]
+fn slo_mixes_over_the_eleven_parvagpu_models_are_mostly_proven_optimal() {
+    let Some(catalog) = crate::common::parvagpu_catalog() else { return };
+    let models: Vec<&str> = catalog.models(GpuModel::A100_80GB).collect();
+    let mut rng = SplitMix64::new(14);
+    let mut tally = Tally::default();
+    for case in 0..20 {
+        let services = random_services(&models, models.len(), true, &mut rng);
+        let request = PlanRequest {
+            rule: LatencyRule::Parva,
+            time_limit: Some(Duration::from_secs(1)),
+            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+        };
+        let plan = match plan_optimal(&request) {
+            Ok(plan) => plan,
+            Err(PlanError::Unmeetable(_) | PlanError::Unservable(_)) => continue,
+            Err(other) => panic!("case {case}: {other}"),
+        };
+        let check = VerifyRequest {
+            catalog: &catalog,
+            services: &services,
+            rule: LatencyRule::Parva,
+            max_procs: DEFAULT_MAX_PROCS,
+        };
+        assert_eq!(verify(&plan, &check), vec![], "case {case}");
+        let optimality = plan.optimality.expect("the optimal strategy reports its bound");
+        assert!(optimality.lower_bound <= plan.gpu_count as f64 + 1e-9, "case {case}: {optimality:?}");
+        tally.served += 1;
+        tally.proven += usize::from(optimality.proven_optimal);
+    }
+    assert!(tally.served >= 10 && tally.proven * 10 >= tally.served * 9, "{tally:?}");
 }

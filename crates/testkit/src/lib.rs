@@ -33,6 +33,36 @@ pub fn shared_data(relative: &str) -> Option<PathBuf> {
     found
 }
 
+/// The reference scale catalogue of `services` services, written by
+/// `../shared/tools/scale_catalogue.py` into `dir/catalogue-<services>` in
+/// ParvaGPU's folder format (`prof_data/`, `SLO_req_rate.csv`,
+/// `SLO_latency.csv`; every scenario row the same): that folder, or `None`
+/// (after saying so) when the tool or its data is absent and not required.
+///
+/// # Panics
+/// When the tool is absent and [`REQUIRE_VARIABLE`] is set to `1`, or when
+/// `python3` cannot run it.
+pub fn scale_catalogue(services: usize, dir: &Path) -> Option<PathBuf> {
+    shared_data("parvagpu/prof_data")?;
+    let required = std::env::var(REQUIRE_VARIABLE).is_ok_and(|value| value == "1");
+    let tool = locate(&shared_data_dir().join("../tools"), "scale_catalogue.py", required)
+        .unwrap_or_else(|message| panic!("{message}"));
+    let Some(tool) = tool else {
+        let _ = writeln!(std::io::stderr(), "skipping: scale_catalogue.py is absent beside the reference data");
+        return None;
+    };
+    let out = dir.join(format!("catalogue-{services}"));
+    let status = std::process::Command::new("python3")
+        .arg(&tool)
+        .arg(services.to_string())
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|error| panic!("cannot run python3 {}: {error}", tool.display()));
+    assert!(status.success(), "python3 {} {services} failed: {status}", tool.display());
+    Some(out)
+}
+
 /// `dir/relative` when it exists; else `None`, or, when `required`, the
 /// reason it must be there.
 fn locate(dir: &Path, relative: &str, required: bool) -> Result<Option<PathBuf>, String> {

@@ -14,6 +14,11 @@
 //! `wait4`'s `ru_maxrss` would also count the bench's own memory, which a
 //! spawned child shares until it executes. The plan is then read back and
 //! checked with the verifier, outside the timing.
+//!
+//! Beside each catalogue the bench solves the linear-programming relaxation
+//! in-process (`relaxation_bound`, untimed): the LP bound that no plan can
+//! beat, against which each plan's gap is shown, with whether the `optimal`
+//! strategy proved its plan optimal; ParvaGPU's strategy runs beside it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -24,7 +29,7 @@ use anyhow::{bail, Context, Result};
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{verify, LatencyRule, VerifyRequest};
+use tessera_plan::{relaxation_bound, verify, LatencyRule, PlanRequest, VerifyRequest, MAX_GPUS_LIMIT};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::output::{note, out, outln};
@@ -77,8 +82,9 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
         "services",
         "strategy",
         "GPUs",
-        "bound",
-        "ratio",
+        "LP bound",
+        "gap %",
+        "proven",
         "time s",
         "peak MiB",
         "SLOs met",
@@ -89,13 +95,21 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             let services = catalogue(&family.base, size, seed);
             let slo_path = dir.path().join(format!("{}-{size}.csv", family.name));
             write_slo_csv(&slo_path, &services)?;
-            let mut bound = None;
+            let lp = {
+                let request = PlanRequest {
+                    rule,
+                    // Too long for a `Duration`: no limit, as in `tessera plan`.
+                    time_limit: Duration::try_from_secs_f64(time_limit_s).ok(),
+                    max_gpus: MAX_GPUS_LIMIT,
+                    ..PlanRequest::new(GpuModel::A100_80GB, &family.catalog, &services)
+                };
+                relaxation_bound(&request)?
+            };
             for &strategy in strategies(rule) {
                 progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
                 progress.step();
-                bound = bound.or(run.plan.optimality.as_ref().map(|o| o.lower_bound));
                 let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
                 let violations = verify(&run.plan, &request);
                 let met = run.plan.services.iter().filter(|s| s.met).count();
@@ -105,8 +119,13 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
                     size.to_string(),
                     strategy.to_string(),
                     gpus.to_string(),
-                    bound.map_or("-".to_string(), |b| b.to_string()),
-                    bound.map_or("-".to_string(), |b| format!("{:.4}", gpus as f64 / b)),
+                    format!("{:.2}{}", lp.value, if lp.optimal { "" } else { " (not converged)" }),
+                    format!("{:.3}", (gpus as f64 / lp.value - 1.0) * 100.0),
+                    match &run.plan.optimality {
+                        Some(optimality) if optimality.proven_optimal => "yes".to_string(),
+                        Some(_) => "no".to_string(),
+                        None => "-".to_string(),
+                    },
                     format!("{:.2}", run.wall.as_secs_f64()),
                     format!("{:.0}", run.peak_rss_kib as f64 / 1024.0),
                     format!("{met}/{}", services.len()),
@@ -118,7 +137,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
     drop(progress);
     outln!(
         "latency rule {rule}, a100-80gb, up to 5 processes, seed {seed}, optimal time limit {time_limit_s} s; \
-         bound = the optimal strategy's lower bound"
+         LP bound = the linear-programming relaxation's optimum (no plan uses fewer GPUs), gap = GPUs above it"
     )?;
     out!("{}", table.render())?;
     Ok(())
@@ -186,6 +205,7 @@ fn run_plan(
         .args(&family.profile_args)
         .args(["--slo", &slo.display().to_string(), "--strategy", strategy, "--latency-rule", rule.name()])
         .args(["--time-limit", &time_limit_s.to_string()])
+        .args(["--max-gpus", &MAX_GPUS_LIMIT.to_string()])
         .args(["--peak-memory-report", &peak.display().to_string()])
         .args(["--format", "json", "-o", &output.display().to_string()])
         .stdout(Stdio::null())
