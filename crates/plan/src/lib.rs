@@ -56,6 +56,6 @@ pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use latency::LatencyRule;
 pub use optimal::{plan_optimal, DEFAULT_TIME_LIMIT};
 pub use parva::plan_parva;
-pub use replan::{align_to, replan, GpuPosition, Replan, ReplanRequest};
+pub use replan::{align_to, replan, reseat, GpuPosition, Replan, ReplanRequest};
 pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

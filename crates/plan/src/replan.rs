@@ -47,6 +47,10 @@ use crate::report::{covers, service_reports};
 use crate::request::{usable_points, PlanRequest};
 use crate::verify::{verify, VerifyRequest};
 
+/// Rounds of dissolving kept GPUs before the stable plan gives up (each
+/// dissolves twice as many as the one before).
+const MAX_DISSOLVE_ROUNDS: usize = 8;
+
 /// One GPU of a plan, by node and index within the node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct GpuPosition {
@@ -88,9 +92,10 @@ pub struct Replan {
     pub diff: PlanDiff,
     /// From the current plan to `fresh`.
     pub fresh_diff: PlanDiff,
-    /// `true` when the fresh plan was returned because the stable one
-    /// missed an SLO or the bound, or changed more.
-    pub fell_back_to_fresh: bool,
+    /// `true` when `plan` is the fresh plan with its segments reseated
+    /// ([`reseat`]) because the layout-keeping plan missed an SLO or the
+    /// bound, or changed more.
+    pub from_fresh: bool,
 }
 
 /// A segment: a service (index into the request's services) and the
@@ -227,8 +232,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
     let fresh_diff = diff_plans(request.current, &fresh);
     let bound = fresh.gpu_count as u64 + request.max_extra_gpus;
 
-    let stable = stable_plan(plan_request, &inherited, bound, request.current, request.removed_gpus).ok();
-    let checked = stable.filter(|plan| {
+    let verified = |plan: &Plan| {
         plan.gpu_count as u64 <= bound
             && plan.services.iter().all(|s| s.met)
             && verify(
@@ -241,14 +245,20 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
                 },
             )
             .is_empty()
-    });
-    let with_diff = checked.map(|plan| {
-        let diff = diff_plans(request.current, &plan);
-        (plan, diff)
-    });
-    let (mut plan, diff, fell_back_to_fresh) = match with_diff {
-        Some((plan, diff)) if diff.totals.churn() <= fresh_diff.totals.churn() => (plan, diff, false),
-        _ => (fresh.clone(), fresh_diff.clone(), true),
+    };
+    let reseated =
+        reseat(request.current, keep_layouts(plan_request, request.current, fresh.clone(), request.removed_gpus));
+    let reseated_diff = diff_plans(request.current, &reseated);
+    let stable = stable_plan(plan_request, &inherited, bound, request.current, request.removed_gpus)
+        .ok()
+        .filter(|plan| verified(plan))
+        .map(|plan| {
+            let diff = diff_plans(request.current, &plan);
+            (plan, diff)
+        });
+    let (mut plan, diff, from_fresh) = match stable {
+        Some((plan, diff)) if diff.totals.churn() <= reseated_diff.totals.churn() => (plan, diff, false),
+        _ => (reseated, reseated_diff, true),
     };
     plan.optimality = fresh.optimality.as_ref().map(|fresh_optimality| {
         let value = if fresh_optimality.objective == "gpus" { plan.gpu_count as f64 } else { plan.total_cost };
@@ -266,9 +276,9 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
         tessera_core::text::count(request.current.gpu_count, "GPU"),
         tessera_core::text::count(request.max_extra_gpus, "GPU"),
         tessera_core::text::count(fresh.gpu_count, "GPU"),
-        if fell_back_to_fresh { "; the fresh plan changes least" } else { "" }
+        if from_fresh { "; the fresh plan's layouts, its segments reseated, change least" } else { "" }
     ));
-    Ok(Replan { plan, fresh, diff, fresh_diff, fell_back_to_fresh })
+    Ok(Replan { plan, fresh, diff, fresh_diff, from_fresh })
 }
 
 /// The current plan's GPUs (less the removed ones) as work GPUs, each
@@ -340,19 +350,27 @@ fn stable_plan(
     removed: &[GpuPosition],
 ) -> Result<Plan, PlanError> {
     let mut dissolved: BTreeSet<usize> = BTreeSet::new();
-    loop {
-        let (gpus, kept) = build(request, inherited, &dissolved)?;
+    let mut spread = false;
+    for round in 0.. {
+        let (gpus, kept) = build(request, inherited, &dissolved, spread)?;
         let over = (gpus.len() as u64).saturating_sub(bound);
         let remaining: Vec<usize> = (0..inherited.len()).filter(|i| !dissolved.contains(i)).collect();
-        if over == 0 || remaining.is_empty() {
+        if over == 0 || remaining.is_empty() || round > MAX_DISSOLVE_ROUNDS {
             return Ok(assemble(request, gpus, current, removed));
+        }
+        if !spread {
+            spread = true;
+            continue;
         }
         let ledger = Ledger::of(request.services, &gpus);
         let mut by_waste: Vec<(u32, usize)> =
             remaining.iter().map(|&i| (kept.get(&i).map_or(u32::MAX, |&g| waste(&gpus[g], &ledger)), i)).collect();
         by_waste.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        dissolved.extend(by_waste.iter().take((2 * over) as usize).map(|&(_, i)| i));
+        // As many as are over the bound, doubling each round.
+        let count = (over as usize).saturating_mul(1 << (round - 1).min(16));
+        dissolved.extend(by_waste.iter().take(count).map(|&(_, i)| i));
     }
+    unreachable!("the loop returns")
 }
 
 /// Compute slices of `gpu` that serve nothing needed: unused slices, free
@@ -369,11 +387,13 @@ fn waste(gpu: &WorkGpu, ledger: &Ledger) -> u32 {
 }
 
 /// One round of the stable plan with the inherited GPUs of `dissolved`
-/// emptied: the GPUs, and where each surviving inherited GPU went.
+/// emptied (new GPUs spread over several kept ones with `spread`): the
+/// GPUs, and where each surviving inherited GPU went.
 fn build(
     request: &PlanRequest<'_>,
     inherited: &[WorkGpu],
     dissolved: &BTreeSet<usize>,
+    spread: bool,
 ) -> Result<(Vec<WorkGpu>, HashMap<usize, usize>), PlanError> {
     let mut gpus: Vec<WorkGpu> =
         inherited.iter().enumerate().filter(|(i, _)| !dissolved.contains(i)).map(|(_, gpu)| gpu.clone()).collect();
@@ -382,7 +402,7 @@ fn build(
     fill_deficits(request, &mut gpus, &mut candidates);
     let kept_count = gpus.len();
     gpus.extend(plan_residual(request, &gpus)?);
-    absorb_new_gpus(&mut gpus, kept_count);
+    absorb_new_gpus(&mut gpus, kept_count, spread);
     assign_leftovers(request, &mut gpus, &mut candidates);
     // Inherited GPUs keep their order, so map them back before dropping.
     let survivors: Vec<usize> = (0..inherited.len()).filter(|i| !dissolved.contains(i)).collect();
@@ -560,33 +580,59 @@ fn free_start(gpu: &WorkGpu, profile: &'static tessera_core::MigProfile) -> Opti
 }
 
 /// Moves each new GPU whose instances all fit in the unused slices of one
-/// kept GPU there: one layout changed instead of one GPU added.
-fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize) {
+/// kept GPU there: one layout changed instead of one GPU added. With
+/// `spread`, a new GPU whose instances fit in unused slices of several kept
+/// GPUs moves too (GPUs already changed first): more layouts change, one
+/// GPU fewer.
+fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize, spread: bool) {
+    let mut touched = vec![false; kept_count];
     let mut g = kept_count;
     while g < gpus.len() {
-        let moved = gpus[..kept_count].iter().position(|kept| {
-            kept.model == gpus[g].model && {
-                let mut trial = kept.clone();
-                gpus[g].slots.iter().all(|slot| {
-                    let fits = free_start(&trial, slot.placement.profile);
-                    if let Some(start) = fits {
-                        trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
-                    }
-                    fits.is_some()
-                })
-            }
-        });
-        match moved {
-            Some(target) => {
+        let mut order: Vec<usize> = (0..kept_count).filter(|&k| gpus[k].model == gpus[g].model).collect();
+        order.sort_by_key(|&k| !touched[k]);
+        let targets = if spread { placements_across(gpus, g, &order) } else { placements_within_one(gpus, g, &order) };
+        match targets {
+            Some(targets) => {
                 let new = gpus.remove(g);
-                for slot in new.slots {
-                    let start = free_start(&gpus[target], slot.placement.profile).expect("fitted above");
+                for (slot, (target, start)) in new.slots.into_iter().zip(targets) {
+                    touched[target] = true;
                     gpus[target].slots.push(Slot { placement: Placement { start, ..slot.placement }, ..slot });
                 }
             }
             None => g += 1,
         }
     }
+}
+
+/// Where each instance of `gpus[new]` fits on one GPU of `order`, if any.
+fn placements_within_one(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
+    order.iter().find_map(|&k| {
+        let mut trial = gpus[k].clone();
+        let mut targets = Vec::new();
+        for slot in &gpus[new].slots {
+            let start = free_start(&trial, slot.placement.profile)?;
+            trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
+            targets.push((k, start));
+        }
+        Some(targets)
+    })
+}
+
+/// Where each instance of `gpus[new]` fits, first fit over the GPUs of
+/// `order`, if all do.
+fn placements_across(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
+    let mut trials: HashMap<usize, WorkGpu> = HashMap::new();
+    let mut targets = Vec::new();
+    for slot in &gpus[new].slots {
+        let (k, start) = order.iter().find_map(|&k| {
+            let trial = trials.get(&k).unwrap_or(&gpus[k]);
+            free_start(trial, slot.placement.profile).map(|start| (k, start))
+        })?;
+        let trial = trials.entry(k).or_insert_with(|| gpus[k].clone());
+        trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
+        targets.push((k, start));
+    }
+    Some(targets)
 }
 
 /// Gives each free instance of a GPU that still runs something to the
@@ -772,6 +818,208 @@ fn sorted<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
     items
 }
 
+/// `plan` with its segments moved between instances of the same GPU model
+/// and MIG profile so that as many as possible sit where the same segment
+/// runs in `current`: every service keeps the same segments, so the plan
+/// stays valid, and fewer processes restart.
+pub fn reseat(current: &Plan, mut plan: Plan) -> Plan {
+    type PoolKey = (GpuModel, String);
+    let old: HashMap<(u32, u32), &GpuAssignment> = current.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
+    let mut pool: HashMap<PoolKey, Vec<InstanceAssignment>> = HashMap::new();
+    for gpu in &plan.gpus {
+        for instance in &gpu.instances {
+            pool.entry((gpu.gpu_model, instance.profile.clone())).or_default().push(instance.clone());
+        }
+    }
+    let mut filled: Vec<Vec<bool>> = plan.gpus.iter().map(|g| vec![false; g.instances.len()]).collect();
+    for (gpu, filled) in plan.gpus.iter_mut().zip(&mut filled) {
+        let Some(before) = old.get(&(gpu.node, gpu.index)).filter(|o| o.gpu_model == gpu.gpu_model) else {
+            continue;
+        };
+        for (instance, filled) in gpu.instances.iter_mut().zip(filled.iter_mut()) {
+            let Some(was) =
+                before.instances.iter().find(|o| o.profile == instance.profile && o.start == instance.start)
+            else {
+                continue;
+            };
+            let Some(candidates) = pool.get_mut(&(gpu.gpu_model, instance.profile.clone())) else { continue };
+            let same = |c: &InstanceAssignment| {
+                (c.service.as_str(), c.model.as_str(), c.batch, c.procs)
+                    == (was.service.as_str(), was.model.as_str(), was.batch, was.procs)
+            };
+            if let Some(k) = candidates.iter().position(same) {
+                let segment = candidates.swap_remove(k);
+                *instance = InstanceAssignment { start: instance.start, ..segment };
+                *filled = true;
+            }
+        }
+    }
+    for (gpu, filled) in plan.gpus.iter_mut().zip(&filled) {
+        for (instance, &done) in gpu.instances.iter_mut().zip(filled) {
+            if !done {
+                let candidates =
+                    pool.get_mut(&(gpu.gpu_model, instance.profile.clone())).expect("every profile pooled");
+                let segment = candidates.pop().expect("as many segments as instances per profile");
+                *instance = InstanceAssignment { start: instance.start, ..segment };
+            }
+        }
+    }
+    plan
+}
+
+/// Rebuilds GPUs of `plan` (aligned to `current`) whose layout no GPU of
+/// `current` at their position has on the layout of such a GPU of
+/// `current` that holds all their instances' profiles and more: each
+/// segment moves into an instance of its profile, and the extra instances
+/// run the segment they ran before (when the service may still run it) or
+/// one more segment of a service of the GPU. The layout then stays, at the
+/// price of some over-provisioning and no GPU more.
+fn keep_layouts(request: &PlanRequest<'_>, current: &Plan, mut plan: Plan, removed: &[GpuPosition]) -> Plan {
+    let at = |g: &GpuAssignment| GpuPosition { node: g.node, index: g.index };
+    let layout = |g: &GpuAssignment| sorted(g.instances.iter().map(|i| (i.profile.clone(), i.start)));
+    let old: HashMap<GpuPosition, &GpuAssignment> = current.gpus.iter().map(|g| (at(g), g)).collect();
+    let new_layouts: HashMap<GpuPosition, (GpuModel, Vec<(String, u8)>)> =
+        plan.gpus.iter().map(|g| (at(g), (g.gpu_model, layout(g)))).collect();
+    let changed_new: Vec<usize> = (0..plan.gpus.len())
+        .filter(|&n| {
+            old.get(&at(&plan.gpus[n]))
+                .is_none_or(|o| (o.gpu_model, layout(o)) != (plan.gpus[n].gpu_model, layout(&plan.gpus[n])))
+        })
+        .collect();
+    let mut free_old: Vec<&GpuAssignment> = current
+        .gpus
+        .iter()
+        .filter(|o| !removed.contains(&at(o)))
+        .filter(|o| new_layouts.get(&at(o)).is_none_or(|l| *l != (o.gpu_model, layout(o))))
+        .collect();
+    if changed_new.is_empty() || free_old.is_empty() {
+        return plan;
+    }
+    let index: HashMap<&str, usize> =
+        request.services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
+    let mut candidates = Candidates::new(request);
+    let mut provisioned_rps = vec![0.0; request.services.len()];
+    for instance in plan.gpus.iter().flat_map(|g| &g.instances) {
+        if let Some(&s) = index.get(instance.service.as_str()) {
+            provisioned_rps[s] += instance.throughput_rps;
+        }
+    }
+    let mut ledger = Ledger { rate_rps: request.services.iter().map(|s| s.rate_rps).collect(), provisioned_rps };
+    let mut positions_freed: Vec<GpuPosition> = Vec::new();
+    let mut unplaced: Vec<usize> = Vec::new();
+    let mut order = changed_new.clone();
+    order.sort_by_key(|&n| std::cmp::Reverse(plan.gpus[n].instances.len()));
+    for n in order {
+        let rebuilt = free_old.iter().enumerate().find_map(|(k, o)| {
+            rebuild_on(&plan.gpus[n], o, request, &index, &mut candidates, &mut ledger).map(|gpu| (k, gpu))
+        });
+        match rebuilt {
+            Some((k, gpu)) => {
+                free_old.remove(k);
+                positions_freed.push(at(&plan.gpus[n]));
+                plan.gpus[n] = gpu;
+            }
+            None => unplaced.push(n),
+        }
+    }
+    // GPUs not rebuilt keep their position unless a rebuilt GPU took it.
+    let taken: HashSet<GpuPosition> =
+        (0..plan.gpus.len()).filter(|n| !unplaced.contains(n)).map(|n| at(&plan.gpus[n])).collect();
+    let mut spare: Vec<GpuPosition> = positions_freed.into_iter().filter(|p| !taken.contains(p)).collect();
+    spare.extend(free_old.iter().map(|o| at(o)).filter(|p| !taken.contains(p)));
+    let mut spare: Vec<GpuPosition> = sorted(spare.into_iter());
+    spare.dedup();
+    for n in unplaced {
+        let own = at(&plan.gpus[n]);
+        if taken.contains(&own) {
+            let position = spare.iter().position(|p| old.get(p).is_none_or(|o| o.gpu_model == plan.gpus[n].gpu_model));
+            let position = position.map(|k| spare.remove(k)).expect("a GPU's position is taken only by one given up");
+            (plan.gpus[n].node, plan.gpus[n].index) = (position.node, position.index);
+        } else if let Some(k) = spare.iter().position(|p| *p == own) {
+            spare.remove(k);
+        }
+    }
+    plan.gpus.sort_by_key(|g| (g.node, g.index));
+    plan.services = service_reports(plan.gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
+    plan
+}
+
+/// `gpu`'s segments on the layout of `old` (see [`keep_layouts`]), if they
+/// fit and every extra instance finds a segment.
+fn rebuild_on(
+    gpu: &GpuAssignment,
+    old: &GpuAssignment,
+    request: &PlanRequest<'_>,
+    index: &HashMap<&str, usize>,
+    candidates: &mut Candidates<'_>,
+    ledger: &mut Ledger,
+) -> Option<GpuAssignment> {
+    if old.gpu_model != gpu.gpu_model || old.instances.len() < gpu.instances.len() {
+        return None;
+    }
+    let same = |a: &InstanceAssignment, b: &InstanceAssignment| {
+        (a.service.as_str(), a.model.as_str(), a.batch, a.procs)
+            == (b.service.as_str(), b.model.as_str(), b.batch, b.procs)
+    };
+    let mut slots: Vec<Option<InstanceAssignment>> = vec![None; old.instances.len()];
+    for instance in &gpu.instances {
+        let fits = |k: usize, o: &InstanceAssignment| slots[k].is_none() && o.profile == instance.profile;
+        let k = old
+            .instances
+            .iter()
+            .enumerate()
+            .position(|(k, o)| fits(k, o) && same(o, instance))
+            .or_else(|| old.instances.iter().enumerate().position(|(k, o)| fits(k, o)))?;
+        slots[k] = Some(InstanceAssignment { start: old.instances[k].start, ..instance.clone() });
+    }
+    let mut added: Vec<(usize, f64)> = Vec::new();
+    let mut extra = Vec::new();
+    for (k, was) in old.instances.iter().enumerate().filter(|(k, _)| slots[*k].is_none()) {
+        let size = was.size;
+        let previous = index
+            .get(was.service.as_str())
+            .copied()
+            .filter(|&s| request.services[s].model == was.model)
+            .and_then(|s| candidates.current(gpu.gpu_model, s, was).map(|p| (s, p)))
+            .filter(|(s, p)| ledger.ratio_with(*s, p.throughput_rps) <= candidates.cap(gpu.gpu_model, *s, p));
+        let others = gpu.instances.iter().filter_map(|i| index.get(i.service.as_str()).copied());
+        let chosen = previous.or_else(|| {
+            others
+                .clone()
+                .find_map(|s| candidates.best(gpu.gpu_model, s, size, |tp| ledger.ratio_with(s, tp)).map(|p| (s, p)))
+        });
+        let Some((service, point)) = chosen else {
+            for (s, tp) in added {
+                ledger.provisioned_rps[s] -= tp;
+            }
+            return None;
+        };
+        ledger.provisioned_rps[service] += point.throughput_rps;
+        added.push((service, point.throughput_rps));
+        let slo = &request.services[service];
+        extra.push((
+            k,
+            InstanceAssignment {
+                profile: was.profile.clone(),
+                size,
+                start: was.start,
+                service: slo.service.clone(),
+                model: slo.model.clone(),
+                batch: point.config.batch,
+                procs: point.config.procs,
+                throughput_rps: point.throughput_rps,
+                latency_ms: point.latency_ms,
+            },
+        ));
+    }
+    for (k, instance) in extra {
+        slots[k] = Some(instance);
+    }
+    let mut instances: Vec<InstanceAssignment> = slots.into_iter().map(|s| s.expect("every slot filled")).collect();
+    instances.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
+    Some(GpuAssignment { node: old.node, index: old.index, gpu_model: gpu.gpu_model, instances })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,7 +1073,7 @@ mod tests {
             removed_gpus: &[],
         })
         .unwrap();
-        assert!(!replanned.fell_back_to_fresh);
+        assert!(!replanned.from_fresh);
         assert!(replanned.diff.totals.is_empty(), "{:?}", replanned.diff.totals);
         assert_eq!(replanned.plan.gpus, current.gpus);
         check(&replanned, &catalog, &services);
@@ -932,5 +1180,59 @@ mod tests {
         }
         let aligned = align_to(&current, shuffled, &[]);
         assert_eq!(aligned.gpus, current.gpus);
+    }
+
+    #[test]
+    fn a_segment_dropped_from_a_gpu_is_put_back_to_keep_its_layout() {
+        let catalog = builtin_catalog();
+        let services = services(24, 8);
+        let request = request(&catalog, &services);
+        let current = plan_optimal(&request).unwrap();
+        // A GPU with several instances, one of whose services has another
+        // segment elsewhere: dropping that instance changes the layout.
+        let count = |name: &str| current.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == name).count();
+        let (g, k) = current
+            .gpus
+            .iter()
+            .enumerate()
+            .filter(|(_, gpu)| gpu.instances.len() > 1)
+            .find_map(|(g, gpu)| gpu.instances.iter().position(|i| count(&i.service) > 1).map(|k| (g, k)))
+            .expect("a plan of 24 services has such a GPU");
+        let mut thinner = current.clone();
+        thinner.gpus[g].instances.remove(k);
+        assert_eq!(diff_plans(&current, &thinner).totals.gpus_layout_changed, 1);
+        let kept = keep_layouts(&request, &current, thinner, &[]);
+        let totals = diff_plans(&current, &kept).totals;
+        assert_eq!(totals.layouts_kept(), current.gpu_count, "{totals:?}");
+        assert_eq!(kept.gpus[g].instances, current.gpus[g].instances, "the dropped segment ran there before");
+    }
+
+    #[test]
+    fn reseating_puts_swapped_segments_back_where_they_ran() {
+        let catalog = builtin_catalog();
+        let services = services(24, 9);
+        let current = plan_optimal(&request(&catalog, &services)).unwrap();
+        let instances: Vec<(usize, usize)> = current
+            .gpus
+            .iter()
+            .enumerate()
+            .flat_map(|(g, gpu)| (0..gpu.instances.len()).map(move |k| (g, k)))
+            .collect();
+        let (first, second) = instances
+            .iter()
+            .flat_map(|&a| instances.iter().map(move |&b| (a, b)))
+            .find(|&((ga, ka), (gb, kb))| {
+                let (a, b) = (&current.gpus[ga].instances[ka], &current.gpus[gb].instances[kb]);
+                ga != gb && a.profile == b.profile && a.service != b.service
+            })
+            .expect("two GPUs share a profile with different services");
+        let mut swapped = current.clone();
+        let (a, b) =
+            (current.gpus[first.0].instances[first.1].clone(), current.gpus[second.0].instances[second.1].clone());
+        swapped.gpus[first.0].instances[first.1] = InstanceAssignment { start: a.start, ..b.clone() };
+        swapped.gpus[second.0].instances[second.1] = InstanceAssignment { start: b.start, ..a };
+        assert_eq!(diff_plans(&current, &swapped).totals.gpus_services_changed, 2);
+        let reseated = reseat(&current, swapped);
+        assert!(diff_plans(&current, &reseated).totals.is_empty());
     }
 }

@@ -5,3 +5,4 @@
 mod common;
 mod ilp_oracle;
 mod random_slos;
+mod replan;

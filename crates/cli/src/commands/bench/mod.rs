@@ -3,6 +3,7 @@
 
 mod colocate;
 mod profiles;
+mod replan;
 mod scale;
 mod simulate;
 mod timing;
@@ -28,6 +29,16 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
         BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
             scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
+        }
+        BenchCommand::Replan { parvagpu, sizes, draws, seed, latency_rule, time_limit } => {
+            replan::run(&replan::ReplanBench {
+                parvagpu: &parvagpu,
+                sizes: &sizes,
+                draws,
+                seed,
+                rule: latency_rule,
+                time_limit_s: time_limit,
+            })
         }
     }
 }
