@@ -272,12 +272,14 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
         }
     });
     plan.notes.push(format!(
-        "replanned from a plan of {} (at most {} over the fresh optimum of {}){}",
+        "replanned from a plan of {}; fresh optimum: {} (+{} allowed)",
         tessera_core::text::count(request.current.gpu_count, "GPU"),
-        tessera_core::text::count(request.max_extra_gpus, "GPU"),
         tessera_core::text::count(fresh.gpu_count, "GPU"),
-        if from_fresh { "; the fresh plan's layouts, its segments reseated, change least" } else { "" }
+        request.max_extra_gpus
     ));
+    if from_fresh {
+        plan.notes.push("the fresh plan's layouts, segments reseated, change least".to_string());
+    }
     Ok(Replan { plan, fresh, diff, fresh_diff, from_fresh })
 }
 

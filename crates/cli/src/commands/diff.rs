@@ -8,6 +8,7 @@ use tessera_store::read_plan_file;
 use crate::args::{DiffArgs, ListFormat};
 use crate::output::{out, outln};
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 pub fn run(args: &DiffArgs) -> Result<()> {
     // Plan files written by `tessera plan` record their GPU model and need no
@@ -35,14 +36,14 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     Ok(())
 }
 
-/// The totals as three lines of words.
+/// The totals as three paragraphs of words, wrapped to the terminal.
 pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String {
     let kept = totals.layouts_kept();
     let share = if old_gpus > 0 { format!(" ({:.1}%)", 100.0 * kept as f64 / old_gpus as f64) } else { String::new() };
-    format!(
+    let text = format!(
         "{} → {}: {kept} of {old_gpus} layouts kept{share}\n\
          GPUs: {} unchanged, {} with services changed only, {} with the layout changed, {} added, {} removed\n\
-         {} created, {} destroyed; {} started; {} restarted\n",
+         {} created, {} destroyed; {} started; {} restarted",
         count(old_gpus, "GPU"),
         count(new_gpus, "GPU"),
         totals.gpus_unchanged,
@@ -54,7 +55,8 @@ pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> Str
         totals.instances_destroyed,
         count(totals.processes_restarted, "process"),
         count(totals.services_restarted, "service"),
-    )
+    );
+    text.lines().map(|line| wrap_words(line, "", "  ") + "\n").collect()
 }
 
 /// The totals, then the GPUs and services that change (all with `all`).

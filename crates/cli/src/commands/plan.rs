@@ -114,7 +114,7 @@ fn replan_from(args: &PlanArgs, request: PlanRequest<'_>, current: &Plan, notes:
             current.gpu_count,
             count(fresh.gpu_count, "GPU"),
             fresh_diff.totals.layouts_kept(),
-            if from_fresh { " (the fresh plan changes least: returned it)" } else { "" }
+            if from_fresh { " (the fresh plan's layouts changed least)" } else { "" }
         ));
     }
     emit(&document, args.output.as_deref())
