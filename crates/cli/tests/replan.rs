@@ -45,7 +45,7 @@ fn replanning_unchanged_slos_changes_nothing_and_prints_the_fresh_optimum_beside
     let new = dir.path().join("new.json").display().to_string();
     ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
     let table = ok(&["plan", "--demo", "--from", &old], &store);
-    assert!(table.contains("from the current plan:"), "{table}");
+    assert!(table.contains("from the current plan: MIG layouts kept"), "{table}");
     let replan_row = table.lines().find(|l| l.starts_with("replan ")).expect("a replan row");
     assert!(replan_row.contains(" 4/4 "), "{replan_row}");
     assert!(table.lines().any(|l| l.starts_with("fresh optimum ")), "{table}");

@@ -104,11 +104,11 @@ fn pieces(layout: &[String]) -> Vec<String> {
     }
 }
 
-/// Plans side by side against the same old plan: GPUs, layouts kept and
-/// what their transitions create, destroy and start.
+/// Plans side by side against the same old plan: GPUs, layouts kept, GPUs
+/// reconfigured, instances created + destroyed, processes started, services
+/// restarted.
 pub fn comparison_table(old_gpus: usize, rows: &[(&str, usize, &DiffTotals)]) -> String {
-    let mut table =
-        TextTable::new(&["plan", "GPUs", "layouts kept", "reconfigured", "instances ±", "processes", "services"]);
+    let mut table = TextTable::new(&["plan", "GPUs", "kept", "reconfigured", "instances ±", "processes", "services"]);
     for (name, gpus, totals) in rows {
         table.row(vec![
             name.to_string(),

@@ -18,6 +18,7 @@ use crate::inputs;
 use crate::output::{emit, note};
 use crate::progress::Progress;
 use crate::render::render_plan;
+use crate::terminal::wrap_words;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let mut args = args.clone();
@@ -104,7 +105,16 @@ fn replan_from(args: &PlanArgs, request: PlanRequest<'_>, current: &Plan, notes:
     );
     let mut document = render_plan(&plan, args.format)?;
     if args.format == Format::Table {
-        document.extend_from_slice(b"\nfrom the current plan:\n");
+        document.extend_from_slice(
+            wrap_words(
+                "\nfrom the current plan: MIG layouts kept, GPUs reconfigured, instances created + destroyed, \
+                 processes started, services restarted:",
+                "",
+                "",
+            )
+            .as_bytes(),
+        );
+        document.push(b'\n');
         document.extend_from_slice(comparison.as_bytes());
     } else {
         note(format_args!(
