@@ -827,6 +827,12 @@ pub struct DiffArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// Also order the changes into steps, make before break (new instances
+    /// first, GPUs that only tear down last), grouping GPUs while no service
+    /// falls below its new rate, and name the services that dip.
+    #[arg(long)]
+    pub steps: bool,
+
     /// Output format: the totals and a table of what changes, or JSON with
     /// every GPU and service.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

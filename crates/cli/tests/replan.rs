@@ -117,3 +117,31 @@ fn a_drained_gpu_leaves_the_plan_and_the_diff_says_it_is_removed() {
     let removed = diff["gpus"].as_array().unwrap().iter().find(|g| g["index"] == 1).expect("GPU 0:1 is listed");
     assert_eq!(removed["change"], "removed", "{diff}");
 }
+
+#[test]
+fn diff_steps_order_the_changes_and_name_what_dips() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let old = dir.path().join("old.json").display().to_string();
+    let new = dir.path().join("new.json").display().to_string();
+    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    let slos = demo_slos(dir.path(), "new.csv", [1.15, 1.0, 1.0, 0.9, 1.0, 1.0]);
+    ok(&["plan", "--demo", "--slo", &slos, "--from", &old, "--format", "json", "-o", &new], &store);
+    let diff =
+        serde_json::from_str::<Value>(&ok(&["diff", &old, &new, "--steps", "--format", "json"], &store)).unwrap();
+    let steps = diff["steps"].as_array().unwrap();
+    let changed = diff["gpus"].as_array().unwrap().len();
+    let stepped: usize = steps.iter().map(|s| s["gpus"].as_array().unwrap().len()).sum();
+    assert_eq!(stepped, changed, "every changed GPU is in one step: {diff}");
+    for step in steps {
+        for gpu in step["gpus"].as_array().unwrap() {
+            let ops: Vec<&str> =
+                gpu["operations"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+            let rank = |op: &str| ["stop", "destroy", "create", "start"].iter().position(|o| *o == op).unwrap();
+            assert!(ops.windows(2).all(|w| rank(w[0]) <= rank(w[1])), "{ops:?}");
+        }
+    }
+    let table = ok(&["diff", &old, &new, "--steps"], &store);
+    assert!(table.contains("make before break"), "{table}");
+    assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
+}

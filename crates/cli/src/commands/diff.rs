@@ -2,7 +2,9 @@
 
 use anyhow::Result;
 use tessera_core::text::count;
-use tessera_core::{diff_plans, DiffTotals, GpuChange, GpuModel, Plan, PlanDiff, ProfileCatalog};
+use tessera_core::{
+    diff_plans, transition_steps, DiffTotals, GpuChange, GpuModel, Plan, PlanDiff, ProfileCatalog, Step,
+};
 use tessera_store::read_plan_file;
 
 use crate::args::{DiffArgs, ListFormat};
@@ -16,9 +18,10 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let read = |path: &std::path::Path| read_plan_file(path, GpuModel::A100_80GB, &ProfileCatalog::new());
     let (old, new) = (read(&args.old)?, read(&args.new)?);
     let diff = diff_plans(&old, &new);
+    let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
     match args.format {
         ListFormat::Json => {
-            let report = serde_json::json!({
+            let mut report = serde_json::json!({
                 "old": args.old,
                 "new": args.new,
                 "totals": diff.totals,
@@ -26,11 +29,17 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "gpus": diff.gpus.iter().filter(|g| args.all || g.change != GpuChange::Unchanged).collect::<Vec<_>>(),
                 "services": diff.services.iter().filter(|s| args.all || s.restarted()).collect::<Vec<_>>(),
             });
+            if args.steps {
+                report["steps"] = serde_json::to_value(&steps)?;
+            }
             outln!("{}", serde_json::to_string_pretty(&report)?)?;
         }
         ListFormat::Table => {
             outln!("{} → {}", args.old.display(), args.new.display())?;
             out!("{}", render_diff(&old, &new, &diff, args.all))?;
+            if args.steps {
+                out!("\n{}", render_steps(&steps))?;
+            }
         }
     }
     Ok(())
@@ -121,4 +130,56 @@ pub fn comparison_table(old_gpus: usize, rows: &[(&str, usize, &DiffTotals)]) ->
         ]);
     }
     table.render()
+}
+
+/// The steps as a table (step, GPU, its operations), then each service that
+/// dips: in how many steps, and how low.
+fn render_steps(steps: &[Step]) -> String {
+    let mut text = wrap_words(
+        &format!("{}, make before break (each GPU's operations in order):", count(steps.len(), "step")),
+        "",
+        "",
+    );
+    text.push('\n');
+    if steps.is_empty() {
+        return text;
+    }
+    let mut table = TextTable::new(&["step", "gpu", "operations"]);
+    let mut dips: std::collections::BTreeMap<&str, (usize, f64, f64)> = std::collections::BTreeMap::new();
+    for (number, step) in steps.iter().enumerate() {
+        for gpu in &step.gpus {
+            let last = gpu.operations.len().saturating_sub(1);
+            let operations: Vec<String> = gpu
+                .operations
+                .iter()
+                .enumerate()
+                .map(|(i, op)| if i == last { op.to_string() } else { format!("{op}, ") })
+                .collect();
+            table.row_of_pieces(vec![
+                vec![(number + 1).to_string()],
+                vec![format!("{}:{}", gpu.node, gpu.index)],
+                operations,
+            ]);
+        }
+        for dip in &step.dips {
+            let share = dip.provisioned_rps.max(0.0) / dip.rate_rps;
+            let entry = dips.entry(&dip.service).or_insert((0, share, dip.rate_rps));
+            entry.0 += 1;
+            entry.1 = entry.1.min(share);
+        }
+    }
+    text.push_str(&table.render());
+    if dips.is_empty() {
+        text.push_str("no service falls below its rate\n");
+    }
+    for (service, (count_of_steps, lowest, rate_rps)) in dips {
+        let line = format!(
+            "{service} dips below its {rate_rps} req/s in {} (down to {:.0}% of it): no spare capacity covers it",
+            count(count_of_steps, "step"),
+            100.0 * lowest
+        );
+        text.push_str(&wrap_words(&line, "", "  "));
+        text.push('\n');
+    }
+    text
 }
