@@ -16,21 +16,31 @@ fn ok(args: &[&str], store: &Path) -> String {
 
 /// The demo's services with `factors` applied to their rates, as a CSV.
 fn demo_slos(dir: &Path, name: &str, factors: [f64; 6]) -> String {
-    let base = [
-        ("search-ranking", "bert-base", 600.0, 120.0),
-        ("fraud-check", "bert-base", 300.0, 20.0),
-        ("chat-assist", "gpt2", 40.0, 800.0),
-        ("photo-tagging", "resnet50", 2500.0, 80.0),
-        ("thumbnails", "mobilenetv2", 3000.0, 40.0),
-        ("moderation", "vit-b16", 350.0, 200.0),
-    ];
     let mut csv = "service,model,rate_rps,latency_ms\n".to_string();
-    for ((service, model, rate, slo), factor) in base.iter().zip(factors) {
-        csv.push_str(&format!("{service},{model},{},{slo}\n", rate * factor));
+    for (slo, factor) in tessera_core::synthetic::demo_services().iter().zip(factors) {
+        csv.push_str(&format!("{},{},{},{}\n", slo.service, slo.model, slo.rate_rps * factor, slo.latency_slo_ms));
     }
     let path = dir.join(name);
     std::fs::write(&path, csv).unwrap();
     path.display().to_string()
+}
+
+/// A folder with a store and the demo's plan written as `old.json`; the
+/// paths of `old.json` and `new.json` in it.
+struct Setup {
+    dir: TempDir,
+    store: std::path::PathBuf,
+    old: String,
+    new: String,
+}
+
+fn setup() -> Setup {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let old = dir.path().join("old.json").display().to_string();
+    let new = dir.path().join("new.json").display().to_string();
+    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    Setup { dir, store, old, new }
 }
 
 fn diff_json(old: &str, new: &str, store: &Path) -> Value {
@@ -39,11 +49,7 @@ fn diff_json(old: &str, new: &str, store: &Path) -> Value {
 
 #[test]
 fn replanning_unchanged_slos_changes_nothing_and_prints_the_fresh_optimum_beside() {
-    let dir = TempDir::new().unwrap();
-    let store = store_in(&dir);
-    let old = dir.path().join("old.json").display().to_string();
-    let new = dir.path().join("new.json").display().to_string();
-    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    let Setup { dir: _dir, store, old, new } = setup();
     let table = ok(&["plan", "--demo", "--from", &old], &store);
     assert!(table.contains("from the current plan: MIG layouts kept"), "{table}");
     let replan_row = table.lines().find(|l| l.starts_with("replan ")).expect("a replan row");
@@ -70,11 +76,7 @@ fn replanning_unchanged_slos_changes_nothing_and_prints_the_fresh_optimum_beside
 
 #[test]
 fn a_replan_of_new_rates_verifies_and_its_diff_adds_up() {
-    let dir = TempDir::new().unwrap();
-    let store = store_in(&dir);
-    let old = dir.path().join("old.json").display().to_string();
-    let new = dir.path().join("new.json").display().to_string();
-    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    let Setup { dir, store, old, new } = setup();
     let slos = demo_slos(dir.path(), "new.csv", [1.15, 0.85, 1.2, 0.9, 1.1, 0.8]);
     let output = tessera(
         &["plan", "--demo", "--slo", &slos, "--from", &old, "--max-extra-gpus", "1", "--format", "json", "-o", &new],
@@ -98,11 +100,7 @@ fn a_replan_of_new_rates_verifies_and_its_diff_adds_up() {
 
 #[test]
 fn a_drained_gpu_leaves_the_plan_and_the_diff_says_it_is_removed() {
-    let dir = TempDir::new().unwrap();
-    let store = store_in(&dir);
-    let old = dir.path().join("old.json").display().to_string();
-    let new = dir.path().join("new.json").display().to_string();
-    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    let Setup { dir: _dir, store, old, new } = setup();
     ok(
         &["plan", "--demo", "--from", &old, "--drain", "0:1", "--max-extra-gpus", "1", "--format", "json", "-o", &new],
         &store,
@@ -120,11 +118,7 @@ fn a_drained_gpu_leaves_the_plan_and_the_diff_says_it_is_removed() {
 
 #[test]
 fn diff_steps_order_the_changes_and_name_what_dips() {
-    let dir = TempDir::new().unwrap();
-    let store = store_in(&dir);
-    let old = dir.path().join("old.json").display().to_string();
-    let new = dir.path().join("new.json").display().to_string();
-    ok(&["plan", "--demo", "--format", "json", "-o", &old], &store);
+    let Setup { dir, store, old, new } = setup();
     let slos = demo_slos(dir.path(), "new.csv", [1.15, 1.0, 1.0, 0.9, 1.0, 1.0]);
     ok(&["plan", "--demo", "--slo", &slos, "--from", &old, "--format", "json", "-o", &new], &store);
     let diff =

@@ -41,6 +41,8 @@ use tessera_core::{
     PlanDiff, ProfilePoint, ServiceSlo,
 };
 
+use crate::allocate::Segment;
+use crate::assemble::{fleet_use, instance_at};
 use crate::error::PlanError;
 use crate::optimal::plan_optimal;
 use crate::report::{covers, service_reports};
@@ -96,14 +98,6 @@ pub struct Replan {
     /// ([`reseat`]) because the layout-keeping plan missed an SLO or the
     /// bound, or changed more.
     pub from_fresh: bool,
-}
-
-/// A segment: a service (index into the request's services) and the
-/// configuration it runs.
-#[derive(Debug, Clone, Copy)]
-struct Segment {
-    service: usize,
-    point: ProfilePoint,
 }
 
 /// A MIG instance and what it runs, if anything.
@@ -246,8 +240,11 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
             )
             .is_empty()
     };
-    let reseated =
-        reseat(request.current, keep_layouts(plan_request, request.current, fresh.clone(), request.removed_gpus));
+    // The fresh plan rebuilt on old layouts, or (should that fail the
+    // verifier) as it is; either reseated.
+    let rebuilt = keep_layouts(plan_request, request.current, fresh.clone(), request.removed_gpus);
+    let rebuilt = if verified(&rebuilt) { rebuilt } else { fresh.clone() };
+    let reseated = reseat(request.current, rebuilt);
     let reseated_diff = diff_plans(request.current, &reseated);
     let stable = stable_plan(plan_request, &inherited, bound, request.current, request.removed_gpus)
         .ok()
@@ -703,25 +700,8 @@ fn assemble(request: &PlanRequest<'_>, gpus: Vec<WorkGpu>, current: &Plan, remov
             next += 1;
             position
         });
-        let mut instances: Vec<InstanceAssignment> = gpu
-            .slots
-            .iter()
-            .filter_map(|slot| {
-                let segment = slot.segment?;
-                let slo = &request.services[segment.service];
-                Some(InstanceAssignment {
-                    profile: slot.placement.profile.name.to_string(),
-                    size: slot.placement.profile.compute_slices,
-                    start: slot.placement.start,
-                    service: slo.service.clone(),
-                    model: slo.model.clone(),
-                    batch: segment.point.config.batch,
-                    procs: segment.point.config.procs,
-                    throughput_rps: segment.point.throughput_rps,
-                    latency_ms: segment.point.latency_ms,
-                })
-            })
-            .collect();
+        let mut instances: Vec<InstanceAssignment> =
+            gpu.slots.iter().filter_map(|slot| Some(instance_at(request, &slot.placement, &slot.segment?))).collect();
         instances.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
         assignments.push(GpuAssignment { node: position.node, index: position.index, gpu_model: gpu.model, instances });
     }
@@ -732,16 +712,7 @@ fn assemble(request: &PlanRequest<'_>, gpus: Vec<WorkGpu>, current: &Plan, remov
 /// A plan of `gpus` for `request`, carrying the current plan's node
 /// numbering, cluster names and images.
 fn finish_plan(request: &PlanRequest<'_>, current: &Plan, gpus: Vec<GpuAssignment>, strategy: &str) -> Plan {
-    let fleet: Vec<tessera_core::FleetUse> = request
-        .fleet
-        .iter()
-        .map(|offer| tessera_core::FleetUse {
-            gpu_model: offer.model,
-            cost_per_gpu: offer.cost,
-            limit: offer.limit,
-            gpus: gpus.iter().filter(|g| g.gpu_model == offer.model).count() as u64,
-        })
-        .collect();
+    let fleet = fleet_use(request, &gpus);
     let services = service_reports(gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
     let nodes_named = gpus.iter().all(|g| (g.node as usize) < current.node_names.len());
     Plan {
@@ -924,22 +895,28 @@ fn keep_layouts(request: &PlanRequest<'_>, current: &Plan, mut plan: Plan, remov
             None => unplaced.push(n),
         }
     }
-    // GPUs not rebuilt keep their position unless a rebuilt GPU took it.
+    // GPUs not rebuilt keep their position unless a rebuilt GPU took it;
+    // those must move to a position nobody keeps.
     let taken: HashSet<GpuPosition> =
         (0..plan.gpus.len()).filter(|n| !unplaced.contains(n)).map(|n| at(&plan.gpus[n])).collect();
-    let mut spare: Vec<GpuPosition> = positions_freed.into_iter().filter(|p| !taken.contains(p)).collect();
-    spare.extend(free_old.iter().map(|o| at(o)).filter(|p| !taken.contains(p)));
-    let mut spare: Vec<GpuPosition> = sorted(spare.into_iter());
+    let (staying, moving): (Vec<usize>, Vec<usize>) =
+        unplaced.into_iter().partition(|&n| !taken.contains(&at(&plan.gpus[n])));
+    let occupied: HashSet<GpuPosition> =
+        taken.iter().copied().chain(staying.iter().map(|&n| at(&plan.gpus[n]))).collect();
+    let mut spare: Vec<GpuPosition> = positions_freed;
+    spare.extend(free_old.iter().map(|o| at(o)));
+    let mut spare: Vec<GpuPosition> = sorted(spare.into_iter().filter(|p| !occupied.contains(p)));
     spare.dedup();
-    for n in unplaced {
-        let own = at(&plan.gpus[n]);
-        if taken.contains(&own) {
-            let position = spare.iter().position(|p| old.get(p).is_none_or(|o| o.gpu_model == plan.gpus[n].gpu_model));
-            let position = position.map(|k| spare.remove(k)).expect("a GPU's position is taken only by one given up");
-            (plan.gpus[n].node, plan.gpus[n].index) = (position.node, position.index);
-        } else if let Some(k) = spare.iter().position(|p| *p == own) {
-            spare.remove(k);
-        }
+    let per_node = current.gpus_per_node.max(1);
+    let mut next = plan.gpus.iter().chain(&current.gpus).map(|g| g.node * per_node + g.index + 1).max().unwrap_or(0);
+    for n in moving {
+        let model = plan.gpus[n].gpu_model;
+        let k = spare.iter().position(|p| old.get(p).is_none_or(|o| o.gpu_model == model));
+        let position = k.map(|k| spare.remove(k)).unwrap_or_else(|| {
+            next += 1;
+            GpuPosition { node: (next - 1) / per_node, index: (next - 1) % per_node }
+        });
+        (plan.gpus[n].node, plan.gpus[n].index) = (position.node, position.index);
     }
     plan.gpus.sort_by_key(|g| (g.node, g.index));
     plan.services = service_reports(plan.gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
@@ -1052,6 +1029,11 @@ mod tests {
         PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(GpuModel::A100_80GB, catalog, services) }
     }
 
+    /// Replans `services` on the built-in catalogue from `current`.
+    fn replan_of(catalog: &ProfileCatalog, services: &[ServiceSlo], current: &Plan, max_extra_gpus: u64) -> Replan {
+        replan(&ReplanRequest { plan: request(catalog, services), current, max_extra_gpus, removed_gpus: &[] }).unwrap()
+    }
+
     fn check(replanned: &Replan, catalog: &ProfileCatalog, services: &[ServiceSlo]) {
         let plan = &replanned.plan;
         let violations = verify(
@@ -1068,13 +1050,7 @@ mod tests {
         let catalog = builtin_catalog();
         let services = services(24, 1);
         let current = plan_optimal(&request(&catalog, &services)).unwrap();
-        let replanned = replan(&ReplanRequest {
-            plan: request(&catalog, &services),
-            current: &current,
-            max_extra_gpus: 0,
-            removed_gpus: &[],
-        })
-        .unwrap();
+        let replanned = replan_of(&catalog, &services, &current, 0);
         assert!(!replanned.from_fresh);
         assert!(replanned.diff.totals.is_empty(), "{:?}", replanned.diff.totals);
         assert_eq!(replanned.plan.gpus, current.gpus);
@@ -1090,13 +1066,7 @@ mod tests {
         let new: Vec<ServiceSlo> =
             old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
         for max_extra_gpus in [0, 1, 3] {
-            let replanned = replan(&ReplanRequest {
-                plan: request(&catalog, &new),
-                current: &current,
-                max_extra_gpus,
-                removed_gpus: &[],
-            })
-            .unwrap();
+            let replanned = replan_of(&catalog, &new, &current, max_extra_gpus);
             check(&replanned, &catalog, &new);
             assert!(replanned.plan.gpu_count as u64 <= replanned.fresh.gpu_count as u64 + max_extra_gpus);
             let (stable, fresh) = (replanned.diff.totals, replanned.fresh_diff.totals);
@@ -1135,13 +1105,7 @@ mod tests {
         let current = plan_optimal(&request(&catalog, &old)).unwrap();
         let mut new = old[1..].to_vec();
         new.push(ServiceSlo::new("newcomer", "resnet50", 300.0, 80.0).unwrap());
-        let replanned = replan(&ReplanRequest {
-            plan: request(&catalog, &new),
-            current: &current,
-            max_extra_gpus: 1,
-            removed_gpus: &[],
-        })
-        .unwrap();
+        let replanned = replan_of(&catalog, &new, &current, 1);
         check(&replanned, &catalog, &new);
         let instances = || replanned.plan.gpus.iter().flat_map(|g| &g.instances);
         assert!(instances().all(|i| i.service != old[0].service));

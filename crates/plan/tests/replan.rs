@@ -49,3 +49,49 @@ proptest! {
         prop_assert!(stable.churn() <= fresh.churn());
     }
 }
+
+/// ParvaGPU's scenarios with their rates × U[0.8, 1.2] (seeds 1 to 20, as
+/// `tessera bench replan` draws them): every replan passes the verifier.
+#[test]
+fn replans_of_parvagpu_scenarios_pass_the_verifier() {
+    let Some(catalog) = crate::common::parvagpu_catalog() else { return };
+    let Some(slo) = tessera_testkit::shared_data("parvagpu/slo") else { return };
+    let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
+    for scenario in 1..=6 {
+        let old = tessera_store::read_slo_scenario(
+            &slo.join("SLO_req_rate.csv"),
+            &slo.join("SLO_latency.csv"),
+            scenario,
+            &models,
+        )
+        .unwrap();
+        fn request<'a>(catalog: &'a tessera_core::ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
+            PlanRequest {
+                rule: LatencyRule::Parva,
+                time_limit: Some(std::time::Duration::from_secs(2)),
+                ..PlanRequest::new(GpuModel::A100_80GB, catalog, services)
+            }
+        }
+        let current = plan_optimal(&request(&catalog, &old)).unwrap();
+        for draw in 1..=20 {
+            let mut rng = SplitMix64::new(draw);
+            let new: Vec<ServiceSlo> =
+                old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
+            for max_extra_gpus in [0, 1] {
+                let replanned = replan(&ReplanRequest {
+                    plan: request(&catalog, &new),
+                    current: &current,
+                    max_extra_gpus,
+                    removed_gpus: &[],
+                })
+                .unwrap();
+                let violations = verify(
+                    &replanned.plan,
+                    &VerifyRequest { catalog: &catalog, services: &new, rule: LatencyRule::Parva, max_procs: 5 },
+                );
+                assert!(violations.is_empty(), "scenario {scenario}, draw {draw}, +{max_extra_gpus}: {violations:?}");
+                assert!(replanned.plan.services.iter().all(|s| s.met), "scenario {scenario}, draw {draw}");
+            }
+        }
+    }
+}

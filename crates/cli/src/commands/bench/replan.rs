@@ -29,6 +29,7 @@ use super::scale::{catalogue, parvagpu_family, synthetic_family, Family};
 use crate::output::{note, out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 /// Range of the factor applied to each rate in a draw.
 const RATE_CHANGE: (f64, f64) = (0.8, 1.2);
@@ -78,6 +79,7 @@ struct Tally {
     gpus: f64,
     kept_share: f64,
     min_kept_share: f64,
+    unchanged_share: f64,
     instances: f64,
     services: f64,
     seconds: f64,
@@ -93,6 +95,7 @@ impl Tally {
         self.runs += 1;
         self.gpus += gpus as f64;
         self.kept_share += share;
+        self.unchanged_share += totals.gpus_unchanged as f64 / old_gpus.max(1) as f64;
         self.instances += (totals.instances_created + totals.instances_destroyed) as f64;
         self.services += totals.services_restarted as f64;
         self.seconds += seconds;
@@ -109,6 +112,7 @@ impl Tally {
             format!("{:.1}", self.gpus / n),
             format!("{:.1}", 100.0 * self.kept_share / n),
             format!("{:.1}", 100.0 * self.min_kept_share),
+            format!("{:.1}", 100.0 * self.unchanged_share / n),
             format!("{:.1}", self.instances / n),
             format!("{:.1}", self.services / n),
             format!("{:.2}", self.seconds / n),
@@ -154,6 +158,7 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
         "GPUs",
         "kept %",
         "min %",
+        "same %",
         "inst ±",
         "restarts",
         "s",
@@ -203,24 +208,21 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
             let services = case.services.len();
             table.row(replanned.row(&case.name, services, &extra, &format!("replan ({} fresh)", replanned.fallbacks)));
             let mut scratch_row = scratch.row(&case.name, services, &extra, "scratch");
-            scratch_row[9] = "-".to_string();
+            scratch_row[10] = "-".to_string();
             table.row(scratch_row);
         }
     }
     let failure = cases.iter().max_by_key(|case| case.services.len()).map(|case| failure(case, &settings));
     drop(progress);
-    outln!(
+    let legend = format!(
         "latency rule {}, a100-80gb, up to {DEFAULT_MAX_PROCS} processes, {} draws of rates × U[{}, {}] from the \
          fresh optimum of the old rates, optimal time limit {} s; kept % = old GPUs whose MIG layout is kept (mean; \
-         min over draws); inst ± = instances created + destroyed; restarts = services with a segment added or \
-         removed; s = seconds per replan (fresh plan included); replan (n fresh) = draws where the fresh plan \
-         changed least and was returned",
-        bench.rule,
-        bench.draws,
-        RATE_CHANGE.0,
-        RATE_CHANGE.1,
-        bench.time_limit_s
-    )?;
+         min over draws); same % = old GPUs left exactly as they were (layout and segments); inst ± = instances \
+         created + destroyed; restarts = services with a segment added or removed; s = seconds per replan \
+         (fresh plan included); replan (n fresh) = draws where the fresh plan changed least and was returned",
+        bench.rule, bench.draws, RATE_CHANGE.0, RATE_CHANGE.1, bench.time_limit_s
+    );
+    outln!("{}", wrap_words(&legend, "", ""))?;
     out!("{}", table.render())?;
     if let Some(failure) = failure {
         out!("\n{}", failure?)?;
