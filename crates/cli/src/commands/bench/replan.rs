@@ -81,6 +81,7 @@ struct Tally {
     min_kept_share: f64,
     unchanged_share: f64,
     instances: f64,
+    processes: f64,
     services: f64,
     seconds: f64,
     failed_checks: usize,
@@ -97,6 +98,7 @@ impl Tally {
         self.kept_share += share;
         self.unchanged_share += totals.gpus_unchanged as f64 / old_gpus.max(1) as f64;
         self.instances += (totals.instances_created + totals.instances_destroyed) as f64;
+        self.processes += totals.processes_restarted as f64;
         self.services += totals.services_restarted as f64;
         self.seconds += seconds;
         self.failed_checks += usize::from(!verified);
@@ -114,6 +116,7 @@ impl Tally {
             format!("{:.1}", 100.0 * self.min_kept_share),
             format!("{:.1}", 100.0 * self.unchanged_share / n),
             format!("{:.1}", self.instances / n),
+            format!("{:.0}", self.processes / n),
             format!("{:.1}", self.services / n),
             format!("{:.2}", self.seconds / n),
             if self.failed_checks == 0 { "yes".to_string() } else { format!("NO ({})", self.failed_checks) },
@@ -160,6 +163,7 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
         "min %",
         "same %",
         "inst ±",
+        "procs",
         "restarts",
         "s",
         "verified",
@@ -208,7 +212,7 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
             let services = case.services.len();
             table.row(replanned.row(&case.name, services, &extra, &format!("replan ({} fresh)", replanned.fallbacks)));
             let mut scratch_row = scratch.row(&case.name, services, &extra, "scratch");
-            scratch_row[10] = "-".to_string();
+            scratch_row[11] = "-".to_string();
             table.row(scratch_row);
         }
     }
@@ -218,8 +222,9 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
         "latency rule {}, a100-80gb, up to {DEFAULT_MAX_PROCS} processes, {} draws of rates × U[{}, {}] from the \
          fresh optimum of the old rates, optimal time limit {} s; kept % = old GPUs whose MIG layout is kept (mean; \
          min over draws); same % = old GPUs left exactly as they were (layout and segments); inst ± = instances \
-         created + destroyed; restarts = services with a segment added or removed; s = seconds per replan \
-         (fresh plan included); replan (n fresh) = draws where the fresh plan changed least and was returned",
+         created + destroyed; procs = MPS processes started; restarts = services with a segment added or \
+         removed; s = seconds per replan (fresh plan included); replan (n fresh) = draws where the fresh plan \
+         changed least and was returned",
         bench.rule, bench.draws, RATE_CHANGE.0, RATE_CHANGE.1, bench.time_limit_s
     );
     outln!("{}", wrap_words(&legend, "", ""))?;
