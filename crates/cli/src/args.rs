@@ -1069,45 +1069,43 @@ pub enum BenchCommand {
     /// whole `tessera plan` process: time (load + plan + write), peak
     /// memory, GPUs, lower bound.
     Scale {
-        /// ParvaGPU's data folder (with prof_data/ and slo/).
-        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
-        parvagpu: PathBuf,
         /// Catalogue sizes (services).
         #[arg(long, value_delimiter = ',', default_value = "110,1100,11000")]
         sizes: Vec<usize>,
-        /// Seed of the rate factors.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Latency rule of every run.
-        #[arg(long, default_value = "parva", value_parser = parse_rule)]
-        latency_rule: LatencyRule,
-        /// Time limit of each optimal run, seconds (1e20: no limit).
-        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
-        time_limit: f64,
+        #[command(flatten)]
+        catalogue: CatalogueBench,
     },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
     /// created and destroyed, services restarted, against planning from
     /// scratch; and one GPU lost.
     Replan {
-        /// ParvaGPU's data folder (with prof_data/ and slo/).
-        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
-        parvagpu: PathBuf,
         /// Catalogue sizes (services), built as `bench scale` builds them.
         #[arg(long, value_delimiter = ',', default_value = "110,1100")]
         sizes: Vec<usize>,
         /// Draws of new rates per catalogue (seeds 1..N).
         #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
         draws: u64,
-        /// Seed of the catalogues' rates.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Latency rule of every plan.
-        #[arg(long, default_value = "parva", value_parser = parse_rule)]
-        latency_rule: LatencyRule,
-        /// Time limit of each optimal planning, seconds (1e20: no limit).
-        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
-        time_limit: f64,
+        #[command(flatten)]
+        catalogue: CatalogueBench,
     },
+}
+
+/// What `bench scale` and `bench replan` share: where ParvaGPU's data is,
+/// the catalogues' seed, and how every plan is made.
+#[derive(Debug, Clone, Args)]
+pub struct CatalogueBench {
+    /// ParvaGPU's data folder (with prof_data/ and slo/).
+    #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+    pub parvagpu: PathBuf,
+    /// Seed of the catalogues' rate factors.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Latency rule of every plan.
+    #[arg(long, default_value = "parva", value_parser = parse_rule)]
+    pub latency_rule: LatencyRule,
+    /// Time limit of each optimal planning, seconds (1e20: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
+    pub time_limit: f64,
 }
 
 fn parse_gpu(value: &str) -> Result<GpuModel, String> {

@@ -27,18 +27,16 @@ pub fn run(command: BenchCommand) -> Result<()> {
             })
         }
         BenchCommand::Simulate { seeds } => simulate::run(seeds),
-        BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
-            scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
+        BenchCommand::Scale { sizes, catalogue: c } => {
+            scale::run(&c.parvagpu, &sizes, c.seed, c.latency_rule, c.time_limit)
         }
-        BenchCommand::Replan { parvagpu, sizes, draws, seed, latency_rule, time_limit } => {
-            replan::run(&replan::ReplanBench {
-                parvagpu: &parvagpu,
-                sizes: &sizes,
-                draws,
-                seed,
-                rule: latency_rule,
-                time_limit_s: time_limit,
-            })
-        }
+        BenchCommand::Replan { sizes, draws, catalogue: c } => replan::run(&replan::ReplanBench {
+            parvagpu: &c.parvagpu,
+            sizes: &sizes,
+            draws,
+            seed: c.seed,
+            rule: c.latency_rule,
+            time_limit_s: c.time_limit,
+        }),
     }
 }
