@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
 use tessera_plan::{
-    LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT,
+    GpuPosition, LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
+    MAX_GPUS_LIMIT,
 };
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
@@ -41,6 +42,10 @@ pub enum Command {
     Plan(PlanArgs),
     /// Check a plan against profiles, SLOs and the MIG lattice.
     Verify(VerifyArgs),
+    /// What changes from one plan to another: per GPU (unchanged, services
+    /// changed, layout changed, added, removed), per service (segments
+    /// kept, added, removed) and in total.
+    Diff(DiffArgs),
     /// Manage the profile store: import, list, remove, export.
     #[command(subcommand)]
     Profiles(ProfilesCommand),
@@ -831,6 +836,28 @@ pub struct PlanArgs {
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
     pub max_gpus: u64,
 
+    /// Replan from the plan that runs (JSON or CSV as `tessera plan` writes
+    /// it): every SLO met within --max-extra-gpus of a fresh plan's GPUs,
+    /// then the fewest GPUs whose MIG layout changes, the fewest instances
+    /// created or destroyed, the fewest processes started. The latency rule
+    /// defaults to the plan's.
+    #[arg(long, value_name = "CURRENT", conflicts_with = "cluster")]
+    pub from: Option<PathBuf>,
+
+    /// With --from: GPUs the replan may use beyond the fresh optimum.
+    #[arg(long, value_name = "K", default_value_t = 0, requires = "from")]
+    pub max_extra_gpus: u64,
+
+    /// With --from: a GPU of the plan to drain (`NODE:GPU`, e.g. `0:3`); its
+    /// services move to the rest of the fleet. Repeat for more.
+    #[arg(long, value_name = "NODE:GPU", requires = "from", value_parser = parse_position)]
+    pub drain: Vec<GpuPosition>,
+
+    /// With --from: a GPU of the plan that failed (`NODE:GPU`); its
+    /// services are replanned onto the rest. Repeat for more.
+    #[arg(long, value_name = "NODE:GPU", requires = "from", value_parser = parse_position)]
+    pub lost: Vec<GpuPosition>,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -838,6 +865,31 @@ pub struct PlanArgs {
     /// Write the plan to this file (atomically) instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `tessera diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The plan that runs (JSON or CSV as `tessera plan` writes it).
+    pub old: PathBuf,
+
+    /// The plan to move to.
+    pub new: PathBuf,
+
+    /// List every GPU and service, unchanged ones too.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Also order the changes into steps, make before break (new instances
+    /// first, GPUs that only tear down last), grouping GPUs while no service
+    /// falls below its new rate, and name the services that dip.
+    #[arg(long)]
+    pub steps: bool,
+
+    /// Output format: the totals and a table of what changes, or JSON with
+    /// every GPU and service.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 /// `tessera verify`.
@@ -1094,22 +1146,43 @@ pub enum BenchCommand {
     /// whole `tessera plan` process: time (load + plan + write), peak
     /// memory, GPUs, lower bound.
     Scale {
-        /// ParvaGPU's data folder (with prof_data/ and slo/).
-        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
-        parvagpu: PathBuf,
         /// Catalogue sizes (services).
         #[arg(long, value_delimiter = ',', default_value = "1100,11000,110000")]
         sizes: Vec<usize>,
-        /// Seed of the rate factors.
-        #[arg(long, default_value_t = 42)]
-        seed: u64,
-        /// Latency rule of every run.
-        #[arg(long, default_value = "parva", value_parser = parse_rule)]
-        latency_rule: LatencyRule,
-        /// Time limit of each optimal run, seconds (1e20: no limit).
-        #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
-        time_limit: f64,
+        #[command(flatten)]
+        catalogue: CatalogueBench,
     },
+    /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
+    /// created and destroyed, services restarted, against planning from
+    /// scratch; and one GPU lost.
+    Replan {
+        /// Catalogue sizes (services), built as `bench scale` builds them.
+        #[arg(long, value_delimiter = ',', default_value = "110,1100")]
+        sizes: Vec<usize>,
+        /// Draws of new rates per catalogue (seeds 1..N).
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+        draws: u64,
+        #[command(flatten)]
+        catalogue: CatalogueBench,
+    },
+}
+
+/// What `bench scale` and `bench replan` share: where ParvaGPU's data is,
+/// the catalogues' seed, and how every plan is made.
+#[derive(Debug, Clone, Args)]
+pub struct CatalogueBench {
+    /// ParvaGPU's data folder (with prof_data/ and slo/).
+    #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+    pub parvagpu: PathBuf,
+    /// Seed of the catalogues' rate factors.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Latency rule of every plan.
+    #[arg(long, default_value = "parva", value_parser = parse_rule)]
+    pub latency_rule: LatencyRule,
+    /// Time limit of each optimal planning, seconds (1e20: no limit).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
+    pub time_limit: f64,
 }
 
 fn parse_gpu(value: &str) -> Result<GpuModel, String> {
@@ -1125,6 +1198,13 @@ fn parse_seconds(value: &str) -> Result<f64, String> {
         Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
         _ => Err(format!("expected a positive number of seconds, got '{value}'")),
     }
+}
+
+fn parse_position(value: &str) -> Result<GpuPosition, String> {
+    let parsed = value.split_once(':').and_then(|(node, index)| Some((node.parse().ok()?, index.parse().ok()?)));
+    parsed
+        .map(|(node, index)| GpuPosition { node, index })
+        .ok_or_else(|| format!("expected NODE:GPU as whole numbers, e.g. 0:3, got '{value}'"))
 }
 
 fn parse_rule(value: &str) -> Result<LatencyRule, String> {

@@ -69,6 +69,9 @@ fn fixtures(dir: &Path) {
              contexts:\n- name: dead\n  context:\n    cluster: dead\n    user: dead\nusers:\n- name: dead\n  user:\n    token: t\n"
                 .into(),
         ),
+        ("chat.csv", "service,model,rate_rps,latency_ms\nchat,gpt2,40,800\n".into()),
+        // `tessera plan --demo --slo chat.csv --format json`, on one line.
+        ("chat-plan.json", r#"{"version":1,"gpu_count":1,"total_cost":1.0,"strategy":"optimal","latency_rule":"queueing","gpus_per_node":8,"fleet":[{"gpu_model":"a100-80gb","cost_per_gpu":1.0,"gpus":1}],"gpus":[{"node":0,"index":0,"gpu_model":"a100-80gb","instances":[{"profile":"1g.10gb","size":1,"start":6,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451}]}],"services":[{"service":"chat","model":"gpt2","rate_rps":40.0,"latency_slo_ms":800.0,"provisioned_rps":41.59321947325404,"worst_latency_ms":192.33904230818902,"segments":1,"met":true}]}"#.into()),
         ("imageless.csv", "service,model,rate_rps,latency_ms,args\nshop,resnet50,100,100,--batch {batch}\n".into()),
         (
             "forever.json",
@@ -130,6 +133,20 @@ const CASES: &[Case] = &[
     case("plan --demo --slo {d}/imageless.csv", 1, r"^error: \S*imageless\.csv:2: field 'args': arguments without an image$"),
     case("k8s export {d}/absent.json", 2, r"^error: the following required arguments were not provided:$"),
     case("agent --node a --dry-run --once", 2, r"^error: the argument '--dry-run' cannot be used with '--once'$"),
+    // Replanning and diffs: a plan of another GPU model, a GPU the plan
+    // lacks, a GPU not written NODE:GPU, options without --from, the parva
+    // strategy, a file that is not a plan, a plan that is not there.
+    case("plan --demo --slo {d}/chat.csv --gpu h100-80gb --from {d}/chat-plan.json", 1,
+         r"^error: the current plan's GPU 0:0 is a100-80gb, which is not in the fleet \(h100-80gb\); name it with --gpu$"),
+    case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --drain 3:1", 1,
+         r"^error: GPU 3:1 is not in the current plan \(its GPUs: 0:0\)$"),
+    case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --lost 0", 2,
+         r"^error: invalid value '0' for '--lost <NODE:GPU>': expected NODE:GPU as whole numbers, e\.g\. 0:3, got '0'$"),
+    case("plan --demo --max-extra-gpus 2", 2, r"^error: the following required arguments were not provided:$"),
+    case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --strategy parva", 1,
+         r"^error: --from replans with the optimal strategy; drop --strategy parva$"),
+    case("diff {d}/chat-plan.json {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, .*\)$"),
+    case("diff {d}/chat-plan.json {d}/absent.json", 1, r"^error: \S*absent\.json: No such file or directory \(os error 2\)$"),
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
     case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
          r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),

@@ -11,6 +11,7 @@ mod plan;
 mod profile;
 mod profile_to_colocate;
 mod profiles;
+mod replan;
 mod segments;
 mod serve;
 mod simulate;

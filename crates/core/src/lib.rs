@@ -6,6 +6,7 @@
 //! `tessera-store`, decisions in `tessera-plan`.
 
 pub mod colocation;
+pub mod diff;
 pub mod error;
 pub mod fleet;
 pub mod gpu;
@@ -19,6 +20,10 @@ pub mod synthetic;
 pub mod text;
 
 pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
+pub use diff::{
+    diff_plans, transition_steps, DiffTotals, Dip, GpuChange, GpuDiff, GpuOperations, Operation, PlanDiff, ServiceDiff,
+    Step,
+};
 pub use error::{CoreError, LayoutError};
 pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};

@@ -1,6 +1,6 @@
 //! Turning per-GPU segment lists into a [`Plan`] with explicit placements.
 
-use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Plan, SizeCounts};
+use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Placement, Plan, SizeCounts};
 
 use crate::allocate::Segment;
 use crate::report::service_reports;
@@ -28,21 +28,7 @@ pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Seg
         let instances = placements
             .iter()
             .zip(&segments)
-            .map(|(placement, segment)| {
-                let slo = &request.services[segment.service];
-                debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
-                InstanceAssignment {
-                    profile: placement.profile.name.to_string(),
-                    size: placement.profile.compute_slices,
-                    start: placement.start,
-                    service: slo.service.clone(),
-                    model: slo.model.clone(),
-                    batch: segment.point.config.batch,
-                    procs: segment.point.config.procs,
-                    throughput_rps: segment.point.throughput_rps,
-                    latency_ms: segment.point.latency_ms,
-                }
-            })
+            .map(|(placement, segment)| instance_at(request, placement, segment))
             .collect();
         assignments.push(GpuAssignment {
             node: slot / gpus_per_node,
@@ -52,16 +38,7 @@ pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Seg
         });
         slot += 1;
     }
-    let fleet: Vec<FleetUse> = request
-        .fleet
-        .iter()
-        .map(|offer| FleetUse {
-            gpu_model: offer.model,
-            cost_per_gpu: offer.cost,
-            limit: offer.limit,
-            gpus: assignments.iter().filter(|g| g.gpu_model == offer.model).count() as u64,
-        })
-        .collect();
+    let fleet = fleet_use(request, &assignments);
     let services = service_reports(assignments.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
     Plan {
         gpu_count: assignments.len(),
@@ -77,4 +54,35 @@ pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Seg
         node_names: Vec::new(),
         images: Default::default(),
     }
+}
+
+/// The instance that runs `segment` at `placement`.
+pub(crate) fn instance_at(request: &PlanRequest<'_>, placement: &Placement, segment: &Segment) -> InstanceAssignment {
+    let slo = &request.services[segment.service];
+    debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
+    InstanceAssignment {
+        profile: placement.profile.name.to_string(),
+        size: placement.profile.compute_slices,
+        start: placement.start,
+        service: slo.service.clone(),
+        model: slo.model.clone(),
+        batch: segment.point.config.batch,
+        procs: segment.point.config.procs,
+        throughput_rps: segment.point.throughput_rps,
+        latency_ms: segment.point.latency_ms,
+    }
+}
+
+/// How many GPUs of each model of the request's fleet `gpus` use.
+pub(crate) fn fleet_use(request: &PlanRequest<'_>, gpus: &[GpuAssignment]) -> Vec<FleetUse> {
+    request
+        .fleet
+        .iter()
+        .map(|offer| FleetUse {
+            gpu_model: offer.model,
+            cost_per_gpu: offer.cost,
+            limit: offer.limit,
+            gpus: gpus.iter().filter(|g| g.gpu_model == offer.model).count() as u64,
+        })
+        .collect()
 }

@@ -131,6 +131,40 @@ pub enum PlanError {
         /// The ceiling (`--max-gpus`).
         max_gpus: u64,
     },
+    /// The current plan of a replan has a GPU of a model the fleet lacks.
+    #[error("the current plan's GPU {node}:{index} is {gpu}, which is not in the fleet ({fleet}); name it with --gpu")]
+    ForeignGpu {
+        /// Its node.
+        node: u32,
+        /// Its index in the node.
+        index: u32,
+        /// Its model.
+        gpu: String,
+        /// The fleet's models, comma-separated.
+        fleet: String,
+    },
+    /// The current plan of a replan names a MIG profile its GPU lacks.
+    #[error("the current plan's GPU {node}:{index} ({gpu}) has no MIG profile '{profile}'")]
+    ForeignProfile {
+        /// Its node.
+        node: u32,
+        /// Its index in the node.
+        index: u32,
+        /// Its model.
+        gpu: String,
+        /// The profile named.
+        profile: String,
+    },
+    /// A GPU to drain or replace is not in the current plan.
+    #[error("GPU {node}:{index} is not in the current plan (its GPUs: {known})")]
+    GpuNotInPlan {
+        /// The node given.
+        node: u32,
+        /// The index given.
+        index: u32,
+        /// The plan's GPUs, abbreviated.
+        known: String,
+    },
     /// A ceiling of no GPU, or one beyond what the planners handle.
     #[error("the GPU ceiling must be between 1 and {limit}, got {max_gpus}")]
     CeilingOutOfRange {

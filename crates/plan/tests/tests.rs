@@ -6,3 +6,4 @@ mod common;
 mod ilp_oracle;
 mod random_slos;
 mod reference;
+mod replan;

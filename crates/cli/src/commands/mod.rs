@@ -3,6 +3,7 @@
 mod bench;
 mod colocate;
 mod deploy;
+mod diff;
 pub mod k8s;
 mod plan;
 mod profile;
@@ -24,6 +25,7 @@ pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Plan(args) => plan::run(&args, store),
         Command::Verify(args) => verify::run(&args, store),
+        Command::Diff(args) => diff::run(&args),
         Command::Profiles(command) => profiles::run(command, store),
         Command::Colocate(command) => colocate::run(command, store),
         Command::Simulate(args) => simulate::run(args),

@@ -7,22 +7,32 @@ use std::time::Duration;
 use tessera_core::GpuOffer;
 use tessera_k8s::{place_on_cluster, Inventory};
 
-use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanRequest};
+use tessera_core::text::count;
+use tessera_core::Plan;
+use tessera_plan::{plan_optimal, plan_parva, replan, GpuPosition, LatencyRule, PlanRequest, Replan, ReplanRequest};
+use tessera_store::read_plan_file;
 
-use crate::args::{PlanArgs, Strategy};
+use crate::args::{Format, PlanArgs, Strategy};
+use crate::commands::diff::comparison_table;
 use crate::inputs;
 use crate::output::{emit, note};
 use crate::progress::Progress;
 use crate::render::render_plan;
+use crate::terminal::wrap_words;
 
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let mut args = args.clone();
     let inventory = if args.cluster { Some(cluster_fleet(&mut args)?) } else { None };
     let args = &args;
     let loaded = inputs::load(&args.inputs, store)?;
-    let default_rule = match args.strategy {
-        Strategy::Optimal => LatencyRule::Queueing,
-        Strategy::Parva => LatencyRule::Parva,
+    let current = match &args.from {
+        Some(path) => Some(read_current(path, args, &loaded.catalog)?),
+        None => None,
+    };
+    let default_rule = match (args.strategy, &current) {
+        (Strategy::Optimal, Some(current)) => current.latency_rule.parse().unwrap_or(LatencyRule::Queueing),
+        (Strategy::Optimal, None) => LatencyRule::Queueing,
+        (Strategy::Parva, _) => LatencyRule::Parva,
     };
     let request = PlanRequest {
         fleet: args.inputs.profiles.gpus.clone(),
@@ -35,6 +45,9 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
         max_gpus: args.max_gpus,
     };
+    if let Some(current) = &current {
+        return replan_from(args, request, current, loaded.notes);
+    }
     let limit = match request.time_limit {
         Some(_) => format!("up to {:.0} s", args.time_limit),
         None => "no time limit".to_string(),
@@ -56,6 +69,65 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         plan = place_on_cluster(&plan, &inventory)?;
     }
     emit(&render_plan(&plan, args.format)?, args.output.as_deref())
+}
+
+/// The plan of `--from`, refused with `--strategy parva` (replanning runs
+/// the optimal strategy).
+fn read_current(path: &Path, args: &PlanArgs, catalog: &tessera_core::ProfileCatalog) -> Result<Plan> {
+    if args.strategy == Strategy::Parva {
+        bail!("--from replans with the optimal strategy; drop --strategy parva");
+    }
+    Ok(read_plan_file(path, args.inputs.profiles.first_gpu(), catalog)?)
+}
+
+/// `tessera plan --from`: the replan, with the fresh optimum beside it.
+fn replan_from(args: &PlanArgs, request: PlanRequest<'_>, current: &Plan, notes: Vec<String>) -> Result<()> {
+    let removed: Vec<GpuPosition> = args.drain.iter().chain(&args.lost).copied().collect();
+    let progress = Progress::spinner(format!(
+        "replanning {} services from a plan of {}",
+        request.services.len(),
+        count(current.gpu_count, "GPU")
+    ));
+    let replanned =
+        replan(&ReplanRequest { plan: request, current, max_extra_gpus: args.max_extra_gpus, removed_gpus: &removed });
+    drop(progress);
+    let Replan { mut plan, fresh, diff, fresh_diff, from_fresh } = replanned?;
+    for position in &args.drain {
+        plan.notes.push(format!("GPU {position} drained: its services run elsewhere before it is emptied"));
+    }
+    for position in &args.lost {
+        plan.notes.push(format!("GPU {position} lost: its services are replanned onto the rest"));
+    }
+    plan.notes.extend(notes);
+    let comparison = comparison_table(
+        current.gpu_count,
+        &[("replan", plan.gpu_count, &diff.totals), ("fresh optimum", fresh.gpu_count, &fresh_diff.totals)],
+    );
+    let mut document = render_plan(&plan, args.format)?;
+    if args.format == Format::Table {
+        document.extend_from_slice(
+            wrap_words(
+                "\nfrom the current plan: MIG layouts kept, GPUs reconfigured, instances created + destroyed, \
+                 processes started, services restarted:",
+                "",
+                "",
+            )
+            .as_bytes(),
+        );
+        document.push(b'\n');
+        document.extend_from_slice(comparison.as_bytes());
+    } else {
+        note(format_args!(
+            "replan: {}, {} of {} layouts kept; fresh optimum: {}, {} kept{}",
+            count(plan.gpu_count, "GPU"),
+            diff.totals.layouts_kept(),
+            current.gpu_count,
+            count(fresh.gpu_count, "GPU"),
+            fresh_diff.totals.layouts_kept(),
+            if from_fresh { " (the fresh plan's layouts changed least)" } else { "" }
+        ));
+    }
+    emit(&document, args.output.as_deref())
 }
 
 /// Replaces the fleet of `args` with the cluster's MIG-capable GPUs (each

@@ -3,6 +3,7 @@
 
 mod colocate;
 mod profiles;
+mod replan;
 mod scale;
 mod serve;
 mod simulate;
@@ -30,8 +31,16 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Serve { clients, reads, verifies, jobs, time_limit, workers } => {
             serve::run(clients, reads, verifies, jobs, time_limit, workers)
         }
-        BenchCommand::Scale { parvagpu, sizes, seed, latency_rule, time_limit } => {
-            scale::run(&parvagpu, &sizes, seed, latency_rule, time_limit)
+        BenchCommand::Scale { sizes, catalogue: c } => {
+            scale::run(&c.parvagpu, &sizes, c.seed, c.latency_rule, c.time_limit)
         }
+        BenchCommand::Replan { sizes, draws, catalogue: c } => replan::run(&replan::ReplanBench {
+            parvagpu: &c.parvagpu,
+            sizes: &sizes,
+            draws,
+            seed: c.seed,
+            rule: c.latency_rule,
+            time_limit_s: c.time_limit,
+        }),
     }
 }

@@ -51,10 +51,10 @@ fn strategies(rule: LatencyRule) -> &'static [&'static str] {
 }
 
 /// One family of catalogues: base objectives, profiles, how to pass them.
-struct Family {
-    name: &'static str,
-    base: Vec<ServiceSlo>,
-    catalog: ProfileCatalog,
+pub(super) struct Family {
+    pub(super) name: &'static str,
+    pub(super) base: Vec<ServiceSlo>,
+    pub(super) catalog: ProfileCatalog,
     profile_args: Vec<String>,
 }
 
@@ -143,7 +143,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
     Ok(())
 }
 
-fn parvagpu_family(dir: &Path) -> Result<Family> {
+pub(super) fn parvagpu_family(dir: &Path) -> Result<Family> {
     let profiles = dir.join("prof_data");
     let catalog: ProfileCatalog = read_profile_dir(&profiles, GpuModel::A100_80GB)?.catalog();
     let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
@@ -157,7 +157,7 @@ fn parvagpu_family(dir: &Path) -> Result<Family> {
     })
 }
 
-fn synthetic_family() -> Family {
+pub(super) fn synthetic_family() -> Family {
     let mut base: Vec<ServiceSlo> = Vec::new();
     for service in demo_services() {
         if !base.iter().any(|b| b.model == service.model) {
@@ -169,7 +169,7 @@ fn synthetic_family() -> Family {
 }
 
 /// `size` services over the base objectives (see the module docs).
-fn catalogue(base: &[ServiceSlo], size: usize, seed: u64) -> Vec<ServiceSlo> {
+pub(super) fn catalogue(base: &[ServiceSlo], size: usize, seed: u64) -> Vec<ServiceSlo> {
     let mut rng = SplitMix64::new(seed);
     (0..size)
         .map(|i| {

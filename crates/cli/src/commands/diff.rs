@@ -1,0 +1,185 @@
+//! `tessera diff`, and the comparison `tessera plan --from` prints.
+
+use anyhow::Result;
+use tessera_core::text::count;
+use tessera_core::{
+    diff_plans, transition_steps, DiffTotals, GpuChange, GpuModel, Plan, PlanDiff, ProfileCatalog, Step,
+};
+use tessera_store::read_plan_file;
+
+use crate::args::{DiffArgs, ListFormat};
+use crate::output::{out, outln};
+use crate::table::TextTable;
+use crate::terminal::wrap_words;
+
+pub fn run(args: &DiffArgs) -> Result<()> {
+    // Plan files written by `tessera plan` record their GPU model and need no
+    // profiles; a ParvaGPU map (which needs both) is refused by the reader.
+    let read = |path: &std::path::Path| read_plan_file(path, GpuModel::A100_80GB, &ProfileCatalog::new());
+    let (old, new) = (read(&args.old)?, read(&args.new)?);
+    let diff = diff_plans(&old, &new);
+    let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
+    match args.format {
+        ListFormat::Json => {
+            let mut report = serde_json::json!({
+                "old": args.old,
+                "new": args.new,
+                "totals": diff.totals,
+                "layouts_kept": diff.totals.layouts_kept(),
+                "gpus": diff.gpus.iter().filter(|g| args.all || g.change != GpuChange::Unchanged).collect::<Vec<_>>(),
+                "services": diff.services.iter().filter(|s| args.all || s.restarted()).collect::<Vec<_>>(),
+            });
+            if args.steps {
+                report["steps"] = serde_json::to_value(&steps)?;
+            }
+            outln!("{}", serde_json::to_string_pretty(&report)?)?;
+        }
+        ListFormat::Table => {
+            outln!("{} → {}", args.old.display(), args.new.display())?;
+            out!("{}", render_diff(&old, &new, &diff, args.all))?;
+            if args.steps {
+                out!("\n{}", render_steps(&steps))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The totals as three paragraphs of words, wrapped to the terminal.
+pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String {
+    let kept = totals.layouts_kept();
+    let share = if old_gpus > 0 { format!(" ({:.1}%)", 100.0 * kept as f64 / old_gpus as f64) } else { String::new() };
+    let text = format!(
+        "{} → {}: {kept} of {old_gpus} layouts kept{share}\n\
+         GPUs: {} unchanged, {} with services changed only, {} with the layout changed, {} added, {} removed\n\
+         {} created, {} destroyed; {} started; {} restarted",
+        count(old_gpus, "GPU"),
+        count(new_gpus, "GPU"),
+        totals.gpus_unchanged,
+        totals.gpus_services_changed,
+        totals.gpus_layout_changed,
+        totals.gpus_added,
+        totals.gpus_removed,
+        count(totals.instances_created, "instance"),
+        totals.instances_destroyed,
+        count(totals.processes_restarted, "process"),
+        count(totals.services_restarted, "service"),
+    );
+    text.lines().map(|line| wrap_words(line, "", "  ") + "\n").collect()
+}
+
+/// The totals, then the GPUs and services that change (all with `all`).
+fn render_diff(old: &Plan, new: &Plan, diff: &PlanDiff, all: bool) -> String {
+    let mut text = totals_text(old.gpu_count, new.gpu_count, &diff.totals);
+    let mut gpus = TextTable::new(&["node", "gpu", "change", "old layout", "new layout"]);
+    let mut listed = 0;
+    for gpu in diff.gpus.iter().filter(|g| all || g.change != GpuChange::Unchanged) {
+        listed += 1;
+        gpus.row_of_pieces(vec![
+            vec![gpu.node.to_string()],
+            vec![gpu.index.to_string()],
+            vec![gpu.change.name().to_string()],
+            pieces(&gpu.old_layout),
+            pieces(&gpu.new_layout),
+        ]);
+    }
+    if listed > 0 {
+        text.push('\n');
+        text.push_str(&gpus.render());
+    }
+    let mut services = TextTable::new(&["service", "kept", "added", "removed"]);
+    let mut listed = 0;
+    for service in diff.services.iter().filter(|s| all || s.restarted()) {
+        listed += 1;
+        services.row(vec![
+            service.service.clone(),
+            service.segments_kept.to_string(),
+            service.segments_added.to_string(),
+            service.segments_removed.to_string(),
+        ]);
+    }
+    if listed > 0 {
+        text.push('\n');
+        text.push_str(&services.render());
+    }
+    text
+}
+
+fn pieces(layout: &[String]) -> Vec<String> {
+    if layout.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        layout.iter().enumerate().map(|(i, tile)| if i == 0 { tile.clone() } else { format!(" {tile}") }).collect()
+    }
+}
+
+/// Plans side by side against the same old plan: GPUs, layouts kept, GPUs
+/// reconfigured, instances created + destroyed, processes started, services
+/// restarted.
+pub fn comparison_table(old_gpus: usize, rows: &[(&str, usize, &DiffTotals)]) -> String {
+    let mut table = TextTable::new(&["plan", "GPUs", "kept", "reconfigured", "instances ±", "processes", "services"]);
+    for (name, gpus, totals) in rows {
+        table.row(vec![
+            name.to_string(),
+            gpus.to_string(),
+            format!("{}/{old_gpus}", totals.layouts_kept()),
+            totals.gpus_reconfigured().to_string(),
+            (totals.instances_created + totals.instances_destroyed).to_string(),
+            totals.processes_restarted.to_string(),
+            totals.services_restarted.to_string(),
+        ]);
+    }
+    table.render()
+}
+
+/// The steps as a table (step, GPU, its operations), then each service that
+/// dips: in how many steps, and how low.
+fn render_steps(steps: &[Step]) -> String {
+    let mut text = wrap_words(
+        &format!("{}, make before break (each GPU's operations in order):", count(steps.len(), "step")),
+        "",
+        "",
+    );
+    text.push('\n');
+    if steps.is_empty() {
+        return text;
+    }
+    let mut table = TextTable::new(&["step", "gpu", "operations"]);
+    let mut dips: std::collections::BTreeMap<&str, (usize, f64, f64)> = std::collections::BTreeMap::new();
+    for (number, step) in steps.iter().enumerate() {
+        for gpu in &step.gpus {
+            let last = gpu.operations.len().saturating_sub(1);
+            let operations: Vec<String> = gpu
+                .operations
+                .iter()
+                .enumerate()
+                .map(|(i, op)| if i == last { op.to_string() } else { format!("{op}, ") })
+                .collect();
+            table.row_of_pieces(vec![
+                vec![(number + 1).to_string()],
+                vec![format!("{}:{}", gpu.node, gpu.index)],
+                operations,
+            ]);
+        }
+        for dip in &step.dips {
+            let share = dip.provisioned_rps.max(0.0) / dip.rate_rps;
+            let entry = dips.entry(&dip.service).or_insert((0, share, dip.rate_rps));
+            entry.0 += 1;
+            entry.1 = entry.1.min(share);
+        }
+    }
+    text.push_str(&table.render());
+    if dips.is_empty() {
+        text.push_str("no service falls below its rate\n");
+    }
+    for (service, (count_of_steps, lowest, rate_rps)) in dips {
+        let line = format!(
+            "{service} dips below its {rate_rps} req/s in {} (down to {:.0}% of it): no spare capacity covers it",
+            count(count_of_steps, "step"),
+            100.0 * lowest
+        );
+        text.push_str(&wrap_words(&line, "", "  "));
+        text.push('\n');
+    }
+    text
+}
