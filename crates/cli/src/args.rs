@@ -890,6 +890,13 @@ pub struct DiffArgs {
     /// every GPU and service.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+
+    /// Also draw the GPUs that change, each as it was beside as it will be
+    /// (MIG tiles at their start slices, as `tessera report` draws them), as
+    /// one self-contained HTML page written to FILE (`-`: standard output,
+    /// instead of the table or JSON).
+    #[arg(long, value_name = "FILE")]
+    pub picture: Option<PathBuf>,
 }
 
 /// `tessera verify`.

@@ -139,3 +139,24 @@ fn diff_steps_order_the_changes_and_name_what_dips() {
     assert!(table.contains("make before break"), "{table}");
     assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
 }
+
+#[test]
+fn diff_picture_draws_each_changed_gpu_old_beside_new() {
+    let Setup { dir, store, old, new } = setup();
+    ok(
+        &["plan", "--demo", "--from", &old, "--drain", "0:1", "--max-extra-gpus", "1", "--format", "json", "-o", &new],
+        &store,
+    );
+    let diff = diff_json(&old, &new, &store);
+    let changed = diff["gpus"].as_array().unwrap();
+    let picture = dir.path().join("diff.html");
+    let table = ok(&["diff", &old, &new, "--picture", &picture.display().to_string()], &store);
+    assert!(table.contains("layouts kept"), "the table still prints: {table}");
+    let html = std::fs::read_to_string(&picture).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("old.json → new.json"));
+    assert_eq!(html.matches(r#"<div class="change "#).count(), changed.len(), "one row per changed GPU");
+    assert!(html.contains(r#"data-node="0" data-gpu="1" data-change="removed""#), "{html}");
+    // To standard output, the page alone.
+    let page = ok(&["diff", &old, &new, "--picture", "-"], &store);
+    assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"), "{page}");
+}

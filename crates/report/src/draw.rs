@@ -45,15 +45,22 @@ impl Palette {
     /// Colours for the plan's services (in report order), then for services
     /// that appear only in instances.
     pub(crate) fn of(plan: &Plan) -> Palette {
+        Palette::of_plans(&[plan])
+    }
+
+    /// Colours for the services of every plan in `plans`, in that order: a
+    /// service keeps its colour in all of them.
+    pub(crate) fn of_plans(plans: &[&Plan]) -> Palette {
         let mut index = HashMap::new();
-        let names = plan
-            .services
-            .iter()
-            .map(|report| report.service.as_str())
-            .chain(plan.gpus.iter().flat_map(|gpu| gpu.instances.iter().map(|instance| instance.service.as_str())));
-        for name in names {
-            let next = index.len();
-            index.entry(name.to_string()).or_insert(next);
+        for plan in plans {
+            let names =
+                plan.services.iter().map(|report| report.service.as_str()).chain(
+                    plan.gpus.iter().flat_map(|gpu| gpu.instances.iter().map(|instance| instance.service.as_str())),
+                );
+            for name in names {
+                let next = index.len();
+                index.entry(name.to_string()).or_insert(next);
+            }
         }
         Palette { index }
     }

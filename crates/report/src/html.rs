@@ -26,6 +26,11 @@ td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}.no
 /// A whole HTML document: `title`, the links of `nav` (`(href, text)`),
 /// and `body` (HTML) in its main part.
 pub fn page(title: &str, nav: &[(&str, &str)], body: &str) -> String {
+    styled_page(title, nav, "", body)
+}
+
+/// [`page`] with `extra_style` (CSS) after the page's own.
+pub(crate) fn styled_page(title: &str, nav: &[(&str, &str)], extra_style: &str, body: &str) -> String {
     let mut links = String::new();
     for (href, text) in nav {
         let _ = write!(links, r#"<a href="{}">{}</a>"#, escape_xml(href), escape_xml(text));
@@ -33,7 +38,7 @@ pub fn page(title: &str, nav: &[(&str, &str)], body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
-         <style>{PAGE_STYLE}{SVG_STYLE}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
+         <style>{PAGE_STYLE}{SVG_STYLE}{extra_style}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
          <main>\n{body}</main></body></html>\n",
         escape_xml(title),
         escape_xml(title)

@@ -10,6 +10,8 @@
 //! * [`plan_svg`] — the tiles alone, one SVG document.
 //! * [`plan_report_html`] — the whole report: the optimality line, a legend,
 //!   GPUs grouped by node, the per-service table.
+//! * [`diff_report_html`] — two plans side by side: every GPU that changes,
+//!   as it was beside as it will be (`tessera diff --picture`).
 //! * [`plan_section`] and [`page`] — the pieces, for pages that put a plan
 //!   beside other content (text goes in escaped by
 //!   `tessera_core::text::escape_xml`).
@@ -23,8 +25,10 @@
 //!
 //! Invariant: no I/O; the same plan gives the same bytes.
 
+mod diff;
 mod draw;
 mod html;
 
+pub use diff::diff_report_html;
 pub use draw::plan_svg;
 pub use html::{page, plan_report_html, plan_section};

@@ -8,7 +8,7 @@ use tessera_core::{
 use tessera_store::read_plan_file;
 
 use crate::args::{DiffArgs, ListFormat};
-use crate::output::{out, outln};
+use crate::output::{emit, out, outln};
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
@@ -19,6 +19,16 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     let (old, new) = (read(&args.old)?, read(&args.new)?);
     let diff = diff_plans(&old, &new);
     let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
+    if let Some(picture) = &args.picture {
+        let title = format!("Tessera plan diff — {} → {}", file_name(&args.old), file_name(&args.new));
+        let summary = totals_lines(old.gpu_count, new.gpu_count, &diff.totals);
+        let page = tessera_report::diff_report_html(&old, &new, &diff, &summary, &title, args.all);
+        emit(page.as_bytes(), Some(picture))?;
+        if picture.as_os_str() == "-" {
+            // The page is the output; a table after it would spoil it.
+            return Ok(());
+        }
+    }
     match args.format {
         ListFormat::Json => {
             let mut report = serde_json::json!({
@@ -45,11 +55,16 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     Ok(())
 }
 
-/// The totals as three paragraphs of words, wrapped to the terminal.
-pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String {
+/// The last component of `path`, for titles.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
+}
+
+/// The totals as three paragraphs of words, one a line.
+fn totals_lines(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String {
     let kept = totals.layouts_kept();
     let share = if old_gpus > 0 { format!(" ({:.1}%)", 100.0 * kept as f64 / old_gpus as f64) } else { String::new() };
-    let text = format!(
+    format!(
         "{} → {}: {kept} of {old_gpus} layouts kept{share}\n\
          GPUs: {} unchanged, {} with services changed only, {} with the layout changed, {} added, {} removed\n\
          {} created, {} destroyed; {} started; {} restarted",
@@ -64,7 +79,12 @@ pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> Str
         totals.instances_destroyed,
         count(totals.processes_restarted, "process"),
         count(totals.services_restarted, "service"),
-    );
+    )
+}
+
+/// The totals as three paragraphs of words, wrapped to the terminal.
+pub fn totals_text(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String {
+    let text = totals_lines(old_gpus, new_gpus, totals);
     text.lines().map(|line| wrap_words(line, "", "  ") + "\n").collect()
 }
 
