@@ -16,8 +16,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tessera_core::synthetic::{builtin_catalog, demo_services};
+use tessera_core::text::count;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
-use tessera_plan::{complete_for_fleet, plan_optimal, plan_parva, LatencyRule, PlanRequest, ProfileOrigin};
+use tessera_plan::{
+    complete_for_fleet, plan_optimal, plan_parva, replan, LatencyRule, PlanRequest, ProfileOrigin, ReplanRequest,
+};
 use tessera_store::Store;
 use tokio::sync::{Notify, Semaphore};
 
@@ -57,6 +60,15 @@ pub(crate) struct PlanJobRequest {
     /// Most GPUs the plan may use.
     #[serde(default = "default_max_gpus")]
     pub max_gpus: u64,
+    /// Replan from the plan of this done job (the plan that runs now), as
+    /// `tessera plan --from`: every SLO met, at most the fresh optimum's GPUs
+    /// plus `max_extra_gpus`, then the fewest GPUs reconfigured, instances
+    /// created or destroyed, and processes started. `optimal` only.
+    #[serde(default)]
+    pub from_plan: Option<u64>,
+    /// With `from_plan`: GPUs the replan may use beyond the fresh optimum.
+    #[serde(default)]
+    pub max_extra_gpus: u64,
 }
 
 fn default_strategy() -> String {
@@ -100,6 +112,10 @@ pub(crate) struct CheckedRequest {
     pub gpus_per_node: u32,
     /// Most GPUs.
     pub max_gpus: u64,
+    /// The job whose plan to replan from.
+    pub from_plan: Option<u64>,
+    /// GPUs a replan may use beyond the fresh optimum.
+    pub max_extra_gpus: u64,
 }
 
 impl PlanJobRequest {
@@ -133,6 +149,11 @@ impl PlanJobRequest {
                 self.time_limit_s
             )));
         }
+        if self.from_plan.is_some() && parva {
+            return Err(ApiError::invalid(
+                "field 'from_plan': replanning uses the optimal strategy; leave 'strategy' out or set it to \"optimal\"",
+            ));
+        }
         if self.gpus_per_node == 0 {
             return Err(ApiError::invalid("field 'gpus_per_node': must be at least 1"));
         }
@@ -145,6 +166,8 @@ impl PlanJobRequest {
             max_procs: self.max_procs,
             gpus_per_node: self.gpus_per_node,
             max_gpus: self.max_gpus,
+            from_plan: self.from_plan,
+            max_extra_gpus: self.max_extra_gpus,
         })
     }
 }
@@ -165,6 +188,9 @@ pub(crate) struct JobInputs {
     /// go into the plan, for running it in a cluster).
     #[serde(default)]
     pub images: BTreeMap<String, ServiceImage>,
+    /// With `from_plan`: the job it names and the plan that runs now.
+    #[serde(default)]
+    pub current: Option<(u64, Plan)>,
 }
 
 impl JobInputs {
@@ -194,6 +220,10 @@ impl JobInputs {
             }
             (services, catalog, ProfileOrigin::Measured)
         };
+        let current = match request.from_plan {
+            Some(id) => Some((id, current_plan(store, id)?)),
+            None => None,
+        };
         let fleet: Vec<GpuModel> = request.fleet.iter().map(|offer| offer.model).collect();
         let (catalog, estimates) = complete_for_fleet(catalog, origin, &fleet);
         Ok(JobInputs {
@@ -201,6 +231,7 @@ impl JobInputs {
             profiles: catalog.iter().cloned().collect(),
             notes: estimates.iter().map(ToString::to_string).collect(),
             images,
+            current,
         })
     }
 
@@ -217,8 +248,17 @@ impl JobInputs {
     }
 }
 
-/// Plans `inputs` as `request` asks; the error is the planner's one-line
-/// message.
+/// The plan of done job `id`: a 404 when there is no such job, a 422 when
+/// it has no plan.
+fn current_plan(store: &Store, id: u64) -> Result<Plan, ApiError> {
+    let job = store.job(id)?.ok_or_else(|| ApiError::not_found(format!("field 'from_plan': no planning job {id}")))?;
+    job.plan.ok_or_else(|| {
+        ApiError::invalid(format!("field 'from_plan': job {id} has no plan (it is {})", job.status.name()))
+    })
+}
+
+/// Plans `inputs` as `request` asks (a replan when they hold the plan that
+/// runs); the error is the planner's one-line message.
 pub(crate) fn plan(request: &CheckedRequest, inputs: &JobInputs) -> Result<Plan, String> {
     let catalog = inputs.catalog()?;
     let plan_request = PlanRequest {
@@ -232,8 +272,29 @@ pub(crate) fn plan(request: &CheckedRequest, inputs: &JobInputs) -> Result<Plan,
         max_gpus: request.max_gpus,
     };
     let started = Instant::now();
-    let planned = if request.parva { plan_parva(&plan_request) } else { plan_optimal(&plan_request) };
-    let mut plan = planned.map_err(|e| e.to_string())?;
+    let mut plan = match &inputs.current {
+        Some((id, current)) => {
+            let replanned = replan(&ReplanRequest {
+                plan: plan_request,
+                current,
+                max_extra_gpus: request.max_extra_gpus,
+                removed_gpus: &[],
+            })
+            .map_err(|e| e.to_string())?;
+            let mut plan = replanned.plan;
+            plan.notes.push(format!(
+                "replanned from plan {id}: {} of {} layouts kept, {} reconfigured; the fresh optimum: {}, {} layouts kept",
+                replanned.diff.totals.layouts_kept(),
+                current.gpu_count,
+                count(replanned.diff.totals.gpus_reconfigured(), "GPU"),
+                count(replanned.fresh.gpu_count, "GPU"),
+                replanned.fresh_diff.totals.layouts_kept(),
+            ));
+            plan
+        }
+        None if request.parva => plan_parva(&plan_request).map_err(|e| e.to_string())?,
+        None => plan_optimal(&plan_request).map_err(|e| e.to_string())?,
+    };
     plan.notes.extend(inputs.notes.iter().cloned());
     plan.images = inputs.images.clone();
     let unproven = plan.optimality.as_ref().is_some_and(|o| !o.proven_optimal);

@@ -254,3 +254,40 @@ async fn the_colocation_and_simulation_pages_show_what_the_api_answers() {
     assert!(chart.matches("<rect ").count() >= 6, "{chart}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_replans_from_a_done_plan_with_the_fresh_optimum_in_its_notes() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    let first = client.post("/v1/plans", &json!({"demo": true})).await.unwrap().json()["id"].as_u64().unwrap();
+    let old = wait_job(&mut client, first).await;
+    assert_eq!(old["status"], "done", "{old}");
+
+    // The same services from the running plan: nothing moves.
+    let again = client.post("/v1/plans", &json!({"demo": true, "from_plan": first})).await.unwrap();
+    assert_eq!(again.status, 202, "{}", again.text());
+    let replanned = wait_job(&mut client, again.json()["id"].as_u64().unwrap()).await;
+    assert_eq!(replanned["status"], "done", "{replanned}");
+    assert_eq!(replanned["plan"]["gpus"], old["plan"]["gpus"], "unchanged SLOs keep every GPU as it is");
+    let notes = replanned["plan"]["notes"].as_array().unwrap();
+    let gpus = old["plan"]["gpu_count"].as_u64().unwrap();
+    let expected = format!("replanned from plan {first}: {gpus} of {gpus} layouts kept, 0 GPUs reconfigured");
+    assert!(notes.iter().any(|note| note.as_str().unwrap().starts_with(&expected)), "{notes:?}");
+
+    // Refusals: no such job, a job without a plan is not a plan, parva cannot replan.
+    let missing = client.post("/v1/plans", &json!({"demo": true, "from_plan": 999})).await.unwrap();
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    assert!(error_of(&missing).1.contains("no planning job 999"), "{}", missing.text());
+    let too_few = client.post("/v1/plans", &json!({"demo": true, "max_gpus": 1})).await.unwrap().json();
+    let failed = wait_job(&mut client, too_few["id"].as_u64().unwrap()).await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let planless = json!({"demo": true, "from_plan": failed["id"]});
+    let planless = client.post("/v1/plans", &planless).await.unwrap();
+    assert_eq!(planless.status, 422, "{}", planless.text());
+    assert!(error_of(&planless).1.contains("has no plan (it is failed)"), "{}", planless.text());
+    let parva =
+        client.post("/v1/plans", &json!({"demo": true, "from_plan": first, "strategy": "parva"})).await.unwrap();
+    assert_eq!(parva.status, 422, "{}", parva.text());
+    assert!(error_of(&parva).1.contains("field 'from_plan'"), "{}", parva.text());
+    server.stop().await;
+}
