@@ -848,6 +848,14 @@ pub struct PlanArgs {
     #[arg(long, value_name = "K", default_value_t = 0, requires = "from")]
     pub max_extra_gpus: u64,
 
+    /// Spread services over GPUs: a service with several segments gets them
+    /// on at least two GPUs (so one lost GPU never takes all of it), by
+    /// trading segments between instances of the same profile — layouts,
+    /// GPUs and every SLO stay as planned. Services that cannot be spread are
+    /// named in the plan's notes.
+    #[arg(long, conflicts_with = "from")]
+    pub spread: bool,
+
     /// With --from: a GPU of the plan to drain (`NODE:GPU`, e.g. `0:3`); its
     /// services move to the rest of the fleet. Repeat for more.
     #[arg(long, value_name = "NODE:GPU", requires = "from", value_parser = parse_position)]

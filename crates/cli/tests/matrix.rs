@@ -143,6 +143,8 @@ const CASES: &[Case] = &[
     case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --lost 0", 2,
          r"^error: invalid value '0' for '--lost <NODE:GPU>': expected NODE:GPU as whole numbers, e\.g\. 0:3, got '0'$"),
     case("plan --demo --max-extra-gpus 2", 2, r"^error: the following required arguments were not provided:$"),
+    case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --spread", 2,
+         r"^error: the argument '--from <CURRENT>' cannot be used with '--spread'$"),
     case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --strategy parva", 1,
          r"^error: --from replans with the optimal strategy; drop --strategy parva$"),
     case("diff {d}/chat-plan.json {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, .*\)$"),

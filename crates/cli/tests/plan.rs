@@ -205,6 +205,40 @@ fn plan_scenario(data: &Path, dir: &TempDir, k: usize, extra: &[&str]) -> serde_
     json
 }
 
+/// `--spread`: on ParvaGPU's scenarios every service with several segments
+/// ends on at least two GPUs (or is named), with as many GPUs and every SLO
+/// met, as the verifier checks.
+#[test]
+fn spread_plans_keep_their_gpus_and_put_services_on_two_gpus() {
+    let Some(data) = parvagpu_data() else { return };
+    let dir = TempDir::new().unwrap();
+    for k in 1..=6 {
+        let plain = plan_scenario(&data, &dir, k, &["--time-limit", "2"]);
+        let spread = plan_scenario(&data, &dir, k, &["--time-limit", "2", "--spread"]);
+        assert_eq!(spread["gpu_count"], plain["gpu_count"], "scenario {k}");
+        let note =
+            spread["notes"].as_array().unwrap().iter().filter_map(|n| n.as_str()).find(|n| n.starts_with("spread:"));
+        let note = note.expect("a spread note");
+        let mut gpus_of: std::collections::BTreeMap<&str, std::collections::BTreeSet<u64>> = Default::default();
+        let mut segments: std::collections::BTreeMap<&str, usize> = Default::default();
+        for gpu in spread["gpus"].as_array().unwrap() {
+            for instance in gpu["instances"].as_array().unwrap() {
+                let service = instance["service"].as_str().unwrap();
+                gpus_of
+                    .entry(service)
+                    .or_default()
+                    .insert(gpu["node"].as_u64().unwrap() * 1000 + gpu["index"].as_u64().unwrap());
+                *segments.entry(service).or_default() += 1;
+            }
+        }
+        for (service, gpus) in &gpus_of {
+            if segments[service] > 1 && gpus.len() == 1 {
+                assert!(note.contains(service), "scenario {k}: {service} on one GPU and not named: {note}");
+            }
+        }
+    }
+}
+
 /// The six ParvaGPU scenarios with ParvaGPU's strategy and rule use exactly
 /// as many GPUs as ParvaGPU itself.
 #[test]

@@ -50,6 +50,7 @@ mod replan;
 mod report;
 mod request;
 mod round;
+mod spread;
 mod verify;
 
 pub use complete::{
@@ -63,4 +64,5 @@ pub use optimal::{plan_optimal, relaxation_bound, RelaxationBound, DEFAULT_TIME_
 pub use parva::plan_parva;
 pub use replan::{align_to, replan, reseat, GpuPosition, Replan, ReplanRequest};
 pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
+pub use spread::spread_segments;
 pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

@@ -9,7 +9,9 @@ use tessera_k8s::{place_on_cluster, Inventory};
 
 use tessera_core::text::count;
 use tessera_core::Plan;
-use tessera_plan::{plan_optimal, plan_parva, replan, GpuPosition, LatencyRule, PlanRequest, Replan, ReplanRequest};
+use tessera_plan::{
+    plan_optimal, plan_parva, replan, spread_segments, GpuPosition, LatencyRule, PlanRequest, Replan, ReplanRequest,
+};
 use tessera_store::read_plan_file;
 
 use crate::args::{Format, PlanArgs, Strategy};
@@ -65,6 +67,17 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let mut plan = planned?;
     plan.notes = loaded.notes;
     plan.images = loaded.images;
+    if args.spread {
+        let unspread = spread_segments(&mut plan);
+        plan.notes.push(if unspread.is_empty() {
+            "spread: every service with several segments runs on at least two GPUs".to_string()
+        } else {
+            format!(
+                "spread: {} still on one GPU each (no other GPU of the model has an instance of their profile to trade)",
+                unspread.join(", ")
+            )
+        });
+    }
     if let Some(inventory) = inventory {
         plan = place_on_cluster(&plan, &inventory)?;
     }
