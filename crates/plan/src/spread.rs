@@ -40,20 +40,18 @@ fn concentrated(plan: &Plan) -> Vec<String> {
         .collect()
 }
 
-/// Moves the segment of `a` to `b` and back: everything but the instance's
-/// own profile, size and start.
+/// `place`'s MIG instance (profile, size, start) running `from`'s segment
+/// (service, model, batch, processes and their figures).
+fn with_segment_of(place: &InstanceAssignment, from: &InstanceAssignment) -> InstanceAssignment {
+    InstanceAssignment { profile: place.profile.clone(), size: place.size, start: place.start, ..from.clone() }
+}
+
+/// Swaps the segments of two instances of the same profile.
 fn trade(plan: &mut Plan, (ga, ia): Slot, (gb, ib): Slot) {
-    let segment = |instance: &InstanceAssignment| InstanceAssignment {
-        profile: String::new(),
-        size: 0,
-        start: 0,
-        ..instance.clone()
-    };
-    let (first, second) = (segment(&plan.gpus[ga].instances[ia]), segment(&plan.gpus[gb].instances[ib]));
-    for ((g, i), from) in [((ga, ia), second), ((gb, ib), first)] {
-        let place = &mut plan.gpus[g].instances[i];
-        *place = InstanceAssignment { profile: place.profile.clone(), size: place.size, start: place.start, ..from };
-    }
+    let a = plan.gpus[ga].instances[ia].clone();
+    let b = plan.gpus[gb].instances[ib].clone();
+    plan.gpus[ga].instances[ia] = with_segment_of(&a, &b);
+    plan.gpus[gb].instances[ib] = with_segment_of(&b, &a);
 }
 
 /// A trade that puts one of `service`'s segments (all on GPU `home`) on
