@@ -15,29 +15,58 @@ use tessera_core::{InstanceAssignment, Plan};
 /// (GPU position in `plan.gpus`, instance position on it).
 type Slot = (usize, usize);
 
-/// The GPUs each service's segments run on.
-fn gpus_by_service(plan: &Plan) -> BTreeMap<&str, BTreeSet<usize>> {
-    let mut gpus: BTreeMap<&str, BTreeSet<usize>> = BTreeMap::new();
-    for (g, gpu) in plan.gpus.iter().enumerate() {
-        for instance in &gpu.instances {
-            gpus.entry(instance.service.as_str()).or_default().insert(g);
+/// Where each service's segments run: GPU position → segments there. Kept
+/// up to date through the trades, so nothing rescans the plan.
+struct Placement {
+    gpus_of: BTreeMap<String, BTreeMap<usize, usize>>,
+}
+
+impl Placement {
+    fn of(plan: &Plan) -> Placement {
+        let mut gpus_of: BTreeMap<String, BTreeMap<usize, usize>> = BTreeMap::new();
+        for (g, gpu) in plan.gpus.iter().enumerate() {
+            for instance in &gpu.instances {
+                *gpus_of.entry(instance.service.clone()).or_default().entry(g).or_default() += 1;
+            }
+        }
+        Placement { gpus_of }
+    }
+
+    /// `service`'s only GPU, when it has several segments all on one GPU.
+    fn concentrated_on(&self, service: &str) -> Option<usize> {
+        let gpus = &self.gpus_of[service];
+        match gpus.iter().next() {
+            Some((&g, &segments)) if gpus.len() == 1 && segments > 1 => Some(g),
+            _ => None,
         }
     }
-    gpus
-}
 
-/// How many segments `service` has.
-fn segments_of(plan: &Plan, service: &str) -> usize {
-    plan.gpus.iter().flat_map(|gpu| &gpu.instances).filter(|instance| instance.service == service).count()
-}
+    /// Whether `service`, moving one segment from GPU `from` to GPU `to`,
+    /// still runs on several GPUs (or has a single segment).
+    fn stays_spread(&self, service: &str, from: usize, to: usize) -> bool {
+        let gpus = &self.gpus_of[service];
+        if gpus.values().sum::<usize>() < 2 {
+            return true;
+        }
+        let mut after: BTreeSet<usize> = gpus.keys().copied().collect();
+        if gpus[&from] == 1 {
+            after.remove(&from);
+        }
+        after.insert(to);
+        after.len() > 1
+    }
 
-/// The services with several segments that all run on one GPU.
-fn concentrated(plan: &Plan) -> Vec<String> {
-    gpus_by_service(plan)
-        .into_iter()
-        .filter(|(service, gpus)| gpus.len() == 1 && segments_of(plan, service) > 1)
-        .map(|(service, _)| service.to_string())
-        .collect()
+    /// Moves one of `service`'s segments from GPU `from` to GPU `to`.
+    fn move_segment(&mut self, service: &str, from: usize, to: usize) {
+        let gpus = self.gpus_of.entry(service.to_string()).or_default();
+        if let Some(left) = gpus.get_mut(&from) {
+            *left -= 1;
+            if *left == 0 {
+                gpus.remove(&from);
+            }
+        }
+        *gpus.entry(to).or_default() += 1;
+    }
 }
 
 /// `place`'s MIG instance (profile, size, start) running `from`'s segment
@@ -47,37 +76,31 @@ fn with_segment_of(place: &InstanceAssignment, from: &InstanceAssignment) -> Ins
 }
 
 /// Swaps the segments of two instances of the same profile.
-fn trade(plan: &mut Plan, (ga, ia): Slot, (gb, ib): Slot) {
+fn trade(plan: &mut Plan, placement: &mut Placement, (ga, ia): Slot, (gb, ib): Slot) {
     let a = plan.gpus[ga].instances[ia].clone();
     let b = plan.gpus[gb].instances[ib].clone();
+    placement.move_segment(&a.service, ga, gb);
+    placement.move_segment(&b.service, gb, ga);
     plan.gpus[ga].instances[ia] = with_segment_of(&a, &b);
     plan.gpus[gb].instances[ib] = with_segment_of(&b, &a);
 }
 
 /// A trade that puts one of `service`'s segments (all on GPU `home`) on
 /// another GPU without leaving the other service on one GPU.
-fn find_trade(plan: &Plan, service: &str, home: usize) -> Option<(Slot, Slot)> {
+fn find_trade(plan: &Plan, placement: &Placement, service: &str, home: usize) -> Option<(Slot, Slot)> {
     let home_gpu = &plan.gpus[home];
-    let spread = gpus_by_service(plan);
     for (i, mine) in home_gpu.instances.iter().enumerate().filter(|(_, inst)| inst.service == service) {
         for (g, gpu) in plan.gpus.iter().enumerate() {
             if g == home || gpu.gpu_model != home_gpu.gpu_model {
                 continue;
             }
-            for (j, theirs) in gpu.instances.iter().enumerate() {
-                if theirs.profile != mine.profile || theirs.service == service {
-                    continue;
-                }
-                // The other service leaves GPU `g` if this was its only
-                // segment there, and gains GPU `home`.
-                let mut after = spread[theirs.service.as_str()].clone();
-                if gpu.instances.iter().filter(|x| x.service == theirs.service).count() == 1 {
-                    after.remove(&g);
-                }
-                after.insert(home);
-                if after.len() > 1 || segments_of(plan, &theirs.service) < 2 {
-                    return Some(((home, i), (g, j)));
-                }
+            let partner = gpu.instances.iter().position(|theirs| {
+                theirs.profile == mine.profile
+                    && theirs.service != service
+                    && placement.stays_spread(&theirs.service, g, home)
+            });
+            if let Some(j) = partner {
+                return Some(((home, i), (g, j)));
             }
         }
     }
@@ -88,15 +111,15 @@ fn find_trade(plan: &Plan, service: &str, home: usize) -> Option<(Slot, Slot)> {
 /// least two GPUs; returns the services for which no trade exists (no other
 /// GPU of the model has an instance of a profile they run).
 pub fn spread_segments(plan: &mut Plan) -> Vec<String> {
+    let mut placement = Placement::of(plan);
+    let services: Vec<String> = placement.gpus_of.keys().cloned().collect();
     let mut unspread = Vec::new();
-    for service in concentrated(plan) {
-        // An earlier trade may have spread it already.
-        if !concentrated(plan).contains(&service) {
-            continue;
-        }
-        let home = plan.gpus.iter().position(|gpu| gpu.instances.iter().any(|i| i.service == service));
-        match home.and_then(|home| find_trade(plan, &service, home)) {
-            Some((mine, theirs)) => trade(plan, mine, theirs),
+    for service in services {
+        // Checked as it comes: an earlier trade may have spread it (a trade
+        // never concentrates a service).
+        let Some(home) = placement.concentrated_on(&service) else { continue };
+        match find_trade(plan, &placement, &service, home) {
+            Some((mine, theirs)) => trade(plan, &mut placement, mine, theirs),
             None => unspread.push(service),
         }
     }
@@ -147,6 +170,12 @@ mod tests {
             node_names: Vec::new(),
             images: BTreeMap::new(),
         }
+    }
+
+    /// The services with several segments on one GPU.
+    fn concentrated(plan: &Plan) -> Vec<String> {
+        let placement = Placement::of(plan);
+        placement.gpus_of.keys().filter(|s| placement.concentrated_on(s).is_some()).cloned().collect()
     }
 
     fn layouts(plan: &Plan) -> Vec<Vec<(String, u8)>> {

@@ -8,7 +8,7 @@ use tessera_core::{
 use tessera_store::read_plan_file;
 
 use crate::args::{DiffArgs, ListFormat};
-use crate::output::{emit, out, outln};
+use crate::output::{emit, is_stdout, out, outln};
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
@@ -24,7 +24,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         let summary = totals_lines(old.gpu_count, new.gpu_count, &diff.totals);
         let page = tessera_report::diff_report_html(&old, &new, &diff, &summary, &title, args.all);
         emit(page.as_bytes(), Some(picture))?;
-        if picture.as_os_str() == "-" {
+        if is_stdout(Some(picture)) {
             // The page is the output; a table after it would spoil it.
             return Ok(());
         }
