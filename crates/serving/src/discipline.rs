@@ -1,0 +1,57 @@
+//! How requests reach a segment's processes and wait.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Within a segment: which process takes a request, and where it waits.
+/// Between segments every discipline routes a service's request to one of
+/// its segments at random, in proportion to the plan's routing weights (a
+/// Gateway API `HTTPRoute`'s weighted `backendRefs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Discipline {
+    /// What Tessera's deployment sets up: a Kubernetes Service in front of
+    /// the segment's pods (one per MPS process) picks a pod at random, and
+    /// each process keeps its own FIFO queue.
+    #[default]
+    RandomPerProcess,
+    /// Per-process FIFO queues, processes taken in turn.
+    RoundRobin,
+    /// Per-process FIFO queues; a request joins the process with the fewest
+    /// requests waiting or running (ties to the lowest index).
+    JoinShortestQueue,
+    /// One FIFO queue per segment; any free process takes from it.
+    SharedQueue,
+}
+
+impl Discipline {
+    /// Every discipline.
+    pub const ALL: [Discipline; 4] =
+        [Discipline::RandomPerProcess, Discipline::RoundRobin, Discipline::JoinShortestQueue, Discipline::SharedQueue];
+
+    /// The name on the command line and in plans.
+    pub fn name(self) -> &'static str {
+        match self {
+            Discipline::RandomPerProcess => "random",
+            Discipline::RoundRobin => "round-robin",
+            Discipline::JoinShortestQueue => "jsq",
+            Discipline::SharedQueue => "shared",
+        }
+    }
+}
+
+impl fmt::Display for Discipline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Discipline {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Discipline::ALL.into_iter().find(|d| d.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Discipline::ALL.iter().map(|d| d.name()).collect();
+            format!("unknown discipline '{s}' (known: {})", known.join(", "))
+        })
+    }
+}

@@ -1,0 +1,121 @@
+//! How one segment serves requests.
+
+use crate::error::ServingError;
+
+/// One segment as the serving model sees it: `procs` MPS processes, each
+/// running batches of at most `max_batch` requests; a batch of `k` requests
+/// takes the latency of the smallest profiled batch size `>= k` (measured
+/// with `procs` processes running side by side, so an idle neighbour never
+/// makes a process faster: a conservative reading of the profile).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentShape {
+    procs: u32,
+    /// `(batch, latency_ms)` sorted by batch, strictly increasing batches,
+    /// the last one `max_batch`.
+    batch_latencies: Vec<(u32, f64)>,
+}
+
+impl SegmentShape {
+    /// A shape from its processes and the profiled `(batch, latency_ms)`
+    /// points at its instance size and process count, up to and including
+    /// its largest batch. Points are sorted here; a latency must be
+    /// positive and finite and may not fall as the batch grows (a larger
+    /// batch that ran faster would be a profiling error: it is refused).
+    pub fn new(procs: u32, mut batch_latencies: Vec<(u32, f64)>) -> Result<SegmentShape, ServingError> {
+        if procs == 0 {
+            return Err(ServingError::invalid("procs", "a segment needs at least one process"));
+        }
+        if batch_latencies.is_empty() {
+            return Err(ServingError::invalid("batch_latencies", "no batch latency given"));
+        }
+        batch_latencies.sort_by_key(|&(batch, _)| batch);
+        for (i, &(batch, latency_ms)) in batch_latencies.iter().enumerate() {
+            if batch == 0 {
+                return Err(ServingError::invalid("batch", "a batch holds at least one request"));
+            }
+            if !(latency_ms.is_finite() && latency_ms > 0.0) {
+                return Err(ServingError::invalid(
+                    "latency_ms",
+                    format!("batch {batch}: {latency_ms} is not a positive latency"),
+                ));
+            }
+            if let Some(&(previous, previous_ms)) = i.checked_sub(1).map(|j| &batch_latencies[j]) {
+                if previous == batch {
+                    return Err(ServingError::invalid("batch", format!("batch {batch} is given twice")));
+                }
+                if latency_ms < previous_ms {
+                    return Err(ServingError::invalid(
+                        "latency_ms",
+                        format!(
+                            "batch {batch} runs in {latency_ms} ms, faster than batch {previous} ({previous_ms} ms)"
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(SegmentShape { procs, batch_latencies })
+    }
+
+    /// A shape that knows only its full batch's latency: every partial
+    /// batch is taken to run as long as the full one (conservative).
+    pub fn full_batch_only(procs: u32, max_batch: u32, latency_ms: f64) -> Result<SegmentShape, ServingError> {
+        SegmentShape::new(procs, vec![(max_batch, latency_ms)])
+    }
+
+    /// MPS processes.
+    pub fn procs(&self) -> u32 {
+        self.procs
+    }
+
+    /// The largest batch a process runs.
+    pub fn max_batch(&self) -> u32 {
+        self.batch_latencies.last().map_or(1, |&(batch, _)| batch)
+    }
+
+    /// The profiled `(batch, latency_ms)` points, sorted by batch.
+    pub fn batch_latencies(&self) -> &[(u32, f64)] {
+        &self.batch_latencies
+    }
+
+    /// The latency (ms) of a batch of `requests` (1 ..= `max_batch`): the
+    /// profiled latency of the smallest profiled batch that holds them.
+    /// Beyond `max_batch`, the full batch's.
+    pub fn latency_ms(&self, requests: u32) -> f64 {
+        self.batch_latencies
+            .iter()
+            .find(|&&(batch, _)| batch >= requests)
+            .or(self.batch_latencies.last())
+            .map_or(f64::INFINITY, |&(_, latency_ms)| latency_ms)
+    }
+
+    /// The segment's throughput (req/s, all processes) when every batch is
+    /// full.
+    pub fn throughput_rps(&self) -> f64 {
+        f64::from(self.procs) * f64::from(self.max_batch()) * 1000.0 / self.latency_ms(self.max_batch())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partial_batch_runs_at_the_smallest_profiled_batch_that_holds_it() {
+        let shape = SegmentShape::new(2, vec![(8, 40.0), (1, 10.0), (4, 25.0), (2, 15.0)]).unwrap();
+        assert_eq!(shape.max_batch(), 8);
+        assert_eq!(shape.latency_ms(1), 10.0);
+        assert_eq!(shape.latency_ms(3), 25.0);
+        assert_eq!(shape.latency_ms(5), 40.0);
+        assert!((shape.throughput_rps() - 2.0 * 8.0 * 1000.0 / 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_naming_the_field() {
+        assert!(SegmentShape::new(0, vec![(1, 1.0)]).unwrap_err().to_string().starts_with("procs:"));
+        assert!(SegmentShape::new(1, vec![]).is_err());
+        assert!(SegmentShape::new(1, vec![(1, 0.0)]).unwrap_err().to_string().contains("positive"));
+        let error = SegmentShape::new(1, vec![(1, 10.0), (2, 5.0)]).unwrap_err().to_string();
+        assert!(error.contains("faster than batch 1"), "{error}");
+        assert!(SegmentShape::new(1, vec![(2, 1.0), (2, 3.0)]).is_err());
+    }
+}

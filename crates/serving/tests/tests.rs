@@ -1,0 +1,1 @@
+//! The serving model's integration tests: one binary, a module per area.
