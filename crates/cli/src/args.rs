@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
 use tessera_plan::{
-    GpuPosition, LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
+    GpuPosition, LatencyRule, Strategy, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
     MAX_GPUS_LIMIT,
 };
 
@@ -779,7 +779,7 @@ pub struct SloSource {
 
 /// What `plan` and `verify` read: profiles, SLOs and the process limit.
 #[derive(Debug, Clone, Args)]
-pub struct PlanInputs {
+pub struct InputArgs {
     /// Use the built-in example (synthetic profiles and six services); no
     /// files and no GPU needed. `--slo` may replace the example services.
     #[arg(long, conflicts_with = "profiles")]
@@ -800,16 +800,16 @@ pub struct PlanInputs {
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
-    pub inputs: PlanInputs,
+    pub inputs: InputArgs,
 
     /// Planning strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::Optimal)]
+    #[arg(long, value_enum, default_value_t = Strategy::default())]
     pub strategy: Strategy,
 
-    /// Latency rule every segment must meet: `queueing` (fill + wait + run
-    /// at the routed rate ≤ SLO) or `parva` (ParvaGPU's: batch latency <
-    /// 0.45 × SLO). Default: queueing, or parva with `--strategy parva`.
-    #[arg(long, value_parser = parse_rule)]
+    /// Latency rule every segment must meet. Default: the strategy's
+    /// (queueing for optimal, parva for parva); with --from, the running
+    /// plan's.
+    #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
 
     /// Seconds the optimal strategy may search before returning its best
@@ -916,37 +916,18 @@ pub struct VerifyArgs {
     pub plan: PathBuf,
 
     #[command(flatten)]
-    pub inputs: PlanInputs,
+    pub inputs: InputArgs,
 
     /// Latency rule; default: the one recorded in the plan, or `queueing`
     /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
     /// records none.
-    #[arg(long, value_parser = parse_rule)]
+    #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
 
     /// Output format: a line per violation, or JSON with the violations as
     /// data (the exit status is 1 on a violation either way).
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
-}
-
-/// Planning strategies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Strategy {
-    /// The fewest GPUs, proven against a lower bound (or the gap reported).
-    Optimal,
-    /// ParvaGPU's configurator and best-fit allocator, on the real lattice.
-    Parva,
-}
-
-impl Strategy {
-    /// The strategy's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Optimal => "optimal",
-            Strategy::Parva => "parva",
-        }
-    }
 }
 
 /// Output formats of a plan.
@@ -1193,7 +1174,7 @@ pub struct CatalogueBench {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Latency rule of every plan.
-    #[arg(long, default_value = "parva", value_parser = parse_rule)]
+    #[arg(long, value_enum, default_value_t = LatencyRule::Parva)]
     pub latency_rule: LatencyRule,
     /// Time limit of each optimal planning, seconds (1e20: no limit).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
@@ -1220,8 +1201,4 @@ fn parse_position(value: &str) -> Result<GpuPosition, String> {
     parsed
         .map(|(node, index)| GpuPosition { node, index })
         .ok_or_else(|| format!("expected NODE:GPU as whole numbers, e.g. 0:3, got '{value}'"))
-}
-
-fn parse_rule(value: &str) -> Result<LatencyRule, String> {
-    value.parse()
 }

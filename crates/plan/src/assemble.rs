@@ -3,13 +3,13 @@
 use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Placement, Plan, SizeCounts};
 
 use crate::allocate::Segment;
+use crate::problem::Problem;
 use crate::report::service_reports;
-use crate::request::PlanRequest;
 
 /// Builds the plan of `gpus` (each a GPU model and its segments, whose
 /// sizes must be realizable on that model). GPUs of one model are numbered
 /// together; a new model starts a new node.
-pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Segment>)>, strategy: &str) -> Plan {
+pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment>)>, strategy: &str) -> Plan {
     let gpus_per_node = request.gpus_per_node.max(1);
     let mut lattices: Vec<Lattice> = Vec::new();
     let mut assignments: Vec<GpuAssignment> = Vec::with_capacity(gpus.len());
@@ -57,7 +57,7 @@ pub(crate) fn build_plan(request: &PlanRequest<'_>, gpus: Vec<(GpuModel, Vec<Seg
 }
 
 /// The instance that runs `segment` at `placement`.
-pub(crate) fn instance_at(request: &PlanRequest<'_>, placement: &Placement, segment: &Segment) -> InstanceAssignment {
+pub(crate) fn instance_at(request: &Problem<'_>, placement: &Placement, segment: &Segment) -> InstanceAssignment {
     let slo = &request.services[segment.service];
     debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
     InstanceAssignment {
@@ -74,7 +74,7 @@ pub(crate) fn instance_at(request: &PlanRequest<'_>, placement: &Placement, segm
 }
 
 /// How many GPUs of each model of the request's fleet `gpus` use.
-pub(crate) fn fleet_use(request: &PlanRequest<'_>, gpus: &[GpuAssignment]) -> Vec<FleetUse> {
+pub(crate) fn fleet_use(request: &Problem<'_>, gpus: &[GpuAssignment]) -> Vec<FleetUse> {
     request
         .fleet
         .iter()

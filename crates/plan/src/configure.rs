@@ -13,7 +13,7 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
 
 use crate::error::{PlanError, UnmeetableSlo};
 use crate::latency::LatencyRule;
-use crate::request::usable_points;
+use crate::problem::usable_points;
 
 /// The configurator's decision for one service.
 #[derive(Debug, Clone, PartialEq)]

@@ -59,6 +59,31 @@ pub enum PlanError {
     /// No GPU model to plan on.
     #[error("the fleet is empty: name at least one GPU model")]
     EmptyFleet,
+    /// A GPU model of the fleet has no profile, measured or estimated.
+    #[error(
+        "no profiles for GPU model {gpu}, and none can be estimated (profiles exist for: {have}); pick one with --gpu"
+    )]
+    NoProfilesOnGpu {
+        /// The GPU model.
+        gpu: String,
+        /// The GPU models that have profiles, comma-separated, or `none`.
+        have: String,
+    },
+    /// Replanning from a running plan was asked of a strategy that cannot.
+    #[error("replanning from a running plan uses the optimal strategy; the {strategy} strategy cannot")]
+    ReplanNeedsOptimal {
+        /// The strategy asked for.
+        strategy: &'static str,
+    },
+    /// A running plan records a latency rule this build does not know.
+    #[error("the running plan's latency rule: {0}")]
+    RecordedRule(String),
+    /// The deploy target has no GPU a plan can use.
+    #[error("the deploy target has no MIG-capable GPU of a model Tessera knows")]
+    EmptyTarget,
+    /// A plan does not fit the deploy target's nodes.
+    #[error("{0}")]
+    Placement(String),
     /// A GPU model listed twice in the fleet.
     #[error("GPU model {0} is listed twice in the fleet")]
     DuplicateGpu(String),

@@ -38,6 +38,7 @@ const LATENCY_TOLERANCE: f64 = 1e-9;
 
 /// A rule that decides whether a segment meets a latency SLO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LatencyRule {
     /// Fill + wait + run at the routed rate must fit in the SLO.
     Queueing,
@@ -48,6 +49,11 @@ pub enum LatencyRule {
 impl LatencyRule {
     /// Every rule, for `--help` texts and parsing.
     pub const ALL: [LatencyRule; 2] = [LatencyRule::Queueing, LatencyRule::Parva];
+
+    /// The rule plans are made and checked under when nothing says
+    /// otherwise: the `optimal` strategy's, and the one a plan that records
+    /// no rule (a ParvaGPU deployment map) is checked under.
+    pub const DEFAULT: LatencyRule = LatencyRule::Queueing;
 
     /// The rule's name on the command line and in plans.
     pub fn name(self) -> &'static str {
@@ -123,10 +129,10 @@ impl FromStr for LatencyRule {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        LatencyRule::ALL
-            .into_iter()
-            .find(|rule| rule.name() == s)
-            .ok_or_else(|| format!("unknown latency rule '{s}' (known: queueing, parva)"))
+        LatencyRule::ALL.into_iter().find(|rule| rule.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = LatencyRule::ALL.iter().map(|rule| rule.name()).collect();
+            format!("unknown latency rule '{s}' (known: {})", known.join(", "))
+        })
     }
 }
 

@@ -1,14 +1,23 @@
 //! Tessera's planners: from services with SLOs and segment profiles to a
 //! [`Plan`](tessera_core::Plan) of MIG instances with MPS segments.
 //!
-//! The crate's interface is this page: a [`PlanRequest`] (with its
-//! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
-//! [`plan_parva`], the [`LatencyRule`]s, the independent checker
-//! [`verify`], [`complete_for_fleet`], which estimates the profiles a
-//! fleet's GPU models lack, and [`complete_profiles`] and
-//! [`suggest_measurements`], which predict a profile grid from a few
-//! measured points and say which to measure next. Inside:
+//! The crate's interface is this page. The one way to plan is [`plan`]: a
+//! [`PlanRequest`] over [`PlanInputs`] (services and profiles, completed
+//! for the fleet) names a [`Strategy`] and its options, optionally a
+//! running plan to replan from ([`ReplanFrom`]) and a deploy target's
+//! [`Inventory`] to place the plan on; every default (the [`LatencyRule`]
+//! above all) is resolved there. The one way to check a plan is
+//! [`verify_plan`], answering a [`Verification`]. Beside them:
+//! [`relaxation_bound`], the LP bound a plan is proven against;
+//! [`complete_profiles`] and [`suggest_measurements`], which predict a
+//! profile grid from a few measured points and say which to measure next.
+//! Inside:
 //!
+//! * `strategy`, `inputs`, `planning` and `verification` — the front door
+//!   described above; `problem` is what one strategy solves once every
+//!   default is resolved.
+//! * `placement` — placing a plan on a deploy target's nodes (the pure half
+//!   of every cluster adapter).
 //! * `configure` and `allocate` — ParvaGPU's segment configurator (which
 //!   segments each service runs) and allocator (which GPU each goes to, on
 //!   the real MIG placement lattice); `parva` wires them into the `parva`
@@ -40,17 +49,22 @@ mod configure;
 mod cover;
 mod error;
 mod estimate;
+mod inputs;
 mod latency;
 mod lp;
 mod objective;
 mod optimal;
 mod options;
 mod parva;
+mod placement;
+mod planning;
+mod problem;
 mod replan;
 mod report;
-mod request;
 mod round;
 mod spread;
+mod strategy;
+mod verification;
 mod verify;
 
 pub use complete::{
@@ -59,10 +73,13 @@ pub use complete::{
 };
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
+pub use inputs::PlanInputs;
 pub use latency::LatencyRule;
-pub use optimal::{plan_optimal, relaxation_bound, RelaxationBound, DEFAULT_TIME_LIMIT};
-pub use parva::plan_parva;
-pub use replan::{align_to, replan, reseat, GpuPosition, Replan, ReplanRequest};
-pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
-pub use spread::spread_segments;
+pub use optimal::{RelaxationBound, DEFAULT_TIME_LIMIT};
+pub use placement::{node_number, Inventory, NodeRef, TargetNode};
+pub use planning::{plan, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom};
+pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
+pub use replan::{align_to, reseat, GpuPosition};
+pub use strategy::Strategy;
+pub use verification::{verify_plan, Finding, Verification};
 pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

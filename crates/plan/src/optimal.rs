@@ -67,7 +67,7 @@ use crate::latency::LatencyRule;
 use crate::objective::Objective;
 use crate::options::{mix_with_counts, priced_mixes, service_options, Mix, OptionLimits, ServiceOptions};
 use crate::parva::plan_parva;
-use crate::request::{usable_points, PlanRequest};
+use crate::problem::{usable_points, Problem};
 use crate::round::{add_to_share, complete_exactly, purify, Candidate, Share};
 
 /// How long the search may run by default.
@@ -152,7 +152,7 @@ enum Start {
 }
 
 /// Plans `request` with the `optimal` strategy.
-pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
+pub fn plan_optimal(request: &Problem<'_>) -> Result<Plan, PlanError> {
     request.check()?;
     // A limit too far away to be an instant is no limit.
     let deadline = request.time_limit.and_then(|limit| Instant::now().checked_add(limit));
@@ -281,7 +281,7 @@ pub fn plan_optimal(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
 /// The options of every service within [`HEURISTIC_LIMITS`], keeping the
 /// mixes of `table` (and the choices of `chosen` pointing at them).
 fn widen(
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     table: OptionTable,
     chosen: Option<&mut Vec<Choice>>,
     deadline: Option<Instant>,
@@ -324,7 +324,7 @@ pub struct RelaxationBound {
 /// The optimum of the linear-programming relaxation of `request` (each
 /// service a convex combination of covers, GPUs fractional per layout),
 /// solved as the `optimal` strategy does, under the request's time limit.
-pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, PlanError> {
+pub fn relaxation_bound(request: &Problem<'_>) -> Result<RelaxationBound, PlanError> {
     request.check()?;
     let deadline = request.time_limit.and_then(|limit| Instant::now().checked_add(limit));
     // Only for its errors: every service must be servable somewhere.
@@ -345,7 +345,7 @@ pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, Pl
 
 /// The relaxation's pricing of every service: its rate and, per fleet
 /// model with a profile, its cover items.
-fn cover_pricing(request: &PlanRequest<'_>) -> CoverPricing {
+fn cover_pricing(request: &Problem<'_>) -> CoverPricing {
     let services = request
         .services
         .iter()
@@ -368,7 +368,7 @@ fn cover_pricing(request: &PlanRequest<'_>) -> CoverPricing {
 
 /// What the rounding and the branch and bound share.
 struct Context<'a> {
-    request: &'a PlanRequest<'a>,
+    request: &'a Problem<'a>,
     models: &'a [FleetModel],
     space: &'a PriceSpace,
     /// The relaxation's prices.
@@ -566,7 +566,7 @@ fn branch_candidates(
 /// that no model can serve is an error (the most telling one: an unmeetable
 /// SLO before a missing profile).
 fn option_table(
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     limits: OptionLimits,
     deadline: Option<Instant>,
 ) -> Result<OptionTable, PlanError> {
@@ -834,7 +834,7 @@ impl LocalSearch<'_> {
 /// short), so `optimal` is never worse. `lower_bound` is the proven bound
 /// (the optimum itself when the exact search finished).
 fn finish(
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     models: &[FleetModel],
     table: &OptionTable,
     choice: &[Choice],
@@ -872,7 +872,7 @@ fn finish(
 }
 
 /// Packs each model's chosen mixes onto its GPUs and builds the plan.
-fn assemble(request: &PlanRequest<'_>, models: &[FleetModel], table: &OptionTable, choice: &[Choice]) -> Plan {
+fn assemble(request: &Problem<'_>, models: &[FleetModel], table: &OptionTable, choice: &[Choice]) -> Plan {
     let mut gpus: Vec<(GpuModel, Vec<Segment>)> = Vec::new();
     for (m, model) in models.iter().enumerate() {
         let mut counts = SizeCounts::EMPTY;
@@ -909,7 +909,7 @@ mod tests {
         let catalog = builtin_catalog();
         let services = demo_services();
         for rule in LatencyRule::ALL {
-            let request = PlanRequest { rule, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+            let request = Problem { rule, ..Problem::parva(GpuModel::A100_80GB, &catalog, &services) };
             let plan = plan_optimal(&request).unwrap();
             let optimality = plan.optimality.clone().unwrap();
             assert!(optimality.lower_bound <= plan.gpu_count as f64);
@@ -925,10 +925,8 @@ mod tests {
     fn a_time_limit_beyond_any_instant_means_no_limit() {
         let catalog = builtin_catalog();
         let services = demo_services();
-        let request = PlanRequest {
-            time_limit: Some(Duration::MAX),
-            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
-        };
+        let request =
+            Problem { time_limit: Some(Duration::MAX), ..Problem::parva(GpuModel::A100_80GB, &catalog, &services) };
         assert!(plan_optimal(&request).unwrap().optimality.unwrap().proven_optimal);
     }
 
@@ -938,14 +936,14 @@ mod tests {
         let mut services = demo_services();
         services[1].latency_slo_ms = 0.001;
         services[4].model = "alexnet".to_string();
-        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        let request = Problem::parva(GpuModel::A100_80GB, &catalog, &services);
         for planned in [plan_optimal(&request), plan_parva(&request)] {
             let message = planned.unwrap_err().to_string();
             assert!(message.starts_with("2 services cannot be served: service 'fraud-check' "), "{message}");
             assert!(message.contains("; service 'thumbnails': no profile for model 'alexnet'"), "{message}");
         }
         services[4].model = "mobilenetv2".to_string();
-        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        let request = Problem::parva(GpuModel::A100_80GB, &catalog, &services);
         assert!(matches!(plan_optimal(&request), Err(PlanError::Unmeetable(_))), "one alone is itself");
     }
 
@@ -953,7 +951,7 @@ mod tests {
     fn never_uses_more_gpus_than_parva() {
         let catalog = builtin_catalog();
         let services = demo_services();
-        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        let request = Problem::parva(GpuModel::A100_80GB, &catalog, &services);
         let optimal = plan_optimal(&request).unwrap();
         let parva = plan_parva(&request).unwrap();
         assert!(optimal.gpu_count <= parva.gpu_count);
@@ -964,14 +962,14 @@ mod tests {
         services: &'a [tessera_core::ServiceSlo],
         h100_cost: f64,
         h100_limit: Option<u64>,
-    ) -> PlanRequest<'a> {
-        PlanRequest {
+    ) -> Problem<'a> {
+        Problem {
             fleet: vec![
                 GpuOffer::plain(GpuModel::A100_80GB),
                 GpuOffer { model: GpuModel::H100_80GB, cost: h100_cost, limit: h100_limit },
             ],
             rule: LatencyRule::Queueing,
-            ..PlanRequest::new(GpuModel::A100_80GB, catalog, services)
+            ..Problem::parva(GpuModel::A100_80GB, catalog, services)
         }
     }
 
@@ -1017,7 +1015,7 @@ mod tests {
             for limit in 1..=3 {
                 // The exact search may take long on some of these; what is
                 // checked here holds for whatever it has when time is up.
-                let request = PlanRequest {
+                let request = Problem {
                     rule: LatencyRule::Parva,
                     time_limit: Some(Duration::from_millis(500)),
                     ..mixed_request(&catalog, &services, 1.6, Some(limit))
@@ -1036,7 +1034,7 @@ mod tests {
     fn a_mixed_fleet_too_small_for_its_services_is_proven_so() {
         let catalog = builtin_catalog();
         let services = demo_services();
-        let request = PlanRequest {
+        let request = Problem {
             fleet: vec![
                 GpuOffer { limit: Some(1), ..GpuOffer::plain(GpuModel::A100_80GB) },
                 GpuOffer { model: GpuModel::H100_80GB, cost: 1.5, limit: Some(1) },
@@ -1056,9 +1054,9 @@ mod tests {
         let services = demo_services();
         let limited = plan_optimal(&mixed_request(&catalog, &services, 1.2, Some(1))).unwrap();
         assert!(limited.fleet.iter().all(|f| f.limit.is_none_or(|limit| f.gpus <= limit)), "{:?}", limited.fleet);
-        let request = PlanRequest {
+        let request = Problem {
             fleet: vec![GpuOffer { model: GpuModel::A100_80GB, cost: 1.0, limit: Some(1) }],
-            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+            ..Problem::parva(GpuModel::A100_80GB, &catalog, &services)
         };
         // The bound alone proves it: the demo needs more than one A100.
         let error = plan_optimal(&request).unwrap_err();

@@ -22,7 +22,7 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 use crate::configure::unmeetable;
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
-use crate::request::usable_points;
+use crate::problem::usable_points;
 
 /// One way to serve a service.
 #[derive(Debug, Clone, PartialEq)]

@@ -45,8 +45,8 @@ use crate::allocate::Segment;
 use crate::assemble::{fleet_use, instance_at};
 use crate::error::PlanError;
 use crate::optimal::plan_optimal;
+use crate::problem::{usable_points, Problem};
 use crate::report::{covers, service_reports};
-use crate::request::{usable_points, PlanRequest};
 use crate::verify::{verify, VerifyRequest};
 
 /// Rounds of dissolving kept GPUs before the stable plan gives up (each
@@ -72,7 +72,7 @@ impl fmt::Display for GpuPosition {
 #[derive(Debug, Clone)]
 pub struct ReplanRequest<'a> {
     /// The new SLOs with the fleet, profiles and rules to plan them under.
-    pub plan: PlanRequest<'a>,
+    pub plan: Problem<'a>,
     /// The plan that runs now.
     pub current: &'a Plan,
     /// GPUs the replan may use beyond the fresh optimum.
@@ -128,12 +128,12 @@ impl WorkGpu {
 /// The configurations each service may run on each GPU model, with their
 /// maximum provisioning ratios, by throughput (best first).
 struct Candidates<'r> {
-    request: &'r PlanRequest<'r>,
+    request: &'r Problem<'r>,
     cache: HashMap<(GpuModel, usize), Vec<(ProfilePoint, f64)>>,
 }
 
 impl<'r> Candidates<'r> {
-    fn new(request: &'r PlanRequest<'r>) -> Self {
+    fn new(request: &'r Problem<'r>) -> Self {
         Candidates { request, cache: HashMap::new() }
     }
 
@@ -342,7 +342,7 @@ fn known_gpus(plan: &Plan) -> String {
 /// The stable plan: inherit, fill, plan the residual, and dissolve the most
 /// wasteful kept GPUs while over `bound`.
 fn stable_plan(
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     inherited: &[WorkGpu],
     bound: u64,
     current: &Plan,
@@ -389,7 +389,7 @@ fn waste(gpu: &WorkGpu, ledger: &Ledger) -> u32 {
 /// emptied (new GPUs spread over several kept ones with `spread`): the
 /// GPUs, and where each surviving inherited GPU went.
 fn build(
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     inherited: &[WorkGpu],
     dissolved: &BTreeSet<usize>,
     spread: bool,
@@ -422,7 +422,7 @@ fn build(
 /// Under a rule that limits over-provisioning, frees segments of services
 /// provisioned beyond what their configurations allow, smallest first,
 /// while the service stays covered.
-fn release_over_provisioned(request: &PlanRequest<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
+fn release_over_provisioned(request: &Problem<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
     let mut ledger = Ledger::of(request.services, gpus);
     let mut slots: Vec<(usize, usize)> =
         gpus.iter().enumerate().flat_map(|(g, gpu)| (0..gpu.slots.len()).map(move |s| (g, s))).collect();
@@ -456,7 +456,7 @@ type PickKey = (bool, u8, bool, f64);
 
 /// Covers deficits in the kept layouts: free instances first, then
 /// instances other services can spare (see the module documentation).
-fn fill_deficits(request: &PlanRequest<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
+fn fill_deficits(request: &Problem<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
     let mut ledger = Ledger::of(request.services, gpus);
     let mut short: Vec<usize> = (0..request.services.len()).filter(|&s| ledger.deficit(s) > 0.0).collect();
     short.sort_by(|&a, &b| ledger.deficit(b).total_cmp(&ledger.deficit(a)).then(a.cmp(&b)));
@@ -506,7 +506,7 @@ fn fill_deficits(request: &PlanRequest<'_>, gpus: &mut [WorkGpu], candidates: &m
 
 /// Plans what the kept layouts cannot cover on new GPUs, with the
 /// `optimal` strategy and the fleet's limits less the GPUs kept.
-fn plan_residual(request: &PlanRequest<'_>, gpus: &[WorkGpu]) -> Result<Vec<WorkGpu>, PlanError> {
+fn plan_residual(request: &Problem<'_>, gpus: &[WorkGpu]) -> Result<Vec<WorkGpu>, PlanError> {
     let ledger = Ledger::of(request.services, gpus);
     let residual: Vec<ServiceSlo> = request
         .services
@@ -527,7 +527,7 @@ fn plan_residual(request: &PlanRequest<'_>, gpus: &[WorkGpu]) -> Result<Vec<Work
     if fleet.is_empty() {
         return Err(PlanError::EmptyFleet);
     }
-    let sub = PlanRequest { fleet, services: &residual, ..request.clone() };
+    let sub = Problem { fleet, services: &residual, ..request.clone() };
     let plan = plan_optimal(&sub)?;
     let index: HashMap<&str, usize> =
         request.services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
@@ -637,7 +637,7 @@ fn placements_across(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Ve
 /// Gives each free instance of a GPU that still runs something to the
 /// service that can run it with the least over-provisioning (its layout
 /// then stays); an instance nobody can run is destroyed.
-fn assign_leftovers(request: &PlanRequest<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
+fn assign_leftovers(request: &Problem<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
     let mut ledger = Ledger::of(request.services, gpus);
     for gpu in gpus.iter_mut() {
         if gpu.slots.iter().all(|s| s.segment.is_none()) {
@@ -675,7 +675,7 @@ fn assign_leftovers(request: &PlanRequest<'_>, gpus: &mut [WorkGpu], candidates:
 /// The work GPUs as a plan: kept GPUs at their positions, new ones at the
 /// positions of given-back GPUs of their model first (never `removed`
 /// ones), then after the last.
-fn assemble(request: &PlanRequest<'_>, gpus: Vec<WorkGpu>, current: &Plan, removed: &[GpuPosition]) -> Plan {
+fn assemble(request: &Problem<'_>, gpus: Vec<WorkGpu>, current: &Plan, removed: &[GpuPosition]) -> Plan {
     let gpus_per_node = current.gpus_per_node.max(1);
     let slot_of = |p: GpuPosition| u64::from(p.node) * u64::from(gpus_per_node) + u64::from(p.index);
     let taken: HashSet<GpuPosition> = gpus.iter().filter_map(|g| g.position).collect();
@@ -711,7 +711,7 @@ fn assemble(request: &PlanRequest<'_>, gpus: Vec<WorkGpu>, current: &Plan, remov
 
 /// A plan of `gpus` for `request`, carrying the current plan's node
 /// numbering, cluster names and images.
-fn finish_plan(request: &PlanRequest<'_>, current: &Plan, gpus: Vec<GpuAssignment>, strategy: &str) -> Plan {
+fn finish_plan(request: &Problem<'_>, current: &Plan, gpus: Vec<GpuAssignment>, strategy: &str) -> Plan {
     let fleet = fleet_use(request, &gpus);
     let services = service_reports(gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
     let nodes_named = gpus.iter().all(|g| (g.node as usize) < current.node_names.len());
@@ -847,7 +847,7 @@ pub fn reseat(current: &Plan, mut plan: Plan) -> Plan {
 /// run the segment they ran before (when the service may still run it) or
 /// one more segment of a service of the GPU. The layout then stays, at the
 /// price of some over-provisioning and no GPU more.
-fn keep_layouts(request: &PlanRequest<'_>, current: &Plan, mut plan: Plan, removed: &[GpuPosition]) -> Plan {
+fn keep_layouts(request: &Problem<'_>, current: &Plan, mut plan: Plan, removed: &[GpuPosition]) -> Plan {
     let at = |g: &GpuAssignment| GpuPosition { node: g.node, index: g.index };
     let layout = |g: &GpuAssignment| sorted(g.instances.iter().map(|i| (i.profile.clone(), i.start)));
     let old: HashMap<GpuPosition, &GpuAssignment> = current.gpus.iter().map(|g| (at(g), g)).collect();
@@ -928,7 +928,7 @@ fn keep_layouts(request: &PlanRequest<'_>, current: &Plan, mut plan: Plan, remov
 fn rebuild_on(
     gpu: &GpuAssignment,
     old: &GpuAssignment,
-    request: &PlanRequest<'_>,
+    request: &Problem<'_>,
     index: &HashMap<&str, usize>,
     candidates: &mut Candidates<'_>,
     ledger: &mut Ledger,
@@ -1025,8 +1025,8 @@ mod tests {
             .collect()
     }
 
-    fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
-        PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(GpuModel::A100_80GB, catalog, services) }
+    fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Problem<'a> {
+        Problem { rule: LatencyRule::Parva, ..Problem::parva(GpuModel::A100_80GB, catalog, services) }
     }
 
     /// Replans `services` on the built-in catalogue from `current`.
@@ -1118,7 +1118,7 @@ mod tests {
         let catalog = builtin_catalog();
         let services = services(6, 5);
         let current = plan_optimal(&request(&catalog, &services)).unwrap();
-        let on_h100 = PlanRequest::new(GpuModel::H100_80GB, &catalog, &services);
+        let on_h100 = Problem::parva(GpuModel::H100_80GB, &catalog, &services);
         let error = replan(&ReplanRequest { plan: on_h100, current: &current, max_extra_gpus: 0, removed_gpus: &[] })
             .unwrap_err();
         assert!(matches!(error, PlanError::ForeignGpu { .. }), "{error}");

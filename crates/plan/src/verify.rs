@@ -395,7 +395,7 @@ fn check_segment<'a>(
 mod tests {
     use super::*;
     use crate::parva::plan_parva;
-    use crate::request::PlanRequest;
+    use crate::problem::Problem;
     use tessera_core::synthetic::{builtin_catalog, demo_services};
     use tessera_core::GpuModel;
 
@@ -404,7 +404,7 @@ mod tests {
     }
 
     fn plan(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Plan {
-        plan_parva(&PlanRequest::new(GpuModel::A100_80GB, catalog, services)).unwrap()
+        plan_parva(&Problem::parva(GpuModel::A100_80GB, catalog, services)).unwrap()
     }
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {

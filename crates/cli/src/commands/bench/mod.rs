@@ -10,6 +10,8 @@ mod simulate;
 mod timing;
 
 use anyhow::Result;
+use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
+use tessera_plan::{plan, LatencyRule, PlanError, PlanInputs, PlanRequest, ProfileOrigin};
 
 use crate::args::BenchCommand;
 
@@ -43,4 +45,14 @@ pub fn run(command: BenchCommand) -> Result<()> {
             time_limit_s: c.time_limit,
         }),
     }
+}
+
+/// The `optimal` plan of measured `services` over `catalog` on A100-80GBs
+/// under ParvaGPU's latency rule, with no time limit: how the benchmarks
+/// compare with ParvaGPU's own figures.
+fn optimal_under_parva(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Result<Plan, PlanError> {
+    let gpu = [GpuModel::A100_80GB];
+    let inputs = PlanInputs::new(services.to_vec(), catalog.clone(), ProfileOrigin::Measured, &gpu)?;
+    let request = PlanRequest { rule: Some(LatencyRule::Parva), time_limit: None, ..PlanRequest::new(&inputs) };
+    Ok(plan(&request)?.plan)
 }

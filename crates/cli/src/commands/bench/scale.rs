@@ -29,7 +29,9 @@ use anyhow::{bail, Context, Result};
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{relaxation_bound, verify, LatencyRule, PlanRequest, VerifyRequest, MAX_GPUS_LIMIT};
+use tessera_plan::{
+    relaxation_bound, verify, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, VerifyRequest, MAX_GPUS_LIMIT,
+};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::output::{note, out, outln};
@@ -96,12 +98,14 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             let slo_path = dir.path().join(format!("{}-{size}.csv", family.name));
             write_slo_csv(&slo_path, &services)?;
             let lp = {
+                let gpu = [GpuModel::A100_80GB];
+                let inputs = PlanInputs::new(services.clone(), family.catalog.clone(), ProfileOrigin::Measured, &gpu)?;
                 let request = PlanRequest {
-                    rule,
+                    rule: Some(rule),
                     // Too long for a `Duration`: no limit, as in `tessera plan`.
                     time_limit: Duration::try_from_secs_f64(time_limit_s).ok(),
                     max_gpus: MAX_GPUS_LIMIT,
-                    ..PlanRequest::new(GpuModel::A100_80GB, &family.catalog, &services)
+                    ..PlanRequest::new(&inputs)
                 };
                 relaxation_bound(&request)?
             };
@@ -221,6 +225,6 @@ fn run_plan(
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .context("tessera plan did not report its peak memory")?;
-    let plan = tessera_store::read_plan(output)?;
+    let plan = tessera_store::read_plan_file(output, None)?;
     Ok(Run { wall, peak_rss_kib, plan })
 }
