@@ -194,6 +194,11 @@ fn bad_options_are_refused_naming_the_option() {
         .starts_with("max_queue_delay_ms:"));
     assert!(error(SimulationOptions { timeline_bucket_s: Some(1e-6), ..options(10.0, 1.0) })
         .starts_with("timeline_bucket_s:"));
+    // 100,000 buckets are allowed for one service, not for each of twelve.
+    let fine = SimulationOptions { timeline_bucket_s: Some(1e-4), ..options(10.0, 1.0) };
+    assert!(simulate(&system, &fine).is_ok());
+    let many = simulate(&parva_scale(0.5), &fine).unwrap_err().to_string();
+    assert!(many.starts_with("timeline_bucket_s:") && many.contains("each of 12 services"), "{many}");
     let onoff = ArrivalModel::OnOff { burst: 9.0, mean_on_s: 1.0, mean_off_s: 1.0 };
     assert!(error(SimulationOptions { arrivals: onoff, ..options(10.0, 1.0) }).starts_with("burst:"));
 }

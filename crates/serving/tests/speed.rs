@@ -32,7 +32,7 @@ fn requests_per_second_on_one_core() {
             arrivals: arrivals.clone(),
             discipline,
             max_queue_delay_ms: delay_ms,
-            seconds: 60.0,
+            seconds: 120.0,
             warmup_s: 5.0,
             seed: 1,
             ..SimulationOptions::default()
@@ -41,8 +41,9 @@ fn requests_per_second_on_one_core() {
         let report = pool.install(|| simulate(&system, &options)).unwrap();
         let elapsed_s = started.elapsed().as_secs_f64();
         println!(
-            "{arrivals:>8} {discipline:>11} delay {delay_ms} ms: {} requests in {elapsed_s:.2} s = {:.1} M requests/s \
-             (attainment {:.4})",
+            "{:>8} {:>11} delay {delay_ms} ms: {} requests in {elapsed_s:.2} s = {:.1} M requests/s (attainment {:.4})",
+            arrivals.to_string(),
+            discipline.to_string(),
             report.requests_simulated,
             report.requests_simulated as f64 / elapsed_s / 1e6,
             report.attainment.unwrap()

@@ -36,7 +36,7 @@ pub fn parva_scale(load: f64) -> ServingSystem {
         services.push(ServedService {
             name: format!("service-{s}"),
             rate_rps: load * throughput_rps,
-            latency_slo_ms: 100.0,
+            latency_slo_ms: 30.0,
             percentile: 99.0,
         });
     }

@@ -35,8 +35,9 @@ pub use stats::Interval;
 /// with one replication.
 pub const BATCHES: usize = 10;
 
-/// The most timeline buckets a run may ask for.
-pub const MAX_TIMELINE_BUCKETS: usize = 100_000;
+/// The most timeline buckets a run may ask for, all services together (a
+/// report holds each: 24 bytes).
+pub const MAX_TIMELINE_BUCKETS: usize = 1_000_000;
 
 /// How to run a simulation.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,15 +140,31 @@ impl SimulationOptions {
 /// stays bounded.
 pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<ServingReport, ServingError> {
     options.validate()?;
-    let units = if options.replications == 1 { BATCHES } else { 1 };
     let services = system.services().len();
-    let tasks: Vec<(u32, usize)> =
-        (0..options.replications).flat_map(|replication| (0..services).map(move |s| (replication, s))).collect();
-    let runs: Vec<Result<service::ServiceRun, ServingError>> = tasks
+    if options.timeline_buckets().saturating_mul(services) > MAX_TIMELINE_BUCKETS {
+        return Err(ServingError::invalid(
+            "timeline_bucket_s",
+            format!(
+                "{} s makes {} buckets for each of {services} services, more than {MAX_TIMELINE_BUCKETS} in all",
+                options.timeline_bucket_s.unwrap_or_default(),
+                options.timeline_buckets()
+            ),
+        ));
+    }
+    let units = if options.replications == 1 { BATCHES } else { 1 };
+    let summaries: Vec<Result<report::ServiceSummary, ServingError>> = (0..services)
         .into_par_iter()
-        .map(|(replication, service)| service::run_service(system, options, service, replication, units))
+        .map(|service| {
+            let runs: Vec<Result<service::ServiceRun, ServingError>> = (0..options.replications)
+                .into_par_iter()
+                .map(|replication| service::run_service(system, options, service, replication, units))
+                .collect();
+            // The first error in replication order, whichever thread met it.
+            let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+            Ok(report::summarise_service(&system.services()[service], options, runs))
+        })
         .collect();
-    // The first error in (replication, service) order, whichever thread met it.
-    let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
-    Ok(report::summarise(system, options, runs))
+    // Likewise the first error in service order.
+    let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(report::assemble(system, options, summaries))
 }

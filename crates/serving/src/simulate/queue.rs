@@ -196,6 +196,75 @@ mod tests {
         assert!((log.latencies_ms[0] - 17.0).abs() < 1e-9 && (log.latencies_ms[4] - 15.0).abs() < 1e-9);
     }
 
+    /// Latencies (ms, by arrival) from a plain event-by-event simulation:
+    /// at every arrival, completion or delay expiry, free processes start
+    /// batches while a full batch waits or the oldest has waited the delay.
+    fn reference(processes: usize, shape: &SegmentShape, delay_s: f64, arrivals: &[f64]) -> Vec<f64> {
+        let max_batch = shape.max_batch() as usize;
+        let mut free_at = vec![0.0f64; processes];
+        let mut waiting: VecDeque<usize> = VecDeque::new();
+        let mut latencies = vec![f64::NAN; arrivals.len()];
+        let (mut next, mut now) = (0, 0.0f64);
+        loop {
+            while next < arrivals.len() && arrivals[next] <= now {
+                waiting.push_back(next);
+                next += 1;
+            }
+            while let Some(&oldest) = waiting.front() {
+                let ready = waiting.len() >= max_batch || now >= arrivals[oldest] + delay_s;
+                let Some(process) = (0..processes).find(|&p| free_at[p] <= now) else { break };
+                if !ready {
+                    break;
+                }
+                let k = waiting.len().min(max_batch);
+                let run_ms = shape.latency_ms(k as u32);
+                free_at[process] = now + run_ms / 1000.0;
+                for request in waiting.drain(..k) {
+                    latencies[request] = (now - arrivals[request]) * 1000.0 + run_ms;
+                }
+            }
+            let mut candidates = vec![];
+            candidates.extend(arrivals.get(next));
+            candidates.extend(free_at.iter().filter(|&&t| t > now));
+            candidates.extend(waiting.front().map(|&oldest| arrivals[oldest] + delay_s).filter(|&t| t > now));
+            match candidates.into_iter().reduce(f64::min) {
+                Some(t) => now = t,
+                None => return latencies,
+            }
+        }
+    }
+
+    #[test]
+    fn the_lazy_queue_agrees_with_an_event_by_event_simulation() {
+        use crate::sampling::exponential;
+        use tessera_core::rng::SplitMix64;
+        let shape = SegmentShape::new(3, vec![(1, 4.0), (2, 5.0), (4, 7.0), (6, 9.0)]).unwrap();
+        let mut rng = SplitMix64::new(17);
+        // Bursts and lulls: 2,000 arrivals at 500 req/s with every tenth gap 50 times longer.
+        let mut t = 0.0;
+        let arrivals: Vec<f64> = (0..2000)
+            .map(|i| {
+                t += exponential(&mut rng) * if i % 10 == 9 { 0.1 } else { 0.002 };
+                t
+            })
+            .collect();
+        for processes in [1, 3] {
+            for delay_s in [0.0, 0.003] {
+                let log = run(processes, &shape, delay_s, &arrivals);
+                let want = reference(processes, &shape, delay_s, &arrivals);
+                assert_eq!(log.latencies_ms.len(), want.len());
+                // The queue reports in start order, which is arrival order (FIFO).
+                for (i, (got, want)) in log.latencies_ms.iter().zip(&want).enumerate() {
+                    assert!(
+                        (got - want).abs() < 1e-9,
+                        "{processes} processes, delay {delay_s}: request {i}: {got} vs {want}"
+                    );
+                }
+                assert!(log.batches.iter().any(|&(_, k)| k > 1) && log.batches.iter().any(|&(_, k)| k == 1));
+            }
+        }
+    }
+
     #[test]
     fn a_shared_queue_feeds_every_free_process() {
         let shape = SegmentShape::full_batch_only(2, 1, 10.0).unwrap();

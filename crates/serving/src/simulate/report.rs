@@ -5,7 +5,7 @@ use super::service::{SegmentTally, ServiceRun, Unit};
 use super::stats::{interval_95, Interval};
 use super::SimulationOptions;
 use crate::histogram::Histogram;
-use crate::system::ServingSystem;
+use crate::system::{ServedService, ServingSystem};
 
 /// The quantiles of a latency CDF: every percent, then the far tail.
 const CDF_TAIL: [f64; 3] = [0.995, 0.999, 1.0];
@@ -137,56 +137,79 @@ pub struct SegmentOutcome {
     pub mean_batch: Option<f64>,
 }
 
-/// Sums the runs (replication-major, then service) into a report.
-pub(super) fn summarise(system: &ServingSystem, options: &SimulationOptions, runs: Vec<ServiceRun>) -> ServingReport {
-    let services = system.services().len();
+/// One service's runs (every replication) summed: its outcome, its
+/// segments' tallies and the requests simulated. Done as soon as the
+/// service has run, so a run of many services holds one service's
+/// histograms per thread.
+pub(super) struct ServiceSummary {
+    outcome: ServiceOutcome,
+    segments: Vec<(usize, SegmentTally)>,
+    simulated: u64,
+}
+
+/// Sums the replications of `service`.
+pub(super) fn summarise_service(
+    service: &ServedService,
+    options: &SimulationOptions,
+    runs: Vec<ServiceRun>,
+) -> ServiceSummary {
+    let bucket_s = options.timeline_bucket_s.unwrap_or(0.0);
+    let mut timeline: Vec<TimelineBucket> = (0..options.timeline_buckets())
+        .map(|i| TimelineBucket { start_s: i as f64 * bucket_s, requests: 0, within_slo: 0 })
+        .collect();
+    let mut segments: Vec<(usize, SegmentTally)> = Vec::new();
+    let mut simulated = 0;
+    let mut units = Vec::new();
+    for run in runs {
+        simulated += run.simulated;
+        for (bucket, [requests, within]) in timeline.iter_mut().zip(&run.timeline) {
+            bucket.requests += requests;
+            bucket.within_slo += within;
+        }
+        if segments.is_empty() {
+            segments = run.segments;
+        } else {
+            for ((_, sum), (_, tally)) in segments.iter_mut().zip(&run.segments) {
+                sum.add(tally);
+            }
+        }
+        units.extend(run.units);
+    }
+    let mut all = Unit::default();
+    for unit in &units {
+        all.latencies.merge(&unit.latencies);
+        all.within_slo += unit.within_slo;
+    }
+    let measured_s = (options.seconds - options.warmup_s) * f64::from(options.replications);
+    let outcome = ServiceOutcome {
+        name: service.name.clone(),
+        requests: all.latencies.count(),
+        within_slo: all.within_slo,
+        goodput_rps: all.within_slo as f64 / measured_s,
+        measures: measures(&all, &units, service.percentile),
+        timeline,
+    };
+    ServiceSummary { outcome, segments, simulated }
+}
+
+/// The report from every service's summary, in the system's order.
+pub(super) fn assemble(
+    system: &ServingSystem,
+    options: &SimulationOptions,
+    summaries: Vec<ServiceSummary>,
+) -> ServingReport {
     let replications = options.replications;
     let measured_s = options.seconds - options.warmup_s;
     let mut tallies = vec![SegmentTally::default(); system.segments().len()];
     let mut requests_simulated = 0;
-    let mut by_service: Vec<Vec<ServiceRun>> = (0..services).map(|_| Vec::new()).collect();
-    for (index, run) in runs.into_iter().enumerate() {
-        requests_simulated += run.simulated;
-        for &(segment, tally) in &run.segments {
-            let sum = &mut tallies[segment];
-            sum.requests += tally.requests;
-            sum.busy_s += tally.busy_s;
-            sum.batches += tally.batches;
-            sum.batched += tally.batched;
+    let mut outcomes = Vec::with_capacity(summaries.len());
+    for summary in summaries {
+        requests_simulated += summary.simulated;
+        for (segment, tally) in summary.segments {
+            tallies[segment] = tally;
         }
-        by_service[index % services].push(run);
+        outcomes.push(summary.outcome);
     }
-    let outcomes: Vec<ServiceOutcome> = by_service
-        .into_iter()
-        .zip(system.services())
-        .map(|(runs, service)| {
-            let bucket_s = options.timeline_bucket_s.unwrap_or(0.0);
-            let mut timeline: Vec<TimelineBucket> = (0..options.timeline_buckets())
-                .map(|i| TimelineBucket { start_s: i as f64 * bucket_s, requests: 0, within_slo: 0 })
-                .collect();
-            for run in &runs {
-                for (bucket, [requests, within]) in timeline.iter_mut().zip(&run.timeline) {
-                    bucket.requests += requests;
-                    bucket.within_slo += within;
-                }
-            }
-            let units: Vec<Unit> = runs.into_iter().flat_map(|run| run.units).collect();
-            let mut all = Unit::default();
-            for unit in &units {
-                all.latencies.merge(&unit.latencies);
-                all.within_slo += unit.within_slo;
-            }
-            let requests = all.latencies.count();
-            ServiceOutcome {
-                name: service.name.clone(),
-                requests,
-                within_slo: all.within_slo,
-                goodput_rps: all.within_slo as f64 / (measured_s * f64::from(replications)),
-                measures: measures(&all, &units, service.percentile),
-                timeline,
-            }
-        })
-        .collect();
     let requests_measured = outcomes.iter().map(|o| o.requests).sum::<u64>();
     let within = outcomes.iter().map(|o| o.within_slo).sum::<u64>();
     let worst = outcomes

@@ -56,6 +56,16 @@ pub(super) struct SegmentTally {
     pub(super) batched: u64,
 }
 
+impl SegmentTally {
+    /// Adds another replication's tally.
+    pub(super) fn add(&mut self, other: &SegmentTally) {
+        self.requests += other.requests;
+        self.busy_s += other.busy_s;
+        self.batches += other.batches;
+        self.batched += other.batched;
+    }
+}
+
 /// Counts each request into its unit and timeline bucket.
 #[derive(Debug)]
 struct Recorder {
