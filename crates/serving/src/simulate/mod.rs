@@ -7,10 +7,14 @@
 //! first served) and runs them at the latency of that batch size. A
 //! request's latency is its completion minus its arrival.
 //!
-//! What is not modelled: network and pre/post-processing time, request
-//! sizes (every request of a service costs the same), interference between
-//! segments on one GPU beyond what their profiles measured, failures and
-//! time-outs, and arrivals after `seconds` (requests still waiting then run
+//! What is not modelled: network and pre/post-processing time; request
+//! sizes (every request of a service costs the same: no token counts, no
+//! continuous batching — a process runs one batch at a time to its end);
+//! a batch running faster while its segment's other processes idle (the
+//! profile's latency, measured with all of them running, always applies);
+//! interference between segments on one GPU beyond what their profiles
+//! measured; admission control, drops, time-outs, failures and cold
+//! starts; and arrivals after `seconds` (requests still waiting then run
 //! to completion, with no new traffic behind them).
 
 mod queue;

@@ -65,9 +65,11 @@ pub struct ServiceOutcome {
 pub struct ServiceMeasures {
     /// The share of measured requests within the latency SLO.
     pub attainment: f64,
-    /// Its 95% confidence interval: Student's t over independent
-    /// replications, or over 10 batches of the measured time when there is
-    /// one replication; `None` with fewer than two non-empty units.
+    /// Its 95% confidence interval, centred on the attainment above:
+    /// Student's t over independent replications, or over 10 batches of the
+    /// measured time (by arrival) when there is one replication; `None`
+    /// with fewer than two non-empty units. Batches of one run are
+    /// correlated: under heavy load the interval is too narrow.
     pub attainment_ci: Option<Interval>,
     /// `true` when the attainment reaches the service's percentile (e.g.
     /// 0.99 of requests within the SLO for 99.0).
