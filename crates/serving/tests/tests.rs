@@ -1,1 +1,8 @@
 //! The serving model's integration tests: one binary, a module per area.
+
+mod arrivals;
+mod azure;
+mod plan;
+mod simulate;
+mod speed;
+mod support;
