@@ -546,20 +546,7 @@ mod tests {
     }
 
     fn plan(gpus: Vec<GpuAssignment>) -> Plan {
-        Plan {
-            gpu_count: gpus.len(),
-            total_cost: gpus.len() as f64,
-            strategy: "optimal".to_string(),
-            latency_rule: "parva".to_string(),
-            gpus_per_node: 8,
-            fleet: Vec::new(),
-            gpus,
-            services: Vec::new(),
-            optimality: None,
-            notes: Vec::new(),
-            node_names: Vec::new(),
-            images: BTreeMap::new(),
-        }
+        Plan::from_gpus(gpus, "optimal", "parva", 8)
     }
 
     fn old() -> Plan {

@@ -152,6 +152,40 @@ impl ServiceReport {
 }
 
 impl Plan {
+    /// A plan of `gpus` made by `strategy` under `latency_rule`, numbered
+    /// with `gpus_per_node` GPUs per node: its GPU count, and a fleet of
+    /// every GPU model it uses at cost 1 and no limit (so its total cost is
+    /// its GPU count); no service report, proof, notes, node names or
+    /// images. Set those with struct update syntax.
+    pub fn from_gpus(
+        gpus: Vec<GpuAssignment>,
+        strategy: impl Into<String>,
+        latency_rule: impl Into<String>,
+        gpus_per_node: u32,
+    ) -> Plan {
+        let mut fleet: Vec<FleetUse> = Vec::new();
+        for gpu in &gpus {
+            match fleet.iter_mut().find(|counted| counted.gpu_model == gpu.gpu_model) {
+                Some(counted) => counted.gpus += 1,
+                None => fleet.push(FleetUse { gpu_model: gpu.gpu_model, cost_per_gpu: 1.0, limit: None, gpus: 1 }),
+            }
+        }
+        Plan {
+            gpu_count: gpus.len(),
+            total_cost: gpus.len() as f64,
+            strategy: strategy.into(),
+            latency_rule: latency_rule.into(),
+            gpus_per_node,
+            fleet,
+            gpus,
+            services: Vec::new(),
+            optimality: None,
+            notes: Vec::new(),
+            node_names: Vec::new(),
+            images: BTreeMap::new(),
+        }
+    }
+
     /// Total compute slices used by the plan's instances.
     pub fn compute_slices_used(&self) -> u32 {
         self.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| u32::from(instance.size)).sum()

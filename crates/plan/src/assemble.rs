@@ -38,21 +38,19 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
         });
         slot += 1;
     }
-    let fleet = fleet_use(request, &assignments);
-    let services = service_reports(assignments.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
+    plan_of(request, assignments, strategy, gpus_per_node)
+}
+
+/// The plan of `gpus` (placed and numbered) for `request`: its fleet's use
+/// and cost and every service's report.
+pub(crate) fn plan_of(request: &Problem<'_>, gpus: Vec<GpuAssignment>, strategy: &str, gpus_per_node: u32) -> Plan {
+    let fleet = fleet_use(request, &gpus);
+    let services = service_reports(gpus.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
     Plan {
-        gpu_count: assignments.len(),
         total_cost: fleet.iter().map(|f| f.cost_per_gpu * f.gpus as f64).sum(),
-        strategy: strategy.to_string(),
-        latency_rule: request.rule.name().to_string(),
-        gpus_per_node,
         fleet,
-        gpus: assignments,
         services,
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
+        ..Plan::from_gpus(gpus, strategy, request.rule.name(), gpus_per_node)
     }
 }
 

@@ -42,7 +42,7 @@ use tessera_core::{
 };
 
 use crate::allocate::Segment;
-use crate::assemble::{fleet_use, instance_at};
+use crate::assemble::{instance_at, plan_of};
 use crate::error::PlanError;
 use crate::optimal::plan_optimal;
 use crate::problem::{usable_points, Problem};
@@ -712,22 +712,11 @@ fn assemble(request: &Problem<'_>, gpus: Vec<WorkGpu>, current: &Plan, removed: 
 /// A plan of `gpus` for `request`, carrying the current plan's node
 /// numbering, cluster names and images.
 fn finish_plan(request: &Problem<'_>, current: &Plan, gpus: Vec<GpuAssignment>, strategy: &str) -> Plan {
-    let fleet = fleet_use(request, &gpus);
-    let services = service_reports(gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
     let nodes_named = gpus.iter().all(|g| (g.node as usize) < current.node_names.len());
     Plan {
-        gpu_count: gpus.len(),
-        total_cost: fleet.iter().map(|f| f.cost_per_gpu * f.gpus as f64).sum(),
-        strategy: strategy.to_string(),
-        latency_rule: request.rule.name().to_string(),
-        gpus_per_node: current.gpus_per_node.max(1),
-        fleet,
-        gpus,
-        services,
-        optimality: None,
-        notes: Vec::new(),
         node_names: if nodes_named { current.node_names.clone() } else { Vec::new() },
         images: current.images.clone(),
+        ..plan_of(request, gpus, strategy, current.gpus_per_node.max(1))
     }
 }
 

@@ -277,18 +277,8 @@ pub(crate) mod tests {
             met: true,
         };
         Plan {
-            gpu_count: 2,
-            total_cost: 2.0,
-            strategy: "optimal".to_string(),
-            latency_rule: "queueing".to_string(),
-            gpus_per_node: 1,
-            fleet: Vec::new(),
-            gpus,
             services: vec![report("search", 50.0), report("chat<&>", 80.0), report("a-service-with-a-long-name", 25.0)],
-            optimality: None,
-            notes: Vec::new(),
-            node_names: Vec::new(),
-            images: std::collections::BTreeMap::new(),
+            ..Plan::from_gpus(gpus, "optimal", "queueing", 1)
         }
     }
 

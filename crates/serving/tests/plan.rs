@@ -47,22 +47,13 @@ fn report(service: &str, model: &str, rate_rps: f64, latency_slo_ms: f64) -> Ser
 /// (model `resnet`) on a 2g instance.
 fn plan() -> Plan {
     let gpu = |node, index, instances| GpuAssignment { node, index, gpu_model: GpuModel::A100_80GB, instances };
+    let gpus = vec![
+        gpu(0, 0, vec![instance("chat", "llm", 3, 0, 8, 2, 40.0), instance("vision", "resnet", 2, 4, 4, 1, 12.0)]),
+        gpu(0, 1, vec![instance("chat", "llm", 2, 0, 4, 1, 30.0)]),
+    ];
     Plan {
-        gpu_count: 2,
-        total_cost: 2.0,
-        strategy: "optimal".into(),
-        latency_rule: "queueing".into(),
-        gpus_per_node: 8,
-        fleet: Vec::new(),
-        gpus: vec![
-            gpu(0, 0, vec![instance("chat", "llm", 3, 0, 8, 2, 40.0), instance("vision", "resnet", 2, 4, 4, 1, 12.0)]),
-            gpu(0, 1, vec![instance("chat", "llm", 2, 0, 4, 1, 30.0)]),
-        ],
         services: vec![report("chat", "llm", 300.0, 200.0), report("vision", "resnet", 100.0, 50.0)],
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
+        ..Plan::from_gpus(gpus, "optimal", "queueing", 8)
     }
 }
 

@@ -453,20 +453,7 @@ mod tests {
     }
 
     fn tiny_plan() -> Plan {
-        Plan {
-            gpu_count: 0,
-            total_cost: 0.0,
-            strategy: "optimal".to_string(),
-            latency_rule: "queueing".to_string(),
-            gpus_per_node: 8,
-            fleet: Vec::new(),
-            gpus: Vec::new(),
-            services: Vec::new(),
-            optimality: None,
-            notes: vec!["a note".to_string()],
-            node_names: Vec::new(),
-            images: std::collections::BTreeMap::new(),
-        }
+        Plan { notes: vec!["a note".to_string()], ..Plan::from_gpus(Vec::new(), "optimal", "queueing", 8) }
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Plan};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 
 use crate::error::StoreError;
 use crate::formats::table::{Cell, Table};
@@ -190,34 +190,16 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
             None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
         }
     }
-    let mut fleet: Vec<FleetUse> = Vec::new();
-    for gpu in &gpus {
-        match fleet.iter_mut().find(|counted| counted.gpu_model == gpu.gpu_model) {
-            Some(counted) => counted.gpus += 1,
-            None => fleet.push(FleetUse { gpu_model: gpu.gpu_model, cost_per_gpu: 1.0, limit: None, gpus: 1 }),
-        }
-    }
-    Ok(Plan {
-        gpu_count: gpus.len(),
-        total_cost: gpus.len() as f64,
-        strategy: UNRECORDED_STRATEGY.to_string(),
-        latency_rule: latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string()),
-        gpus_per_node: gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1),
-        fleet,
-        gpus,
-        services: Vec::new(),
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
-    })
+    let latency_rule = latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string());
+    let gpus_per_node = gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1);
+    Ok(Plan::from_gpus(gpus, UNRECORDED_STRATEGY, latency_rule, gpus_per_node))
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use tessera_core::{Optimality, ServiceReport};
+    use tessera_core::{FleetUse, Optimality, ServiceReport};
 
     use super::*;
     use crate::formats::plan_file::{read_plan_file, MapProfiles};
