@@ -8,6 +8,7 @@ use tessera_plan::{
     GpuPosition, LatencyRule, Strategy, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
     MAX_GPUS_LIMIT,
 };
+use tessera_serving::{Discipline, SimulationOptions};
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
@@ -586,6 +587,12 @@ pub struct SimulateArgs {
 /// `tessera simulate …` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SimulateCommand {
+    /// Simulate the requests a plan serves, one by one: arrivals per service,
+    /// routing to its segments by the plan's weights, a queue per process,
+    /// dynamic batching; per service the latency percentiles, the share of
+    /// requests within the SLO (attainment) and goodput, per segment its
+    /// utilisation (`tessera verify --simulate` also fails on a miss).
+    Serve(SimulateServeArgs),
     /// Write a synthetic trace (JSON) to stdout.
     Generate {
         /// Clients.
@@ -646,6 +653,78 @@ pub enum SimulateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+/// `tessera simulate serve`.
+#[derive(Debug, Args)]
+pub struct SimulateServeArgs {
+    /// The plan (JSON or CSV as `tessera plan` writes it).
+    pub plan: PathBuf,
+
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
+
+    /// Profiles for the latency of partial batches (a ParvaGPU folder, on
+    /// the first --gpu, or a Tessera profile CSV); default: the built-in
+    /// example with --demo, else the store when it exists, else every
+    /// partial batch runs as long as the full one (said in a note).
+    #[arg(long, value_name = "DIR|FILE", conflicts_with = "demo")]
+    pub profiles: Option<PathBuf>,
+
+    /// Partial batches from the built-in example's profiles.
+    #[arg(long)]
+    pub demo: bool,
+
+    /// The GPU model a ParvaGPU profile folder was measured on.
+    #[arg(long, default_value = "a100-80gb", value_parser = parse_gpu)]
+    pub gpu: GpuModel,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+
+    /// Also write a page (self-contained HTML) with each service's latency
+    /// CDF against its SLO and its attainment over time.
+    #[arg(long, value_name = "FILE")]
+    pub picture: Option<PathBuf>,
+}
+
+/// How requests arrive and are served in a request-level simulation.
+#[derive(Debug, Clone, Args)]
+pub struct TrafficArgs {
+    /// How each service's requests arrive: `poisson`; `cv=X`, a renewal
+    /// process whose inter-arrival times have coefficient of variation X;
+    /// `onoff=burst:B,on:S,off:S`, bursts at B times the mean rate lasting S
+    /// seconds on average; `trace=FILE`, a CSV with a TIMESTAMP column
+    /// replayed at each service's rate.
+    #[arg(long, value_name = "MODEL", default_value = "poisson")]
+    pub arrivals: String,
+
+    /// How a segment's MPS processes share its requests (the deployment:
+    /// random).
+    #[arg(long, value_enum, default_value_t = Discipline::default())]
+    pub discipline: Discipline,
+
+    /// How long an idle process waits for a fuller batch, ms (0: it takes
+    /// what is waiting at once).
+    #[arg(long, value_name = "MS", default_value_t = SimulationOptions::default().max_queue_delay_ms)]
+    pub max_queue_delay_ms: f64,
+
+    /// Simulated seconds of arrivals per replication.
+    #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().seconds)]
+    pub seconds: f64,
+
+    /// Seconds at the start whose requests are not measured.
+    #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().warmup_s)]
+    pub warmup: f64,
+
+    /// Seed: the same seed gives the same figures.
+    #[arg(long, default_value_t = SimulationOptions::default().seed)]
+    pub seed: u64,
+
+    /// Independent replications (for confidence intervals).
+    #[arg(long, default_value_t = SimulationOptions::default().replications, value_parser = clap::value_parser!(u32).range(1..))]
+    pub replications: u32,
 }
 
 /// Schedulers.
@@ -928,6 +1007,15 @@ pub struct VerifyArgs {
     /// data (the exit status is 1 on a violation either way).
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+
+    /// Also simulate the plan's requests one by one (as `tessera simulate
+    /// serve`) under the traffic options below, and fail when a service
+    /// keeps fewer of its requests within its SLO than its percentile asks.
+    #[arg(long)]
+    pub simulate: bool,
+
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
 }
 
 /// Output formats of a plan.

@@ -116,3 +116,26 @@ fn load_services(source: &SloSource, catalog: &ProfileCatalog, gpu: GpuModel) ->
     }
     Ok(demo_services())
 }
+
+/// The profiles that give a plan's partial batches their latencies, for
+/// simulating it: `--profiles`, the built-in example with `--demo`, else
+/// the store when there is one; `None` when there is none.
+pub fn partial_batch_profiles(
+    profiles: Option<&Path>,
+    demo: bool,
+    gpu: GpuModel,
+    store: Option<&Path>,
+) -> Result<Option<ProfileCatalog>> {
+    if let Some(path) = profiles {
+        let sourced = read_sourced_profiles(path, gpu)?;
+        return Ok(Some(sourced.iter().map(SourcedProfile::planning_profile).collect()));
+    }
+    if demo {
+        return Ok(Some(builtin_catalog()));
+    }
+    let path = store_path(store)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open_read_only(&path)?.load_catalog(None)?))
+}

@@ -5,12 +5,14 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 use tessera_core::text::count;
+use tessera_core::{Plan, ProfileCatalog};
 use tessera_plan::verify_plan;
 use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{ListFormat, VerifyArgs};
+use crate::commands::serving;
 use crate::inputs;
-use crate::output::{note, outln};
+use crate::output::{note, out, outln};
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let inputs = inputs::load(&args.inputs, &args.inputs.profiles.gpus, store)?;
@@ -41,6 +43,36 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             "{path}: {} (under the {} latency rule)",
             count(checked.violations.len(), "violation"),
             checked.latency_rule
+        );
+    }
+    if args.simulate {
+        simulate(args, &plan, inputs.catalog())?;
+    }
+    Ok(())
+}
+
+/// `verify --simulate`: the plan's requests simulated one by one; an error
+/// naming the services that miss their SLO.
+fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<()> {
+    let options = serving::options(&args.traffic)?;
+    let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
+    for line in &simulated.notes {
+        note(format_args!("{line}"));
+    }
+    match args.format {
+        ListFormat::Json => {
+            outln!("{}", serde_json::to_string_pretty(&serving::SimulationDocument::new(&options, &simulated))?)?
+        }
+        ListFormat::Table => out!("{}", serving::render(&options, &simulated))?,
+    }
+    let missed = simulated.missed();
+    if !missed.is_empty() {
+        bail!(
+            "{}: {} miss their SLO in simulation ({}): {}",
+            args.plan.display(),
+            count(missed.len(), "service"),
+            serving::describe(&options),
+            missed.join(", ")
         );
     }
     Ok(())

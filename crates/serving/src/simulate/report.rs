@@ -1,6 +1,8 @@
 //! What a simulation reports, and how the runs of every service and
 //! replication are summed into it.
 
+use serde::Serialize;
+
 use super::service::{SegmentTally, ServiceRun, Unit};
 use super::stats::{interval_95, Interval};
 use super::SimulationOptions;
@@ -11,7 +13,7 @@ use crate::system::{ServedService, ServingSystem};
 const CDF_TAIL: [f64; 3] = [0.995, 0.999, 1.0];
 
 /// What a simulation measured.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServingReport {
     /// Per service, in the system's order.
     pub services: Vec<ServiceOutcome>,
@@ -34,7 +36,7 @@ pub struct ServingReport {
 }
 
 /// The service that fared worst.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorstService {
     /// Its name.
     pub name: String,
@@ -43,10 +45,16 @@ pub struct WorstService {
 }
 
 /// How one service fared.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServiceOutcome {
     /// The service's name.
     pub name: String,
+    /// Its mean request rate, req/s.
+    pub rate_rps: f64,
+    /// Its latency SLO, ms.
+    pub latency_slo_ms: f64,
+    /// The share of its requests (%) that must finish within the SLO.
+    pub percentile: f64,
     /// Measured requests (all replications).
     pub requests: u64,
     /// Measured requests within the latency SLO.
@@ -61,7 +69,7 @@ pub struct ServiceOutcome {
 }
 
 /// Attainment and latency of a service with measured requests.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServiceMeasures {
     /// The share of measured requests within the latency SLO.
     pub attainment: f64,
@@ -95,7 +103,7 @@ pub struct ServiceMeasures {
 }
 
 /// One point of a latency CDF.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CdfPoint {
     /// A latency, ms.
     pub latency_ms: f64,
@@ -104,7 +112,7 @@ pub struct CdfPoint {
 }
 
 /// Requests that arrived in one bucket of time (all replications).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TimelineBucket {
     /// The bucket's start, seconds from the run's start.
     pub start_s: f64,
@@ -122,7 +130,7 @@ impl TimelineBucket {
 }
 
 /// How one segment fared.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SegmentOutcome {
     /// The segment's label.
     pub label: String,
@@ -185,6 +193,9 @@ pub(super) fn summarise_service(
     let measured_s = (options.seconds - options.warmup_s) * f64::from(options.replications);
     let outcome = ServiceOutcome {
         name: service.name.clone(),
+        rate_rps: service.rate_rps,
+        latency_slo_ms: service.latency_slo_ms,
+        percentile: service.percentile,
         requests: all.latencies.count(),
         within_slo: all.within_slo,
         goodput_rps: all.within_slo as f64 / measured_s,

@@ -2,7 +2,7 @@
 //! or batches of one run's time).
 
 /// A two-sided interval.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Interval {
     /// The lower end.
     pub low: f64,

@@ -7,3 +7,4 @@ pub mod plan;
 pub mod plan_file;
 mod points;
 mod table;
+pub mod trace;
