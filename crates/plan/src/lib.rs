@@ -49,6 +49,7 @@ mod configure;
 mod cover;
 mod error;
 mod estimate;
+mod fleet_model;
 mod inputs;
 mod latency;
 mod lp;
