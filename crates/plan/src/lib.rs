@@ -22,23 +22,34 @@
 //!   segments each service runs) and allocator (which GPU each goes to, on
 //!   the real MIG placement lattice); `parva` wires them into the `parva`
 //!   strategy, physically valid and dropping nothing.
-//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`, `branch` and
-//!   `optimal` — the `optimal` strategy: every minimal way to serve each
-//!   service, the linear-programming bound solved exactly (cheapest covers
-//!   per service at prices per instance size, Kelley's cutting planes over a
-//!   small simplex), the relaxation rounded to a plan, a local search within
-//!   the fleet's limits and a best-bound-first branch and bound.
+//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`,
+//!   `fleet_model`, `branch` and `optimal` — the `optimal` strategy: every
+//!   minimal way to serve each service, the linear-programming bound solved
+//!   exactly (cheapest covers per service at prices per instance size,
+//!   Kelley's cutting planes over a small simplex), the relaxation rounded
+//!   to a plan, a local search within the fleet's limits and a
+//!   best-bound-first branch and bound; `optimal` is a folder of its phases
+//!   (`table`, `bounds`, `candidates`, `rounded`, `local_search`,
+//!   `finish`).
+//! * `replan` — replanning from a running plan with the fewest changes, a
+//!   folder of its steps (`inherit`, `stable`, `fill`, `residual`,
+//!   `absorb`, `assemble`, `align`, `keep_layouts`); `spread` — spreading a
+//!   service's segments over GPUs.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
 //!   fleet; it shares no code with the planners but the latency rule.
 //! * `estimate` — profiles for GPU models without measurements.
-//! * `complete` — profile completion: a latency model fitted per model
-//!   under a prior learned across models, intervals from leave-one-out
-//!   residuals, memory inferred only from measurements, and suggestions.
+//! * `complete` — profile completion (`interface`, the request and the
+//!   answer; `completion`, the fits and predictions): a latency model
+//!   fitted per model under a prior learned across models, intervals from
+//!   leave-one-out residuals, memory inferred only from measurements, and
+//!   suggestions.
 //!
 //! Invariant: no I/O, no global state (the `optimal` search reads the clock
-//! for its time limit).
+//! for its time limit). The modules form no cycle: shared types sit in a
+//! module below those that use them, and a folder's `mod.rs` uses its
+//! files, never they it.
 
 mod allocate;
 mod assemble;
@@ -49,6 +60,7 @@ mod configure;
 mod cover;
 mod error;
 mod estimate;
+mod fleet_model;
 mod inputs;
 mod latency;
 mod lp;
