@@ -839,7 +839,8 @@ impl ProfileSource {
 #[derive(Debug, Clone, Args)]
 pub struct SloSource {
     /// SLO CSV with the header `service,model,rate_rps,latency_ms`
-    /// (`model` optional: the service name is then the model).
+    /// (`model` optional: the service name is then the model; optional
+    /// `percentile`, the share of requests within the SLO, default 99).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["slo_rates", "slo_latency", "scenario"])]
     pub slo: Option<PathBuf>,
 
@@ -854,6 +855,12 @@ pub struct SloSource {
     /// Scenario (1-based row) of the ParvaGPU SLO files.
     #[arg(long, value_name = "K", requires = "slo_rates")]
     pub scenario: Option<usize>,
+
+    /// The share of every service's requests (%) that must finish within
+    /// its latency SLO, overriding the SLO file's `percentile` column
+    /// (default 99).
+    #[arg(long, value_name = "P", value_parser = parse_percentile)]
+    pub slo_percentile: Option<f64>,
 }
 
 /// What `plan` and `verify` read: profiles, SLOs and the process limit.
@@ -1275,6 +1282,13 @@ fn parse_gpu(value: &str) -> Result<GpuModel, String> {
 
 fn parse_offer(value: &str) -> Result<GpuOffer, String> {
     value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
+}
+
+fn parse_percentile(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(percentile) if percentile > 0.0 && percentile < 100.0 => Ok(percentile),
+        _ => Err(format!("expected a share above 0 and below 100 (%), got '{value}'")),
+    }
 }
 
 fn parse_seconds(value: &str) -> Result<f64, String> {

@@ -49,7 +49,10 @@ pub fn load(args: &InputArgs, fleet: &[GpuOffer], store: Option<&Path>) -> Resul
     }
     let (catalog, origin, predicted) = load_catalog(&args.profiles, args.demo, store)?;
     let gpu_models: Vec<GpuModel> = fleet.iter().map(|offer| offer.model).collect();
-    let services = load_services(slos, &catalog, args.profiles.first_gpu())?;
+    let mut services = load_services(slos, &catalog, args.profiles.first_gpu())?;
+    if let Some(percentile) = slos.slo_percentile {
+        services = services.into_iter().map(|slo| slo.with_percentile(percentile)).collect::<Result<_, _>>()?;
+    }
     let images = match &slos.slo {
         Some(path) => read_service_images(path)?,
         None if slos.slo_rates.is_none() => demo_images(),
