@@ -9,8 +9,8 @@ use crate::assemble::build_plan;
 use crate::configure::{configure, SegmentChoice};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
-use crate::strategy::Strategy;
 use crate::problem::Problem;
+use crate::strategy::Strategy;
 
 /// GPUs using at most this many compute slices are dissolved (ParvaGPU: 4).
 pub const DISSOLVE_MAX_USED_GPCS: u32 = 4;
