@@ -11,10 +11,14 @@
 //!   process with a given coefficient of variation, an on/off burst process,
 //!   or a replayed timestamp trace, each scaled to the service's mean rate.
 //! * [`Discipline`] — how requests reach a segment's processes and queue.
+//! * [`analytic`] — the exact percentile latency of a segment under Poisson
+//!   arrivals and random routing to its processes, and its capacity at a
+//!   percentile SLO ([`analytic::CapacityCache`] memoises them).
 //!
 //! Invariant: no I/O, no global state; the same inputs and seed give the
 //! same results on every machine.
 
+pub mod analytic;
 mod arrivals;
 mod discipline;
 mod error;

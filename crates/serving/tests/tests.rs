@@ -1,1 +1,3 @@
 //! The serving model's integration tests: one binary, a module per area.
+
+mod analytic;
