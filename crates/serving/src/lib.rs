@@ -13,7 +13,6 @@
 //!   [`ArrivalModel::parse`] reads the command-line syntax and
 //!   [`ArrivalModel::stream`] gives a service's [`ArrivalStream`].
 //! * [`Discipline`] — how requests reach a segment's processes and queue.
-<<<<<<< HEAD
 //! * [`ServingSystem`] — services (rate, latency SLO, percentile) and the
 //!   segments that serve them with routing weights, checked; built by hand
 //!   or from a plan ([`ServingSystem::from_plan`]).
@@ -27,11 +26,9 @@
 //! draws), `system`, `histogram` (log-bucketed latency counts), `simulate`
 //! (`queue`: the batching queue; `service`: one service's run; `report`;
 //! `stats`: confidence intervals).
-=======
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
 //!   percentile SLO ([`analytic::CapacityCache`] memoises them).
->>>>>>> helper/analytic
 //!
 //! Invariant: no I/O, no global state; the same inputs and seed give the
 //! same results on every machine.
