@@ -117,6 +117,7 @@ fn edge_rates_and_refusals() {
     assert_eq!(attainment(&shape, full, 1e6).unwrap(), 0.0);
     let field = |error: ServingError| match error {
         ServingError::Invalid { field, .. } => field,
+        other => panic!("not an invalid field: {other}"),
     };
     for percentile in [0.0, 100.0, -1.0, f64::NAN, f64::INFINITY] {
         assert_eq!(field(percentile_latency_ms(&shape, 1.0, percentile).unwrap_err()), "percentile");
