@@ -72,7 +72,7 @@ fn configure_all(request: &Problem<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoi
     let (choices, unservable): (Vec<_>, Vec<_>) = request
         .services
         .iter()
-        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.rule, request.max_procs))
+        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.judge(), request.max_procs))
         .partition(Result::is_ok);
     PlanError::all(unservable.into_iter().filter_map(Result::err).collect())?;
     Ok(choices.into_iter().filter_map(Result::ok).collect())

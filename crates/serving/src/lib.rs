@@ -47,7 +47,7 @@ mod system;
 pub use arrivals::{ArrivalModel, MAX_CV};
 pub use discipline::Discipline;
 pub use error::ServingError;
-pub use shape::SegmentShape;
+pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
     TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
