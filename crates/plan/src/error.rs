@@ -294,4 +294,3 @@ pub(crate) fn unmeetable(
         fastest_ms: fastest.map_or(f64::NAN, |(ms, _)| ms),
     }))
 }
-

@@ -106,10 +106,9 @@ impl LatencyRule {
     pub fn requirement(self, slo: &ServiceSlo) -> String {
         let slo_ms = slo.latency_slo_ms;
         match self {
-            LatencyRule::Percentile => format!(
-                "{}% of requests (Poisson arrivals, a queue per process) within {slo_ms} ms",
-                slo.percentile
-            ),
+            LatencyRule::Percentile => {
+                format!("{}% of requests (Poisson arrivals, a queue per process) within {slo_ms} ms", slo.percentile)
+            }
             LatencyRule::Queueing => {
                 format!("2 × batch latency + batch fill time ≤ {slo_ms} ms")
             }

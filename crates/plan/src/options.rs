@@ -615,9 +615,14 @@ mod tests {
     fn cap_keeps_the_best_mixes() {
         let profile = profile(vec![point(1, 1, 100.0, 5.0), point(2, 1, 190.0, 5.0), point(3, 1, 280.0, 5.0)]);
         let slo = ServiceSlo::new("s", "m", 1000.0, 100.0).unwrap();
-        let options =
-            service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, OptionLimits { extra_gpcs: 3, max_mixes: 2 })
-                .unwrap();
+        let options = service_options(
+            &profile,
+            &slo,
+            Judge::plain(LatencyRule::Parva),
+            5,
+            OptionLimits { extra_gpcs: 3, max_mixes: 2 },
+        )
+        .unwrap();
         assert_eq!(options.mixes.len(), 2);
         assert_eq!(options.mixes[0].gpcs, options.min_gpcs);
     }

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport};
 
-use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
+use crate::judge::{predict, shape, Prediction, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
 
 /// Relative slack when comparing provisioned throughput with a rate, to
@@ -64,24 +64,27 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
     let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
         .iter()
         .flat_map(|gpu| gpu.instances.iter().map(move |instance| (gpu.gpu_model, instance)))
-        .filter_map(|(model, instance)| index.get(instance.service.as_str()).map(|&i| (i, model, instance_point(instance))))
+        .filter_map(|(model, instance)| {
+            index.get(instance.service.as_str()).map(|&i| (i, model, instance_point(instance)))
+        })
         .collect();
     for (i, _, point) in &mine {
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
+    // Segments of one service, GPU model and configuration get the same
+    // rate: each is predicted once.
+    let mut predictions: HashMap<(usize, GpuModel, SegmentConfig), Option<Prediction>> = HashMap::new();
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
         if rule.uses_capacity() {
             let slo = &services[*i];
             let routed_rps = slo.rate_rps * point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
-            let predicted = request
-                .catalog
-                .get(*model, &slo.model)
-                .and_then(|profile| {
-                    let profiled = profile.point(point.config)?;
-                    shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
-                });
+            let predicted = *predictions.entry((*i, *model, point.config)).or_insert_with(|| {
+                let profile = request.catalog.get(*model, &slo.model)?;
+                let profiled = profile.point(point.config)?;
+                shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
+            });
             let Some(predicted) = predicted else {
                 report.met = false;
                 continue;
@@ -89,7 +92,8 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
             report.worst_latency_ms = report.worst_latency_ms.max(predicted.latency_ms);
             report.met &= predicted.latency_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
             let share = point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
-            report.predicted_attainment = Some(report.predicted_attainment.unwrap_or(0.0) + share * predicted.attainment);
+            report.predicted_attainment =
+                Some(report.predicted_attainment.unwrap_or(0.0) + share * predicted.attainment);
         } else {
             let utilization = utilization(report.rate_rps, report.provisioned_rps);
             report.worst_latency_ms = report.worst_latency_ms.max(rule.worst_latency_ms(point, utilization));

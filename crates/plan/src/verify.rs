@@ -11,8 +11,8 @@ use std::fmt;
 
 use tessera_core::layout::validate_layout;
 use tessera_core::{
-    GpuAssignment, InstanceAssignment, LayoutError, ModelProfile, Placement, Plan, ProfileCatalog, ProfilePoint, SegmentConfig,
-    ServiceSlo,
+    GpuAssignment, GpuModel, InstanceAssignment, LayoutError, ModelProfile, Placement, Plan, ProfileCatalog,
+    ProfilePoint, SegmentConfig, ServiceSlo,
 };
 
 use tessera_serving::analytic::{percentile_latency_ms, CapacityCache};
@@ -24,7 +24,6 @@ use crate::report::{covers, utilization};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
-
 
 /// What a plan is checked against.
 #[derive(Debug, Clone, Copy)]
@@ -287,10 +286,13 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 *provisioned_rps.entry(slo.service.as_str()).or_default() += point.throughput_rps;
                 Served::Throughput
             };
-            served.push((at, slo, point, served_by));
+            served.push((at, gpu.gpu_model, slo, point, served_by));
         }
     }
-    for (at, slo, point, served_by) in served {
+    // Segments of one service, GPU model, configuration and weight get the
+    // same rate: each is predicted once.
+    let mut predicted: HashMap<(&str, GpuModel, SegmentConfig, u64), f64> = HashMap::new();
+    for (at, gpu_model, slo, point, served_by) in served {
         let (worst_ms, utilization, meets) = match served_by {
             Served::Throughput => {
                 let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
@@ -300,8 +302,10 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
             Served::Capacity { shape, weight } => {
                 // Requests are routed in proportion to the plan's weights.
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
-                let predicted_ms =
-                    percentile_latency_ms(&shape, routed_rps, slo.percentile).unwrap_or(f64::INFINITY);
+                let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
+                let predicted_ms = *predicted.entry(key).or_insert_with(|| {
+                    percentile_latency_ms(&shape, routed_rps, slo.percentile).unwrap_or(f64::INFINITY)
+                });
                 let meets = predicted_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
                 (predicted_ms, routed_rps / point.throughput_rps, meets)
             }

@@ -53,4 +53,4 @@ pub use simulate::{
     TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
 };
 pub use stream::ArrivalStream;
-pub use system::{ServedSegment, ServedService, ServingSystem};
+pub use system::{ServedSegment, ServedService, ServicePrediction, ServingSystem};

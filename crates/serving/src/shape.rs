@@ -91,7 +91,9 @@ impl SegmentShape {
         let mut partial: Vec<(u32, f64)> = points
             .iter()
             .filter(|p| {
-                p.config.size_gpcs == config.size_gpcs && p.config.procs == config.procs && p.config.batch < config.batch
+                p.config.size_gpcs == config.size_gpcs
+                    && p.config.procs == config.procs
+                    && p.config.batch < config.batch
             })
             .map(|p| (p.config.batch, p.latency_ms))
             .collect();
@@ -172,7 +174,8 @@ mod tests {
             point(3, 2, 2, 1.0),
             point(2, 2, 1, 1.0),
         ];
-        let read = SegmentShape::from_profile(&points, SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();
+        let read =
+            SegmentShape::from_profile(&points, SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();
         assert_eq!(read.shape.batch_latencies(), &[(1, 10.0), (2, 10.0), (4, 30.0), (8, 50.0)]);
         assert_eq!((read.partial_batches, read.adjusted, read.shape.procs()), (3, 1, 2));
         let alone = SegmentShape::from_profile(&[], SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();

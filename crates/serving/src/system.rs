@@ -37,6 +37,15 @@ pub struct ServedSegment {
     pub label: String,
 }
 
+/// What the analytic model predicts of one service ([`ServingSystem::predict`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServicePrediction {
+    /// The service's percentile latency over all its segments, ms.
+    pub latency_ms: f64,
+    /// The share of its requests within its latency SLO.
+    pub attainment: f64,
+}
+
 /// Services and the segments that serve them, checked: names unique, rates
 /// and objectives positive, every service with a segment of positive
 /// weight.
@@ -125,6 +134,49 @@ impl ServingSystem {
     pub fn offered_load(&self, segment: usize) -> f64 {
         let routed_rps = self.services[self.segments[segment].service].rate_rps * self.routed_share(segment);
         routed_rps / self.segments[segment].shape.throughput_rps()
+    }
+
+    /// What the analytic model predicts of `service` under Poisson arrivals
+    /// and random routing to per-process queues (the deployment's
+    /// discipline): its percentile latency (ms) — the latency that the
+    /// service's percentile of requests, over all its segments, stays
+    /// within — and the share of its requests within its SLO. The latency
+    /// is found by bisection on the mixture of its segments' latency
+    /// distributions, to a relative precision of 1e-4.
+    pub fn predict(&self, service: usize) -> Result<ServicePrediction, ServingError> {
+        let served = &self.services[service];
+        let segments: Vec<(&SegmentShape, f64, f64)> = (0..self.segments.len())
+            .filter(|&k| self.segments[k].service == service)
+            .map(|k| (&self.segments[k].shape, self.routed_share(k), served.rate_rps * self.routed_share(k)))
+            .collect();
+        let within = |latency_ms: f64| -> Result<f64, ServingError> {
+            segments.iter().try_fold(0.0, |sum, (shape, share, routed_rps)| {
+                Ok(sum + share * crate::analytic::attainment(shape, *routed_rps, latency_ms)?)
+            })
+        };
+        let target = served.percentile / 100.0;
+        let attainment = within(served.latency_slo_ms)?;
+        // Bracket the percentile latency, then bisect.
+        let mut high_ms = segments.iter().map(|(shape, _, _)| shape.latency_ms(shape.max_batch())).fold(1.0, f64::max);
+        let mut low_ms = 0.0;
+        let mut doublings = 0;
+        while within(high_ms)? < target {
+            low_ms = high_ms;
+            high_ms *= 2.0;
+            doublings += 1;
+            if doublings > 60 {
+                return Ok(ServicePrediction { latency_ms: f64::INFINITY, attainment });
+            }
+        }
+        while high_ms - low_ms > 1e-4 * high_ms {
+            let middle = 0.5 * (low_ms + high_ms);
+            if within(middle)? >= target {
+                high_ms = middle;
+            } else {
+                low_ms = middle;
+            }
+        }
+        Ok(ServicePrediction { latency_ms: high_ms, attainment })
     }
 
     /// The system a plan sets up: its services at their rates and SLOs
@@ -238,5 +290,4 @@ mod tests {
         // 7.5 req/s on 2 × 4 / 20 ms = 400 req/s.
         assert!((system.offered_load(1) - 7.5 / 400.0).abs() < 1e-12);
     }
-
 }

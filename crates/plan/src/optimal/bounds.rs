@@ -69,8 +69,9 @@ pub(super) fn cover_pricing(request: &Problem<'_>) -> CoverPricing {
                 .iter()
                 .enumerate()
                 .map(|(m, offer)| {
-                    let points =
-                        request.profile(slo, offer.model).and_then(|p| judged_points(p, slo, request.max_procs, request.judge()));
+                    let points = request
+                        .profile(slo, offer.model)
+                        .and_then(|p| judged_points(p, slo, request.max_procs, request.judge()));
                     (m, points.map(|points| cover_items(&points, slo, request.rule)).unwrap_or_default())
                 })
                 .collect();

@@ -110,8 +110,15 @@ pub(super) fn candidates_within(
             continue;
         }
         let profile = request.profile(slo, offer.model)?;
-        let found =
-            priced_mixes(profile, slo, request.judge(), request.max_procs, context.size_prices(m), most_here, max_mixes)?;
+        let found = priced_mixes(
+            profile,
+            slo,
+            request.judge(),
+            request.max_procs,
+            context.size_prices(m),
+            most_here,
+            max_mixes,
+        )?;
         complete &= found.complete_up_to >= most_here;
         for mix in found.mixes {
             let counts = mix.counts;

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, DEFAULT_TIME_LIMIT};
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
@@ -102,6 +103,8 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
             match plan_case(case, variant) {
                 Ok((made, planning)) => {
                     row.push(made.gpu_count.to_string());
+                    let (system, _) = ServingSystem::from_plan(&made, Some(case.inputs.catalog()), DEFAULT_PERCENTILE)?;
+                    let mut gap = None;
                     for model in &arrivals {
                         let options = SimulationOptions {
                             arrivals: model.clone(),
@@ -111,13 +114,16 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
                             ..SimulationOptions::default()
                         };
                         let started = Instant::now();
-                        let report = simulate_plan(&made, case.inputs.catalog(), &options)?;
+                        let report = simulate(&system, &options)?;
                         simulated_wall += started.elapsed();
                         simulated_requests += report.requests_simulated;
                         row.push(percent(report.attainment));
                         row.push(percent(report.worst.as_ref().map(|worst| worst.attainment)));
+                        if made.traffic.is_some() && *model == ArrivalModel::Poisson {
+                            gap = Some(worst_gap(&system, &report)?);
+                        }
                     }
-                    row.push("-".to_string());
+                    row.push(gap.map_or_else(|| "-".to_string(), |gap| format!("{:.2}", 100.0 * gap)));
                     row.push(format!("{:.2}", planning.as_secs_f64()));
                 }
                 Err(error) => {
@@ -202,10 +208,20 @@ fn plan_case(case: &Case, variant: &Variant) -> Result<(Plan, Duration)> {
     Ok((made, planning))
 }
 
-/// Simulates `plan` with partial batches from `catalog`.
-fn simulate_plan(plan: &Plan, catalog: &ProfileCatalog, options: &SimulationOptions) -> Result<ServingReport> {
-    let (system, _) = ServingSystem::from_plan(plan, Some(catalog), tessera_core::slo::DEFAULT_PERCENTILE)?;
-    Ok(simulate(&system, options)?)
+/// The worst relative gap between a service's planned percentile latency
+/// (the analytic model's) and its simulated one, over services whose
+/// percentile the simulation reports (99) and that had requests.
+fn worst_gap(system: &ServingSystem, report: &ServingReport) -> Result<f64> {
+    let mut worst: f64 = 0.0;
+    for (service, outcome) in report.services.iter().enumerate() {
+        let Some(measures) = &outcome.measures else { continue };
+        if outcome.percentile != 99.0 {
+            continue;
+        }
+        let planned = system.predict(service)?.latency_ms;
+        worst = worst.max((planned - measures.p99_ms).abs() / measures.p99_ms);
+    }
+    Ok(worst)
 }
 
 /// An arrival model's column name.
