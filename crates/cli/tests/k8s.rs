@@ -62,7 +62,7 @@ fn a_plan_of_services_without_images_is_refused_naming_them() {
 fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
     let dir = TempDir::new().unwrap();
     let server = FakeApiServer::start();
-    for node in [a100_node("gpu-b", 2), a100_node("gpu-a", 2)] {
+    for node in [a100_node("gpu-b", 4), a100_node("gpu-a", 4)] {
         server.put(node);
     }
     server.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "gpu-l4", "labels": {
@@ -73,7 +73,7 @@ fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
 
     let output = tessera(&["k8s", "inventory", "--kubeconfig", kubeconfig], &store);
     assert!(output.status.success(), "{}", stderr(&output));
-    assert_eq!(stdout(&output), "gpu-a  2 × a100-80gb  MIG-capable  0 MIG devices\ngpu-b  2 × a100-80gb  MIG-capable  0 MIG devices\nfleet: a100-80gb:count=4\n");
+    assert_eq!(stdout(&output), "gpu-a  4 × a100-80gb  MIG-capable  0 MIG devices\ngpu-b  4 × a100-80gb  MIG-capable  0 MIG devices\nfleet: a100-80gb:count=8\n");
     assert!(
         stderr(&output).starts_with("note: node 'gpu-l4' is left out: 'NVIDIA-L4' is no GPU Tessera knows"),
         "{}",

@@ -106,6 +106,8 @@ const CASES: &[Case] = &[
     case("plan --profiles {d}/prof_data --slo {d}/unknown.csv", 1,
          r"^error: service 'shop': no profile for model 'alexnet' on a100-80gb \(profiled models: alpha, beta\)$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv", 1,
+         r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the percentile rule \(99% of requests \(Poisson arrivals, a queue per process\) within 5 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
+    case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule queueing", 1,
          r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the queueing rule .*; the fastest is 7g batch 8 x 1 proc at 17\.25 ms$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule parva", 1,
          r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the parva rule \(batch latency < 2\.25 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
@@ -154,7 +156,7 @@ const CASES: &[Case] = &[
          r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
     case("plan --demo --max-gpus 0", 2, r"^error: invalid value '0' for '--max-gpus <N>': 0 is not in 1\.\.=1000000$"),
     case("plan --demo --gpu a100-80gb:count=1", 1,
-         r"^error: the fleet is too small: every plan needs at least 4 GPUs of a100-80gb, whose count limits allow 1$"),
+         r"^error: the fleet is too small: every plan needs at least 6 GPUs of a100-80gb, whose count limits allow 1$"),
     // Simulation: a time past the clock, a population with nothing to breed.
     case("simulate --trace {d}/forever.json", 1,
          r"^error: \S*forever\.json: client 'slow' operation 0: compute_ms must be a non-negative number below 2\^64 ns .*, got 20000000000000$"),
@@ -319,7 +321,7 @@ fn every_error_class_prints_its_cause_once() {
     assert_eq!(
         error_of(&["plan", "--demo", "--slo", &column], &store),
         format!(
-            "error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, image, args)"
+            "error: {column}:1: unknown column 'latency' (expected: service, model, rate_rps, latency_ms, percentile, image, args)"
         )
     );
     let utf8 = file("utf8.csv", b"service,model,rate_rps,latency_ms\r\na\xff,bert-base,1,100\r\n");
@@ -335,7 +337,7 @@ fn every_error_class_prints_its_cause_once() {
     let plan = dir.path().join("plan.json").display().to_string();
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
     let json = std::fs::read_to_string(&plan).unwrap();
-    let newer = file("newer.json", json.replace("\"version\": 1,", "\"version\": 9,").as_bytes());
+    let newer = file("newer.json", json.replace("\"version\": 2,", "\"version\": 9,").as_bytes());
     let expected = format!("error: {newer}: plan version 9 is not supported (this build reads versions 1 to 2)");
     assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
     assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
@@ -351,7 +353,7 @@ fn every_error_class_prints_its_cause_once() {
     let output = tessera(&["verify", &one_off, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
-    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the queueing latency rule)\n"));
+    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the percentile latency rule)\n"));
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(
         error_of(&["--store", &corrupt, "profiles", "list"], &store),

@@ -14,10 +14,11 @@ fn demo_plans_with_no_files_and_verifies() {
     let output = tessera(&["plan", "--demo", "--wide"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
-    assert!(table.starts_with("4 GPUs (4 × a100-80gb), 25 compute slices used\n"), "{table}");
-    assert!(table.contains("[4g fraud-check b1×2]"), "{table}");
+    assert!(table.starts_with("6 GPUs (6 × a100-80gb), 39 compute slices used\n"), "{table}");
+    assert!(table.contains("latency rule percentile"), "{table}");
+    assert!(table.contains("[4g thumbnails b32×1]"), "{table}");
     assert!(
-        table.contains("lower bound on gpus: 4: proven optimal") && table.contains("1×2g b4×3 + 3×1g b2×4"),
+        table.contains("lower bound on gpus: 6: proven optimal") && table.contains("2×2g b8×1 + 1×1g b8×1"),
         "{table}"
     );
     assert!(!table.contains(" NO"), "every demo service is met: {table}");
@@ -79,15 +80,15 @@ fn verify_reports_every_violation_of_a_tampered_plan() {
         .status
         .success());
     let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan_path).unwrap()).unwrap();
-    // Move GPU 1's first instance onto a start its profile cannot use, and
-    // drop its second instance.
-    plan["gpus"][1]["instances"][0]["start"] = serde_json::json!(1);
-    plan["gpus"][1]["instances"].as_array_mut().unwrap().remove(1);
+    // Move GPU 3's first instance (a 4g) onto a start its profile cannot
+    // use, and drop its second instance.
+    plan["gpus"][3]["instances"][0]["start"] = serde_json::json!(1);
+    plan["gpus"][3]["instances"].as_array_mut().unwrap().remove(1);
     std::fs::write(&plan_path, serde_json::to_vec(&plan).unwrap()).unwrap();
     let output = tessera(&["verify", plan_path.to_str().unwrap(), "--demo"], &store);
     assert!(!output.status.success());
     let report = stdout(&output);
-    assert!(report.contains("violation: node 0 gpu 1: ") && report.contains("provisioned"), "{report}");
+    assert!(report.contains("violation: node 0 gpu 3: ") && report.contains("provisioned"), "{report}");
 }
 
 #[test]
@@ -106,7 +107,7 @@ fn parvagpu_csv_output_uses_parvagpu_deployment_columns() {
 fn a_csv_plan_reads_back_and_verifies() {
     let dir = TempDir::new().unwrap();
     let store = store_in(&dir);
-    for (strategy, rule) in [("optimal", "queueing"), ("parva", "parva")] {
+    for (strategy, rule) in [("optimal", "percentile"), ("parva", "parva")] {
         let csv = dir.path().join(format!("{strategy}.csv"));
         let csv = csv.to_str().unwrap();
         let fleet = if strategy == "parva" { "a100-80gb" } else { "h100-80gb" };
@@ -120,7 +121,7 @@ fn a_csv_plan_reads_back_and_verifies() {
         assert!(stdout(&output).contains(&format!("every segment within the {rule} latency rule")), "{strategy}");
     }
     // ParvaGPU's map of the same plan still reads (by its header, whatever
-    // the file's name), under the queueing rule, said on stderr.
+    // the file's name), under the default (percentile) rule, said on stderr.
     let map = dir.path().join("map.txt");
     let map = map.to_str().unwrap();
     assert!(tessera(&["plan", "--demo", "--format", "parvagpu-csv", "-o", map], &store).status.success());
@@ -131,7 +132,7 @@ fn a_csv_plan_reads_back_and_verifies() {
         "{}",
         stderr(&output)
     );
-    assert!(stderr(&output).ends_with("violations (under the queueing latency rule)\n"), "{}", stderr(&output));
+    assert!(stderr(&output).ends_with("violations (under the percentile latency rule)\n"), "{}", stderr(&output));
 }
 
 #[test]
@@ -142,11 +143,11 @@ fn verify_reports_as_json_with_the_same_exit_status() {
     let plan = plan.to_str().unwrap();
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", plan], &store).status.success());
     let json = std::fs::read_to_string(plan).unwrap();
-    assert!(json.starts_with("{\n  \"version\": 1,\n"), "{json}");
+    assert!(json.starts_with("{\n  \"version\": 2,\n"), "{json}");
     let output = tessera(&["verify", plan, "--demo", "--format", "json"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!((report["ok"].as_bool(), report["latency_rule"].as_str()), (Some(true), Some("queueing")));
+    assert_eq!((report["ok"].as_bool(), report["latency_rule"].as_str()), (Some(true), Some("percentile")));
     assert_eq!(report["violations"], serde_json::json!([]));
 
     let slo = dir.path().join("slo.csv");
@@ -161,7 +162,7 @@ fn verify_reports_as_json_with_the_same_exit_status() {
     assert_eq!(report["ok"], false);
     assert_eq!(
         stderr(&output),
-        format!("error: {plan}: {} violations (under the queueing latency rule)\n", messages.len())
+        format!("error: {plan}: {} violations (under the percentile latency rule)\n", messages.len())
     );
 }
 
@@ -270,14 +271,14 @@ fn optimal_strategy_proves_the_optimum_of_parvagpu_scenarios() {
     }
 }
 
-/// With the default queueing rule every service's predicted worst-case
-/// latency, batch filling included, stays within its SLO.
+/// Under the queueing rule every service's predicted worst-case latency,
+/// batch filling included, stays within its SLO.
 #[test]
 fn queueing_plans_keep_worst_case_latency_within_the_slo() {
     let Some(data) = parvagpu_data() else { return };
     let dir = TempDir::new().unwrap();
     for k in 1..=6 {
-        let plan = plan_scenario(&data, &dir, k, &[]);
+        let plan = plan_scenario(&data, &dir, k, &["--latency-rule", "queueing"]);
         assert_eq!(plan["latency_rule"], "queueing");
         for service in plan["services"].as_array().unwrap() {
             let (worst, slo) =

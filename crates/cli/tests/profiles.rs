@@ -165,7 +165,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     }
     let info = stdout(&tessera(&["store", "info"], &store));
     let expected = format!(
-        "store                 {s}\nschema version        5\nprofiles              2\nprofile points        9\n\
+        "store                 {s}\nschema version        6\nprofiles              2\nprofile points        9\n\
          workloads measured    4\nworkloads registered  1\ncolocations           3\nimports               2\n\
          journal entries       0\n"
     );
@@ -210,7 +210,7 @@ fn the_store_shows_and_removes_what_it_holds() {
         &["'elsewhere.csv'", "(it holds: no colocations)"],
     );
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
-    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 5, this program's\n"));
+    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 6, this program's\n"));
 }
 
 /// The arguments of a small grid for the fixture's few points.

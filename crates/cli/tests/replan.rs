@@ -53,13 +53,13 @@ fn replanning_unchanged_slos_changes_nothing_and_prints_the_fresh_optimum_beside
     let table = ok(&["plan", "--demo", "--from", &old], &store);
     assert!(table.contains("from the current plan: MIG layouts kept"), "{table}");
     let replan_row = table.lines().find(|l| l.starts_with("replan ")).expect("a replan row");
-    assert!(replan_row.contains(" 4/4 "), "{replan_row}");
+    assert!(replan_row.contains(" 6/6 "), "{replan_row}");
     assert!(table.lines().any(|l| l.starts_with("fresh optimum ")), "{table}");
     assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
     ok(&["plan", "--demo", "--from", &old, "--format", "json", "-o", &new], &store);
     let diff = diff_json(&old, &new, &store);
     let totals = &diff["totals"];
-    assert_eq!(totals["gpus_unchanged"], 4, "{diff}");
+    assert_eq!(totals["gpus_unchanged"], 6, "{diff}");
     for field in [
         "gpus_services_changed",
         "gpus_layout_changed",
@@ -91,10 +91,10 @@ fn a_replan_of_new_rates_verifies_and_its_diff_adds_up() {
     let count = |field: &str| totals[field].as_u64().unwrap();
     let old_gpus =
         count("gpus_unchanged") + count("gpus_services_changed") + count("gpus_layout_changed") + count("gpus_removed");
-    assert_eq!(old_gpus, 4, "{diff}");
+    assert_eq!(old_gpus, 6, "{diff}");
     assert_eq!(diff["layouts_kept"].as_u64().unwrap(), count("gpus_unchanged") + count("gpus_services_changed"));
     let table = ok(&["diff", &old, &new], &store);
-    assert!(table.lines().nth(1).unwrap().starts_with("4 GPUs → "), "{table}");
+    assert!(table.lines().nth(1).unwrap().starts_with("6 GPUs → "), "{table}");
     assert!(table.lines().all(|l| l.chars().count() <= 80), "{table}");
 }
 

@@ -1,5 +1,6 @@
 //! The planners on many inputs: random SLO sets checked by the verifier,
-//! and an integer-program oracle of the optimality proofs. One test binary
+//! an integer-program oracle of the optimality proofs, and plans under the
+//! default rule checked by the request-level simulator. One test binary
 //! with a module per area.
 
 mod common;
@@ -7,3 +8,4 @@ mod ilp_oracle;
 mod random_slos;
 mod reference;
 mod replan;
+mod serving;
