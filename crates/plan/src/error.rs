@@ -54,8 +54,8 @@ pub enum PlanError {
     UnsupportedRule {
         /// The strategy.
         strategy: &'static str,
-        /// The rule it implements.
-        supported: &'static str,
+        /// The rules it implements, comma-separated.
+        supported: String,
         /// The rule asked for.
         asked: &'static str,
     },

@@ -8,7 +8,6 @@ use crate::allocate::{dissolve_small_gpus, place_largest_first, Fleet, Segment, 
 use crate::assemble::build_plan;
 use crate::configure::{configure, SegmentChoice};
 use crate::error::PlanError;
-use crate::latency::LatencyRule;
 use crate::problem::Problem;
 use crate::strategy::Strategy;
 
@@ -61,13 +60,7 @@ fn single_gpu(request: &Problem<'_>) -> Result<GpuOffer, PlanError> {
 
 /// Validates the request and runs the configurator for every service.
 fn configure_all(request: &Problem<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoice>, PlanError> {
-    if !Strategy::Parva.supports(request.rule) {
-        return Err(PlanError::UnsupportedRule {
-            strategy: "parva",
-            supported: LatencyRule::Parva.name(),
-            asked: request.rule.name(),
-        });
-    }
+    Strategy::Parva.check_rule(request.rule)?;
     request.check()?;
     let (choices, unservable): (Vec<_>, Vec<_>) = request
         .services

@@ -152,19 +152,17 @@ impl<'a> PlanRequest<'a> {
 }
 
 impl PlanRequest<'_> {
-    /// Refuses, without planning, what [`plan`] would refuse before any
-    /// search: a rule it cannot resolve, a replan by a strategy that cannot
-    /// replan, a target without GPUs, and what every strategy checks (names,
-    /// fleet, limits, the GPU ceiling).
+    /// Refuses at once, without looking at profiles, what [`plan`] would
+    /// refuse of the request's options: a rule it cannot resolve, a replan
+    /// by a strategy that cannot replan, a target without GPUs, a strategy
+    /// asked for a rule it does not implement.
     pub fn check(&self) -> Result<(), PlanError> {
         let rule = self.resolved_rule()?;
-        let fleet = self.resolved_fleet()?;
+        self.resolved_fleet()?;
         if self.from.is_some() && self.strategy != Strategy::Optimal {
             return Err(PlanError::ReplanNeedsOptimal { strategy: self.strategy.name() });
         }
-        let completed = completed_for(self.inputs, &fleet)?;
-        let inputs = completed.as_ref().unwrap_or(self.inputs);
-        self.problem(fleet, inputs, rule).check()
+        self.strategy.check_rule(rule)
     }
 }
 

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::error::PlanError;
 use crate::latency::LatencyRule;
 
 /// How a plan is searched for.
@@ -52,6 +53,16 @@ impl Strategy {
             Strategy::Optimal => true,
             Strategy::Parva => rule == LatencyRule::Parva,
         }
+    }
+
+    /// [`Strategy::supports`] as a result: the error names the strategy, the
+    /// rule asked for and the rules it implements.
+    pub fn check_rule(self, rule: LatencyRule) -> Result<(), PlanError> {
+        if self.supports(rule) {
+            return Ok(());
+        }
+        let supported: Vec<&str> = LatencyRule::ALL.iter().filter(|r| self.supports(**r)).map(|r| r.name()).collect();
+        Err(PlanError::UnsupportedRule { strategy: self.name(), supported: supported.join(", "), asked: rule.name() })
     }
 }
 

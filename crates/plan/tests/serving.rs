@@ -14,8 +14,7 @@ use tessera_serving::{simulate, ServingSystem, SimulationOptions};
 
 /// Plans `services` over `catalog` with every default (the percentile rule).
 fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Plan {
-    let inputs =
-        PlanInputs::new(services, catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB]).unwrap();
+    let inputs = PlanInputs::new(services, catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB]).unwrap();
     let planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
     assert_eq!(planned.latency_rule, LatencyRule::Percentile.name());
     let check = VerifyRequest {
@@ -37,7 +36,8 @@ fn keeps_its_promise(plan: &Plan, catalog: &ProfileCatalog, seconds: f64, what: 
         assert!(predicted >= 0.99 - 1e-3, "{what}: {} predicted at {predicted}", report.service);
     }
     let (system, _) = ServingSystem::from_plan(plan, Some(catalog), DEFAULT_PERCENTILE).unwrap();
-    let options = SimulationOptions { seconds, warmup_s: seconds / 10.0, replications: 2, ..SimulationOptions::default() };
+    let options =
+        SimulationOptions { seconds, warmup_s: seconds / 10.0, replications: 2, ..SimulationOptions::default() };
     let report = simulate(&system, &options).unwrap();
     for service in &report.services {
         let Some(measures) = &service.measures else { continue };
@@ -84,11 +84,14 @@ fn plans_of_random_slo_mixes_over_the_eleven_models_keep_their_promise() {
             })
             .collect();
         let inputs =
-            PlanInputs::new(services.clone(), catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB]).unwrap();
+            PlanInputs::new(services.clone(), catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB])
+                .unwrap();
         // A mix may ask for what no configuration can do: that is said.
         match plan(&PlanRequest::new(&inputs)) {
             Ok(planned) => keeps_its_promise(&planned.plan, &catalog, 120.0, &format!("mix {mix} ({services:?})")),
-            Err(error) => assert!(error.to_string().contains("cannot be served") || error.to_string().contains("SLO"), "{error}"),
+            Err(error) => {
+                assert!(error.to_string().contains("cannot be served") || error.to_string().contains("SLO"), "{error}")
+            }
         }
     }
 }
@@ -98,8 +101,7 @@ fn the_1100_service_reference_catalogue_keeps_its_promise() {
     let dir = tempfile::tempdir().unwrap();
     let Some(catalogue) = tessera_testkit::scale_catalogue(1_100, dir.path()) else { return };
     let gpu = GpuModel::A100_80GB;
-    let catalog: ProfileCatalog =
-        tessera_store::read_profile_dir(&catalogue.join("prof_data"), gpu).unwrap().catalog();
+    let catalog: ProfileCatalog = tessera_store::read_profile_dir(&catalogue.join("prof_data"), gpu).unwrap().catalog();
     let models: Vec<String> = catalog.models(gpu).map(str::to_string).collect();
     let services = tessera_store::read_slo_scenario(
         &catalogue.join("SLO_req_rate.csv"),
