@@ -173,7 +173,7 @@ fn small_shapes_match_brute_force() {
 }
 
 #[test]
-#[ignore = "about an hour of one core: run with --release -- --ignored --nocapture"]
+#[ignore = "about half an hour of one core: run with --release -- --ignored --nocapture"]
 #[allow(clippy::disallowed_macros)] // a report, printed to the terminal
 fn the_oracle_agrees_at_capacity() {
     let Some(configs) = parvagpu_configs() else { return };
@@ -213,7 +213,7 @@ fn the_oracle_agrees_at_capacity() {
     let mut worst: (f64, String) = (0.0, String::new());
     for (config, slo, capacity, extra) in &cases {
         let lambda = capacity / f64::from(config.procs) / 1000.0;
-        let brute = miss_probability(&config.shape, lambda, *slo, 12, *extra);
+        let brute = miss_probability(&config.shape, lambda, *slo, 32, *extra);
         let analytic = 1.0 - attainment(&config.shape, *capacity, *slo).expect("valid inputs");
         let error = (analytic - brute).abs() / brute.max(1e-3);
         println!("{} slo {slo}: P(T > slo) analytic {analytic:.6} brute force {brute:.6}", config.name());
@@ -222,5 +222,5 @@ fn the_oracle_agrees_at_capacity() {
         }
     }
     println!("{} cases; worst relative difference {:.2e} ({})", cases.len(), worst.0, worst.1);
-    assert!(worst.0 < 2e-3, "{worst:?}");
+    assert!(worst.0 < 1e-3, "{worst:?}");
 }
