@@ -5,9 +5,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use tessera_core::{GpuModel, GpuOffer};
 use tessera_plan::{
-    GpuPosition, LatencyRule, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
+    GpuPosition, LatencyRule, Strategy, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
     MAX_GPUS_LIMIT,
 };
+use tessera_serving::{Discipline, SimulationOptions};
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
@@ -586,6 +587,12 @@ pub struct SimulateArgs {
 /// `tessera simulate …` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SimulateCommand {
+    /// Simulate the requests a plan serves, one by one: arrivals per service,
+    /// routing to its segments by the plan's weights, a queue per process,
+    /// dynamic batching; per service the latency percentiles, the share of
+    /// requests within the SLO (attainment) and goodput, per segment its
+    /// utilisation (`tessera verify --simulate` also fails on a miss).
+    Serve(SimulateServeArgs),
     /// Write a synthetic trace (JSON) to stdout.
     Generate {
         /// Clients.
@@ -646,6 +653,78 @@ pub enum SimulateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+/// `tessera simulate serve`.
+#[derive(Debug, Args)]
+pub struct SimulateServeArgs {
+    /// The plan (JSON or CSV as `tessera plan` writes it).
+    pub plan: PathBuf,
+
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
+
+    /// Profiles for the latency of partial batches (a ParvaGPU folder, on
+    /// the first --gpu, or a Tessera profile CSV); default: the built-in
+    /// example with --demo, else the store when it exists, else every
+    /// partial batch runs as long as the full one (said in a note).
+    #[arg(long, value_name = "DIR|FILE", conflicts_with = "demo")]
+    pub profiles: Option<PathBuf>,
+
+    /// Partial batches from the built-in example's profiles.
+    #[arg(long)]
+    pub demo: bool,
+
+    /// The GPU model a ParvaGPU profile folder was measured on.
+    #[arg(long, default_value = "a100-80gb", value_parser = parse_gpu)]
+    pub gpu: GpuModel,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
+
+    /// Also write a page (self-contained HTML) with each service's latency
+    /// CDF against its SLO and its attainment over time.
+    #[arg(long, value_name = "FILE")]
+    pub picture: Option<PathBuf>,
+}
+
+/// How requests arrive and are served in a request-level simulation.
+#[derive(Debug, Clone, Args)]
+pub struct TrafficArgs {
+    /// How each service's requests arrive: `poisson`; `cv=X`, a renewal
+    /// process whose inter-arrival times have coefficient of variation X;
+    /// `onoff=burst:B,on:S,off:S`, bursts at B times the mean rate lasting S
+    /// seconds on average; `trace=FILE`, a CSV with a TIMESTAMP column
+    /// replayed at each service's rate.
+    #[arg(long, value_name = "MODEL", default_value = "poisson")]
+    pub arrivals: String,
+
+    /// How a segment's MPS processes share its requests (the deployment:
+    /// random).
+    #[arg(long, value_enum, default_value_t = Discipline::default())]
+    pub discipline: Discipline,
+
+    /// How long an idle process waits for a fuller batch, ms (0: it takes
+    /// what is waiting at once).
+    #[arg(long, value_name = "MS", default_value_t = SimulationOptions::default().max_queue_delay_ms)]
+    pub max_queue_delay_ms: f64,
+
+    /// Simulated seconds of arrivals per replication.
+    #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().seconds)]
+    pub seconds: f64,
+
+    /// Seconds at the start whose requests are not measured.
+    #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().warmup_s)]
+    pub warmup: f64,
+
+    /// Seed: the same seed gives the same figures.
+    #[arg(long, default_value_t = SimulationOptions::default().seed)]
+    pub seed: u64,
+
+    /// Independent replications (for confidence intervals).
+    #[arg(long, default_value_t = SimulationOptions::default().replications, value_parser = clap::value_parser!(u32).range(1..))]
+    pub replications: u32,
 }
 
 /// Schedulers.
@@ -760,7 +839,8 @@ impl ProfileSource {
 #[derive(Debug, Clone, Args)]
 pub struct SloSource {
     /// SLO CSV with the header `service,model,rate_rps,latency_ms`
-    /// (`model` optional: the service name is then the model).
+    /// (`model` optional: the service name is then the model; optional
+    /// `percentile`, the share of requests within the SLO, default 99).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["slo_rates", "slo_latency", "scenario"])]
     pub slo: Option<PathBuf>,
 
@@ -775,11 +855,17 @@ pub struct SloSource {
     /// Scenario (1-based row) of the ParvaGPU SLO files.
     #[arg(long, value_name = "K", requires = "slo_rates")]
     pub scenario: Option<usize>,
+
+    /// The share of every service's requests (%) that must finish within
+    /// its latency SLO, overriding the SLO file's `percentile` column
+    /// (default 99).
+    #[arg(long, value_name = "P", value_parser = parse_percentile)]
+    pub slo_percentile: Option<f64>,
 }
 
 /// What `plan` and `verify` read: profiles, SLOs and the process limit.
 #[derive(Debug, Clone, Args)]
-pub struct PlanInputs {
+pub struct InputArgs {
     /// Use the built-in example (synthetic profiles and six services); no
     /// files and no GPU needed. `--slo` may replace the example services.
     #[arg(long, conflicts_with = "profiles")]
@@ -800,16 +886,16 @@ pub struct PlanInputs {
 #[derive(Debug, Clone, Args)]
 pub struct PlanArgs {
     #[command(flatten)]
-    pub inputs: PlanInputs,
+    pub inputs: InputArgs,
 
     /// Planning strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::Optimal)]
+    #[arg(long, value_enum, default_value_t = Strategy::default())]
     pub strategy: Strategy,
 
-    /// Latency rule every segment must meet: `queueing` (fill + wait + run
-    /// at the routed rate ≤ SLO) or `parva` (ParvaGPU's: batch latency <
-    /// 0.45 × SLO). Default: queueing, or parva with `--strategy parva`.
-    #[arg(long, value_parser = parse_rule)]
+    /// Latency rule every segment must meet. Default: the strategy's
+    /// (queueing for optimal, parva for parva); with --from, the running
+    /// plan's.
+    #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
 
     /// Seconds the optimal strategy may search before returning its best
@@ -916,37 +1002,27 @@ pub struct VerifyArgs {
     pub plan: PathBuf,
 
     #[command(flatten)]
-    pub inputs: PlanInputs,
+    pub inputs: InputArgs,
 
     /// Latency rule; default: the one recorded in the plan, or `queueing`
     /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
     /// records none.
-    #[arg(long, value_parser = parse_rule)]
+    #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
 
     /// Output format: a line per violation, or JSON with the violations as
     /// data (the exit status is 1 on a violation either way).
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
-}
 
-/// Planning strategies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Strategy {
-    /// The fewest GPUs, proven against a lower bound (or the gap reported).
-    Optimal,
-    /// ParvaGPU's configurator and best-fit allocator, on the real lattice.
-    Parva,
-}
+    /// Also simulate the plan's requests one by one (as `tessera simulate
+    /// serve`) under the traffic options below, and fail when a service
+    /// keeps fewer of its requests within its SLO than its percentile asks.
+    #[arg(long)]
+    pub simulate: bool,
 
-impl Strategy {
-    /// The strategy's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Optimal => "optimal",
-            Strategy::Parva => "parva",
-        }
-    }
+    #[command(flatten)]
+    pub traffic: TrafficArgs,
 }
 
 /// Output formats of a plan.
@@ -1167,6 +1243,31 @@ pub enum BenchCommand {
         #[command(flatten)]
         catalogue: CatalogueBench,
     },
+    /// Plans judged by the traffic they meet: ParvaGPU's strategy, the
+    /// optimum under each latency rule and under uniform headroom, each
+    /// simulated request by request at the real rates under Poisson,
+    /// CV-2 and a production trace's arrivals: GPUs, requests within SLO
+    /// (all, worst service), planning time.
+    Slo {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// An arrival trace (CSV with a TIMESTAMP column).
+        #[arg(long, default_value = "../shared/data/traces/azure_llm_conv_2023.csv", value_name = "FILE")]
+        trace: PathBuf,
+        /// ParvaGPU's scenarios to plan.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = clap::value_parser!(u8).range(1..=6))]
+        scenarios: Vec<u8>,
+        /// Reference catalogue sizes (services; 0 values: none).
+        #[arg(long, value_delimiter = ',', default_value = "1100")]
+        sizes: Vec<usize>,
+        /// Simulated seconds per scenario (catalogues get a tenth).
+        #[arg(long, value_name = "S", default_value_t = 120.0)]
+        seconds: f64,
+        /// Seed of the catalogues and simulations.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
     /// created and destroyed, services restarted, against planning from
     /// scratch; and one GPU lost.
@@ -1193,7 +1294,7 @@ pub struct CatalogueBench {
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Latency rule of every plan.
-    #[arg(long, default_value = "parva", value_parser = parse_rule)]
+    #[arg(long, value_enum, default_value_t = LatencyRule::Parva)]
     pub latency_rule: LatencyRule,
     /// Time limit of each optimal planning, seconds (1e20: no limit).
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
@@ -1208,6 +1309,13 @@ fn parse_offer(value: &str) -> Result<GpuOffer, String> {
     value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
 }
 
+fn parse_percentile(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(percentile) if percentile > 0.0 && percentile < 100.0 => Ok(percentile),
+        _ => Err(format!("expected a share above 0 and below 100 (%), got '{value}'")),
+    }
+}
+
 fn parse_seconds(value: &str) -> Result<f64, String> {
     match value.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
@@ -1220,8 +1328,4 @@ fn parse_position(value: &str) -> Result<GpuPosition, String> {
     parsed
         .map(|(node, index)| GpuPosition { node, index })
         .ok_or_else(|| format!("expected NODE:GPU as whole numbers, e.g. 0:3, got '{value}'"))
-}
-
-fn parse_rule(value: &str) -> Result<LatencyRule, String> {
-    value.parse()
 }

@@ -1,33 +1,19 @@
 //! Loading profiles and SLOs from the places the command line names.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use std::collections::BTreeMap;
 
 use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
 use tessera_core::text::count;
-use tessera_core::{GpuModel, ProfileCatalog, ServiceImage, ServiceSlo, SourcedProfile};
-use tessera_plan::{complete_for_fleet, ProfileOrigin};
+use tessera_core::{GpuModel, GpuOffer, ProfileCatalog, ServiceSlo, SourcedProfile};
+use tessera_plan::{PlanInputs, ProfileOrigin};
 use tessera_store::{
     read_profile_dir, read_service_images, read_slo_csv, read_slo_scenario, read_sourced_profiles_csv, Store,
 };
 
-use crate::args::{PlanInputs, ProfileSource, SloSource};
-
-/// What `plan` and `verify` work from.
-pub struct Loaded {
-    /// Profiles of every model on every GPU model of the fleet.
-    pub catalog: ProfileCatalog,
-    /// The services.
-    pub services: Vec<ServiceSlo>,
-    /// Profiles that were estimated rather than loaded, in words.
-    pub notes: Vec<String>,
-    /// Each service's container (the SLO file's `image` and `args`
-    /// columns; the demo's example images), for running a plan in a cluster.
-    pub images: BTreeMap<String, ServiceImage>,
-}
+use crate::args::{InputArgs, ProfileSource, SloSource};
 
 /// Resolves the store path: `--store`/`TESSERA_STORE`, else the default.
 pub fn store_path(explicit: Option<&Path>) -> Result<PathBuf> {
@@ -54,37 +40,32 @@ pub fn open_existing(path: &Path, first: Option<&str>) -> Result<Store> {
     Ok(Store::open(path)?)
 }
 
-/// The profiles and services that `inputs` name.
-pub fn load(inputs: &PlanInputs, store: Option<&Path>) -> Result<Loaded> {
-    let slos = &inputs.slos;
-    if slos.slo.is_none() && slos.slo_rates.is_none() && !inputs.demo {
+/// The profiles and services that `args` name, completed for the GPU
+/// models of `fleet`.
+pub fn load(args: &InputArgs, fleet: &[GpuOffer], store: Option<&Path>) -> Result<PlanInputs> {
+    let slos = &args.slos;
+    if slos.slo.is_none() && slos.slo_rates.is_none() && !args.demo {
         bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
     }
-    let (loaded, origin, predicted) = load_catalog(&inputs.profiles, inputs.demo, store)?;
-    let fleet: Vec<GpuModel> = inputs.profiles.gpus.iter().map(|offer| offer.model).collect();
-    let (catalog, estimates) = complete_for_fleet(loaded, origin, &fleet);
-    let mut notes: Vec<String> = estimates.iter().map(ToString::to_string).collect();
-    if predicted > 0 {
-        notes.push(format!(
+    let (catalog, origin, predicted) = load_catalog(&args.profiles, args.demo, store)?;
+    let gpu_models: Vec<GpuModel> = fleet.iter().map(|offer| offer.model).collect();
+    let mut services = load_services(slos, &catalog, args.profiles.first_gpu())?;
+    if let Some(percentile) = slos.slo_percentile {
+        services = services.into_iter().map(|slo| slo.with_percentile(percentile)).collect::<Result<_, _>>()?;
+    }
+    let images = match &slos.slo {
+        Some(path) => read_service_images(path)?,
+        None if slos.slo_rates.is_none() => demo_images(),
+        None => BTreeMap::new(),
+    };
+    let predicted_note = (predicted > 0).then(|| {
+        format!(
             "{} of the profiles are predicted, not measured: they are planned at the conservative ends of their \
              intervals",
             count(predicted, "point")
-        ));
-    }
-    if let Some(&gpu) = fleet.iter().find(|&&gpu| catalog.models(gpu).next().is_none()) {
-        let have: BTreeSet<String> = catalog.iter().map(|p| p.gpu_model.to_string()).collect();
-        bail!(
-            "no profiles for GPU model {gpu}, and none can be estimated (profiles exist for: {}); pick one with --gpu",
-            if have.is_empty() { "none".to_string() } else { have.into_iter().collect::<Vec<_>>().join(", ") }
-        );
-    }
-    let services = load_services(&inputs.slos, &catalog, inputs.profiles.first_gpu())?;
-    let images = match &inputs.slos.slo {
-        Some(path) => read_service_images(path)?,
-        None if inputs.slos.slo_rates.is_none() => demo_images(),
-        None => BTreeMap::new(),
-    };
-    Ok(Loaded { catalog, services, notes, images })
+        )
+    });
+    Ok(PlanInputs::new(services, catalog, origin, &gpu_models)?.with_notes(predicted_note).with_images(images))
 }
 
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the
@@ -137,4 +118,27 @@ fn load_services(source: &SloSource, catalog: &ProfileCatalog, gpu: GpuModel) ->
         return Ok(read_slo_scenario(rates, latency, scenario, &models)?);
     }
     Ok(demo_services())
+}
+
+/// The profiles that give a plan's partial batches their latencies, for
+/// simulating it: `--profiles`, the built-in example with `--demo`, else
+/// the store when there is one; `None` when there is none.
+pub fn partial_batch_profiles(
+    profiles: Option<&Path>,
+    demo: bool,
+    gpu: GpuModel,
+    store: Option<&Path>,
+) -> Result<Option<ProfileCatalog>> {
+    if let Some(path) = profiles {
+        let sourced = read_sourced_profiles(path, gpu)?;
+        return Ok(Some(sourced.iter().map(SourcedProfile::planning_profile).collect()));
+    }
+    if demo {
+        return Ok(Some(builtin_catalog()));
+    }
+    let path = store_path(store)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    Ok(Some(Store::open_read_only(&path)?.load_catalog(None)?))
 }

@@ -146,7 +146,7 @@ const CASES: &[Case] = &[
     case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --spread", 2,
          r"^error: the argument '--from <CURRENT>' cannot be used with '--spread'$"),
     case("plan --demo --slo {d}/chat.csv --from {d}/chat-plan.json --strategy parva", 1,
-         r"^error: --from replans with the optimal strategy; drop --strategy parva$"),
+         r"^error: replanning from a running plan uses the optimal strategy; the parva strategy cannot$"),
     case("diff {d}/chat-plan.json {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, .*\)$"),
     case("diff {d}/chat-plan.json {d}/absent.json", 1, r"^error: \S*absent\.json: No such file or directory \(os error 2\)$"),
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
@@ -174,7 +174,7 @@ const CASES: &[Case] = &[
     case("serve --token-file {d}/token --listen 0.0.0.0:0", 1,
          r"^error: listen address 0\.0\.0\.0:0: not a loopback address; pass --allow-remote to listen beyond this machine$"),
     case("report {d}/missing.json", 1, r"^error: \S*missing\.json: No such file or directory \(os error 2\)$"),
-    case("report {d}/good.csv", 1, r"^error: \S*good\.csv: not a Tessera plan: expected value at line 1 column 1$"),
+    case("report {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, gpu_index, "),
     // Colocation: a risk, a budget, a protocol's data or a group size that is not one.
     case("colocate recommend --target w --risk high", 2, r"^error: invalid value 'high' for '--risk <RISK>'$"),
     case("colocate suggest --budget 0", 2, r"^error: invalid value '0' for '--budget <BUDGET>': 0 is not in 1\.\.=100000$"),
@@ -336,7 +336,7 @@ fn every_error_class_prints_its_cause_once() {
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
     let json = std::fs::read_to_string(&plan).unwrap();
     let newer = file("newer.json", json.replace("\"version\": 1,", "\"version\": 9,").as_bytes());
-    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads version 1)");
+    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads versions 1 to 2)");
     assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
     assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
     let misspelt = file("misspelt.json", json.replacen("\"batch\"", "\"batch_size\"", 1).as_bytes());

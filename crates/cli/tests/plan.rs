@@ -126,7 +126,11 @@ fn a_csv_plan_reads_back_and_verifies() {
     assert!(tessera(&["plan", "--demo", "--format", "parvagpu-csv", "-o", map], &store).status.success());
     let output = tessera(&["verify", map, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).starts_with(&format!("note: {map} records no latency rule")), "{}", stderr(&output));
+    assert!(
+        stderr(&output).starts_with(&format!("note: {map}: the plan records no latency rule")),
+        "{}",
+        stderr(&output)
+    );
     assert!(stderr(&output).ends_with("violations (under the queueing latency rule)\n"), "{}", stderr(&output));
 }
 

@@ -100,7 +100,7 @@ fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
     assert!(answered("/healthz", 200) && answered("/v1/plans", 401) && answered("/v1/plans", 202), "{log:?}");
     // The job ran or was failed cleanly; nothing is left running.
     let info = stdout(&tessera(&["store", "info", "--format", "json"], &store));
-    assert!(info.contains("\"schema_version\": 5"), "{info}");
+    assert!(info.contains("\"schema_version\": 6"), "{info}");
 }
 
 #[test]
@@ -139,4 +139,90 @@ fn bench_serve_runs_a_small_load_on_loopback_and_loses_nothing() {
     assert!(text.contains("store after shutdown: integrity ok, 7 planning jobs stored, 7 with a plan"), "{text}");
     // The benchmark's own store is temporary: the user's store is untouched.
     assert!(!store.exists(), "bench serve wrote {}", store.display());
+}
+
+/// A `tessera serve` on loopback over `store` with `token`, and its address.
+fn serve(store: &std::path::Path, token: &std::path::Path) -> (std::process::Child, String) {
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file", token.to_str().unwrap()])
+        .env("TESSERA_STORE", store)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("the server says where it listens").unwrap();
+        if let Some(rest) = line.strip_prefix("note: serving ") {
+            let url = rest.split(" on http://").nth(1).unwrap();
+            break url.split('/').next().unwrap().to_string();
+        }
+    };
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
+    (server, address)
+}
+
+/// The JSON body of `method path` (with `body`) on `address`, bearer
+/// `token`, and its status.
+fn call(address: &str, token: &str, method: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
+    let answer = ask(
+        address,
+        &format!(
+            "{method} {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    let status: u16 = answer[9..12].parse().unwrap();
+    let (_, json) = answer.split_once("\r\n\r\n").unwrap();
+    (status, serde_json::from_str(json).unwrap_or(serde_json::Value::Null))
+}
+
+#[test]
+fn the_cli_and_the_service_make_the_same_plan_and_verify_it_in_the_same_form() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let token = "a-token-of-twenty-chars";
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, token).unwrap();
+    let (mut server, address) = serve(&store, &token_file);
+    for (strategy, gpu) in [("optimal", "a100-80gb"), ("parva", "a100-80gb"), ("optimal", "h100-80gb")] {
+        let cli = tessera(&["plan", "--demo", "--strategy", strategy, "--gpu", gpu, "--format", "json"], &store);
+        assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));
+        let body = format!(r#"{{"demo": true, "strategy": "{strategy}", "gpus": ["{gpu}"]}}"#);
+        let (status, created) = call(&address, token, "POST", "/v1/plans", &body);
+        assert_eq!(status, 202, "{created}");
+        let url = created["url"].as_str().unwrap().to_string();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let job = loop {
+            let (_, job) = call(&address, token, "GET", &url, "");
+            if job["status"] == "done" || job["status"] == "failed" {
+                break job;
+            }
+            assert!(Instant::now() < deadline, "job {url} did not finish: {job}");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(job["status"], "done", "{job}");
+        // The service's plan, written as the CLI writes plans: the same bytes.
+        let served: tessera_core::Plan = tessera_store::parse_plan("job", job["plan"].to_string().as_bytes()).unwrap();
+        assert_eq!(
+            String::from_utf8(tessera_store::plan_json(&served)).unwrap(),
+            stdout(&cli),
+            "{strategy} on {gpu}: the service planned otherwise"
+        );
+        // Verifying it: the CLI's JSON and the service's answer are one form.
+        let plan_file = dir.path().join("plan.json");
+        std::fs::write(&plan_file, stdout(&cli)).unwrap();
+        let checked = tessera(&["verify", plan_file.to_str().unwrap(), "--demo", "--format", "json"], &store);
+        assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stderr));
+        let cli_check: serde_json::Value = serde_json::from_str(&stdout(&checked)).unwrap();
+        let (status, service_check) =
+            call(&address, token, "POST", "/v1/verify", &format!(r#"{{"demo": true, "plan": {}}}"#, stdout(&cli)));
+        assert_eq!(status, 200, "{service_check}");
+        assert_eq!(cli_check, service_check);
+        assert_eq!(cli_check["ok"], true);
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
 }

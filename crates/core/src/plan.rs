@@ -49,6 +49,25 @@ pub struct Plan {
     /// read it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ServiceImage>,
+    /// The traffic the plan was proven under and the routing it assumes
+    /// (and the deployment sets up); absent in plans of rules that assume
+    /// evenly spaced arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
+}
+
+/// How requests reach a plan's segments: a service's requests go to its
+/// segments at random in proportion to their [`InstanceAssignment::capacity`]
+/// (a Gateway API route's weights), and within a segment as `discipline`
+/// says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// The arrival process the plan was proven under, e.g. `poisson`.
+    pub arrivals: String,
+    /// How a segment's MPS processes share its requests, e.g. `random`
+    /// (a Service picks a process at random; each keeps its own queue).
+    pub discipline: String,
 }
 
 /// One GPU model of the fleet and its use in a plan.
@@ -114,10 +133,24 @@ pub struct InstanceAssignment {
     pub batch: u32,
     /// MPS processes.
     pub procs: u32,
-    /// Segment throughput in requests/s (all processes).
+    /// Segment throughput in requests/s (all processes), as profiled.
     pub throughput_rps: f64,
     /// Latency of one batch in ms.
     pub latency_ms: f64,
+    /// The most requests/s the plan routes to the segment, when its rule
+    /// allows less than the throughput (a percentile SLO under random
+    /// arrivals); absent: the throughput. See [`InstanceAssignment::capacity`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
+}
+
+impl InstanceAssignment {
+    /// The most requests/s the plan routes to this segment: its
+    /// `capacity_rps`, else its throughput. A service's requests are routed
+    /// to its segments in proportion to it.
+    pub fn capacity(&self) -> f64 {
+        self.capacity_rps.unwrap_or(self.throughput_rps)
+    }
 }
 
 /// How one service fares under the plan.
@@ -132,14 +165,25 @@ pub struct ServiceReport {
     pub rate_rps: f64,
     /// Latency objective.
     pub latency_slo_ms: f64,
-    /// Sum of the throughput of the service's segments.
+    /// Sum of the capacity of the service's segments
+    /// ([`InstanceAssignment::capacity`]).
     pub provisioned_rps: f64,
-    /// The latency the plan's latency rule predicts for the slowest segment.
+    /// The latency the plan's latency rule predicts for the slowest segment
+    /// (under a percentile rule: that segment's percentile latency at its
+    /// routed rate).
     pub worst_latency_ms: f64,
     /// Number of segments serving it.
     pub segments: usize,
     /// `true` when the rate is covered and the latency rule holds.
     pub met: bool,
+    /// Under a percentile rule: the share of requests (%) that must finish
+    /// within the SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
+    /// Under a percentile rule: the share of requests predicted to finish
+    /// within the SLO (0 to 1) at the service's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_attainment: Option<f64>,
 }
 
 impl ServiceReport {
@@ -152,6 +196,41 @@ impl ServiceReport {
 }
 
 impl Plan {
+    /// A plan of `gpus` made by `strategy` under `latency_rule`, numbered
+    /// with `gpus_per_node` GPUs per node: its GPU count, and a fleet of
+    /// every GPU model it uses at cost 1 and no limit (so its total cost is
+    /// its GPU count); no service report, proof, notes, node names or
+    /// images. Set those with struct update syntax.
+    pub fn from_gpus(
+        gpus: Vec<GpuAssignment>,
+        strategy: impl Into<String>,
+        latency_rule: impl Into<String>,
+        gpus_per_node: u32,
+    ) -> Plan {
+        let mut fleet: Vec<FleetUse> = Vec::new();
+        for gpu in &gpus {
+            match fleet.iter_mut().find(|counted| counted.gpu_model == gpu.gpu_model) {
+                Some(counted) => counted.gpus += 1,
+                None => fleet.push(FleetUse { gpu_model: gpu.gpu_model, cost_per_gpu: 1.0, limit: None, gpus: 1 }),
+            }
+        }
+        Plan {
+            gpu_count: gpus.len(),
+            total_cost: gpus.len() as f64,
+            strategy: strategy.into(),
+            latency_rule: latency_rule.into(),
+            gpus_per_node,
+            fleet,
+            gpus,
+            services: Vec::new(),
+            optimality: None,
+            notes: Vec::new(),
+            node_names: Vec::new(),
+            images: BTreeMap::new(),
+            traffic: None,
+        }
+    }
+
     /// Total compute slices used by the plan's instances.
     pub fn compute_slices_used(&self) -> u32 {
         self.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| u32::from(instance.size)).sum()

@@ -3,7 +3,12 @@
 
 use crate::error::CoreError;
 
-/// One inference service and its objective.
+/// The share of a service's requests (%) that must finish within its
+/// latency SLO when nothing says otherwise.
+pub const DEFAULT_PERCENTILE: f64 = 99.0;
+
+/// One inference service and its objective: `percentile`% of its requests,
+/// arriving at `rate_rps` on average, finish within `latency_slo_ms`.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ServiceSlo {
     /// Unique service name.
@@ -14,6 +19,14 @@ pub struct ServiceSlo {
     pub rate_rps: f64,
     /// Latency objective per request, in milliseconds.
     pub latency_slo_ms: f64,
+    /// The share of requests (%, above 0 and below 100) that must finish
+    /// within the latency objective.
+    #[serde(default = "default_percentile")]
+    pub percentile: f64,
+}
+
+fn default_percentile() -> f64 {
+    DEFAULT_PERCENTILE
 }
 
 impl ServiceSlo {
@@ -38,7 +51,17 @@ impl ServiceSlo {
         if !(latency_slo_ms.is_finite() && latency_slo_ms > 0.0) {
             return Err(CoreError::invalid("latency_ms", "a positive number", latency_slo_ms));
         }
-        Ok(ServiceSlo { service, model, rate_rps, latency_slo_ms })
+        Ok(ServiceSlo { service, model, rate_rps, latency_slo_ms, percentile: DEFAULT_PERCENTILE })
+    }
+
+    /// The same objective for `percentile`% of requests (above 0 and below
+    /// 100: no random arrival process lets every request finish within a
+    /// bound).
+    pub fn with_percentile(self, percentile: f64) -> Result<Self, CoreError> {
+        if !(percentile.is_finite() && percentile > 0.0 && percentile < 100.0) {
+            return Err(CoreError::invalid("percentile", "a share above 0 and below 100", percentile));
+        }
+        Ok(ServiceSlo { percentile, ..self })
     }
 }
 
@@ -72,6 +95,19 @@ pub fn find_duplicate_service(services: &[ServiceSlo]) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percentile_is_a_share_below_100() {
+        let slo = ServiceSlo::new("a", "bert", 10.0, 100.0).unwrap();
+        assert_eq!(slo.percentile, DEFAULT_PERCENTILE);
+        assert_eq!(slo.clone().with_percentile(99.9).unwrap().percentile, 99.9);
+        for bad in [0.0, 100.0, -1.0, f64::NAN] {
+            assert!(slo.clone().with_percentile(bad).is_err(), "{bad}");
+        }
+        let read: ServiceSlo =
+            serde_json::from_str(r#"{"service":"a","model":"m","rate_rps":1.0,"latency_slo_ms":5.0}"#).unwrap();
+        assert_eq!(read.percentile, DEFAULT_PERCENTILE);
+    }
 
     #[test]
     fn validates_fields() {

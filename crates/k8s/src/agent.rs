@@ -82,11 +82,8 @@ struct Report {
 /// The plan's node number of this node: its place among the plan's node
 /// names, or its `tessera.io/node` label for a plan without names.
 fn plan_node_number(plan: &tessera_core::Plan, node: &Value, name: &str) -> Option<u32> {
-    if plan.node_names.is_empty() {
-        node["metadata"]["labels"][NODE_NUMBER_LABEL].as_str()?.parse().ok()
-    } else {
-        plan.node_names.iter().position(|n| n == name).and_then(|p| u32::try_from(p).ok())
-    }
+    let given = node["metadata"]["labels"][NODE_NUMBER_LABEL].as_str().and_then(|n| n.parse().ok());
+    tessera_plan::node_number(plan, name, given)
 }
 
 fn now_s() -> u64 {
@@ -134,7 +131,7 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
         context: cluster.context().to_string(),
         message: format!("node '{name}' does not exist (pass the pod's spec.nodeName as --node)"),
     })?;
-    let plan = match tessera_store::read_plan(&options.plan_path) {
+    let plan = match tessera_store::read_plan_file(&options.plan_path, None) {
         Ok(plan) => plan,
         Err(error) => {
             let reason = format!("cannot read the plan: {error}");

@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tessera_core::text::count;
 use tessera_core::Plan;
+use tessera_plan::NodeRef;
 
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
-use crate::inventory::check_plan;
 use crate::manifests::{
-    manifests, Manifest, Manifests, NodeDevice, NodeRef, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID,
+    manifests, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID,
     REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
 
@@ -237,7 +237,7 @@ pub fn apply_plan(
     on_action: &mut dyn FnMut(&Action),
 ) -> Result<Vec<Action>, K8sError> {
     let first = manifests(plan, &options.namespace, &BTreeMap::new())?;
-    check_plan(plan, &cluster.inventory()?)?;
+    cluster.inventory()?.nodes.check(plan)?;
     let mut actions = Vec::new();
     let deployments: BTreeSet<&str> = first.of_kind("Deployment").map(Manifest::name).collect();
     actions.extend(prune(cluster, Kind::Deployment, &deployments, options, on_action)?);

@@ -15,7 +15,7 @@ use kube::{Client, Config};
 use serde_json::Value;
 
 use crate::error::K8sError;
-use crate::inventory::{inventory, Inventory};
+use crate::inventory::{inventory, ClusterInventory};
 
 /// The field manager of every server-side apply Tessera makes.
 pub const FIELD_MANAGER: &str = "tessera";
@@ -224,7 +224,7 @@ impl Cluster {
     }
 
     /// The GPU nodes and the DRA driver's MIG devices.
-    pub fn inventory(&self) -> Result<Inventory, K8sError> {
+    pub fn inventory(&self) -> Result<ClusterInventory, K8sError> {
         let nodes: Vec<Node> = typed(self.list(Kind::Node, None, None, None)?, self)?;
         let slices: Vec<ResourceSlice> = typed(self.list(Kind::ResourceSlice, None, None, None)?, self)?;
         Ok(inventory(&nodes, &slices))

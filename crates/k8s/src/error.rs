@@ -31,3 +31,9 @@ pub enum K8sError {
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+impl From<tessera_plan::PlanError> for K8sError {
+    fn from(error: tessera_plan::PlanError) -> K8sError {
+        K8sError::Plan(error.to_string())
+    }
+}

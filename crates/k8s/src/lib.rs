@@ -3,10 +3,10 @@
 //!
 //! - [`Cluster`]: the connection (kube, a runtime of its own; every error
 //!   one line naming the context, the request and the cause).
-//! - Inventory: [`inventory`] of the cluster's GPU nodes from GPU Feature
-//!   Discovery's labels and the DRA driver's ResourceSlices;
-//!   [`place_on_cluster`] gives a plan made for that fleet node names;
-//!   [`check_plan`] checks a plan against the cluster.
+//! - Inventory: [`inventory`] reads the cluster's GPU nodes from GPU
+//!   Feature Discovery's labels into a `tessera_plan::Inventory` (placing a
+//!   plan on them and checking it are pure, in tessera-plan) and the DRA
+//!   driver's MIG devices from its ResourceSlices.
 //! - Workloads: [`manifests`] turns a plan into its objects — the plan for
 //!   the agents (a ConfigMap), per segment a `ResourceClaim`
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
@@ -41,11 +41,10 @@ pub use error::K8sError;
 #[cfg(any(test, feature = "fake"))]
 pub use fake::FakeApiServer;
 pub use inventory::{
-    check_plan, inventory, place_on_cluster, ClusterNode, Inventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL,
-    MIG_CAPABLE_LABEL, PRODUCT_LABEL,
+    inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
 pub use manifests::{
-    manifests, plan_id, Manifest, Manifests, NodeDevice, NodeRef, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
+    manifests, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
     NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
     STATE_LABEL,
 };

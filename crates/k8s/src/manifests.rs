@@ -25,8 +25,8 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde::{Deserialize, Serialize};
-use tessera_core::text::count;
 use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
+use tessera_plan::NodeRef;
 
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
@@ -80,44 +80,12 @@ pub struct NodeDevice {
     pub parent_uuid: String,
 }
 
-/// Where a plan's node is in the cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NodeRef {
-    /// The node of this name (a plan made with `--cluster`).
-    Named(String),
-    /// The node labelled `tessera.io/node=N`.
-    Numbered(u32),
-}
-
-impl NodeRef {
-    /// The node of plan node `node`.
-    pub fn of(plan: &Plan, node: u32) -> Result<NodeRef, K8sError> {
-        if plan.node_names.is_empty() {
-            return Ok(NodeRef::Numbered(node));
-        }
-        plan.node_names.get(node as usize).map(|name| NodeRef::Named(name.clone())).ok_or_else(|| {
-            K8sError::Plan(format!(
-                "the plan's GPUs on node {node} have no node name (the plan names {})",
-                count(plan.node_names.len(), "node")
-            ))
-        })
-    }
-
-    /// The pod node selector that pins to it.
-    fn selector(&self) -> (String, String) {
-        match self {
-            NodeRef::Named(name) => ("kubernetes.io/hostname".into(), name.clone()),
-            NodeRef::Numbered(number) => (NODE_NUMBER_LABEL.into(), number.to_string()),
-        }
-    }
-}
-
-impl std::fmt::Display for NodeRef {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NodeRef::Named(name) => write!(f, "node '{name}'"),
-            NodeRef::Numbered(number) => write!(f, "the node labelled {NODE_NUMBER_LABEL}={number}"),
-        }
+/// The pod node selector that pins to plan node `node`: its hostname, or
+/// (a plan without node names) the `tessera.io/node=N` label.
+fn selector(node: &NodeRef) -> (String, String) {
+    match node {
+        NodeRef::Named(name) => ("kubernetes.io/hostname".into(), name.clone()),
+        NodeRef::Numbered(number) => (NODE_NUMBER_LABEL.into(), number.to_string()),
     }
 }
 
@@ -298,7 +266,7 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
     .into_iter()
     .map(|(name, value)| EnvVar { name: name.into(), value: Some(value), ..Default::default() })
     .collect();
-    let (node_key, node_value) = workload.node.selector();
+    let (node_key, node_value) = selector(workload.node);
     let args = workload.image.args_for(instance.batch);
     Deployment {
         metadata: ObjectMeta {

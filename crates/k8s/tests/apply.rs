@@ -31,7 +31,7 @@ pub fn placed_plan() -> Plan {
         .into_iter()
         .map(|n| serde_json::from_value(n).unwrap())
         .collect();
-    plan = tessera_k8s::place_on_cluster(&plan, &tessera_k8s::inventory(&typed, &[])).unwrap();
+    plan = tessera_k8s::inventory(&typed, &[]).nodes.place(&plan).unwrap();
     plan
 }
 

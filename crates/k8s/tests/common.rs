@@ -5,20 +5,16 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
 use tessera_core::{GpuModel, Plan};
 use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
 use tessera_k8s::{Cluster, ClusterOptions, FakeApiServer};
-use tessera_plan::{plan_parva, PlanRequest};
+use tessera_plan::{plan, PlanInputs, PlanRequest, Strategy};
 
 /// The demo services planned on A100-80GB (ParvaGPU's strategy: quick),
 /// with the demo's images.
 pub fn demo_plan() -> Plan {
-    let catalog = builtin_catalog();
-    let services = demo_services();
-    let mut plan = plan_parva(&PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)).unwrap();
-    plan.images = demo_images();
-    plan
+    let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+    plan(&PlanRequest { strategy: Strategy::Parva, ..PlanRequest::new(&inputs) }).unwrap().plan
 }
 
 /// A node as GPU Feature Discovery labels it.

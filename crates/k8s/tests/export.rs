@@ -8,7 +8,8 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::Value;
-use tessera_k8s::{manifests, Manifest, NodeDevice, NodeRef, DEFAULT_NAMESPACE};
+use tessera_k8s::{manifests, Manifest, NodeDevice, DEFAULT_NAMESPACE};
+use tessera_plan::NodeRef;
 
 use crate::common::{demo_plan, validate};
 

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::core::v1::Node;
 use tessera_core::GpuModel;
-use tessera_k8s::{check_plan, inventory, place_on_cluster};
+use tessera_k8s::inventory;
 
 use crate::common::{a100_node, demo_plan, fake_cluster, gfd_node};
 
@@ -24,7 +24,7 @@ fn nodes() -> Vec<serde_json::Value> {
 fn gpu_feature_discovery_labels_give_the_fleet_and_unknown_gpus_are_named_and_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, cluster) = fake_cluster(&nodes(), dir.path());
-    let found = cluster.inventory().unwrap();
+    let found = cluster.inventory().unwrap().nodes;
     let models: Vec<(&str, GpuModel, u32, bool)> =
         found.nodes.iter().map(|n| (n.name.as_str(), n.gpu_model, n.gpu_count, n.mig_capable)).collect();
     assert_eq!(
@@ -57,18 +57,18 @@ fn a_plan_is_placed_on_the_clusters_nodes_in_name_order_and_checked() {
         .into_iter()
         .map(|n| serde_json::from_value(n).unwrap())
         .collect();
-    let found = inventory(&typed, &[]);
+    let found = inventory(&typed, &[]).nodes;
     let plan = demo_plan();
     assert!(plan.gpus.len() > 2 && plan.gpus.len() <= 4, "the demo uses {} GPUs", plan.gpus.len());
-    let placed = place_on_cluster(&plan, &found).unwrap();
+    let placed = found.place(&plan).unwrap();
     assert_eq!(placed.node_names, ["a-node", "b-node"]);
     let slots: Vec<(u32, u32)> = placed.gpus.iter().map(|g| (g.node, g.index)).collect();
     assert_eq!(&slots[..3], [(0, 0), (0, 1), (1, 0)]);
     assert_eq!(placed.gpus_per_node, 2);
-    check_plan(&placed, &found).unwrap();
+    found.check(&placed).unwrap();
     // Too few GPUs of the model.
-    let small = inventory(&typed[..1], &[]);
-    let error = place_on_cluster(&plan, &small).unwrap_err().to_string();
+    let small = inventory(&typed[..1], &[]).nodes;
+    let error = small.place(&plan).unwrap_err().to_string();
     assert_eq!(error, "the plan needs more a100-80gb GPUs than the cluster's MIG-capable nodes have (2)");
 }
 
@@ -77,19 +77,17 @@ fn plans_that_do_not_fit_the_cluster_are_refused_naming_each_problem() {
     let plan = {
         let typed: Vec<Node> =
             [a100_node("a-node", 4)].into_iter().map(|n| serde_json::from_value(n).unwrap()).collect();
-        place_on_cluster(&demo_plan(), &inventory(&typed, &[])).unwrap()
+        inventory(&typed, &[]).nodes.place(&demo_plan()).unwrap()
     };
-    let cluster = |node: serde_json::Value| inventory(&[serde_json::from_value(node).unwrap()], &[]);
-    let error = check_plan(&plan, &cluster(a100_node("other-node", 4))).unwrap_err().to_string();
+    let cluster = |node: serde_json::Value| inventory(&[serde_json::from_value(node).unwrap()], &[]).nodes;
+    let error = cluster(a100_node("other-node", 4)).check(&plan).unwrap_err().to_string();
     assert_eq!(error, "the plan does not fit the cluster: node 'a-node' of the plan is not a GPU node of the cluster");
-    let error = check_plan(&plan, &cluster(gfd_node("a-node", "NVIDIA-H100-80GB-HBM3", 4, 81559, true)))
-        .unwrap_err()
-        .to_string();
+    let error =
+        cluster(gfd_node("a-node", "NVIDIA-H100-80GB-HBM3", 4, 81559, true)).check(&plan).unwrap_err().to_string();
     assert!(error.starts_with("the plan does not fit the cluster: node 'a-node' has h100-80gb GPUs (NVIDIA-H100-80GB-HBM3) but the plan puts a100-80gb there"), "{error}");
-    let error = check_plan(&plan, &cluster(gfd_node("a-node", "NVIDIA-A100-SXM4-80GB", 4, 81920, false)))
-        .unwrap_err()
-        .to_string();
+    let error =
+        cluster(gfd_node("a-node", "NVIDIA-A100-SXM4-80GB", 4, 81920, false)).check(&plan).unwrap_err().to_string();
     assert!(error.contains("node 'a-node' has GPUs that are not MIG-capable"), "{error}");
-    let error = check_plan(&plan, &cluster(a100_node("a-node", 1))).unwrap_err().to_string();
+    let error = cluster(a100_node("a-node", 1)).check(&plan).unwrap_err().to_string();
     assert!(error.contains("node 'a-node' has 1 GPU but the plan uses GPU 1"), "{error}");
 }

@@ -30,8 +30,8 @@ use std::time::Instant;
 use tessera_core::SizeCounts;
 
 use crate::bound::{solve, CostGrid, PriceSpace, Pricing};
-use crate::optimal::FleetModel;
-use crate::round::{add_to_share, complete_exactly, packed_cost, purify, Candidate, Share};
+use crate::fleet_model::{packed_cost, FleetModel};
+use crate::round::{add_to_share, complete_exactly, purify, Candidate, Share};
 
 /// Reduced costs within this of the room left are kept (rounding noise).
 const ROOM_TOLERANCE: f64 = 1e-9;

@@ -1,35 +1,55 @@
 //! Tessera's planners: from services with SLOs and segment profiles to a
 //! [`Plan`](tessera_core::Plan) of MIG instances with MPS segments.
 //!
-//! The crate's interface is this page: a [`PlanRequest`] (with its
-//! defaults and the GPU ceiling), the two strategies [`plan_optimal`] and
-//! [`plan_parva`], the [`LatencyRule`]s, the independent checker
-//! [`verify`], [`complete_for_fleet`], which estimates the profiles a
-//! fleet's GPU models lack, and [`complete_profiles`] and
-//! [`suggest_measurements`], which predict a profile grid from a few
-//! measured points and say which to measure next. Inside:
+//! The crate's interface is this page. The one way to plan is [`plan`]: a
+//! [`PlanRequest`] over [`PlanInputs`] (services and profiles, completed
+//! for the fleet) names a [`Strategy`] and its options, optionally a
+//! running plan to replan from ([`ReplanFrom`]) and a deploy target's
+//! [`Inventory`] to place the plan on; every default (the [`LatencyRule`]
+//! above all) is resolved there. The one way to check a plan is
+//! [`verify_plan`], answering a [`Verification`]. Beside them:
+//! [`relaxation_bound`], the LP bound a plan is proven against;
+//! [`complete_profiles`] and [`suggest_measurements`], which predict a
+//! profile grid from a few measured points and say which to measure next.
+//! Inside:
 //!
+//! * `strategy`, `inputs`, `planning` and `verification` — the front door
+//!   described above; `problem` is what one strategy solves once every
+//!   default is resolved.
+//! * `placement` — placing a plan on a deploy target's nodes (the pure half
+//!   of every cluster adapter).
 //! * `configure` and `allocate` — ParvaGPU's segment configurator (which
 //!   segments each service runs) and allocator (which GPU each goes to, on
 //!   the real MIG placement lattice); `parva` wires them into the `parva`
 //!   strategy, physically valid and dropping nothing.
-//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`, `branch` and
-//!   `optimal` — the `optimal` strategy: every minimal way to serve each
-//!   service, the linear-programming bound solved exactly (cheapest covers
-//!   per service at prices per instance size, Kelley's cutting planes over a
-//!   small simplex), the relaxation rounded to a plan, a local search within
-//!   the fleet's limits and a best-bound-first branch and bound.
+//! * `options`, `cover`, `lp`, `bound`, `round`, `objective`,
+//!   `fleet_model`, `branch` and `optimal` — the `optimal` strategy: every
+//!   minimal way to serve each service, the linear-programming bound solved
+//!   exactly (cheapest covers per service at prices per instance size,
+//!   Kelley's cutting planes over a small simplex), the relaxation rounded
+//!   to a plan, a local search within the fleet's limits and a
+//!   best-bound-first branch and bound; `optimal` is a folder of its phases
+//!   (`table`, `bounds`, `candidates`, `rounded`, `local_search`,
+//!   `finish`).
+//! * `replan` — replanning from a running plan with the fewest changes, a
+//!   folder of its steps (`inherit`, `stable`, `fill`, `residual`,
+//!   `absorb`, `assemble`, `align`, `keep_layouts`); `spread` — spreading a
+//!   service's segments over GPUs.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
 //!   fleet; it shares no code with the planners but the latency rule.
 //! * `estimate` — profiles for GPU models without measurements.
-//! * `complete` — profile completion: a latency model fitted per model
-//!   under a prior learned across models, intervals from leave-one-out
-//!   residuals, memory inferred only from measurements, and suggestions.
+//! * `complete` — profile completion (`interface`, the request and the
+//!   answer; `completion`, the fits and predictions): a latency model
+//!   fitted per model under a prior learned across models, intervals from
+//!   leave-one-out residuals, memory inferred only from measurements, and
+//!   suggestions.
 //!
 //! Invariant: no I/O, no global state (the `optimal` search reads the clock
-//! for its time limit).
+//! for its time limit). The modules form no cycle: shared types sit in a
+//! module below those that use them, and a folder's `mod.rs` uses its
+//! files, never they it.
 
 mod allocate;
 mod assemble;
@@ -40,17 +60,24 @@ mod configure;
 mod cover;
 mod error;
 mod estimate;
+mod fleet_model;
+mod inputs;
+mod judge;
 mod latency;
 mod lp;
 mod objective;
 mod optimal;
 mod options;
 mod parva;
+mod placement;
+mod planning;
+mod problem;
 mod replan;
 mod report;
-mod request;
 mod round;
 mod spread;
+mod strategy;
+mod verification;
 mod verify;
 
 pub use complete::{
@@ -59,10 +86,13 @@ pub use complete::{
 };
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
+pub use inputs::PlanInputs;
 pub use latency::LatencyRule;
-pub use optimal::{plan_optimal, relaxation_bound, RelaxationBound, DEFAULT_TIME_LIMIT};
-pub use parva::plan_parva;
-pub use replan::{align_to, replan, reseat, GpuPosition, Replan, ReplanRequest};
-pub use request::{PlanRequest, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
-pub use spread::spread_segments;
+pub use optimal::{RelaxationBound, DEFAULT_TIME_LIMIT};
+pub use placement::{node_number, Inventory, NodeRef, TargetNode};
+pub use planning::{plan, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom};
+pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
+pub use replan::{align_to, reseat, GpuPosition};
+pub use strategy::Strategy;
+pub use verification::{verify_plan, Finding, Verification};
 pub use verify::{verify, InstanceRef, VerifyRequest, Violation};

@@ -9,7 +9,8 @@ use crate::assemble::build_plan;
 use crate::configure::{configure, SegmentChoice};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
-use crate::request::PlanRequest;
+use crate::problem::Problem;
+use crate::strategy::Strategy;
 
 /// GPUs using at most this many compute slices are dissolved (ParvaGPU: 4).
 pub const DISSOLVE_MAX_USED_GPCS: u32 = 4;
@@ -20,7 +21,7 @@ pub const MAX_3G_PER_GPU: u32 = 1;
 /// Plans `request` with the `parva` strategy. A plan with more GPUs than
 /// the fleet's count limit is an error (ParvaGPU's heuristic proves
 /// nothing, so a plan within the limit may still exist).
-pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
+pub fn plan_parva(request: &Problem<'_>) -> Result<Plan, PlanError> {
     let offer = single_gpu(request)?;
     let gpu = offer.model;
     let choices = configure_all(request, gpu)?;
@@ -50,7 +51,7 @@ pub fn plan_parva(request: &PlanRequest<'_>) -> Result<Plan, PlanError> {
 
 /// The one GPU model of the request's fleet (its cost and limit do not
 /// change ParvaGPU's decisions).
-fn single_gpu(request: &PlanRequest<'_>) -> Result<GpuOffer, PlanError> {
+fn single_gpu(request: &Problem<'_>) -> Result<GpuOffer, PlanError> {
     match request.fleet.as_slice() {
         [offer] => Ok(*offer),
         [] => Err(PlanError::EmptyFleet),
@@ -59,8 +60,8 @@ fn single_gpu(request: &PlanRequest<'_>) -> Result<GpuOffer, PlanError> {
 }
 
 /// Validates the request and runs the configurator for every service.
-fn configure_all(request: &PlanRequest<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoice>, PlanError> {
-    if request.rule != LatencyRule::Parva {
+fn configure_all(request: &Problem<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoice>, PlanError> {
+    if !Strategy::Parva.supports(request.rule) {
         return Err(PlanError::UnsupportedRule {
             strategy: "parva",
             supported: LatencyRule::Parva.name(),
@@ -71,7 +72,7 @@ fn configure_all(request: &PlanRequest<'_>, gpu: GpuModel) -> Result<Vec<Segment
     let (choices, unservable): (Vec<_>, Vec<_>) = request
         .services
         .iter()
-        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.rule, request.max_procs))
+        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.judge(), request.max_procs))
         .partition(Result::is_ok);
     PlanError::all(unservable.into_iter().filter_map(Result::err).collect())?;
     Ok(choices.into_iter().filter_map(Result::ok).collect())
@@ -83,8 +84,8 @@ mod tests {
     use tessera_core::synthetic::{builtin_catalog, demo_services};
     use tessera_core::{ProfileCatalog, ServiceSlo};
 
-    fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
-        PlanRequest::new(GpuModel::A100_80GB, catalog, services)
+    fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Problem<'a> {
+        Problem::parva(GpuModel::A100_80GB, catalog, services)
     }
 
     #[test]
@@ -103,7 +104,7 @@ mod tests {
         let services = demo_services();
         let unlimited = plan_parva(&request(&catalog, &services)).unwrap();
         let gpus = unlimited.gpu_count as u64;
-        let limited = |limit| PlanRequest {
+        let limited = |limit| Problem {
             fleet: vec![GpuOffer { limit: Some(limit), ..GpuOffer::plain(GpuModel::A100_80GB) }],
             ..request(&catalog, &services)
         };
@@ -122,7 +123,7 @@ mod tests {
         assert_eq!(plan_parva(&request(&catalog, &services)).unwrap_err(), PlanError::DuplicateService("x".into()));
         assert_eq!(plan_parva(&request(&catalog, &[])).unwrap_err(), PlanError::NoServices);
         let services = demo_services();
-        let mixed = PlanRequest {
+        let mixed = Problem {
             fleet: vec![GpuOffer::plain(GpuModel::A100_80GB), GpuOffer::plain(GpuModel::H100_80GB)],
             ..request(&catalog, &services)
         };

@@ -17,7 +17,7 @@ use std::time::Instant;
 use tessera_core::SizeCounts;
 
 use crate::bound::PriceSpace;
-use crate::optimal::FleetModel;
+use crate::fleet_model::{packed_cost, FleetModel};
 
 /// Weights below this count as zero.
 const WEIGHT_EPSILON: f64 = 1e-9;
@@ -184,20 +184,6 @@ pub(crate) struct Candidate {
     pub mix: usize,
     /// Its instances.
     pub counts: SizeCounts,
-}
-
-/// The cost of holding `counts` per model (each model's GPUs at its cost),
-/// or `None` when a model's limit is exceeded.
-pub(crate) fn packed_cost(models: &[FleetModel], counts: &[SizeCounts]) -> Option<f64> {
-    let mut cost = 0.0;
-    for (model, counts) in models.iter().zip(counts) {
-        let gpus = model.packer.min_gpus(counts);
-        if model.offer.limit.is_some_and(|limit| gpus > limit) {
-            return None;
-        }
-        cost += model.cost * gpus as f64;
-    }
-    Some(cost)
 }
 
 /// Search nodes between two looks at the clock in an exact completion.

@@ -142,6 +142,7 @@ mod tests {
             procs: 2,
             throughput_rps: 10.0,
             latency_ms: 5.0,
+            capacity_rps: None,
         }
     }
 
@@ -156,20 +157,7 @@ mod tests {
                 instances: services.iter().enumerate().map(|(k, s)| instance(s, k as u8)).collect(),
             })
             .collect();
-        Plan {
-            gpu_count: gpus.len(),
-            total_cost: gpus.len() as f64,
-            strategy: "optimal".to_string(),
-            latency_rule: "queueing".to_string(),
-            gpus_per_node: 8,
-            fleet: Vec::new(),
-            gpus,
-            services: Vec::new(),
-            optimality: None,
-            notes: Vec::new(),
-            node_names: Vec::new(),
-            images: BTreeMap::new(),
-        }
+        Plan::from_gpus(gpus, "optimal", "queueing", 8)
     }
 
     /// The services with several segments on one GPU.

@@ -24,7 +24,9 @@ use std::time::Duration;
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, Lattice, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_optimal, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest, DEFAULT_MAX_PROCS};
+use tessera_plan::{plan, verify, LatencyRule, PlanError, PlanRequest, Strategy, VerifyRequest, DEFAULT_MAX_PROCS};
+
+use crate::common::{measured, request};
 
 /// The fewest GPUs of `gpu` that serve `services` under the parva rule,
 /// given that `most_gpus` suffice (a verified plan has that many), or
@@ -117,9 +119,9 @@ fn compare(
     let mut tally = Tally::default();
     for case in 0..cases {
         let services = draw(&mut rng);
-        let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(gpu, catalog, &services) };
-        let plan = match plan_optimal(&request) {
-            Ok(plan) => plan,
+        let inputs = measured(&services, catalog, gpu);
+        let plan = match plan(&request(&inputs, gpu, Strategy::Optimal, LatencyRule::Parva)) {
+            Ok(planned) => planned.plan,
             Err(PlanError::Unmeetable(_)) => {
                 let optimum = ilp_optimum(catalog, gpu, &services, 1_000);
                 assert_eq!(optimum, None, "case {case}: the program serves what the planner calls unmeetable");
@@ -191,13 +193,13 @@ fn slo_mixes_over_the_eleven_parvagpu_models_are_mostly_proven_optimal() {
     let mut tally = Tally::default();
     for case in 0..20 {
         let services = random_services(&models, models.len(), true, &mut rng);
+        let inputs = measured(&services, &catalog, GpuModel::A100_80GB);
         let request = PlanRequest {
-            rule: LatencyRule::Parva,
             time_limit: Some(Duration::from_secs(1)),
-            ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+            ..request(&inputs, GpuModel::A100_80GB, Strategy::Optimal, LatencyRule::Parva)
         };
-        let plan = match plan_optimal(&request) {
-            Ok(plan) => plan,
+        let plan = match plan(&request) {
+            Ok(planned) => planned.plan,
             Err(PlanError::Unmeetable(_) | PlanError::Unservable(_)) => continue,
             Err(other) => panic!("case {case}: {other}"),
         };

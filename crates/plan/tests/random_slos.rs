@@ -9,7 +9,9 @@ use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
 
 use tessera_core::Plan;
-use tessera_plan::{plan_optimal, plan_parva, verify, LatencyRule, PlanError, PlanRequest, VerifyRequest};
+use tessera_plan::{plan, verify, LatencyRule, PlanError, PlanRequest, Strategy, VerifyRequest};
+
+use crate::common::{measured, request};
 
 /// Plans `cases` random SLO sets on `gpu`; returns how many were plannable.
 fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, seed: u64) -> usize {
@@ -27,23 +29,25 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
             })
             .collect();
         let max_procs = 1 + rng.below(5) as u32;
-        let request = PlanRequest {
+        let inputs = measured(&services, catalog, gpu);
+        let parva_request = PlanRequest {
             max_procs,
             time_limit: Some(Duration::from_secs(5)),
-            ..PlanRequest::new(gpu, catalog, &services)
+            ..request(&inputs, gpu, Strategy::Parva, LatencyRule::Parva)
         };
+        let optimal_request = PlanRequest { strategy: Strategy::Optimal, ..parva_request.clone() };
         let check = |plan: &Plan, rule| {
             let violations = verify(plan, &VerifyRequest { catalog, services: &services, rule, max_procs });
             assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
             assert!(plan.services.iter().all(|s| s.met), "case {case}");
         };
-        let parva = match plan_parva(&request) {
-            Ok(plan) => plan,
+        let parva = match plan(&parva_request) {
+            Ok(planned) => planned.plan,
             Err(PlanError::Unmeetable(_)) => continue,
             Err(other) => panic!("case {case}: {other}"),
         };
         check(&parva, LatencyRule::Parva);
-        let optimal = plan_optimal(&request).unwrap_or_else(|e| panic!("case {case}: {e}"));
+        let optimal = plan(&optimal_request).unwrap_or_else(|e| panic!("case {case}: {e}")).plan;
         check(&optimal, LatencyRule::Parva);
         assert!(
             optimal.gpu_count <= parva.gpu_count,
@@ -53,8 +57,8 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
         );
         let bound = optimal.optimality.as_ref().expect("optimal reports its bound").lower_bound;
         assert!(bound <= optimal.gpu_count as f64 && bound <= parva.gpu_count as f64, "case {case}");
-        match plan_optimal(&PlanRequest { rule: LatencyRule::Queueing, ..request }) {
-            Ok(plan) => check(&plan, LatencyRule::Queueing),
+        match plan(&PlanRequest { rule: Some(LatencyRule::Queueing), ..optimal_request }) {
+            Ok(planned) => check(&planned.plan, LatencyRule::Queueing),
             Err(PlanError::Unmeetable(_)) => {}
             Err(other) => panic!("case {case}: {other}"),
         }

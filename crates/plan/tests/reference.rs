@@ -5,7 +5,9 @@
 //! and 23,782 GPUs, proven.
 
 use tessera_core::{GpuModel, Lattice, ProfileCatalog};
-use tessera_plan::{plan_optimal, relaxation_bound, verify, LatencyRule, PlanRequest, VerifyRequest};
+use tessera_plan::{plan, relaxation_bound, verify, LatencyRule, Strategy, VerifyRequest};
+
+use crate::common::{measured, request};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 #[test]
@@ -30,7 +32,8 @@ fn check_reference(size: usize, in_22nds: f64, gpus: usize) {
     let rates = catalogue.join("SLO_req_rate.csv");
     let services = read_slo_scenario(&rates, &catalogue.join("SLO_latency.csv"), 1, &models).unwrap();
     assert_eq!(services.len(), size);
-    let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(gpu, &catalog, &services) };
+    let inputs = measured(&services, &catalog, gpu);
+    let request = request(&inputs, gpu, Strategy::Optimal, LatencyRule::Parva);
 
     let bound = relaxation_bound(&request).unwrap();
     assert!(bound.optimal, "{bound:?}");
@@ -41,7 +44,7 @@ fn check_reference(size: usize, in_22nds: f64, gpus: usize) {
         assert!(cost <= 1.0 + 1e-9, "{layout} costs {cost}: {bound:?}");
     }
 
-    let plan = plan_optimal(&request).unwrap();
+    let plan = plan(&request).unwrap().plan;
     let optimality = plan.optimality.clone().unwrap();
     assert_eq!(plan.gpu_count, gpus);
     assert!(optimality.proven_optimal && optimality.lower_bound == gpus as f64, "{optimality:?}");

@@ -5,7 +5,9 @@ use proptest::prelude::*;
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, ServiceSlo};
-use tessera_plan::{plan_optimal, replan, verify, LatencyRule, PlanRequest, ReplanRequest, VerifyRequest};
+use tessera_plan::{plan, verify, LatencyRule, PlanInputs, PlanRequest, Planned, ReplanFrom, Strategy, VerifyRequest};
+
+use crate::common::{measured, request};
 
 /// `count` services over the built-in models, the demo's rates × U[0.2, 3].
 fn catalogue(count: usize, seed: u64) -> Vec<ServiceSlo> {
@@ -33,14 +35,21 @@ proptest! {
         let catalog = builtin_catalog();
         let rule = if queueing { LatencyRule::Queueing } else { LatencyRule::Parva };
         let old = catalogue(count, seed);
-        let request = |services| PlanRequest { rule, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, services) };
-        let current = plan_optimal(&request(&old)).unwrap();
+        let gpu = GpuModel::A100_80GB;
+        let old_inputs = measured(&old, &catalog, gpu);
+        let current = plan(&request(&old_inputs, gpu, Strategy::Optimal, rule)).unwrap().plan;
         let mut rng = SplitMix64::new(seed ^ 0x5eed);
         let new: Vec<ServiceSlo> =
             old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
-        let replanned =
-            replan(&ReplanRequest { plan: request(&new), current: &current, max_extra_gpus, removed_gpus: &[] }).unwrap();
-        let plan = &replanned.plan;
+        let new_inputs = measured(&new, &catalog, gpu);
+        let from = ReplanFrom { current: &current, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+        let Planned { plan, replan } = plan(&PlanRequest {
+            from: Some(from),
+            ..request(&new_inputs, gpu, Strategy::Optimal, rule)
+        })
+        .unwrap();
+        let replanned = replan.expect("a replan compares itself with the fresh plan");
+        let plan = &plan;
         prop_assert!(plan.gpu_count as u64 <= replanned.fresh.gpu_count as u64 + max_extra_gpus);
         let violations = verify(plan, &VerifyRequest { catalog: &catalog, services: &new, rule, max_procs: 5 });
         prop_assert!(violations.is_empty(), "{:?}", violations);
@@ -65,26 +74,23 @@ fn replans_of_parvagpu_scenarios_pass_the_verifier() {
             &models,
         )
         .unwrap();
-        fn request<'a>(catalog: &'a tessera_core::ProfileCatalog, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
+        let gpu = GpuModel::A100_80GB;
+        fn limited(inputs: &PlanInputs) -> PlanRequest<'_> {
             PlanRequest {
-                rule: LatencyRule::Parva,
                 time_limit: Some(std::time::Duration::from_secs(2)),
-                ..PlanRequest::new(GpuModel::A100_80GB, catalog, services)
+                ..request(inputs, GpuModel::A100_80GB, Strategy::Optimal, LatencyRule::Parva)
             }
         }
-        let current = plan_optimal(&request(&catalog, &old)).unwrap();
+        let old_inputs = measured(&old, &catalog, gpu);
+        let current = plan(&limited(&old_inputs)).unwrap().plan;
         for draw in 1..=20 {
             let mut rng = SplitMix64::new(draw);
             let new: Vec<ServiceSlo> =
                 old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
             for max_extra_gpus in [0, 1] {
-                let replanned = replan(&ReplanRequest {
-                    plan: request(&catalog, &new),
-                    current: &current,
-                    max_extra_gpus,
-                    removed_gpus: &[],
-                })
-                .unwrap();
+                let new_inputs = measured(&new, &catalog, gpu);
+                let from = ReplanFrom { current: &current, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+                let replanned = plan(&PlanRequest { from: Some(from), ..limited(&new_inputs) }).unwrap();
                 let violations = verify(
                     &replanned.plan,
                     &VerifyRequest { catalog: &catalog, services: &new, rule: LatencyRule::Parva, max_procs: 5 },

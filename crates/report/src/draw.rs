@@ -248,6 +248,7 @@ pub(crate) mod tests {
             procs: 2,
             throughput_rps: 100.0,
             latency_ms: 20.0,
+            capacity_rps: None,
         }
     }
 
@@ -275,20 +276,12 @@ pub(crate) mod tests {
             worst_latency_ms: 60.0,
             segments: 1,
             met: true,
+            percentile: None,
+            predicted_attainment: None,
         };
         Plan {
-            gpu_count: 2,
-            total_cost: 2.0,
-            strategy: "optimal".to_string(),
-            latency_rule: "queueing".to_string(),
-            gpus_per_node: 1,
-            fleet: Vec::new(),
-            gpus,
             services: vec![report("search", 50.0), report("chat<&>", 80.0), report("a-service-with-a-long-name", 25.0)],
-            optimality: None,
-            notes: Vec::new(),
-            node_names: Vec::new(),
-            images: std::collections::BTreeMap::new(),
+            ..Plan::from_gpus(gpus, "optimal", "queueing", 1)
         }
     }
 

@@ -12,6 +12,8 @@
 //!   GPUs grouped by node, the per-service table.
 //! * [`diff_report_html`] — two plans side by side: every GPU that changes,
 //!   as it was beside as it will be (`tessera diff --picture`).
+//! * [`serving_report_html`] — a request-level simulation: per service its
+//!   latency CDF against its SLO and its attainment over time.
 //! * [`plan_section`] and [`page`] — the pieces, for pages that put a plan
 //!   beside other content (text goes in escaped by
 //!   `tessera_core::text::escape_xml`).
@@ -28,7 +30,9 @@
 mod diff;
 mod draw;
 mod html;
+mod serving;
 
 pub use diff::diff_report_html;
 pub use draw::plan_svg;
 pub use html::{page, plan_report_html, plan_section};
+pub use serving::serving_report_html;

@@ -91,6 +91,14 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<tessera_plan::PlanError> for ApiError {
+    /// The planner refusing a request is the request's fault: 422 with the
+    /// planner's one-line reason.
+    fn from(error: tessera_plan::PlanError) -> ApiError {
+        ApiError::invalid(error.to_string())
+    }
+}
+
 impl From<JsonRejection> for ApiError {
     /// Axum's reasons for refusing a JSON body, in this API's codes: bad
     /// syntax 400, a body of the wrong shape (an unknown field, a missing

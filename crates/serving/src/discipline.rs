@@ -8,18 +8,22 @@ use std::str::FromStr;
 /// its segments at random, in proportion to the plan's routing weights (a
 /// Gateway API `HTTPRoute`'s weighted `backendRefs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Discipline {
     /// What Tessera's deployment sets up: a Kubernetes Service in front of
     /// the segment's pods (one per MPS process) picks a pod at random, and
     /// each process keeps its own FIFO queue.
     #[default]
+    #[cfg_attr(feature = "clap", value(name = "random"))]
     RandomPerProcess,
     /// Per-process FIFO queues, processes taken in turn.
     RoundRobin,
     /// Per-process FIFO queues; a request joins the process with the fewest
     /// requests waiting or running (ties to the lowest index).
+    #[cfg_attr(feature = "clap", value(name = "jsq"))]
     JoinShortestQueue,
     /// One FIFO queue per segment; any free process takes from it.
+    #[cfg_attr(feature = "clap", value(name = "shared"))]
     SharedQueue,
 }
 

@@ -9,8 +9,23 @@
 //!   batch that holds it).
 //! * [`ArrivalModel`] — how a service's requests arrive: Poisson, a renewal
 //!   process with a given coefficient of variation, an on/off burst process,
-//!   or a replayed timestamp trace, each scaled to the service's mean rate.
+//!   or a replayed timestamp trace, each scaled to the service's mean rate;
+//!   [`ArrivalModel::parse`] reads the command-line syntax and
+//!   [`ArrivalModel::stream`] gives a service's [`ArrivalStream`].
 //! * [`Discipline`] — how requests reach a segment's processes and queue.
+//! * [`ServingSystem`] — services (rate, latency SLO, percentile) and the
+//!   segments that serve them with routing weights, checked; built by hand
+//!   or from a plan ([`ServingSystem::from_plan`]).
+//! * [`simulate`] — the request-level simulator, the referee of every
+//!   plan: per service attainment, latency percentiles with confidence
+//!   intervals, a latency CDF and attainment over time; per segment
+//!   utilisation ([`ServingReport`]).
+//!
+//! Modules: `arrivals` (the models, their syntax and checks), `stream` (the
+//! generators), `sampling` (exponential, gamma, hyperexponential and alias
+//! draws), `system`, `histogram` (log-bucketed latency counts), `simulate`
+//! (`queue`: the batching queue; `service`: one service's run; `report`;
+//! `stats`: confidence intervals).
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
 //!   percentile SLO ([`analytic::CapacityCache`] memoises them).
@@ -22,9 +37,20 @@ pub mod analytic;
 mod arrivals;
 mod discipline;
 mod error;
+mod histogram;
+mod sampling;
 mod shape;
+mod simulate;
+mod stream;
+mod system;
 
-pub use arrivals::ArrivalModel;
+pub use arrivals::{ArrivalModel, MAX_CV};
 pub use discipline::Discipline;
 pub use error::ServingError;
-pub use shape::SegmentShape;
+pub use shape::{ProfiledShape, SegmentShape};
+pub use simulate::{
+    simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
+    TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
+};
+pub use stream::ArrivalStream;
+pub use system::{ServedSegment, ServedService, ServicePrediction, ServingSystem};

@@ -1,3 +1,9 @@
 //! The serving model's integration tests: one binary, a module per area.
 
 mod analytic;
+mod arrivals;
+mod azure;
+mod plan;
+mod simulate;
+mod speed;
+mod support;

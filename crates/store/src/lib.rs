@@ -46,7 +46,7 @@ pub use formats::parvagpu::{
     parse_parvagpu_profile, read_deployment_csv, read_profile_dir, read_slo_scenario, write_deployment_csv,
     ProfileDirImport,
 };
-pub use formats::plan::{
-    parse_plan, plan_json, read_plan, read_plan_csv, read_plan_file, write_plan_csv, PLAN_CSV_HEADER, PLAN_VERSION,
-};
+pub use formats::plan::{parse_plan, plan_json, write_plan_csv, PlanDocument, PLAN_CSV_HEADER, PLAN_VERSION};
+pub use formats::plan_file::{read_plan_file, MapProfiles};
+pub use formats::trace::{read_arrival_trace, TIMESTAMP_COLUMN};
 pub use fs::write_atomic;

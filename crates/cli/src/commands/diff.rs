@@ -2,9 +2,7 @@
 
 use anyhow::Result;
 use tessera_core::text::count;
-use tessera_core::{
-    diff_plans, transition_steps, DiffTotals, GpuChange, GpuModel, Plan, PlanDiff, ProfileCatalog, Step,
-};
+use tessera_core::{diff_plans, transition_steps, DiffTotals, GpuChange, Plan, PlanDiff, Step};
 use tessera_store::read_plan_file;
 
 use crate::args::{DiffArgs, ListFormat};
@@ -13,9 +11,9 @@ use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
 pub fn run(args: &DiffArgs) -> Result<()> {
-    // Plan files written by `tessera plan` record their GPU model and need no
-    // profiles; a ParvaGPU map (which needs both) is refused by the reader.
-    let read = |path: &std::path::Path| read_plan_file(path, GpuModel::A100_80GB, &ProfileCatalog::new());
+    // Plan files written by `tessera plan` record their GPU models and need
+    // no profiles; a ParvaGPU map (which needs them) is refused by the reader.
+    let read = |path: &std::path::Path| read_plan_file(path, None);
     let (old, new) = (read(&args.old)?, read(&args.new)?);
     let diff = diff_plans(&old, &new);
     let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };

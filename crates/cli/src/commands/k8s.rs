@@ -138,7 +138,7 @@ pub fn run(command: K8sCommand) -> Result<()> {
         K8sCommand::Inventory { cluster } => inventory(&cluster.connect()?),
         K8sCommand::Export { plan, output, namespace } => export(&plan, &output, &namespace),
         K8sCommand::Apply { plan, dry_run, force_conflicts, timeout, namespace, cluster } => {
-            let plan = tessera_store::read_plan(&plan)?;
+            let plan = tessera_store::read_plan_file(&plan, None)?;
             let options = ApplyOptions {
                 namespace,
                 dry_run,
@@ -169,13 +169,13 @@ pub fn run(command: K8sCommand) -> Result<()> {
 
 fn inventory(cluster: &Cluster) -> Result<()> {
     let found = cluster.inventory()?;
-    for line in &found.left_out {
+    for line in &found.nodes.left_out {
         note(format_args!("{line}"));
     }
-    if found.nodes.is_empty() {
+    if found.nodes.nodes.is_empty() {
         bail!("no GPU node with a GPU model Tessera knows in the cluster ({})", cluster.context());
     }
-    for node in &found.nodes {
+    for node in &found.nodes.nodes {
         let devices = found.mig_devices.get(&node.name).map_or(0, Vec::len);
         outln!(
             "{}  {} × {}  {}  {}",
@@ -186,12 +186,12 @@ fn inventory(cluster: &Cluster) -> Result<()> {
             count(devices, "MIG device")
         )?;
     }
-    let fleet: Vec<String> = found.fleet().iter().map(|(model, n)| format!("{model}:count={n}")).collect();
+    let fleet: Vec<String> = found.nodes.fleet().iter().map(|(model, n)| format!("{model}:count={n}")).collect();
     outln!("fleet: {}", if fleet.is_empty() { "none".to_string() } else { fleet.join(" ") })
 }
 
 fn export(plan: &Path, output: &Path, namespace: &str) -> Result<()> {
-    let plan = tessera_store::read_plan(plan)?;
+    let plan = tessera_store::read_plan_file(plan, None)?;
     let exported = manifests(&plan, namespace, &BTreeMap::new())?;
     for line in &exported.notes {
         note(format_args!("{line}"));
@@ -208,15 +208,14 @@ fn export(plan: &Path, output: &Path, namespace: &str) -> Result<()> {
 
 fn status(plan: Option<&Path>, namespace: &str, cluster: &Cluster) -> Result<()> {
     let plan = match plan {
-        Some(path) => tessera_store::read_plan(path)?,
+        Some(path) => tessera_store::read_plan_file(path, None)?,
         None => {
             let config_map = cluster.get(Kind::ConfigMap, Some(namespace), PLAN_CONFIG_MAP)?;
-            let Some(json) = config_map.as_ref().and_then(|c| c["data"][PLAN_KEY].as_str().map(str::to_string)) else {
+            let Some(json) = config_map.as_ref().and_then(|c| c["data"][PLAN_KEY].as_str()) else {
                 bail!("no plan applied in namespace {namespace} (no ConfigMap {PLAN_CONFIG_MAP}); pass PLAN.json");
             };
-            let file = tempfile::NamedTempFile::new().context("cannot make a temporary file")?;
-            std::fs::write(file.path(), json).context("cannot write a temporary file")?;
-            tessera_store::read_plan(file.path())?
+            let source = format!("ConfigMap {namespace}/{PLAN_CONFIG_MAP}");
+            tessera_store::parse_plan(&source, json.as_bytes())?
         }
     };
     let status = cluster_status(cluster, &plan, namespace)?;
@@ -251,12 +250,10 @@ fn status(plan: Option<&Path>, namespace: &str, cluster: &Cluster) -> Result<()>
 pub fn agent(args: AgentArgs) -> Result<()> {
     let mut driver = NodeDriver::default();
     if args.dry_run {
-        let plan = tessera_store::read_plan(&args.plan)?;
-        let number = match plan.node_names.iter().position(|n| *n == args.node) {
-            Some(number) => number as u32,
-            None => args.node.parse().with_context(|| {
-                format!("node '{}' is not among the plan's node names, nor a node number", args.node)
-            })?,
+        let plan = tessera_store::read_plan_file(&args.plan, None)?;
+        let given = args.node.parse().ok();
+        let Some(number) = tessera_plan::node_number(&plan, &args.node, given) else {
+            bail!("node '{}' is not among the plan's node names, nor a node number", args.node);
         };
         let layouts = plan_node_layouts(&mut driver, &plan, number)?;
         for gpu in &layouts.gpus {

@@ -10,6 +10,7 @@ mod profile;
 mod profiles;
 mod report;
 mod serve;
+mod serving;
 mod simulate;
 mod store;
 mod verify;
@@ -17,7 +18,7 @@ mod workload;
 
 use anyhow::Result;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, SimulateCommand};
 
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
@@ -28,7 +29,10 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Diff(args) => diff::run(&args),
         Command::Profiles(command) => profiles::run(command, store),
         Command::Colocate(command) => colocate::run(command, store),
-        Command::Simulate(args) => simulate::run(args),
+        Command::Simulate(args) => match args.command {
+            Some(SimulateCommand::Serve(serve)) => serving::run(&serve, store),
+            _ => simulate::run(args),
+        },
         Command::Bench(command) => bench::run(command),
         Command::Deploy(args) => deploy::run(args, store),
         Command::Profile(command) => profile::run(command, store),

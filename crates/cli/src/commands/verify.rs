@@ -1,67 +1,79 @@
-//! `tessera verify`.
+//! `tessera verify`: the plan checked by [`verify_plan`], its
+//! [`Verification`](tessera_plan::Verification) printed.
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use tessera_core::text::count;
-use tessera_plan::{verify, LatencyRule, VerifyRequest};
-use tessera_store::read_plan_file;
+use tessera_core::{Plan, ProfileCatalog};
+use tessera_plan::verify_plan;
+use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{ListFormat, VerifyArgs};
+use crate::commands::serving;
 use crate::inputs;
-use crate::output::{note, outln};
+use crate::output::{note, out, outln};
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
-    let inputs::Loaded { catalog, services, .. } = inputs::load(&args.inputs, store)?;
+    let inputs = inputs::load(&args.inputs, &args.inputs.profiles.gpus, store)?;
     let path = args.plan.display();
-    let plan = read_plan_file(&args.plan, args.inputs.profiles.first_gpu(), &catalog)?;
-    let rule = match (args.latency_rule, plan.latency_rule.as_str()) {
-        (Some(rule), _) => rule,
-        (None, "") => {
-            note(format_args!(
-                "{path} records no latency rule (a ParvaGPU deployment map): checking it under the {} rule, \
-                 `tessera plan`'s default; pass --latency-rule parva for ParvaGPU's own",
-                LatencyRule::Queueing
-            ));
-            LatencyRule::Queueing
-        }
-        (None, recorded) => recorded
-            .parse::<LatencyRule>()
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("{path}: field 'latency_rule'"))?,
-    };
-    let request = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: args.inputs.max_procs };
-    let violations = verify(&plan, &request);
+    let map_profiles = MapProfiles { gpu: args.inputs.profiles.first_gpu(), catalog: inputs.catalog() };
+    let plan = read_plan_file(&args.plan, Some(map_profiles))?;
+    let checked = verify_plan(&plan, &inputs, args.latency_rule, args.inputs.max_procs)
+        .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
+    for line in &checked.notes {
+        note(format_args!("{path}: {line}"));
+    }
     match args.format {
-        ListFormat::Json => {
-            let report = serde_json::json!({
-                "plan": args.plan,
-                "latency_rule": rule.name(),
-                "gpus": plan.gpu_count,
-                "services": services.len(),
-                "ok": violations.is_empty(),
-                "violations": violations
-                    .iter()
-                    .map(|violation| serde_json::json!({ "message": violation.to_string() }))
-                    .collect::<Vec<_>>(),
-            });
-            outln!("{}", serde_json::to_string_pretty(&report)?)?;
-        }
-        ListFormat::Table if violations.is_empty() => {
-            outln!(
-                "{path}: OK: {}, {}, every rate covered and every segment within the {rule} latency rule",
-                count(plan.gpu_count, "GPU"),
-                count(services.len(), "service")
-            )?;
-        }
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&checked)?)?,
+        ListFormat::Table if checked.ok => outln!(
+            "{path}: OK: {}, {}, every rate covered and every segment within the {} latency rule",
+            count(checked.gpus, "GPU"),
+            count(checked.services, "service"),
+            checked.latency_rule
+        )?,
         ListFormat::Table => {
-            for violation in &violations {
-                outln!("violation: {violation}")?;
+            for violation in &checked.violations {
+                outln!("violation: {}", violation.message)?;
             }
         }
     }
-    if !violations.is_empty() {
-        bail!("{path}: {} (under the {rule} latency rule)", count(violations.len(), "violation"));
+    if !checked.ok {
+        bail!(
+            "{path}: {} (under the {} latency rule)",
+            count(checked.violations.len(), "violation"),
+            checked.latency_rule
+        );
+    }
+    if args.simulate {
+        simulate(args, &plan, inputs.catalog())?;
+    }
+    Ok(())
+}
+
+/// `verify --simulate`: the plan's requests simulated one by one; an error
+/// naming the services that miss their SLO.
+fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<()> {
+    let options = serving::options(&args.traffic)?;
+    let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
+    for line in &simulated.notes {
+        note(format_args!("{line}"));
+    }
+    match args.format {
+        ListFormat::Json => {
+            outln!("{}", serde_json::to_string_pretty(&serving::SimulationDocument::new(&options, &simulated))?)?
+        }
+        ListFormat::Table => out!("{}", serving::render(&options, &simulated))?,
+    }
+    let missed = simulated.missed();
+    if !missed.is_empty() {
+        bail!(
+            "{}: {} miss their SLO in simulation ({}): {}",
+            args.plan.display(),
+            count(missed.len(), "service"),
+            serving::describe(&options),
+            missed.join(", ")
+        );
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ pub fn instance(profile: &str, start: u8) -> InstanceAssignment {
         procs: 2,
         throughput_rps: 100.0,
         latency_ms: 10.0,
+        capacity_rps: None,
     }
 }
 
@@ -30,20 +31,7 @@ pub fn gpu(node: u32, index: u32, layout: &[(&str, u8)]) -> GpuAssignment {
 
 /// A plan of `gpus`.
 pub fn plan(gpus: Vec<GpuAssignment>) -> Plan {
-    Plan {
-        gpu_count: gpus.len(),
-        total_cost: 0.0,
-        strategy: "test".into(),
-        latency_rule: "parva".into(),
-        gpus_per_node: 8,
-        fleet: Vec::new(),
-        gpus,
-        services: Vec::new(),
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
-    }
+    Plan::from_gpus(gpus, "test", "parva", 8)
 }
 
 /// What the fake's layout looks like once `layout` is applied: each

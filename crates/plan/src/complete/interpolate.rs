@@ -4,7 +4,6 @@
 
 use super::linalg::{cholesky, solve};
 use super::model::{Coordinates, Observation};
-use super::{Fitted, Predictor};
 
 /// Measured points each prediction uses.
 const NEIGHBOURS: usize = 8;
@@ -13,10 +12,12 @@ const NEIGHBOURS: usize = 8;
 /// give an answer.
 const RIDGE: f64 = 1e-3;
 
-/// The baseline "fit": the observations themselves, with exact
-/// leave-one-out residuals.
-pub(crate) fn fit(observations: &[Observation]) -> Fitted {
-    let leave_one_out = observations
+/// The exact leave-one-out residuals of the baseline, whose "fit" is the
+/// observations themselves: per observation, the residuals (prediction −
+/// measured) of ln latency and ln throughput, and a prediction variance of
+/// zero.
+pub(crate) fn leave_one_out(observations: &[Observation]) -> Vec<(f64, f64, f64)> {
+    observations
         .iter()
         .enumerate()
         .map(|(i, o)| {
@@ -25,8 +26,7 @@ pub(crate) fn fit(observations: &[Observation]) -> Fitted {
             let throughput = o.at.ln_work() - predicted - o.ln_throughput_rps;
             (latency, throughput, 0.0)
         })
-        .collect();
-    Fitted { leave_one_out, predictor: Predictor::Interpolation(observations.to_vec()) }
+        .collect()
 }
 
 /// The features of a point: ln scale, ln batch, ln processes.
@@ -98,7 +98,7 @@ mod tests {
         }
         let at = Coordinates { ln_scale: 0.5, batch: 8.0, procs: 3.0 };
         assert!((ln_latency(&observations, &at, None) - truth(&at)).abs() < 0.01);
-        let fitted = fit(&observations);
-        assert!(fitted.leave_one_out.iter().all(|r| r.0.abs() < 0.01), "{:?}", fitted.leave_one_out);
+        let residuals = leave_one_out(&observations);
+        assert!(residuals.iter().all(|r| r.0.abs() < 0.01), "{residuals:?}");
     }
 }

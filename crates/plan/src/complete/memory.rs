@@ -18,7 +18,7 @@
 
 use tessera_core::{GpuModel, SegmentConfig};
 
-use super::Feasibility;
+use super::interface::Feasibility;
 
 /// What the measured points say about one model's memory.
 pub(crate) struct MemoryEvidence {

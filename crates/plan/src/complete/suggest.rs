@@ -26,8 +26,9 @@ use std::collections::BTreeSet;
 
 use tessera_core::{GpuModel, SegmentConfig, SourcedProfile};
 
+use super::completion::{check_enough, complete_profiles};
+use super::interface::{CompletionRequest, Feasibility, ModelCompletion};
 use super::memory::MemoryEvidence;
-use super::{check_enough, complete_profiles, CompletionRequest, Feasibility, ModelCompletion};
 use crate::error::PlanError;
 
 /// Measured points a model needs before its fit guides the choice.
@@ -336,8 +337,7 @@ fn front_picks(completion: &ModelCompletion, budget: usize) -> Vec<(SegmentConfi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::complete::ProfileGrid;
-    use crate::CompletionMethod;
+    use crate::complete::interface::{CompletionMethod, ProfileGrid};
     use tessera_core::synthetic::{synthetic_profile, MODELS};
 
     fn config(size_gpcs: u8, batch: u32, procs: u32) -> SegmentConfig {

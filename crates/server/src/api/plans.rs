@@ -9,10 +9,11 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
-use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{complete_for_fleet, verify, LatencyRule, ProfileOrigin, VerifyRequest};
-use tessera_store::{parse_plan, plan_json, StoredJob};
+use tessera_core::{GpuModel, Plan};
+use tessera_plan::{verify_plan, PlanInputs, ProfileOrigin, Verification};
+use tessera_store::{parse_plan, PlanDocument, StoredJob};
 
 use crate::api::{off_the_workers, tags, ApiJson};
 use crate::error::{ApiError, ErrorBody};
@@ -54,10 +55,10 @@ pub(crate) struct JobBody {
     /// The plan JSON document (as `tessera plan --format json` writes it),
     /// once done.
     #[schema(value_type = Option<Object>)]
-    pub plan: Option<serde_json::Value>,
+    #[serde(serialize_with = "plan_document")]
+    pub plan: Option<Plan>,
     /// What was asked.
-    #[schema(value_type = Object)]
-    pub request: serde_json::Value,
+    pub request: PlanJobRequest,
     /// When it was submitted (UTC).
     pub created_at: String,
     /// When a worker started it.
@@ -68,29 +69,31 @@ pub(crate) struct JobBody {
     pub report_url: String,
 }
 
-/// The plan as its JSON document.
-fn plan_value(plan: &Plan) -> serde_json::Value {
-    serde_json::from_slice(&plan_json(plan)).unwrap_or(serde_json::Value::Null)
+/// A job's plan as the plan JSON document, versioned.
+fn plan_document<S: serde::Serializer>(plan: &Option<Plan>, serializer: S) -> Result<S::Ok, S::Error> {
+    plan.as_ref().map(PlanDocument::new).serialize(serializer)
 }
 
-fn job_body(state: &AppState, job: StoredJob) -> JobBody {
+fn job_body(state: &AppState, job: StoredJob) -> Result<JobBody, ApiError> {
     let progress = state
         .inner
         .jobs
         .progress(job.id)
         .map(|p| ProgressBody { elapsed_s: p.elapsed_s, time_limit_s: p.time_limit_s });
-    JobBody {
+    let request = serde_json::from_str(&job.request)
+        .map_err(|e| ApiError::internal(format!("planning job {}: its stored request is unreadable: {e}", job.id)))?;
+    Ok(JobBody {
         id: job.id,
         status: job.status.name().to_string(),
         progress,
         error: job.error,
-        plan: job.plan.as_ref().map(plan_value),
-        request: serde_json::from_str(&job.request).unwrap_or(serde_json::Value::Null),
+        plan: job.plan,
+        request,
         created_at: job.created_at,
         started_at: job.started_at,
         finished_at: job.finished_at,
         report_url: format!("/plans/{}", job.id),
-    }
+    })
 }
 
 /// Starts planning the stored services on the stored profiles (or the
@@ -135,7 +138,7 @@ pub(crate) async fn create_plan(
     responses((status = 200, body = Vec<JobBody>)))]
 pub(crate) async fn list_plans(State(state): State<AppState>) -> Result<Json<Vec<JobBody>>, ApiError> {
     let jobs = state.with_store(false, |store| Ok(store.list_jobs(100)?)).await?;
-    Ok(Json(jobs.into_iter().map(|job| job_body(&state, job)).collect()))
+    Ok(Json(jobs.into_iter().map(|job| job_body(&state, job)).collect::<Result<_, _>>()?))
 }
 
 /// A planning job: its status, progress and, once done, its plan.
@@ -145,60 +148,18 @@ pub(crate) async fn list_plans(State(state): State<AppState>) -> Result<Json<Vec
 pub(crate) async fn get_plan(State(state): State<AppState>, Path(id): Path<u64>) -> Result<Json<JobBody>, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
-    Ok(Json(job_body(&state, job)))
-}
-
-/// What a verification found.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct VerifyResult {
-    /// `true` when the plan is sound: every rate covered, every segment
-    /// within the latency rule, a valid MIG layout on every GPU.
-    pub ok: bool,
-    /// The rule it was checked under.
-    pub latency_rule: String,
-    /// The plan's GPUs.
-    pub gpus: usize,
-    /// The services it was checked against.
-    pub services: usize,
-    /// Every violation, one line each.
-    pub violations: Vec<String>,
-}
-
-/// Checks `plan` against `catalog` and `services` under `rule`.
-fn verify_result(
-    plan: &Plan,
-    catalog: &ProfileCatalog,
-    services: &[ServiceSlo],
-    rule: LatencyRule,
-    max_procs: u32,
-) -> VerifyResult {
-    let violations = verify(plan, &VerifyRequest { catalog, services, rule, max_procs });
-    VerifyResult {
-        ok: violations.is_empty(),
-        latency_rule: rule.name().to_string(),
-        gpus: plan.gpu_count,
-        services: services.len(),
-        violations: violations.iter().map(ToString::to_string).collect(),
-    }
-}
-
-/// The rule a plan records (queueing when it records none).
-fn recorded_rule(plan: &Plan) -> Result<LatencyRule, ApiError> {
-    match plan.latency_rule.as_str() {
-        "" => Ok(LatencyRule::Queueing),
-        recorded => recorded.parse().map_err(|e: String| ApiError::invalid(format!("field 'latency_rule': {e}"))),
-    }
+    Ok(Json(job_body(&state, job)?))
 }
 
 /// Verifies stored plan `id` again, against the services and profiles it
 /// was planned from (kept with it), under its own latency rule.
 #[utoipa::path(post, path = "/v1/plans/{id}/verify", tag = tags::PLANS, security(("bearer" = [])),
     params(("id" = u64, Path, example = 1)),
-    responses((status = 200, body = VerifyResult), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 200, body = Verification), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(crate) async fn verify_stored(
     State(state): State<AppState>,
     Path(id): Path<u64>,
-) -> Result<Json<VerifyResult>, ApiError> {
+) -> Result<Json<Verification>, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
     let plan = job.plan.ok_or_else(|| {
@@ -212,11 +173,10 @@ pub(crate) async fn verify_stored(
         .map_err(|e| ApiError::internal(format!("planning job {id}: its stored inputs are unreadable: {e}")))?;
     let request: PlanJobRequest = serde_json::from_str(&job.request)
         .map_err(|e| ApiError::internal(format!("planning job {id}: its stored request is unreadable: {e}")))?;
-    let catalog = inputs.catalog().map_err(ApiError::internal)?;
-    let rule = recorded_rule(&plan)?;
-    let result =
-        off_the_workers(move || verify_result(&plan, &catalog, &inputs.services, rule, request.max_procs)).await?;
-    Ok(Json(result))
+    let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
+    let inputs = inputs.plan_inputs(&fleet).map_err(ApiError::internal)?;
+    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, request.max_procs)).await??;
+    Ok(Json(checked))
 }
 
 /// A plan to verify.
@@ -229,7 +189,7 @@ pub(crate) async fn verify_stored(
 pub(crate) struct VerifyBody {
     /// The plan JSON document (as `tessera plan --format json` writes it).
     #[schema(value_type = Object)]
-    pub plan: serde_json::Value,
+    pub plan: Box<RawValue>,
     /// Check against the built-in demo's services and profiles instead of
     /// the stored ones.
     #[serde(default)]
@@ -252,16 +212,15 @@ fn default_max_procs() -> u32 {
 /// false).
 #[utoipa::path(post, path = "/v1/verify", tag = tags::PLANS, security(("bearer" = [])),
     request_body = VerifyBody,
-    responses((status = 200, body = VerifyResult), (status = 422, body = ErrorBody)))]
+    responses((status = 200, body = Verification), (status = 422, body = ErrorBody)))]
 pub(crate) async fn verify_posted(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<VerifyBody>,
-) -> Result<Json<VerifyResult>, ApiError> {
-    let bytes = serde_json::to_vec(&body.plan).map_err(|e| ApiError::internal(e.to_string()))?;
-    let plan = parse_plan("field 'plan'", &bytes)?;
+) -> Result<Json<Verification>, ApiError> {
+    let plan = parse_plan("field 'plan'", body.plan.get().as_bytes())?;
     let rule = match &body.latency_rule {
-        Some(name) => name.parse().map_err(|e: String| ApiError::invalid(format!("field 'latency_rule': {e}")))?,
-        None => recorded_rule(&plan)?,
+        Some(name) => Some(name.parse().map_err(|e: String| ApiError::invalid(format!("field 'latency_rule': {e}")))?),
+        None => None,
     };
     let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
     let (services, catalog, origin) = if body.demo {
@@ -296,10 +255,10 @@ pub(crate) async fn verify_posted(
         ));
     }
     let max_procs = body.max_procs;
-    let result = off_the_workers(move || {
-        let (catalog, _) = complete_for_fleet(catalog, origin, &fleet);
-        verify_result(&plan, &catalog, &services, rule, max_procs)
+    let checked = off_the_workers(move || {
+        let inputs = PlanInputs::new(services, catalog, origin, &fleet)?;
+        verify_plan(&plan, &inputs, rule, max_procs)
     })
-    .await?;
-    Ok(Json(result))
+    .await??;
+    Ok(Json(checked))
 }

@@ -27,6 +27,8 @@ pub(crate) struct ServiceBody {
     pub rate_rps: f64,
     /// Its latency objective, ms.
     pub latency_slo_ms: f64,
+    /// The share of its requests (%) that must finish within the objective.
+    pub percentile: f64,
     /// The container image that runs it, if known.
     pub image: Option<String>,
     /// Its arguments.
@@ -53,6 +55,10 @@ pub(crate) struct ServiceInput {
     pub rate_rps: f64,
     /// Its latency objective, ms.
     pub latency_slo_ms: f64,
+    /// The share of its requests (%) that must finish within the
+    /// objective; default 99.
+    #[serde(default)]
+    pub percentile: Option<f64>,
     /// The container image that runs it.
     #[serde(default)]
     pub image: Option<String>,
@@ -64,8 +70,12 @@ pub(crate) struct ServiceInput {
 impl ServiceInput {
     /// The objective, validated as the SLO files are.
     fn slo(&self, name: &str) -> Result<ServiceSlo, ApiError> {
-        ServiceSlo::new(name, self.model.clone(), self.rate_rps, self.latency_slo_ms)
-            .map_err(|e| ApiError::invalid(format!("service '{name}': {e}")))
+        let slo = ServiceSlo::new(name, self.model.clone(), self.rate_rps, self.latency_slo_ms);
+        let slo = match self.percentile {
+            Some(percentile) => slo.and_then(|slo| slo.with_percentile(percentile)),
+            None => slo,
+        };
+        slo.map_err(|e| ApiError::invalid(format!("service '{name}': {e}")))
     }
 }
 
@@ -75,6 +85,7 @@ fn body_of(stored: StoredService) -> ServiceBody {
         model: stored.slo.model,
         rate_rps: stored.slo.rate_rps,
         latency_slo_ms: stored.slo.latency_slo_ms,
+        percentile: stored.slo.percentile,
         image: stored.image,
         args: stored.args,
         version: stored.version,

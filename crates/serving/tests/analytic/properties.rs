@@ -138,6 +138,7 @@ fn edge_rates_and_refusals() {
     assert!(p_high.is_finite() && p_high > percentile_latency_ms(&shape, 0.5 * full, 99.0).unwrap());
     let field = |error: ServingError| match error {
         ServingError::Invalid { field, .. } => field,
+        other => panic!("not an invalid field: {other}"),
     };
     for percentile in [0.0, 100.0, -1.0, f64::NAN, f64::INFINITY] {
         assert_eq!(field(percentile_latency_ms(&shape, 1.0, percentile).unwrap_err()), "percentile");

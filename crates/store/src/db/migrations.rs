@@ -138,6 +138,12 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         CHECK ((status = 'failed') = (error IS NOT NULL))
     );
     "#,
+    // v6: each service's percentile: the share of its requests (%) that
+    // must finish within its latency SLO.
+    r#"
+    ALTER TABLE services ADD COLUMN percentile REAL NOT NULL DEFAULT 99.0
+        CHECK (percentile > 0 AND percentile < 100);
+    "#,
 ];
 
 /// The schema version this code writes and understands.

@@ -86,7 +86,7 @@ pub struct StoredJob {
 }
 
 /// The columns of a service, in [`service_from_row`]'s order.
-const SERVICE_COLUMNS: &str = "name, model, rate_rps, latency_ms, image, args, version, updated_at";
+const SERVICE_COLUMNS: &str = "name, model, rate_rps, latency_ms, image, args, version, updated_at, percentile";
 
 /// The columns of a job, in [`job_from_row`]'s order.
 const JOB_COLUMNS: &str = "id, status, request, inputs, plan, error, created_at, started_at, finished_at";
@@ -129,9 +129,17 @@ impl Store {
             Some(_) => Err(StoreError::ServiceExists { path: path.to_path_buf(), service: slo.service.clone() }),
             None => transaction
                 .execute(
-                    "INSERT INTO services (name, model, rate_rps, latency_ms, image, args, version) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1)",
-                    params![slo.service, slo.model, slo.rate_rps, slo.latency_slo_ms, image, args_json(args)],
+                    "INSERT INTO services (name, model, rate_rps, latency_ms, image, args, version, percentile) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, 1, ?7)",
+                    params![
+                        slo.service,
+                        slo.model,
+                        slo.rate_rps,
+                        slo.latency_slo_ms,
+                        image,
+                        args_json(args),
+                        slo.percentile
+                    ],
                 )
                 .map(drop)
                 .map_err(|e| StoreError::sqlite(path, "creating a service", e)),
@@ -154,8 +162,17 @@ impl Store {
             transaction
                 .execute(
                     "UPDATE services SET model = ?2, rate_rps = ?3, latency_ms = ?4, image = ?5, args = ?6, \
-                     version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE name = ?1",
-                    params![slo.service, slo.model, slo.rate_rps, slo.latency_slo_ms, image, args_json(args)],
+                     percentile = ?7, version = version + 1, updated_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') \
+                     WHERE name = ?1",
+                    params![
+                        slo.service,
+                        slo.model,
+                        slo.rate_rps,
+                        slo.latency_slo_ms,
+                        image,
+                        args_json(args),
+                        slo.percentile
+                    ],
                 )
                 .map(drop)
                 .map_err(|e| StoreError::sqlite(path, "updating a service", e))
@@ -211,6 +228,7 @@ impl Store {
             detail,
         };
         let slo = ServiceSlo::new(raw.name.clone(), raw.model, raw.rate_rps, raw.latency_ms)
+            .and_then(|slo| slo.with_percentile(raw.percentile))
             .map_err(|e| corrupt(e.to_string()))?;
         let args: Vec<String> = serde_json::from_str(&raw.args).map_err(|e| corrupt(format!("field 'args': {e}")))?;
         Ok(StoredService {
@@ -360,6 +378,7 @@ struct RawService {
     args: String,
     version: i64,
     updated_at: String,
+    percentile: f64,
 }
 
 fn raw_service(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawService> {
@@ -372,6 +391,7 @@ fn raw_service(row: &rusqlite::Row<'_>) -> rusqlite::Result<RawService> {
         args: row.get(5)?,
         version: row.get(6)?,
         updated_at: row.get(7)?,
+        percentile: row.get(8)?,
     })
 }
 
@@ -450,23 +470,16 @@ mod tests {
         assert!(store.service("search").unwrap().is_none());
         assert!(matches!(store.update_service(&slo("search", 1.0), None, &[], 2), Err(StoreError::NotFound { .. })));
         assert!(store.list_services().unwrap().is_empty());
+        // A service's percentile is kept and updated with it.
+        let strict = slo("tail", 5.0).with_percentile(99.9).unwrap();
+        store.create_service(&strict, None, &[]).unwrap();
+        assert_eq!(store.service("tail").unwrap().unwrap().slo.percentile, 99.9);
+        let loose = slo("tail", 5.0).with_percentile(95.0).unwrap();
+        assert_eq!(store.update_service(&loose, None, &[], 1).unwrap().slo.percentile, 95.0);
     }
 
     fn tiny_plan() -> Plan {
-        Plan {
-            gpu_count: 0,
-            total_cost: 0.0,
-            strategy: "optimal".to_string(),
-            latency_rule: "queueing".to_string(),
-            gpus_per_node: 8,
-            fleet: Vec::new(),
-            gpus: Vec::new(),
-            services: Vec::new(),
-            optimality: None,
-            notes: vec!["a note".to_string()],
-            node_names: Vec::new(),
-            images: std::collections::BTreeMap::new(),
-        }
+        Plan { notes: vec!["a note".to_string()], ..Plan::from_gpus(Vec::new(), "optimal", "queueing", 8) }
     }
 
     #[test]

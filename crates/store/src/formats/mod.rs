@@ -4,5 +4,7 @@ pub mod kace;
 pub mod native;
 pub mod parvagpu;
 pub mod plan;
+pub mod plan_file;
 mod points;
 mod table;
+pub mod trace;

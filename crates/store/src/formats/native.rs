@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
+use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, ModelProfile, PointSource, SegmentConfig, ServiceImage, ServiceSlo, SourcedProfile};
 
 use crate::error::StoreError;
@@ -291,33 +292,52 @@ pub fn write_slo_csv<W: Write>(out: W, services: &[ServiceSlo]) -> Result<(), St
             }
         }
         ServiceSlo::new(slo.service.as_str(), slo.model.as_str(), slo.rate_rps, slo.latency_slo_ms)
+            .and_then(|checked| checked.with_percentile(slo.percentile))
             .map_err(|error| unwritable(error.to_string()))?;
     }
     let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(SLO_HEADER).map_err(|error| write_error(error.into()))?;
+    // The percentile column only when a service asks for another than the
+    // default, so files of the default read as they always did.
+    let percentiles = services.iter().any(|slo| slo.percentile != DEFAULT_PERCENTILE);
+    let mut header: Vec<&str> = SLO_HEADER.to_vec();
+    if percentiles {
+        header.push(PERCENTILE_COLUMN);
+    }
+    writer.write_record(&header).map_err(|error| write_error(error.into()))?;
     for slo in services {
-        writer
-            .write_record([&slo.service, &slo.model, &slo.rate_rps.to_string(), &slo.latency_slo_ms.to_string()])
-            .map_err(|error| write_error(error.into()))?;
+        let mut record =
+            vec![slo.service.clone(), slo.model.clone(), slo.rate_rps.to_string(), slo.latency_slo_ms.to_string()];
+        if percentiles {
+            record.push(slo.percentile.to_string());
+        }
+        writer.write_record(&record).map_err(|error| write_error(error.into()))?;
     }
     writer.flush().map_err(write_error)
 }
+
+/// The optional column of an SLO CSV with the share of requests (%) that
+/// must finish within the latency SLO (default
+/// [`DEFAULT_PERCENTILE`](tessera_core::slo::DEFAULT_PERCENTILE)).
+const PERCENTILE_COLUMN: &str = "percentile";
 
 /// The optional columns of an SLO CSV that say how a service runs in a
 /// container; [`read_service_images`] reads them.
 const IMAGE_COLUMNS: [&str; 2] = ["image", "args"];
 
 /// Reads an SLO CSV. Service names must be unique; a file without rows is
-/// an error. The `image` and `args` columns are allowed and left to
+/// an error. An optional `percentile` column gives the share of requests
+/// (%) that must finish within the SLO (an empty cell: the default). The
+/// `image` and `args` columns are allowed and left to
 /// [`read_service_images`].
 pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
     let table = Table::read(path)?;
-    table.reject_unknown_columns(&[&SLO_HEADER[..], &IMAGE_COLUMNS[..]].concat())?;
+    table.reject_unknown_columns(&[&SLO_HEADER[..], &[PERCENTILE_COLUMN], &IMAGE_COLUMNS[..]].concat())?;
     let service_column = table.require("service")?;
     let model_column = table.optional("model")?;
     let rate = table.require("rate_rps")?;
     let latency = table.require("latency_ms")?;
+    let percentile = table.optional(PERCENTILE_COLUMN)?;
 
     let mut services = Vec::with_capacity(table.rows.len());
     for record in &table.rows {
@@ -329,6 +349,13 @@ pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
         };
         let slo = ServiceSlo::new(service, model, cell(rate).positive()?, cell(latency).positive()?)
             .map_err(|error| cell(service_column).domain(error))?;
+        let slo = match percentile.filter(|&column| !cell(column).text.is_empty()) {
+            Some(column) => {
+                let share = cell(column).positive()?;
+                slo.with_percentile(share).map_err(|error| cell(column).domain(error))?
+            }
+            None => slo,
+        };
         services.push(slo);
     }
     if let Some(duplicate) = tessera_core::slo::find_duplicate_service(&services) {
@@ -617,6 +644,24 @@ mod tests {
         let path = dir.path().join("s.csv");
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(read_slo_csv(&path).unwrap(), services);
+    }
+
+    #[test]
+    fn a_percentile_column_round_trips_and_is_checked() {
+        let services = vec![
+            ServiceSlo::new("a", "bert", 10.0, 50.0).unwrap().with_percentile(99.9).unwrap(),
+            ServiceSlo::new("b", "bert", 20.0, 80.0).unwrap(),
+        ];
+        let mut bytes = Vec::new();
+        write_slo_csv(&mut bytes, &services).unwrap();
+        assert!(String::from_utf8_lossy(&bytes).starts_with("service,model,rate_rps,latency_ms,percentile\n"));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.csv");
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read_slo_csv(&path).unwrap(), services);
+        std::fs::write(&path, "service,model,rate_rps,latency_ms,percentile\na,bert,1,1,\nb,bert,1,1,100\n").unwrap();
+        let message = read_slo_csv(&path).unwrap_err().to_string();
+        assert_names(&message, &["s.csv:3:", "'percentile'", "below 100", "100"]);
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use tessera_core::{
-    FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Plan, PointSource, ProfileCatalog, SegmentConfig,
-    ServiceSlo, SourcedProfile,
+    GpuAssignment, GpuModel, InstanceAssignment, Plan, PointSource, ProfileCatalog, SegmentConfig, ServiceSlo,
+    SourcedProfile,
 };
 
 use crate::error::StoreError;
@@ -283,27 +283,14 @@ pub(crate) fn deployment_from_table(
             procs: config.procs,
             throughput_rps: point.map_or(0.0, |p| p.throughput_rps),
             latency_ms: point.map_or(0.0, |p| p.latency_ms),
+            capacity_rps: None,
         };
         match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
             Some(existing) => existing.instances.push(instance),
             None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
         }
     }
-    let used = gpus.len() as u64;
-    Ok(Plan {
-        gpu_count: gpus.len(),
-        total_cost: used as f64,
-        strategy: "parvagpu".to_string(),
-        latency_rule: String::new(),
-        gpus_per_node: PARVAGPU_GPUS_PER_NODE,
-        fleet: vec![FleetUse { gpu_model: gpu, cost_per_gpu: 1.0, limit: None, gpus: used }],
-        gpus,
-        services: Vec::new(),
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
-    })
+    Ok(Plan::from_gpus(gpus, "parvagpu", "", PARVAGPU_GPUS_PER_NODE))
 }
 
 /// Writes `plan` as ParvaGPU's deployment map: one row per MIG instance in
@@ -505,36 +492,25 @@ mod tests {
             model: model.to_string(),
             batch: 8,
             procs: 2,
+            capacity_rps: None,
             throughput_rps: 10.0,
             latency_ms: 5.0,
         };
-        let plan = Plan {
-            gpu_count: 2,
-            strategy: "parva".into(),
-            latency_rule: "parva".into(),
-            gpus_per_node: 8,
-            optimality: None,
-            total_cost: 2.0,
-            fleet: Vec::new(),
-            notes: Vec::new(),
-            node_names: Vec::new(),
-            images: Default::default(),
-            gpus: vec![
-                GpuAssignment {
-                    node: 0,
-                    index: 0,
-                    gpu_model: GpuModel::A100_80GB,
-                    instances: vec![instance("bert", 4, 0), instance("vgg16", 3, 4)],
-                },
-                GpuAssignment {
-                    node: 1,
-                    index: 2,
-                    gpu_model: GpuModel::A100_80GB,
-                    instances: vec![instance("resnet50", 7, 0)],
-                },
-            ],
-            services: Vec::new(),
-        };
+        let gpus = vec![
+            GpuAssignment {
+                node: 0,
+                index: 0,
+                gpu_model: GpuModel::A100_80GB,
+                instances: vec![instance("bert", 4, 0), instance("vgg16", 3, 4)],
+            },
+            GpuAssignment {
+                node: 1,
+                index: 2,
+                gpu_model: GpuModel::A100_80GB,
+                instances: vec![instance("resnet50", 7, 0)],
+            },
+        ];
+        let plan = Plan::from_gpus(gpus, "parva", "parva", 8);
         let mut out = Vec::new();
         write_deployment_csv(&mut out, &plan).unwrap();
         assert_eq!(

@@ -1,32 +1,37 @@
 //! Tessera's plan files, the one place they are read and written.
 //!
-//! - JSON ([`plan_json`], [`read_plan`]): the whole [`Plan`] with a
+//! - JSON ([`plan_json`], [`parse_plan`]): the whole [`Plan`] with a
 //!   `version` field ([`PLAN_VERSION`]) first. Reading refuses another
 //!   version and any field the format does not know; a plan without
 //!   `version` (written before the field existed) is read as version 1,
 //!   whose fields it has.
-//! - CSV ([`write_plan_csv`], [`read_plan_csv`]): one row per MIG instance,
+//! - CSV ([`write_plan_csv`]): one row per MIG instance,
 //!   [`PLAN_CSV_HEADER`], with what it takes to verify or deploy the plan
 //!   again (GPU and instance, segment, profiled numbers, the plan's latency
 //!   rule on every row). Columns are found by name, in any order.
-//! - Either of those or ParvaGPU's deployment map, told apart by content
-//!   ([`read_plan_file`]).
+//!
+//! Files are read by content, whichever their format, in `plan_file`.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
-use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Plan, ProfileCatalog};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 
 use crate::error::StoreError;
-use crate::formats::parvagpu::{deployment_from_table, DEPLOYMENT_HEADER};
 use crate::formats::table::{Cell, Table};
 
-/// The plan JSON version this build writes and reads.
-pub const PLAN_VERSION: u32 = 1;
+/// The plan JSON version this build writes. Version 2 added the traffic a
+/// plan was proven under, each segment's routed capacity and each
+/// service's percentile and predicted attainment; this build reads
+/// versions 1 and 2.
+pub const PLAN_VERSION: u32 = 2;
+
+/// The oldest plan JSON version this build reads.
+const OLDEST_PLAN_VERSION: u32 = 1;
 
 /// The columns of Tessera's plan CSV, in the order they are written.
-pub const PLAN_CSV_HEADER: [&str; 13] = [
+pub const PLAN_CSV_HEADER: [&str; 14] = [
     "node",
     "gpu_index",
     "gpu_model",
@@ -40,33 +45,41 @@ pub const PLAN_CSV_HEADER: [&str; 13] = [
     "throughput_rps",
     "latency_ms",
     "latency_rule",
+    "capacity_rps",
 ];
+
+/// The columns of [`PLAN_CSV_HEADER`] a plan CSV may leave out (files
+/// written before they existed).
+const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 1] = ["capacity_rps"];
 
 /// What a plan read from a CSV file says produced it: the CSV does not
 /// record the strategy.
 const UNRECORDED_STRATEGY: &str = "unrecorded";
 
-/// The JSON document: the version, then the plan's own fields.
-#[derive(Serialize)]
-struct VersionedPlan<'a> {
+/// A plan as its JSON document: `"version": PLAN_VERSION` first, then the
+/// plan's own fields. Serialize it into any JSON (an API body) to carry a
+/// plan without a detour through text.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PlanDocument<'a> {
     version: u32,
     #[serde(flatten)]
     plan: &'a Plan,
 }
 
+impl<'a> PlanDocument<'a> {
+    /// The document of `plan`, at this build's [`PLAN_VERSION`].
+    pub fn new(plan: &'a Plan) -> PlanDocument<'a> {
+        PlanDocument { version: PLAN_VERSION, plan }
+    }
+}
+
 /// `plan` as the plan JSON document (pretty, ending in a newline), with
 /// `"version": PLAN_VERSION` first.
 pub fn plan_json(plan: &Plan) -> Vec<u8> {
-    let mut json = serde_json::to_vec_pretty(&VersionedPlan { version: PLAN_VERSION, plan })
+    let mut json = serde_json::to_vec_pretty(&PlanDocument::new(plan))
         .unwrap_or_else(|_| unreachable!("a plan has string keys and finite numbers"));
     json.push(b'\n');
     json
-}
-
-/// Reads the plan JSON document at `path` (see the module documentation).
-pub fn read_plan(path: &Path) -> Result<Plan, StoreError> {
-    let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
-    parse_plan_json(path, &bytes)
 }
 
 /// Parses plan JSON `bytes` that came from `source` (a file name or a
@@ -85,9 +98,14 @@ pub(crate) fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreEr
     match fields.remove("version") {
         None => {}
         Some(version) => match version.as_u64() {
-            Some(found) if found == u64::from(PLAN_VERSION) => {}
+            Some(found) if (u64::from(OLDEST_PLAN_VERSION)..=u64::from(PLAN_VERSION)).contains(&found) => {}
             Some(found) => {
-                return Err(StoreError::PlanVersion { path: path.to_path_buf(), found, supported: PLAN_VERSION })
+                return Err(StoreError::PlanVersion {
+                    path: path.to_path_buf(),
+                    found,
+                    oldest: OLDEST_PLAN_VERSION,
+                    newest: PLAN_VERSION,
+                })
             }
             None => return Err(not_a_plan(format!("field 'version': expected a whole number, got {version}"))),
         },
@@ -114,6 +132,7 @@ pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
             instance.throughput_rps.to_string(),
             instance.latency_ms.to_string(),
             plan.latency_rule.clone(),
+            instance.capacity_rps.map_or_else(String::new, |capacity| capacity.to_string()),
         ]
     })
 }
@@ -138,21 +157,21 @@ pub(crate) fn write_instance_rows<W: Write, const N: usize>(
     writer.flush().map_err(write_error)
 }
 
-/// Reads Tessera's plan CSV at `path`. Rows of one (node, gpu_index) form
+/// Tessera's plan CSV in `table`. Rows of one (node, gpu_index) form
 /// one GPU, in the order they first appear; its rows must name one GPU
 /// model, and every row the same latency rule. The plan's fleet counts the
 /// GPUs of each model at cost 1 (the CSV records no cost or limit), its
 /// strategy is `unrecorded`, its GPUs per node the highest index + 1, and
 /// it has no service report (the verifier recomputes it).
-pub fn read_plan_csv(path: &Path) -> Result<Plan, StoreError> {
-    plan_from_table(&Table::read(path)?)
-}
-
-/// A plan from a table with Tessera's plan CSV columns.
-fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
+pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
     let path = table.path.as_path();
     table.reject_unknown_columns(&PLAN_CSV_HEADER)?;
-    let columns = PLAN_CSV_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let columns = PLAN_CSV_HEADER
+        .iter()
+        .filter(|name| !OPTIONAL_PLAN_CSV_COLUMNS.contains(name))
+        .map(|name| table.require(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let capacity = table.optional("capacity_rps")?;
     let [node, index, gpu_model, profile, size, start, service, model, batch, procs, throughput, latency, rule] =
         columns[..]
     else {
@@ -183,6 +202,10 @@ fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
             procs: cell(procs).whole()?,
             throughput_rps: cell(throughput).non_negative()?,
             latency_ms: cell(latency).non_negative()?,
+            capacity_rps: match capacity.map(cell).filter(|cell| !cell.text.is_empty()) {
+                Some(cell) => Some(cell.non_negative()?),
+                None => None,
+            },
         };
         match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
             Some(existing) if existing.gpu_model != gpu => {
@@ -193,54 +216,19 @@ fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
             None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
         }
     }
-    let mut fleet: Vec<FleetUse> = Vec::new();
-    for gpu in &gpus {
-        match fleet.iter_mut().find(|counted| counted.gpu_model == gpu.gpu_model) {
-            Some(counted) => counted.gpus += 1,
-            None => fleet.push(FleetUse { gpu_model: gpu.gpu_model, cost_per_gpu: 1.0, limit: None, gpus: 1 }),
-        }
-    }
-    Ok(Plan {
-        gpu_count: gpus.len(),
-        total_cost: gpus.len() as f64,
-        strategy: UNRECORDED_STRATEGY.to_string(),
-        latency_rule: latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string()),
-        gpus_per_node: gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1),
-        fleet,
-        gpus,
-        services: Vec::new(),
-        optimality: None,
-        notes: Vec::new(),
-        node_names: Vec::new(),
-        images: Default::default(),
-    })
-}
-
-/// Reads any plan file, told apart by its content rather than its name:
-/// plan JSON (the first character is `{`), ParvaGPU's deployment map (a
-/// header with `Num instance`; read on `gpu` with the numbers of `catalog`,
-/// see [`crate::read_deployment_csv`]), or else Tessera's plan CSV.
-pub fn read_plan_file(path: &Path, gpu: GpuModel, catalog: &ProfileCatalog) -> Result<Plan, StoreError> {
-    let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
-    let text_start = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
-    if text_start.iter().find(|byte| !byte.is_ascii_whitespace()) == Some(&b'{') {
-        return parse_plan_json(path, &bytes);
-    }
-    let table = Table::read(path)?;
-    if table.optional(DEPLOYMENT_HEADER[0])?.is_some() {
-        deployment_from_table(&table, gpu, catalog)
-    } else {
-        plan_from_table(&table)
-    }
+    let latency_rule = latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string());
+    let gpus_per_node = gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1);
+    Ok(Plan::from_gpus(gpus, UNRECORDED_STRATEGY, latency_rule, gpus_per_node))
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
 
-    use tessera_core::{Optimality, ServiceReport};
+    use tessera_core::{FleetUse, Optimality, ServiceReport};
 
     use super::*;
+    use crate::formats::plan_file::{read_plan_file, MapProfiles};
 
     fn instance(service: &str, size: u8, start: u8) -> InstanceAssignment {
         InstanceAssignment {
@@ -253,6 +241,7 @@ mod tests {
             procs: 2,
             throughput_rps: 0.1 + 0.2,
             latency_ms: 12.345678901234567,
+            capacity_rps: (size == 3).then_some(0.25),
         }
     }
 
@@ -290,6 +279,8 @@ mod tests {
                 worst_latency_ms: 50.0,
                 segments: 2,
                 met: true,
+                percentile: Some(99.5),
+                predicted_attainment: Some(0.997),
             }],
             optimality: Some(Optimality {
                 objective: "cost".into(),
@@ -305,6 +296,7 @@ mod tests {
                 tessera_core::ServiceImage { image: "serve:1".into(), args: vec!["--batch={batch}".into()] },
             )]
             .into(),
+            traffic: Some(tessera_core::Traffic { arrivals: "poisson".into(), discipline: "random".into() }),
         }
     }
 
@@ -324,11 +316,11 @@ mod tests {
     fn json_round_trips_exactly_with_the_version_first() {
         let dir = tempfile::tempdir().unwrap();
         let json = plan_json(&plan());
-        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 1,\n  \"gpu_count\": 2,"));
+        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 2,\n  \"gpu_count\": 2,"));
         assert!(json.ends_with(b"}\n"));
         let path = write(dir.path(), "plan.json", &json);
-        assert_eq!(read_plan(&path).unwrap(), plan());
-        assert_eq!(read_plan_file(&path, GpuModel::A30_24GB, &ProfileCatalog::new()).unwrap(), plan());
+        assert_eq!(read_plan_file(&path, None).unwrap(), plan());
+        assert_eq!(read_plan_file(&path, None).unwrap(), plan());
     }
 
     #[test]
@@ -337,16 +329,17 @@ mod tests {
         let bytes = json_with(|value| {
             value.as_object_mut().unwrap().remove("version");
         });
-        assert_eq!(read_plan(&write(dir.path(), "old.json", &bytes)).unwrap(), plan());
+        assert_eq!(read_plan_file(&write(dir.path(), "old.json", &bytes), None).unwrap(), plan());
     }
 
     #[test]
     fn another_version_and_unknown_fields_are_refused_naming_the_file() {
         let dir = tempfile::tempdir().unwrap();
-        let error_of = |name: &str, bytes: &[u8]| read_plan(&write(dir.path(), name, bytes)).unwrap_err().to_string();
-        let message = error_of("v2.json", &json_with(|value| value["version"] = 2.into()));
+        let error_of =
+            |name: &str, bytes: &[u8]| read_plan_file(&write(dir.path(), name, bytes), None).unwrap_err().to_string();
+        let message = error_of("v3.json", &json_with(|value| value["version"] = 3.into()));
         assert!(
-            message.ends_with("v2.json: plan version 2 is not supported (this build reads version 1)"),
+            message.ends_with("v3.json: plan version 3 is not supported (this build reads versions 1 to 2)"),
             "{message}"
         );
         let message = error_of("text.json", &json_with(|value| value["version"] = "1".into()));
@@ -359,7 +352,7 @@ mod tests {
         assert!(message.ends_with("list.json: not a Tessera plan: expected a JSON object"), "{message}");
         let message = error_of("broken.json", b"{\n\"gpu_count\": ");
         assert!(message.contains("broken.json: not a Tessera plan: EOF while parsing a value at line 2"), "{message}");
-        let message = read_plan(&dir.path().join("absent.json")).unwrap_err().to_string();
+        let message = read_plan_file(&dir.path().join("absent.json"), None).unwrap_err().to_string();
         assert!(message.ends_with("absent.json: No such file or directory (os error 2)"), "{message}");
     }
 
@@ -372,7 +365,7 @@ mod tests {
         assert!(text.starts_with(&(PLAN_CSV_HEADER.join(",") + "\n")), "{text}");
         assert!(text.contains("0,0,a100-80gb,4g.40gb,4,0,\"chat, eu\",\"bert, \"\"base\"\"\",8,2,0.30000000000000004,"));
         let path = write(dir.path(), "plan.csv", &bytes);
-        let read = read_plan_csv(&path).unwrap();
+        let read = read_plan_file(&path, None).unwrap();
         assert_eq!(read.gpus, plan().gpus);
         assert_eq!(
             (read.gpu_count, read.latency_rule.as_str(), read.strategy.as_str(), read.gpus_per_node),
@@ -380,7 +373,7 @@ mod tests {
         );
         let fleet: Vec<(GpuModel, u64)> = read.fleet.iter().map(|f| (f.gpu_model, f.gpus)).collect();
         assert_eq!(fleet, [(GpuModel::A100_80GB, 1), (GpuModel::H100_80GB, 1)]);
-        assert_eq!(read_plan_file(&path, GpuModel::A30_24GB, &ProfileCatalog::new()).unwrap(), read);
+        assert_eq!(read_plan_file(&path, None).unwrap(), read);
     }
 
     #[test]
@@ -390,7 +383,7 @@ mod tests {
         write_plan_csv(&mut bytes, &plan()).unwrap();
         let good = String::from_utf8(bytes).unwrap();
         let error_of =
-            |text: String| read_plan_csv(&write(dir.path(), "p.csv", text.as_bytes())).unwrap_err().to_string();
+            |text: String| read_plan_file(&write(dir.path(), "p.csv", text.as_bytes()), None).unwrap_err().to_string();
         let message = error_of(good.replacen("queueing", "parva", 2).replacen("parva", "queueing", 1));
         assert!(
             message.contains("p.csv:3: field 'latency_rule': 'parva' differs from 'queueing' on line 2"),
@@ -414,8 +407,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = "Num instance,Num GPU,Model,Placement,Instance size,Batch size,Num proc\r\n0,0,m,0,7,8,2\r\n";
         let path = write(dir.path(), "SLO1_deploy.csv", text.as_bytes());
-        let plan = read_plan_file(&path, GpuModel::A100_80GB, &ProfileCatalog::new()).unwrap();
+        let catalog = tessera_core::ProfileCatalog::new();
+        let profiles = MapProfiles { gpu: GpuModel::A100_80GB, catalog: &catalog };
+        let plan = read_plan_file(&path, Some(profiles)).unwrap();
         assert_eq!((plan.gpu_count, plan.strategy.as_str(), plan.latency_rule.as_str()), (1, "parvagpu", ""));
         assert_eq!(plan.gpus[0].instances[0].profile, "7g.80gb");
+        let error = read_plan_file(&path, None).unwrap_err().to_string();
+        assert!(
+            error.ends_with(
+                "it is ParvaGPU's deployment map, which names models only and no numbers; read it \
+                                 where profiles are given (`tessera verify`, `tessera plan --from`)"
+            ),
+            "{error}"
+        );
     }
 }

@@ -7,9 +7,12 @@ mod replan;
 mod scale;
 mod serve;
 mod simulate;
+mod slo;
 mod timing;
 
 use anyhow::Result;
+use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
+use tessera_plan::{plan, LatencyRule, PlanError, PlanInputs, PlanRequest, ProfileOrigin};
 
 use crate::args::BenchCommand;
 
@@ -34,6 +37,14 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Scale { sizes, catalogue: c } => {
             scale::run(&c.parvagpu, &sizes, c.seed, c.latency_rule, c.time_limit)
         }
+        BenchCommand::Slo { parvagpu, trace, scenarios, sizes, seconds, seed } => slo::run(&slo::SloBench {
+            parvagpu: &parvagpu,
+            trace: &trace,
+            scenarios: &scenarios,
+            sizes: &sizes,
+            seconds,
+            seed,
+        }),
         BenchCommand::Replan { sizes, draws, catalogue: c } => replan::run(&replan::ReplanBench {
             parvagpu: &c.parvagpu,
             sizes: &sizes,
@@ -43,4 +54,14 @@ pub fn run(command: BenchCommand) -> Result<()> {
             time_limit_s: c.time_limit,
         }),
     }
+}
+
+/// The `optimal` plan of measured `services` over `catalog` on A100-80GBs
+/// under ParvaGPU's latency rule, with no time limit: how the benchmarks
+/// compare with ParvaGPU's own figures.
+fn optimal_under_parva(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Result<Plan, PlanError> {
+    let gpu = [GpuModel::A100_80GB];
+    let inputs = PlanInputs::new(services.to_vec(), catalog.clone(), ProfileOrigin::Measured, &gpu)?;
+    let request = PlanRequest { rule: Some(LatencyRule::Parva), time_limit: None, ..PlanRequest::new(&inputs) };
+    Ok(plan(&request)?.plan)
 }

@@ -23,11 +23,12 @@ use anyhow::{bail, Result};
 use tessera_core::rng::SplitMix64;
 use tessera_core::{GpuModel, PointSource, ProfileCatalog, SegmentConfig, ServiceSlo, SourcedPoint, SourcedProfile};
 use tessera_plan::{
-    complete_profiles, plan_optimal, suggest_measurements, verify, CompletionMethod, CompletionRequest, Feasibility,
-    LatencyRule, ModelCompletion, PlanRequest, ProfileGrid, VerifyRequest, Violation, SEED_POINTS,
+    complete_profiles, suggest_measurements, verify, CompletionMethod, CompletionRequest, Feasibility, LatencyRule,
+    ModelCompletion, ProfileGrid, VerifyRequest, Violation, DEFAULT_MAX_PROCS, SEED_POINTS,
 };
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
+use super::optimal_under_parva;
 use crate::output::{out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
@@ -128,8 +129,7 @@ pub fn run(bench: &ProfilesBench<'_>) -> Result<()> {
 /// The GPUs `optimal` plans for `services` under the `parva` rule (`None`
 /// when it cannot plan them).
 fn gpus_for(catalog: &ProfileCatalog, services: &[ServiceSlo]) -> Option<usize> {
-    let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(GPU, catalog, services) };
-    plan_optimal(&request).ok().map(|plan| plan.gpu_count)
+    optimal_under_parva(catalog, services).ok().map(|plan| plan.gpu_count)
 }
 
 fn selection_name(selection: Selection) -> String {
@@ -232,11 +232,10 @@ fn evaluate(
     let mut gpus = Vec::with_capacity(scenarios.len());
     let completed: ProfileCatalog = completions.iter().map(|c| c.profile.planning_profile()).collect();
     for services in scenarios {
-        let request = PlanRequest { rule: LatencyRule::Parva, ..PlanRequest::new(GPU, &completed, services) };
-        match plan_optimal(&request) {
+        match optimal_under_parva(&completed, services) {
             Ok(plan) => {
                 gpus.push(Some(plan.gpu_count));
-                let check = VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: request.max_procs };
+                let check = VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: DEFAULT_MAX_PROCS };
                 result.violations +=
                     verify(&plan, &check).iter().filter(|v| !matches!(v, Violation::WrongValue { .. })).count();
             }

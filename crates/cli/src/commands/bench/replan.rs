@@ -20,8 +20,8 @@ use anyhow::{bail, Result};
 use tessera_core::rng::SplitMix64;
 use tessera_core::{DiffTotals, GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{
-    plan_optimal, replan, verify, GpuPosition, LatencyRule, PlanRequest, Replan, ReplanRequest, VerifyRequest,
-    DEFAULT_MAX_PROCS,
+    plan, verify, GpuPosition, LatencyRule, PlanInputs, PlanRequest, Planned, ProfileOrigin, ReplanComparison,
+    ReplanFrom, VerifyRequest, DEFAULT_MAX_PROCS,
 };
 use tessera_store::read_slo_scenario;
 
@@ -57,12 +57,20 @@ struct Settings {
 }
 
 impl Settings {
-    fn request<'a>(&self, case: &'a Case<'_>, services: &'a [ServiceSlo]) -> PlanRequest<'a> {
-        PlanRequest {
-            rule: self.rule,
-            time_limit: self.time_limit,
-            ..PlanRequest::new(GpuModel::A100_80GB, &case.family.catalog, services)
-        }
+    /// A fresh plan of `inputs`.
+    fn plan(&self, inputs: &PlanInputs) -> Result<Plan> {
+        Ok(plan(&self.request(inputs, None))?.plan)
+    }
+
+    /// A replan of `inputs` from `from`: the replan and its comparison.
+    fn replan(&self, inputs: &PlanInputs, from: ReplanFrom<'_>) -> Result<(Plan, ReplanComparison)> {
+        let Planned { plan, replan } = plan(&self.request(inputs, Some(from)))?;
+        let comparison = replan.ok_or_else(|| anyhow::anyhow!("a replan compares itself with the fresh plan"))?;
+        Ok((plan, comparison))
+    }
+
+    fn request<'a>(&self, inputs: &'a PlanInputs, from: Option<ReplanFrom<'a>>) -> PlanRequest<'a> {
+        PlanRequest { rule: Some(self.rule), time_limit: self.time_limit, from, ..PlanRequest::new(inputs) }
     }
 }
 
@@ -70,7 +78,19 @@ impl Settings {
 struct Case<'f> {
     name: String,
     family: &'f Family,
-    services: Vec<ServiceSlo>,
+    inputs: PlanInputs,
+}
+
+impl<'f> Case<'f> {
+    fn new(name: String, family: &'f Family, services: Vec<ServiceSlo>) -> Result<Case<'f>> {
+        let gpu = [GpuModel::A100_80GB];
+        let inputs = PlanInputs::new(services, family.catalog.clone(), ProfileOrigin::Measured, &gpu)?;
+        Ok(Case { name, family, inputs })
+    }
+
+    fn services(&self) -> &[ServiceSlo] {
+        self.inputs.services()
+    }
 }
 
 /// Means over the draws of one plan kind.
@@ -139,16 +159,12 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
         for scenario in 1..=6 {
             let services =
                 read_slo_scenario(&slo.join("SLO_req_rate.csv"), &slo.join("SLO_latency.csv"), scenario, &models)?;
-            cases.push(Case { name: format!("parvagpu s{scenario}"), family: parvagpu, services });
+            cases.push(Case::new(format!("parvagpu s{scenario}"), parvagpu, services)?);
         }
     }
     for family in &families {
         for &size in bench.sizes {
-            cases.push(Case {
-                name: family.name.to_string(),
-                family,
-                services: catalogue(&family.base, size, bench.seed),
-            });
+            cases.push(Case::new(family.name.to_string(), family, catalogue(&family.base, size, bench.seed))?);
         }
     }
     let time_limit = Duration::try_from_secs_f64(bench.time_limit_s).ok();
@@ -170,15 +186,15 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
     ]);
     let settings = Settings { rule: bench.rule, time_limit };
     for case in &cases {
-        progress.set_message(format!("{} × {}", case.name, case.services.len()));
-        let old = plan_optimal(&settings.request(case, &case.services))?;
+        progress.set_message(format!("{} × {}", case.name, case.services().len()));
+        let old = settings.plan(&case.inputs)?;
         // [max extra 0, 1 per 100]: replan and scratch tallies.
         let mut tallies: [(Tally, Tally); 2] = Default::default();
         let mut extras = [0u64; 2];
         for draw in 1..=bench.draws {
             let mut rng = SplitMix64::new(draw);
             let new: Vec<ServiceSlo> = case
-                .services
+                .services()
                 .iter()
                 .map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(RATE_CHANGE.0, RATE_CHANGE.1), ..s.clone() })
                 .collect();
@@ -190,18 +206,15 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
                     (_, None) => bail!("the fresh optimum is known after the first setting"),
                 };
                 extras[setting] = extras[setting].max(max_extra_gpus);
+                let new_inputs = case.inputs.for_services(new.clone());
+                let from = ReplanFrom { current: &old, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
                 let started = Instant::now();
-                let replanned = replan(&ReplanRequest {
-                    plan: settings.request(case, &new),
-                    current: &old,
-                    max_extra_gpus,
-                    removed_gpus: &[],
-                })?;
+                let (plan, comparison) = settings.replan(&new_inputs, from)?;
                 let seconds = started.elapsed().as_secs_f64();
-                fresh_gpus = Some(replanned.fresh.gpu_count);
+                fresh_gpus = Some(comparison.fresh.gpu_count);
                 let verified = |plan: &Plan| verifies(plan, &case.family.catalog, &new, bench.rule);
-                let Replan { plan, fresh, diff, fresh_diff, from_fresh } = &replanned;
-                replanned_tally.add(plan.gpu_count, old.gpu_count, &diff.totals, seconds, verified(plan));
+                let ReplanComparison { fresh, diff, fresh_diff, from_fresh } = &comparison;
+                replanned_tally.add(plan.gpu_count, old.gpu_count, &diff.totals, seconds, verified(&plan));
                 replanned_tally.fallbacks += usize::from(*from_fresh);
                 scratch_tally.add(fresh.gpu_count, old.gpu_count, &fresh_diff.totals, 0.0, verified(fresh));
             }
@@ -209,14 +222,14 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
         }
         for (setting, (replanned, scratch)) in tallies.iter().enumerate() {
             let extra = if setting == 0 { "0".to_string() } else { format!("1/100 (≤{})", extras[setting]) };
-            let services = case.services.len();
+            let services = case.services().len();
             table.row(replanned.row(&case.name, services, &extra, &format!("replan ({} fresh)", replanned.fallbacks)));
             let mut scratch_row = scratch.row(&case.name, services, &extra, "scratch");
             scratch_row[11] = "-".to_string();
             table.row(scratch_row);
         }
     }
-    let failure = cases.iter().max_by_key(|case| case.services.len()).map(|case| failure(case, &settings));
+    let failure = cases.iter().max_by_key(|case| case.services().len()).map(|case| failure(case, &settings));
     drop(progress);
     let legend = format!(
         "latency rule {}, a100-80gb, up to {DEFAULT_MAX_PROCS} processes, {} draws of rates × U[{}, {}] from the \
@@ -237,23 +250,19 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
 
 /// A single GPU of the largest catalogue's old plan lost, rates unchanged.
 fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
-    let old = plan_optimal(&settings.request(case, &case.services))?;
+    let old = settings.plan(&case.inputs)?;
     let Some(middle) = old.gpus.get(old.gpus.len() / 2) else {
         bail!("the old plan of {} has no GPU", case.name);
     };
-    let lost = [GpuPosition { node: middle.node, index: middle.index }];
+    let lost = GpuPosition { node: middle.node, index: middle.index };
     let mut table =
         TextTable::new(&["max extra", "plan", "GPUs", "layouts kept", "GPUs changed", "inst ±", "restarts"]);
     for max_extra_gpus in [0, (old.gpu_count as u64).div_ceil(100)] {
-        let replanned = replan(&ReplanRequest {
-            plan: settings.request(case, &case.services),
-            current: &old,
-            max_extra_gpus,
-            removed_gpus: &lost,
-        })?;
+        let from = ReplanFrom { current: &old, max_extra_gpus, drained: Vec::new(), lost: vec![lost] };
+        let (replanned, comparison) = settings.replan(&case.inputs, from)?;
         for (name, plan, totals) in [
-            ("replan", &replanned.plan, &replanned.diff.totals),
-            ("scratch", &replanned.fresh, &replanned.fresh_diff.totals),
+            ("replan", &replanned, &comparison.diff.totals),
+            ("scratch", &comparison.fresh, &comparison.fresh_diff.totals),
         ] {
             table.row(vec![
                 max_extra_gpus.to_string(),
@@ -270,10 +279,10 @@ fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
     Ok(format!(
         "GPU {} of {} lost ({}, {} services, rates unchanged); GPUs changed = layout changed, added or removed, \
          besides the lost one\n{}",
-        lost[0],
+        lost,
         old.gpu_count,
         case.name,
-        case.services.len(),
+        case.services().len(),
         table.render()
     ))
 }

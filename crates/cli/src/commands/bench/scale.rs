@@ -29,7 +29,10 @@ use anyhow::{bail, Context, Result};
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{relaxation_bound, verify, LatencyRule, PlanRequest, VerifyRequest, MAX_GPUS_LIMIT};
+use tessera_plan::{
+    relaxation_bound, verify, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, VerifyRequest,
+    MAX_GPUS_LIMIT,
+};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::output::{note, out, outln};
@@ -43,11 +46,8 @@ const BASE_SCENARIO: usize = 6;
 const RATE_FACTOR: (f64, f64) = (0.2, 3.0);
 
 /// The strategies measured under `rule` (`parva` implements only its own).
-fn strategies(rule: LatencyRule) -> &'static [&'static str] {
-    match rule {
-        LatencyRule::Parva => &["optimal", "parva"],
-        LatencyRule::Queueing => &["optimal"],
-    }
+fn strategies(rule: LatencyRule) -> Vec<Strategy> {
+    Strategy::ALL.into_iter().filter(|strategy| strategy.supports(rule)).collect()
 }
 
 /// One family of catalogues: base objectives, profiles, how to pass them.
@@ -96,16 +96,18 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
             let slo_path = dir.path().join(format!("{}-{size}.csv", family.name));
             write_slo_csv(&slo_path, &services)?;
             let lp = {
+                let gpu = [GpuModel::A100_80GB];
+                let inputs = PlanInputs::new(services.clone(), family.catalog.clone(), ProfileOrigin::Measured, &gpu)?;
                 let request = PlanRequest {
-                    rule,
+                    rule: Some(rule),
                     // Too long for a `Duration`: no limit, as in `tessera plan`.
                     time_limit: Duration::try_from_secs_f64(time_limit_s).ok(),
                     max_gpus: MAX_GPUS_LIMIT,
-                    ..PlanRequest::new(GpuModel::A100_80GB, &family.catalog, &services)
+                    ..PlanRequest::new(&inputs)
                 };
                 relaxation_bound(&request)?
             };
-            for &strategy in strategies(rule) {
+            for strategy in strategies(rule) {
                 progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
@@ -192,7 +194,7 @@ fn run_plan(
     family: &Family,
     slo: &Path,
     output: &Path,
-    strategy: &str,
+    strategy: Strategy,
     rule: LatencyRule,
     time_limit_s: f64,
 ) -> Result<Run> {
@@ -203,7 +205,7 @@ fn run_plan(
     command
         .arg("plan")
         .args(&family.profile_args)
-        .args(["--slo", &slo.display().to_string(), "--strategy", strategy, "--latency-rule", rule.name()])
+        .args(["--slo", &slo.display().to_string(), "--strategy", strategy.name(), "--latency-rule", rule.name()])
         .args(["--time-limit", &time_limit_s.to_string()])
         .args(["--max-gpus", &MAX_GPUS_LIMIT.to_string()])
         .args(["--peak-memory-report", &peak.display().to_string()])
@@ -221,6 +223,6 @@ fn run_plan(
         .ok()
         .and_then(|text| text.trim().parse().ok())
         .context("tessera plan did not report its peak memory")?;
-    let plan = tessera_store::read_plan(output)?;
+    let plan = tessera_store::read_plan_file(output, None)?;
     Ok(Run { wall, peak_rss_kib, plan })
 }

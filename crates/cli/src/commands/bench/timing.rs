@@ -10,9 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use tessera_core::synthetic::{builtin_catalog, demo_services};
-use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan_optimal, plan_parva, LatencyRule, PlanError, PlanRequest};
+use tessera_core::{GpuModel, Plan, ProfileCatalog};
+use tessera_plan::{plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use crate::output::{note, out, outln};
@@ -22,27 +21,27 @@ use crate::table::TextTable;
 const PARVAGPU_SCENARIOS: usize = 6;
 
 pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
-    let mut inputs: Vec<(String, ProfileCatalog, Vec<ServiceSlo>)> =
-        vec![("demo (synthetic)".to_string(), builtin_catalog(), demo_services())];
+    let mut inputs: Vec<(String, PlanInputs)> =
+        vec![("demo (synthetic)".to_string(), PlanInputs::demo(&[GpuModel::A100_80GB])?)];
     if parvagpu.join("prof_data").is_dir() {
         inputs.extend(parvagpu_scenarios(parvagpu)?);
     } else {
         note(format_args!("{} is absent; timing the built-in demo only", parvagpu.display()));
     }
     let mut table = TextTable::new(&["input", "services", "strategy", "rule", "GPUs", "proven", "median µs", "min µs"]);
-    let runs: [(&str, Planner, LatencyRule); 3] = [
-        ("parva", plan_parva, LatencyRule::Parva),
-        ("optimal", plan_optimal, LatencyRule::Parva),
-        ("optimal", plan_optimal, LatencyRule::Queueing),
+    let runs = [
+        (Strategy::Parva, LatencyRule::Parva),
+        (Strategy::Optimal, LatencyRule::Parva),
+        (Strategy::Optimal, LatencyRule::Queueing),
     ];
-    for (name, catalog, services) in &inputs {
-        for (strategy, planner, rule) in runs {
-            let request = PlanRequest { rule, ..PlanRequest::new(GpuModel::A100_80GB, catalog, services) };
-            let (plan, times) = time_plans(planner, &request, iterations)?;
+    for (name, inputs) in &inputs {
+        for (strategy, rule) in runs {
+            let request = PlanRequest { strategy, rule: Some(rule), time_limit: None, ..PlanRequest::new(inputs) };
+            let (plan, times) = time_plans(&request, iterations)?;
             let proven = plan.optimality.as_ref().map_or("-", |o| if o.proven_optimal { "yes" } else { "no" });
             table.row(vec![
                 name.clone(),
-                services.len().to_string(),
+                inputs.services().len().to_string(),
                 strategy.to_string(),
                 rule.name().to_string(),
                 plan.gpu_count.to_string(),
@@ -57,33 +56,31 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
     Ok(())
 }
 
-fn parvagpu_scenarios(dir: &Path) -> Result<Vec<(String, ProfileCatalog, Vec<ServiceSlo>)>> {
+fn parvagpu_scenarios(dir: &Path) -> Result<Vec<(String, PlanInputs)>> {
     let catalog: ProfileCatalog = read_profile_dir(&dir.join("prof_data"), GpuModel::A100_80GB)?.catalog();
     let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
     let (rates, latency) = (dir.join("slo/SLO_req_rate.csv"), dir.join("slo/SLO_latency.csv"));
     (1..=PARVAGPU_SCENARIOS)
         .map(|k| {
             let services = read_slo_scenario(&rates, &latency, k, &models)?;
-            Ok((format!("parvagpu scenario {k}"), catalog.clone(), services))
+            let inputs = PlanInputs::new(services, catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB])?;
+            Ok((format!("parvagpu scenario {k}"), inputs))
         })
         .collect()
 }
 
-/// A planning strategy.
-type Planner = fn(&PlanRequest<'_>) -> Result<Plan, PlanError>;
-
 /// Plans `iterations` times; returns the plan and the sorted durations.
-fn time_plans(planner: Planner, request: &PlanRequest<'_>, iterations: u32) -> Result<(Plan, Vec<Duration>)> {
+fn time_plans(request: &PlanRequest<'_>, iterations: u32) -> Result<(Plan, Vec<Duration>)> {
     let mut times = Vec::with_capacity(iterations as usize);
-    let mut plan = None;
+    let mut last = None;
     for _ in 0..iterations {
         let start = Instant::now();
-        let made = planner(request)?;
+        let made = plan(request)?.plan;
         times.push(start.elapsed());
-        plan = Some(made);
+        last = Some(made);
     }
     times.sort();
-    Ok((plan.expect("at least one iteration"), times))
+    Ok((last.expect("at least one iteration"), times))
 }
 
 fn micros(duration: Duration) -> f64 {

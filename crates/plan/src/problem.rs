@@ -1,11 +1,16 @@
-//! What a planner is asked: the fleet, the profiles, the services, the rules.
+//! What one strategy solves: the fleet, the completed profiles, the
+//! services and the resolved rule. Built only by the front door
+//! ([`crate::plan`]), which resolves every default first.
 
 use std::time::Duration;
 
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
+use tessera_serving::analytic::CapacityCache;
+
 use crate::error::PlanError;
+use crate::judge::Judge;
 use crate::latency::LatencyRule;
 
 /// ParvaGPU's default for the most MPS processes per segment.
@@ -23,9 +28,9 @@ pub const DEFAULT_MAX_GPUS: u64 = 100_000;
 /// then fits comfortably in 32 bits, and a plan in a few GB.
 pub const MAX_GPUS_LIMIT: u64 = 1_000_000;
 
-/// Everything a planner needs.
+/// Everything a strategy needs, every default resolved.
 #[derive(Debug, Clone)]
-pub struct PlanRequest<'a> {
+pub(crate) struct Problem<'a> {
     /// The GPU models the plan may use, with costs and limits.
     pub fleet: Vec<GpuOffer>,
     /// Profiles, per GPU model and model.
@@ -45,15 +50,18 @@ pub struct PlanRequest<'a> {
     /// lower bound exceeds it is refused before any search (1 to
     /// [`MAX_GPUS_LIMIT`]; default [`DEFAULT_MAX_GPUS`]).
     pub max_gpus: u64,
+    /// The serving model's memo of segment capacities (the percentile rule).
+    pub capacities: &'a CapacityCache,
 }
 
-impl<'a> PlanRequest<'a> {
-    /// A request for one GPU model (unlimited, cost 1) with ParvaGPU's
-    /// defaults: the `parva` latency rule, at most [`DEFAULT_MAX_PROCS`]
-    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit,
-    /// at most [`DEFAULT_MAX_GPUS`] GPUs.
-    pub fn new(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
-        PlanRequest {
+impl<'a> Problem<'a> {
+    /// For the crate's tests: one GPU model (unlimited, cost 1) under
+    /// ParvaGPU's rule, at most [`DEFAULT_MAX_PROCS`] processes,
+    /// [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit, at most
+    /// [`DEFAULT_MAX_GPUS`] GPUs.
+    #[cfg(test)]
+    pub(crate) fn parva(gpu: GpuModel, catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> Self {
+        Problem {
             fleet: vec![GpuOffer::plain(gpu)],
             catalog,
             services,
@@ -62,7 +70,13 @@ impl<'a> PlanRequest<'a> {
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: None,
             max_gpus: DEFAULT_MAX_GPUS,
+            capacities: crate::judge::tests::capacities(),
         }
+    }
+
+    /// The rule with the serving model's memo.
+    pub(crate) fn judge(&self) -> Judge<'a> {
+        Judge { rule: self.rule, capacities: self.capacities }
     }
 
     /// Checks what every strategy needs: services with unique names, a
@@ -104,7 +118,8 @@ impl<'a> PlanRequest<'a> {
                 .fleet
                 .iter()
                 .filter_map(|offer| {
-                    let points = usable_points(self.catalog.get(offer.model, &slo.model)?, slo, self.max_procs).ok()?;
+                    let profile = self.catalog.get(offer.model, &slo.model)?;
+                    let points = judged_points(profile, slo, self.max_procs, self.judge()).ok()?;
                     let allowed =
                         || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
                     let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
@@ -192,6 +207,18 @@ pub(crate) fn usable_points(
     Ok(fitting)
 }
 
+/// The points the planners plan `slo` with from `profile`: the usable ones
+/// ([`usable_points`]) as `judge` sees them (under the percentile rule, the
+/// best of each size with its capacity as its throughput).
+pub(crate) fn judged_points(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    max_procs: u32,
+    judge: Judge<'_>,
+) -> Result<Vec<ProfilePoint>, PlanError> {
+    judge.planning_points(profile, usable_points(profile, slo, max_procs)?, slo)
+}
+
 /// A fractional GPU need in whole GPUs, rounded up (saturating).
 fn whole_gpus(gpus: f64) -> u64 {
     gpus.ceil().min(u64::MAX as f64) as u64
@@ -231,7 +258,7 @@ mod tests {
         .unwrap();
         let catalog: ProfileCatalog = [profile].into_iter().collect();
         let services = [ServiceSlo::new("s", "m", 2000.0, 100.0).unwrap()];
-        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        let request = Problem::parva(GpuModel::A100_80GB, &catalog, &services);
         for plan in [plan_parva(&request).unwrap(), plan_optimal(&request).unwrap()] {
             let sizes: Vec<u8> = plan.gpus.iter().flat_map(|g| &g.instances).map(|i| i.size).collect();
             assert!(!sizes.is_empty() && !sizes.contains(&1), "{} uses {sizes:?}", plan.strategy);
@@ -243,7 +270,7 @@ mod tests {
         let profile = ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(1, 1000.0, Some(500.0))]).unwrap();
         let catalog: ProfileCatalog = [profile].into_iter().collect();
         let services = [ServiceSlo::new("s", "m", 20.0, 100.0).unwrap()];
-        let request = PlanRequest::new(GpuModel::A100_80GB, &catalog, &services);
+        let request = Problem::parva(GpuModel::A100_80GB, &catalog, &services);
         for error in [plan_parva(&request).unwrap_err(), plan_optimal(&request).unwrap_err()] {
             assert!(matches!(error, PlanError::NoPointFits { .. }), "{error}");
             let message = error.to_string();
@@ -258,10 +285,10 @@ mod tests {
             let rate_rps = 10f64.powi(exponent);
             let services = [ServiceSlo::new("big", "resnet50", rate_rps, 80.0).unwrap()];
             for rule in LatencyRule::ALL {
-                let request = PlanRequest {
+                let request = Problem {
                     rule,
                     time_limit: Some(Duration::from_secs(2)),
-                    ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services)
+                    ..Problem::parva(GpuModel::A100_80GB, &catalog, &services)
                 };
                 let mut results = vec![plan_optimal(&request)];
                 if rule == LatencyRule::Parva {
@@ -291,10 +318,10 @@ mod tests {
         let catalog = tessera_core::synthetic::builtin_catalog();
         let services: Vec<ServiceSlo> =
             (0..300).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 1.0, 200.0).unwrap()).collect();
-        let request = PlanRequest { max_gpus: 40, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
+        let request = Problem { max_gpus: 40, ..Problem::parva(GpuModel::A100_80GB, &catalog, &services) };
         let error = plan_optimal(&request).unwrap_err();
         assert_eq!(error, PlanError::TotalOverCeiling { needed: 43, max_gpus: 40 });
-        assert_eq!(plan_optimal(&PlanRequest { max_gpus: 43, ..request }).unwrap().gpu_count, 43);
+        assert_eq!(plan_optimal(&Problem { max_gpus: 43, ..request }).unwrap().gpu_count, 43);
     }
 
     #[test]
@@ -302,14 +329,14 @@ mod tests {
         let catalog = tessera_core::synthetic::builtin_catalog();
         let services: Vec<ServiceSlo> =
             (0..4).map(|i| ServiceSlo::new(format!("s{i}"), "resnet50", 30_000.0, 80.0).unwrap()).collect();
-        let request = PlanRequest { max_gpus: 20, ..PlanRequest::new(GpuModel::A100_80GB, &catalog, &services) };
-        let alone = plan_optimal(&PlanRequest { services: &services[..1], ..request.clone() }).unwrap();
+        let request = Problem { max_gpus: 20, ..Problem::parva(GpuModel::A100_80GB, &catalog, &services) };
+        let alone = plan_optimal(&Problem { services: &services[..1], ..request.clone() }).unwrap();
         assert!(alone.gpu_count <= 20 && alone.gpu_count > 5, "{}", alone.gpu_count);
         let error = plan_optimal(&request).unwrap_err();
         assert!(matches!(error, PlanError::TotalOverCeiling { max_gpus: 20, .. }), "{error}");
         assert!(error.to_string().contains("in total"), "{error}");
         for max_gpus in [0, MAX_GPUS_LIMIT + 1] {
-            let error = plan_parva(&PlanRequest { max_gpus, ..request.clone() }).unwrap_err();
+            let error = plan_parva(&Problem { max_gpus, ..request.clone() }).unwrap_err();
             assert!(matches!(error, PlanError::CeilingOutOfRange { .. }), "{error}");
         }
     }

@@ -1,0 +1,229 @@
+//! The request-level simulation of a plan: `tessera simulate serve`, and
+//! what `tessera verify --simulate` adds. The simulation is
+//! tessera-serving's; this module reads its inputs (the plan, a trace, the
+//! profiles for partial batches) and renders its report.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tessera_core::slo::DEFAULT_PERCENTILE;
+use tessera_core::text::count;
+use tessera_core::{Plan, ProfileCatalog};
+use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
+use tessera_store::read_arrival_trace;
+
+use crate::args::{ListFormat, SimulateServeArgs, TrafficArgs};
+use crate::inputs;
+use crate::output::{emit, note, out, outln};
+use crate::progress::Progress;
+use crate::table::TextTable;
+use crate::terminal::wrap_words;
+
+/// The simulation options `args` ask for (a `trace=FILE` read here).
+pub fn options(args: &TrafficArgs) -> Result<SimulationOptions> {
+    let arrivals = match args.arrivals.strip_prefix("trace=") {
+        Some(path) => {
+            let path = Path::new(path);
+            let times = read_arrival_trace(path)?;
+            let name =
+                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            ArrivalModel::trace(name, times).with_context(|| format!("--arrivals {}", args.arrivals))?
+        }
+        None => ArrivalModel::parse(&args.arrivals).with_context(|| format!("--arrivals {}", args.arrivals))?,
+    };
+    let options = SimulationOptions {
+        arrivals,
+        discipline: args.discipline,
+        max_queue_delay_ms: args.max_queue_delay_ms,
+        seconds: args.seconds,
+        warmup_s: args.warmup,
+        seed: args.seed,
+        replications: args.replications,
+        timeline_bucket_s: None,
+    };
+    options.validate()?;
+    Ok(options)
+}
+
+/// A simulation of `plan` and what it took.
+pub struct Simulated {
+    /// What it measured.
+    pub report: ServingReport,
+    /// How the plan was read into a serving system (partial batches).
+    pub notes: Vec<String>,
+    /// Wall-clock time of the simulation.
+    pub wall: Duration,
+}
+
+impl Simulated {
+    /// Simulated requests per second of wall-clock time.
+    pub fn requests_per_s(&self) -> f64 {
+        self.report.requests_simulated as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// The services that kept fewer of their requests within the SLO than
+    /// their percentile asks.
+    pub fn missed(&self) -> Vec<&str> {
+        self.report
+            .services
+            .iter()
+            .filter(|service| service.measures.as_ref().is_some_and(|measures| !measures.slo_met))
+            .map(|service| service.name.as_str())
+            .collect()
+    }
+}
+
+/// Simulates `plan` (partial batches from `catalog`) under `options`.
+pub fn simulate_plan(plan: &Plan, catalog: Option<&ProfileCatalog>, options: &SimulationOptions) -> Result<Simulated> {
+    let (system, notes) = ServingSystem::from_plan(plan, catalog, DEFAULT_PERCENTILE)?;
+    let progress = Progress::spinner(format!(
+        "simulating {} of {} for {} s ({} arrivals)",
+        count(system.segments().len(), "segment"),
+        count(system.services().len(), "service"),
+        options.seconds,
+        options.arrivals
+    ));
+    let started = Instant::now();
+    let report = simulate(&system, options)?;
+    let wall = started.elapsed();
+    drop(progress);
+    Ok(Simulated { report, notes, wall })
+}
+
+/// `tessera simulate serve`.
+pub fn run(args: &SimulateServeArgs, store: Option<&Path>) -> Result<()> {
+    let options = options(&args.traffic)?;
+    let plan = tessera_store::read_plan_file(&args.plan, None)?;
+    let catalog = inputs::partial_batch_profiles(args.profiles.as_deref(), args.demo, args.gpu, store)?;
+    let mut options = options;
+    if args.picture.is_some() {
+        options.timeline_bucket_s = Some((options.seconds / 60.0).max(1.0));
+    }
+    let simulated = simulate_plan(&plan, catalog.as_ref(), &options)?;
+    for line in &simulated.notes {
+        note(format_args!("{line}"));
+    }
+    if let Some(picture) = &args.picture {
+        let title = format!("Tessera serving simulation — {}", file_name(&args.plan));
+        let page = tessera_report::serving_report_html(&simulated.report, &title, &describe(&options));
+        emit(page.as_bytes(), Some(picture))?;
+    }
+    match args.format {
+        ListFormat::Json => {
+            let document = SimulationDocument::new(&options, &simulated);
+            outln!("{}", serde_json::to_string_pretty(&document)?)?;
+        }
+        ListFormat::Table => out!("{}", render(&options, &simulated))?,
+    }
+    Ok(())
+}
+
+/// The last component of `path`.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
+}
+
+/// The traffic model in words, for headings.
+pub fn describe(options: &SimulationOptions) -> String {
+    format!(
+        "{} arrivals, {} routing within segments{}, {} s ({} s warm-up) × {}, seed {}",
+        options.arrivals,
+        options.discipline,
+        if options.max_queue_delay_ms > 0.0 {
+            format!(", batches wait up to {} ms", options.max_queue_delay_ms)
+        } else {
+            String::new()
+        },
+        options.seconds,
+        options.warmup_s,
+        count(options.replications as usize, "replication"),
+        options.seed
+    )
+}
+
+/// The report as a table per service, then the totals.
+pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
+    let report = &simulated.report;
+    let mut table =
+        TextTable::new(&["service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "met"]);
+    for outcome in &report.services {
+        let slo_ms = outcome.latency_slo_ms;
+        let Some(measures) = &outcome.measures else {
+            let mut row = vec![outcome.name.clone(), "0".to_string()];
+            row.extend(["-"; 5].map(String::from));
+            row.extend([format!("{slo_ms}"), "-".to_string(), "-".to_string()]);
+            table.row(row);
+            continue;
+        };
+        table.row(vec![
+            outcome.name.clone(),
+            outcome.requests.to_string(),
+            format!("{:.2}", 100.0 * measures.attainment),
+            measures.attainment_ci.map_or_else(|| "-".to_string(), |ci| format!("{:.2}", 50.0 * (ci.high - ci.low))),
+            format!("{:.1}", measures.p50_ms),
+            format!("{:.1}", measures.p99_ms),
+            format!("{:.1}", measures.p999_ms),
+            format!("{slo_ms}"),
+            format!("{:.1}", outcome.goodput_rps),
+            if measures.slo_met { "yes".into() } else { "NO".into() },
+        ]);
+    }
+    let utilisation: Vec<f64> = report.segments.iter().map(|segment| segment.utilisation).collect();
+    let (low, high) = utilisation.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &u| (l.min(u), h.max(u)));
+    let heading = format!("{}; latencies in ms, goodput in requests/s within SLO", describe(options));
+    let mut text = format!("{}\n{}", wrap_words(&heading, "", ""), table.render());
+    text.push_str(&format!(
+        "all requests: {} within SLO{}; segments {:.0}–{:.0}% busy\n",
+        report.attainment.map_or_else(|| "none measured".to_string(), |a| format!("{:.2}%", 100.0 * a)),
+        report.worst.as_ref().map_or_else(String::new, |worst| format!(
+            ", worst service {} {:.2}%",
+            worst.name,
+            100.0 * worst.attainment
+        )),
+        100.0 * low.min(high),
+        100.0 * high
+    ));
+    text.push_str(&format!(
+        "simulated {} requests in {:.2} s: {:.1} M requests/s\n",
+        report.requests_simulated,
+        simulated.wall.as_secs_f64(),
+        simulated.requests_per_s() / 1e6
+    ));
+    text
+}
+
+/// `tessera simulate serve --format json`.
+#[derive(Serialize)]
+pub struct SimulationDocument<'a> {
+    arrivals: String,
+    discipline: String,
+    max_queue_delay_ms: f64,
+    seconds: f64,
+    warmup_s: f64,
+    seed: u64,
+    replications: u32,
+    simulated_requests_per_s: f64,
+    notes: &'a [String],
+    #[serde(flatten)]
+    report: &'a ServingReport,
+}
+
+impl<'a> SimulationDocument<'a> {
+    /// The document of `simulated` under `options`.
+    pub fn new(options: &SimulationOptions, simulated: &'a Simulated) -> SimulationDocument<'a> {
+        SimulationDocument {
+            arrivals: options.arrivals.to_string(),
+            discipline: options.discipline.to_string(),
+            max_queue_delay_ms: options.max_queue_delay_ms,
+            seconds: options.seconds,
+            warmup_s: options.warmup_s,
+            seed: options.seed,
+            replications: options.replications,
+            simulated_requests_per_s: simulated.requests_per_s(),
+            notes: &simulated.notes,
+            report: &simulated.report,
+        }
+    }
+}

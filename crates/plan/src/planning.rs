@@ -1,0 +1,261 @@
+//! The one way to plan: a [`PlanRequest`] in, a [`Planned`] out.
+//!
+//! Every default is resolved here and nowhere else: the latency rule (the
+//! one asked for; else, for a replan, the one the running plan records;
+//! else the strategy's [`Strategy::default_rule`]), which strategy runs,
+//! replanning from a running plan, spreading, placing on a deploy target,
+//! and the notes a plan carries. The CLI, the service and the benchmarks
+//! build a request and call [`plan`]; none decides anything of this.
+
+use std::time::{Duration, Instant};
+
+use tessera_core::{GpuModel, GpuOffer, Plan, PlanDiff};
+
+use crate::error::PlanError;
+use crate::inputs::PlanInputs;
+use crate::latency::LatencyRule;
+use crate::optimal::{plan_optimal, relaxation_bound as solve_relaxation, RelaxationBound, DEFAULT_TIME_LIMIT};
+use crate::parva::plan_parva;
+use crate::placement::Inventory;
+use crate::problem::{Problem, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS};
+use crate::replan::{replan, GpuPosition, ReplanRequest};
+use crate::spread::spread_segments;
+use crate::strategy::Strategy;
+
+/// What to plan and how: the inputs, the strategy and its options, and
+/// optionally the running plan to replan from and the deploy target to
+/// place the plan on.
+#[derive(Debug, Clone)]
+pub struct PlanRequest<'a> {
+    /// The services and profiles ([`PlanInputs`]).
+    pub inputs: &'a PlanInputs,
+    /// How to search.
+    pub strategy: Strategy,
+    /// The latency rule; `None` for the default (see the module docs).
+    pub rule: Option<LatencyRule>,
+    /// The GPU models the plan may use, with costs and limits (replaced by
+    /// the target's GPUs when there is a target).
+    pub fleet: Vec<GpuOffer>,
+    /// Most MPS processes per segment.
+    pub max_procs: u32,
+    /// GPUs per node, for numbering nodes.
+    pub gpus_per_node: u32,
+    /// How long the `optimal` search may run before returning its best
+    /// plan; `None` for no limit.
+    pub time_limit: Option<Duration>,
+    /// Most GPUs a plan may have, all models together.
+    pub max_gpus: u64,
+    /// Put every service with several segments on at least two GPUs
+    /// (trading segments between same-profile instances; nothing else
+    /// changes).
+    pub spread: bool,
+    /// The running plan to replan from, with the fewest reconfigurations.
+    pub from: Option<ReplanFrom<'a>>,
+    /// The deploy target whose nodes the plan is placed on.
+    pub target: Option<&'a Inventory>,
+}
+
+/// Replanning from the plan that runs now.
+#[derive(Debug, Clone)]
+pub struct ReplanFrom<'a> {
+    /// The running plan.
+    pub current: &'a Plan,
+    /// GPUs the replan may use beyond the fresh optimum.
+    pub max_extra_gpus: u64,
+    /// GPUs to empty before they are taken away (their services move).
+    pub drained: Vec<GpuPosition>,
+    /// GPUs already gone (their services are replanned onto the rest).
+    pub lost: Vec<GpuPosition>,
+}
+
+/// A plan, and for a replan how it compares with planning from scratch.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The plan.
+    pub plan: Plan,
+    /// Replanning only: the fresh optimum and both diffs.
+    pub replan: Option<ReplanComparison>,
+}
+
+/// How a replan compares with planning the new SLOs from scratch.
+#[derive(Debug, Clone)]
+pub struct ReplanComparison {
+    /// The fresh optimal plan, numbered to match the running plan.
+    pub fresh: Plan,
+    /// From the running plan to the replan.
+    pub diff: PlanDiff,
+    /// From the running plan to the fresh plan.
+    pub fresh_diff: PlanDiff,
+    /// `true` when the replan is the fresh plan reseated (the
+    /// layout-keeping plan missed an SLO or the bound, or changed more).
+    pub from_fresh: bool,
+}
+
+impl<'a> PlanRequest<'a> {
+    /// The defaults: the `optimal` strategy under its default rule, one
+    /// unlimited A100-80GB model at cost 1, [`DEFAULT_MAX_PROCS`]
+    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, a
+    /// [`DEFAULT_TIME_LIMIT`], at most [`DEFAULT_MAX_GPUS`] GPUs, no spread,
+    /// no replan, no target.
+    pub fn new(inputs: &'a PlanInputs) -> PlanRequest<'a> {
+        PlanRequest {
+            inputs,
+            strategy: Strategy::default(),
+            rule: None,
+            fleet: vec![GpuOffer::plain(GpuModel::A100_80GB)],
+            max_procs: DEFAULT_MAX_PROCS,
+            gpus_per_node: DEFAULT_GPUS_PER_NODE,
+            time_limit: Some(DEFAULT_TIME_LIMIT),
+            max_gpus: DEFAULT_MAX_GPUS,
+            spread: false,
+            from: None,
+            target: None,
+        }
+    }
+
+    /// The rule the plan is made under (see the module docs).
+    pub fn resolved_rule(&self) -> Result<LatencyRule, PlanError> {
+        if let Some(rule) = self.rule {
+            return Ok(rule);
+        }
+        match &self.from {
+            Some(from) if !from.current.latency_rule.is_empty() => {
+                from.current.latency_rule.parse().map_err(PlanError::RecordedRule)
+            }
+            _ => Ok(self.strategy.default_rule()),
+        }
+    }
+
+    /// The fleet: the target's GPUs priced as the request's fleet prices
+    /// them, or the request's fleet.
+    pub fn resolved_fleet(&self) -> Result<Vec<GpuOffer>, PlanError> {
+        match self.target {
+            Some(target) => target.offers(&self.fleet),
+            None => Ok(self.fleet.clone()),
+        }
+    }
+
+    /// What one strategy solves, every default resolved.
+    fn problem<'p>(&self, fleet: Vec<GpuOffer>, inputs: &'p PlanInputs, rule: LatencyRule) -> Problem<'p> {
+        Problem {
+            fleet,
+            catalog: inputs.catalog(),
+            services: inputs.services(),
+            rule,
+            max_procs: self.max_procs,
+            gpus_per_node: self.gpus_per_node,
+            time_limit: self.time_limit,
+            max_gpus: self.max_gpus,
+            capacities: inputs.capacities(),
+        }
+    }
+}
+
+impl PlanRequest<'_> {
+    /// Refuses, without planning, what [`plan`] would refuse before any
+    /// search: a rule it cannot resolve, a replan by a strategy that cannot
+    /// replan, a target without GPUs, and what every strategy checks (names,
+    /// fleet, limits, the GPU ceiling).
+    pub fn check(&self) -> Result<(), PlanError> {
+        let rule = self.resolved_rule()?;
+        let fleet = self.resolved_fleet()?;
+        if self.from.is_some() && self.strategy != Strategy::Optimal {
+            return Err(PlanError::ReplanNeedsOptimal { strategy: self.strategy.name() });
+        }
+        let completed = completed_for(self.inputs, &fleet)?;
+        let inputs = completed.as_ref().unwrap_or(self.inputs);
+        self.problem(fleet, inputs, rule).check()
+    }
+}
+
+/// Plans `request` (see the module docs).
+pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
+    let rule = request.resolved_rule()?;
+    let fleet = request.resolved_fleet()?;
+    if request.from.is_some() && request.strategy != Strategy::Optimal {
+        return Err(PlanError::ReplanNeedsOptimal { strategy: request.strategy.name() });
+    }
+    let completed = completed_for(request.inputs, &fleet)?;
+    let inputs = completed.as_ref().unwrap_or(request.inputs);
+    let problem = request.problem(fleet, inputs, rule);
+    let started = Instant::now();
+    let (mut plan, replanned) = match &request.from {
+        Some(from) => {
+            let removed: Vec<GpuPosition> = from.drained.iter().chain(&from.lost).copied().collect();
+            let replanned = replan(&ReplanRequest {
+                plan: problem,
+                current: from.current,
+                max_extra_gpus: from.max_extra_gpus,
+                removed_gpus: &removed,
+            })?;
+            let mut plan = replanned.plan;
+            for position in &from.drained {
+                plan.notes.push(format!("GPU {position} drained: its services run elsewhere before it is emptied"));
+            }
+            for position in &from.lost {
+                plan.notes.push(format!("GPU {position} lost: its services are replanned onto the rest"));
+            }
+            let comparison = ReplanComparison {
+                fresh: replanned.fresh,
+                diff: replanned.diff,
+                fresh_diff: replanned.fresh_diff,
+                from_fresh: replanned.from_fresh,
+            };
+            (plan, Some(comparison))
+        }
+        None => {
+            let plan = match request.strategy {
+                Strategy::Optimal => plan_optimal(&problem)?,
+                Strategy::Parva => plan_parva(&problem)?,
+            };
+            (plan, None)
+        }
+    };
+    plan.notes.extend(inputs.notes().iter().cloned());
+    plan.images = inputs.images().clone();
+    let unproven = plan.optimality.as_ref().is_some_and(|o| !o.proven_optimal);
+    if let Some(limit) = request.time_limit.filter(|&limit| unproven && started.elapsed() >= limit) {
+        plan.notes.push(format!(
+            "planning stopped at its time limit of {} s: this is the best plan found, not proven optimal",
+            limit.as_secs_f64()
+        ));
+    }
+    if request.spread {
+        let unspread = spread_segments(&mut plan);
+        plan.notes.push(if unspread.is_empty() {
+            "spread: every service with several segments runs on at least two GPUs".to_string()
+        } else {
+            format!(
+                "spread: {} still on one GPU each (no other GPU of the model has an instance of their profile to trade)",
+                unspread.join(", ")
+            )
+        });
+    }
+    if let Some(target) = request.target {
+        plan = target.place(&plan)?;
+    }
+    Ok(Planned { plan, replan: replanned })
+}
+
+/// The linear-programming bound of `request` (each service a convex
+/// combination of covers, GPUs fractional per layout), solved as the
+/// `optimal` strategy does, under the request's time limit: no plan uses
+/// fewer GPUs (or costs less).
+pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, PlanError> {
+    let rule = request.resolved_rule()?;
+    let fleet = request.resolved_fleet()?;
+    let completed = completed_for(request.inputs, &fleet)?;
+    let inputs = completed.as_ref().unwrap_or(request.inputs);
+    solve_relaxation(&request.problem(fleet, inputs, rule))
+}
+
+/// The inputs completed for `fleet`, when they were completed for other
+/// GPU models (`None`: use them as they are).
+fn completed_for(inputs: &PlanInputs, fleet: &[GpuOffer]) -> Result<Option<PlanInputs>, PlanError> {
+    let missing: Vec<GpuModel> =
+        fleet.iter().map(|offer| offer.model).filter(|model| !inputs.gpu_models().contains(model)).collect();
+    if missing.is_empty() {
+        return Ok(None);
+    }
+    inputs.completed_for_more(&missing).map(Some)
+}

@@ -1,0 +1,74 @@
+//! New GPUs moved into the unused slices of kept GPUs: a layout changed
+//! instead of a GPU added.
+
+use std::collections::HashMap;
+
+use tessera_core::{layout::validate_layout, Placement};
+
+use super::work::{Slot, WorkGpu};
+
+/// A valid start for `profile` beside the instances of `gpu`, if any.
+fn free_start(gpu: &WorkGpu, profile: &'static tessera_core::MigProfile) -> Option<u8> {
+    let mut placements = gpu.placements();
+    placements.push(Placement { profile, start: 0 });
+    profile.starts.iter().copied().find(|&start| {
+        *placements.last_mut().expect("just pushed") = Placement { profile, start };
+        validate_layout(gpu.model, &placements).is_ok()
+    })
+}
+
+/// Moves each new GPU whose instances all fit in the unused slices of one
+/// kept GPU there: one layout changed instead of one GPU added. With
+/// `spread`, a new GPU whose instances fit in unused slices of several kept
+/// GPUs moves too (GPUs already changed first): more layouts change, one
+/// GPU fewer.
+pub(super) fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize, spread: bool) {
+    let mut touched = vec![false; kept_count];
+    let mut g = kept_count;
+    while g < gpus.len() {
+        let mut order: Vec<usize> = (0..kept_count).filter(|&k| gpus[k].model == gpus[g].model).collect();
+        order.sort_by_key(|&k| !touched[k]);
+        let targets = if spread { placements_across(gpus, g, &order) } else { placements_within_one(gpus, g, &order) };
+        match targets {
+            Some(targets) => {
+                let new = gpus.remove(g);
+                for (slot, (target, start)) in new.slots.into_iter().zip(targets) {
+                    touched[target] = true;
+                    gpus[target].slots.push(Slot { placement: Placement { start, ..slot.placement }, ..slot });
+                }
+            }
+            None => g += 1,
+        }
+    }
+}
+
+/// Where each instance of `gpus[new]` fits on one GPU of `order`, if any.
+fn placements_within_one(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
+    order.iter().find_map(|&k| {
+        let mut trial = gpus[k].clone();
+        let mut targets = Vec::new();
+        for slot in &gpus[new].slots {
+            let start = free_start(&trial, slot.placement.profile)?;
+            trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
+            targets.push((k, start));
+        }
+        Some(targets)
+    })
+}
+
+/// Where each instance of `gpus[new]` fits, first fit over the GPUs of
+/// `order`, if all do.
+fn placements_across(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
+    let mut trials: HashMap<usize, WorkGpu> = HashMap::new();
+    let mut targets = Vec::new();
+    for slot in &gpus[new].slots {
+        let (k, start) = order.iter().find_map(|&k| {
+            let trial = trials.get(&k).unwrap_or(&gpus[k]);
+            free_start(trial, slot.placement.profile).map(|start| (k, start))
+        })?;
+        let trial = trials.entry(k).or_insert_with(|| gpus[k].clone());
+        trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
+        targets.push((k, start));
+    }
+    Some(targets)
+}

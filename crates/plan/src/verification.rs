@@ -1,0 +1,119 @@
+//! The one way to check a plan: [`verify_plan`] resolves the rule, checks
+//! the plan against its inputs with the independent verifier, and answers
+//! a [`Verification`], whose JSON form is the CLI's and the service's.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use tessera_core::{GpuModel, Plan};
+
+use crate::error::PlanError;
+use crate::inputs::PlanInputs;
+use crate::latency::LatencyRule;
+use crate::verify::{verify, VerifyRequest};
+
+/// What checking a plan found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Verification {
+    /// `true` when the plan is sound: every rate covered, every segment
+    /// within the latency rule, a valid MIG layout on every GPU, the
+    /// fleet's limits kept.
+    pub ok: bool,
+    /// The rule it was checked under.
+    #[cfg_attr(feature = "openapi", schema(example = "queueing"))]
+    pub latency_rule: String,
+    /// The plan's GPUs.
+    pub gpus: usize,
+    /// The services it was checked against.
+    pub services: usize,
+    /// Every violation, one line each.
+    pub violations: Vec<Finding>,
+    /// How the check was made, when a reader should know (e.g. the rule
+    /// of a plan that records none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One violation, in words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Finding {
+    /// The violation, one line.
+    pub message: String,
+}
+
+/// Checks `plan` against `inputs` (completed here for the plan's GPU
+/// models) with at most `max_procs` processes per segment, under `rule`,
+/// else the rule the plan records, else [`LatencyRule::DEFAULT`] (said in
+/// a note: a ParvaGPU deployment map records none). A recorded rule this
+/// build does not know is an error.
+pub fn verify_plan(
+    plan: &Plan,
+    inputs: &PlanInputs,
+    rule: Option<LatencyRule>,
+    max_procs: u32,
+) -> Result<Verification, PlanError> {
+    let mut notes = Vec::new();
+    let rule = match (rule, plan.latency_rule.as_str()) {
+        (Some(rule), _) => rule,
+        (None, "") => {
+            notes.push(format!(
+                "the plan records no latency rule (a ParvaGPU deployment map): checked under the {} rule, \
+                 `tessera plan`'s default; ask for the parva rule to check it under ParvaGPU's own",
+                LatencyRule::DEFAULT
+            ));
+            LatencyRule::DEFAULT
+        }
+        (None, recorded) => recorded.parse().map_err(PlanError::RecordedRule)?,
+    };
+    let models: BTreeSet<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect();
+    let missing: Vec<GpuModel> = models.into_iter().filter(|model| !inputs.gpu_models().contains(model)).collect();
+    let completed = if missing.is_empty() { None } else { Some(inputs.completed_for_more(&missing)?) };
+    let inputs = completed.as_ref().unwrap_or(inputs);
+    let request = VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, max_procs };
+    let violations = verify(plan, &request);
+    Ok(Verification {
+        ok: violations.is_empty(),
+        latency_rule: rule.name().to_string(),
+        gpus: plan.gpu_count,
+        services: inputs.services().len(),
+        violations: violations.iter().map(|violation| Finding { message: violation.to_string() }).collect(),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_core::GpuModel;
+
+    use super::*;
+    use crate::planning::{plan, PlanRequest};
+
+    #[test]
+    fn a_plan_is_checked_under_its_own_rule_and_one_without_a_rule_under_the_default_with_a_note() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
+        let checked = verify_plan(&planned, &inputs, None, 5).unwrap();
+        assert!(checked.ok && checked.notes.is_empty(), "{checked:?}");
+        assert_eq!(checked.latency_rule, LatencyRule::DEFAULT.name());
+        planned.latency_rule.clear();
+        let unrecorded = verify_plan(&planned, &inputs, None, 5).unwrap();
+        assert!(unrecorded.notes[0].contains("records no latency rule"), "{:?}", unrecorded.notes);
+        planned.latency_rule = "fastest".to_string();
+        let error = verify_plan(&planned, &inputs, None, 5).unwrap_err().to_string();
+        assert!(error.contains("unknown latency rule 'fastest'"), "{error}");
+    }
+
+    #[test]
+    fn violations_have_one_json_form() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
+        planned.gpu_count += 1;
+        let checked = verify_plan(&planned, &inputs, None, 5).unwrap();
+        let json = serde_json::to_value(&checked).unwrap();
+        assert_eq!(json["ok"], false);
+        let message = json["violations"][0]["message"].as_str().unwrap();
+        assert!(message.starts_with("gpu_count is"), "{message}");
+    }
+}

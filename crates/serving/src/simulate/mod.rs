@@ -1,0 +1,174 @@
+//! The request-level serving simulator: the referee of every plan.
+//!
+//! Each service's requests arrive by the arrival model at the service's
+//! mean rate, go to one of its segments at random in proportion to the
+//! segments' weights, then to a process by the [`Discipline`]; a free
+//! process takes up to its largest batch of waiting requests (first come,
+//! first served) and runs them at the latency of that batch size. A
+//! request's latency is its completion minus its arrival.
+//!
+//! What is not modelled: network and pre/post-processing time; request
+//! sizes (every request of a service costs the same: no token counts, no
+//! continuous batching — a process runs one batch at a time to its end);
+//! a batch running faster while its segment's other processes idle (the
+//! profile's latency, measured with all of them running, always applies);
+//! interference between segments on one GPU beyond what their profiles
+//! measured; admission control, drops, time-outs, failures and cold
+//! starts; and arrivals after `seconds` (requests still waiting then run
+//! to completion, with no new traffic behind them).
+
+mod queue;
+mod report;
+mod service;
+mod stats;
+
+use rayon::prelude::*;
+
+use crate::arrivals::ArrivalModel;
+use crate::discipline::Discipline;
+use crate::error::ServingError;
+use crate::system::ServingSystem;
+
+pub use report::{
+    CdfPoint, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, TimelineBucket, WorstService,
+};
+pub use service::MAX_WAITING;
+pub use stats::Interval;
+
+/// Batches of the measured time behind the confidence intervals of a run
+/// with one replication.
+pub const BATCHES: usize = 10;
+
+/// The most timeline buckets a run may ask for, all services together (a
+/// report holds each: 24 bytes).
+pub const MAX_TIMELINE_BUCKETS: usize = 1_000_000;
+
+/// How to run a simulation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimulationOptions {
+    /// How each service's requests arrive.
+    pub arrivals: ArrivalModel,
+    /// How a segment's processes share its requests.
+    pub discipline: Discipline,
+    /// How long an idle process with fewer than its largest batch waiting
+    /// waits for more, ms: it starts when its batch is full or its oldest
+    /// request has waited this long. 0: a free process takes what is
+    /// waiting at once.
+    pub max_queue_delay_ms: f64,
+    /// Simulated seconds of arrivals per replication.
+    pub seconds: f64,
+    /// Requests arriving before this (seconds) are simulated but not
+    /// measured.
+    pub warmup_s: f64,
+    /// The seed: the same seed and inputs give the same report, bit for
+    /// bit, on every machine and with any number of threads.
+    pub seed: u64,
+    /// Independent replications (>= 1), each with its own streams.
+    pub replications: u32,
+    /// When set, attainment is also counted per bucket of this many
+    /// seconds of arrival time.
+    pub timeline_bucket_s: Option<f64>,
+}
+
+impl Default for SimulationOptions {
+    /// Poisson arrivals, random routing to per-process queues, no batching
+    /// delay, 60 s with a 10 s warm-up, seed 0, one replication, no
+    /// timeline.
+    fn default() -> Self {
+        SimulationOptions {
+            arrivals: ArrivalModel::Poisson,
+            discipline: Discipline::default(),
+            max_queue_delay_ms: 0.0,
+            seconds: 60.0,
+            warmup_s: 10.0,
+            seed: 0,
+            replications: 1,
+            timeline_bucket_s: None,
+        }
+    }
+}
+
+impl SimulationOptions {
+    /// Checks the options, naming the first one out of range.
+    pub fn validate(&self) -> Result<(), ServingError> {
+        self.arrivals.validate()?;
+        if !(self.seconds.is_finite() && self.seconds > 0.0) {
+            return Err(ServingError::invalid("seconds", format!("{} is not a positive duration", self.seconds)));
+        }
+        if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0 && self.warmup_s < self.seconds) {
+            return Err(ServingError::invalid(
+                "warmup_s",
+                format!("{} s is not in [0, {}) (the run's seconds)", self.warmup_s, self.seconds),
+            ));
+        }
+        if !(self.max_queue_delay_ms.is_finite() && self.max_queue_delay_ms >= 0.0) {
+            return Err(ServingError::invalid(
+                "max_queue_delay_ms",
+                format!("{} is not a non-negative delay", self.max_queue_delay_ms),
+            ));
+        }
+        if self.replications == 0 {
+            return Err(ServingError::invalid("replications", "at least one replication is needed"));
+        }
+        if let Some(bucket_s) = self.timeline_bucket_s {
+            if !(bucket_s.is_finite() && bucket_s > 0.0) {
+                return Err(ServingError::invalid(
+                    "timeline_bucket_s",
+                    format!("{bucket_s} is not a positive duration"),
+                ));
+            }
+            if self.seconds / bucket_s > MAX_TIMELINE_BUCKETS as f64 {
+                return Err(ServingError::invalid(
+                    "timeline_bucket_s",
+                    format!("{bucket_s} s makes more than {MAX_TIMELINE_BUCKETS} buckets of a {} s run", self.seconds),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Timeline buckets covering the run (0 without a timeline).
+    pub(crate) fn timeline_buckets(&self) -> usize {
+        self.timeline_bucket_s.map_or(0, |bucket_s| ((self.seconds / bucket_s).ceil() as usize).max(1))
+    }
+}
+
+/// Runs every service of `system` for `options.seconds` of arrivals in
+/// each replication, and reports attainment, latency percentiles with
+/// confidence intervals, and segment utilisation.
+///
+/// Services (and replications) are independent and run on rayon's
+/// threads; the report does not depend on their number. A run stops with
+/// [`ServingError::QueueLimit`] when a service's queues hold more than
+/// [`MAX_WAITING`] requests (a segment far past its throughput), so memory
+/// stays bounded.
+pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<ServingReport, ServingError> {
+    options.validate()?;
+    let services = system.services().len();
+    if options.timeline_buckets().saturating_mul(services) > MAX_TIMELINE_BUCKETS {
+        return Err(ServingError::invalid(
+            "timeline_bucket_s",
+            format!(
+                "{} s makes {} buckets for each of {services} services, more than {MAX_TIMELINE_BUCKETS} in all",
+                options.timeline_bucket_s.unwrap_or_default(),
+                options.timeline_buckets()
+            ),
+        ));
+    }
+    let units = if options.replications == 1 { BATCHES } else { 1 };
+    let summaries: Vec<Result<report::ServiceSummary, ServingError>> = (0..services)
+        .into_par_iter()
+        .map(|service| {
+            let runs: Vec<Result<service::ServiceRun, ServingError>> = (0..options.replications)
+                .into_par_iter()
+                .map(|replication| service::run_service(system, options, service, replication, units))
+                .collect();
+            // The first error in replication order, whichever thread met it.
+            let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
+            Ok(report::summarise_service(&system.services()[service], options, runs))
+        })
+        .collect();
+    // Likewise the first error in service order.
+    let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
+    Ok(report::assemble(system, options, summaries))
+}

@@ -1,0 +1,294 @@
+//! What a simulation reports, and how the runs of every service and
+//! replication are summed into it.
+
+use serde::Serialize;
+
+use super::service::{SegmentTally, ServiceRun, Unit};
+use super::stats::{interval_95, Interval};
+use super::SimulationOptions;
+use crate::histogram::Histogram;
+use crate::system::{ServedService, ServingSystem};
+
+/// The quantiles of a latency CDF: every percent, then the far tail.
+const CDF_TAIL: [f64; 3] = [0.995, 0.999, 1.0];
+
+/// What a simulation measured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServingReport {
+    /// Per service, in the system's order.
+    pub services: Vec<ServiceOutcome>,
+    /// Per segment, in the system's order.
+    pub segments: Vec<SegmentOutcome>,
+    /// Requests simulated, warm-up included, all replications.
+    pub requests_simulated: u64,
+    /// Requests measured (arrived after the warm-up), all replications.
+    pub requests_measured: u64,
+    /// Measured requests within their service's SLO over all measured
+    /// requests; `None` when none was measured.
+    pub attainment: Option<f64>,
+    /// The service with the lowest attainment (ties: the first), among
+    /// those with measured requests.
+    pub worst: Option<WorstService>,
+    /// Measured seconds per replication (`seconds − warmup_s`).
+    pub measured_s: f64,
+    /// Independent replications run.
+    pub replications: u32,
+}
+
+/// The service that fared worst.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorstService {
+    /// Its name.
+    pub name: String,
+    /// Its attainment.
+    pub attainment: f64,
+}
+
+/// How one service fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServiceOutcome {
+    /// The service's name.
+    pub name: String,
+    /// Its mean request rate, req/s.
+    pub rate_rps: f64,
+    /// Its latency SLO, ms.
+    pub latency_slo_ms: f64,
+    /// The share of its requests (%) that must finish within the SLO.
+    pub percentile: f64,
+    /// Measured requests (all replications).
+    pub requests: u64,
+    /// Measured requests within the latency SLO.
+    pub within_slo: u64,
+    /// Requests within the SLO per measured second (mean over
+    /// replications).
+    pub goodput_rps: f64,
+    /// Attainment and latency; `None` when no request was measured.
+    pub measures: Option<ServiceMeasures>,
+    /// Attainment over time (warm-up included), when asked for.
+    pub timeline: Vec<TimelineBucket>,
+}
+
+/// Attainment and latency of a service with measured requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServiceMeasures {
+    /// The share of measured requests within the latency SLO.
+    pub attainment: f64,
+    /// Its 95% confidence interval, centred on the attainment above:
+    /// Student's t over independent replications, or over 10 batches of the
+    /// measured time (by arrival) when there is one replication; `None`
+    /// with fewer than two non-empty units. Batches of one run are
+    /// correlated: under heavy load the interval is too narrow.
+    pub attainment_ci: Option<Interval>,
+    /// `true` when the attainment reaches the service's percentile (e.g.
+    /// 0.99 of requests within the SLO for 99.0).
+    pub slo_met: bool,
+    /// Mean latency, ms (exact).
+    pub mean_ms: f64,
+    /// Median latency, ms.
+    pub p50_ms: f64,
+    /// 95th percentile latency, ms.
+    pub p95_ms: f64,
+    /// 99th percentile latency, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile latency, ms.
+    pub p999_ms: f64,
+    /// Largest latency, ms (exact).
+    pub max_ms: f64,
+    /// The 95% confidence interval of the 99th percentile, as for the
+    /// attainment.
+    pub p99_ci_ms: Option<Interval>,
+    /// The latency CDF: the latency at every percent, at 99.5%, 99.9% and
+    /// 100%.
+    pub cdf: Vec<CdfPoint>,
+}
+
+/// One point of a latency CDF.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CdfPoint {
+    /// A latency, ms.
+    pub latency_ms: f64,
+    /// The share of measured requests at or below it.
+    pub share: f64,
+}
+
+/// Requests that arrived in one bucket of time (all replications).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TimelineBucket {
+    /// The bucket's start, seconds from the run's start.
+    pub start_s: f64,
+    /// Requests that arrived in it.
+    pub requests: u64,
+    /// Those within the latency SLO.
+    pub within_slo: u64,
+}
+
+impl TimelineBucket {
+    /// The bucket's attainment; `None` without requests.
+    pub fn attainment(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.within_slo as f64 / self.requests as f64)
+    }
+}
+
+/// How one segment fared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SegmentOutcome {
+    /// The segment's label.
+    pub label: String,
+    /// The service it serves.
+    pub service: String,
+    /// The rate routed to it over its throughput with full batches.
+    pub offered_load: f64,
+    /// Busy process-time over (processes × measured time).
+    pub utilisation: f64,
+    /// Measured requests routed to it (all replications).
+    pub requests: u64,
+    /// Mean requests per batch of the batches started after the warm-up;
+    /// `None` when none started.
+    pub mean_batch: Option<f64>,
+}
+
+/// One service's runs (every replication) summed: its outcome, its
+/// segments' tallies and the requests simulated. Done as soon as the
+/// service has run, so a run of many services holds one service's
+/// histograms per thread.
+pub(super) struct ServiceSummary {
+    outcome: ServiceOutcome,
+    segments: Vec<(usize, SegmentTally)>,
+    simulated: u64,
+}
+
+/// Sums the replications of `service`.
+pub(super) fn summarise_service(
+    service: &ServedService,
+    options: &SimulationOptions,
+    runs: Vec<ServiceRun>,
+) -> ServiceSummary {
+    let bucket_s = options.timeline_bucket_s.unwrap_or(0.0);
+    let mut timeline: Vec<TimelineBucket> = (0..options.timeline_buckets())
+        .map(|i| TimelineBucket { start_s: i as f64 * bucket_s, requests: 0, within_slo: 0 })
+        .collect();
+    let mut segments: Vec<(usize, SegmentTally)> = Vec::new();
+    let mut simulated = 0;
+    let mut units = Vec::new();
+    for run in runs {
+        simulated += run.simulated;
+        for (bucket, [requests, within]) in timeline.iter_mut().zip(&run.timeline) {
+            bucket.requests += requests;
+            bucket.within_slo += within;
+        }
+        if segments.is_empty() {
+            segments = run.segments;
+        } else {
+            for ((_, sum), (_, tally)) in segments.iter_mut().zip(&run.segments) {
+                sum.add(tally);
+            }
+        }
+        units.extend(run.units);
+    }
+    let mut all = Unit::default();
+    for unit in &units {
+        all.latencies.merge(&unit.latencies);
+        all.within_slo += unit.within_slo;
+    }
+    let measured_s = (options.seconds - options.warmup_s) * f64::from(options.replications);
+    let outcome = ServiceOutcome {
+        name: service.name.clone(),
+        rate_rps: service.rate_rps,
+        latency_slo_ms: service.latency_slo_ms,
+        percentile: service.percentile,
+        requests: all.latencies.count(),
+        within_slo: all.within_slo,
+        goodput_rps: all.within_slo as f64 / measured_s,
+        measures: measures(&all, &units, service.percentile),
+        timeline,
+    };
+    ServiceSummary { outcome, segments, simulated }
+}
+
+/// The report from every service's summary, in the system's order.
+pub(super) fn assemble(
+    system: &ServingSystem,
+    options: &SimulationOptions,
+    summaries: Vec<ServiceSummary>,
+) -> ServingReport {
+    let replications = options.replications;
+    let measured_s = options.seconds - options.warmup_s;
+    let mut tallies = vec![SegmentTally::default(); system.segments().len()];
+    let mut requests_simulated = 0;
+    let mut outcomes = Vec::with_capacity(summaries.len());
+    for summary in summaries {
+        requests_simulated += summary.simulated;
+        for (segment, tally) in summary.segments {
+            tallies[segment] = tally;
+        }
+        outcomes.push(summary.outcome);
+    }
+    let requests_measured = outcomes.iter().map(|o| o.requests).sum::<u64>();
+    let within = outcomes.iter().map(|o| o.within_slo).sum::<u64>();
+    let worst = outcomes
+        .iter()
+        .filter_map(|o| o.measures.as_ref().map(|m| (o, m.attainment)))
+        .fold(None, |worst: Option<(&ServiceOutcome, f64)>, (o, a)| match worst {
+            Some((_, least)) if least <= a => worst,
+            _ => Some((o, a)),
+        })
+        .map(|(o, attainment)| WorstService { name: o.name.clone(), attainment });
+    let segments = system
+        .segments()
+        .iter()
+        .zip(tallies)
+        .enumerate()
+        .map(|(index, (segment, tally))| SegmentOutcome {
+            label: segment.label.clone(),
+            service: system.services()[segment.service].name.clone(),
+            offered_load: system.offered_load(index),
+            utilisation: tally.busy_s / (f64::from(segment.shape.procs()) * measured_s * f64::from(replications)),
+            requests: tally.requests,
+            mean_batch: (tally.batches > 0).then(|| tally.batched as f64 / tally.batches as f64),
+        })
+        .collect();
+    ServingReport {
+        services: outcomes,
+        segments,
+        requests_simulated,
+        requests_measured,
+        attainment: (requests_measured > 0).then(|| within as f64 / requests_measured as f64),
+        worst,
+        measured_s,
+        replications,
+    }
+}
+
+/// A service's measures from all its requests and its units.
+fn measures(all: &Unit, units: &[Unit], percentile: f64) -> Option<ServiceMeasures> {
+    let requests = all.latencies.count();
+    let mean_ms = all.latencies.mean_ms()?;
+    let attainment = all.within_slo as f64 / requests as f64;
+    let p99 = |latencies: &Histogram| latencies.quantile_ms(0.99);
+    let filled: Vec<&Unit> = units.iter().filter(|unit| unit.latencies.count() > 0).collect();
+    let unit_attainments: Vec<f64> =
+        filled.iter().map(|unit| unit.within_slo as f64 / unit.latencies.count() as f64).collect();
+    let unit_p99s: Vec<f64> = filled.iter().filter_map(|unit| p99(&unit.latencies)).collect();
+    let shares: Vec<f64> = (1..100).map(|i| f64::from(i) / 100.0).chain(CDF_TAIL).collect();
+    let cdf = shares
+        .iter()
+        .zip(all.latencies.quantiles_ms(&shares))
+        .map(|(&share, latency_ms)| CdfPoint { latency_ms, share })
+        .collect();
+    let &[p50_ms, p95_ms, p99_ms, p999_ms] = all.latencies.quantiles_ms(&[0.5, 0.95, 0.99, 0.999]).as_slice() else {
+        return None;
+    };
+    Some(ServiceMeasures {
+        attainment,
+        attainment_ci: interval_95(attainment, &unit_attainments, 0.0, 1.0),
+        slo_met: attainment >= percentile / 100.0,
+        mean_ms,
+        p50_ms,
+        p95_ms,
+        p99_ms,
+        p999_ms,
+        max_ms: all.latencies.max_ms()?,
+        p99_ci_ms: interval_95(p99_ms, &unit_p99s, 0.0, f64::INFINITY),
+        cdf,
+    })
+}

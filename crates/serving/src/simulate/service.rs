@@ -1,0 +1,237 @@
+//! One service in one replication: its arrivals, routed to its segments
+//! and their processes, each request's latency counted where it belongs.
+//!
+//! Services never share a queue, so each is run on its own, start to end,
+//! in one pass over its arrivals.
+
+use tessera_core::rng::SplitMix64;
+
+use super::queue::{BatchQueue, Batching, Sink};
+use super::SimulationOptions;
+use crate::discipline::Discipline;
+use crate::error::ServingError;
+use crate::histogram::Histogram;
+use crate::sampling::{index_below, stream_seed, Alias};
+use crate::system::ServingSystem;
+
+/// The most requests a service's queues may hold at once before the run
+/// stops (8 bytes each: 80 MB).
+pub const MAX_WAITING: usize = 10_000_000;
+
+/// Labels that keep a run's streams apart: a replication's seed, and a
+/// service's routing draws (its arrivals use `stream`'s own label).
+const REPLICATION_LABEL: u64 = 1;
+const ROUTING_LABEL: u64 = 2;
+
+/// What one service's run measured.
+#[derive(Debug, Clone)]
+pub(super) struct ServiceRun {
+    /// Arrivals simulated, warm-up included.
+    pub(super) simulated: u64,
+    /// The measured requests by unit of the confidence intervals (batches
+    /// of the measured time, or this whole replication).
+    pub(super) units: Vec<Unit>,
+    /// `[requests, within SLO]` per timeline bucket, warm-up included.
+    pub(super) timeline: Vec<[u64; 2]>,
+    /// Per segment of the service, in the system's order.
+    pub(super) segments: Vec<(usize, SegmentTally)>,
+}
+
+/// The measured requests of one unit.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Unit {
+    pub(super) latencies: Histogram,
+    pub(super) within_slo: u64,
+}
+
+/// What one segment did in the measured window.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct SegmentTally {
+    /// Measured requests routed to it.
+    pub(super) requests: u64,
+    /// Process-seconds busy within the measured window.
+    pub(super) busy_s: f64,
+    /// Batches started after the warm-up, and the requests in them.
+    pub(super) batches: u64,
+    pub(super) batched: u64,
+}
+
+impl SegmentTally {
+    /// Adds another replication's tally.
+    pub(super) fn add(&mut self, other: &SegmentTally) {
+        self.requests += other.requests;
+        self.busy_s += other.busy_s;
+        self.batches += other.batches;
+        self.batched += other.batched;
+    }
+}
+
+/// Counts each request into its unit and timeline bucket.
+#[derive(Debug)]
+struct Recorder {
+    warmup_s: f64,
+    end_s: f64,
+    slo_ms: f64,
+    /// Units per second of measured time.
+    unit_scale: f64,
+    units: Vec<Unit>,
+    buckets_per_s: f64,
+    timeline: Vec<[u64; 2]>,
+}
+
+/// A queue's reports, into the service's recorder and its segment's tally.
+struct Report<'a> {
+    recorder: &'a mut Recorder,
+    tally: &'a mut SegmentTally,
+}
+
+impl Sink for Report<'_> {
+    #[inline]
+    fn request(&mut self, arrival_s: f64, wait_s: f64, run_ms: f64) {
+        let recorder = &mut *self.recorder;
+        // Wait plus run: a request that never waits has the run's latency exactly.
+        let latency_ms = wait_s * 1000.0 + run_ms;
+        let within = latency_ms <= recorder.slo_ms;
+        if let Some(last) = recorder.timeline.len().checked_sub(1) {
+            let bucket = ((arrival_s * recorder.buckets_per_s) as usize).min(last);
+            recorder.timeline[bucket][0] += 1;
+            recorder.timeline[bucket][1] += u64::from(within);
+        }
+        if arrival_s < recorder.warmup_s {
+            return;
+        }
+        let unit = (((arrival_s - recorder.warmup_s) * recorder.unit_scale) as usize).min(recorder.units.len() - 1);
+        let unit = &mut recorder.units[unit];
+        unit.latencies.record(latency_ms);
+        unit.within_slo += u64::from(within);
+    }
+
+    #[inline]
+    fn batch(&mut self, start_s: f64, end_s: f64, requests: usize) {
+        let (warmup_s, run_end_s) = (self.recorder.warmup_s, self.recorder.end_s);
+        self.tally.busy_s += (end_s.min(run_end_s) - start_s.max(warmup_s)).max(0.0);
+        if start_s >= warmup_s {
+            self.tally.batches += 1;
+            self.tally.batched += requests as u64;
+        }
+    }
+}
+
+/// One segment while it runs.
+struct SegmentState {
+    /// Its index in the system.
+    index: usize,
+    batching: Batching,
+    /// One queue per process, or one shared by all.
+    queues: Vec<BatchQueue>,
+    next_in_turn: usize,
+    tally: SegmentTally,
+}
+
+/// Runs `service` of `system` in replication `replication`, with `units`
+/// units for the confidence intervals.
+pub(super) fn run_service(
+    system: &ServingSystem,
+    options: &SimulationOptions,
+    service: usize,
+    replication: u32,
+    units: usize,
+) -> Result<ServiceRun, ServingError> {
+    let served = &system.services()[service];
+    let seed = stream_seed(options.seed, u64::from(replication), REPLICATION_LABEL);
+    let mut arrivals = options.arrivals.stream(served.rate_rps, seed, service as u64)?;
+    let mut rng = SplitMix64::new(stream_seed(seed, service as u64, ROUTING_LABEL));
+    let delay_s = options.max_queue_delay_ms / 1000.0;
+    let mut segments: Vec<SegmentState> = system
+        .segments()
+        .iter()
+        .enumerate()
+        .filter(|(_, segment)| segment.service == service)
+        .map(|(index, segment)| {
+            let procs = segment.shape.procs() as usize;
+            let queues = match options.discipline {
+                Discipline::SharedQueue => vec![BatchQueue::new(procs)],
+                _ => (0..procs).map(|_| BatchQueue::new(1)).collect(),
+            };
+            SegmentState {
+                index,
+                batching: Batching::new(&segment.shape, delay_s),
+                queues,
+                next_in_turn: 0,
+                tally: SegmentTally::default(),
+            }
+        })
+        .collect();
+    let weights: Vec<f64> = segments.iter().map(|s| system.segments()[s.index].weight).collect();
+    let router = Alias::new(&weights);
+    let measured_s = options.seconds - options.warmup_s;
+    let timeline_buckets = options.timeline_buckets();
+    let mut recorder = Recorder {
+        warmup_s: options.warmup_s,
+        end_s: options.seconds,
+        slo_ms: served.latency_slo_ms,
+        unit_scale: units as f64 / measured_s,
+        units: vec![Unit::default(); units],
+        buckets_per_s: options.timeline_bucket_s.map_or(0.0, |bucket_s| 1.0 / bucket_s),
+        timeline: vec![[0, 0]; timeline_buckets],
+    };
+    let (mut simulated, mut waiting) = (0u64, 0usize);
+    loop {
+        let arrival_s = arrivals.next_s();
+        if arrival_s >= options.seconds {
+            break;
+        }
+        simulated += 1;
+        let segment = &mut segments[if router.len() == 1 { 0 } else { router.pick(&mut rng) }];
+        if arrival_s >= options.warmup_s {
+            segment.tally.requests += 1;
+        }
+        let mut report = Report { recorder: &mut recorder, tally: &mut segment.tally };
+        let queues = segment.queues.len();
+        let chosen = match options.discipline {
+            Discipline::SharedQueue => 0,
+            _ if queues == 1 => 0,
+            Discipline::RandomPerProcess => index_below(&mut rng, queues),
+            Discipline::RoundRobin => {
+                let chosen = segment.next_in_turn;
+                segment.next_in_turn = (chosen + 1) % queues;
+                chosen
+            }
+            Discipline::JoinShortestQueue => {
+                let mut best = (usize::MAX, 0);
+                for (index, queue) in segment.queues.iter_mut().enumerate() {
+                    waiting -= queue.advance(arrival_s, &segment.batching, &mut report);
+                    best = best.min((queue.in_system(arrival_s), index));
+                }
+                best.1
+            }
+        };
+        let queue = &mut segment.queues[chosen];
+        waiting -= queue.advance(arrival_s, &segment.batching, &mut report);
+        queue.push(arrival_s);
+        waiting += 1;
+        if waiting > MAX_WAITING {
+            let label = &system.segments()[segment.index].label;
+            return Err(ServingError::QueueLimit {
+                segment: label.clone(),
+                service: served.name.clone(),
+                offered_load: system.offered_load(segment.index),
+                at_s: arrival_s,
+                limit: MAX_WAITING,
+            });
+        }
+    }
+    // No more arrivals: every request still waiting runs to completion.
+    for segment in &mut segments {
+        let mut report = Report { recorder: &mut recorder, tally: &mut segment.tally };
+        for queue in &mut segment.queues {
+            queue.advance(f64::INFINITY, &segment.batching, &mut report);
+        }
+    }
+    Ok(ServiceRun {
+        simulated,
+        units: recorder.units,
+        timeline: recorder.timeline,
+        segments: segments.into_iter().map(|segment| (segment.index, segment.tally)).collect(),
+    })
+}

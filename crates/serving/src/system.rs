@@ -1,0 +1,293 @@
+//! What is served: services with their rates and SLOs, and the segments
+//! that serve them with their routing weights.
+
+use std::collections::HashMap;
+
+use tessera_core::text::count;
+use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
+
+use crate::error::ServingError;
+use crate::shape::SegmentShape;
+
+/// One service as the serving model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedService {
+    /// Its name (unique within a system).
+    pub name: String,
+    /// Mean request rate, requests per second.
+    pub rate_rps: f64,
+    /// The latency objective, ms.
+    pub latency_slo_ms: f64,
+    /// The share of requests (percent, e.g. 99.0) that must finish within
+    /// the objective.
+    pub percentile: f64,
+}
+
+/// One segment: a MIG instance serving one service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedSegment {
+    /// The index of the service it serves in [`ServingSystem::services`].
+    pub service: usize,
+    /// How it serves.
+    pub shape: SegmentShape,
+    /// Its routing weight: a service's requests go to its segments at
+    /// random in proportion to their weights.
+    pub weight: f64,
+    /// A name for reports, e.g. `node 0 gpu 1 3g.40gb@4`.
+    pub label: String,
+}
+
+/// What the analytic model predicts of one service ([`ServingSystem::predict`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServicePrediction {
+    /// The service's percentile latency over all its segments, ms.
+    pub latency_ms: f64,
+    /// The share of its requests within its latency SLO.
+    pub attainment: f64,
+}
+
+/// Services and the segments that serve them, checked: names unique, rates
+/// and objectives positive, every service with a segment of positive
+/// weight.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServingSystem {
+    services: Vec<ServedService>,
+    segments: Vec<ServedSegment>,
+}
+
+impl ServingSystem {
+    /// A checked system; the first problem is named.
+    pub fn new(services: Vec<ServedService>, segments: Vec<ServedSegment>) -> Result<ServingSystem, ServingError> {
+        if services.is_empty() {
+            return Err(ServingError::invalid("services", "a system needs at least one service"));
+        }
+        let mut names = HashMap::new();
+        for (index, service) in services.iter().enumerate() {
+            let name = &service.name;
+            if name.trim().is_empty() {
+                return Err(ServingError::invalid("service", format!("service {} has an empty name", index + 1)));
+            }
+            if names.insert(name.as_str(), index).is_some() {
+                return Err(ServingError::invalid("service", format!("'{name}' is listed twice")));
+            }
+            let positive = |field: &str, value: f64, unit: &str| {
+                if value.is_finite() && value > 0.0 {
+                    Ok(())
+                } else {
+                    Err(ServingError::invalid(field, format!("service '{name}': {value}{unit} is not positive")))
+                }
+            };
+            positive("rate_rps", service.rate_rps, " req/s")?;
+            positive("latency_slo_ms", service.latency_slo_ms, " ms")?;
+            if !(service.percentile > 0.0 && service.percentile < 100.0) {
+                return Err(ServingError::invalid(
+                    "percentile",
+                    format!("service '{name}': {} is not in (0, 100)", service.percentile),
+                ));
+            }
+        }
+        let mut weight_of = vec![0.0; services.len()];
+        for segment in &segments {
+            let Some(total) = weight_of.get_mut(segment.service) else {
+                return Err(ServingError::invalid(
+                    "segment",
+                    format!("'{}' serves service {}, but there are {}", segment.label, segment.service, services.len()),
+                ));
+            };
+            if !(segment.weight.is_finite() && segment.weight >= 0.0) {
+                return Err(ServingError::invalid(
+                    "weight",
+                    format!("segment '{}': {} is not a non-negative weight", segment.label, segment.weight),
+                ));
+            }
+            *total += segment.weight;
+        }
+        if let Some(index) = weight_of.iter().position(|&w| w <= 0.0) {
+            return Err(ServingError::invalid(
+                "segments",
+                format!("service '{}' has no segment with a positive weight", services[index].name),
+            ));
+        }
+        Ok(ServingSystem { services, segments })
+    }
+
+    /// The services.
+    pub fn services(&self) -> &[ServedService] {
+        &self.services
+    }
+
+    /// The segments.
+    pub fn segments(&self) -> &[ServedSegment] {
+        &self.segments
+    }
+
+    /// The share of its service's requests a segment receives (its weight
+    /// over the service's total).
+    pub fn routed_share(&self, segment: usize) -> f64 {
+        let service = self.segments[segment].service;
+        let total: f64 = self.segments.iter().filter(|s| s.service == service).map(|s| s.weight).sum();
+        self.segments[segment].weight / total
+    }
+
+    /// A segment's offered load: the rate routed to it over its throughput
+    /// with full batches (above 1 it cannot keep up).
+    pub fn offered_load(&self, segment: usize) -> f64 {
+        let routed_rps = self.services[self.segments[segment].service].rate_rps * self.routed_share(segment);
+        routed_rps / self.segments[segment].shape.throughput_rps()
+    }
+
+    /// What the analytic model predicts of `service` under Poisson arrivals
+    /// and random routing to per-process queues (the deployment's
+    /// discipline): its percentile latency (ms) — the latency that the
+    /// service's percentile of requests, over all its segments, stays
+    /// within — and the share of its requests within its SLO. The latency
+    /// is found by bisection on the mixture of its segments' latency
+    /// distributions, to a relative precision of 1e-4.
+    pub fn predict(&self, service: usize) -> Result<ServicePrediction, ServingError> {
+        let served = &self.services[service];
+        let segments: Vec<(&SegmentShape, f64, f64)> = (0..self.segments.len())
+            .filter(|&k| self.segments[k].service == service)
+            .map(|k| (&self.segments[k].shape, self.routed_share(k), served.rate_rps * self.routed_share(k)))
+            .collect();
+        let within = |latency_ms: f64| -> Result<f64, ServingError> {
+            segments.iter().try_fold(0.0, |sum, (shape, share, routed_rps)| {
+                Ok(sum + share * crate::analytic::attainment(shape, *routed_rps, latency_ms)?)
+            })
+        };
+        let target = served.percentile / 100.0;
+        let attainment = within(served.latency_slo_ms)?;
+        // Bracket the percentile latency, then bisect.
+        let mut high_ms = segments.iter().map(|(shape, _, _)| shape.latency_ms(shape.max_batch())).fold(1.0, f64::max);
+        let mut low_ms = 0.0;
+        let mut doublings = 0;
+        while within(high_ms)? < target {
+            low_ms = high_ms;
+            high_ms *= 2.0;
+            doublings += 1;
+            if doublings > 60 {
+                return Ok(ServicePrediction { latency_ms: f64::INFINITY, attainment });
+            }
+        }
+        while high_ms - low_ms > 1e-4 * high_ms {
+            let middle = 0.5 * (low_ms + high_ms);
+            if within(middle)? >= target {
+                high_ms = middle;
+            } else {
+                low_ms = middle;
+            }
+        }
+        Ok(ServicePrediction { latency_ms: high_ms, attainment })
+    }
+
+    /// The system a plan sets up: its services at their rates and SLOs
+    /// (each with the percentile the plan records for it, else
+    /// `percentile`, e.g. 99.0), one segment per MIG instance.
+    ///
+    /// A segment's shape takes the instance's processes and batch, its full
+    /// batch at the plan's `latency_ms`, and every smaller batch the
+    /// catalogue profiled for the instance's model on its GPU model at its
+    /// size and processes (a smaller batch slower than the full one is
+    /// taken at the full batch's latency, and latencies are made
+    /// non-decreasing in the batch: profiling noise, read conservatively).
+    /// Without such points (or without a catalogue) every partial batch
+    /// runs at the full batch's latency, and a note says for how many
+    /// segments. The routing weight is the instance's capacity
+    /// ([`tessera_core::InstanceAssignment::capacity`]), as the deployment
+    /// routes.
+    pub fn from_plan(
+        plan: &Plan,
+        catalog: Option<&ProfileCatalog>,
+        percentile: f64,
+    ) -> Result<(ServingSystem, Vec<String>), ServingError> {
+        let services: Vec<ServedService> = plan
+            .services
+            .iter()
+            .map(|report| ServedService {
+                name: report.service.clone(),
+                rate_rps: report.rate_rps,
+                latency_slo_ms: report.latency_slo_ms,
+                percentile: report.percentile.unwrap_or(percentile),
+            })
+            .collect();
+        let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+        let (mut segments, mut full_only, mut adjusted) = (Vec::new(), 0usize, 0usize);
+        for gpu in &plan.gpus {
+            for instance in &gpu.instances {
+                let label = format!("node {} gpu {} {}@{}", gpu.node, gpu.index, instance.profile, instance.start);
+                let service = *index.get(instance.service.as_str()).ok_or_else(|| {
+                    ServingError::invalid(
+                        "plan",
+                        format!("{label} serves '{}', which is not among the plan's services", instance.service),
+                    )
+                })?;
+                let config = SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs };
+                let points = catalog
+                    .and_then(|catalog| catalog.get(gpu.gpu_model, &instance.model))
+                    .map_or(&[][..], |profile| profile.points());
+                let read = SegmentShape::from_profile(points, config, instance.latency_ms)
+                    .map_err(|error| ServingError::invalid("plan", format!("{label}: {error}")))?;
+                full_only += usize::from(read.partial_batches == 0 && instance.batch > 1);
+                adjusted += read.adjusted;
+                let shape = read.shape;
+                // Requests are routed in proportion to the plan's capacities.
+                let weight = instance.capacity();
+                segments.push(ServedSegment { service, shape, weight, label });
+            }
+        }
+        let mut notes = Vec::new();
+        if full_only > 0 {
+            let why = if catalog.is_some() {
+                "the catalogue has no smaller batch of their model at their size and processes"
+            } else {
+                "no profile catalogue was given"
+            };
+            notes.push(format!(
+                "{full_only} of {} simulated with every partial batch at the full batch's latency ({why})",
+                count(segments.len(), "segment")
+            ));
+        }
+        if adjusted > 0 {
+            notes.push(format!(
+                "{} raised or lowered to keep latency non-decreasing in the batch up to the plan's full-batch latency",
+                count(adjusted, "profiled partial-batch latency")
+            ));
+        }
+        Ok((ServingSystem::new(services, segments)?, notes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn service(name: &str) -> ServedService {
+        ServedService { name: name.into(), rate_rps: 10.0, latency_slo_ms: 100.0, percentile: 99.0 }
+    }
+
+    fn segment(service: usize, weight: f64) -> ServedSegment {
+        let shape = SegmentShape::full_batch_only(2, 4, 20.0).unwrap();
+        ServedSegment { service, shape, weight, label: format!("s{service}") }
+    }
+
+    #[test]
+    fn a_system_is_checked_naming_the_problem() {
+        let error = |services, segments| ServingSystem::new(services, segments).unwrap_err().to_string();
+        assert!(error(vec![service("a"), service("a")], vec![segment(0, 1.0)]).contains("'a' is listed twice"));
+        assert!(error(vec![service("a"), service("b")], vec![segment(0, 1.0), segment(1, 0.0)])
+            .contains("service 'b' has no segment with a positive weight"));
+        assert!(error(vec![service("a")], vec![segment(3, 1.0)]).contains("serves service 3"));
+        let slow = ServedService { latency_slo_ms: 0.0, ..service("a") };
+        assert_eq!(error(vec![slow], vec![segment(0, 1.0)]), "latency_slo_ms: service 'a': 0 ms is not positive");
+        let odd = ServedService { percentile: 100.0, ..service("a") };
+        assert!(error(vec![odd], vec![segment(0, 1.0)]).starts_with("percentile:"));
+        assert!(error(vec![], vec![]).contains("at least one service"));
+    }
+
+    #[test]
+    fn shares_and_offered_load_follow_the_weights() {
+        let system = ServingSystem::new(vec![service("a")], vec![segment(0, 1.0), segment(0, 3.0)]).unwrap();
+        assert_eq!(system.routed_share(1), 0.75);
+        // 7.5 req/s on 2 × 4 / 20 ms = 400 req/s.
+        assert!((system.offered_load(1) - 7.5 / 400.0).abs() < 1e-12);
+    }
+}
