@@ -47,7 +47,16 @@ pub(crate) struct Stationary<'p> {
     /// `pbar[d]`: from `x > B`, the chance that the chain censored on
     /// `1..=x + d` next visits `x + d`.
     pbar: Vec<f64>,
+    /// The largest `carry` so far.
+    largest: f64,
+    /// Whether the recursion has reached values that no longer matter.
+    negligible: bool,
 }
+
+/// The most states above the boundary tabulated (32 MB): beyond, arrivals
+/// are counted as late (conservative; only absurd SLOs or loads within a
+/// hair of full reach it).
+pub(crate) const MAX_CARRIES: usize = 1 << 22;
 
 impl<'p> Stationary<'p> {
     /// The distribution at `lambda` requests per ms (`> 0`); `None` when
@@ -120,6 +129,8 @@ impl<'p> Stationary<'p> {
             cycle_ms,
             feed,
             pbar,
+            largest: 0.0,
+            negligible: false,
         })
     }
 
@@ -138,16 +149,23 @@ impl<'p> Stationary<'p> {
         &self.level_mass
     }
 
-    /// `pi(B + c)` for `c < carries` (index 0 holds 0), computed on demand.
-    pub(crate) fn carry(&mut self, carries: usize) -> &[f64] {
-        self.extend(carries);
-        &self.carry[..carries.max(1)]
+    /// Computes `pi(B + c)` for `c < wanted` and returns how many it holds
+    /// (index 0 counts): fewer than wanted when the values have become
+    /// negligible (below `1e-30` of the largest, past the boundary's direct
+    /// reach, where the tail only falls) or past [`MAX_CARRIES`].
+    pub(crate) fn tabulate(&mut self, wanted: usize) -> usize {
+        self.extend(wanted.min(MAX_CARRIES));
+        wanted.min(self.carry.len()).max(1)
     }
 
-    /// `sum_{1 <= c < carries} pi(B + c)`.
-    pub(crate) fn carried(&mut self, carries: usize) -> f64 {
-        self.extend(carries);
-        self.carried[carries.max(1)]
+    /// `pi(B + c)` for `c < carries` (index 0 holds 0), as tabulated.
+    pub(crate) fn carry(&self, carries: usize) -> &[f64] {
+        &self.carry[..carries.clamp(1, self.carry.len())]
+    }
+
+    /// `sum_{1 <= c < carries} pi(B + c)`, as tabulated.
+    pub(crate) fn carried(&self, carries: usize) -> f64 {
+        self.carried[carries.clamp(1, self.carry.len())]
     }
 
     /// `sum_{c >= 1} pi(B + c)`: the mass of the states above the boundary.
@@ -167,13 +185,18 @@ impl<'p> Stationary<'p> {
         // pbar[1..] reversed, so that each step is a forward dot product.
         let reach = self.pbar.len().saturating_sub(1);
         let backwards: Vec<f64> = self.pbar.iter().skip(1).rev().copied().collect();
-        while self.carry.len() < carries {
+        let settled = self.feed.len() + self.pbar.len();
+        while self.carry.len() < carries && !self.negligible {
             let c = self.carry.len();
             let mut sum = self.feed.get(c).copied().unwrap_or(0.0);
             // sum_{d=1}^{min(c-1, reach)} carry[c - d] pbar[d]
             let span = reach.min(c - 1);
             sum += self.carry[c - span..c].iter().zip(&backwards[reach - span..]).map(|(x, p)| x * p).sum::<f64>();
             let value = sum / denominator;
+            self.largest = self.largest.max(value);
+            if c > settled && value < 1e-30 * self.largest {
+                self.negligible = true;
+            }
             self.carry.push(value);
             let total = self.carried[c] + value;
             self.carried.push(total);
@@ -299,9 +322,11 @@ mod tests {
                 let top = 1500;
                 let slow = by_iteration(&process, lambda, top);
                 let batch = process.batch();
-                let carry = fast.carry(top - batch).to_vec();
+                let carries = fast.tabulate(top - batch);
+                let carry = fast.carry(carries).to_vec();
+                // Past the tabulated (negligible) tail the recursion stopped.
                 for c in 1..top - batch {
-                    let (a, b) = (carry[c], slow[batch + c]);
+                    let (a, b) = (carry.get(c).copied().unwrap_or(0.0), slow[batch + c]);
                     assert!((a - b).abs() < 1e-9 * b.max(1e-3), "rho {rho} c {c}: {a} vs {b}");
                 }
                 let above: f64 = slow[batch + 1..].iter().sum();
@@ -311,6 +336,61 @@ mod tests {
                     let mass: f64 = slow[first..=process.top(g)].iter().sum();
                     assert!((fast.level_mass()[g] - mass).abs() < 1e-9, "level {g}");
                 }
+            }
+        }
+    }
+
+    /// pi by dense GTH elimination on states 1..=top (jumps above top land
+    /// on top), the boundary scaled to mass 1 (index 0 unused).
+    fn by_elimination(process: &Process, lambda: f64, top: usize) -> Vec<f64> {
+        let batch = process.batch();
+        let full = Poisson::new(lambda * process.full_ms());
+        let arrivals: Vec<Poisson> =
+            (0..process.levels()).map(|g| Poisson::new(lambda * process.latency_ms(g))).collect();
+        let mut p = vec![vec![0.0; top]; top];
+        for (x, row) in (1..=top).zip(p.iter_mut()) {
+            let (a, carry) = if x <= batch { (&arrivals[process.level_of(x)], 0) } else { (&full, x - batch) };
+            for (i, &q) in a.pmf_window().iter().enumerate() {
+                row[(carry + a.lo() + i).clamp(1, top) - 1] += q;
+            }
+        }
+        let pi = gth_stationary(p);
+        let boundary: f64 = pi[..batch].iter().sum();
+        std::iter::once(0.0).chain(pi.iter().map(|v| v / boundary)).collect()
+    }
+
+    #[test]
+    fn large_batches_and_near_full_loads_match_elimination() {
+        // A profile whose batch-size levels each sustain themselves (the
+        // queue switches between them rarely), and one at 99.2% load.
+        let cases = [
+            (
+                SegmentShape::new(1, vec![(1, 9.0), (8, 12.0), (16, 21.0), (32, 38.0), (64, 74.0), (128, 142.0)])
+                    .unwrap(),
+                0.58,
+                600,
+            ),
+            (SegmentShape::new(3, vec![(1, 25.0), (2, 45.0), (4, 90.0)]).unwrap(), 0.992, 1400),
+        ];
+        for (shape, rho, top) in cases {
+            let process = Process::of(&shape);
+            let lambda = rho * process.full_rate_per_ms();
+            let mut fast = Stationary::new(&process, lambda).unwrap();
+            let slow = by_elimination(&process, lambda, top);
+            let batch = process.batch();
+            for g in 0..process.levels() {
+                let first = if g == 0 { 1 } else { process.top(g - 1) + 1 };
+                let mass: f64 = slow[first..=process.top(g)].iter().sum();
+                assert!((fast.level_mass()[g] - mass).abs() < 1e-9 * mass.max(1e-6), "level {g}");
+            }
+            let above: f64 = slow[batch + 1..].iter().sum();
+            assert!((fast.above() - above).abs() < 1e-8 * above.max(1e-6), "{} vs {above}", fast.above());
+            // Away from the cut, where the elimination's chain is exact.
+            let carries = fast.tabulate(top - batch);
+            let carry = fast.carry(carries).to_vec();
+            for c in (1..top - batch - 400).step_by(7) {
+                let a = carry.get(c).copied().unwrap_or(0.0);
+                assert!((a - slow[batch + c]).abs() < 1e-8 * slow[batch + c].max(1e-12), "c {c}");
             }
         }
     }

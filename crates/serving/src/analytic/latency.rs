@@ -117,6 +117,8 @@ pub(crate) fn miss_probability_at(
         late_ms += class_late_ms(process, lambda, process.latency_ms(g), t_ms, scratch, resolution);
     }
     let top_mass = chain.level_mass()[levels - 1];
+    // States not tabulated (negligible, or beyond the table) count as late.
+    let carries = chain.tabulate(carries);
     let carried = chain.carried(carries);
     let carry = chain.carry(carries);
     scratch.weights.clear();

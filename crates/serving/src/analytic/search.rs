@@ -1,7 +1,7 @@
 //! The two searches: the latency at a percentile (over `t`, one arrival
 //! rate) and the capacity at a percentile and SLO (over the rate).
 
-use super::chain::Stationary;
+use super::chain::{Stationary, MAX_CARRIES};
 use super::latency::{miss_probability, Scratch};
 use super::process::Process;
 
@@ -24,7 +24,8 @@ pub(crate) fn miss_at(process: &Process, lambda: f64, t_ms: f64, scratch: &mut S
 }
 
 /// The smallest `t` with `P(T > t) <= late` at `lambda` requests per ms
-/// (`late = 1 - percentile / 100`); infinite when the process cannot keep up.
+/// (`late = 1 - percentile / 100`); infinite when the process cannot keep
+/// up, or when `t` lies beyond [`MAX_CARRIES`] waiting requests.
 pub(crate) fn latency_at(process: &Process, lambda: f64, late: f64) -> f64 {
     let first = process.first_ms();
     if lambda <= 0.0 {
@@ -44,6 +45,10 @@ pub(crate) fn latency_at(process: &Process, lambda: f64, late: f64) -> f64 {
     let mut gap = process.full_ms();
     let (mut hi, mut hi_value) = loop {
         let t = first + gap;
+        if ((t - first) / process.full_ms()).ceil() * process.batch() as f64 > MAX_CARRIES as f64 {
+            // Beyond what the model tabulates (see MAX_CARRIES).
+            return f64::INFINITY;
+        }
         let value = miss(t);
         if value <= late {
             break (t, value);

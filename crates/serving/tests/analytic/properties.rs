@@ -40,7 +40,22 @@ fn batch_one_is_md1_by_erlangs_formula() {
         let above = md1_wait_cdf(p90 - d_ms + 1e-6, d_ms, rho);
         assert!(below <= 0.9 + 1e-9 && above >= 0.9 - 1e-9, "rho {rho}: p90 {p90}: {below} .. {above}");
     }
+    // Near full load Erlang's alternating sum needs hundreds of digits; these
+    // are its values with 400 (Python: `getcontext().prec = 400`, the sum
+    // above in `Decimal`), D = 25 ms, P(T > t) = 1 - P(W <= t - D).
+    let d_ms = 25.0;
+    let shape = SegmentShape::new(1, vec![(1, d_ms)]).unwrap();
+    for (rho, t_ms, exact) in [
+        (0.99, 3000.0, 0.091_202_257_279_644_79),
+        (0.99, 6434.0, 0.005_793_060_954_626_621),
+        (0.995, 6434.0, 0.076_441_780_560_519_4),
+        (0.997, 9000.0, 0.115_537_477_518_403_4),
+    ] {
+        let analytic = 1.0 - attainment(&shape, rho / d_ms * 1000.0, t_ms).unwrap();
+        assert!((analytic - exact).abs() < 1e-9 * exact, "rho {rho} t {t_ms}: {analytic} vs {exact}");
+    }
     // Several processes share the rate: each is M/D/1 at its share.
+    let d_ms = 10.0;
     let three = SegmentShape::new(3, vec![(1, d_ms)]).unwrap();
     let exact = md1_wait_cdf(25.0, d_ms, 0.7);
     let analytic = attainment(&three, 3.0 * 70.0, d_ms + 25.0).unwrap();
@@ -115,6 +130,12 @@ fn edge_rates_and_refusals() {
     assert_eq!(percentile_latency_ms(&shape, full, 99.0).unwrap(), f64::INFINITY);
     assert_eq!(percentile_latency_ms(&shape, 2.0 * full, 50.0).unwrap(), f64::INFINITY);
     assert_eq!(attainment(&shape, full, 1e6).unwrap(), 0.0);
+    // Absurd SLOs and loads within a hair of full stay cheap and safe.
+    assert!(attainment(&shape, 0.5 * full, 1e12).unwrap() > 1.0 - 1e-12);
+    let p99 = percentile_latency_ms(&shape, full * (1.0 - 1e-12), 99.0).unwrap();
+    assert!(p99 > 1e6, "{p99}");
+    let p_high = percentile_latency_ms(&shape, 0.5 * full, 99.999_999).unwrap();
+    assert!(p_high.is_finite() && p_high > percentile_latency_ms(&shape, 0.5 * full, 99.0).unwrap());
     let field = |error: ServingError| match error {
         ServingError::Invalid { field, .. } => field,
         other => panic!("not an invalid field: {other}"),
