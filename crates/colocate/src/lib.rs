@@ -12,6 +12,7 @@
 mod error;
 mod evaluate;
 mod features;
+mod folds;
 mod gbm;
 mod groups;
 mod linear;
@@ -25,9 +26,9 @@ mod selection;
 mod suggest;
 
 pub use error::ColocateError;
-pub use evaluate::{evaluate, grouped_folds, holdout_folds, p3_folds, row_folds, tuned_on_test, workloads};
-pub use evaluate::{Coverage, Fold, GroupScores, Policy, PolicyScores, Protocol, Split};
+pub use evaluate::{evaluate, tuned_on_test, Coverage, GroupScores, Policy, PolicyScores};
 pub use features::FeatureSet;
+pub use folds::{grouped_folds, holdout_folds, p3_folds, row_folds, workloads, Fold, Protocol, Split};
 pub use gbm::{GbmParams, Monotone};
 pub use groups::{build_groups, compose_slowdowns, Composition};
 pub use model_file::{FittedModel, ModelFile, ModelKind, TrainedModel, MODEL_FILE_VERSION};

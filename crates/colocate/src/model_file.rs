@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use tessera_core::{Colocation, WorkloadMetrics};
 
 use crate::error::ColocateError;
-use crate::evaluate::Protocol;
+use crate::folds::Protocol;
 use crate::models::{KaceModel, SlowdownModel, ThroughputModel};
 use crate::range::TrainingRange;
 use crate::rules::Rule;

@@ -17,8 +17,8 @@
 
 use tessera_core::Colocation;
 
-use crate::evaluate::{choose, grouped_folds, holdout_folds, mean_over_targets, row_folds, Fold, Protocol};
 use crate::features::FeatureSet;
+use crate::folds::{choose, grouped_folds, holdout_folds, mean_over_targets, row_folds, Fold, Protocol};
 use crate::gbm::GbmParams;
 use crate::groups::Composition;
 use crate::models::{KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
