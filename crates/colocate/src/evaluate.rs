@@ -14,10 +14,10 @@
 
 use tessera_core::Colocation;
 
-use crate::folds::{choose, grouped_folds, mean, mean_over_targets, Fold, Protocol};
+use crate::folds::{choose, grouped_folds, mean, mean_over_targets, Fold, GroupSource, Protocol};
 use crate::groups::Composition;
 use crate::model_file::{ModelKind, TrainedModel};
-use crate::models::{SlowdownModel, ThroughputModel};
+use crate::models::{Basis, SlowdownModel, ThroughputModel};
 use crate::rules::Rule;
 use crate::selection::grid;
 
@@ -25,12 +25,12 @@ use crate::selection::grid;
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Policy {
     /// The slowdown model, trained by the product's procedure (nested
-    /// selection with this seed); with `fallback`, a target outside the
-    /// training range is chosen for by the selected rule.
+    /// selection with this seed); with `fallback`, a rule chooses instead
+    /// at a group size where the selection found it better.
     Slowdown {
         /// Seed of the inner row folds.
         seed: u64,
-        /// Whether out-of-range targets fall back to the rule.
+        /// Whether a rule the selection found better chooses instead.
         fallback: bool,
     },
     /// KACE's least squares on group features.
@@ -66,6 +66,11 @@ impl Policy {
 pub struct GroupScores {
     /// Workloads per group.
     pub group_size: usize,
+    /// Where the groups chosen among came from.
+    pub source: GroupSource,
+    /// How the policy's model predicted them (the first fold's; `None`
+    /// for a policy without a model).
+    pub basis: Option<Basis>,
     /// Targets scored (0 when no group of this size could be built).
     pub targets: usize,
     /// Mean score of each fold's targets, in the order of the folds that
@@ -102,8 +107,7 @@ pub struct PolicyScores {
     pub scores: Vec<GroupScores>,
     /// Interval coverage per group size (trained models only).
     pub coverage: Vec<Coverage>,
-    /// Targets chosen for by the fallback rule (out of the training range),
-    /// per group size.
+    /// Targets chosen for by the fallback rule, per group size.
     pub fallbacks: Vec<usize>,
 }
 
@@ -141,14 +145,8 @@ impl Chooser {
     fn score(&self, candidates: &[Colocation], target: &str) -> (f64, bool) {
         match self {
             Chooser::Model { model, fallback } => {
-                let metrics = candidates
-                    .iter()
-                    .flat_map(|g| &g.members)
-                    .find(|m| m.metrics.workload == target)
-                    .map(|m| &m.metrics)
-                    .expect("targets have candidates");
                 let group_size = candidates.first().map_or(2, |g| g.members.len());
-                match model.fallback_for(metrics, group_size).filter(|_| *fallback) {
+                match model.fallback_for(group_size).filter(|_| *fallback) {
                     Some(rule) => (choose(candidates, target, |g| rule.score(&candidates[g])), true),
                     None => (choose(candidates, target, |g| model.as_model().predict_total(&candidates[g])), false),
                 }
@@ -161,6 +159,14 @@ impl Chooser {
                 let best = totals.iter().copied().fold(f64::MIN, f64::max);
                 (totals.iter().map(|t| t / best).sum::<f64>() / totals.len() as f64, false)
             }
+        }
+    }
+
+    /// How the chooser's model predicts groups of `size`.
+    fn basis(&self, size: usize) -> Option<Basis> {
+        match self {
+            Chooser::Model { model, .. } => Some(model.as_model().basis(size)),
+            _ => None,
         }
     }
 
@@ -192,7 +198,8 @@ pub fn evaluate(
     composition: Composition,
     policies: &[Policy],
 ) -> Vec<PolicyScores> {
-    let grouped: Vec<Vec<Fold>> = group_sizes.iter().map(|&k| grouped_folds(folds, k, composition)).collect();
+    let grouped: Vec<(GroupSource, Vec<Fold>)> =
+        group_sizes.iter().map(|&k| grouped_folds(folds, k, composition)).collect();
     policies
         .iter()
         .map(|policy| {
@@ -210,7 +217,7 @@ pub fn evaluate(
                 coverage: Vec::new(),
                 fallbacks: Vec::new(),
             };
-            for (&group_size, folds_k) in group_sizes.iter().zip(&grouped) {
+            for (&group_size, (source, folds_k)) in group_sizes.iter().zip(&grouped) {
                 let mut per_fold = Vec::new();
                 let (mut fallbacks, mut covered, mut groups, mut widths) = (0, 0, 0, Vec::new());
                 let mut has_coverage = false;
@@ -228,6 +235,8 @@ pub fn evaluate(
                 }
                 result.scores.push(GroupScores {
                     group_size,
+                    source: *source,
+                    basis: choosers.iter().find_map(|c| c.basis(group_size)),
                     targets: per_fold.iter().map(|(_, n)| n).sum(),
                     per_fold: per_fold.iter().map(|(s, _)| *s).collect(),
                     mean: mean_over_targets(protocol, &per_fold),
@@ -261,13 +270,14 @@ pub fn tuned_on_test(
     composition: Composition,
 ) -> PolicyScores {
     let grid = grid();
-    let grouped: Vec<Vec<Fold>> = group_sizes.iter().map(|&k| grouped_folds(folds, k, composition)).collect();
+    let grouped: Vec<(GroupSource, Vec<Fold>)> =
+        group_sizes.iter().map(|&k| grouped_folds(folds, k, composition)).collect();
     let models: Vec<Option<SlowdownModel>> = folds.iter().map(|fold| SlowdownModel::fit(&fold.train, &grid)).collect();
     let scores_of = |c: usize| -> Vec<GroupScores> {
         group_sizes
             .iter()
             .zip(&grouped)
-            .map(|(&group_size, folds_k)| {
+            .map(|(&group_size, (source, folds_k))| {
                 let per_fold: Vec<(f64, usize)> = folds_k
                     .iter()
                     .map(|fold_k| {
@@ -284,6 +294,8 @@ pub fn tuned_on_test(
                     .collect();
                 GroupScores {
                     group_size,
+                    source: *source,
+                    basis: models.iter().flatten().next().map(|m| m.basis(group_size)),
                     targets: per_fold.iter().map(|(_, n)| n).sum(),
                     per_fold: per_fold.iter().map(|(s, _)| *s).collect(),
                     mean: mean_over_targets(protocol, &per_fold),
@@ -324,7 +336,7 @@ mod tests {
     }
 
     #[test]
-    fn every_protocol_scores_every_policy_on_pairs_and_built_groups() {
+    fn every_protocol_scores_every_policy_on_measured_and_built_groups() {
         let rows = three_way_rows();
         let policies = Policy::all(0);
         let split = Split { name: "s".to_string(), train: rows[..9].to_vec(), test: rows[9..].to_vec() };
@@ -333,15 +345,21 @@ mod tests {
             (Protocol::Lowo, holdout_folds(&rows, Protocol::Lowo)),
             (Protocol::Lofo, holdout_folds(&rows, Protocol::Lofo)),
         ] {
-            let results = evaluate(protocol, &folds, &[2, 3], Composition::Additive, &policies);
+            let results = evaluate(protocol, &folds, &[2, 3, 4], Composition::Additive, &policies);
             assert_eq!(results.len(), policies.len());
             for result in &results {
-                assert_eq!(result.scores.len(), 2);
-                for scores in &result.scores {
+                let scored: Vec<&GroupScores> = result.scores.iter().filter(|s| s.targets > 0).collect();
+                assert!(!scored.is_empty(), "{protocol:?} {result:?}");
+                for scores in scored {
                     assert!(scores.mean > 0.0 && scores.mean <= 1.0 + 1e-12, "{protocol:?} {result:?}");
                 }
             }
-            assert_eq!(results[0].coverage.len(), 2, "the slowdown model has intervals");
+            let sources: Vec<GroupSource> = results[0].scores.iter().map(|s| s.source).collect();
+            let built = GroupSource::BuiltFromPairs { composition: Composition::Additive };
+            // The split's test rows and the hold-out folds' candidates hold the triple.
+            assert_eq!(sources, [GroupSource::Measured, GroupSource::Measured, built], "{protocol:?}");
+            assert_eq!(results[0].scores[2].basis, Some(Basis::ComposedFromPairs), "groups of 4 from pairs");
+            assert_eq!(results[0].coverage.len(), 3, "the slowdown model has intervals");
             assert!(results[2].coverage.is_empty(), "random has none");
         }
     }

@@ -152,18 +152,70 @@ pub fn row_folds(rows: &[Colocation], folds: usize, seed: u64) -> Vec<Fold> {
         .collect()
 }
 
-/// The folds with their candidates replaced by the groups of `group_size`
-/// built from their pairs by `composition` ([`crate::build_groups`]; 2
-/// keeps them as they are); targets with no such group are dropped, and so
-/// are folds left with no target. The training rows stay as they were.
-pub fn grouped_folds(folds: &[Fold], group_size: usize, composition: Composition) -> Vec<Fold> {
-    if group_size == 2 {
-        return folds.to_vec();
+/// Where the candidate groups of one size come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum GroupSource {
+    /// Groups of that size measured together.
+    Measured,
+    /// Groups built from measured pairs ([`crate::build_groups`]): every
+    /// two members measured together, throughputs by `composition`.
+    BuiltFromPairs {
+        /// How the pairs' slowdowns make a group's.
+        composition: Composition,
+    },
+    /// Neither measured nor buildable (no pairs to build from).
+    Unavailable,
+}
+
+impl GroupSource {
+    /// The groups of `size` in words.
+    pub fn describe(self, size: usize) -> String {
+        match self {
+            GroupSource::Measured if size == 2 => "measured pairs".to_string(),
+            GroupSource::Measured => format!("measured groups of {size}"),
+            GroupSource::BuiltFromPairs { composition: Composition::Additive } => {
+                format!("groups of {size} built from measured pairs (delays added: an assumption)")
+            }
+            GroupSource::BuiltFromPairs { composition: Composition::Multiplicative } => {
+                format!("groups of {size} built from measured pairs (slowdowns multiplied: an assumption)")
+            }
+            GroupSource::Unavailable => format!("no groups of {size}: neither measured nor buildable from pairs"),
+        }
     }
-    folds
+}
+
+/// The group sizes measured among the folds' candidates, ascending.
+pub fn measured_sizes(folds: &[Fold]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = folds.iter().flat_map(|f| f.candidates.iter().map(|g| g.members.len())).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+/// The folds with their candidates replaced by the groups of `group_size`:
+/// the measured ones when any fold has a measured group of that size,
+/// else those built from each fold's measured pairs by `composition`
+/// ([`crate::build_groups`]); targets with no such group are dropped, and
+/// so are folds left with no target. The training rows stay as they were.
+pub fn grouped_folds(folds: &[Fold], group_size: usize, composition: Composition) -> (GroupSource, Vec<Fold>) {
+    let has = |size: usize| folds.iter().any(|f| f.candidates.iter().any(|g| g.members.len() == size));
+    let source = if has(group_size) {
+        GroupSource::Measured
+    } else if group_size > 2 && has(2) {
+        GroupSource::BuiltFromPairs { composition }
+    } else {
+        return (GroupSource::Unavailable, Vec::new());
+    };
+    let folds = folds
         .iter()
         .filter_map(|fold| {
-            let candidates = build_groups(&fold.candidates, group_size, composition);
+            let candidates = match source {
+                GroupSource::Measured => {
+                    fold.candidates.iter().filter(|g| g.members.len() == group_size).cloned().collect()
+                }
+                _ => build_groups(&fold.candidates, group_size, composition),
+            };
             let present = workloads(&candidates);
             let targets: Vec<String> =
                 fold.targets.iter().filter(|t| present.binary_search(t).is_ok()).cloned().collect();
@@ -174,7 +226,8 @@ pub fn grouped_folds(folds: &[Fold], group_size: usize, composition: Composition
                 targets,
             })
         })
-        .collect()
+        .collect();
+    (source, folds)
 }
 
 /// The protocol's mean of per-fold `(mean score, targets)`: over folds for
@@ -286,5 +339,28 @@ pub(crate) mod tests {
         }
         assert_eq!(folds, row_folds(&rows, 4, 7));
         assert_ne!(folds, row_folds(&rows, 4, 8));
+    }
+
+    #[test]
+    fn groups_of_a_size_are_the_measured_ones_else_built_from_pairs() {
+        let rows = three_way_rows();
+        let folds = holdout_folds(&rows, Protocol::Lowo);
+        assert_eq!(measured_sizes(&folds), [2, 3]);
+        // 15 pairs and one measured triple: the triple is chosen among alone.
+        let (source, threes) = grouped_folds(&folds, 3, Composition::Additive);
+        assert_eq!(source, GroupSource::Measured);
+        assert!(threes.iter().all(|f| f.candidates.len() == 1 && f.candidates[0].members.len() == 3));
+        let names: Vec<&str> = threes.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a-inf", "c-train"], "families with a member in the triple");
+        // No group of 4 was measured: built from the pairs.
+        let (source, fours) = grouped_folds(&folds, 4, Composition::Additive);
+        assert_eq!(source, GroupSource::BuiltFromPairs { composition: Composition::Additive });
+        assert!(!fours.is_empty() && fours.iter().all(|f| f.candidates.iter().all(|g| g.members.len() == 4)));
+        // Without pairs nothing is built.
+        let triple_only = holdout_folds(&rows[15..], Protocol::Lowo);
+        assert_eq!(grouped_folds(&triple_only, 4, Composition::Additive), (GroupSource::Unavailable, Vec::new()));
+        assert_eq!(grouped_folds(&triple_only, 2, Composition::Additive).0, GroupSource::Unavailable);
+        assert!(GroupSource::Measured.describe(4).contains("measured groups of 4"));
+        assert!(GroupSource::BuiltFromPairs { composition: Composition::Additive }.describe(3).contains("assumption"));
     }
 }
