@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use tessera_colocate::TrainedModel;
 use tessera_colocate::{evaluate, holdout_folds, learning_curve, learning_curve_svg, measured_sizes, p3_folds};
-use tessera_colocate::{tuned_on_test, GroupScores};
+use tessera_colocate::{tuned_on_test, GroupSource};
 use tessera_colocate::{ColocateError, Composition, CurvePoint, Fold, Policy, PolicyScores, Protocol, Rule, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, GroupMember};
@@ -232,22 +232,24 @@ fn nested(protocol: Protocol, folds: &[Fold], sizes: &[usize], data: &str) -> Re
     Ok(nested)
 }
 
-/// The summary: per data set, protocol and group size, the default model,
-/// KACE, the highest summed SM throughput rule, the best rule, random, the
-/// default model's interval coverage and fallbacks, and whether it is
-/// ahead of KACE and every rule.
+/// The summary: per data set, protocol and group size, the default model
+/// (its targets), KACE, the highest summed SM throughput rule, the best
+/// rule, random, the default model's interval coverage and fallbacks, and
+/// whether it is at least as good as KACE and every rule.
 fn summarize(summary: &[Summary]) -> Result<()> {
     outln!(
-        "\nsummary, nested: fraction of the best choice (targets scored); ahead: the default model at least as good \
-         as KACE and every rule"
+        "\nsummary, nested: fraction of the best choice; K: workloads per group, measured together or built from \
+         the measured pairs (delays added: an assumption); SM thr.: highest summed SM throughput; ahead: the \
+         default model at least as good as KACE and every rule"
     )?;
     let mut table = TextTable::new(&[
         "data",
-        "groups",
+        "K",
         "protocol",
-        "slowdown (default)",
+        "targets",
+        "slowdown",
         "kace",
-        "highest summed SM throughput",
+        "SM thr.",
         "best rule",
         "random",
         "in 90%",
@@ -255,39 +257,50 @@ fn summarize(summary: &[Summary]) -> Result<()> {
         "ahead",
     ]);
     let mut behind = 0;
+    let mut best_rules: Vec<&str> = Vec::new();
     for row in summary {
-        let size = row.size;
-        let at = move |result: &PolicyScores| -> Option<GroupScores> {
-            result.scores.iter().find(|s| s.group_size == size).cloned()
-        };
-        let Some(ours) = at(&row.results[0]).filter(|s| s.targets > 0) else { continue };
-        let by_name =
-            |name: &str| row.results.iter().find(|r| r.name == name).and_then(at).map_or(f64::NAN, |s| s.mean);
-        let rules: Vec<(&str, f64)> = Rule::ALL.iter().map(|r| (r.name(), by_name(r.name()))).collect();
-        let (best_rule, best) =
-            rules.iter().copied().fold(("", f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        let k = row.results[0].scores.iter().position(|s| s.group_size == row.size).expect("a size evaluated");
+        let ours = &row.results[0].scores[k];
+        if ours.targets == 0 {
+            continue;
+        }
+        let by_name = |name: &str| row.results.iter().find(|r| r.name == name).map_or(f64::NAN, |r| r.scores[k].mean);
+        let (best_rule, best) = Rule::ALL
+            .iter()
+            .map(|r| (r.name(), by_name(r.name())))
+            .fold(("", f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        if !best_rules.contains(&best_rule) {
+            best_rules.push(best_rule);
+        }
         let kace = by_name("kace");
         let ahead = ours.mean >= kace && ours.mean >= best;
         behind += usize::from(!ahead);
-        let k = row.results[0].scores.iter().position(|s| s.group_size == row.size).expect("found above");
-        let coverage =
-            row.results[0].coverage.get(k).map_or_else(String::new, |c| format!("{:.1}%", 100.0 * c.measured));
-        let fallbacks = row.results[0].fallbacks.get(k).copied().unwrap_or(0);
+        let coverage = row.results[0].coverage.get(k).map_or_else(String::new, |c| format!("{:.1}%", 100.0 * c.measured));
+        let how = match ours.source {
+            GroupSource::Measured => "measured",
+            GroupSource::BuiltFromPairs { .. } => "built",
+            GroupSource::Unavailable => "none",
+        };
+        let marker = (b'a' + best_rules.iter().position(|r| *r == best_rule).expect("pushed above") as u8) as char;
         table.row(vec![
             row.data.clone(),
-            ours.source.describe(row.size),
+            format!("{} {how}", row.size),
             row.protocol.name().to_uppercase(),
-            format!("{:.3} ({})", ours.mean, ours.targets),
+            ours.targets.to_string(),
+            format!("{:.3}", ours.mean),
             format!("{kace:.3}"),
             format!("{:.3}", by_name(Rule::HighestSmThroughput.name())),
-            format!("{best:.3} ({best_rule})"),
+            format!("{best:.3} ({marker})"),
             format!("{:.3}", by_name("random (expected)")),
             coverage,
-            fallbacks.to_string(),
+            row.results[0].fallbacks[k].to_string(),
             if ahead { "yes".to_string() } else { "NO".to_string() },
         ]);
     }
     out!("{}", table.render())?;
+    let legend: Vec<String> =
+        best_rules.iter().enumerate().map(|(i, name)| format!("({}) {name}", (b'a' + i as u8) as char)).collect();
+    outln!("best rule: {}", legend.join(", "))?;
     outln!(
         "the default model is {}",
         match behind {
