@@ -275,7 +275,8 @@ fn summarize(summary: &[Summary]) -> Result<()> {
         let kace = by_name("kace");
         let ahead = ours.mean >= kace && ours.mean >= best;
         behind += usize::from(!ahead);
-        let coverage = row.results[0].coverage.get(k).map_or_else(String::new, |c| format!("{:.1}%", 100.0 * c.measured));
+        let coverage =
+            row.results[0].coverage.get(k).map_or_else(String::new, |c| format!("{:.1}%", 100.0 * c.measured));
         let how = match ours.source {
             GroupSource::Measured => "measured",
             GroupSource::BuiltFromPairs { .. } => "built",
