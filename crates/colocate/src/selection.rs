@@ -6,8 +6,11 @@
 //! LOFO). Every configuration of [`grid`] is fitted on each inner fold's
 //! training rows and chooses partners among its candidates, at every group
 //! size measured (each target among the candidates of one size); the
-//! [`AVERAGED`] configurations with the best mean score over those sizes
-//! (ties: grid order) make the model, which averages them.
+//! configuration with the best mean score over those sizes of each feature
+//! set (ties: grid order) make the model, which averages them: views that
+//! extrapolate differently to a new model family, so that one that fails
+//! on it is outvoted (the best three overall were often of one view, and
+//! failed together on groups of four).
 //!
 //! Then, for every size the model will be asked about ([`decided_sizes`]:
 //! the sizes measured, and groups of 3 and 4 built from pairs when pairs
@@ -32,7 +35,8 @@ use crate::groups::Composition;
 use crate::models::{mean, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
 use crate::rules::Rule;
 
-/// Configurations averaged into the slowdown model.
+/// Configurations averaged into the slowdown model: the best of each
+/// feature set.
 pub const AVERAGED: usize = 3;
 
 /// Inner folds of the P3 kind (rows split at random): each trains on 90%
