@@ -60,14 +60,19 @@ pub fn run(data: &Path, groups: &[PathBuf], splits: &Path, curve_seeds: u64, plo
         bail!("{} is absent; pass --data FILE with KACE's colocation measurements", data.display());
     }
     let rows = read_colocations(data)?.rows;
-    speed(data, &rows)?;
+    // Every file is read before any work; the default one may be absent.
     let mut files = Vec::new();
+    let mut absent = None;
     for path in groups {
         if !path.is_file() && path == Path::new(DEFAULT_GROUPS) {
-            note(format_args!("{} is absent: groups measured together skipped", path.display()));
+            absent = Some(path);
             continue;
         }
         files.push((path, read_colocations(path)?.rows));
+    }
+    speed(data, &rows)?;
+    if let Some(path) = absent {
+        note(format_args!("{} is absent: groups measured together skipped", path.display()));
     }
     let mut summary = Vec::new();
     let mut protocols: Vec<(Protocol, Vec<Fold>)> = Vec::new();
