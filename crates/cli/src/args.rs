@@ -400,10 +400,13 @@ pub enum ColocateCommand {
         /// For lowo and lofo: every measured colocation (KACE's form, any K).
         #[arg(long, value_name = "FILE", required_if_eq_any([("protocol", "lowo"), ("protocol", "lofo")]))]
         data: Option<PathBuf>,
-        /// Group sizes to score: 2 chooses among the measured pairs, 3 and
-        /// more among groups built from them (additive slowdowns).
-        #[arg(long, value_delimiter = ',', default_value = "2", value_parser = clap::value_parser!(u64).range(2..=6))]
-        group_sizes: Vec<u64>,
+        /// Group sizes to score; default: the sizes measured in the data.
+        /// A measured size chooses among the groups measured together; a
+        /// larger size than the pairs chooses among groups built from the
+        /// measured pairs (each member's delays beside each partner added:
+        /// an assumption, said so).
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u64).range(2..=6))]
+        group_sizes: Option<Vec<u64>>,
         /// Also report the slowdown model the old way: its configuration
         /// chosen on the test rows themselves (optimistic, labelled so).
         #[arg(long)]
@@ -1166,12 +1169,19 @@ pub enum BenchCommand {
         iterations: u32,
     },
     /// Colocation models: training time and scoring speed on KACE's pairs,
-    /// the nested evaluation on every protocol and group size, and the
-    /// learning curve of suggested against random measurements.
+    /// the nested evaluation on every protocol and group size (the pairs,
+    /// groups of 3 and 4 built from them, and every file of groups measured
+    /// together), a summary table of every file, and the learning curve of
+    /// suggested against random measurements.
     Colocate {
-        /// KACE's colocation measurements.
+        /// KACE's colocation measurements (pairs).
         #[arg(long, default_value = "../shared/data/kace/pairs_mps100.csv", value_name = "FILE")]
         data: PathBuf,
+        /// Files of groups measured together (any K, KACE's form), each
+        /// evaluated at its own size with LOWO and LOFO; the four-way file
+        /// is skipped when absent.
+        #[arg(long = "groups", value_name = "FILE", default_value = "../shared/data/kace/four_way_1107.csv")]
+        groups: Vec<PathBuf>,
         /// KACE's P3 splits (skipped when absent).
         #[arg(long, default_value = "../shared/data/kace/splits/n_occur_3", value_name = "DIR")]
         splits: PathBuf,

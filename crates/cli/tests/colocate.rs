@@ -108,7 +108,7 @@ fn colocate_evaluates_imports_trains_and_recommends() {
         &["alexnet_batch1-inf", "unknown workload"],
     );
     let newer = dir.path().join("newer.json");
-    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 2", "\"version\": 9"))
+    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 3", "\"version\": 9"))
         .unwrap();
     fails_with(
         &["colocate", "recommend", "--target", target, "--model", newer.to_str().unwrap()],
@@ -153,7 +153,112 @@ fn colocate_evaluates_leaving_whole_model_families_out() {
     let table = stdout(&output);
     assert!(table.contains("LOFO nested, measured pairs") && !table.contains("groups of 3"), "{table}");
     // The pairs form a ring: no three workloads were all measured together.
-    assert!(stderr(&output).contains("no group of 3 can be built from the pairs"), "{}", stderr(&output));
+    let note = stderr(&output);
+    assert!(note.contains("groups of 3 built from measured pairs") && note.contains("not scored"), "{note}");
+}
+
+/// `rows` in KACE's form, written by tessera-store into `dir/name`.
+fn kace_file(dir: &Path, name: &str, rows: &[tessera_core::Colocation]) -> PathBuf {
+    let mut bytes = Vec::new();
+    tessera_store::write_colocations(&mut bytes, rows).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Groups of `size` over eight synthetic workloads of four model families
+/// (each measured alone at `50 + 10 i` samples/s), every member keeping
+/// `keep(load)` of its throughput alone, `load` the group's summed SM
+/// utilisation / 100.
+fn synthetic_groups(size: usize, keep: fn(f64) -> f64) -> Vec<tessera_core::Colocation> {
+    use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
+    let workload = |i: usize| {
+        let f = i as f64;
+        WorkloadMetrics {
+            workload: format!("m{}_batch{}-inf", i / 2, 1 + i % 2),
+            kernel: [1000.0 + 10.0 * f, 20.0 + 9.0 * f, 10.0 + f, 15.0 + f, 5000.0 + f, 100.0],
+            exclusive_rps: 50.0 + 10.0 * f,
+            sm_util_pct: 10.0 + 11.0 * f,
+            mem_util_pct: 5.0 + 2.0 * f,
+            memory_gb: 1.0 + f,
+        }
+    };
+    let mut rows = Vec::new();
+    let mut members = vec![0; size];
+    loop {
+        let load: f64 = members.iter().map(|&i| workload(i).sm_util_pct).sum::<f64>() / 100.0;
+        rows.push(Colocation {
+            members: members
+                .iter()
+                .map(|&i| GroupMember { metrics: workload(i), colocated_rps: workload(i).exclusive_rps * keep(load) })
+                .collect(),
+        });
+        // The next non-decreasing list of workload indices.
+        let Some(i) = (0..size).rev().find(|&i| members[i] < 7) else { return rows };
+        members[i] += 1;
+        let value = members[i];
+        members[i + 1..].fill(value);
+    }
+}
+
+#[test]
+fn colocate_evaluates_measured_groups_at_their_own_size_and_says_so() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let quads = kace_file(dir.path(), "quads.csv", &synthetic_groups(4, |load| 1.0 / load.max(1.0)));
+    let args = ["colocate", "evaluate", "--protocol", "lowo", "--data", quads.to_str().unwrap()];
+    let output = tessera(&[&args[..], &["--format", "json"]].concat(), &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (&json["measured_group_sizes"], &json["group_sizes"]),
+        (&serde_json::json!([4]), &serde_json::json!([4]))
+    );
+    let scores = &json["policies"][0]["scores"][0];
+    assert_eq!(
+        (&scores["group_size"], &scores["source"]["kind"], &scores["basis"]),
+        (&4.into(), &"measured".into(), &"measured".into())
+    );
+    assert!(scores["targets"].as_u64().unwrap() == 8 && scores["mean"].as_f64().unwrap() > 0.5, "{scores}");
+    let table = stdout(&tessera(&args, &store));
+    assert!(table.contains("LOWO nested, measured groups of 4 (8 targets scored)"), "{table}");
+    // Whether a fallback rule chose or not, it is said.
+    let said = ["slowdown: the model chose for every target (no fallback rule)", "slowdown: a fallback rule"];
+    assert!(said.iter().any(|line| table.contains(line)), "{table}");
+    // Pairs are not built from groups of four: said so, not scored.
+    let output = tessera(&[&args[..], &["--group-sizes", "2,4"]].concat(), &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("no groups of 2: neither measured nor buildable from pairs"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stdout(&output).contains("measured groups of 4"), "{}", stdout(&output));
+}
+
+#[test]
+fn colocate_recommend_says_how_a_group_is_predicted_and_flags_a_clipped_member() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    // Light partners are measured keeping more than alone (noise).
+    let pairs = kace_file(dir.path(), "pairs.csv", &synthetic_groups(2, |load| 1.3 / load.max(0.5)));
+    let target = "m0_batch1-inf";
+    let (table, note) = recommended(&pairs, target, &["--top", "8"], &store);
+    assert!(!note.contains("were not measured"), "pairs were measured: {note}");
+    assert!(table.contains("(clipped from 1."), "{table}");
+    assert!(table.contains("clipped: the model predicted the member keeps more than alone"), "{table}");
+    let (json, _) = recommended(&pairs, target, &["--top", "8", "--format", "json"], &store);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let members: Vec<&serde_json::Value> =
+        json.as_array().unwrap().iter().flat_map(|g| g["members"].as_array().unwrap()).collect();
+    assert!(members.iter().all(|m| m["retained"].as_f64().unwrap() <= 1.0), "{json}");
+    assert!(members.iter().any(|m| m["clipped_from"].as_f64().is_some_and(|raw| raw > 1.0)), "{json}");
+    // Groups of three were not measured: predicted from pairs, said so.
+    let (_, note) = recommended(&pairs, target, &["--group-size", "3"], &store);
+    assert!(
+        note.contains("groups of 3 were not measured: predicted from pairs") && note.contains("assumption"),
+        "{note}"
+    );
 }
 
 /// A KACE-format file of `pairs` measured pairs over `workloads`
@@ -281,7 +386,8 @@ fn colocate_recommend_searches_large_group_spaces_by_a_beam_and_says_so() {
     };
     let (exact, note) = run("5");
     assert_eq!(exact.as_array().unwrap().len(), 3);
-    assert!(note.is_empty(), "27405 groups are all scored: {note}");
+    assert!(!note.contains("beam search"), "27405 groups are all scored: {note}");
+    assert!(note.contains("groups of 5 were not measured: predicted from pairs"), "{note}");
     let (beam, note) = run("6");
     assert_eq!(beam.as_array().unwrap().len(), 3);
     assert_eq!(beam[0]["members"].as_array().unwrap().len(), 6);

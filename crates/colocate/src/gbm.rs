@@ -245,8 +245,10 @@ impl Gbm {
         } else {
             ((params.subsample * n as f64).round() as usize).clamp(1, n)
         };
+        // Feature-major copies: a split scans one feature over many rows.
+        let columns: Vec<Vec<f64>> = (0..features).map(|f| x.iter().map(|row| row[f]).collect()).collect();
         let grower = Grower {
-            x,
+            columns: &columns,
             max_depth: params.max_depth,
             min_leaf: params.min_samples_leaf.max(1),
             l2: params.l2.max(0.0),
@@ -338,7 +340,8 @@ struct Split {
 
 /// Grows one tree on the current residuals.
 struct Grower<'a> {
-    x: &'a [Vec<f64>],
+    /// The training rows' features, one vector per feature.
+    columns: &'a [Vec<f64>],
     max_depth: usize,
     min_leaf: usize,
     l2: f64,
@@ -387,7 +390,8 @@ impl Grower<'_> {
             Monotone::Decreasing => ((middle, bounds.1), (bounds.0, middle)),
         };
         let (f, t) = (split.feature, split.threshold);
-        let goes_left = |i: &usize| self.x[*i][f] <= t;
+        let column = &self.columns[f];
+        let goes_left = |i: &usize| column[*i] <= t;
         let (left_rows, right_rows): (Vec<usize>, Vec<usize>) = rows.iter().copied().partition(goes_left);
         let (left_sorted, right_sorted): (Vec<Vec<usize>>, Vec<Vec<usize>>) =
             sorted.iter().map(|idx| idx.iter().copied().partition::<Vec<usize>, _>(goes_left)).unzip();
@@ -422,6 +426,7 @@ impl Grower<'_> {
         let mut best_gain = 1e-12 * sum_sq;
         for (f, idx) in sorted.iter().enumerate() {
             let monotone = self.monotone(f);
+            let column = &self.columns[f];
             let mut left_sum = 0.0;
             for k in 0..n - 1 {
                 left_sum += residual[idx[k]];
@@ -432,7 +437,7 @@ impl Grower<'_> {
                 if nl < self.min_leaf {
                     continue;
                 }
-                let (a, b) = (self.x[idx[k]][f], self.x[idx[k + 1]][f]);
+                let (a, b) = (column[idx[k]], column[idx[k + 1]]);
                 if a.partial_cmp(&b) != Some(Ordering::Less) {
                     continue;
                 }

@@ -9,9 +9,10 @@
 //! those delays add up, `1/f = 1 + Σ_j (1/f_j − 1)`. Two workloads taking
 //! turns (`f = 1/2` in a pair) so keep `1/K` in a group of `K`, and a
 //! partner that does not interfere adds nothing. The rule is an assumption,
-//! not a measurement (the slowdown model composes its pair predictions by
-//! the same rule, which favours it on such groups): built groups test how
-//! models rank larger groups, not how well they predict a real one. The
+//! not a measurement (a slowdown model trained on pairs only composes its
+//! pair predictions by the same rule, which favours it on such groups):
+//! built groups test how models rank larger groups, not how well they
+//! predict a real one; groups measured together do that. The
 //! [`Composition::Multiplicative`] rule, slowdowns multiplied, is there to
 //! see how much a verdict depends on the assumption.
 

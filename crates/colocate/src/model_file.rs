@@ -5,16 +5,17 @@ use serde::{Deserialize, Serialize};
 use tessera_core::{Colocation, WorkloadMetrics};
 
 use crate::error::ColocateError;
-use crate::evaluate::Protocol;
+use crate::folds::Protocol;
 use crate::models::{KaceModel, SlowdownModel, ThroughputModel};
-use crate::range::TrainingRange;
+use crate::range::{OutOfRange, TrainingRange};
 use crate::rules::Rule;
-use crate::selection::{select_kace, select_slowdown, Selection};
+use crate::selection::{select_kace, select_slowdown, Fallback, Selection};
 
-/// The format version this build writes and reads (2: the slowdown model
-/// composes pair slowdowns; every model carries its selection, intervals,
-/// training range and fallback rule).
-pub const MODEL_FILE_VERSION: u32 = 2;
+/// The format version this build writes and reads (3: the slowdown model
+/// learns from groups of any size and records the sizes, intervals are
+/// calibrated per group size; 2: it composed pair slowdowns, every model
+/// carries its selection, intervals, training range and fallback rule).
+pub const MODEL_FILE_VERSION: u32 = 3;
 
 /// The format's name, written in every file.
 const FORMAT: &str = "tessera-colocation-model";
@@ -52,6 +53,8 @@ pub struct TrainedModel {
     pub selection: Selection,
     /// The training workloads' range.
     pub range: TrainingRange,
+    /// The group sizes it was trained on, ascending.
+    pub sizes: Vec<usize>,
 }
 
 impl TrainedModel {
@@ -69,7 +72,10 @@ impl TrainedModel {
                 (FittedModel::Slowdown(model), selection)
             }
         };
-        Ok(TrainedModel { model, selection, range: TrainingRange::new(rows) })
+        let mut sizes: Vec<usize> = rows.iter().map(|g| g.members.len()).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        Ok(TrainedModel { model, selection, range: TrainingRange::new(rows), sizes })
     }
 
     /// Trains KACE's model on `rows` (inner LOFO folds for its intervals).
@@ -90,23 +96,39 @@ impl TrainedModel {
         }
     }
 
+    /// How the model predicts groups of `size`, in words (measured, from
+    /// pairs, or beyond the sizes trained on).
+    pub fn basis_in_words(&self, size: usize) -> String {
+        self.as_model().basis(size).describe(size, &self.sizes)
+    }
+
     /// The interval around the predicted total of `group` (samples/s) at
     /// the calibrated level.
     pub fn interval(&self, group: &Colocation) -> (f64, f64) {
         let model = self.as_model();
-        self.selection.calibration.interval(model.predict_total(group), model.spread(group))
+        let calibration = self.selection.calibration(group.members.len());
+        calibration.interval(model.predict_total(group), model.spread(group))
     }
 
-    /// The rule to choose groups of `group_size` for `target` by instead
-    /// of the model: when `target` lies outside the training range (see
-    /// [`TrainingRange::check`]) and the inner folds found a rule better
-    /// than the model for such targets at that group size (the largest
-    /// size decided for larger groups). `None` for KACE, which has no
-    /// fallback.
-    pub fn fallback_for(&self, target: &WorkloadMetrics, group_size: usize) -> Option<Rule> {
-        self.range.check(target)?;
-        let decided = self.selection.fallbacks.iter().take_while(|f| f.group_size <= group_size).last()?;
-        decided.rule
+    /// The rule that chooses groups of `group_size` instead of the model:
+    /// the one the inner folds found choosing better than the model at that
+    /// size (the largest size decided below it for a size not decided).
+    /// `None` for KACE, which has no fallback.
+    pub fn fallback_for(&self, group_size: usize) -> Option<Rule> {
+        self.fallback_decision(group_size)?.rule
+    }
+
+    /// What the inner folds decided about a fallback rule for groups of
+    /// `group_size` (the largest size decided below it for a size not
+    /// decided); `None` when nothing was decided there (KACE).
+    pub fn fallback_decision(&self, group_size: usize) -> Option<&Fallback> {
+        self.selection.fallbacks.iter().take_while(|f| f.group_size <= group_size).last()
+    }
+
+    /// The first metric of `target` beyond the training workloads' range
+    /// (see [`TrainingRange::check`]): a prediction for it extrapolates.
+    pub fn out_of_range(&self, target: &WorkloadMetrics) -> Option<OutOfRange> {
+        self.range.check(target)
     }
 }
 
@@ -154,7 +176,6 @@ impl ModelFile {
 mod tests {
     use super::*;
     use crate::features::tests::{pair, workload};
-    use crate::selection::Fallback;
 
     fn rows() -> Vec<Colocation> {
         (0..6)
@@ -185,24 +206,28 @@ mod tests {
     }
 
     #[test]
+    fn a_model_trained_on_too_few_rows_for_intervals_reads_back() {
+        let model = TrainedModel::slowdown(&rows()[..4], 0).unwrap();
+        assert!(model.selection.calibrations.iter().all(|c| c.quantile.is_infinite()), "{:?}", model.selection);
+        let file = ModelFile::new(model, 4);
+        assert!(file.to_json().contains("\"quantile\": null"));
+        assert_eq!(ModelFile::from_json(&file.to_json()).unwrap(), file);
+    }
+
+    #[test]
     fn refuses_other_versions_and_formats() {
         let file = ModelFile::new(TrainedModel::kace(&rows()).unwrap(), 6);
-        let older = file.to_json().replace("\"version\": 2", "\"version\": 1");
-        assert_eq!(ModelFile::from_json(&older).unwrap_err(), ColocateError::ModelVersion { found: 1, supported: 2 });
+        let older = file.to_json().replace("\"version\": 3", "\"version\": 2");
+        assert_eq!(ModelFile::from_json(&older).unwrap_err(), ColocateError::ModelVersion { found: 2, supported: 3 });
         assert!(matches!(ModelFile::from_json("{}"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(ModelFile::from_json("not json"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(TrainedModel::kace(&rows()[..2]), Err(ColocateError::NotEnoughData { .. })));
     }
 
     #[test]
-    fn a_workload_far_outside_the_training_range_falls_back_to_the_rule() {
+    fn a_rule_chooses_at_the_sizes_where_training_found_it_better() {
         let rows = rows();
         let model = TrainedModel::slowdown(&rows, 0).unwrap();
-        let inside = &rows[2].members[0].metrics;
-        assert_eq!(model.fallback_for(inside, 2), None);
-        let mut huge = inside.clone();
-        huge.memory_gb = 60.0;
-        assert_eq!(model.range.check(&huge).map(|o| o.metric), Some("memory footprint GB"));
         let mut decided = model.clone();
         decided.selection.fallbacks = vec![
             Fallback {
@@ -211,16 +236,26 @@ mod tests {
                 targets: 3,
                 model_score: 0.8,
                 rule_score: 0.9,
+                standard_error: 0.01,
             },
-            Fallback { group_size: 3, rule: None, targets: 3, model_score: 0.9, rule_score: 0.8 },
+            Fallback { group_size: 4, rule: None, targets: 3, model_score: 0.9, rule_score: 0.8, standard_error: 0.01 },
         ];
-        assert_eq!(decided.fallback_for(&huge, 2), Some(Rule::HighestSmThroughput));
-        assert_eq!((decided.fallback_for(&huge, 3), decided.fallback_for(&huge, 5)), (None, None));
-        assert_eq!(decided.fallback_for(inside, 2), None, "inside the range the model chooses");
+        let sizes: Vec<Option<Rule>> = (2..=5).map(|k| decided.fallback_for(k)).collect();
+        assert_eq!(sizes, [Some(Rule::HighestSmThroughput), Some(Rule::HighestSmThroughput), None, None]);
+        assert!(TrainedModel::kace(&rows).unwrap().selection.fallbacks.is_empty(), "KACE has no fallback");
+    }
+
+    #[test]
+    fn a_workload_far_outside_the_training_range_is_named() {
+        let model = TrainedModel::slowdown(&rows(), 0).unwrap();
+        let inside = &rows()[2].members[0].metrics;
+        assert_eq!(model.out_of_range(inside), None);
+        let mut huge = inside.clone();
+        huge.memory_gb = 60.0;
+        assert_eq!(model.out_of_range(&huge).map(|o| o.metric), Some("memory footprint GB"));
         // Just beyond the range, within the tolerance, is still inside.
         let mut near = inside.clone();
         near.memory_gb = 6.0 + 0.05 * 5.0;
-        assert_eq!(decided.fallback_for(&near, 2), None);
-        assert!(TrainedModel::kace(&rows).unwrap().selection.fallbacks.is_empty(), "KACE has no fallback");
+        assert_eq!(model.out_of_range(&near), None);
     }
 }

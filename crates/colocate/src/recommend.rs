@@ -15,10 +15,13 @@
 //! A trained model ranks by its predicted total ([`Risk::Mean`]) or by the
 //! lower end of its interval ([`Risk::Lower`]: a platform would rather lose
 //! a little expected throughput than risk an SLO), shows each group's
-//! interval, and flags a group whose interval reaches below what taking
-//! turns on the GPU gives. When the target lies outside the training range
-//! and the model's training found a rule better for such targets at this
-//! group size, the rule ranks instead, and the ranking says so.
+//! interval (calibrated for groups of that size), and flags a group whose
+//! interval reaches below what taking turns on the GPU gives. When the
+//! model's training found a rule choosing better than the model at this
+//! group size, the rule ranks instead, and the ranking says so; it also
+//! says how the model predicts groups of this size ([`Basis`]: measured,
+//! from pairs, or beyond the sizes trained on) and names a target outside
+//! the training range.
 
 use std::collections::HashSet;
 
@@ -26,7 +29,7 @@ use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
 use crate::model_file::TrainedModel;
-use crate::models::{Driver, ThroughputModel};
+use crate::models::{Basis, Driver, ThroughputModel};
 use crate::range::OutOfRange;
 use crate::rules::Rule;
 use crate::selection::Calibration;
@@ -51,8 +54,13 @@ pub struct MemberPrediction {
     /// model predicts only the group's total
     /// ([`ThroughputModel::predict_members`]).
     pub predicted_rps: Option<f64>,
-    /// Predicted / alone; `None` with `predicted_rps`.
+    /// Predicted / alone, at most 1; `None` with `predicted_rps`.
     pub retained: Option<f64>,
+    /// What the model predicted this member keeps before clipping it to
+    /// 1, when it predicted more than 1 (faster beside partners than
+    /// alone: measured fractions above 1 are measurement noise, which the
+    /// model learned); `None` when nothing was clipped.
+    pub clipped_from: Option<f64>,
 }
 
 /// A candidate group for the target, with its prediction.
@@ -124,13 +132,17 @@ pub enum Risk {
     Lower,
 }
 
-/// The rule that ranked instead of the model, and why.
+/// The rule that ranked instead of the model, and why: on the inner folds
+/// of the model's training data it chose better than the model at this
+/// group size.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RuleFallback {
-    /// The target's metric outside the training range.
-    pub out_of_range: OutOfRange,
     /// The rule that ranked.
     pub rule: Rule,
+    /// The model's mean choice score on the inner folds.
+    pub model_score: f64,
+    /// The rule's.
+    pub rule_score: f64,
 }
 
 /// The best groups found and how they were found.
@@ -147,6 +159,13 @@ pub struct Ranking {
     pub scored_groups: u64,
     /// Set when a rule ranked instead of the model.
     pub fallback: Option<RuleFallback>,
+    /// The target's first metric beyond the training workloads' range,
+    /// if any: the predictions for it extrapolate.
+    pub out_of_range: Option<OutOfRange>,
+    /// How the model predicted groups of this size: measured and trained
+    /// on, predicted from pairs (an assumption), or beyond the sizes
+    /// trained on.
+    pub basis: Basis,
 }
 
 /// How groups are scored for ranking.
@@ -191,22 +210,23 @@ pub fn recommend(
 }
 
 /// Ranks like [`recommend`] with a trained model: by the predicted total or
-/// the lower end of its interval (`risk`), each group with its interval,
-/// and by the model's fallback rule instead when the target lies outside
-/// the training range and training chose one for this group size.
+/// the lower end of its interval (`risk`), each group with the interval
+/// calibrated for its size, and by the model's fallback rule instead when
+/// training found that rule choosing better at this group size; a target
+/// outside the training range is named.
 pub fn recommend_trained(
     model: &TrainedModel,
     pool: &[WorkloadMetrics],
     query: &Query,
     risk: Risk,
 ) -> Result<Ranking, ColocateError> {
-    let calibration = &model.selection.calibration;
+    let calibration = model.selection.calibration(query.group_size);
     if risk == Risk::Lower && !calibration.quantile.is_finite() {
         return Err(ColocateError::NoIntervals { samples: calibration.samples });
     }
-    let fallback = pool.iter().find(|w| w.workload == query.target).and_then(|target| {
-        let rule = model.fallback_for(target, query.group_size)?;
-        Some(RuleFallback { out_of_range: model.range.check(target)?, rule })
+    let fallback = model.fallback_decision(query.group_size).and_then(|decided| {
+        let (model_score, rule_score) = (decided.model_score, decided.rule_score);
+        Some(RuleFallback { rule: decided.rule?, model_score, rule_score })
     });
     let ranker = Ranker {
         model: model.as_model(),
@@ -214,7 +234,9 @@ pub fn recommend_trained(
         risk,
         rule: fallback.as_ref().map(|f| f.rule),
     };
-    rank(ranker, pool, query, fallback)
+    let mut ranking = rank(ranker, pool, query, fallback)?;
+    ranking.out_of_range = pool.iter().find(|w| w.workload == query.target).and_then(|t| model.out_of_range(t));
+    Ok(ranking)
 }
 
 fn rank(
@@ -262,7 +284,16 @@ fn rank(
         Search::Beam { width } => beam(&mut scorer, chosen, query.top, width.max(query.top)),
     };
     let groups = best.entries.iter().map(|entry| predict(&ranker, scorer.group(&entry.chosen), query.gpu_memory_gb));
-    Ok(Ranking { groups: groups.collect(), search, candidate_groups, scored_groups: scorer.scored, fallback })
+    let basis = ranker.model.basis(query.group_size);
+    Ok(Ranking {
+        groups: groups.collect(),
+        search,
+        candidate_groups,
+        scored_groups: scorer.scored,
+        fallback,
+        out_of_range: None,
+        basis,
+    })
 }
 
 /// Scores groups of the target and some partners without allocating per
@@ -400,6 +431,7 @@ const DRIVERS: usize = 3;
 fn predict(ranker: &Ranker, group: &Colocation, gpu_memory_gb: f64) -> Recommendation {
     let model = ranker.model;
     let predicted = model.predict_members(group);
+    let unclipped = model.retained_before_clipping(group);
     let members: Vec<MemberPrediction> = group
         .members
         .iter()
@@ -411,6 +443,7 @@ fn predict(ranker: &Ranker, group: &Colocation, gpu_memory_gb: f64) -> Recommend
                 alone_rps: m.metrics.exclusive_rps,
                 predicted_rps,
                 retained: predicted_rps.map(|rps| rps / m.metrics.exclusive_rps),
+                clipped_from: unclipped.as_ref().map(|u| u[i]).filter(|&fraction| fraction > 1.0),
             }
         })
         .collect();
@@ -439,6 +472,7 @@ fn predict(ranker: &Ranker, group: &Colocation, gpu_memory_gb: f64) -> Recommend
 mod tests {
     use super::*;
     use crate::features::tests::{pair, workload};
+    use crate::model_file::TrainedModel;
     use crate::models::{KaceModel, SlowdownModel};
     use tessera_core::rng::SplitMix64;
 
@@ -596,5 +630,33 @@ mod tests {
             assert_eq!(partners.len(), 9, "distinct partners: {partners:?}");
         }
         assert!(large.groups.windows(2).all(|w| w[0].predicted_total_rps >= w[1].predicted_total_rps));
+    }
+
+    #[test]
+    fn says_how_a_size_is_predicted_and_flags_a_clipped_member() {
+        // Light workloads measured keeping more than alone beside each other.
+        let pool: Vec<WorkloadMetrics> = (0..5)
+            .map(|i| workload(&format!("w{i}_batch1-inf"), 50.0 + 10.0 * i as f64, 10.0 + 20.0 * i as f64, 5.0, 1.0))
+            .collect();
+        let mut rows = Vec::new();
+        for i in 0..5 {
+            for j in i..5 {
+                let load = (pool[i].sm_util_pct + pool[j].sm_util_pct) / 100.0;
+                let keep = |w: &WorkloadMetrics| w.exclusive_rps * 1.4 / load.max(0.4);
+                rows.push(pair(pool[i].clone(), keep(&pool[i]), pool[j].clone(), keep(&pool[j])));
+            }
+        }
+        let model = TrainedModel::slowdown(&rows, 0).unwrap();
+        let ask = |group_size| recommend_trained(&model, &pool, &query("w0_batch1-inf", group_size), Risk::Mean);
+        let pairs = ask(2).unwrap();
+        assert_eq!((pairs.basis, pairs.out_of_range.is_none()), (Basis::Measured, true));
+        let members: Vec<&MemberPrediction> = pairs.groups.iter().flat_map(|g| &g.members).collect();
+        assert!(members.iter().all(|m| m.retained.unwrap() <= 1.0), "{members:?}");
+        let clipped: Vec<f64> = members.iter().filter_map(|m| m.clipped_from).collect();
+        assert!(!clipped.is_empty() && clipped.iter().all(|&raw| raw > 1.0), "{members:?}");
+        for m in members.iter().filter(|m| m.clipped_from.is_some()) {
+            assert_eq!(m.retained, Some(1.0), "a clipped member keeps exactly what it does alone");
+        }
+        assert_eq!(ask(3).unwrap().basis, Basis::ComposedFromPairs);
     }
 }

@@ -4,39 +4,58 @@
 //! The training rows are split into inner folds of the protocol the model
 //! will face (row folds for P3, one family held out at a time for LOWO and
 //! LOFO). Every configuration of [`grid`] is fitted on each inner fold's
-//! training rows and chooses partners among its candidates; the
-//! [`AVERAGED`] configurations with the best mean score (ties: grid order)
-//! make the model, which averages them. The inner targets that lie outside
-//! their inner fold's training range then decide, per group size (pairs,
-//! and groups of 3 and 4 built from the inner candidates), whether a rule
-//! chooses better than the averaged model for such targets: if the best
-//! rule does, it becomes the fallback for targets outside the training
-//! range at that size. The averaged model's predictions for the rows each inner fold held out
-//! calibrate the intervals (split-conformal, normalized by the ensemble's
-//! spread). Nothing here ever sees the rows a model is later scored on.
+//! training rows and chooses partners among its candidates, at every group
+//! size measured (each target among the candidates of one size); the
+//! configuration with the best mean score over those sizes of each feature
+//! set (ties: grid order) make the model, which averages them: views that
+//! extrapolate differently to a new model family, so that one that fails
+//! on it is outvoted (the best three overall were often of one view, and
+//! failed together on groups of four).
+//!
+//! Then, for every size the model will be asked about ([`decided_sizes`]:
+//! the sizes measured, and groups of 3 and 4 built from pairs when pairs
+//! were measured), on the inner candidates of that size:
+//!
+//! * the inner targets decide whether a rule chooses better than the
+//!   averaged model: if the best rule does, it chooses instead of the model
+//!   at that size (the fallback, which the evaluation and the
+//!   recommendations report);
+//! * the averaged model's predictions for the groups each inner fold held
+//!   out calibrate that size's intervals (split-conformal, normalized by
+//!   the ensemble's spread).
+//!
+//! Nothing here ever sees the rows a model is later scored on.
 
-use tessera_core::Colocation;
+use tessera_core::{Colocation, WorkloadMetrics};
 
-use crate::evaluate::{choose, grouped_folds, holdout_folds, mean_over_targets, row_folds, Fold, Protocol};
 use crate::features::FeatureSet;
+use crate::folds::{choose, grouped_folds, holdout_folds, mean_over_targets, row_folds, Fold, Protocol};
 use crate::gbm::GbmParams;
 use crate::groups::Composition;
-use crate::models::{KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
-use crate::range::TrainingRange;
+use crate::models::{mean, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
 use crate::rules::Rule;
 
-/// Configurations averaged into the slowdown model.
+/// Configurations averaged into the slowdown model: the best of each
+/// feature set.
 pub const AVERAGED: usize = 3;
 
-/// Inner folds of the P3 kind (rows split at random).
-pub const INNER_ROW_FOLDS: usize = 4;
+/// Inner folds of the P3 kind (rows split at random): each trains on 90%
+/// of the rows, close to what the model itself trains on, so that its
+/// errors, and the intervals calibrated on them, are like the model's.
+pub const INNER_ROW_FOLDS: usize = 10;
 
-/// Group sizes the fallback is decided for (larger groups follow the
-/// largest).
-pub const FALLBACK_GROUP_SIZES: [usize; 3] = [2, 3, 4];
+/// Sizes of the groups built from measured pairs that the fallback and the
+/// intervals are decided for (when those sizes were not measured; larger
+/// groups follow the largest size decided).
+pub const BUILT_GROUP_SIZES: [usize; 2] = [3, 4];
 
 /// The stated coverage of the prediction intervals.
 pub const INTERVAL_LEVEL: f64 = 0.9;
+
+/// Fewest held-out groups built from pairs that intervals of their size
+/// are calibrated on (else that size takes the intervals of the size
+/// below).
+pub const MIN_CALIBRATION_SAMPLES: usize = 30;
 
 /// The slowdown model's candidate configurations: every feature set with
 /// three tree settings (many shallow slow trees, the middle, few deep fast
@@ -62,31 +81,35 @@ pub fn grid() -> Vec<SlowdownConfig> {
         .collect()
 }
 
-/// Split-conformal intervals on a group's summed throughput: the
-/// prediction times `exp(±quantile × (spread + spread_floor))`, where
-/// `spread` is the model's own disagreement on the group.
+/// Split-conformal intervals on the summed throughput of groups of one
+/// size: the prediction times `exp(±quantile × (spread + spread_floor))`,
+/// where `spread` is the model's own disagreement on the group.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Calibration {
+    /// Workloads per group it was calibrated on.
+    pub group_size: usize,
     /// The stated coverage, e.g. 0.9.
     pub level: f64,
-    /// The calibrated multiplier (infinite when there was nothing to
-    /// calibrate on).
+    /// The calibrated multiplier (infinite when there was too little to
+    /// calibrate on: `null` in a model file).
+    #[serde(with = "infinite_as_null")]
     pub quantile: f64,
-    /// Added to every spread (the median spread of the calibration rows,
-    /// at least 0.01), so a group the ensemble agrees on still gets an
-    /// interval.
+    /// Added to every spread (the lower quartile of the calibration
+    /// rows' spreads, at least 0.01), so a group the ensemble agrees on
+    /// still gets an interval.
     pub spread_floor: f64,
     /// Held-out predictions it was calibrated on.
     pub samples: usize,
 }
 
 impl Calibration {
-    /// Calibrates on held-out `(measured, predicted, spread)` totals: the
-    /// ⌈(n + 1) × level⌉-th smallest normalized error.
-    pub fn new(level: f64, held_out: &[(f64, f64, f64)]) -> Self {
+    /// Calibrates on held-out `(measured, predicted, spread)` totals of
+    /// groups of `group_size`: the ⌈(n + 1) × level⌉-th smallest
+    /// normalized error.
+    pub fn new(group_size: usize, level: f64, held_out: &[(f64, f64, f64)]) -> Self {
         let mut spreads: Vec<f64> = held_out.iter().map(|(_, _, s)| *s).collect();
         spreads.sort_by(f64::total_cmp);
-        let spread_floor = spreads.get(spreads.len() / 2).copied().unwrap_or(0.0).max(0.01);
+        let spread_floor = spreads.get(spreads.len() / 4).copied().unwrap_or(0.0).max(0.01);
         let mut scores: Vec<f64> = held_out
             .iter()
             .map(|&(measured, predicted, spread)| log_error(measured, predicted) / (spread + spread_floor))
@@ -94,7 +117,7 @@ impl Calibration {
         scores.sort_by(f64::total_cmp);
         let rank = ((scores.len() + 1) as f64 * level).ceil() as usize;
         let quantile = if rank == 0 { 0.0 } else { scores.get(rank - 1).copied().unwrap_or(f64::INFINITY) };
-        Calibration { level, quantile, spread_floor, samples: held_out.len() }
+        Calibration { group_size, level, quantile, spread_floor, samples: held_out.len() }
     }
 
     /// The interval around `predicted` for a group the model's parts
@@ -107,6 +130,28 @@ impl Calibration {
         (predicted / factor, predicted * factor)
     }
 }
+
+/// An `f64` that may be infinite, as JSON: `null` for infinity (JSON has
+/// no infinity).
+mod infinite_as_null {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(value: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+        if value.is_finite() {
+            serializer.serialize_f64(*value)
+        } else {
+            serializer.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(deserializer)?.unwrap_or(f64::INFINITY))
+    }
+}
+
+/// Intervals for a size nothing was calibrated on: unbounded.
+const UNCALIBRATED: Calibration =
+    Calibration { group_size: 0, level: INTERVAL_LEVEL, quantile: f64::INFINITY, spread_floor: 0.01, samples: 0 };
 
 /// |ln(measured / predicted)|, infinite for a prediction that is not
 /// positive.
@@ -127,19 +172,22 @@ pub struct ConfigScore {
     pub score: f64,
 }
 
-/// Whether a rule chooses for out-of-range targets at one group size.
+/// Whether a rule chooses instead of the model at one group size.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Fallback {
     /// Workloads per group.
     pub group_size: usize,
-    /// The rule that chooses instead of the model, if one did better.
+    /// The rule that chooses instead of the model, if one chose better
+    /// on the inner folds.
     pub rule: Option<Rule>,
-    /// Inner targets outside their inner fold's training range.
+    /// Inner targets scored at this size.
     pub targets: usize,
     /// The averaged model's mean score on them.
     pub model_score: f64,
     /// The best rule's mean score on them.
     pub rule_score: f64,
+    /// The standard error of the best rule's mean advantage per target.
+    pub standard_error: f64,
 }
 
 /// What the inner folds decided.
@@ -153,15 +201,34 @@ pub struct Selection {
     pub scores: Vec<ConfigScore>,
     /// The configurations averaged, best first (empty for KACE).
     pub chosen: Vec<SlowdownConfig>,
-    /// Per group size, whether a rule chooses for out-of-range targets
+    /// Per group size, whether a rule chooses instead of the model
     /// (empty for KACE, which has no fallback).
     pub fallbacks: Vec<Fallback>,
-    /// The intervals.
-    pub calibration: Calibration,
+    /// The intervals, per group size, ascending.
+    pub calibrations: Vec<Calibration>,
 }
 
-/// Each inner fold's predictions: `[fold][candidate][configuration]`.
-type FoldPredictions = Vec<Vec<Vec<f64>>>;
+impl Selection {
+    /// The intervals of groups of `size`: those calibrated on that size,
+    /// else on the largest size below it, else on the smallest above;
+    /// unbounded when nothing was calibrated.
+    pub fn calibration(&self, size: usize) -> &Calibration {
+        let below = self.calibrations.iter().rev().find(|c| c.group_size <= size);
+        below.or(self.calibrations.first()).unwrap_or(&UNCALIBRATED)
+    }
+}
+
+/// The group sizes a model trained on `rows` is decided for: every size
+/// measured, and [`BUILT_GROUP_SIZES`] when pairs were measured, ascending.
+pub fn decided_sizes(rows: &[Colocation]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = rows.iter().map(|g| g.members.len()).collect();
+    if sizes.contains(&2) {
+        sizes.extend(BUILT_GROUP_SIZES);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
 
 /// The inner folds of `inner` over `rows` that have rows to train on.
 fn inner_folds(rows: &[Colocation], inner: Protocol, seed: u64) -> Vec<Fold> {
@@ -169,116 +236,207 @@ fn inner_folds(rows: &[Colocation], inner: Protocol, seed: u64) -> Vec<Fold> {
         Protocol::P3 => row_folds(rows, INNER_ROW_FOLDS, seed),
         Protocol::Lowo | Protocol::Lofo => holdout_folds(rows, inner),
     };
-    folds.into_iter().filter(|fold| fold.train.iter().any(|g| g.members.len() == 2)).collect()
+    folds.into_iter().filter(|fold| fold.train.len() >= 2).collect()
 }
 
-/// Chooses the slowdown model's configurations, fallback rule and
+/// The inner folds' candidates of one size, each fold's candidate with a
+/// target predicted (for the configurations or the averaged model).
+struct Sized {
+    group_size: usize,
+    /// The folds (with their index among the inner folds).
+    folds: Vec<(usize, Fold)>,
+    /// `[fold][candidate]`: each configuration's (or the averaged
+    /// model's) predicted totals; empty for a candidate with no target.
+    predictions: Vec<Vec<Vec<f64>>>,
+}
+
+/// The inner folds' groups of `group_size` (measured, or built from the
+/// pairs), each candidate holding a target predicted by `models[f]` (the
+/// fold's model; for groups built from pairs, through its pool of the
+/// fold's workloads).
+fn sized(folds: &[Fold], models: &[SlowdownModel], group_size: usize) -> Sized {
+    let (_, grouped) = grouped_folds(folds, group_size, Composition::Additive);
+    let grouped: Vec<(usize, Fold)> = grouped
+        .into_iter()
+        .map(|fold| (folds.iter().position(|f| f.name == fold.name).expect("same folds"), fold))
+        .collect();
+    let predictions = grouped
+        .iter()
+        .map(|(f, fold)| {
+            let pool: Vec<WorkloadMetrics> = pool_of(&fold.candidates);
+            let pooled = models[*f].pooled(&pool);
+            let held_out = |g: &Colocation| fold.targets.iter().any(|t| g.contains(t));
+            fold.candidates.iter().map(|g| if held_out(g) { pooled.totals(g) } else { Vec::new() }).collect()
+        })
+        .collect();
+    Sized { group_size, folds: grouped, predictions }
+}
+
+/// The distinct workloads of `rows`, by name.
+fn pool_of(rows: &[Colocation]) -> Vec<WorkloadMetrics> {
+    let mut pool: Vec<WorkloadMetrics> =
+        rows.iter().flat_map(|g| g.members.iter().map(|m| m.metrics.clone())).collect();
+    pool.sort_by(|a, b| a.workload.cmp(&b.workload));
+    pool.dedup_by(|a, b| a.workload == b.workload);
+    pool
+}
+
+/// Chooses the slowdown model's configurations, fallback rules and
 /// intervals on `rows` with inner folds of `inner` (see the module
 /// documentation).
 pub fn select_slowdown(rows: &[Colocation], inner: Protocol, seed: u64) -> Selection {
     let grid = grid();
-    let folds = inner_folds(rows, inner, seed);
-    let models: Vec<SlowdownModel> =
-        folds.iter().map(|fold| SlowdownModel::fit(&fold.train, &grid).expect("inner folds train on pairs")).collect();
-    let predictions: FoldPredictions = folds
-        .iter()
-        .zip(&models)
-        .map(|(fold, model)| fold.candidates.iter().map(|g| model.ensemble_totals(g)).collect())
-        .collect();
+    let (folds, models): (Vec<Fold>, Vec<SlowdownModel>) = inner_folds(rows, inner, seed)
+        .into_iter()
+        .filter_map(|fold| SlowdownModel::fit(&fold.train, &grid).map(|model| (fold, model)))
+        .unzip();
+    let sizes = decided_sizes(rows);
+    let is_measured = |k: usize| rows.iter().any(|g| g.members.len() == k);
+    let measured: Vec<Sized> = sizes.iter().filter(|&&k| is_measured(k)).map(|&k| sized(&folds, &models, k)).collect();
     let scores: Vec<ConfigScore> = grid
         .iter()
         .enumerate()
-        .map(|(c, &config)| ConfigScore { config, score: inner_score(inner, &folds, |f, g| predictions[f][g][c]) })
+        .map(|(c, &config)| {
+            let per_size: Vec<f64> = measured
+                .iter()
+                .filter(|s| !s.folds.is_empty())
+                .map(|s| inner_score(inner, &s.folds, |f, g| s.predictions[f][g][c]))
+                .collect();
+            ConfigScore { config, score: per_size.iter().sum::<f64>() / per_size.len().max(1) as f64 }
+        })
         .collect();
     let mut order: Vec<usize> = (0..grid.len()).collect();
     order.sort_by(|&a, &b| scores[b].score.total_cmp(&scores[a].score));
-    order.truncate(AVERAGED);
-    let held_out = held_out_predictions(&folds, |f, g| {
-        let logs: Vec<f64> = order.iter().map(|&c| predictions[f][g][c].max(f64::MIN_POSITIVE).ln()).collect();
-        let mean = order.iter().map(|&c| predictions[f][g][c]).sum::<f64>() / order.len() as f64;
-        (mean, standard_deviation(&logs))
+    // The best configuration of each feature set, best first.
+    let mut seen = Vec::new();
+    order.retain(|&c| {
+        let fresh = !seen.contains(&grid[c].features);
+        seen.push(grid[c].features);
+        fresh
     });
+    order.truncate(AVERAGED);
+    let averaged: Vec<SlowdownModel> = models.iter().map(|m| m.subset(&order)).collect();
+    let mut calibrations = Vec::new();
+    let mut fallbacks = Vec::new();
+    for &k in &sizes {
+        let sized = match measured.iter().find(|s| s.group_size == k) {
+            // Measured: the averaged model's totals are the chosen
+            // configurations' among those already predicted.
+            Some(s) => Sized {
+                group_size: k,
+                folds: s.folds.clone(),
+                predictions: s
+                    .predictions
+                    .iter()
+                    .map(|fold| {
+                        fold.iter()
+                            .map(|p| if p.is_empty() { Vec::new() } else { order.iter().map(|&c| p[c]).collect() })
+                            .collect()
+                    })
+                    .collect(),
+            },
+            None => sized(&folds, &averaged, k),
+        };
+        let calibration = Calibration::new(k, INTERVAL_LEVEL, &held_out_predictions(&sized));
+        // A size built from pairs with too few groups to calibrate on takes
+        // the intervals of the size below.
+        if is_measured(k) || calibration.samples >= MIN_CALIBRATION_SAMPLES {
+            calibrations.push(calibration);
+        }
+        fallbacks.push(decide_fallback(&sized));
+    }
     Selection {
         inner,
         inner_folds: folds.len(),
         chosen: order.iter().map(|&c| grid[c]).collect(),
         scores,
-        fallbacks: decide_fallbacks(&folds, &models.iter().map(|m| m.subset(&order)).collect::<Vec<_>>()),
-        calibration: Calibration::new(INTERVAL_LEVEL, &held_out),
+        fallbacks,
+        calibrations,
     }
 }
 
-/// For each of [`FALLBACK_GROUP_SIZES`]: the model's and every rule's mean
-/// score on the inner targets outside their fold's training range, and the
-/// best rule if it beat the model.
-fn decide_fallbacks(folds: &[Fold], models: &[SlowdownModel]) -> Vec<Fallback> {
-    // Each fold with only its out-of-range targets.
-    let flagged: Vec<Fold> = folds
-        .iter()
-        .map(|fold| {
-            let range = TrainingRange::new(&fold.train);
-            let targets = fold
-                .targets
-                .iter()
-                .filter(|t| {
-                    let member = fold.candidates.iter().flat_map(|g| &g.members).find(|m| &m.metrics.workload == *t);
-                    member.is_some_and(|m| range.check(&m.metrics).is_some())
-                })
-                .cloned()
-                .collect();
-            Fold { targets, ..fold.clone() }
-        })
-        .collect();
-    FALLBACK_GROUP_SIZES
-        .iter()
-        .map(|&group_size| {
-            let mut targets = 0;
-            let (mut model_total, mut rule_totals) = (0.0, [0.0; Rule::ALL.len()]);
-            for fold in grouped_folds(&flagged, group_size, Composition::Additive) {
-                let model = &models[folds.iter().position(|f| f.name == fold.name).expect("same folds")];
-                let candidates = &fold.candidates;
-                for target in &fold.targets {
-                    targets += 1;
-                    model_total += choose(candidates, target, |g| model.predict_total(&candidates[g]));
-                    for (total, rule) in rule_totals.iter_mut().zip(Rule::ALL) {
-                        *total += choose(candidates, target, |g| rule.score(&candidates[g]));
-                    }
-                }
-            }
-            let per_target = |total: f64| total / targets.max(1) as f64;
-            let (best, rule_total) = Rule::ALL.into_iter().zip(rule_totals).fold(
-                (Rule::ALL[0], f64::NEG_INFINITY),
-                |best, (rule, total)| if total > best.1 { (rule, total) } else { best },
-            );
-            let (model_score, rule_score) = (per_target(model_total), per_target(rule_total));
-            Fallback { group_size, rule: (rule_score > model_score).then_some(best), targets, model_score, rule_score }
-        })
-        .collect()
+/// The mean and the standard deviation of the logs of an ensemble's
+/// totals.
+fn mean_and_spread(totals: &[f64]) -> (f64, f64) {
+    let logs: Vec<f64> = totals.iter().map(|t| t.max(f64::MIN_POSITIVE).ln()).collect();
+    (mean(totals), standard_deviation(&logs))
 }
 
-/// KACE's intervals and fallback rule from inner folds of `inner` (it has
-/// no configuration to choose).
+/// For one size: the averaged model's and every rule's mean score on the
+/// inner targets, and the best rule if it chose better than the model with
+/// confidence: its mean advantage per target more than twice the standard
+/// error of that advantage (a lead within the noise of the inner targets
+/// does not carry over to new ones).
+fn decide_fallback(sized: &Sized) -> Fallback {
+    // Per target: the model's score and every rule's.
+    let mut per_target: Vec<(f64, [f64; Rule::ALL.len()])> = Vec::new();
+    for ((_, fold), predictions) in sized.folds.iter().zip(&sized.predictions) {
+        let candidates = &fold.candidates;
+        for target in &fold.targets {
+            let model = choose(candidates, target, |g| mean(&predictions[g]));
+            let rules = Rule::ALL.map(|rule| choose(candidates, target, |g| rule.score(&candidates[g])));
+            per_target.push((model, rules));
+        }
+    }
+    let targets = per_target.len();
+    let per = |total: f64| total / targets.max(1) as f64;
+    let model_score = per(per_target.iter().map(|(m, _)| m).sum());
+    let rule_scores: Vec<f64> = (0..Rule::ALL.len()).map(|r| per(per_target.iter().map(|(_, s)| s[r]).sum())).collect();
+    let best = (0..Rule::ALL.len()).fold(0, |best, r| if rule_scores[r] > rule_scores[best] { r } else { best });
+    let advantages: Vec<f64> = per_target.iter().map(|(m, s)| s[best] - m).collect();
+    let advantage = rule_scores[best] - model_score;
+    let variance =
+        advantages.iter().map(|d| (d - advantage).powi(2)).sum::<f64>() / targets.saturating_sub(1).max(1) as f64;
+    let standard_error = (variance / targets.max(1) as f64).sqrt();
+    Fallback {
+        group_size: sized.group_size,
+        rule: (targets >= 2 && advantage > 0.0 && advantage > 2.0 * standard_error).then_some(Rule::ALL[best]),
+        targets,
+        model_score,
+        rule_score: rule_scores[best],
+        standard_error,
+    }
+}
+
+/// KACE's intervals from inner folds of `inner`, per size measured (it has
+/// no configuration to choose and no fallback).
 pub fn select_kace(rows: &[Colocation], inner: Protocol, seed: u64) -> Selection {
-    let folds: Vec<Fold> = inner_folds(rows, inner, seed).into_iter().filter(|fold| fold.train.len() >= 2).collect();
+    let folds: Vec<Fold> = inner_folds(rows, inner, seed);
     let models: Vec<KaceModel> = folds.iter().map(|fold| KaceModel::fit(&fold.train)).collect();
-    let held_out = held_out_predictions(&folds, |f, g| (models[f].predict_total(&folds[f].candidates[g]), 0.0));
+    let mut sizes: Vec<usize> = rows.iter().map(|g| g.members.len()).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let calibrations = sizes
+        .iter()
+        .map(|&k| {
+            let (_, grouped) = grouped_folds(&folds, k, Composition::Additive);
+            let mut held_out = Vec::new();
+            for fold in &grouped {
+                let model = &models[folds.iter().position(|f| f.name == fold.name).expect("same folds")];
+                for group in fold.candidates.iter().filter(|g| fold.targets.iter().any(|t| g.contains(t))) {
+                    held_out.push((group.total_rps(), model.predict_total(group), 0.0));
+                }
+            }
+            Calibration::new(k, INTERVAL_LEVEL, &held_out)
+        })
+        .collect();
     Selection {
         inner,
         inner_folds: folds.len(),
         scores: Vec::new(),
         chosen: Vec::new(),
         fallbacks: Vec::new(),
-        calibration: Calibration::new(INTERVAL_LEVEL, &held_out),
+        calibrations,
     }
 }
 
 /// The mean choice score over the folds' targets when candidate `g` of
-/// fold `f` scores `score(f, g)`.
-fn inner_score(inner: Protocol, folds: &[Fold], score: impl Fn(usize, usize) -> f64) -> f64 {
+/// fold `f` (the `f`-th of `folds`) scores `score(f, g)`.
+fn inner_score(inner: Protocol, folds: &[(usize, Fold)], score: impl Fn(usize, usize) -> f64) -> f64 {
     let per_fold: Vec<(f64, usize)> = folds
         .iter()
         .enumerate()
-        .map(|(f, fold)| {
+        .map(|(f, (_, fold))| {
             let total: f64 = fold.targets.iter().map(|t| choose(&fold.candidates, t, |g| score(f, g))).sum();
             (total / fold.targets.len().max(1) as f64, fold.targets.len())
         })
@@ -287,13 +445,14 @@ fn inner_score(inner: Protocol, folds: &[Fold], score: impl Fn(usize, usize) -> 
 }
 
 /// `(measured, predicted, spread)` for every candidate an inner fold held
-/// out of training (one that contains a target of the fold).
-fn held_out_predictions(folds: &[Fold], predict: impl Fn(usize, usize) -> (f64, f64)) -> Vec<(f64, f64, f64)> {
+/// out of training (one that contains a target of the fold), from the
+/// averaged model's ensemble totals.
+fn held_out_predictions(sized: &Sized) -> Vec<(f64, f64, f64)> {
     let mut held_out = Vec::new();
-    for (f, fold) in folds.iter().enumerate() {
-        for (g, group) in fold.candidates.iter().enumerate() {
-            if fold.targets.iter().any(|t| group.contains(t)) {
-                let (predicted, spread) = predict(f, g);
+    for ((_, fold), predictions) in sized.folds.iter().zip(&sized.predictions) {
+        for (group, totals) in fold.candidates.iter().zip(predictions) {
+            if !totals.is_empty() {
+                let (predicted, spread) = mean_and_spread(totals);
                 held_out.push((group.total_rps(), predicted, spread));
             }
         }
@@ -316,7 +475,7 @@ mod tests {
         // Ten held-out errors of 1 %, 2 %, …, 10 % with no spread.
         let held_out: Vec<(f64, f64, f64)> =
             (1..=10).map(|i| (100.0 * (0.01 * f64::from(i)).exp(), 100.0, 0.0)).collect();
-        let calibration = Calibration::new(0.8, &held_out);
+        let calibration = Calibration::new(2, 0.8, &held_out);
         // ⌈11 × 0.8⌉ = 9th smallest of 1..10 (× 0.01) over the 0.01 floor.
         assert!((calibration.quantile - 9.0).abs() < 1e-9, "{calibration:?}");
         let (lower, upper) = calibration.interval(50.0, 0.0);
@@ -325,9 +484,40 @@ mod tests {
         let (wide_lower, wide_upper) = calibration.interval(50.0, 0.05);
         assert!(wide_lower < lower && wide_upper > upper);
         // Too few samples for the level: an unbounded interval.
-        let few = Calibration::new(0.95, &held_out[..5]);
+        let few = Calibration::new(2, 0.95, &held_out[..5]);
         assert_eq!(few.interval(50.0, 0.0), (0.0, f64::INFINITY));
-        assert_eq!(Calibration::new(0.9, &[]).samples, 0);
+        assert_eq!(Calibration::new(2, 0.9, &[]).samples, 0);
+    }
+
+    #[test]
+    fn each_size_takes_its_own_calibration_or_the_nearest_below() {
+        let held_out = [(110.0, 100.0, 0.0); 30];
+        let calibrations = vec![Calibration::new(2, 0.9, &held_out), Calibration::new(4, 0.9, &held_out)];
+        let selection = Selection {
+            inner: Protocol::Lowo,
+            inner_folds: 0,
+            scores: Vec::new(),
+            chosen: Vec::new(),
+            fallbacks: Vec::new(),
+            calibrations,
+        };
+        let sizes: Vec<usize> = [2, 3, 4, 6].iter().map(|&k| selection.calibration(k).group_size).collect();
+        assert_eq!(sizes, [2, 2, 4, 4]);
+        assert_eq!(selection.calibration(1).group_size, 2, "below every size: the smallest");
+        let none = Selection { calibrations: Vec::new(), ..selection };
+        assert_eq!(none.calibration(2).interval(10.0, 0.0), (0.0, f64::INFINITY));
+    }
+
+    #[test]
+    fn decided_sizes_add_groups_built_from_pairs() {
+        use crate::features::tests::{pair, workload};
+        let a = workload("a", 10.0, 10.0, 10.0, 1.0);
+        let pairs = vec![pair(a.clone(), 5.0, a.clone(), 5.0)];
+        assert_eq!(decided_sizes(&pairs), [2, 3, 4]);
+        let mut quads = pairs[0].clone();
+        quads.members.extend(pairs[0].members.clone());
+        assert_eq!(decided_sizes(std::slice::from_ref(&quads)), [4]);
+        assert_eq!(decided_sizes(&[pairs[0].clone(), quads]), [2, 3, 4]);
     }
 
     #[test]

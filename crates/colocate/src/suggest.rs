@@ -25,7 +25,7 @@ use tessera_core::rng::SplitMix64;
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
-use crate::evaluate::{choose, workloads};
+use crate::folds::{choose, workloads};
 use crate::groups::MemberSets;
 use crate::model_file::TrainedModel;
 use crate::recommend::EXHAUSTIVE_MAX_GROUPS;

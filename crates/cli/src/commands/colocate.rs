@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_colocate::{evaluate as evaluate_policies, holdout_folds, p3_folds, tuned_on_test};
+use tessera_colocate::{evaluate as evaluate_policies, holdout_folds, measured_sizes, p3_folds, tuned_on_test};
 use tessera_colocate::{recommend_trained, suggest, Query, Ranking, Risk, Search, SuggestQuery};
-use tessera_colocate::{Composition, Suggestion, TrainedModel};
+use tessera_colocate::{Basis, Composition, Suggestion, TrainedModel};
 use tessera_colocate::{ModelFile, ModelKind as Kind, Policy, PolicyScores, Protocol as EvalProtocol, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
@@ -22,8 +22,8 @@ use crate::terminal::wrap_words;
 pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
     match command {
         ColocateCommand::Evaluate { protocol, splits, data, group_sizes, tuned_on_test, seed, format } => {
-            let sizes: Vec<usize> = group_sizes.iter().map(|&k| k as usize).collect();
-            evaluate(protocol, splits.as_deref(), data.as_deref(), &sizes, tuned_on_test, seed, format)
+            let sizes: Option<Vec<usize>> = group_sizes.map(|sizes| sizes.iter().map(|&k| k as usize).collect());
+            evaluate(protocol, splits.as_deref(), data.as_deref(), sizes.as_deref(), tuned_on_test, seed, format)
         }
         ColocateCommand::Import { data, system_metrics, kernel_metrics } => {
             import(&data, system_metrics.as_deref().zip(kernel_metrics.as_deref()), store)
@@ -66,17 +66,26 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                     ranking.candidate_groups, ranking.scored_groups
                 ));
             }
+            if ranking.basis != Basis::Measured {
+                note(format_args!("{}", trained.basis_in_words(query.group_size)));
+            }
             if let Some(fallback) = &ranking.fallback {
-                let range = &fallback.out_of_range;
                 note(format_args!(
-                    "{target}'s {} ({}) lies outside the training range ({} to {}): ranked by the rule '{}', \
-                     which chose better than the model for such workloads in training; the predictions shown are \
-                     the model's",
+                    "ranked by the rule '{}', which chose better than the model for groups of {} on the inner folds \
+                     of its training data ({:.3} against {:.3}); the predictions shown are the model's",
+                    fallback.rule.name(),
+                    query.group_size,
+                    fallback.rule_score,
+                    fallback.model_score
+                ));
+            }
+            if let Some(range) = &ranking.out_of_range {
+                note(format_args!(
+                    "{target}'s {} ({}) lies outside the training range ({} to {}): its predictions extrapolate",
                     range.metric,
                     readable(range.value),
                     readable(range.min),
-                    readable(range.max),
-                    fallback.rule.name()
+                    readable(range.max)
                 ));
             }
             match format {
@@ -131,21 +140,35 @@ fn model_and_data(
 /// What training chose, in a few words.
 fn training_summary(model: &TrainedModel) -> String {
     let selection = &model.selection;
-    let calibration = &selection.calibration;
-    let intervals = if calibration.quantile.is_finite() {
-        format!(
-            "{:.0}% intervals calibrated on {} held-out predictions",
-            100.0 * calibration.level,
-            calibration.samples
-        )
+    let calibrated: Vec<String> = selection
+        .calibrations
+        .iter()
+        .filter(|c| c.quantile.is_finite())
+        .map(|c| format!("groups of {} on {} held-out predictions", c.group_size, c.samples))
+        .collect();
+    let level = 100.0 * selection.calibrations.first().map_or(tessera_colocate::INTERVAL_LEVEL, |c| c.level);
+    let intervals = if calibrated.is_empty() {
+        let samples: usize = selection.calibrations.iter().map(|c| c.samples).sum();
+        format!("no intervals: {samples} held-out predictions are too few")
     } else {
-        format!("no intervals: {} held-out predictions are too few", calibration.samples)
+        format!("{level:.0}% intervals calibrated for {}", calibrated.join(", "))
     };
+    let sizes: Vec<String> = model.sizes.iter().map(usize::to_string).collect();
+    let trained = format!("groups of {} measured", sizes.join(", "));
     let folds = count(selection.inner_folds, "inner LOFO fold");
+    let fallbacks: Vec<String> = selection
+        .fallbacks
+        .iter()
+        .filter_map(|f| f.rule.map(|rule| format!("the rule '{}' chooses groups of {}", rule.name(), f.group_size)))
+        .collect();
+    let fallbacks = if fallbacks.is_empty() { String::new() } else { format!("; {}", fallbacks.join(", ")) };
     if selection.chosen.is_empty() {
-        return format!("{intervals} on {folds}");
+        return format!("{trained}; {intervals} on {folds}");
     }
-    format!("averaging {} chosen on {folds}; {intervals}", count(selection.chosen.len(), "configuration"))
+    format!(
+        "{trained}; averaging {} chosen on {folds}; {intervals}{fallbacks}",
+        count(selection.chosen.len(), "configuration")
+    )
 }
 
 /// Colocations and workloads from a KACE file, or from the store.
@@ -280,7 +303,8 @@ fn remove(store: Option<&Path>, ids: &[i64], source: Option<&str>) -> Result<()>
 /// keeps, memory, and what drove the prediction), wrapped to the terminal.
 fn recommendations_table(model: &TrainedModel, risk: Risk, ranking: &Ranking) -> String {
     let name = model.as_model().name();
-    let level = 100.0 * model.selection.calibration.level;
+    let size = ranking.groups.first().map_or(2, |r| r.members.len());
+    let level = 100.0 * model.selection.calibration(size).level;
     let ranked_by = match (&ranking.fallback, risk) {
         (Some(fallback), _) => format!("ranked by the rule '{}'", fallback.rule.name()),
         (None, Risk::Mean) => "ranked by the predicted total".to_string(),
@@ -294,8 +318,15 @@ fn recommendations_table(model: &TrainedModel, risk: Risk, ranking: &Ranking) ->
     let ranked = &ranking.groups;
     for (rank, r) in ranked.iter().enumerate() {
         let partners: Vec<&str> = r.members[1..].iter().map(|m| m.workload.as_str()).collect();
-        let retained: Vec<String> =
-            r.members.iter().map(|m| m.retained.map_or_else(|| "—".to_string(), |f| format!("{f:.2}"))).collect();
+        let retained: Vec<String> = r
+            .members
+            .iter()
+            .map(|m| match (m.retained, m.clipped_from) {
+                (None, _) => "—".to_string(),
+                (Some(f), None) => format!("{f:.2}"),
+                (Some(f), Some(raw)) => format!("{f:.2} (clipped from {raw:.2})"),
+            })
+            .collect();
         let fits = if r.exceeds_memory { "does NOT fit" } else { "fits" };
         let interval = r.interval_rps.map_or_else(String::new, |[lower, upper]| format!(" [{lower:.1}, {upper:.1}]"));
         let risky = if r.may_lose_to_time_sharing { "; MAY LOSE to taking turns" } else { "" };
@@ -325,6 +356,15 @@ fn recommendations_table(model: &TrainedModel, risk: Risk, ranking: &Ranking) ->
     if ranked.iter().any(|r| r.may_lose_to_time_sharing) {
         out.push_str(&wrap_words(
             "\nMAY LOSE: the interval reaches below what the members give taking turns on the GPU",
+            "",
+            "",
+        ));
+        out.push('\n');
+    }
+    if ranked.iter().flat_map(|r| &r.members).any(|m| m.clipped_from.is_some()) {
+        out.push_str(&wrap_words(
+            "\nclipped: the model predicted the member keeps more than alone; a workload does not run faster beside \
+             partners (measured fractions above 1 are measurement noise, which the model learned), so it counts as 1",
             "",
             "",
         ));
@@ -381,7 +421,7 @@ fn evaluate(
     protocol: Protocol,
     splits: Option<&Path>,
     data: Option<&Path>,
-    group_sizes: &[usize],
+    group_sizes: Option<&[usize]>,
     tuned: bool,
     seed: u64,
     format: ListFormat,
@@ -397,15 +437,17 @@ fn evaluate(
             (protocol, holdout_folds(&read_rows(path)?, protocol))
         }
     };
+    let measured = measured_sizes(&folds);
+    let group_sizes = group_sizes.map_or_else(|| measured.clone(), <[usize]>::to_vec);
     let mut results = {
         let _progress = Progress::spinner(format!(
             "nested evaluation on {}: every fold trains and selects on its own rows",
             count(folds.len(), "fold")
         ));
-        evaluate_policies(protocol, &folds, group_sizes, Composition::Additive, &Policy::all(seed))
+        evaluate_policies(protocol, &folds, &group_sizes, Composition::Additive, &Policy::all(seed))
     };
     if tuned {
-        results.push(tuned_on_test(protocol, &folds, group_sizes, Composition::Additive));
+        results.push(tuned_on_test(protocol, &folds, &group_sizes, Composition::Additive));
     }
     let fold_names: Vec<&str> = folds.iter().map(|f| f.name.as_str()).collect();
     match format {
@@ -422,12 +464,13 @@ fn evaluate(
                 "protocol": protocol.name(),
                 "nested": true,
                 "folds": fold_names,
+                "measured_group_sizes": measured,
                 "group_sizes": group_sizes,
                 "policies": policies,
             });
             outln!("{}", serde_json::to_string_pretty(&json)?)?;
         }
-        ListFormat::Table => out!("{}", scores_table(protocol, &results, &fold_names))?,
+        ListFormat::Table => out!("{}", scores_table(protocol, &results, &fold_names, &measured))?,
     }
     Ok(())
 }
@@ -456,17 +499,23 @@ fn read_splits(dir: &Path) -> Result<Vec<Split>> {
         .collect())
 }
 
-/// One block per group size: each policy's score per split (P3) and its
-/// mean, and the measured coverage of the models' intervals.
-fn scores_table(protocol: EvalProtocol, results: &[PolicyScores], folds: &[&str]) -> String {
+/// One block per group size: which groups were chosen among (measured,
+/// or built from the pairs), how the default model predicted them, each
+/// policy's score per split (P3) and its mean, the measured coverage of the
+/// models' intervals, and how often the fallback rule chose instead of the
+/// model.
+fn scores_table(protocol: EvalProtocol, results: &[PolicyScores], folds: &[&str], measured: &[usize]) -> String {
     let per_fold = protocol == EvalProtocol::P3;
     let mut out = String::new();
     for (k, scores) in results[0].scores.iter().enumerate() {
+        let size = scores.group_size;
         if scores.targets == 0 {
+            let sizes: Vec<String> = measured.iter().map(usize::to_string).collect();
             note(format_args!(
-                "no group of {} can be built from the pairs (every two members must have been measured together): \
-                 not scored",
-                scores.group_size
+                "{}: not scored (the data measured groups of {}; larger groups are built only from pairs, where every \
+                 two members were measured together)",
+                scores.source.describe(size),
+                sizes.join(", ")
             ));
             continue;
         }
@@ -496,22 +545,38 @@ fn scores_table(protocol: EvalProtocol, results: &[PolicyScores], folds: &[&str]
         if !out.is_empty() {
             out.push('\n');
         }
-        let groups = if scores.group_size == 2 {
-            "measured pairs".to_string()
-        } else {
-            format!("groups of {} built from the pairs", scores.group_size)
-        };
         out.push_str(&wrap_words(
             &format!(
-                "{} nested, {groups}: fraction of the best choice; in {level:.0}%: held-out groups within the model's \
-                 {level:.0}% interval",
-                protocol.name().to_uppercase()
+                "{} nested, {} ({} scored): fraction of the best choice; in {level:.0}%: held-out groups within the \
+                 model's {level:.0}% interval",
+                protocol.name().to_uppercase(),
+                scores.source.describe(size),
+                count(scores.targets, "target")
             ),
             "",
             "",
         ));
         out.push('\n');
         out.push_str(&table.render());
+        let default = &results[0];
+        if let Some(basis) = scores.basis.filter(|b| *b != Basis::Measured) {
+            let line = format!("{}: {}", default.name, basis.describe(size, measured));
+            out.push_str(&wrap_words(&line, "", "  "));
+            out.push('\n');
+        }
+        let fallbacks = default.fallbacks.get(k).copied().unwrap_or(0);
+        let line = match fallbacks {
+            0 => format!("{}: the model chose for every target (no fallback rule)", default.name),
+            n => format!(
+                "{}: a fallback rule, found better than the model on the training folds' inner folds, chose for {} \
+                 of the {}",
+                default.name,
+                count(n, "target"),
+                scores.targets
+            ),
+        };
+        out.push_str(&wrap_words(&line, "", "  "));
+        out.push('\n');
     }
     out
 }

@@ -87,9 +87,9 @@ pub(crate) struct RecommendResult {
     pub search: String,
     /// Colocations the model learned from.
     pub trained_on: usize,
-    /// `model`, or why a rule ranked the groups instead (the target lies
-    /// outside the model's training range; the predictions are the
-    /// model's).
+    /// `model`, or why a rule ranked the groups instead (it chose better
+    /// than the model for groups of this size on the inner folds of the
+    /// training data; the predictions are the model's).
     pub ranked_by: String,
     /// The best groups, best first.
     pub groups: Vec<GroupBody>,
@@ -147,12 +147,12 @@ pub(crate) fn rank(
         ranked_by: match &ranking.fallback {
             None => "model".to_string(),
             Some(fallback) => format!(
-                "rule '{}': the target's {} ({}) lies outside the training range ({} to {})",
+                "rule '{}': it chose better than the model for groups of {} on the inner folds of the training data \
+                 ({:.3} against {:.3})",
                 fallback.rule.name(),
-                fallback.out_of_range.metric,
-                fallback.out_of_range.value,
-                fallback.out_of_range.min,
-                fallback.out_of_range.max
+                body.group_size,
+                fallback.rule_score,
+                fallback.model_score
             ),
         },
         groups: ranking

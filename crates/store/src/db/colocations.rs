@@ -1,56 +1,22 @@
-//! Importing and loading workload metrics and measured colocations (KACE's
-//! K ≥ 2 workloads sharing a GPU under MPS).
-//!
-//! Two tables hold them: `workloads`, one row of metrics alone per workload
-//! name, and `colocations` with its `colocation_members`, every measured
+//! Measured colocations (KACE's K ≥ 2 workloads sharing a GPU under MPS):
+//! the `colocations` table and its `colocation_members`, every measured
 //! colocation with each member's metrics as measured in that row.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use rusqlite::types::ToSql;
-use rusqlite::{ffi, params, Connection, OptionalExtension, Row};
-use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics};
+use rusqlite::{ffi, params, Connection};
+use tessera_core::colocation::{Colocation, GroupMember};
 use tessera_core::text::count;
 
+use super::metric_columns::{bind, insert_workload_sql, metric_values, read_metrics, METRIC_COLUMNS};
 use super::profiles::{known, names};
 use super::Store;
 use crate::error::StoreError;
 use crate::formats::kace::{identity, identity_of, Identity};
 
-/// The `imports.format` recorded by [`Store::import_workloads`].
-const WORKLOADS_FORMAT: &str = "kace-workloads";
-
-/// The `imports.format` recorded by [`Store::store_kernel_metrics`].
-const KERNEL_FORMAT: &str = "ncu-kernel-metrics";
-
-/// Where [`Store::store_kernel_metrics`] put a workload's kernel metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KernelMetricsStored {
-    /// With its stored metrics alone (replacing their kernel metrics).
-    WithMetricsAlone,
-    /// Kept for it until its metrics alone are stored (`tessera profile
-    /// run`), which takes them over.
-    AwaitingMetricsAlone,
-}
-
 /// The `imports.format` recorded by [`Store::import_colocations`].
 const COLOCATIONS_FORMAT: &str = "kace";
-
-/// The metric columns shared by `workloads` and `colocation_members`, in the
-/// order of [`metric_values`]: the six kernel metrics, then exclusive
-/// throughput, SM and memory utilisation, and memory footprint.
-const METRIC_COLUMNS: [&str; 10] = [
-    "threads",
-    "sm_throughput_pct",
-    "dram_throughput_pct",
-    "memory_throughput_pct",
-    "registers",
-    "static_shared_memory",
-    "exclusive_rps",
-    "sm_util_pct",
-    "mem_util_pct",
-    "memory_gb",
-];
 
 /// A stored colocation with its id and the import that stored it.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,135 +62,6 @@ pub struct ColocationImportSummary {
 }
 
 impl Store {
-    /// Stores the metrics of `workloads` in one transaction, recording
-    /// `source` (e.g. the workload tables imported) with format
-    /// `kace-workloads`. A workload already stored under the same name is
-    /// replaced; a name given twice keeps its last metrics. Returns the
-    /// number of distinct workloads written. On any failure nothing is
-    /// changed.
-    pub fn import_workloads(&mut self, workloads: &[WorkloadMetrics], source: &str) -> Result<usize, StoreError> {
-        let path = self.path.clone();
-        let sqlite = |context: String| {
-            let path = path.clone();
-            move |error| StoreError::sqlite(&path, context, error)
-        };
-        let written = workloads.iter().map(|w| w.workload.as_str()).collect::<HashSet<_>>().len();
-        let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, WORKLOADS_FORMAT, written as i64],
-            )
-            .map_err(sqlite(format!("recording the import of '{source}'")))?;
-        let import_id = transaction.last_insert_rowid();
-        {
-            let updates: Vec<String> = METRIC_COLUMNS
-                .iter()
-                .chain(&["import_id"])
-                .map(|column| format!("{column} = excluded.{column}"))
-                .collect();
-            let mut upsert = transaction
-                .prepare(&format!("{} ON CONFLICT (name) DO UPDATE SET {}", insert_workload_sql(), updates.join(", ")))
-                .map_err(sqlite(format!("preparing the import of '{source}'")))?;
-            let mut taken_over = transaction
-                .prepare("DELETE FROM kernel_metrics WHERE name = ?1")
-                .map_err(sqlite(format!("preparing the import of '{source}'")))?;
-            for workload in workloads {
-                let values = metric_values(workload);
-                upsert
-                    .execute(bind(&workload.workload, &values, &import_id).as_slice())
-                    .map_err(sqlite(format!("storing workload '{}' from '{source}'", workload.workload)))?;
-                taken_over
-                    .execute([&workload.workload])
-                    .map_err(sqlite(format!("storing workload '{}' from '{source}'", workload.workload)))?;
-            }
-        }
-        transaction.commit().map_err(sqlite(format!("committing the import of '{source}'")))?;
-        Ok(written)
-    }
-
-    /// Stores `workload`'s six kernel metrics in one transaction, recording
-    /// `source`: with its metrics alone when they are stored, else kept
-    /// apart until they are (see [`Store::kernel_metrics_awaiting`]), so a
-    /// report can be imported on a machine without a GPU, for a workload
-    /// registered or not. Negative or NaN values are refused.
-    pub fn store_kernel_metrics(
-        &mut self,
-        workload: &str,
-        kernel: &[f64; 6],
-        source: &str,
-    ) -> Result<KernelMetricsStored, StoreError> {
-        let path = self.path.clone();
-        let sqlite = |context: String| {
-            let path = path.clone();
-            move |error| StoreError::sqlite(&path, context, error)
-        };
-        let about = |what: &str| format!("{what} the kernel metrics of '{workload}' from '{source}'");
-        let transaction = self.conn.transaction().map_err(sqlite(about("starting to store")))?;
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, 1)"#,
-                params![source, KERNEL_FORMAT],
-            )
-            .map_err(sqlite(about("recording")))?;
-        let import_id = transaction.last_insert_rowid();
-        let kernel_columns = &METRIC_COLUMNS[..6];
-        let set: Vec<String> =
-            kernel_columns.iter().enumerate().map(|(i, column)| format!("{column} = ?{}", i + 2)).collect();
-        let mut bound: Vec<&dyn ToSql> = vec![&workload];
-        bound.extend(kernel.iter().map(|value| value as &dyn ToSql));
-        bound.push(&import_id);
-        let updated = transaction
-            .execute(
-                &format!("UPDATE workloads SET {}, import_id = ?8 WHERE name = ?1", set.join(", ")),
-                bound.as_slice(),
-            )
-            .map_err(sqlite(about("storing")))?;
-        let stored = if updated == 1 {
-            KernelMetricsStored::WithMetricsAlone
-        } else {
-            let updates: Vec<String> = kernel_columns
-                .iter()
-                .chain(&["import_id"])
-                .map(|column| format!("{column} = excluded.{column}"))
-                .collect();
-            transaction
-                .execute(
-                    &format!(
-                        "INSERT INTO kernel_metrics (name, {}, import_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                         ON CONFLICT (name) DO UPDATE SET {}",
-                        kernel_columns.join(", "),
-                        updates.join(", ")
-                    ),
-                    bound.as_slice(),
-                )
-                .map_err(sqlite(about("storing")))?;
-            KernelMetricsStored::AwaitingMetricsAlone
-        };
-        transaction.commit().map_err(sqlite(about("committing")))?;
-        Ok(stored)
-    }
-
-    /// The kernel metrics stored for `workload` while it has no metrics
-    /// alone (see [`Store::store_kernel_metrics`]).
-    pub fn kernel_metrics_awaiting(&self, workload: &str) -> Result<Option<[f64; 6]>, StoreError> {
-        let context = format!("reading the kernel metrics of '{workload}'");
-        self.conn
-            .query_row(
-                &format!("SELECT {} FROM kernel_metrics WHERE name = ?1", METRIC_COLUMNS[..6].join(", ")),
-                [workload],
-                |row| {
-                    let mut kernel = [0.0; 6];
-                    for (i, value) in kernel.iter_mut().enumerate() {
-                        *value = row.get(i)?;
-                    }
-                    Ok(kernel)
-                },
-            )
-            .optional()
-            .map_err(|error| self.sqlite(&context, error))
-    }
-
     /// Stores measured colocations in one transaction, recording `source`
     /// (e.g. the KACE file imported) with format `kace`. The colocations of
     /// any earlier import of the same `source` are removed first, so
@@ -313,21 +150,6 @@ impl Store {
             added_workloads,
             already_stored: rows.len() - new_rows.len(),
         })
-    }
-
-    /// Every stored workload's metrics, sorted by name.
-    pub fn load_workloads(&self) -> Result<Vec<WorkloadMetrics>, StoreError> {
-        let context = "loading workloads";
-        let mut statement = self
-            .conn
-            .prepare(&format!("SELECT name, {} FROM workloads ORDER BY name", METRIC_COLUMNS.join(", ")))
-            .map_err(|error| self.sqlite(context, error))?;
-        let workloads = statement
-            .query_map([], |row| read_metrics(row, 1, row.get(0)?))
-            .map_err(|error| self.sqlite(context, error))?
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|error| self.sqlite(context, error))?;
-        Ok(workloads)
     }
 
     /// Every stored colocation, in import order (oldest first) and then in
@@ -495,145 +317,10 @@ fn stored_identities(conn: &Connection) -> rusqlite::Result<HashSet<Identity>> {
     Ok(groups.into_values().map(identity_of).collect())
 }
 
-/// `INSERT INTO workloads (name, <metrics>, import_id) VALUES (?1, ..)`,
-/// the parameters in the order of [`bind`].
-fn insert_workload_sql() -> String {
-    let placeholders: Vec<String> = (1..=METRIC_COLUMNS.len() + 2).map(|i| format!("?{i}")).collect();
-    format!(
-        "INSERT INTO workloads (name, {}, import_id) VALUES ({})",
-        METRIC_COLUMNS.join(", "),
-        placeholders.join(", ")
-    )
-}
-
-/// The values of [`METRIC_COLUMNS`] for `metrics`.
-fn metric_values(metrics: &WorkloadMetrics) -> [f64; 10] {
-    let [threads, sm, dram, memory, registers, shared] = metrics.kernel;
-    [
-        threads,
-        sm,
-        dram,
-        memory,
-        registers,
-        shared,
-        metrics.exclusive_rps,
-        metrics.sm_util_pct,
-        metrics.mem_util_pct,
-        metrics.memory_gb,
-    ]
-}
-
-/// The parameters of [`insert_workload_sql`]: the name, the metric values
-/// and the import id.
-fn bind<'a>(name: &'a dyn ToSql, values: &'a [f64; 10], import_id: &'a i64) -> Vec<&'a dyn ToSql> {
-    let mut bound: Vec<&dyn ToSql> = vec![name];
-    bound.extend(values.iter().map(|value| value as &dyn ToSql));
-    bound.push(import_id);
-    bound
-}
-
-/// The metrics of `workload` read from the [`METRIC_COLUMNS`] of `row`,
-/// starting at column `first`.
-fn read_metrics(row: &Row, first: usize, workload: String) -> rusqlite::Result<WorkloadMetrics> {
-    let value = |i: usize| row.get::<_, f64>(first + i);
-    Ok(WorkloadMetrics {
-        workload,
-        kernel: [value(0)?, value(1)?, value(2)?, value(3)?, value(4)?, value(5)?],
-        exclusive_rps: value(6)?,
-        sm_util_pct: value(7)?,
-        mem_util_pct: value(8)?,
-        memory_gb: value(9)?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Metrics with awkward values (no short decimal form, subnormal, huge)
-    /// so that the round trip has to be exact.
-    fn metrics(name: &str, seed: f64) -> WorkloadMetrics {
-        WorkloadMetrics {
-            workload: name.to_string(),
-            kernel: [seed / 3.0, 0.1 + 0.2 + seed, 5e-324, 1e300 * seed, seed.sqrt(), 0.0],
-            exclusive_rps: 98.348 + seed / 7.0,
-            sm_util_pct: std::f64::consts::PI * seed,
-            mem_util_pct: f64::MIN_POSITIVE,
-            memory_gb: 2.0 + seed,
-        }
-    }
-
-    fn member(name: &str, seed: f64) -> GroupMember {
-        GroupMember { metrics: metrics(name, seed), colocated_rps: seed / 11.0 }
-    }
-
-    fn colocation(members: &[(&str, f64)]) -> Colocation {
-        Colocation { members: members.iter().map(|&(name, seed)| member(name, seed)).collect() }
-    }
-
-    fn count(store: &Store, table: &str) -> i64 {
-        store.conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |row| row.get(0)).unwrap()
-    }
-
-    fn assert_one_line(message: &str, parts: &[&str]) {
-        assert!(!message.contains('\n'), "{message}");
-        for part in parts {
-            assert!(message.contains(part), "'{part}' missing from: {message}");
-        }
-    }
-
-    #[test]
-    fn workloads_round_trip_sorted_by_name_and_upsert() {
-        let mut store = Store::open_in_memory().unwrap();
-        let (b, a, c) = (metrics("b_batch8-inf", 1.0), metrics("a_batch2-train", 2.0), metrics("c", 3.0));
-        let written = store.import_workloads(&[b.clone(), a.clone(), c.clone()], "system_metrics.csv").unwrap();
-        assert_eq!(written, 3);
-        assert_eq!(store.load_workloads().unwrap(), vec![a.clone(), b.clone(), c.clone()]);
-
-        let newer_b = metrics("b_batch8-inf", 9.0);
-        let written = store.import_workloads(std::slice::from_ref(&newer_b), "again.csv").unwrap();
-        assert_eq!(written, 1);
-        assert_eq!(store.load_workloads().unwrap(), vec![a, newer_b, c]);
-        let format: String = store
-            .conn
-            .query_row("SELECT format FROM imports WHERE source = 'again.csv'", [], |row| row.get(0))
-            .unwrap();
-        assert_eq!(format, "kace-workloads");
-        assert_eq!(count(&store, "imports"), 2);
-    }
-
-    #[test]
-    fn kernel_metrics_wait_for_the_metrics_alone_and_join_them() {
-        let mut store = Store::open_in_memory().unwrap();
-        let kernel = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        // No metrics alone yet: kept apart, not a workload.
-        let stored = store.store_kernel_metrics("w", &kernel, "report.csv").unwrap();
-        assert_eq!(stored, KernelMetricsStored::AwaitingMetricsAlone);
-        assert_eq!(store.kernel_metrics_awaiting("w").unwrap(), Some(kernel));
-        assert!(store.load_workloads().unwrap().is_empty());
-        let again = [7.0, 2.0, 3.0, 4.0, 5.0, 6.0];
-        store.store_kernel_metrics("w", &again, "report2.csv").unwrap();
-        assert_eq!(store.kernel_metrics_awaiting("w").unwrap(), Some(again));
-        // The metrics alone take them over.
-        store.import_workloads(&[WorkloadMetrics { kernel: again, ..metrics("w", 1.0) }], "run").unwrap();
-        assert_eq!(store.kernel_metrics_awaiting("w").unwrap(), None);
-        assert_eq!(count(&store, "kernel_metrics"), 0);
-        // With metrics alone stored, the kernel metrics replace theirs.
-        let stored = store.store_kernel_metrics("w", &kernel, "report3.csv").unwrap();
-        assert_eq!(stored, KernelMetricsStored::WithMetricsAlone);
-        let workloads = store.load_workloads().unwrap();
-        assert_eq!(workloads, vec![WorkloadMetrics { kernel, ..metrics("w", 1.0) }]);
-        assert!(store.store_kernel_metrics("v", &[-1.0, 0.0, 0.0, 0.0, 0.0, 0.0], "bad").is_err());
-        assert_eq!(store.kernel_metrics_awaiting("v").unwrap(), None);
-    }
-
-    #[test]
-    fn a_name_given_twice_keeps_its_last_metrics() {
-        let mut store = Store::open_in_memory().unwrap();
-        let last = metrics("a", 2.0);
-        assert_eq!(store.import_workloads(&[metrics("a", 1.0), last.clone()], "s").unwrap(), 1);
-        assert_eq!(store.load_workloads().unwrap(), vec![last]);
-    }
+    use crate::db::fixtures::{assert_one_line, colocation, count, metrics};
 
     #[test]
     fn colocations_of_two_and_three_round_trip() {

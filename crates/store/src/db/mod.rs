@@ -2,14 +2,21 @@
 //!
 //! Opening a store applies any pending schema migrations (opening it
 //! read-only changes nothing and needs the current schema); the profile
-//! operations live in the `profiles` submodule, the workload and
-//! colocation operations in the `colocations` submodule, registered
-//! workloads and the journal in `workloads_registry`.
+//! operations live in the `profiles` submodule; workloads' metrics alone in
+//! `workloads`, their kernel metrics awaiting them in `kernel_metrics`, the
+//! columns both share with colocation members in `metric_columns`; measured
+//! colocations in `colocations`; registered workloads and the journal in
+//! `workloads_registry`.
 
 mod colocations;
+#[cfg(test)]
+mod fixtures;
+mod kernel_metrics;
+mod metric_columns;
 mod migrations;
 mod profiles;
 mod services;
+mod workloads;
 mod workloads_registry;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +26,8 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::StoreError;
 
-pub use colocations::{ColocationImportSummary, KernelMetricsStored, StoredColocation};
+pub use colocations::{ColocationImportSummary, StoredColocation};
+pub use kernel_metrics::KernelMetricsStored;
 pub use profiles::{ImportSummary, ProfileSummary};
 pub use services::{JobStatus, StoredJob, StoredService};
 pub use workloads_registry::{JournalEntry, RegisteredWorkload, WorkloadTask};

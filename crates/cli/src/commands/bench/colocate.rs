@@ -4,15 +4,19 @@
 //! every protocol (P3, LOWO, LOFO) and group size (pairs, groups of 3 and 4
 //! built from them), with the intervals' coverage and the old figures tuned
 //! on the test data beside them, and again with groups built by a harsher
-//! rule; and the learning curve of suggested against random measurements.
+//! rule; the same with LOWO and LOFO on every file of groups measured
+//! together (the four-way file and any other), at the sizes measured; a
+//! summary of every data set, protocol and size; and the learning curve of
+//! suggested against random measurements.
 
 use std::hint::black_box;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use tessera_colocate::TrainedModel;
-use tessera_colocate::{evaluate, holdout_folds, learning_curve, learning_curve_svg, p3_folds, tuned_on_test};
+use tessera_colocate::{evaluate, holdout_folds, learning_curve, learning_curve_svg, measured_sizes, p3_folds};
+use tessera_colocate::{tuned_on_test, GroupSource};
 use tessera_colocate::{ColocateError, Composition, CurvePoint, Fold, Policy, PolicyScores, Protocol, Rule, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, GroupMember};
@@ -37,12 +41,40 @@ const GROUP_SIZES: [usize; 3] = [2, 3, 4];
 /// Measured colocations at the learning curve's points (the last is all).
 const CURVE_SIZES: [usize; 10] = [10, 20, 30, 40, 60, 80, 100, 120, 150, usize::MAX];
 
-pub fn run(data: &Path, splits: &Path, curve_seeds: u64, plot: Option<&Path>) -> Result<()> {
+/// The four-way file `--groups` names by default (skipped when absent).
+const DEFAULT_GROUPS: &str = "../shared/data/kace/four_way_1107.csv";
+
+/// One data set, protocol and size of the summary.
+struct Summary {
+    /// The data set: its file name and what it holds.
+    data: String,
+    protocol: Protocol,
+    /// Every policy's scores (the default model first).
+    results: Vec<PolicyScores>,
+    /// Which of the results' sizes.
+    size: usize,
+}
+
+pub fn run(data: &Path, groups: &[PathBuf], splits: &Path, curve_seeds: u64, plot: Option<&Path>) -> Result<()> {
     if !data.is_file() {
         bail!("{} is absent; pass --data FILE with KACE's colocation measurements", data.display());
     }
     let rows = read_colocations(data)?.rows;
+    // Every file is read before any work; the default one may be absent.
+    let mut files = Vec::new();
+    let mut absent = None;
+    for path in groups {
+        if !path.is_file() && path == Path::new(DEFAULT_GROUPS) {
+            absent = Some(path);
+            continue;
+        }
+        files.push((path, read_colocations(path)?.rows));
+    }
     speed(data, &rows)?;
+    if let Some(path) = absent {
+        note(format_args!("{} is absent: groups measured together skipped", path.display()));
+    }
+    let mut summary = Vec::new();
     let mut protocols: Vec<(Protocol, Vec<Fold>)> = Vec::new();
     if splits.is_dir() {
         let splits: Vec<Split> = read_splits(splits)?
@@ -56,9 +88,25 @@ pub fn run(data: &Path, splits: &Path, curve_seeds: u64, plot: Option<&Path>) ->
     for protocol in [Protocol::Lowo, Protocol::Lofo] {
         protocols.push((protocol, holdout_folds(&rows, protocol)));
     }
+    let name = file_name(data);
     for (protocol, folds) in &protocols {
-        nested(*protocol, folds)?;
+        let results = nested(*protocol, folds, &GROUP_SIZES, &format!("{name}, pairs and groups built from them"))?;
+        for &size in &GROUP_SIZES {
+            summary.push(Summary { data: name.clone(), protocol: *protocol, results: results.clone(), size });
+        }
     }
+    for (path, rows) in &files {
+        let name = file_name(path);
+        for protocol in [Protocol::Lowo, Protocol::Lofo] {
+            let folds = holdout_folds(rows, protocol);
+            let sizes = measured_sizes(&folds);
+            let results = nested(protocol, &folds, &sizes, &format!("{name}, groups measured together"))?;
+            for &size in &sizes {
+                summary.push(Summary { data: name.clone(), protocol, results: results.clone(), size });
+            }
+        }
+    }
+    summarize(&summary)?;
     outln!(
         "\ngroups built with multiplied slowdowns instead (a harsher assumption than the models' added delays): \
          fraction of the best choice"
@@ -137,23 +185,38 @@ fn speed(data: &Path, rows: &[Colocation]) -> Result<()> {
     Ok(())
 }
 
-/// The nested evaluation of one protocol on every group size, the old
-/// tuned figures beside it, and where the slowdown model is behind.
-fn nested(protocol: Protocol, folds: &[Fold]) -> Result<()> {
+/// The file name of `path`, for tables.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
+}
+
+/// The nested evaluation of one protocol on `sizes`, the old tuned figures
+/// beside it, and where the slowdown model is behind; every policy's
+/// scores (the tuned figures not included).
+fn nested(protocol: Protocol, folds: &[Fold], sizes: &[usize], data: &str) -> Result<Vec<PolicyScores>> {
     let name = protocol.name().to_uppercase();
     let start = Instant::now();
     let mut results = {
         let _progress = Progress::spinner(format!("{name}: nested evaluation on {}", count(folds.len(), "fold")));
-        evaluate(protocol, folds, &GROUP_SIZES, Composition::Additive, &Policy::all(0))
+        evaluate(protocol, folds, sizes, Composition::Additive, &Policy::all(0))
     };
     let seconds = start.elapsed().as_secs_f64();
-    results.push(tuned_on_test(protocol, folds, &GROUP_SIZES, Composition::Additive));
+    let nested = results.clone();
+    results.push(tuned_on_test(protocol, folds, sizes, Composition::Additive));
+    let sources: Vec<String> = results[0].scores.iter().map(|s| s.source.describe(s.group_size)).collect();
     outln!(
-        "\n{name} nested ({}, {seconds:.1} s): fraction of the best choice; last column: % of held-out groups \
-         within the 90% interval",
-        count(folds.len(), "fold")
+        "\n{name} nested on {data} ({}, {seconds:.1} s): fraction of the best choice among {}; last column: % of \
+         held-out groups within the 90% interval",
+        count(folds.len(), "fold"),
+        sources.join("; ")
     )?;
-    let mut table = TextTable::new(&["policy", "pairs", "groups of 3", "groups of 4", "covered (2 / 3 / 4)"]);
+    let size_names: Vec<String> =
+        sizes.iter().map(|&k| if k == 2 { "pairs".to_string() } else { format!("groups of {k}") }).collect();
+    let covered = format!("covered ({})", sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(" / "));
+    let mut header: Vec<&str> = vec!["policy"];
+    header.extend(size_names.iter().map(String::as_str));
+    header.push(&covered);
+    let mut table = TextTable::new(&header);
     for result in &results {
         let mut row = vec![result.name.clone()];
         row.extend(result.scores.iter().map(|s| format!("{:.4}", s.mean)));
@@ -164,13 +227,93 @@ fn nested(protocol: Protocol, folds: &[Fold]) -> Result<()> {
     out!("{}", table.render())?;
     let widths: Vec<String> = results[0].coverage.iter().map(|c| format!("{:.2}", c.median_relative_width)).collect();
     outln!(
-        "slowdown: median interval width over the prediction {} (2 / 3 / 4); fallback rule chose for {} targets",
+        "slowdown: median interval width over the prediction {}; fallback rule chose for {} targets",
         widths.join(" / "),
         results[0].fallbacks.iter().map(usize::to_string).collect::<Vec<_>>().join(" / ")
     )?;
     for line in behind(folds, &results) {
         outln!("{line}")?;
     }
+    Ok(nested)
+}
+
+/// The summary: per data set, protocol and group size, the default model
+/// (its targets), KACE, the highest summed SM throughput rule, the best
+/// rule, random, the default model's interval coverage and fallbacks, and
+/// whether it is at least as good as KACE and every rule.
+fn summarize(summary: &[Summary]) -> Result<()> {
+    outln!(
+        "\nsummary, nested: fraction of the best choice; K: workloads per group, measured together or built from \
+         the measured pairs (delays added: an assumption); SM thr.: highest summed SM throughput; ahead: the \
+         default model at least as good as KACE and every rule"
+    )?;
+    let mut table = TextTable::new(&[
+        "data",
+        "K",
+        "protocol",
+        "targets",
+        "slowdown",
+        "kace",
+        "SM thr.",
+        "best rule",
+        "random",
+        "in 90%",
+        "fallback",
+        "ahead",
+    ]);
+    let mut behind = 0;
+    let mut best_rules: Vec<&str> = Vec::new();
+    for row in summary {
+        let k = row.results[0].scores.iter().position(|s| s.group_size == row.size).expect("a size evaluated");
+        let ours = &row.results[0].scores[k];
+        if ours.targets == 0 {
+            continue;
+        }
+        let by_name = |name: &str| row.results.iter().find(|r| r.name == name).map_or(f64::NAN, |r| r.scores[k].mean);
+        let (best_rule, best) = Rule::ALL
+            .iter()
+            .map(|r| (r.name(), by_name(r.name())))
+            .fold(("", f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+        if !best_rules.contains(&best_rule) {
+            best_rules.push(best_rule);
+        }
+        let kace = by_name("kace");
+        let ahead = ours.mean >= kace && ours.mean >= best;
+        behind += usize::from(!ahead);
+        let coverage =
+            row.results[0].coverage.get(k).map_or_else(String::new, |c| format!("{:.1}%", 100.0 * c.measured));
+        let how = match ours.source {
+            GroupSource::Measured => "measured",
+            GroupSource::BuiltFromPairs { .. } => "built",
+            GroupSource::Unavailable => "none",
+        };
+        let marker = (b'a' + best_rules.iter().position(|r| *r == best_rule).expect("pushed above") as u8) as char;
+        table.row(vec![
+            row.data.clone(),
+            format!("{} {how}", row.size),
+            row.protocol.name().to_uppercase(),
+            ours.targets.to_string(),
+            format!("{:.3}", ours.mean),
+            format!("{kace:.3}"),
+            format!("{:.3}", by_name(Rule::HighestSmThroughput.name())),
+            format!("{best:.3} ({marker})"),
+            format!("{:.3}", by_name("random (expected)")),
+            coverage,
+            row.results[0].fallbacks[k].to_string(),
+            if ahead { "yes".to_string() } else { "NO".to_string() },
+        ]);
+    }
+    out!("{}", table.render())?;
+    let legend: Vec<String> =
+        best_rules.iter().enumerate().map(|(i, name)| format!("({}) {name}", (b'a' + i as u8) as char)).collect();
+    outln!("best rule: {}", legend.join(", "))?;
+    outln!(
+        "the default model is {}",
+        match behind {
+            0 => "ahead on every row".to_string(),
+            n => format!("behind on {}", count(n, "row")),
+        }
+    )?;
     Ok(())
 }
 

@@ -19,8 +19,8 @@ use crate::args::BenchCommand;
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Plan { parvagpu, iterations } => timing::run(&parvagpu, iterations),
-        BenchCommand::Colocate { data, splits, curve_seeds, plot } => {
-            colocate::run(&data, &splits, curve_seeds, plot.as_deref())
+        BenchCommand::Colocate { data, groups, splits, curve_seeds, plot } => {
+            colocate::run(&data, &groups, &splits, curve_seeds, plot.as_deref())
         }
         BenchCommand::Profiles { parvagpu, budgets, seeds, seconds_per_point } => {
             profiles::run(&profiles::ProfilesBench {

@@ -1,24 +1,9 @@
-//! KACE's colocation files (SoCC'24): measured colocations of K ≥ 2
-//! workloads sharing a GPU under MPS, and the per-workload metric tables.
-//!
-//! - Colocations (`pairs_mps100.csv` and the published splits), one row per
-//!   colocation, columns found by name in any order. For every member
-//!   `i` in `1..=K`: the six kernel metrics `w{i}_<name>` (names in
-//!   [`KERNEL_METRIC_NAMES`], e.g. `w1_Compute (SM) Throughput`),
-//!   `workload{i}`, `w{i}throughput` (colocated samples/s),
-//!   `w{i}exclusive_throughput` (alone, samples/s), `w{i}sm%`, `w{i}mem%`
-//!   and `w{i}memcap` (GB). `idx{i}` columns may be present and are ignored.
-//!   K is the largest `i` with a `w{i}_Threads` column.
-//! - Published splits: a folder with one subfolder per split, each holding
-//!   `training_set.csv` and `testing_set.csv` in the colocation form.
-//! - Workload tables: `system_metrics.csv`
-//!   (`Type,Exclusive100,sm%,mem%,memcap,Exclusive50`) and a folder of
-//!   `output_<workload>_ncu_total.csv` files, one row of the six kernel
-//!   metrics plus `Type` each.
+//! KACE's colocation form: one row per measured colocation of K ≥ 2
+//! workloads, read with its columns in any order and written back exactly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tessera_core::colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 
@@ -87,7 +72,7 @@ fn other_columns(i: usize) -> [String; 6] {
 /// The header [`write_colocations`] writes for K members: the kernel
 /// metrics member by member, then each other column for all members, as
 /// KACE lays it out (without the `idx{i}` columns).
-fn header(k: usize) -> Vec<String> {
+pub(super) fn header(k: usize) -> Vec<String> {
     let mut columns: Vec<String> =
         (1..=k).flat_map(|i| KERNEL_METRIC_NAMES.iter().map(move |name| kernel_column(i, name))).collect();
     for kind in 0..6 {
@@ -302,262 +287,12 @@ pub fn write_colocations<W: Write>(out: W, rows: &[Colocation]) -> Result<(), St
     writer.flush().map_err(write_error)
 }
 
-/// A split's training colocations, in each subfolder of a splits folder.
-pub const TRAINING_FILE: &str = "training_set.csv";
-
-/// A split's testing colocations, beside [`TRAINING_FILE`].
-pub const TESTING_FILE: &str = "testing_set.csv";
-
-/// One published split of KACE's colocations.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KaceSplit {
-    /// The subfolder's name, e.g. `rand10`.
-    pub name: String,
-    /// The subfolder; it holds [`TRAINING_FILE`] and [`TESTING_FILE`].
-    pub folder: PathBuf,
-    /// The colocations of [`TRAINING_FILE`].
-    pub training: ColocationImport,
-    /// The colocations of [`TESTING_FILE`].
-    pub testing: ColocationImport,
-}
-
-/// Reads every subfolder of `dir` that holds both [`TRAINING_FILE`] and
-/// [`TESTING_FILE`] (others are skipped), in name order, each file as by
-/// [`read_colocations`]. A folder without such a subfolder is an error.
-pub fn read_splits(dir: &Path) -> Result<Vec<KaceSplit>, StoreError> {
-    let io_error = |cause| StoreError::io(dir, cause);
-    let mut folders = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io_error)? {
-        let folder = entry.map_err(io_error)?.path();
-        if folder.join(TRAINING_FILE).is_file() && folder.join(TESTING_FILE).is_file() {
-            folders.push(folder);
-        }
-    }
-    if folders.is_empty() {
-        return Err(io_error(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("no subfolder holds {TRAINING_FILE} and {TESTING_FILE}"),
-        )));
-    }
-    folders.sort();
-    folders
-        .into_iter()
-        .map(|folder| {
-            Ok(KaceSplit {
-                name: folder.file_name().map_or_else(String::new, |name| name.to_string_lossy().into_owned()),
-                training: read_colocations(&folder.join(TRAINING_FILE))?,
-                testing: read_colocations(&folder.join(TESTING_FILE))?,
-                folder,
-            })
-        })
-        .collect()
-}
-
-/// One row of `system_metrics.csv`.
-struct SystemRow {
-    /// The line it is on.
-    line: u64,
-    /// `Exclusive100`.
-    exclusive_rps: f64,
-    /// `sm%`.
-    sm_util_pct: f64,
-    /// `mem%`.
-    mem_util_pct: f64,
-    /// `memcap`.
-    memory_gb: f64,
-}
-
-/// Reads `system_metrics.csv`, keyed by workload name (which must be
-/// unique).
-fn read_system_metrics(path: &Path) -> Result<BTreeMap<String, SystemRow>, StoreError> {
-    let table = Table::read(path)?;
-    table.reject_unknown_columns(&["Type", "Exclusive100", "sm%", "mem%", "memcap", "Exclusive50"])?;
-    let workload = table.require("Type")?;
-    let exclusive = table.require("Exclusive100")?;
-    let sm = table.require("sm%")?;
-    let mem = table.require("mem%")?;
-    let memcap = table.require("memcap")?;
-    let mut rows = BTreeMap::new();
-    for record in &table.rows {
-        let cell = |column| Cell::of(path, record, column);
-        let name = cell(workload).name()?;
-        if let Some(first) = rows.get(name).map(|row: &SystemRow| row.line) {
-            return Err(cell(workload).error(format!("workload '{name}' already listed on line {first}")));
-        }
-        let row = SystemRow {
-            line: record.line,
-            exclusive_rps: cell(exclusive).positive()?,
-            sm_util_pct: cell(sm).non_negative()?,
-            mem_util_pct: cell(mem).non_negative()?,
-            memory_gb: cell(memcap).non_negative()?,
-        };
-        rows.insert(name.to_string(), row);
-    }
-    Ok(rows)
-}
-
-/// Reads one `output_<workload>_ncu_total.csv` file: exactly one row of the
-/// six kernel metrics whose `Type` is `workload`.
-fn read_kernel_file(path: &Path, workload: &str) -> Result<[f64; 6], StoreError> {
-    let table = Table::read(path)?;
-    let mut known = KERNEL_METRIC_NAMES.to_vec();
-    known.push("Type");
-    table.reject_unknown_columns(&known)?;
-    let columns = KERNEL_METRIC_NAMES.iter().map(|name| table.require(name)).collect::<Result<Vec<_>, _>>()?;
-    let type_column = table.require("Type")?;
-    if let Some(extra) = table.rows.get(1) {
-        return Err(StoreError::Parse {
-            path: path.to_path_buf(),
-            line: extra.line,
-            field: "row".to_string(),
-            message: format!("expected one data row (one workload per file), found {}", table.rows.len()),
-        });
-    }
-    let record = &table.rows[0];
-    let type_cell = Cell::of(path, record, type_column);
-    if type_cell.name()? != workload {
-        return Err(
-            type_cell.error(format!("workload '{}' differs from '{workload}' in the file name", type_cell.text))
-        );
-    }
-    let mut kernel = [0.0; 6];
-    for (value, column) in kernel.iter_mut().zip(columns) {
-        *value = Cell::of(path, record, column).non_negative()?;
-    }
-    Ok(kernel)
-}
-
-/// What [`kernel_table_csv`] writes, in errors.
-const KERNEL_TABLE: &str = "KACE kernel table";
-
-/// `dir/output_<workload>_ncu_total.csv`: where KACE keeps one workload's
-/// kernel metrics, and where [`read_workload_tables`] finds them.
-pub fn kernel_table_path(dir: &Path, workload: &str) -> PathBuf {
-    dir.join(format!("output_{workload}_ncu_total.csv"))
-}
-
-/// KACE's `output_<workload>_ncu_total.csv`: a header of the six
-/// [`KERNEL_METRIC_NAMES`] and `Type`, and one row of `kernel` with the
-/// workload's name as `Type`, numbers in Rust's shortest round-trip
-/// notation (so [`read_workload_tables`] gives back the same values). A
-/// name that cannot be a `Type` and part of a file name (empty, spaces
-/// around it, `/`, `\`, `,`, `"` or a control character) is refused.
-pub fn kernel_table_csv(workload: &str, kernel: &[f64; 6]) -> Result<String, StoreError> {
-    check_kernel_table_name(workload)?;
-    let header = KERNEL_METRIC_NAMES.join(",");
-    let row: Vec<String> = kernel.iter().map(f64::to_string).collect();
-    Ok(format!("{header},Type\n{},{workload}\n", row.join(",")))
-}
-
-/// Refuses a workload name that cannot be a kernel table's `Type` and part
-/// of its file name (see [`kernel_table_csv`]).
-pub fn check_kernel_table_name(workload: &str) -> Result<(), StoreError> {
-    let bad_name = workload.is_empty()
-        || workload.trim() != workload
-        || workload.chars().any(|c| c.is_control() || matches!(c, '/' | '\\' | ',' | '"'));
-    if bad_name {
-        return Err(StoreError::Unwritable {
-            what: KERNEL_TABLE.to_string(),
-            detail: format!(
-                "workload '{workload}': a workload name must be non-empty, without spaces around it, '/', '\\', ',' or '\"'"
-            ),
-        });
-    }
-    Ok(())
-}
-
-/// The `output_<workload>_ncu_total.csv` files of `dir`, by workload name.
-fn kernel_files(dir: &Path) -> Result<BTreeMap<String, PathBuf>, StoreError> {
-    let io_error = |cause| StoreError::io(dir, cause);
-    let mut files = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).map_err(io_error)? {
-        let entry = entry.map_err(io_error)?;
-        let file_name = entry.file_name();
-        let workload = file_name.to_str().and_then(|name| name.strip_prefix("output_")?.strip_suffix("_ncu_total.csv"));
-        if let Some(workload) = workload.filter(|workload| !workload.is_empty()) {
-            files.insert(workload.to_string(), entry.path());
-        }
-    }
-    if files.is_empty() {
-        return Err(io_error(std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            "no output_<workload>_ncu_total.csv file in this folder",
-        )));
-    }
-    Ok(files)
-}
-
-/// Reads KACE's per-workload tables: `system_metrics` (`Type`,
-/// `Exclusive100`, `sm%`, `mem%`, `memcap`; `Exclusive50` ignored) and the
-/// `output_<workload>_ncu_total.csv` files of `kernel_dir`, joined by
-/// workload name. Workloads found on only one side are skipped; the
-/// complete ones are returned sorted by name. A kernel file must hold one
-/// row whose `Type` matches its file name; a folder without kernel files is
-/// an error.
-pub fn read_workload_tables(system_metrics: &Path, kernel_dir: &Path) -> Result<Vec<WorkloadMetrics>, StoreError> {
-    let system = read_system_metrics(system_metrics)?;
-    let files = kernel_files(kernel_dir)?;
-    let mut workloads = Vec::new();
-    for (workload, path) in files {
-        let kernel = read_kernel_file(&path, &workload)?;
-        if let Some(row) = system.get(&workload) {
-            workloads.push(WorkloadMetrics {
-                workload,
-                kernel,
-                exclusive_rps: row.exclusive_rps,
-                sm_util_pct: row.sm_util_pct,
-                mem_util_pct: row.mem_util_pct,
-                memory_gb: row.memory_gb,
-            });
-        }
-    }
-    Ok(workloads)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
-
-    /// One fixture row: every column of `header(k)` with a distinct value.
-    fn fixture_row(k: usize, row: usize) -> BTreeMap<String, String> {
-        let mut cells = BTreeMap::new();
-        for (j, column) in header(k).into_iter().enumerate() {
-            let value = match column.strip_prefix("workload") {
-                Some(i) => format!("model{i}_batch{row}-inf"),
-                None => ((row * 1000 + j) as f64 / 7.0 + 0.5).to_string(),
-            };
-            cells.insert(column, value);
-        }
-        cells
-    }
-
-    /// CSV text with `columns` in the given order.
-    fn render(columns: &[String], rows: &[BTreeMap<String, String>]) -> String {
-        let mut text = columns.join(",") + "\n";
-        for row in rows {
-            let cells: Vec<&str> = columns.iter().map(|column| row.get(column).map_or("7", String::as_str)).collect();
-            text += &(cells.join(",") + "\n");
-        }
-        text
-    }
-
-    fn fixture(k: usize, rows: usize) -> (Vec<String>, Vec<BTreeMap<String, String>>) {
-        (header(k), (0..rows).map(|row| fixture_row(k, row)).collect())
-    }
-
-    fn read_text(text: &str) -> Result<ColocationImport, StoreError> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.csv");
-        std::fs::write(&path, text).unwrap();
-        read_colocations(&path)
-    }
-
-    fn assert_names(message: &str, parts: &[&str]) {
-        assert!(!message.contains('\n'), "{message}");
-        for part in parts {
-            assert!(message.contains(part), "'{part}' missing from: {message}");
-        }
-    }
+    use crate::formats::kace::fixtures::{assert_names, fixture, read_text, render};
 
     fn number(row: &BTreeMap<String, String>, column: &str) -> f64 {
         row[column].parse().unwrap()
@@ -753,110 +488,9 @@ mod tests {
         }
     }
 
-    const KERNEL_HEADER: &str =
-        "Threads,Compute (SM) Throughput,DRAM Throughput,Memory Throughput,Registers,Static Shared Memory,Type\n";
-
-    /// A system table for a, b, c and kernel files for b, c, d (plus a
-    /// file that is not a kernel file).
-    fn workload_fixture(dir: &Path) -> (PathBuf, PathBuf) {
-        let system = dir.join("system_metrics.csv");
-        std::fs::write(
-            &system,
-            "Type,Exclusive100,sm%,mem%,memcap,Exclusive50\n\
-             c_batch2-inf,20.5,30,4.5,1.2,\n\
-             a_batch2-inf,10,10,1,1,9\n\
-             b_batch8-train,5.25,97,40,3.5,4\n",
-        )
-        .unwrap();
-        let kernels = dir.join("kernel_metrics");
-        std::fs::create_dir(&kernels).unwrap();
-        for (name, threads) in [("b_batch8-train", 1000.5), ("c_batch2-inf", 2000.0), ("d_batch2-inf", 1.0)] {
-            let text = format!("{KERNEL_HEADER}{threads},50,20,60,1e6,7000,{name}\n");
-            std::fs::write(kernels.join(format!("output_{name}_ncu_total.csv")), text).unwrap();
-        }
-        std::fs::write(kernels.join("README.txt"), "not a kernel file").unwrap();
-        (system, kernels)
-    }
-
     #[test]
-    fn a_written_kernel_table_reads_back_exactly() {
-        let dir = tempfile::tempdir().unwrap();
-        let (system, kernels) = workload_fixture(dir.path());
-        let kernel = [1.5, 2.0, 1.0 / 3.0, 4.0, 5e6, 0.0];
-        let text = kernel_table_csv("c_batch2-inf", &kernel).unwrap();
-        assert_eq!(text, format!("{KERNEL_HEADER}1.5,2,0.3333333333333333,4,5000000,0,c_batch2-inf\n"));
-        let path = kernel_table_path(&kernels, "c_batch2-inf");
-        crate::write_atomic(&path, text.as_bytes()).unwrap();
-        let workloads = read_workload_tables(&system, &kernels).unwrap();
-        assert_eq!(workloads[1].kernel, kernel);
-        for bad in ["", " w", "a/b", "a,b", "a\"b", "a\\b"] {
-            let message = kernel_table_csv(bad, &kernel).unwrap_err().to_string();
-            assert!(message.contains(&format!("'{bad}'")) && !message.contains('\n'), "{message}");
-        }
-    }
-
-    #[test]
-    fn workload_tables_join_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let (system, kernels) = workload_fixture(dir.path());
-        let workloads = read_workload_tables(&system, &kernels).unwrap();
-        let names: Vec<&str> = workloads.iter().map(|w| w.workload.as_str()).collect();
-        assert_eq!(names, ["b_batch8-train", "c_batch2-inf"]);
-        assert_eq!(
-            workloads[0],
-            WorkloadMetrics {
-                workload: "b_batch8-train".to_string(),
-                kernel: [1000.5, 50.0, 20.0, 60.0, 1e6, 7000.0],
-                exclusive_rps: 5.25,
-                sm_util_pct: 97.0,
-                mem_util_pct: 40.0,
-                memory_gb: 3.5,
-            }
-        );
-    }
-
-    #[test]
-    fn bad_workload_tables_are_errors() {
-        let dir = tempfile::tempdir().unwrap();
-        let (system, kernels) = workload_fixture(dir.path());
-        let kernel_file = kernels.join("output_c_batch2-inf_ncu_total.csv");
-        let message_of = |file: &Path, text: &str| {
-            let original = std::fs::read_to_string(file).unwrap();
-            std::fs::write(file, text).unwrap();
-            let message = read_workload_tables(&system, &kernels).unwrap_err().to_string();
-            std::fs::write(file, original).unwrap();
-            message
-        };
-        let message = message_of(&kernel_file, &format!("{KERNEL_HEADER}1,2,3,4,5,6,b_batch8-train\n"));
-        assert_names(&message, &["output_c_batch2-inf_ncu_total.csv:2:", "'Type'", "b_batch8-train"]);
-        let message = message_of(&kernel_file, &format!("{KERNEL_HEADER}1,2,3,4,5,6,c_batch2-inf\n1,2,3,4,5,6,x\n"));
-        assert_names(&message, &["_ncu_total.csv:3:", "one data row"]);
-        let message = message_of(&kernel_file, &format!("{KERNEL_HEADER}1,2,x3,4,5,6,c_batch2-inf\n"));
-        assert_names(&message, &["_ncu_total.csv:2:", "'DRAM Throughput'", "'x3'"]);
-        let message = message_of(&kernel_file, "Threads,Type\n1,c_batch2-inf\n");
-        assert_names(&message, &["_ncu_total.csv:1:", "missing column", "'Compute (SM) Throughput'"]);
-        let message = message_of(&system, "Type,Exclusive100,sm%,mem%,memcap\na,1,2,3,4\nb,1,2,3,4\na,1,2,3,4\n");
-        assert_names(&message, &["system_metrics.csv:4:", "'Type'", "'a'", "line 2"]);
-        let message = message_of(&system, "Type,Exclusive100,sm%,mem%,memcap\na,1,2,-3,4\n");
-        assert_names(&message, &["system_metrics.csv:2:", "'mem%'", "'-3'"]);
-        let message = message_of(&system, "Type,Exclusive100,sm%,mem%,memcap,Exclusive\na,1,2,3,4,5\n");
-        assert_names(&message, &["system_metrics.csv:1:", "unknown column", "'Exclusive'"]);
-        let message = message_of(&system, "Type,sm%,mem%,memcap\na,2,3,4\n");
-        assert_names(&message, &["system_metrics.csv:1:", "missing column", "'Exclusive100'"]);
-        let empty = dir.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
-        let message = read_workload_tables(&system, &empty).unwrap_err().to_string();
-        assert_names(&message, &["empty", "no output_<workload>_ncu_total.csv file"]);
-    }
-
-    /// The real KACE data, when the shared data folder is present.
-    fn real_data() -> Option<PathBuf> {
-        tessera_testkit::shared_data("kace")
-    }
-
-    #[test]
-    fn reads_real_kace_pairs_and_splits() {
-        let Some(dir) = real_data() else { return };
+    fn reads_real_kace_pairs_and_four_way_groups() {
+        let Some(dir) = tessera_testkit::shared_data("kace") else { return };
         let import = read_colocations(&dir.join("pairs_mps100.csv")).unwrap();
         assert_eq!((import.rows.len(), import.skipped_unmeasured), (181, 0));
         assert!(import.rows.iter().all(|row| row.members.len() == 2));
@@ -865,61 +499,13 @@ mod tests {
         assert!((first.exclusive_rps - 98.348).abs() < 1e-3, "{}", first.exclusive_rps);
         assert_eq!(round_trip(&import.rows).rows, import.rows);
 
-        let splits = read_splits(&dir.join("splits/n_occur_3")).unwrap();
-        let names: Vec<&str> = splits.iter().map(|split| split.name.as_str()).collect();
-        assert_eq!(names, ["rand10", "rand20", "rand30", "rand40", "rand50"]);
-        let (training, testing) = (&splits[0].training, &splits[0].testing);
-        assert_eq!((training.rows.len(), training.skipped_unmeasured), (40, 0));
-        assert_eq!(testing.rows.len(), 141);
-    }
-
-    #[test]
-    fn splits_are_the_subfolders_with_both_files_in_name_order() {
-        let dir = tempfile::tempdir().unwrap();
-        let pairs = |n: usize| {
-            let (columns, rows) = fixture(2, n);
-            render(&columns, &rows)
-        };
-        for (name, files) in [("b", vec![TRAINING_FILE, TESTING_FILE]), ("a", vec![TRAINING_FILE, TESTING_FILE])] {
-            std::fs::create_dir(dir.path().join(name)).unwrap();
-            for (n, file) in files.into_iter().enumerate() {
-                std::fs::write(dir.path().join(name).join(file), pairs(n + 1)).unwrap();
-            }
-        }
-        std::fs::create_dir(dir.path().join("c")).unwrap();
-        std::fs::write(dir.path().join("c").join(TRAINING_FILE), pairs(1)).unwrap();
-        std::fs::write(dir.path().join("notes.txt"), "not a split").unwrap();
-        let splits = read_splits(dir.path()).unwrap();
-        let summary: Vec<(&str, usize, usize)> =
-            splits.iter().map(|s| (s.name.as_str(), s.training.rows.len(), s.testing.rows.len())).collect();
-        assert_eq!(summary, [("a", 1, 2), ("b", 1, 2)]);
-        assert_eq!(splits[0].folder, dir.path().join("a"));
-
-        std::fs::write(dir.path().join("b").join(TESTING_FILE), "w1_Threads\n1\n").unwrap();
-        let message = read_splits(dir.path()).unwrap_err().to_string();
-        assert_names(&message, &["testing_set.csv:1:", "at least 2"]);
-        let message = read_splits(&dir.path().join("c")).unwrap_err().to_string();
-        assert_names(&message, &["c: no subfolder holds training_set.csv and testing_set.csv"]);
-        let message = read_splits(&dir.path().join("absent")).unwrap_err().to_string();
-        assert_names(&message, &["absent: No such file or directory"]);
-    }
-
-    #[test]
-    fn real_workload_tables_agree_with_the_pairs() {
-        let Some(dir) = real_data() else { return };
-        let workloads = read_workload_tables(&dir.join("system_metrics.csv"), &dir.join("kernel_metrics")).unwrap();
-        // 51 workloads have system metrics, 30 have kernel files, 29 have both.
-        assert_eq!(workloads.len(), 29);
-        assert!(workloads.windows(2).all(|pair| pair[0].workload < pair[1].workload));
-        let by_name: BTreeMap<&str, &WorkloadMetrics> = workloads.iter().map(|w| (w.workload.as_str(), w)).collect();
-        let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs();
-        let pairs = read_colocations(&dir.join("pairs_mps100.csv")).unwrap();
-        for member in pairs.rows.iter().flat_map(|row| &row.members) {
-            let (got, table) = (&member.metrics, by_name[member.metrics.workload.as_str()]);
-            assert!(got.kernel.iter().zip(table.kernel).all(|(a, b)| close(*a, b)), "{}", got.workload);
-            assert!(close(got.exclusive_rps, table.exclusive_rps), "{}", got.workload);
-            assert!(close(got.sm_util_pct, table.sm_util_pct) && close(got.mem_util_pct, table.mem_util_pct));
-            assert!(close(got.memory_gb, table.memory_gb), "{}", got.workload);
-        }
+        // The four-way file: every row a group of four, members in column order.
+        let quads = read_colocations(&dir.join("four_way_1107.csv")).unwrap();
+        assert_eq!((quads.rows.len(), quads.skipped_unmeasured), (1107, 0));
+        assert!(quads.rows.iter().all(|row| row.members.len() == 4));
+        let first = &quads.rows[0];
+        assert!(first.members.iter().all(|m| m.metrics.workload == "bert-base-cased_batch2-inf"));
+        assert!((first.members[3].colocated_rps - 24.581227078996925).abs() < 1e-12);
+        assert_eq!(round_trip(&quads.rows).rows, quads.rows);
     }
 }
