@@ -29,10 +29,15 @@
 
 mod diff;
 mod draw;
+mod gpu_pages;
 mod html;
+mod overview;
+mod palette;
 mod serving;
 
 pub use diff::diff_report_html;
 pub use draw::plan_svg;
+pub use gpu_pages::GPUS_PER_PAGE;
 pub use html::{page, plan_report_html, plan_section};
+pub use palette::{Palette, Swatch, GUARANTEED_NEIGHBOURS, MIN_NEIGHBOUR_DISTANCE, SWATCH_COUNT};
 pub use serving::serving_report_html;
