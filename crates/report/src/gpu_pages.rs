@@ -122,11 +122,12 @@ fn write_page(
 
 /// Everything the script needs to draw any page, as JSON in a
 /// `script.plan-data`, then the script. Every table is indexed by
-/// position: `services` `[name, swatch, utilisation % as text or null]`
-/// (the plan's service list, then services found only in instances),
-/// `configs` `[service, model, profile, batch, procs, throughput, latency]`
-/// (each distinct instance configuration), `gpus` `[node, index, GPU
-/// model, then configuration and start slice of each instance]`.
+/// position: `names` (every service and model name once), `services`
+/// `[name, swatch, utilisation % as text or null]` (the plan's service
+/// list, then services found only in instances), `configs` `[service,
+/// model name, profile, batch, procs, throughput, latency]` (each distinct
+/// instance configuration), `gpus` `[node, index, GPU model, then
+/// configuration and start slice of each instance]`.
 pub(crate) fn write_data_and_script(
     out: &mut String,
     plan: &Plan,
@@ -156,7 +157,7 @@ pub(crate) fn write_data_and_script(
                 instance.size
             ));
             let service = tables.service(&instance.service);
-            let model = tables.models.index(&json_string(&instance.model));
+            let model = tables.names.index(&instance.model);
             let config = tables.configs.index(&format!(
                 "[{service},{model},{profile},{},{},\"{:.1}\",\"{:.1}\"]",
                 instance.batch, instance.procs, instance.throughput_rps, instance.latency_ms
@@ -172,7 +173,7 @@ pub(crate) fn write_data_and_script(
         .iter()
         .map(|name| {
             let util = utilisation.get(name.as_str()).map_or("null".to_string(), |u| format!("\"{:.0}\"", u * 100.0));
-            format!("[{},{},{util}]", json_string(name), palette.index(name))
+            format!("[{},{},{util}]", tables.names.positions[name], palette.index(name))
         })
         .collect();
     let swatches: Vec<String> =
@@ -181,14 +182,14 @@ pub(crate) fn write_data_and_script(
     let _ = write!(
         out,
         "<script type=\"application/json\" class=\"plan-data\">{{\"per_page\":{GPUS_PER_PAGE},\"geometry\":{},\"node_names\":[{}],\
-         \"swatches\":[{}],\"gpu_models\":[{}],\"profiles\":[{}],\"models\":[{}],\"services\":[{}],\"configs\":[{}],\
+         \"swatches\":[{}],\"gpu_models\":[{}],\"profiles\":[{}],\"names\":[{}],\"services\":[{}],\"configs\":[{}],\
          \"gpus\":{gpus}}}</script>\n<script>{SCRIPT}</script>\n",
         geometry_json(),
         node_names.join(","),
         swatches.join(","),
         tables.gpu_models.items.join(","),
         tables.profiles.items.join(","),
-        tables.models.items.join(","),
+        tables.names.items.iter().map(|name| json_string(name)).collect::<Vec<_>>().join(","),
         services.join(","),
         tables.configs.items.join(","),
     );
@@ -200,13 +201,14 @@ struct Tables {
     services: Table,
     gpu_models: Table,
     profiles: Table,
-    models: Table,
+    names: Table,
     configs: Table,
 }
 
 impl Tables {
-    /// The position of service `name`.
+    /// The position of service `name` (its name added to `names` too).
     fn service(&mut self, name: &str) -> usize {
+        self.names.index(name);
         self.services.index(name)
     }
 }
@@ -273,8 +275,12 @@ mod tests {
         // Services in plan order (utilisation 50%, 80%, 25%), three
         // configurations, two GPUs on one model.
         assert!(
+            data.contains(r#""names":["search","chat\u003c&>","a-service-with-a-long-name","bert-base"]"#),
+            "{data}"
+        );
+        assert!(
             data.contains(&format!(
-                r#""services":[["search",{},"50"],["chat\u003c&>",{},"80"],"#,
+                r#""services":[[0,{},"50"],[1,{},"80"],"#,
                 palette.index("search"),
                 palette.index("chat<&>")
             )),
@@ -284,7 +290,7 @@ mod tests {
         assert!(data.contains(r#""profiles":[["4g.40gb",4,4],["3g.40gb",3,4],["1g.10gb",1,1]]"#), "{data}");
         assert!(
             data.contains(
-                r#""configs":[[0,0,0,8,2,"100.0","20.0"],[1,0,1,8,2,"100.0","20.0"],[2,0,2,8,2,"100.0","20.0"]]"#
+                r#""configs":[[0,3,0,8,2,"100.0","20.0"],[1,3,1,8,2,"100.0","20.0"],[2,3,2,8,2,"100.0","20.0"]]"#
             ),
             "{data}"
         );

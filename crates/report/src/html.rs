@@ -1,16 +1,16 @@
 //! The HTML report: one self-contained document (inline CSS, SVG, data and
 //! script; nothing fetched), and the pieces pages build from.
 
-use std::collections::HashMap;
 use std::fmt::Write;
 
-use tessera_core::text::{count, escape_xml};
+use tessera_core::text::escape_xml;
 use tessera_core::Plan;
 
 use crate::draw::{utilisation_by_service, SVG_STYLE};
 use crate::gpu_pages::{write_data_and_script, write_gpu_pages};
-use crate::overview::write_overview;
+use crate::overview::{counted, grouped, write_overview};
 use crate::palette::Palette;
+use crate::services::{write_service_table, SERVICES_STYLE};
 
 /// The page style: readable on a laptop, GPUs in a grid that wraps (many
 /// GPUs make the page scroll; tiles never shrink).
@@ -48,7 +48,7 @@ pub(crate) fn styled_page(title: &str, nav: &[(&str, &str)], extra_style: &str, 
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
-         <style>{PAGE_STYLE}{SVG_STYLE}{extra_style}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
+         <style>{PAGE_STYLE}{SVG_STYLE}{SERVICES_STYLE}{extra_style}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
          <main>\n{body}</main></body></html>\n",
         escape_xml(title),
         escape_xml(title)
@@ -76,11 +76,11 @@ fn optimality_line(plan: &Plan) -> String {
     }
 }
 
-/// A number as a person reads it: whole numbers without decimals, others
-/// with up to two.
+/// A number as a person reads it: whole numbers without decimals (and
+/// thousands grouped), others with two.
 fn number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
+    if value.fract() == 0.0 && (0.0..1e15).contains(&value) {
+        grouped(value as u64)
     } else {
         format!("{value:.2}")
     }
@@ -101,11 +101,11 @@ pub fn plan_section(plan: &Plan) -> String {
     let _ = write!(
         out,
         r#"<p class="summary">{} · strategy {} · latency rule {} · total cost {} · {}{}</p>"#,
-        count(plan.gpu_count, "GPU"),
+        counted(plan.gpu_count, "GPU"),
         escape_xml(&plan.strategy),
         escape_xml(&plan.latency_rule),
         number(plan.total_cost),
-        count(plan.services.len(), "service"),
+        counted(plan.services.len(), "service"),
         match met {
             _ if plan.services.is_empty() => String::new(),
             met if met == plan.services.len() => ", all met".to_string(),
@@ -127,35 +127,6 @@ pub fn plan_section(plan: &Plan) -> String {
     write_data_and_script(&mut out, plan, &palette, &utilisation);
     out.push_str("</div>\n");
     out
-}
-
-/// The service table, one row per service in plan order, under a search
-/// box the script shows (hidden without it).
-fn write_service_table(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f64>) {
-    out.push_str(
-        "<section class=\"service-list\"><h2>Services</h2><p class=\"search\" hidden><label>Find services by name or \
-         model <input type=\"search\" autocomplete=\"off\"></label> <span class=\"found\"></span></p>\
-         <table class=\"services\"><thead><tr><th>service</th><th>model</th><th>rate (req/s)</th>\
-         <th>provisioned (req/s)</th><th>utilisation</th><th>worst latency (ms)</th><th>SLO (ms)</th>\
-         <th>segments</th><th>met</th></tr></thead><tbody>",
-    );
-    for report in &plan.services {
-        let util = utilisation.get(report.service.as_str()).map_or("—".to_string(), |u| format!("{:.0}%", u * 100.0));
-        let name = escape_xml(&report.service);
-        let _ = write!(
-            out,
-            r#"<tr data-service="{name}"><td>{name}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{util}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            escape_xml(&report.model),
-            report.rate_rps,
-            report.provisioned_rps,
-            report.worst_latency_ms,
-            report.latency_slo_ms,
-            report.segments,
-            if report.met { "met" } else { "missed" },
-            if report.met { "yes" } else { "no" }
-        );
-    }
-    out.push_str("</tbody></table></section>\n");
 }
 
 /// The whole report of `plan` as one self-contained HTML document titled

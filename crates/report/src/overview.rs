@@ -11,6 +11,10 @@ use tessera_core::{GpuModel, Plan, ServiceReport};
 /// Width of the histogram's longest bar, px.
 const BAR_MAX_PX: f64 = 320.0;
 
+/// At most this many services not met are listed (the service table marks
+/// every one).
+const UNMET_LISTED: usize = 50;
+
 /// The overview of `plan`: `table.fleet`, `table.histogram` and the
 /// services not met (`table.unmet`, or a line saying every service is met).
 pub(crate) fn write_overview(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f64>) {
@@ -96,7 +100,7 @@ fn write_histogram(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f6
     let _ = write!(
         out,
         "<h2>Services by utilisation <span class=\"muted\">· rate ÷ provisioned, {}</span></h2><table class=\"histogram\"><tbody>",
-        count(plan.services.len(), "service")
+        counted(plan.services.len(), "service")
     );
     for (bucket, &services) in buckets.iter().enumerate() {
         let label = match bucket {
@@ -127,7 +131,7 @@ fn write_unmet(out: &mut String, plan: &Plan) {
             if plan.services.is_empty() {
                 "The plan has no services.".to_string()
             } else {
-                format!("None: all {} meet their SLO.", count(plan.services.len(), "service"))
+                format!("None: all {} meet their SLO.", counted(plan.services.len(), "service"))
             }
         );
         return;
@@ -140,7 +144,7 @@ fn write_unmet(out: &mut String, plan: &Plan) {
         grouped(unmet.len() as u64),
         grouped(plan.services.len() as u64)
     );
-    for report in unmet {
+    for report in unmet.iter().take(UNMET_LISTED) {
         let short = report.provisioned_rps < report.rate_rps;
         let slow = report.worst_latency_ms > report.latency_slo_ms;
         let misses = match (short, slow) {
@@ -162,6 +166,13 @@ fn write_unmet(out: &mut String, plan: &Plan) {
         );
     }
     out.push_str("</tbody></table>");
+    if unmet.len() > UNMET_LISTED {
+        let _ = write!(
+            out,
+            r#"<p class="muted">… and {} more, marked “no” in the service table.</p>"#,
+            grouped((unmet.len() - UNMET_LISTED) as u64)
+        );
+    }
 }
 
 /// `part` of `whole` in percent (0 when `whole` is 0).
@@ -171,6 +182,11 @@ fn percent(part: u64, whole: u64) -> f64 {
     } else {
         part as f64 * 100.0 / whole as f64
     }
+}
+
+/// `n` and `noun` as [`count`] says them, `n` grouped: `23,782 GPUs`.
+pub(crate) fn counted(n: usize, noun: &str) -> String {
+    count(n, noun).replacen(&n.to_string(), &grouped(n as u64), 1)
 }
 
 /// `n` with thousands separated by commas: `23,782`.
@@ -204,6 +220,7 @@ mod tests {
         assert_eq!(grouped(999), "999");
         assert_eq!(grouped(23_782), "23,782");
         assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!((counted(1, "GPU"), counted(23_782, "GPU")), ("1 GPU".to_string(), "23,782 GPUs".to_string()));
     }
 
     #[test]
@@ -240,5 +257,13 @@ mod tests {
         assert!(html.contains("<table class=\"unmet\">") && html.contains("· 1 of 3"));
         assert!(html.contains(r#"<tr data-service="chat&lt;&amp;&gt;"><td>chat&lt;&amp;&gt;</td>"#));
         assert!(html.contains("<td>latency</td>"));
+        // Many: the first fifty, and a line for the others.
+        let first = plan.services[1].clone();
+        plan.services =
+            (0..60).map(|i| ServiceReport { service: format!("s{i}"), met: i == 3, ..first.clone() }).collect();
+        let html = overview(&plan);
+        assert!(html.contains("· 59 of 60"));
+        assert_eq!(html.matches("<tr data-service=").count(), UNMET_LISTED);
+        assert!(html.contains("… and 9 more, marked “no” in the service table."));
     }
 }

@@ -47,14 +47,15 @@
       s += `<rect class="compute-slice" data-slice="${slice}" x="${x(slice)}" y="${COMPUTE_TOP}" width="${SLICE}" height="${COMPUTE_BAND}"/>`;
     }
     for (const [[service, model, profile, batch, procs, throughput, latency], start] of instances) {
-      const [name, swatch, util] = data.services[service];
+      const [nameIndex, swatch, util] = data.services[service];
+      const name = data.names[nameIndex];
       const [profileName, size, memory] = data.profiles[profile];
       const [fill, strong] = data.swatches[swatch];
       const [left, tileWidth] = [x(start), memory * SLICE];
       const utilText = util === null ? 'util —' : `util ${util}%`;
       s += `<g class="tile" data-service="${esc(name)}" data-profile="${esc(profileName)}" data-start="${start}" data-memory-slices="${memory}">`;
       s += `<rect x="${left}" y="${MEMORY_TOP}" width="${tileWidth}" height="${MEMORY_BAND}" rx="4" fill="${fill}"/>`;
-      s += `<title>${esc(profileName)} on ${esc(name)} at memory slice ${start}: ${esc(name)} of ${esc(data.models[model])}, batch ${batch} × ${procs} processes, ${throughput} req/s, ${latency} ms per batch, ${utilText}</title>`;
+      s += `<title>${esc(profileName)} on ${esc(name)} at memory slice ${start}: ${esc(name)} of ${esc(data.names[model])}, batch ${batch} × ${procs} processes, ${throughput} req/s, ${latency} ms per batch, ${utilText}</title>`;
       const lines = [[`<tspan class="profile">${esc(profileName)}</tspan>`, 16], [esc(fit(name, tileWidth)), 31],
         [`b${batch}×${procs}`, 46], [utilText, 61]];
       for (const [text, dy] of lines) s += `<text class="tile-text" x="${left + 5}" y="${MEMORY_TOP + dy}">${text}</text>`;
@@ -87,7 +88,8 @@
         const service = data.configs[gpu[i]][0];
         if (seen.has(service)) continue;
         seen.add(service);
-        const [name, swatch] = data.services[service];
+        const [nameIndex, swatch] = data.services[service];
+        const name = data.names[nameIndex];
         s += `<span data-service="${esc(name)}"><span class="chip" style="background:${data.swatches[swatch][0]}"></span>${esc(name)}</span>`;
       }
     }
@@ -134,28 +136,35 @@
   controls.querySelector('.pages').textContent = `of ${grouped(pages())}`;
   pageInput.max = String(pages());
 
-  // Search: service names and models; the table's rows and the GPUs follow.
-  const search = root.querySelector('p.search');
+  // Search: service names and models; the table's rows (at most
+  // MAX_ROWS of them) and the GPUs follow.
+  const MAX_ROWS = 1000;
+  const list = root.querySelector('section.service-list');
+  const search = list.querySelector('p.search');
   const input = search.querySelector('input');
   const found = search.querySelector('.found');
-  const rows = Array.from(root.querySelectorAll('table.services tbody tr'));
+  const rows = Array.from(list.querySelectorAll('table.services tbody tr'));
+  const blocks = Array.from(list.querySelectorAll('div.service-block'));
   search.hidden = false;
   let haystacks = null;
   function filter() {
     query = input.value.trim();
     const needle = query.toLowerCase();
     if (!haystacks) {
-      haystacks = data.services.map(([name]) => [name.toLowerCase()]);
-      for (const [service, model] of data.configs) haystacks[service].push(data.models[model].toLowerCase());
+      haystacks = data.services.map(([name]) => [data.names[name].toLowerCase()]);
+      for (const [service, model] of data.configs) haystacks[service].push(data.names[model].toLowerCase());
       rows.forEach((row, service) => haystacks[service].push(row.cells[1].textContent.toLowerCase()));
     }
     const matches = haystacks.map(words => needle === '' || words.some(word => word.includes(needle)));
     let count = 0;
     rows.forEach((row, service) => {
-      row.hidden = !matches[service];
       if (matches[service]) count++;
+      row.hidden = !matches[service] || (needle !== '' && count > MAX_ROWS);
     });
-    found.textContent = needle === '' ? '' : `${grouped(count)} of ${plural(rows.length, 'service')}`;
+    list.classList.toggle('searching', needle !== '');
+    blocks.forEach(block => { block.hidden = needle !== '' && !block.querySelector('tr:not([hidden])'); });
+    found.textContent = needle === '' ? '' : `${grouped(count)} of ${plural(rows.length, 'service')}` +
+      (count > MAX_ROWS ? ` (the first ${grouped(MAX_ROWS)} shown)` : '');
     offered = [];
     data.gpus.forEach((gpu, position) => {
       for (let i = 3; i < gpu.length; i += 2) {
