@@ -336,7 +336,7 @@ fn every_error_class_prints_its_cause_once() {
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
     let json = std::fs::read_to_string(&plan).unwrap();
     let newer = file("newer.json", json.replace("\"version\": 1,", "\"version\": 9,").as_bytes());
-    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads version 1)");
+    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads versions 1 to 2)");
     assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
     assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
     let misspelt = file("misspelt.json", json.replacen("\"batch\"", "\"batch_size\"", 1).as_bytes());

@@ -438,7 +438,7 @@ pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
     let rates: HashMap<&str, f64> = new.services.iter().map(|s| (s.service.as_str(), s.rate_rps)).collect();
     let mut provisioned: HashMap<String, f64> = HashMap::new();
     for instance in old.gpus.iter().flat_map(|g| &g.instances) {
-        *provisioned.entry(instance.service.clone()).or_default() += instance.throughput_rps;
+        *provisioned.entry(instance.service.clone()).or_default() += instance.capacity();
     }
     let old_gpus: BTreeMap<(u32, u32), &GpuAssignment> = old.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
     let new_gpus: BTreeMap<(u32, u32), &GpuAssignment> = new.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
@@ -464,7 +464,7 @@ pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
         for instance in before {
             if find(after, instance).is_none_or(|n| segment_of(&n) != segment_of(instance)) {
                 operations.push(Operation::Stop { instance: name(instance), service: instance.service.clone() });
-                stopped.push((instance.service.clone(), instance.throughput_rps));
+                stopped.push((instance.service.clone(), instance.capacity()));
             }
         }
         for instance in before.iter().filter(|i| find(after, i).is_none()) {
@@ -481,7 +481,7 @@ pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
                     batch: instance.batch,
                     procs: instance.procs,
                 });
-                started.push((instance.service.clone(), instance.throughput_rps));
+                started.push((instance.service.clone(), instance.capacity()));
             }
         }
         if operations.is_empty() {
@@ -538,6 +538,7 @@ mod tests {
             procs,
             throughput_rps: 100.0,
             latency_ms: 10.0,
+            capacity_rps: None,
         }
     }
 
@@ -674,6 +675,8 @@ mod tests {
                 worst_latency_ms: 10.0,
                 segments: 1,
                 met: true,
+                percentile: None,
+                predicted_attainment: None,
             })
             .collect();
         plan

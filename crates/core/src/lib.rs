@@ -29,7 +29,7 @@ pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
 pub use layout::{Lattice, Placement, SizeCounts};
 pub use packing::Packer;
-pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport};
+pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, ServiceReport, Traffic};
 pub use profile::{
     ModelProfile, PointSource, ProfileCatalog, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
 };

@@ -49,6 +49,25 @@ pub struct Plan {
     /// read it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ServiceImage>,
+    /// The traffic the plan was proven under and the routing it assumes
+    /// (and the deployment sets up); absent in plans of rules that assume
+    /// evenly spaced arrivals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
+}
+
+/// How requests reach a plan's segments: a service's requests go to its
+/// segments at random in proportion to their [`InstanceAssignment::capacity`]
+/// (a Gateway API route's weights), and within a segment as `discipline`
+/// says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Traffic {
+    /// The arrival process the plan was proven under, e.g. `poisson`.
+    pub arrivals: String,
+    /// How a segment's MPS processes share its requests, e.g. `random`
+    /// (a Service picks a process at random; each keeps its own queue).
+    pub discipline: String,
 }
 
 /// One GPU model of the fleet and its use in a plan.
@@ -114,10 +133,24 @@ pub struct InstanceAssignment {
     pub batch: u32,
     /// MPS processes.
     pub procs: u32,
-    /// Segment throughput in requests/s (all processes).
+    /// Segment throughput in requests/s (all processes), as profiled.
     pub throughput_rps: f64,
     /// Latency of one batch in ms.
     pub latency_ms: f64,
+    /// The most requests/s the plan routes to the segment, when its rule
+    /// allows less than the throughput (a percentile SLO under random
+    /// arrivals); absent: the throughput. See [`InstanceAssignment::capacity`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
+}
+
+impl InstanceAssignment {
+    /// The most requests/s the plan routes to this segment: its
+    /// `capacity_rps`, else its throughput. A service's requests are routed
+    /// to its segments in proportion to it.
+    pub fn capacity(&self) -> f64 {
+        self.capacity_rps.unwrap_or(self.throughput_rps)
+    }
 }
 
 /// How one service fares under the plan.
@@ -132,14 +165,25 @@ pub struct ServiceReport {
     pub rate_rps: f64,
     /// Latency objective.
     pub latency_slo_ms: f64,
-    /// Sum of the throughput of the service's segments.
+    /// Sum of the capacity of the service's segments
+    /// ([`InstanceAssignment::capacity`]).
     pub provisioned_rps: f64,
-    /// The latency the plan's latency rule predicts for the slowest segment.
+    /// The latency the plan's latency rule predicts for the slowest segment
+    /// (under a percentile rule: that segment's percentile latency at its
+    /// routed rate).
     pub worst_latency_ms: f64,
     /// Number of segments serving it.
     pub segments: usize,
     /// `true` when the rate is covered and the latency rule holds.
     pub met: bool,
+    /// Under a percentile rule: the share of requests (%) that must finish
+    /// within the SLO.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<f64>,
+    /// Under a percentile rule: the share of requests predicted to finish
+    /// within the SLO (0 to 1) at the service's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_attainment: Option<f64>,
 }
 
 impl ServiceReport {
@@ -183,6 +227,7 @@ impl Plan {
             notes: Vec::new(),
             node_names: Vec::new(),
             images: BTreeMap::new(),
+            traffic: None,
         }
     }
 

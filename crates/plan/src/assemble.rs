@@ -68,6 +68,7 @@ pub(crate) fn instance_at(request: &Problem<'_>, placement: &Placement, segment:
         procs: segment.point.config.procs,
         throughput_rps: segment.point.throughput_rps,
         latency_ms: segment.point.latency_ms,
+        capacity_rps: None,
     }
 }
 

@@ -9,6 +9,7 @@ use crate::assemble::build_plan;
 use crate::configure::{configure, SegmentChoice};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
+use crate::strategy::Strategy;
 use crate::problem::Problem;
 
 /// GPUs using at most this many compute slices are dissolved (ParvaGPU: 4).
@@ -60,7 +61,7 @@ fn single_gpu(request: &Problem<'_>) -> Result<GpuOffer, PlanError> {
 
 /// Validates the request and runs the configurator for every service.
 fn configure_all(request: &Problem<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoice>, PlanError> {
-    if request.rule != LatencyRule::Parva {
+    if !Strategy::Parva.supports(request.rule) {
         return Err(PlanError::UnsupportedRule {
             strategy: "parva",
             supported: LatencyRule::Parva.name(),

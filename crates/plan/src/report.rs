@@ -54,6 +54,8 @@ pub fn service_reports<'a>(
             worst_latency_ms: 0.0,
             segments: 0,
             met: true,
+            percentile: None,
+            predicted_attainment: None,
         })
         .collect();
     let mine: Vec<(usize, ProfilePoint)> = instances

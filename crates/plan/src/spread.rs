@@ -142,6 +142,7 @@ mod tests {
             procs: 2,
             throughput_rps: 10.0,
             latency_ms: 5.0,
+            capacity_rps: None,
         }
     }
 

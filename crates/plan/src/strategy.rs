@@ -44,6 +44,17 @@ impl Strategy {
     }
 }
 
+impl Strategy {
+    /// Whether the strategy can plan under `rule`: ParvaGPU's heuristic
+    /// implements its own rule only.
+    pub fn supports(self, rule: LatencyRule) -> bool {
+        match self {
+            Strategy::Optimal => true,
+            Strategy::Parva => rule == LatencyRule::Parva,
+        }
+    }
+}
+
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -212,6 +212,7 @@ pub(crate) mod tests {
             procs: 2,
             throughput_rps: 100.0,
             latency_ms: 20.0,
+            capacity_rps: None,
         }
     }
 
@@ -239,6 +240,8 @@ pub(crate) mod tests {
             worst_latency_ms: 60.0,
             segments: 1,
             met: true,
+            percentile: None,
+            predicted_attainment: None,
         };
         Plan {
             services: vec![report("search", 50.0), report("chat<&>", 80.0), report("a-service-with-a-long-name", 25.0)],

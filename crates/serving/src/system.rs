@@ -128,7 +128,8 @@ impl ServingSystem {
     }
 
     /// The system a plan sets up: its services at their rates and SLOs
-    /// (each with `percentile`, e.g. 99.0), one segment per MIG instance.
+    /// (each with the percentile the plan records for it, else
+    /// `percentile`, e.g. 99.0), one segment per MIG instance.
     ///
     /// A segment's shape takes the instance's processes and batch, its full
     /// batch at the plan's `latency_ms`, and every smaller batch the
@@ -138,7 +139,9 @@ impl ServingSystem {
     /// non-decreasing in the batch: profiling noise, read conservatively).
     /// Without such points (or without a catalogue) every partial batch
     /// runs at the full batch's latency, and a note says for how many
-    /// segments. The routing weight is the instance's throughput.
+    /// segments. The routing weight is the instance's capacity
+    /// ([`tessera_core::InstanceAssignment::capacity`]), as the deployment
+    /// routes.
     pub fn from_plan(
         plan: &Plan,
         catalog: Option<&ProfileCatalog>,
@@ -151,7 +154,7 @@ impl ServingSystem {
                 name: report.service.clone(),
                 rate_rps: report.rate_rps,
                 latency_slo_ms: report.latency_slo_ms,
-                percentile,
+                percentile: report.percentile.unwrap_or(percentile),
             })
             .collect();
         let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
@@ -178,8 +181,8 @@ impl ServingSystem {
                 points.push((instance.batch, instance.latency_ms));
                 let shape = SegmentShape::new(instance.procs, points)
                     .map_err(|error| ServingError::invalid("plan", format!("{label}: {error}")))?;
-                // The routing weight: for now the instance's throughput.
-                let weight = instance.throughput_rps;
+                // Requests are routed in proportion to the plan's capacities.
+                let weight = instance.capacity();
                 segments.push(ServedSegment { service, shape, weight, label });
             }
         }

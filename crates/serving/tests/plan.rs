@@ -27,6 +27,7 @@ fn instance(
         procs,
         throughput_rps,
         latency_ms,
+        capacity_rps: None,
     }
 }
 
@@ -40,6 +41,8 @@ fn report(service: &str, model: &str, rate_rps: f64, latency_slo_ms: f64) -> Ser
         worst_latency_ms: 0.0,
         segments: 0,
         met: true,
+        percentile: None,
+        predicted_attainment: None,
     }
 }
 

@@ -215,14 +215,16 @@ pub enum StoreError {
         detail: String,
     },
     /// A plan file of another format version.
-    #[error("{}: plan version {found} is not supported (this build reads version {supported})", path.display())]
+    #[error("{}: plan version {found} is not supported (this build reads versions {oldest} to {newest})", path.display())]
     PlanVersion {
         /// The file.
         path: PathBuf,
         /// The file's version.
         found: u64,
-        /// The version this build reads and writes.
-        supported: u32,
+        /// The oldest version this build reads.
+        oldest: u32,
+        /// The version this build writes (the newest it reads).
+        newest: u32,
     },
     /// A database written by a newer Tessera.
     #[error("{}: database schema version {found} is newer than this program supports ({supported}); upgrade Tessera", path.display())]

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
+use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog};
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
@@ -20,9 +21,6 @@ use crate::progress::Progress;
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
-/// The latency percentile every service is held to until plans record
-/// their own.
-const PERCENTILE: f64 = 99.0;
 
 /// The simulation options `args` ask for (a `trace=FILE` read here).
 pub fn options(args: &TrafficArgs) -> Result<SimulationOptions> {
@@ -80,7 +78,7 @@ impl Simulated {
 
 /// Simulates `plan` (partial batches from `catalog`) under `options`.
 pub fn simulate_plan(plan: &Plan, catalog: Option<&ProfileCatalog>, options: &SimulationOptions) -> Result<Simulated> {
-    let (system, notes) = ServingSystem::from_plan(plan, catalog, PERCENTILE)?;
+    let (system, notes) = ServingSystem::from_plan(plan, catalog, DEFAULT_PERCENTILE)?;
     let progress = Progress::spinner(format!(
         "simulating {} of {} for {} s ({} arrivals)",
         count(system.segments().len(), "segment"),

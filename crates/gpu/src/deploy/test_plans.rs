@@ -15,6 +15,7 @@ pub fn instance(profile: &str, start: u8) -> InstanceAssignment {
         procs: 2,
         throughput_rps: 100.0,
         latency_ms: 10.0,
+        capacity_rps: None,
     }
 }
 

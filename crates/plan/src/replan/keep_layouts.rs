@@ -162,6 +162,7 @@ fn rebuild_on(
                 procs: point.config.procs,
                 throughput_rps: point.throughput_rps,
                 latency_ms: point.latency_ms,
+                capacity_rps: None,
             },
         ));
     }

@@ -283,6 +283,7 @@ pub(crate) fn deployment_from_table(
             procs: config.procs,
             throughput_rps: point.map_or(0.0, |p| p.throughput_rps),
             latency_ms: point.map_or(0.0, |p| p.latency_ms),
+            capacity_rps: None,
         };
         match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
             Some(existing) => existing.instances.push(instance),
@@ -491,6 +492,7 @@ mod tests {
             model: model.to_string(),
             batch: 8,
             procs: 2,
+            capacity_rps: None,
             throughput_rps: 10.0,
             latency_ms: 5.0,
         };

@@ -21,11 +21,17 @@ use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 use crate::error::StoreError;
 use crate::formats::table::{Cell, Table};
 
-/// The plan JSON version this build writes and reads.
-pub const PLAN_VERSION: u32 = 1;
+/// The plan JSON version this build writes. Version 2 added the traffic a
+/// plan was proven under, each segment's routed capacity and each
+/// service's percentile and predicted attainment; this build reads
+/// versions 1 and 2.
+pub const PLAN_VERSION: u32 = 2;
+
+/// The oldest plan JSON version this build reads.
+const OLDEST_PLAN_VERSION: u32 = 1;
 
 /// The columns of Tessera's plan CSV, in the order they are written.
-pub const PLAN_CSV_HEADER: [&str; 13] = [
+pub const PLAN_CSV_HEADER: [&str; 14] = [
     "node",
     "gpu_index",
     "gpu_model",
@@ -39,7 +45,12 @@ pub const PLAN_CSV_HEADER: [&str; 13] = [
     "throughput_rps",
     "latency_ms",
     "latency_rule",
+    "capacity_rps",
 ];
+
+/// The columns of [`PLAN_CSV_HEADER`] a plan CSV may leave out (files
+/// written before they existed).
+const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 1] = ["capacity_rps"];
 
 /// What a plan read from a CSV file says produced it: the CSV does not
 /// record the strategy.
@@ -87,9 +98,14 @@ pub(crate) fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreEr
     match fields.remove("version") {
         None => {}
         Some(version) => match version.as_u64() {
-            Some(found) if found == u64::from(PLAN_VERSION) => {}
+            Some(found) if (u64::from(OLDEST_PLAN_VERSION)..=u64::from(PLAN_VERSION)).contains(&found) => {}
             Some(found) => {
-                return Err(StoreError::PlanVersion { path: path.to_path_buf(), found, supported: PLAN_VERSION })
+                return Err(StoreError::PlanVersion {
+                    path: path.to_path_buf(),
+                    found,
+                    oldest: OLDEST_PLAN_VERSION,
+                    newest: PLAN_VERSION,
+                })
             }
             None => return Err(not_a_plan(format!("field 'version': expected a whole number, got {version}"))),
         },
@@ -116,6 +132,7 @@ pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
             instance.throughput_rps.to_string(),
             instance.latency_ms.to_string(),
             plan.latency_rule.clone(),
+            instance.capacity_rps.map_or_else(String::new, |capacity| capacity.to_string()),
         ]
     })
 }
@@ -149,7 +166,12 @@ pub(crate) fn write_instance_rows<W: Write, const N: usize>(
 pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
     let path = table.path.as_path();
     table.reject_unknown_columns(&PLAN_CSV_HEADER)?;
-    let columns = PLAN_CSV_HEADER.map(|name| table.require(name)).into_iter().collect::<Result<Vec<_>, _>>()?;
+    let columns = PLAN_CSV_HEADER
+        .iter()
+        .filter(|name| !OPTIONAL_PLAN_CSV_COLUMNS.contains(name))
+        .map(|name| table.require(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let capacity = table.optional("capacity_rps")?;
     let [node, index, gpu_model, profile, size, start, service, model, batch, procs, throughput, latency, rule] =
         columns[..]
     else {
@@ -180,6 +202,10 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
             procs: cell(procs).whole()?,
             throughput_rps: cell(throughput).non_negative()?,
             latency_ms: cell(latency).non_negative()?,
+            capacity_rps: match capacity.map(cell).filter(|cell| !cell.text.is_empty()) {
+                Some(cell) => Some(cell.non_negative()?),
+                None => None,
+            },
         };
         match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
             Some(existing) if existing.gpu_model != gpu => {
@@ -215,6 +241,7 @@ mod tests {
             procs: 2,
             throughput_rps: 0.1 + 0.2,
             latency_ms: 12.345678901234567,
+            capacity_rps: (size == 3).then_some(0.25),
         }
     }
 
@@ -252,6 +279,8 @@ mod tests {
                 worst_latency_ms: 50.0,
                 segments: 2,
                 met: true,
+                percentile: Some(99.5),
+                predicted_attainment: Some(0.997),
             }],
             optimality: Some(Optimality {
                 objective: "cost".into(),
@@ -267,6 +296,7 @@ mod tests {
                 tessera_core::ServiceImage { image: "serve:1".into(), args: vec!["--batch={batch}".into()] },
             )]
             .into(),
+            traffic: Some(tessera_core::Traffic { arrivals: "poisson".into(), discipline: "random".into() }),
         }
     }
 
@@ -286,7 +316,7 @@ mod tests {
     fn json_round_trips_exactly_with_the_version_first() {
         let dir = tempfile::tempdir().unwrap();
         let json = plan_json(&plan());
-        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 1,\n  \"gpu_count\": 2,"));
+        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 2,\n  \"gpu_count\": 2,"));
         assert!(json.ends_with(b"}\n"));
         let path = write(dir.path(), "plan.json", &json);
         assert_eq!(read_plan_file(&path, None).unwrap(), plan());
@@ -307,9 +337,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error_of =
             |name: &str, bytes: &[u8]| read_plan_file(&write(dir.path(), name, bytes), None).unwrap_err().to_string();
-        let message = error_of("v2.json", &json_with(|value| value["version"] = 2.into()));
+        let message = error_of("v3.json", &json_with(|value| value["version"] = 3.into()));
         assert!(
-            message.ends_with("v2.json: plan version 2 is not supported (this build reads version 1)"),
+            message.ends_with("v3.json: plan version 3 is not supported (this build reads versions 1 to 2)"),
             "{message}"
         );
         let message = error_of("text.json", &json_with(|value| value["version"] = "1".into()));

@@ -30,7 +30,8 @@ use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{
-    relaxation_bound, verify, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, VerifyRequest, MAX_GPUS_LIMIT,
+    relaxation_bound, verify, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, VerifyRequest,
+    MAX_GPUS_LIMIT,
 };
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
@@ -45,11 +46,8 @@ const BASE_SCENARIO: usize = 6;
 const RATE_FACTOR: (f64, f64) = (0.2, 3.0);
 
 /// The strategies measured under `rule` (`parva` implements only its own).
-fn strategies(rule: LatencyRule) -> &'static [&'static str] {
-    match rule {
-        LatencyRule::Parva => &["optimal", "parva"],
-        LatencyRule::Queueing => &["optimal"],
-    }
+fn strategies(rule: LatencyRule) -> Vec<Strategy> {
+    Strategy::ALL.into_iter().filter(|strategy| strategy.supports(rule)).collect()
 }
 
 /// One family of catalogues: base objectives, profiles, how to pass them.
@@ -109,7 +107,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
                 };
                 relaxation_bound(&request)?
             };
-            for &strategy in strategies(rule) {
+            for strategy in strategies(rule) {
                 progress.set_message(format!("{} × {size}: {strategy}", family.name));
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
@@ -196,7 +194,7 @@ fn run_plan(
     family: &Family,
     slo: &Path,
     output: &Path,
-    strategy: &str,
+    strategy: Strategy,
     rule: LatencyRule,
     time_limit_s: f64,
 ) -> Result<Run> {
@@ -207,7 +205,7 @@ fn run_plan(
     command
         .arg("plan")
         .args(&family.profile_args)
-        .args(["--slo", &slo.display().to_string(), "--strategy", strategy, "--latency-rule", rule.name()])
+        .args(["--slo", &slo.display().to_string(), "--strategy", strategy.name(), "--latency-rule", rule.name()])
         .args(["--time-limit", &time_limit_s.to_string()])
         .args(["--max-gpus", &MAX_GPUS_LIMIT.to_string()])
         .args(["--peak-memory-report", &peak.display().to_string()])
