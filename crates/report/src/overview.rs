@@ -147,11 +147,14 @@ fn write_unmet(out: &mut String, plan: &Plan) {
     for report in unmet.iter().take(UNMET_LISTED) {
         let short = report.provisioned_rps < report.rate_rps;
         let slow = report.worst_latency_ms > report.latency_slo_ms;
-        let misses = match (short, slow) {
-            (true, true) => "throughput and latency",
-            (true, false) => "throughput",
-            (false, true) => "latency",
-            (false, false) => "—",
+        let misses = match (short, slow, report.percentile, report.predicted_attainment) {
+            (true, true, ..) => "throughput and latency".to_string(),
+            (true, false, ..) => "throughput".to_string(),
+            (false, true, ..) => "latency".to_string(),
+            (false, false, Some(percentile), Some(attainment)) => {
+                format!("{:.2}% within the SLO, {percentile}% needed", attainment * 100.0)
+            }
+            (false, false, ..) => "—".to_string(),
         };
         let _ = write!(
             out,
@@ -257,6 +260,9 @@ mod tests {
         assert!(html.contains("<table class=\"unmet\">") && html.contains("· 1 of 3"));
         assert!(html.contains(r#"<tr data-service="chat&lt;&amp;&gt;"><td>chat&lt;&amp;&gt;</td>"#));
         assert!(html.contains("<td>latency</td>"));
+        plan.services[1].worst_latency_ms = 60.0;
+        (plan.services[1].percentile, plan.services[1].predicted_attainment) = (Some(99.0), Some(0.9712));
+        assert!(overview(&plan).contains("<td>97.12% within the SLO, 99% needed</td>"));
         // Many: the first fifty, and a line for the others.
         let first = plan.services[1].clone();
         plan.services =

@@ -277,6 +277,7 @@ mod tests {
             procs: 1,
             throughput_rps: 1.0,
             latency_ms: 1.0,
+            capacity_rps: None,
         }
     }
 

@@ -29,6 +29,7 @@ fn five_hundred_gpus() -> Plan {
         procs: 2,
         throughput_rps: 100.0,
         latency_ms: 20.0,
+        capacity_rps: None,
     };
     let gpus = (0..500usize)
         .map(|i| GpuAssignment {
@@ -52,6 +53,8 @@ fn five_hundred_gpus() -> Plan {
             worst_latency_ms: 40.0,
             segments: 8,
             met: tenant != 7,
+            percentile: None,
+            predicted_attainment: None,
         })
         .collect();
     Plan { services, ..Plan::from_gpus(gpus, "optimal", "queueing", 8) }
