@@ -27,8 +27,8 @@ padding:4px 10px;text-align:right}th:first-child,td:first-child,th:nth-child(2),
 td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}.notes{font-size:13px;color:#555}\
 .muted{color:#6b7280}.overview{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}\
 .overview h2,section.gpu-pages>h2,section.service-list>h2{font-size:17px;\
-margin:16px 0 4px}table.histogram th{text-align:left;font-weight:400;white-space:nowrap}table.histogram td{text-align:left}\
-.bar{display:inline-block;height:12px;background:#60a5fa;margin-right:6px;vertical-align:-1px}\
+margin:16px 0 4px}svg.histogram .bar{fill:#60a5fa}svg.histogram text{font-size:11px;text-anchor:middle;fill:#374151}\
+svg.histogram .label{fill:#6b7280}.plan-report [hidden]{display:none !important}\
 .pager{font-size:14px;display:flex;flex-wrap:wrap;gap:6px;align-items:center}.pager .controls{display:inline-flex;\
 gap:4px;align-items:center}.pager button{font-size:14px;min-width:30px}.pager input{width:64px}\
 .search input{font-size:14px;width:320px;padding:3px 6px}.search .found{font-size:13px;color:#555}";

@@ -35,8 +35,8 @@
 //! The DOM is part of the interface (the browser tests read it): the report
 //! is a `div.plan-report`; the overview a `section.overview` with
 //! `table.fleet` (a `tr` per GPU model, `data-gpu-model`),
-//! `table.histogram` (a `tr` per utilisation tenth with `data-bucket` and
-//! `data-services`) and `table.unmet` (a `tr` per service not met, with
+//! `svg.histogram` (a `g.bucket` per utilisation tenth, with `data-bucket`
+//! and `data-services`) and `table.unmet` (a `tr` per service not met, with
 //! `data-service`) or `p.all-met`; the GPUs a `section.gpu-pages` with
 //! `data-per-page`, `data-gpus` and, once the script runs, `data-page`, whose
 //! `p.pager .shown` says which GPUs are on screen, `div.legend` has a
@@ -65,5 +65,8 @@ pub use diff::diff_report_html;
 pub use draw::plan_svg;
 pub use gpu_pages::GPUS_PER_PAGE;
 pub use html::{page, plan_report_html, plan_section};
-pub use palette::{colour_distance, Palette, Swatch, GUARANTEED_NEIGHBOURS, MIN_NEIGHBOUR_DISTANCE, SWATCH_COUNT};
+pub use palette::{
+    chromatic_distance, colour_distance, Palette, Swatch, GUARANTEED_NEIGHBOURS, MIN_NEIGHBOUR_DISTANCE,
+    MIN_SHARING_DISTANCE, SWATCH_COUNT,
+};
 pub use serving::serving_report_html;

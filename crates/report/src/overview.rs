@@ -8,8 +8,12 @@ use std::fmt::Write;
 use tessera_core::text::{count, escape_xml};
 use tessera_core::{GpuModel, Plan, ServiceReport};
 
-/// Width of the histogram's longest bar, px.
-const BAR_MAX_PX: f64 = 320.0;
+/// Height of the histogram's tallest bar, px.
+const BAR_MAX_PX: f64 = 90.0;
+/// Width of one histogram column, px.
+const COLUMN_PX: f64 = 46.0;
+/// Height of the histogram, px: the bars, their counts and labels.
+const HISTOGRAM_PX: f64 = BAR_MAX_PX + 36.0;
 
 /// At most this many services not met are listed (the service table marks
 /// every one).
@@ -19,13 +23,12 @@ const UNMET_LISTED: usize = 50;
 /// services not met (`table.unmet`, or a line saying every service is met).
 pub(crate) fn write_overview(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f64>) {
     out.push_str(r#"<section class="overview">"#);
-    for write in [write_fleet, write_unmet] {
-        out.push_str("<div>");
-        write(out, plan);
-        out.push_str("</div>");
-    }
     out.push_str("<div>");
+    write_fleet(out, plan);
+    out.push_str("</div><div>");
     write_histogram(out, plan, utilisation);
+    out.push_str("</div><div>");
+    write_unmet(out, plan);
     out.push_str("</div></section>\n");
 }
 
@@ -60,9 +63,7 @@ fn write_fleet(out: &mut String, plan: &Plan) {
     );
     for (model, use_) in &models {
         let gpus: usize = use_.per_node.values().sum();
-        let fewest = use_.per_node.values().min().copied().unwrap_or(0);
-        let most = use_.per_node.values().max().copied().unwrap_or(0);
-        let per_node = if fewest == most { most.to_string() } else { format!("{fewest}–{most}") };
+        let per_node = per_node_line(&use_.per_node);
         let _ = write!(
             out,
             r#"<tr data-gpu-model="{}"><td>{}</td><td>{}</td><td>{}</td><td>{per_node}</td><td>{}</td><td>{} ({:.1}%)</td><td>{}</td></tr>"#,
@@ -82,6 +83,37 @@ fn write_fleet(out: &mut String, plan: &Plan) {
     out.push_str("</tbody></table>");
 }
 
+/// How many GPUs nodes hold, the largest count first: `8`, `8 on 2,972
+/// nodes, 6 on 1`, or the range when nodes hold more than three different
+/// counts.
+fn per_node_line(per_node: &BTreeMap<u32, usize>) -> String {
+    let mut nodes_holding: BTreeMap<usize, usize> = BTreeMap::new();
+    for &gpus in per_node.values() {
+        *nodes_holding.entry(gpus).or_default() += 1;
+    }
+    match nodes_holding.len() {
+        0 => String::new(),
+        1 => nodes_holding.keys().map(usize::to_string).collect(),
+        2 | 3 => nodes_holding
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(at, (gpus, nodes))| {
+                if at == 0 {
+                    format!("{gpus} on {}", counted(*nodes, "node"))
+                } else {
+                    format!("{gpus} on {}", grouped(*nodes as u64))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => {
+            let (fewest, most) = (nodes_holding.keys().next(), nodes_holding.keys().next_back());
+            format!("{}–{}", fewest.copied().unwrap_or(0), most.copied().unwrap_or(0))
+        }
+    }
+}
+
 /// The services counted by utilisation (rate ÷ provisioned) in tenths,
 /// over 100% and unknown, as bars.
 fn write_histogram(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f64>) {
@@ -96,29 +128,41 @@ fn write_histogram(out: &mut String, plan: &Plan, utilisation: &HashMap<&str, f6
         };
         buckets[bucket] += 1;
     }
+    let shown: Vec<(usize, usize)> =
+        buckets.iter().copied().enumerate().filter(|&(bucket, services)| bucket < 10 || services > 0).collect();
     let most = buckets.iter().copied().max().unwrap_or(0).max(1);
+    let width = shown.len() as f64 * COLUMN_PX + 8.0;
     let _ = write!(
         out,
-        "<h2>Services by utilisation <span class=\"muted\">· rate ÷ provisioned, {}</span></h2><table class=\"histogram\"><tbody>",
+        "<h2>Services by utilisation <span class=\"muted\">· rate ÷ provisioned, {}</span></h2>\
+         <svg class=\"histogram\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{HISTOGRAM_PX}\" \
+         viewBox=\"0 0 {width} {HISTOGRAM_PX}\">",
         counted(plan.services.len(), "service")
     );
-    for (bucket, &services) in buckets.iter().enumerate() {
-        let label = match bucket {
-            0..=9 => format!("{}–{}%", bucket * 10, bucket * 10 + 10),
-            10 => "over 100%".to_string(),
-            _ => "nothing provisioned".to_string(),
+    let base = HISTOGRAM_PX - 18.0;
+    for (column, &(bucket, services)) in shown.iter().enumerate() {
+        let (label, words) = match bucket {
+            0..=9 => {
+                (format!("{}–{}", bucket * 10, bucket * 10 + 10), format!("{}–{}%", bucket * 10, bucket * 10 + 10))
+            }
+            10 => (">100".to_string(), "over 100%".to_string()),
+            _ => ("none".to_string(), "nothing provisioned".to_string()),
         };
-        if bucket >= 10 && services == 0 {
-            continue;
-        }
-        let width = (services as f64 / most as f64 * BAR_MAX_PX).round();
+        let height = if services == 0 { 0.0 } else { (services as f64 / most as f64 * BAR_MAX_PX).max(2.0).round() };
+        let (x, centre) = (4.0 + column as f64 * COLUMN_PX, 4.0 + (column as f64 + 0.5) * COLUMN_PX);
         let _ = write!(
             out,
-            r#"<tr data-bucket="{bucket}" data-services="{services}"><th>{label}</th><td><span class="bar" style="width:{width}px"></span>{}</td></tr>"#,
-            grouped(services as u64)
+            r#"<g class="bucket" data-bucket="{bucket}" data-services="{services}"><title>{}: {words}</title><rect class="bar" x="{}" y="{}" width="{}" height="{height}"/><text class="count" x="{centre}" y="{}">{}</text><text class="label" x="{centre}" y="{}">{label}</text></g>"#,
+            counted(services, "service"),
+            x + 3.0,
+            base - height,
+            COLUMN_PX - 6.0,
+            base - height - 3.0,
+            grouped(services as u64),
+            base + 13.0,
         );
     }
-    out.push_str("</tbody></table>");
+    out.push_str("</svg>");
 }
 
 /// The services that miss their SLO, with what they miss.
@@ -239,15 +283,28 @@ mod tests {
     }
 
     #[test]
+    fn gpus_per_node_say_how_many_nodes_hold_how_many() {
+        let nodes = |counts: &[usize]| counts.iter().enumerate().map(|(node, &gpus)| (node as u32, gpus)).collect();
+        assert_eq!(per_node_line(&nodes(&[8, 8, 8])), "8");
+        assert_eq!(per_node_line(&nodes(&[8, 8, 6])), "8 on 2 nodes, 6 on 1");
+        assert_eq!(per_node_line(&nodes(&[1, 2, 3, 8])), "1–8");
+    }
+
+    #[test]
     fn the_histogram_counts_services_by_utilisation_tenths() {
         // search 50%, chat<&> 80%, the long name 25%.
         let html = overview(&two_gpu_plan());
         for (bucket, services) in [(2, 1), (5, 1), (8, 1), (0, 0), (9, 0)] {
-            assert!(html.contains(&format!(r#"<tr data-bucket="{bucket}" data-services="{services}">"#)), "{bucket}");
+            assert!(
+                html.contains(&format!(r#"<g class="bucket" data-bucket="{bucket}" data-services="{services}">"#)),
+                "{bucket}"
+            );
         }
         assert!(!html.contains(r#"data-bucket="10""#), "no service is over 100%");
-        let bars = html.matches(r#"<span class="bar""#).count();
-        assert_eq!(bars, 10);
+        assert_eq!(html.matches(r#"<rect class="bar""#).count(), 10);
+        // The tallest bar is full height; a count of one is still seen.
+        assert!(html.contains(&format!(r#"height="{BAR_MAX_PX}"/>"#)));
+        assert!(html.contains("<title>1 service: 20–30%</title>"));
     }
 
     #[test]

@@ -6,16 +6,21 @@
 //! so equal steps look equally different), every one light enough for the
 //! tiles' dark text. A service's first choice is a hash of its name
 //! (FNV-1a, stable across platforms and releases), so a service keeps its
-//! colour from plan to plan and page to page. Services drawn next to each
-//! other are neighbours: those that share a GPU, or sit on GPUs next to
-//! each other in plan order (side by side, or one under the other where a
-//! row ends). They are coloured greedily — the most neighbours first, ties
-//! by name — each taking the first colour in its own name's order that is
-//! at least [`MIN_NEIGHBOUR_DISTANCE`] (ΔE in OKLab) from every neighbour
-//! already coloured, so two services drawn side by side never look alike.
-//! A service leaves its first choice only when a neighbour holds a colour
-//! too close to it; which colour it takes then depends on its neighbours,
-//! not on the order of the plan's lists.
+//! colour from plan to plan and page to page.
+//!
+//! Services drawn next to each other are neighbours, of two kinds: those
+//! that share a GPU (their tiles touch) and those on GPUs next to each
+//! other in plan order (side by side in the grid, or one under the other
+//! where a row ends). Services sharing a GPU must differ in colour, not
+//! only in shade: their [`chromatic_distance`] (ΔE with lightness counted
+//! half) is at least [`MIN_SHARING_DISTANCE`]; services on neighbouring
+//! GPUs are at least [`MIN_NEIGHBOUR_DISTANCE`] apart in ΔE. Services are
+//! coloured greedily — the most neighbours first, ties by name — each
+//! taking the first colour in its own name's order that keeps both rules
+//! with every neighbour already coloured. A service leaves its first choice
+//! only when a neighbour holds a colour too close to it; which colour it
+//! takes then depends on its neighbours, not on the order of the plan's
+//! lists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -25,18 +30,22 @@ use tessera_core::Plan;
 pub const SWATCH_COUNT: usize = 36;
 
 /// The least ΔE (Euclidean distance in OKLab, where 0.02 is about the
-/// smallest difference people notice) between the fills of two
-/// neighbouring services, whenever a service has at most
-/// [`GUARANTEED_NEIGHBOURS`] neighbours — and in practice far beyond (the
-/// tests check random plans with dozens of neighbours and the reference
-/// plans).
+/// smallest difference people notice) between the fills of services on
+/// GPUs next to each other.
 pub const MIN_NEIGHBOUR_DISTANCE: f64 = 0.08;
 
-/// How many neighbours a service may have with [`MIN_NEIGHBOUR_DISTANCE`]
+/// The least [`chromatic_distance`] between the fills of two services that
+/// share a GPU: two shades of one hue (a light and a darker blue) are
+/// closer than this.
+pub const MIN_SHARING_DISTANCE: f64 = 0.08;
+
+/// How many neighbours (of either kind) a service may have with both rules
 /// guaranteed: each neighbour's colour rules out at most
-/// `SWATCH_COUNT / (GUARANTEED_NEIGHBOURS + 1)` swatches (checked by a
-/// test), so one is always left.
-pub const GUARANTEED_NEIGHBOURS: usize = 7;
+/// `SWATCH_COUNT / GUARANTEED_NEIGHBOURS` swatches, fewer than that in
+/// fact (a test checks), so one is always left. Beyond it the rules hold in
+/// practice: the tests check random plans where services have dozens of
+/// neighbours, and the reference plans.
+pub const GUARANTEED_NEIGHBOURS: usize = 4;
 
 /// The lightness rings (OKLab L, chroma), palest first.
 const RINGS: [(f64, f64); 3] = [(0.88, 0.07), (0.80, 0.11), (0.72, 0.13)];
@@ -74,37 +83,46 @@ impl Palette {
     /// in any of them kept apart: a service has one colour in all of them.
     pub fn of_plans(plans: &[&Plan]) -> Palette {
         let swatches = swatches();
-        let mut neighbours: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        let mut neighbours: BTreeMap<&str, Neighbours<'_>> = BTreeMap::new();
         for plan in plans {
             for report in &plan.services {
                 neighbours.entry(report.service.as_str()).or_default();
             }
             for (position, gpu) in plan.gpus.iter().enumerate() {
-                let near = &plan.gpus[position.saturating_sub(1)..(position + 2).min(plan.gpus.len())];
+                let next_to = [position.checked_sub(1), Some(position + 1)];
+                let beside: Vec<&str> = next_to
+                    .iter()
+                    .filter_map(|&other| plan.gpus.get(other?))
+                    .flat_map(|other| other.instances.iter().map(|b| b.service.as_str()))
+                    .collect();
                 for a in &gpu.instances {
                     let entry = neighbours.entry(a.service.as_str()).or_default();
-                    let others = near.iter().flat_map(|other| &other.instances).map(|b| b.service.as_str());
-                    entry.extend(others.filter(|&b| b != a.service));
+                    entry.sharing.extend(gpu.instances.iter().map(|b| b.service.as_str()).filter(|&b| b != a.service));
+                    entry.beside.extend(beside.iter().copied().filter(|&b| b != a.service));
                 }
             }
         }
-        let mut order: Vec<(&str, &BTreeSet<&str>)> = neighbours.iter().map(|(name, set)| (*name, set)).collect();
-        order.sort_by(|(a, a_set), (b, b_set)| b_set.len().cmp(&a_set.len()).then(a.cmp(b)));
+        let mut order: Vec<(&str, &Neighbours<'_>)> = neighbours.iter().map(|(name, n)| (*name, n)).collect();
+        order.sort_by(|(a, a_near), (b, b_near)| b_near.count().cmp(&a_near.count()).then(a.cmp(b)));
         let mut chosen: HashMap<String, usize> = HashMap::with_capacity(order.len());
-        for (name, set) in order {
-            let taken: Vec<&Swatch> =
-                set.iter().filter_map(|neighbour| chosen.get(*neighbour)).map(|&index| &swatches[index]).collect();
-            let nearest = |index: usize| {
-                taken
-                    .iter()
-                    .map(|other| colour_distance(&swatches[index].lab, &other.lab))
-                    .fold(f64::INFINITY, f64::min)
+        for (name, near) in order {
+            let taken = |set: &BTreeSet<&str>| -> Vec<[f64; 3]> {
+                set.iter().filter_map(|neighbour| chosen.get(*neighbour)).map(|&index| swatches[index].lab).collect()
+            };
+            let (sharing, beside) = (taken(&near.sharing), taken(&near.beside));
+            // How well swatch `index` keeps both rules: at least 1 when it
+            // keeps them.
+            let margin = |index: usize| {
+                let lab = &swatches[index].lab;
+                let shared = sharing.iter().map(|other| chromatic_distance(lab, other) / MIN_SHARING_DISTANCE);
+                let next = beside.iter().map(|other| colour_distance(lab, other) / MIN_NEIGHBOUR_DISTANCE);
+                shared.chain(next).fold(f64::INFINITY, f64::min)
             };
             let choices = preference(name);
             let pick = choices
                 .clone()
-                .find(|&index| nearest(index) >= MIN_NEIGHBOUR_DISTANCE)
-                .or_else(|| choices.max_by(|&a, &b| nearest(a).total_cmp(&nearest(b))))
+                .find(|&index| margin(index) >= 1.0)
+                .or_else(|| choices.max_by(|&a, &b| margin(a).total_cmp(&margin(b))))
                 .unwrap_or(0);
             chosen.insert(name.to_string(), pick);
         }
@@ -136,6 +154,27 @@ impl Palette {
     pub fn swatches(&self) -> &[Swatch] {
         &self.swatches
     }
+}
+
+/// A service's neighbours: those sharing one of its GPUs, and those on the
+/// GPUs next to its GPUs.
+#[derive(Default)]
+struct Neighbours<'a> {
+    sharing: BTreeSet<&'a str>,
+    beside: BTreeSet<&'a str>,
+}
+
+impl Neighbours<'_> {
+    /// How many neighbours, of both kinds.
+    fn count(&self) -> usize {
+        self.sharing.len() + self.beside.len()
+    }
+}
+
+/// ΔE between two OKLab colours with the lightness difference counted
+/// half, so that colours differ in hue or chroma, not only in shade.
+pub fn chromatic_distance(a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    ((0.5 * (a[0] - b[0])).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
 }
 
 /// ΔE between two OKLab colours.
@@ -254,16 +293,19 @@ mod tests {
 
     #[test]
     fn every_service_with_few_enough_neighbours_has_a_distinct_colour_left() {
-        // Each colour rules out at most `blocked` swatches (itself
-        // included), so GUARANTEED_NEIGHBOURS neighbours rule out fewer than
-        // all of them.
+        // Each neighbour's colour rules out at most `blocked` swatches
+        // (its own included), so GUARANTEED_NEIGHBOURS neighbours rule out
+        // fewer than all of them.
         let swatches = swatches();
-        let blocked = swatches
-            .iter()
-            .map(|a| swatches.iter().filter(|b| colour_distance(&a.lab, &b.lab) < MIN_NEIGHBOUR_DISTANCE).count())
-            .max()
-            .unwrap();
-        assert!(blocked * GUARANTEED_NEIGHBOURS < SWATCH_COUNT, "{blocked} swatches within reach of one");
+        let blocked = |distance: fn(&[f64; 3], &[f64; 3]) -> f64, least: f64| {
+            swatches.iter().map(|a| swatches.iter().filter(|b| distance(&a.lab, &b.lab) < least).count()).max().unwrap()
+        };
+        let sharing = blocked(chromatic_distance, MIN_SHARING_DISTANCE);
+        let beside = blocked(colour_distance, MIN_NEIGHBOUR_DISTANCE);
+        assert!(beside <= sharing && sharing * GUARANTEED_NEIGHBOURS < SWATCH_COUNT, "{sharing}, {beside}");
+        // Two shades of one hue count as close when sharing a GPU.
+        let (pale, mid) = (&swatches[0].lab, &swatches[SWATCH_COUNT / 3].lab);
+        assert!(chromatic_distance(pale, mid) < MIN_SHARING_DISTANCE, "{pale:?} {mid:?}");
     }
 
     fn instance(service: &str, start: u8) -> InstanceAssignment {
@@ -308,20 +350,23 @@ mod tests {
         Plan::from_gpus(gpus, "optimal", "parva", 8)
     }
 
-    /// The least ΔE between two different services on one GPU of `plan`
-    /// or on GPUs next to each other.
-    fn closest_neighbours(plan: &Plan, palette: &Palette) -> f64 {
-        let mut closest = f64::INFINITY;
+    /// The least chromatic distance between two services sharing a GPU of
+    /// `plan`, and the least ΔE between services on GPUs next to each other.
+    fn closest_neighbours(plan: &Plan, palette: &Palette) -> (f64, f64) {
+        let (mut sharing, mut beside) = (f64::INFINITY, f64::INFINITY);
+        let lab = |service: &str| palette.swatch(service).lab;
         for (position, gpu) in plan.gpus.iter().enumerate() {
-            let near = &plan.gpus[position..(position + 2).min(plan.gpus.len())];
+            let next = plan.gpus.get(position + 1).map_or(&[][..], |next| &next.instances[..]);
             for a in &gpu.instances {
-                for b in near.iter().flat_map(|other| &other.instances).filter(|b| b.service != a.service) {
-                    closest =
-                        closest.min(colour_distance(&palette.swatch(&a.service).lab, &palette.swatch(&b.service).lab));
+                for b in gpu.instances.iter().filter(|b| b.service != a.service) {
+                    sharing = sharing.min(chromatic_distance(&lab(&a.service), &lab(&b.service)));
+                }
+                for b in next.iter().filter(|b| b.service != a.service) {
+                    beside = beside.min(colour_distance(&lab(&a.service), &lab(&b.service)));
                 }
             }
         }
-        closest
+        (sharing, beside)
     }
 
     #[test]
@@ -331,8 +376,9 @@ mod tests {
         for seed in 1..=3 {
             let plan = random_plan(3_000, 2_000, seed);
             let palette = Palette::of(&plan);
-            let closest = closest_neighbours(&plan, &palette);
-            assert!(closest >= MIN_NEIGHBOUR_DISTANCE, "seed {seed}: neighbours {closest:.3} apart");
+            let (sharing, beside) = closest_neighbours(&plan, &palette);
+            assert!(sharing >= MIN_SHARING_DISTANCE, "seed {seed}: sharing a GPU {sharing:.3} apart");
+            assert!(beside >= MIN_NEIGHBOUR_DISTANCE, "seed {seed}: on GPUs side by side {beside:.3} apart");
         }
     }
 

@@ -228,8 +228,8 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
 
     // One palette: every service has the colour tessera-report gives it,
     // the same as in `tessera report`'s page of this plan, and services
-    // sharing a GPU are far apart.
-    let plan: Plan = serde_json::from_value(plan.clone()).unwrap();
+    // drawn next to each other are far apart.
+    let plan: Plan = tessera_store::parse_plan("the job's plan", plan.to_string().as_bytes()).unwrap();
     let palette = tessera_report::Palette::of(&plan);
     let served = tile_fills(&html);
     assert_eq!(served.len(), services.len());
@@ -237,21 +237,7 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
     for (service, fill) in &served {
         assert_eq!(fill, palette.fill(&service.replace("&amp;", "&")), "{service}");
     }
-    for gpu in &plan.gpus {
-        for (a, b) in gpu.instances.iter().flat_map(|a| gpu.instances.iter().map(move |b| (a, b))) {
-            if a.service == b.service {
-                continue;
-            }
-            let apart =
-                tessera_report::colour_distance(&palette.swatch(&a.service).lab, &palette.swatch(&b.service).lab);
-            assert!(
-                apart >= tessera_report::MIN_NEIGHBOUR_DISTANCE,
-                "{} and {} are {apart:.3} apart",
-                a.service,
-                b.service
-            );
-        }
-    }
+    crate::report_pages::assert_neighbours_apart(&plan);
 
     screenshot(&chromium, &url, 1440, 900, &screenshot_paths("plan-page.png"));
     server.stop().await;
