@@ -16,7 +16,10 @@
   const ESCAPES = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
   const esc = text => String(text).replace(/[&<>"']/g, c => ESCAPES[c]);
   const grouped = n => n.toLocaleString('en-US');
+  // As tessera_core::text::count (node headings must match Rust's), and
+  // with the number grouped for the search's counts.
   const plural = (n, noun) => (n === 1 ? `1 ${noun}` : `${n} ${noun}s`);
+  const counted = (n, noun) => (n === 1 ? `1 ${noun}` : `${grouped(n)} ${noun}s`);
 
   const nodeGpus = new Map();
   for (const gpu of data.gpus) nodeGpus.set(gpu[0], (nodeGpus.get(gpu[0]) || 0) + 1);
@@ -163,7 +166,7 @@
     });
     list.classList.toggle('searching', needle !== '');
     blocks.forEach(block => { block.hidden = needle !== '' && !block.querySelector('tr:not([hidden])'); });
-    found.textContent = needle === '' ? '' : `${grouped(count)} of ${plural(rows.length, 'service')}` +
+    found.textContent = needle === '' ? '' : `${grouped(count)} of ${counted(rows.length, 'service')}` +
       (count > MAX_ROWS ? ` (the first ${grouped(MAX_ROWS)} shown)` : '');
     offered = [];
     data.gpus.forEach((gpu, position) => {
