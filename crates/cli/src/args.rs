@@ -1243,6 +1243,31 @@ pub enum BenchCommand {
         #[command(flatten)]
         catalogue: CatalogueBench,
     },
+    /// Plans judged by the traffic they meet: ParvaGPU's strategy, the
+    /// optimum under each latency rule and under uniform headroom, each
+    /// simulated request by request at the real rates under Poisson,
+    /// CV-2 and a production trace's arrivals: GPUs, requests within SLO
+    /// (all, worst service), planning time.
+    Slo {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// An arrival trace (CSV with a TIMESTAMP column).
+        #[arg(long, default_value = "../shared/data/traces/azure_llm_conv_2023.csv", value_name = "FILE")]
+        trace: PathBuf,
+        /// ParvaGPU's scenarios to plan.
+        #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,5,6", value_parser = clap::value_parser!(u8).range(1..=6))]
+        scenarios: Vec<u8>,
+        /// Reference catalogue sizes (services; 0 values: none).
+        #[arg(long, value_delimiter = ',', default_value = "1100")]
+        sizes: Vec<usize>,
+        /// Simulated seconds per scenario (catalogues get a tenth).
+        #[arg(long, value_name = "S", default_value_t = 120.0)]
+        seconds: f64,
+        /// Seed of the catalogues and simulations.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+    },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
     /// created and destroyed, services restarted, against planning from
     /// scratch; and one GPU lost.

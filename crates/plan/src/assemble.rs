@@ -1,6 +1,9 @@
 //! Turning per-GPU segment lists into a [`Plan`] with explicit placements.
 
-use tessera_core::{FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Placement, Plan, SizeCounts};
+use tessera_core::{
+    FleetUse, GpuAssignment, GpuModel, InstanceAssignment, Lattice, Placement, Plan, SizeCounts, Traffic,
+};
+use tessera_serving::Discipline;
 
 use crate::allocate::Segment;
 use crate::problem::Problem;
@@ -28,7 +31,7 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
         let instances = placements
             .iter()
             .zip(&segments)
-            .map(|(placement, segment)| instance_at(request, placement, segment))
+            .map(|(placement, segment)| instance_at(request, model, placement, segment))
             .collect();
         assignments.push(GpuAssignment {
             node: slot / gpus_per_node,
@@ -45,19 +48,38 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
 /// and cost and every service's report.
 pub(crate) fn plan_of(request: &Problem<'_>, gpus: Vec<GpuAssignment>, strategy: &str, gpus_per_node: u32) -> Plan {
     let fleet = fleet_use(request, &gpus);
-    let services = service_reports(gpus.iter().flat_map(|gpu| &gpu.instances), request.services, request.rule);
+    let services = service_reports(&gpus, request);
+    let traffic = request.rule.arrivals().map(|arrivals| Traffic {
+        arrivals: arrivals.to_string(),
+        discipline: Discipline::RandomPerProcess.name().to_string(),
+    });
     Plan {
         total_cost: fleet.iter().map(|f| f.cost_per_gpu * f.gpus as f64).sum(),
         fleet,
         services,
+        traffic,
         ..Plan::from_gpus(gpus, strategy, request.rule.name(), gpus_per_node)
     }
 }
 
-/// The instance that runs `segment` at `placement`.
-pub(crate) fn instance_at(request: &Problem<'_>, placement: &Placement, segment: &Segment) -> InstanceAssignment {
+/// The instance that runs `segment` at `placement` on a GPU of
+/// `gpu_model`: its profiled numbers, and under a capacity rule the
+/// capacity the planners planned it with (the segment's point carries it in
+/// place of its throughput, see `judge`).
+pub(crate) fn instance_at(
+    request: &Problem<'_>,
+    gpu_model: GpuModel,
+    placement: &Placement,
+    segment: &Segment,
+) -> InstanceAssignment {
     let slo = &request.services[segment.service];
     debug_assert_eq!(placement.profile.compute_slices, segment.point.config.size_gpcs);
+    let (throughput_rps, capacity_rps) = if request.rule.uses_capacity() {
+        let profiled = request.catalog.get(gpu_model, &slo.model).and_then(|p| p.point(segment.point.config));
+        (profiled.map_or(segment.point.throughput_rps, |p| p.throughput_rps), Some(segment.point.throughput_rps))
+    } else {
+        (segment.point.throughput_rps, None)
+    };
     InstanceAssignment {
         profile: placement.profile.name.to_string(),
         size: placement.profile.compute_slices,
@@ -66,9 +88,9 @@ pub(crate) fn instance_at(request: &Problem<'_>, placement: &Placement, segment:
         model: slo.model.clone(),
         batch: segment.point.config.batch,
         procs: segment.point.config.procs,
-        throughput_rps: segment.point.throughput_rps,
+        throughput_rps,
         latency_ms: segment.point.latency_ms,
-        capacity_rps: None,
+        capacity_rps,
     }
 }
 

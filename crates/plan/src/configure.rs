@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
 
-use crate::error::{PlanError, UnmeetableSlo};
-use crate::latency::LatencyRule;
-use crate::problem::usable_points;
+use crate::error::{unmeetable, PlanError};
+use crate::judge::Judge;
+use crate::problem::judged_points;
 
 /// The configurator's decision for one service.
 #[derive(Debug, Clone, PartialEq)]
@@ -42,12 +42,13 @@ impl SegmentChoice {
 pub fn configure(
     profile: &ModelProfile,
     slo: &ServiceSlo,
-    rule: LatencyRule,
+    judge: Judge<'_>,
     max_procs: u32,
 ) -> Result<SegmentChoice, PlanError> {
+    let rule = judge.rule;
     let mut optimal: Option<ProfilePoint> = None;
     let mut best_by_size: BTreeMap<u8, ProfilePoint> = BTreeMap::new();
-    let candidates = usable_points(profile, slo, max_procs)?;
+    let candidates = judged_points(profile, slo, max_procs, judge)?;
     for point in candidates.iter().filter(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).is_some()) {
         if optimal.is_none_or(|best| point.throughput_per_gpc() > best.throughput_per_gpc()) {
             optimal = Some(*point);
@@ -72,28 +73,10 @@ pub fn configure(
     Ok(SegmentChoice { optimal, full_segments: full_segments as u32, last, best_by_size })
 }
 
-/// The error for a service that no configuration among `candidates` can
-/// serve: it names the configuration with the lowest worst-case latency.
-pub(crate) fn unmeetable(
-    candidates: impl Iterator<Item = ProfilePoint>,
-    slo: &ServiceSlo,
-    rule: LatencyRule,
-) -> PlanError {
-    let fastest = candidates.map(|p| (rule.worst_latency_ms(&p, 1.0), p)).min_by(|a, b| a.0.total_cmp(&b.0));
-    PlanError::Unmeetable(Box::new(UnmeetableSlo {
-        service: slo.service.clone(),
-        model: slo.model.clone(),
-        rule: rule.name(),
-        slo_ms: slo.latency_slo_ms,
-        requirement: rule.requirement(slo.latency_slo_ms),
-        fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |(_, p)| p.config.to_string()),
-        fastest_ms: fastest.map_or(f64::NAN, |(ms, _)| ms),
-    }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::LatencyRule;
     use tessera_core::{GpuModel, SegmentConfig};
 
     fn point(size_gpcs: u8, batch: u32, throughput_rps: f64, latency_ms: f64) -> ProfilePoint {
@@ -122,7 +105,7 @@ mod tests {
     #[test]
     fn picks_the_most_efficient_feasible_point_and_matches_demand() {
         // Budget 0.45 × 40 = 18 ms: the 50 ms point is out, 2g b4 is optimal.
-        let choice = configure(&profile(), &slo(600.0, 40.0), LatencyRule::Parva, 5).unwrap();
+        let choice = configure(&profile(), &slo(600.0, 40.0), Judge::plain(LatencyRule::Parva), 5).unwrap();
         assert_eq!(choice.optimal.config.size_gpcs, 2);
         assert_eq!(choice.full_segments, 2); // 520 rps, 80 remain
         assert_eq!(choice.last.config.size_gpcs, 1); // 1g covers 80
@@ -132,14 +115,14 @@ mod tests {
 
     #[test]
     fn exact_multiple_uses_one_fewer_full_segment() {
-        let choice = configure(&profile(), &slo(520.0, 40.0), LatencyRule::Parva, 5).unwrap();
+        let choice = configure(&profile(), &slo(520.0, 40.0), Judge::plain(LatencyRule::Parva), 5).unwrap();
         assert_eq!(choice.full_segments, 1);
         assert_eq!(choice.last.config.size_gpcs, 2);
     }
 
     #[test]
     fn unmeetable_slo_names_the_fastest_configuration() {
-        let error = configure(&profile(), &slo(10.0, 10.0), LatencyRule::Parva, 5).unwrap_err();
+        let error = configure(&profile(), &slo(10.0, 10.0), Judge::plain(LatencyRule::Parva), 5).unwrap_err();
         let message = error.to_string();
         assert!(
             message.contains("svc") && message.contains("1g batch 1 x 1 proc") && message.contains("5.00 ms"),
@@ -156,9 +139,9 @@ mod tests {
             vec![point(1, 1, 100.0, 5.0), ProfilePoint::new(many, 300.0, 6.0, None).unwrap()],
         )
         .unwrap();
-        let free = configure(&profile, &slo(50.0, 100.0), LatencyRule::Parva, 5).unwrap();
+        let free = configure(&profile, &slo(50.0, 100.0), Judge::plain(LatencyRule::Parva), 5).unwrap();
         assert_eq!(free.optimal.config.procs, 4);
-        let capped = configure(&profile, &slo(50.0, 100.0), LatencyRule::Parva, 3).unwrap();
+        let capped = configure(&profile, &slo(50.0, 100.0), Judge::plain(LatencyRule::Parva), 3).unwrap();
         assert_eq!(capped.optimal.config.procs, 1);
     }
 }

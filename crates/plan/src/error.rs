@@ -1,6 +1,9 @@
 //! The error type of `tessera-plan`.
 
 use tessera_core::text::count;
+use tessera_core::{ProfilePoint, ServiceSlo};
+
+use crate::latency::LatencyRule;
 
 /// Why no plan can be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -84,6 +87,9 @@ pub enum PlanError {
     /// A plan does not fit the deploy target's nodes.
     #[error("{0}")]
     Placement(String),
+    /// The serving model refused a segment (a profile it cannot read).
+    #[error("the serving model: {0}")]
+    ServingModel(String),
     /// A GPU model listed twice in the fleet.
     #[error("GPU model {0} is listed twice in the fleet")]
     DuplicateGpu(String),
@@ -269,3 +275,23 @@ pub struct UnmeetableSlo {
     /// Its worst-case latency at full utilization.
     pub fastest_ms: f64,
 }
+
+/// The error for a service that no configuration among `candidates` can
+/// serve: it names the configuration with the lowest worst-case latency.
+pub(crate) fn unmeetable(
+    candidates: impl Iterator<Item = ProfilePoint>,
+    slo: &ServiceSlo,
+    rule: LatencyRule,
+) -> PlanError {
+    let fastest = candidates.map(|p| (rule.worst_latency_ms(&p, 1.0), p)).min_by(|a, b| a.0.total_cmp(&b.0));
+    PlanError::Unmeetable(Box::new(UnmeetableSlo {
+        service: slo.service.clone(),
+        model: slo.model.clone(),
+        rule: rule.name(),
+        slo_ms: slo.latency_slo_ms,
+        requirement: rule.requirement(slo),
+        fastest: fastest.map_or_else(|| "none (no configuration profiled)".to_string(), |(_, p)| p.config.to_string()),
+        fastest_ms: fastest.map_or(f64::NAN, |(ms, _)| ms),
+    }))
+}
+

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
 use tessera_core::{GpuModel, ProfileCatalog, ServiceImage, ServiceSlo};
+use tessera_serving::analytic::CapacityCache;
 
 use crate::error::PlanError;
 use crate::estimate::{complete_for_fleet, ProfileOrigin};
@@ -14,7 +15,7 @@ use crate::estimate::{complete_for_fleet, ProfileOrigin};
 /// what a reader of the plan should know about them, and each service's
 /// container. The CLI, the service and the benchmarks build one and hand
 /// it to [`crate::plan`] or [`crate::verify_plan`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct PlanInputs {
     services: Vec<ServiceSlo>,
     /// Shared: inputs for other services over the same profiles
@@ -24,6 +25,10 @@ pub struct PlanInputs {
     gpu_models: Vec<GpuModel>,
     notes: Vec<String>,
     images: BTreeMap<String, ServiceImage>,
+    /// The serving model's capacities computed so far, shared by every plan
+    /// and check of these inputs and of inputs for other services over the
+    /// same profiles.
+    capacities: CapacityCache,
 }
 
 impl PlanInputs {
@@ -56,6 +61,7 @@ impl PlanInputs {
             gpu_models: fleet.to_vec(),
             notes: estimates.iter().map(ToString::to_string).collect(),
             images: BTreeMap::new(),
+            capacities: CapacityCache::new(),
         })
     }
 
@@ -68,6 +74,7 @@ impl PlanInputs {
         Ok(PlanInputs {
             notes: self.notes.iter().chain(&completed.notes).cloned().collect(),
             images: self.images.clone(),
+            capacities: self.capacities.clone(),
             ..completed
         })
     }
@@ -122,6 +129,11 @@ impl PlanInputs {
     /// Each service's container, by service name.
     pub fn images(&self) -> &BTreeMap<String, ServiceImage> {
         &self.images
+    }
+
+    /// The serving model's memo of segment capacities.
+    pub(crate) fn capacities(&self) -> &CapacityCache {
+        &self.capacities
     }
 }
 

@@ -27,11 +27,24 @@
 //! 0.45 × the SLO truncated to whole ms (half the SLO for batching, minus
 //! 10%). It ignores utilization, so low-rate services with large batches
 //! can miss their SLO in a real server.
+//!
+//! **`percentile`** (the default) holds a plan to what users judge it by:
+//! the service's `percentile`% of requests, arriving at random (Poisson),
+//! finish within the SLO. A segment may be routed at most its *capacity*:
+//! the highest rate at which its percentile latency — waiting, batch
+//! formation and running, each MPS process with its own queue behind a
+//! random split, greedy dynamic batching — stays within the SLO, computed
+//! exactly by tessera-serving's analytic model (and checked against its
+//! request-level simulator). A service's requests are routed to its
+//! segments in proportion to their capacities, so each segment runs at or
+//! below its capacity; over-provisioning only shortens queues, so there is
+//! no provisioning ratio. The planners plan with capacities in place of
+//! throughputs (`judge`), and prove optimality under this model.
 
 use std::fmt;
 use std::str::FromStr;
 
-use tessera_core::ProfilePoint;
+use tessera_core::{ProfilePoint, ServiceSlo};
 
 /// Relative tolerance of latency comparisons (floating-point noise).
 const LATENCY_TOLERANCE: f64 = 1e-9;
@@ -40,7 +53,11 @@ const LATENCY_TOLERANCE: f64 = 1e-9;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LatencyRule {
-    /// Fill + wait + run at the routed rate must fit in the SLO.
+    /// The service's percentile of requests, arriving at random (Poisson),
+    /// within the SLO: queueing, batching and running included.
+    Percentile,
+    /// Fill + wait + run at the routed rate, requests evenly spaced, must
+    /// fit in the SLO.
     Queueing,
     /// ParvaGPU's rule: batch latency < 0.45 × ⌊SLO⌋.
     Parva,
@@ -48,19 +65,35 @@ pub enum LatencyRule {
 
 impl LatencyRule {
     /// Every rule, for `--help` texts and parsing.
-    pub const ALL: [LatencyRule; 2] = [LatencyRule::Queueing, LatencyRule::Parva];
+    pub const ALL: [LatencyRule; 3] = [LatencyRule::Percentile, LatencyRule::Queueing, LatencyRule::Parva];
 
     /// The rule plans are made and checked under when nothing says
     /// otherwise: the `optimal` strategy's, and the one a plan that records
     /// no rule (a ParvaGPU deployment map) is checked under.
-    pub const DEFAULT: LatencyRule = LatencyRule::Queueing;
+    pub const DEFAULT: LatencyRule = LatencyRule::Percentile;
 
     /// The rule's name on the command line and in plans.
     pub fn name(self) -> &'static str {
         match self {
+            LatencyRule::Percentile => "percentile",
             LatencyRule::Queueing => "queueing",
             LatencyRule::Parva => "parva",
         }
+    }
+
+    /// Whether the rule gives each segment a capacity below its throughput
+    /// (from the serving model) rather than a provisioning ratio: then the
+    /// planners plan with capacities (see `judge`), and a plan records
+    /// them.
+    pub(crate) fn uses_capacity(self) -> bool {
+        self == LatencyRule::Percentile
+    }
+
+    /// The arrival model a plan under this rule was proven under, for the
+    /// plan's record; `None` for the rules that assume evenly spaced
+    /// arrivals.
+    pub(crate) fn arrivals(self) -> Option<&'static str> {
+        self.uses_capacity().then_some("poisson")
     }
 
     /// ParvaGPU's largest allowed batch latency (ms) for an SLO.
@@ -68,9 +101,15 @@ impl LatencyRule {
         slo_ms.trunc() / 2.0 * 0.9
     }
 
-    /// What the rule asks of a segment, for error messages.
-    pub fn requirement(self, slo_ms: f64) -> String {
+    /// What the rule asks of a segment of `slo`'s service, for error
+    /// messages.
+    pub fn requirement(self, slo: &ServiceSlo) -> String {
+        let slo_ms = slo.latency_slo_ms;
         match self {
+            LatencyRule::Percentile => format!(
+                "{}% of requests (Poisson arrivals, a queue per process) within {slo_ms} ms",
+                slo.percentile
+            ),
             LatencyRule::Queueing => {
                 format!("2 × batch latency + batch fill time ≤ {slo_ms} ms")
             }
@@ -80,9 +119,14 @@ impl LatencyRule {
 
     /// The worst-case latency (ms) of a request served by `point` when its
     /// service runs at `utilization` (rate / provisioned, capped to (0, 1]).
-    /// For `parva`, the batch latency the rule bounds.
+    /// For `parva`, the batch latency the rule bounds; for `percentile`,
+    /// also the batch latency (its floor: the serving model predicts the
+    /// percentile latency from the segment's whole shape, see `judge`).
     pub fn worst_latency_ms(self, point: &ProfilePoint, utilization: f64) -> f64 {
         match self {
+            // Predicted by the serving model from the segment's shape
+            // (`judge`); the batch latency is its floor.
+            LatencyRule::Percentile => point.latency_ms,
             LatencyRule::Queueing => {
                 let batch = f64::from(point.config.batch);
                 let utilization = utilization.clamp(f64::MIN_POSITIVE, 1.0);
@@ -92,9 +136,15 @@ impl LatencyRule {
         }
     }
 
-    /// `true` when `point` meets an SLO of `slo_ms` at `utilization`.
+    /// `true` when `point` meets an SLO of `slo_ms` at `utilization`. Under
+    /// `percentile`, `point` is as the planners see it (its throughput is
+    /// its capacity, see `judge`): it meets the SLO at any routed rate up to
+    /// a positive capacity.
     pub fn meets(self, point: &ProfilePoint, utilization: f64, slo_ms: f64) -> bool {
         match self {
+            // A point the planners see under the percentile rule carries its
+            // capacity (`judge`): it meets the SLO at any routed rate up to it.
+            LatencyRule::Percentile => point.throughput_rps > 0.0 && point.latency_ms <= slo_ms,
             LatencyRule::Queueing => self.worst_latency_ms(point, utilization) <= slo_ms * (1.0 + LATENCY_TOLERANCE),
             LatencyRule::Parva => point.latency_ms < Self::parva_budget_ms(slo_ms),
         }
@@ -105,6 +155,7 @@ impl LatencyRule {
     /// does, not even fully utilized.
     pub fn max_provision_ratio(self, point: &ProfilePoint, slo_ms: f64) -> Option<f64> {
         match self {
+            LatencyRule::Percentile => self.meets(point, 1.0, slo_ms).then_some(f64::INFINITY),
             LatencyRule::Parva => self.meets(point, 1.0, slo_ms).then_some(f64::INFINITY),
             LatencyRule::Queueing => {
                 let batch = f64::from(point.config.batch);

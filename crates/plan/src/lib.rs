@@ -62,6 +62,7 @@ mod error;
 mod estimate;
 mod fleet_model;
 mod inputs;
+mod judge;
 mod latency;
 mod lp;
 mod objective;

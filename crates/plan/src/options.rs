@@ -19,10 +19,10 @@ use std::rc::Rc;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 
-use crate::configure::unmeetable;
+use crate::error::unmeetable;
 use crate::error::PlanError;
-use crate::latency::LatencyRule;
-use crate::problem::usable_points;
+use crate::judge::Judge;
+use crate::problem::judged_points;
 
 /// One way to serve a service.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,10 +74,11 @@ struct SizeTable {
 fn service_tables(
     profile: &ModelProfile,
     slo: &ServiceSlo,
-    rule: LatencyRule,
+    judge: Judge<'_>,
     max_procs: u32,
 ) -> Result<(Vec<SizeTable>, Vec<ProfilePoint>), PlanError> {
-    let usable = usable_points(profile, slo, max_procs)?;
+    let rule = judge.rule;
+    let usable = judged_points(profile, slo, max_procs, judge)?;
     let candidates: Vec<(ProfilePoint, f64)> = usable
         .iter()
         .filter_map(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).map(|ratio| (*p, ratio)))
@@ -92,11 +93,12 @@ fn service_tables(
 pub fn service_options(
     profile: &ModelProfile,
     slo: &ServiceSlo,
-    rule: LatencyRule,
+    judge: Judge<'_>,
     max_procs: u32,
     limits: OptionLimits,
 ) -> Result<ServiceOptions, PlanError> {
-    let (tables, candidates) = service_tables(profile, slo, rule, max_procs)?;
+    let rule = judge.rule;
+    let (tables, candidates) = service_tables(profile, slo, judge, max_procs)?;
     let rate_rps = slo.rate_rps;
     // Tables whose best efficiency cannot reach a budget are skipped;
     // cheap tables first, so the minimum is found early.
@@ -145,13 +147,13 @@ const PRICED_NODES: u64 = 300_000;
 pub fn priced_mixes(
     profile: &ModelProfile,
     slo: &ServiceSlo,
-    rule: LatencyRule,
+    judge: Judge<'_>,
     max_procs: u32,
     size_prices: [f64; 8],
     most: f64,
     max_mixes: usize,
 ) -> Result<PricedMixes, PlanError> {
-    let (tables, _) = service_tables(profile, slo, rule, max_procs)?;
+    let (tables, _) = service_tables(profile, slo, judge, max_procs)?;
     let max_mixes = max_mixes.max(1);
     let price_of =
         |mix: &Mix| (1..8u8).map(|g| size_prices[usize::from(g)] * f64::from(mix.counts.count(g))).sum::<f64>();
@@ -216,11 +218,11 @@ pub fn priced_mixes(
 pub fn mix_with_counts(
     profile: &ModelProfile,
     slo: &ServiceSlo,
-    rule: LatencyRule,
+    judge: Judge<'_>,
     max_procs: u32,
     counts: &SizeCounts,
 ) -> Option<Mix> {
-    let (tables, _) = service_tables(profile, slo, rule, max_procs).ok()?;
+    let (tables, _) = service_tables(profile, slo, judge, max_procs).ok()?;
     tables
         .iter()
         .filter_map(|table| {
@@ -534,6 +536,7 @@ fn finish(table: &SizeTable, rate_rps: f64, provided_rps: f64, counts: &[u32]) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::latency::LatencyRule;
     use tessera_core::{GpuModel, SegmentConfig};
 
     fn point(size_gpcs: u8, batch: u32, throughput_rps: f64, latency_ms: f64) -> ProfilePoint {
@@ -550,7 +553,7 @@ mod tests {
     fn enumerates_minimal_mixes_cheapest_first() {
         let profile = profile(vec![point(1, 1, 100.0, 5.0), point(2, 1, 210.0, 5.0), point(7, 1, 800.0, 5.0)]);
         let slo = ServiceSlo::new("s", "m", 400.0, 100.0).unwrap();
-        let options = service_options(&profile, &slo, LatencyRule::Parva, 5, WIDE).unwrap();
+        let options = service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, WIDE).unwrap();
         assert_eq!(options.min_gpcs, 4);
         let best = &options.mixes[0];
         // 1g×4 (400 rps), 2g+1g+1g (410) and 2g×2 (420) all use 4 slices:
@@ -574,10 +577,10 @@ mod tests {
         // the batch-1 configuration keeps the 100 ms SLO.
         let profile = profile(vec![point(1, 1, 40.0, 25.0), point(7, 64, 2000.0, 32.0)]);
         let slo = ServiceSlo::new("s", "m", 10.0, 100.0).unwrap();
-        let queueing = service_options(&profile, &slo, LatencyRule::Queueing, 5, WIDE).unwrap();
+        let queueing = service_options(&profile, &slo, Judge::plain(LatencyRule::Queueing), 5, WIDE).unwrap();
         assert!(queueing.mixes.iter().all(|m| m.counts.count(7) == 0), "{:?}", queueing.mixes);
         assert_eq!(queueing.mixes[0].counts.to_string(), "1g");
-        let parva = service_options(&profile, &slo, LatencyRule::Parva, 5, WIDE).unwrap();
+        let parva = service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, WIDE).unwrap();
         assert!(parva.mixes.iter().any(|m| m.counts.count(7) == 1));
     }
 
@@ -585,7 +588,7 @@ mod tests {
     fn reports_unmeetable_services() {
         let profile = profile(vec![point(1, 1, 40.0, 25.0)]);
         let slo = ServiceSlo::new("s", "m", 10.0, 20.0).unwrap();
-        let error = service_options(&profile, &slo, LatencyRule::Queueing, 5, WIDE).unwrap_err();
+        let error = service_options(&profile, &slo, Judge::plain(LatencyRule::Queueing), 5, WIDE).unwrap_err();
         assert!(matches!(error, PlanError::Unmeetable(_)), "{error}");
     }
 
@@ -613,7 +616,7 @@ mod tests {
         let profile = profile(vec![point(1, 1, 100.0, 5.0), point(2, 1, 190.0, 5.0), point(3, 1, 280.0, 5.0)]);
         let slo = ServiceSlo::new("s", "m", 1000.0, 100.0).unwrap();
         let options =
-            service_options(&profile, &slo, LatencyRule::Parva, 5, OptionLimits { extra_gpcs: 3, max_mixes: 2 })
+            service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, OptionLimits { extra_gpcs: 3, max_mixes: 2 })
                 .unwrap();
         assert_eq!(options.mixes.len(), 2);
         assert_eq!(options.mixes[0].gpcs, options.min_gpcs);

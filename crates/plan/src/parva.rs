@@ -9,8 +9,8 @@ use crate::assemble::build_plan;
 use crate::configure::{configure, SegmentChoice};
 use crate::error::PlanError;
 use crate::latency::LatencyRule;
-use crate::strategy::Strategy;
 use crate::problem::Problem;
+use crate::strategy::Strategy;
 
 /// GPUs using at most this many compute slices are dissolved (ParvaGPU: 4).
 pub const DISSOLVE_MAX_USED_GPCS: u32 = 4;
@@ -72,7 +72,7 @@ fn configure_all(request: &Problem<'_>, gpu: GpuModel) -> Result<Vec<SegmentChoi
     let (choices, unservable): (Vec<_>, Vec<_>) = request
         .services
         .iter()
-        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.rule, request.max_procs))
+        .map(|slo| configure(request.profile(slo, gpu)?, slo, request.judge(), request.max_procs))
         .partition(Result::is_ok);
     PlanError::all(unservable.into_iter().filter_map(Result::err).collect())?;
     Ok(choices.into_iter().filter_map(Result::ok).collect())

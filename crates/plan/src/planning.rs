@@ -146,6 +146,7 @@ impl<'a> PlanRequest<'a> {
             gpus_per_node: self.gpus_per_node,
             time_limit: self.time_limit,
             max_gpus: self.max_gpus,
+            capacities: inputs.capacities(),
         }
     }
 }

@@ -7,7 +7,10 @@ use std::time::Duration;
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
+use tessera_serving::analytic::CapacityCache;
+
 use crate::error::PlanError;
+use crate::judge::Judge;
 use crate::latency::LatencyRule;
 
 /// ParvaGPU's default for the most MPS processes per segment.
@@ -47,6 +50,8 @@ pub(crate) struct Problem<'a> {
     /// lower bound exceeds it is refused before any search (1 to
     /// [`MAX_GPUS_LIMIT`]; default [`DEFAULT_MAX_GPUS`]).
     pub max_gpus: u64,
+    /// The serving model's memo of segment capacities (the percentile rule).
+    pub capacities: &'a CapacityCache,
 }
 
 impl<'a> Problem<'a> {
@@ -65,7 +70,13 @@ impl<'a> Problem<'a> {
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: None,
             max_gpus: DEFAULT_MAX_GPUS,
+            capacities: crate::judge::tests::capacities(),
         }
+    }
+
+    /// The rule with the serving model's memo.
+    pub(crate) fn judge(&self) -> Judge<'a> {
+        Judge { rule: self.rule, capacities: self.capacities }
     }
 
     /// Checks what every strategy needs: services with unique names, a
@@ -107,7 +118,8 @@ impl<'a> Problem<'a> {
                 .fleet
                 .iter()
                 .filter_map(|offer| {
-                    let points = usable_points(self.catalog.get(offer.model, &slo.model)?, slo, self.max_procs).ok()?;
+                    let profile = self.catalog.get(offer.model, &slo.model)?;
+                    let points = judged_points(profile, slo, self.max_procs, self.judge()).ok()?;
                     let allowed =
                         || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
                     let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
@@ -193,6 +205,18 @@ pub(crate) fn usable_points(
         });
     }
     Ok(fitting)
+}
+
+/// The points the planners plan `slo` with from `profile`: the usable ones
+/// ([`usable_points`]) as `judge` sees them (under the percentile rule, the
+/// best of each size with its capacity as its throughput).
+pub(crate) fn judged_points(
+    profile: &ModelProfile,
+    slo: &ServiceSlo,
+    max_procs: u32,
+    judge: Judge<'_>,
+) -> Result<Vec<ProfilePoint>, PlanError> {
+    judge.planning_points(profile, usable_points(profile, slo, max_procs)?, slo)
 }
 
 /// A fractional GPU need in whole GPUs, rounded up (saturating).

@@ -2,9 +2,10 @@
 
 use std::collections::HashMap;
 
-use tessera_core::{InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport, ServiceSlo};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport};
 
-use crate::latency::LatencyRule;
+use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
+use crate::problem::Problem;
 
 /// Relative slack when comparing provisioned throughput with a rate, to
 /// absorb floating-point summation order (1 part in 10⁹).
@@ -28,20 +29,22 @@ pub fn utilization(rate_rps: f64, provisioned_rps: f64) -> f64 {
 fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
     ProfilePoint {
         config: SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs },
-        throughput_rps: instance.throughput_rps,
+        throughput_rps: instance.capacity(),
         latency_ms: instance.latency_ms,
         memory_gb: None,
     }
 }
 
-/// One report per service, in the order of `services`, from the plan's
-/// instances as they are written in it. Instances of services not in
-/// `services` are ignored.
-pub fn service_reports<'a>(
-    instances: impl IntoIterator<Item = &'a InstanceAssignment>,
-    services: &[ServiceSlo],
-    rule: LatencyRule,
-) -> Vec<ServiceReport> {
+/// One report per service of `request`, in its order, from the instances
+/// of `gpus` as they are written. Instances of services the request does
+/// not have are ignored. Under a capacity rule each segment's percentile
+/// latency and attainment are predicted by the serving model at the rate
+/// routed to it (in proportion to the segments' capacities): the report's
+/// worst latency is the slowest segment's, its attainment the routed
+/// mixture's.
+pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> Vec<ServiceReport> {
+    let services = request.services;
+    let rule = request.rule;
     let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
     let mut reports: Vec<ServiceReport> = services
         .iter()
@@ -54,23 +57,44 @@ pub fn service_reports<'a>(
             worst_latency_ms: 0.0,
             segments: 0,
             met: true,
-            percentile: None,
-            predicted_attainment: None,
+            percentile: rule.uses_capacity().then_some(slo.percentile),
+            predicted_attainment: rule.uses_capacity().then_some(0.0),
         })
         .collect();
-    let mine: Vec<(usize, ProfilePoint)> = instances
-        .into_iter()
-        .filter_map(|instance| index.get(instance.service.as_str()).map(|&i| (i, instance_point(instance))))
+    let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
+        .iter()
+        .flat_map(|gpu| gpu.instances.iter().map(move |instance| (gpu.gpu_model, instance)))
+        .filter_map(|(model, instance)| index.get(instance.service.as_str()).map(|&i| (i, model, instance_point(instance))))
         .collect();
-    for (i, point) in &mine {
+    for (i, _, point) in &mine {
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
-    for (i, point) in &mine {
+    for (i, model, point) in &mine {
         let report = &mut reports[*i];
-        let utilization = utilization(report.rate_rps, report.provisioned_rps);
-        report.worst_latency_ms = report.worst_latency_ms.max(rule.worst_latency_ms(point, utilization));
-        report.met &= rule.meets(point, utilization, report.latency_slo_ms);
+        if rule.uses_capacity() {
+            let slo = &services[*i];
+            let routed_rps = slo.rate_rps * point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
+            let predicted = request
+                .catalog
+                .get(*model, &slo.model)
+                .and_then(|profile| {
+                    let profiled = profile.point(point.config)?;
+                    shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
+                });
+            let Some(predicted) = predicted else {
+                report.met = false;
+                continue;
+            };
+            report.worst_latency_ms = report.worst_latency_ms.max(predicted.latency_ms);
+            report.met &= predicted.latency_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
+            let share = point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
+            report.predicted_attainment = Some(report.predicted_attainment.unwrap_or(0.0) + share * predicted.attainment);
+        } else {
+            let utilization = utilization(report.rate_rps, report.provisioned_rps);
+            report.worst_latency_ms = report.worst_latency_ms.max(rule.worst_latency_ms(point, utilization));
+            report.met &= rule.meets(point, utilization, report.latency_slo_ms);
+        }
     }
     for report in &mut reports {
         report.met &= report.segments > 0 && covers(report.provisioned_rps, report.rate_rps);

@@ -11,15 +11,20 @@ use std::fmt;
 
 use tessera_core::layout::validate_layout;
 use tessera_core::{
-    GpuAssignment, InstanceAssignment, LayoutError, Placement, Plan, ProfileCatalog, ProfilePoint, SegmentConfig,
+    GpuAssignment, InstanceAssignment, LayoutError, ModelProfile, Placement, Plan, ProfileCatalog, ProfilePoint, SegmentConfig,
     ServiceSlo,
 };
 
+use tessera_serving::analytic::{percentile_latency_ms, CapacityCache};
+use tessera_serving::SegmentShape;
+
+use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
 use crate::report::{covers, utilization};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
+
 
 /// What a plan is checked against.
 #[derive(Debug, Clone, Copy)]
@@ -207,6 +212,22 @@ pub enum Violation {
         /// The segment's utilization (rate / provisioned).
         utilization: f64,
     },
+    /// Under a capacity rule, the plan routes more to a segment than the
+    /// serving model lets it serve within the SLO.
+    #[error(
+        "{at}: service '{service}' is routed up to {claimed_rps:.3} req/s here, but the serving model gives this \
+         segment a capacity of {capacity_rps:.3} req/s"
+    )]
+    CapacityClaimed {
+        /// The instance.
+        at: InstanceRef,
+        /// The service.
+        service: String,
+        /// The plan's capacity (routing weight) of the segment, req/s.
+        claimed_rps: f64,
+        /// The serving model's capacity, req/s.
+        capacity_rps: f64,
+    },
     /// A service's segments do not cover its rate.
     #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
     RateNotCovered {
@@ -228,6 +249,10 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     check_fleet(plan, &mut violations);
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
+    // Under a capacity rule: the plan's routing weights per service, and
+    // the serving model's capacities (memoised for this check only).
+    let mut routing_weight: HashMap<&str, f64> = HashMap::new();
+    let capacities = CapacityCache::new();
     let mut served = Vec::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
@@ -245,22 +270,50 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 profile: instance.profile.clone(),
                 start: instance.start,
             };
-            if let Some((slo, point)) = check_segment(gpu, instance, at.clone(), &services, request, &mut violations) {
+            let Some((slo, profile, point)) =
+                check_segment(gpu, instance, at.clone(), &services, request, &mut violations)
+            else {
+                continue;
+            };
+            let served_by = if request.rule.uses_capacity() {
+                let Some(shape) = checked_capacity(profile, &point, slo, instance, &at, &capacities, &mut violations)
+                else {
+                    continue;
+                };
+                *provisioned_rps.entry(slo.service.as_str()).or_default() += shape.1;
+                *routing_weight.entry(slo.service.as_str()).or_default() += instance.capacity();
+                Served::Capacity { shape: shape.0, weight: instance.capacity() }
+            } else {
                 *provisioned_rps.entry(slo.service.as_str()).or_default() += point.throughput_rps;
-                served.push((at, slo, point));
-            }
+                Served::Throughput
+            };
+            served.push((at, slo, point, served_by));
         }
     }
-    for (at, slo, point) in served {
-        let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
-        if !request.rule.meets(&point, utilization, slo.latency_slo_ms) {
+    for (at, slo, point, served_by) in served {
+        let (worst_ms, utilization, meets) = match served_by {
+            Served::Throughput => {
+                let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
+                let worst_ms = request.rule.worst_latency_ms(&point, utilization);
+                (worst_ms, utilization, request.rule.meets(&point, utilization, slo.latency_slo_ms))
+            }
+            Served::Capacity { shape, weight } => {
+                // Requests are routed in proportion to the plan's weights.
+                let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
+                let predicted_ms =
+                    percentile_latency_ms(&shape, routed_rps, slo.percentile).unwrap_or(f64::INFINITY);
+                let meets = predicted_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
+                (predicted_ms, routed_rps / point.throughput_rps, meets)
+            }
+        };
+        if !meets {
             violations.push(Violation::Latency {
                 at,
                 service: slo.service.clone(),
                 rule: request.rule.name(),
                 slo_ms: slo.latency_slo_ms,
-                requirement: request.rule.requirement(slo.latency_slo_ms),
-                worst_ms: request.rule.worst_latency_ms(&point, utilization),
+                requirement: request.rule.requirement(slo),
+                worst_ms,
                 utilization,
             });
         }
@@ -339,7 +392,7 @@ fn check_segment<'a>(
     services: &HashMap<&str, &'a ServiceSlo>,
     request: &VerifyRequest<'a>,
     violations: &mut Vec<Violation>,
-) -> Option<(&'a ServiceSlo, ProfilePoint)> {
+) -> Option<(&'a ServiceSlo, &'a ModelProfile, ProfilePoint)> {
     let Some(slo) = services.get(instance.service.as_str()) else {
         violations.push(Violation::UnknownService { at, service: instance.service.clone() });
         return None;
@@ -354,7 +407,8 @@ fn check_segment<'a>(
         return None;
     }
     let config = SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs };
-    let Some(point) = request.catalog.get(gpu.gpu_model, &slo.model).and_then(|profile| profile.point(config)) else {
+    let profile = request.catalog.get(gpu.gpu_model, &slo.model);
+    let Some((profile, point)) = profile.and_then(|profile| Some((profile, profile.point(config)?))) else {
         violations.push(Violation::NotProfiled {
             at,
             model: slo.model.clone(),
@@ -388,7 +442,57 @@ fn check_segment<'a>(
             violations.push(Violation::WrongValue { at: at.clone(), field, claimed, profiled });
         }
     }
-    Some((slo, *point))
+    Some((slo, profile, *point))
+}
+
+/// How a segment serves its service in the check.
+enum Served {
+    /// At its throughput, requests evenly spaced (the `queueing` and `parva`
+    /// rules).
+    Throughput,
+    /// Up to its capacity under the serving model, routed by `weight`.
+    Capacity {
+        /// The segment as the serving model sees it.
+        shape: SegmentShape,
+        /// The plan's routing weight of the segment.
+        weight: f64,
+    },
+}
+
+/// Under a capacity rule: the segment's shape and the serving model's
+/// capacity for `slo`, and a violation when the plan routes more to it than
+/// that (`None` when the model cannot read the profile, said as a
+/// violation).
+fn checked_capacity(
+    profile: &ModelProfile,
+    point: &ProfilePoint,
+    slo: &ServiceSlo,
+    instance: &InstanceAssignment,
+    at: &InstanceRef,
+    capacities: &CapacityCache,
+    violations: &mut Vec<Violation>,
+) -> Option<(SegmentShape, f64)> {
+    let read = SegmentShape::from_profile(profile.points(), point.config, point.latency_ms).and_then(|read| {
+        let capacity = capacities.capacity_rps(&read.shape, slo.percentile, slo.latency_slo_ms)?;
+        Ok((read.shape, capacity))
+    });
+    match read {
+        Ok((shape, capacity)) => {
+            if instance.capacity() > capacity * (1.0 + PREDICTION_TOLERANCE) {
+                violations.push(Violation::CapacityClaimed {
+                    at: at.clone(),
+                    service: slo.service.clone(),
+                    claimed_rps: instance.capacity(),
+                    capacity_rps: capacity,
+                });
+            }
+            Some((shape, capacity))
+        }
+        Err(error) => {
+            violations.push(Violation::Profile { at: at.clone(), problem: format!("the serving model: {error}") });
+            None
+        }
+    }
 }
 
 #[cfg(test)]

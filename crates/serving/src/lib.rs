@@ -26,10 +26,14 @@
 //! draws), `system`, `histogram` (log-bucketed latency counts), `simulate`
 //! (`queue`: the batching queue; `service`: one service's run; `report`;
 //! `stats`: confidence intervals).
+//! * [`analytic`] — the exact percentile latency of a segment under Poisson
+//!   arrivals and random routing to its processes, and its capacity at a
+//!   percentile SLO ([`analytic::CapacityCache`] memoises them).
 //!
 //! Invariant: no I/O, no global state; the same inputs and seed give the
 //! same results on every machine.
 
+pub mod analytic;
 mod arrivals;
 mod discipline;
 mod error;
@@ -43,7 +47,7 @@ mod system;
 pub use arrivals::{ArrivalModel, MAX_CV};
 pub use discipline::Discipline;
 pub use error::ServingError;
-pub use shape::SegmentShape;
+pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
     TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,

@@ -1,6 +1,20 @@
 //! How one segment serves requests.
 
+use tessera_core::{ProfilePoint, SegmentConfig};
+
 use crate::error::ServingError;
+
+/// A shape read from a profile ([`SegmentShape::from_profile`]) and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfiledShape {
+    /// The shape.
+    pub shape: SegmentShape,
+    /// Smaller batches the profile had at the segment's size and processes.
+    pub partial_batches: usize,
+    /// Of those, how many latencies were raised or lowered to keep latency
+    /// non-decreasing in the batch and at most the full batch's.
+    pub adjusted: usize,
+}
 
 /// One segment as the serving model sees it: `procs` MPS processes, each
 /// running batches of at most `max_batch` requests; a batch of `k` requests
@@ -62,6 +76,40 @@ impl SegmentShape {
         SegmentShape::new(procs, vec![(max_batch, latency_ms)])
     }
 
+    /// The shape of segment `config` read from a model's profile `points`
+    /// on one GPU model: its full batch at `full_latency_ms`, every smaller
+    /// batch profiled at the same size and processes read conservatively —
+    /// capped at the full batch's latency, then raised to the latency of
+    /// any smaller batch (profiling noise never makes a batch faster than a
+    /// smaller one). Without smaller batches every partial batch runs as
+    /// long as the full one.
+    pub fn from_profile(
+        points: &[ProfilePoint],
+        config: SegmentConfig,
+        full_latency_ms: f64,
+    ) -> Result<ProfiledShape, ServingError> {
+        let mut partial: Vec<(u32, f64)> = points
+            .iter()
+            .filter(|p| {
+                p.config.size_gpcs == config.size_gpcs && p.config.procs == config.procs && p.config.batch < config.batch
+            })
+            .map(|p| (p.config.batch, p.latency_ms))
+            .collect();
+        partial.sort_by_key(|&(batch, _)| batch);
+        let (mut adjusted, mut floor_ms) = (0, 0.0f64);
+        for (_, latency_ms) in &mut partial {
+            let kept = latency_ms.min(full_latency_ms).max(floor_ms);
+            if kept != *latency_ms {
+                adjusted += 1;
+                *latency_ms = kept;
+            }
+            floor_ms = kept;
+        }
+        let partial_batches = partial.len();
+        partial.push((config.batch, full_latency_ms));
+        Ok(ProfiledShape { shape: SegmentShape::new(config.procs, partial)?, partial_batches, adjusted })
+    }
+
     /// MPS processes.
     pub fn procs(&self) -> u32 {
         self.procs
@@ -107,6 +155,28 @@ mod tests {
         assert_eq!(shape.latency_ms(3), 25.0);
         assert_eq!(shape.latency_ms(5), 40.0);
         assert!((shape.throughput_rps() - 2.0 * 8.0 * 1000.0 / 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_profile_is_read_conservatively_at_the_segments_size_and_processes() {
+        let point = |size_gpcs, batch, procs, latency_ms: f64| {
+            let config = SegmentConfig { size_gpcs, batch, procs };
+            ProfilePoint::new(config, f64::from(batch * procs) * 1000.0 / latency_ms, latency_ms, None).unwrap()
+        };
+        let points = [
+            point(2, 1, 2, 10.0),
+            point(2, 2, 2, 9.0),
+            point(2, 4, 2, 30.0),
+            point(2, 8, 2, 60.0),
+            point(2, 16, 2, 90.0),
+            point(3, 2, 2, 1.0),
+            point(2, 2, 1, 1.0),
+        ];
+        let read = SegmentShape::from_profile(&points, SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();
+        assert_eq!(read.shape.batch_latencies(), &[(1, 10.0), (2, 10.0), (4, 30.0), (8, 50.0)]);
+        assert_eq!((read.partial_batches, read.adjusted, read.shape.procs()), (3, 1, 2));
+        let alone = SegmentShape::from_profile(&[], SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();
+        assert_eq!((alone.shape.latency_ms(1), alone.partial_batches), (50.0, 0));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use tessera_core::text::count;
-use tessera_core::{InstanceAssignment, Plan, ProfileCatalog, ProfilePoint};
+use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
 
 use crate::error::ServingError;
 use crate::shape::SegmentShape;
@@ -168,19 +168,15 @@ impl ServingSystem {
                         format!("{label} serves '{}', which is not among the plan's services", instance.service),
                     )
                 })?;
-                let partial = catalog
+                let config = SegmentConfig { size_gpcs: instance.size, batch: instance.batch, procs: instance.procs };
+                let points = catalog
                     .and_then(|catalog| catalog.get(gpu.gpu_model, &instance.model))
-                    .map(|profile| partial_batches(profile.points(), instance))
-                    .unwrap_or_default();
-                if partial.is_empty() && instance.batch > 1 {
-                    full_only += 1;
-                }
-                let (points, changed) = monotone(partial, instance.latency_ms);
-                adjusted += changed;
-                let mut points = points;
-                points.push((instance.batch, instance.latency_ms));
-                let shape = SegmentShape::new(instance.procs, points)
+                    .map_or(&[][..], |profile| profile.points());
+                let read = SegmentShape::from_profile(points, config, instance.latency_ms)
                     .map_err(|error| ServingError::invalid("plan", format!("{label}: {error}")))?;
+                full_only += usize::from(read.partial_batches == 0 && instance.batch > 1);
+                adjusted += read.adjusted;
+                let shape = read.shape;
                 // Requests are routed in proportion to the plan's capacities.
                 let weight = instance.capacity();
                 segments.push(ServedSegment { service, shape, weight, label });
@@ -206,35 +202,6 @@ impl ServingSystem {
         }
         Ok((ServingSystem::new(services, segments)?, notes))
     }
-}
-
-/// The `(batch, latency_ms)` points profiled at an instance's size and
-/// processes with a batch below its own.
-fn partial_batches(points: &[ProfilePoint], instance: &InstanceAssignment) -> Vec<(u32, f64)> {
-    points
-        .iter()
-        .filter(|p| {
-            p.config.size_gpcs == instance.size && p.config.procs == instance.procs && p.config.batch < instance.batch
-        })
-        .map(|p| (p.config.batch, p.latency_ms))
-        .collect()
-}
-
-/// Points (sorted by batch) made non-decreasing and at most `full_ms`:
-/// each capped at `full_ms`, then raised to the largest latency of a
-/// smaller batch. Returns the points and how many changed.
-fn monotone(mut points: Vec<(u32, f64)>, full_ms: f64) -> (Vec<(u32, f64)>, usize) {
-    points.sort_by_key(|&(batch, _)| batch);
-    let (mut changed, mut floor_ms) = (0, 0.0f64);
-    for (_, latency_ms) in &mut points {
-        let kept = latency_ms.min(full_ms).max(floor_ms);
-        if kept != *latency_ms {
-            changed += 1;
-            *latency_ms = kept;
-        }
-        floor_ms = kept;
-    }
-    (points, changed)
 }
 
 #[cfg(test)]
@@ -272,10 +239,4 @@ mod tests {
         assert!((system.offered_load(1) - 7.5 / 400.0).abs() < 1e-12);
     }
 
-    #[test]
-    fn monotone_caps_at_the_full_batch_and_never_falls() {
-        let (points, changed) = monotone(vec![(4, 30.0), (1, 10.0), (2, 9.0), (8, 60.0)], 50.0);
-        assert_eq!(points, vec![(1, 10.0), (2, 10.0), (4, 30.0), (8, 50.0)]);
-        assert_eq!(changed, 2);
-    }
 }

@@ -1,5 +1,6 @@
 //! The serving model's integration tests: one binary, a module per area.
 
+mod analytic;
 mod arrivals;
 mod azure;
 mod plan;

@@ -21,7 +21,6 @@ use crate::progress::Progress;
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
-
 /// The simulation options `args` ask for (a `trace=FILE` read here).
 pub fn options(args: &TrafficArgs) -> Result<SimulationOptions> {
     let arrivals = match args.arrivals.strip_prefix("trace=") {

@@ -71,7 +71,7 @@ pub(super) fn choice_for(
             return Choice { model, mix };
         }
         let profile = request.profile(slo, request.fleet[model].model).ok();
-        if let Some(mix) = profile.and_then(|p| mix_with_counts(p, slo, request.rule, request.max_procs, counts)) {
+        if let Some(mix) = profile.and_then(|p| mix_with_counts(p, slo, request.judge(), request.max_procs, counts)) {
             return Choice { model, mix: mix_index(options, mix) };
         }
     }
@@ -111,7 +111,7 @@ pub(super) fn candidates_within(
         }
         let profile = request.profile(slo, offer.model)?;
         let found =
-            priced_mixes(profile, slo, request.rule, request.max_procs, context.size_prices(m), most_here, max_mixes)?;
+            priced_mixes(profile, slo, request.judge(), request.max_procs, context.size_prices(m), most_here, max_mixes)?;
         complete &= found.complete_up_to >= most_here;
         for mix in found.mixes {
             let counts = mix.counts;

@@ -49,7 +49,7 @@ pub(super) fn option_table(
         for (m, offer) in request.fleet.iter().enumerate() {
             let options = request
                 .profile(slo, offer.model)
-                .and_then(|profile| service_options(profile, slo, request.rule, request.max_procs, limits));
+                .and_then(|profile| service_options(profile, slo, request.judge(), request.max_procs, limits));
             match options {
                 Ok(options) => table[m].push(Some(options)),
                 Err(error) => {

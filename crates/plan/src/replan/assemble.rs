@@ -40,7 +40,7 @@ pub(super) fn assemble(request: &Problem<'_>, gpus: Vec<WorkGpu>, current: &Plan
             position
         });
         let mut instances: Vec<InstanceAssignment> =
-            gpu.slots.iter().filter_map(|slot| Some(instance_at(request, &slot.placement, &slot.segment?))).collect();
+            gpu.slots.iter().filter_map(|slot| Some(instance_at(request, gpu.model, &slot.placement, &slot.segment?))).collect();
         instances.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
         assignments.push(GpuAssignment { node: position.node, index: position.index, gpu_model: gpu.model, instances });
     }

@@ -5,12 +5,14 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Placement, Plan};
 
 use super::align::sorted;
 use super::candidates::Candidates;
 use super::position::GpuPosition;
 use super::work::Ledger;
+use crate::allocate::Segment;
+use crate::assemble::instance_at;
 use crate::problem::Problem;
 use crate::report::service_reports;
 
@@ -48,7 +50,7 @@ pub(super) fn keep_layouts(request: &Problem<'_>, current: &Plan, mut plan: Plan
     let mut provisioned_rps = vec![0.0; request.services.len()];
     for instance in plan.gpus.iter().flat_map(|g| &g.instances) {
         if let Some(&s) = index.get(instance.service.as_str()) {
-            provisioned_rps[s] += instance.throughput_rps;
+            provisioned_rps[s] += instance.capacity();
         }
     }
     let mut ledger = Ledger { rate_rps: request.services.iter().map(|s| s.rate_rps).collect(), provisioned_rps };
@@ -93,7 +95,7 @@ pub(super) fn keep_layouts(request: &Problem<'_>, current: &Plan, mut plan: Plan
         (plan.gpus[n].node, plan.gpus[n].index) = (position.node, position.index);
     }
     plan.gpus.sort_by_key(|g| (g.node, g.index));
-    plan.services = service_reports(plan.gpus.iter().flat_map(|g| &g.instances), request.services, request.rule);
+    plan.services = service_reports(&plan.gpus, request);
     plan
 }
 
@@ -149,22 +151,9 @@ fn rebuild_on(
         };
         ledger.provisioned_rps[service] += point.throughput_rps;
         added.push((service, point.throughput_rps));
-        let slo = &request.services[service];
-        extra.push((
-            k,
-            InstanceAssignment {
-                profile: was.profile.clone(),
-                size,
-                start: was.start,
-                service: slo.service.clone(),
-                model: slo.model.clone(),
-                batch: point.config.batch,
-                procs: point.config.procs,
-                throughput_rps: point.throughput_rps,
-                latency_ms: point.latency_ms,
-                capacity_rps: None,
-            },
-        ));
+        let profile = gpu.gpu_model.spec().profile_by_name(&was.profile).ok()?;
+        let placement = Placement { profile, start: was.start };
+        extra.push((k, instance_at(request, gpu.gpu_model, &placement, &Segment { service, point })));
     }
     for (k, instance) in extra {
         slots[k] = Some(instance);

@@ -64,7 +64,7 @@ pub(super) fn plan_residual(request: &Problem<'_>, gpus: &[WorkGpu]) -> Result<V
                                 batch: instance.batch,
                                 procs: instance.procs,
                             },
-                            throughput_rps: instance.throughput_rps,
+                            throughput_rps: instance.capacity(),
                             latency_ms: instance.latency_ms,
                             memory_gb: None,
                         },

@@ -7,6 +7,7 @@ mod replan;
 mod scale;
 mod serve;
 mod simulate;
+mod slo;
 mod timing;
 
 use anyhow::Result;
@@ -36,6 +37,14 @@ pub fn run(command: BenchCommand) -> Result<()> {
         BenchCommand::Scale { sizes, catalogue: c } => {
             scale::run(&c.parvagpu, &sizes, c.seed, c.latency_rule, c.time_limit)
         }
+        BenchCommand::Slo { parvagpu, trace, scenarios, sizes, seconds, seed } => slo::run(&slo::SloBench {
+            parvagpu: &parvagpu,
+            trace: &trace,
+            scenarios: &scenarios,
+            sizes: &sizes,
+            seconds,
+            seed,
+        }),
         BenchCommand::Replan { sizes, draws, catalogue: c } => replan::run(&replan::ReplanBench {
             parvagpu: &c.parvagpu,
             sizes: &sizes,

@@ -1,0 +1,147 @@
+//! A latency rule with what it needs to judge a segment: under the
+//! percentile rule, the serving model's capacities, memoised in the cache
+//! the inputs carry.
+//!
+//! Under the percentile rule the planners see every point with its
+//! *capacity* in place of its throughput: the highest rate at which its
+//! percentile latency stays within the service's SLO (tessera-serving's
+//! analytic model, Poisson arrivals, random routing to per-process queues,
+//! greedy dynamic batching). Routing is in proportion to capacity, so a
+//! segment never runs above it; over-provisioning only shortens queues. So
+//! of the points of one instance size only the one with the highest
+//! capacity matters, and the planners get that one per size: the planners'
+//! searches and bounds stay exact, and only the points that can matter
+//! are ever evaluated (in descending throughput, stopping when no lower
+//! throughput can beat the best capacity found).
+
+use std::collections::BTreeMap;
+
+use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
+use tessera_serving::analytic::{attainment, percentile_latency_ms, CapacityCache};
+use tessera_serving::SegmentShape;
+
+use crate::error::{unmeetable, PlanError};
+use crate::latency::LatencyRule;
+
+/// Relative tolerance of the serving model's predictions (its searches
+/// stop at a relative precision of 5e-4, from below).
+pub(crate) const PREDICTION_TOLERANCE: f64 = 1e-3;
+
+/// A rule and the serving model's memo.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Judge<'a> {
+    /// The rule.
+    pub rule: LatencyRule,
+    /// Capacities computed so far (shared by every planner of the inputs).
+    pub capacities: &'a CapacityCache,
+}
+
+/// What the serving model predicts of one segment at a routed rate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Prediction {
+    /// The service's percentile latency at the segment, ms.
+    pub latency_ms: f64,
+    /// The share of the segment's requests within the SLO.
+    pub attainment: f64,
+}
+
+impl Judge<'_> {
+    /// The points the planners plan `slo` with, from `usable` (points of
+    /// `profile` that fit the process limit and memory): as profiled, or
+    /// under the percentile rule the best point of each size with its
+    /// capacity as its throughput (sizes where none has a capacity left
+    /// out).
+    pub(crate) fn planning_points(
+        &self,
+        profile: &ModelProfile,
+        usable: Vec<ProfilePoint>,
+        slo: &ServiceSlo,
+    ) -> Result<Vec<ProfilePoint>, PlanError> {
+        if !self.rule.uses_capacity() {
+            return Ok(usable);
+        }
+        let mut by_size: BTreeMap<u8, Vec<ProfilePoint>> = BTreeMap::new();
+        for point in usable {
+            by_size.entry(point.config.size_gpcs).or_default().push(point);
+        }
+        let mut planned = Vec::new();
+        let profiled: Vec<ProfilePoint> = by_size.values().flatten().copied().collect();
+        for (_, mut points) in by_size {
+            points.sort_by(|a, b| b.throughput_rps.total_cmp(&a.throughput_rps));
+            let mut best: Option<ProfilePoint> = None;
+            for point in points {
+                if best.is_some_and(|best| point.throughput_rps <= best.throughput_rps) {
+                    break;
+                }
+                let capacity_rps = self.capacity_rps(profile, &point, slo)?;
+                if capacity_rps > 0.0 && best.is_none_or(|best| capacity_rps > best.throughput_rps) {
+                    best = Some(ProfilePoint { throughput_rps: capacity_rps, ..point });
+                }
+            }
+            planned.extend(best);
+        }
+        if planned.is_empty() && !profiled.is_empty() {
+            return Err(unmeetable(profiled.into_iter(), slo, self.rule));
+        }
+        Ok(planned)
+    }
+
+    /// The capacity (req/s) of `point` of `profile` for `slo` under the
+    /// percentile rule: the highest routed rate at which its percentile
+    /// latency is within the SLO (0 when none is).
+    pub(crate) fn capacity_rps(
+        &self,
+        profile: &ModelProfile,
+        point: &ProfilePoint,
+        slo: &ServiceSlo,
+    ) -> Result<f64, PlanError> {
+        if point.latency_ms > slo.latency_slo_ms {
+            return Ok(0.0);
+        }
+        let shape = shape(profile, point)?;
+        self.capacities.capacity_rps(&shape, slo.percentile, slo.latency_slo_ms).map_err(serving_error)
+    }
+}
+
+/// The serving model's shape of `point` of `profile`: its processes, its
+/// batch at its latency, and every smaller batch profiled at its size and
+/// processes (read conservatively).
+pub(crate) fn shape(profile: &ModelProfile, point: &ProfilePoint) -> Result<SegmentShape, PlanError> {
+    SegmentShape::from_profile(profile.points(), point.config, point.latency_ms)
+        .map(|read| read.shape)
+        .map_err(serving_error)
+}
+
+/// The percentile latency and attainment of a segment of `shape` routed
+/// `rate_rps` requests/s of `slo`'s service (Poisson arrivals).
+pub(crate) fn predict(shape: &SegmentShape, rate_rps: f64, slo: &ServiceSlo) -> Result<Prediction, PlanError> {
+    Ok(Prediction {
+        latency_ms: percentile_latency_ms(shape, rate_rps, slo.percentile).map_err(serving_error)?,
+        attainment: attainment(shape, rate_rps, slo.latency_slo_ms).map_err(serving_error)?,
+    })
+}
+
+/// The serving model refusing its input: a profile it cannot read.
+fn serving_error(error: tessera_serving::ServingError) -> PlanError {
+    PlanError::ServingModel(error.to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::sync::LazyLock;
+
+    use super::*;
+
+    /// One memo for the crate's tests.
+    pub(crate) fn capacities() -> &'static CapacityCache {
+        static CAPACITIES: LazyLock<CapacityCache> = LazyLock::new(CapacityCache::new);
+        &CAPACITIES
+    }
+
+    impl Judge<'static> {
+        /// `rule` with the tests' memo.
+        pub(crate) fn plain(rule: LatencyRule) -> Judge<'static> {
+            Judge { rule, capacities: capacities() }
+        }
+    }
+}

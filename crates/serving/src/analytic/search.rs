@@ -1,0 +1,199 @@
+//! The two searches: the latency at a percentile (over `t`, one arrival
+//! rate) and the capacity at a percentile and SLO (over the rate).
+
+use super::chain::Stationary;
+use super::latency::{miss_probability, Scratch};
+use super::process::Process;
+
+/// Relative width at which the capacity search stops: the capacity it
+/// returns is the lower end of a bracket this narrow around the true one.
+pub(crate) const CAPACITY_TOLERANCE: f64 = 1e-3;
+
+/// Relative width at which the percentile search stops.
+const LATENCY_TOLERANCE: f64 = 1e-9;
+
+/// `P(T > t_ms)` at `lambda` requests per ms (1 when the process cannot keep up).
+pub(crate) fn miss_at(process: &Process, lambda: f64, t_ms: f64, scratch: &mut Scratch) -> f64 {
+    if lambda <= 0.0 {
+        return if process.first_ms() > t_ms { 1.0 } else { 0.0 };
+    }
+    match Stationary::new(process, lambda) {
+        Some(mut chain) => miss_probability(&mut chain, t_ms, scratch),
+        None => 1.0,
+    }
+}
+
+/// The smallest `t` with `P(T > t) <= late` at `lambda` requests per ms
+/// (`late = 1 - percentile / 100`); infinite when the process cannot keep up.
+pub(crate) fn latency_at(process: &Process, lambda: f64, late: f64) -> f64 {
+    let first = process.first_ms();
+    if lambda <= 0.0 {
+        return first;
+    }
+    let Some(mut chain) = Stationary::new(process, lambda) else {
+        return f64::INFINITY;
+    };
+    let mut scratch = Scratch::default();
+    let mut miss = |t: f64| miss_probability(&mut chain, t, &mut scratch);
+    // Below S_1 every arrival misses; at S_1 only the idle ones meet it.
+    let at_first = miss(first);
+    if at_first <= late {
+        return first;
+    }
+    let (mut lo, mut lo_value) = (first, at_first);
+    let mut gap = process.full_ms();
+    let (mut hi, mut hi_value) = loop {
+        let t = first + gap;
+        let value = miss(t);
+        if value <= late {
+            break (t, value);
+        }
+        (lo, lo_value) = (t, value);
+        gap *= 2.0;
+    };
+    // Illinois regula falsi on P(T > t) - late, continuous above S_1.
+    let mut kept = Side::Neither;
+    while hi - lo > LATENCY_TOLERANCE * hi {
+        let (f_lo, f_hi) = (lo_value - late, hi_value - late);
+        let mut t = (lo * f_hi - hi * f_lo) / (f_hi - f_lo);
+        if !(t > lo && t < hi) {
+            t = 0.5 * (lo + hi);
+        }
+        let value = miss(t);
+        if value > late {
+            (lo, lo_value) = (t, value);
+            if kept == Side::Low {
+                hi_value = late + 0.5 * (hi_value - late);
+            }
+            kept = Side::Low;
+        } else {
+            (hi, hi_value) = (t, value);
+            if kept == Side::High {
+                lo_value = late + 0.5 * (lo_value - late);
+            }
+            kept = Side::High;
+        }
+    }
+    hi
+}
+
+/// Which end of a bracket the last step moved (Illinois).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Neither,
+    Low,
+    High,
+}
+
+/// The largest arrival rate (requests per ms) with `P(T > t_ms) <= late`,
+/// to [`CAPACITY_TOLERANCE`], from below; 0 when a lone request misses.
+///
+/// The search runs on `y = -ln(1 - rho)`, `rho = lambda S_B / B` the load
+/// (so that loads near 1 are as easy to resolve as small ones), against
+/// `g(y) = ln P(T > t) - ln late`, increasing in `y`. It keeps a bracket
+/// whose low end meets the SLO (`g <= 0`) and whose high end does not,
+/// shrinks it by Brent's method (inverse quadratic and secant steps,
+/// bisection when they stall; `P(T > t)` can rise almost like a step where
+/// the queue switches between a small-batch and a full-batch regime), and
+/// returns the low end once the bracket's loads are within the tolerance.
+pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
+    if process.first_ms() > t_ms {
+        return 0.0;
+    }
+    let full_rate = process.full_rate_per_ms();
+    let mut scratch = Scratch::default();
+    let target = late.ln();
+    let rho_of = |y: f64| -(-y).exp_m1();
+    let mut g = |y: f64| {
+        let miss = miss_at(process, rho_of(y) * full_rate, t_ms, &mut scratch);
+        miss.max(1e-300).ln() - target
+    };
+    // A first guess from heavy traffic: above the boundary the queue's
+    // tail decays like exp(-theta x), rho = theta / (e^theta - 1), and a
+    // request that finds x waiting leaves about x S_B / B later.
+    let batch = process.batch() as f64;
+    let full = process.full_ms();
+    let theta = -late.ln() * full / (batch * (t_ms - full).max(0.5 * full));
+    let guess = (theta / theta.exp_m1()).clamp(0.3, 1.0 - 1e-9);
+    // Then outwards, by secant steps (at least 0.35 and at most 3 in y),
+    // until the root is bracketed.
+    let mut y = -(1.0 - guess).ln();
+    let mut value = g(y);
+    let mut step: f64 = if value > 0.0 { -0.35 } else { 0.35 };
+    let (mut low, mut g_low, mut high, mut g_high) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+    loop {
+        if value > 0.0 {
+            (high, g_high) = (y, value);
+        } else {
+            (low, g_low) = (y, value);
+        }
+        if !low.is_nan() && !high.is_nan() {
+            break;
+        }
+        let next = if y + step <= 0.0 { 0.25 * y } else { y + step };
+        if rho_of(next) < 1e-12 {
+            return 0.0;
+        }
+        if rho_of(next) >= 1.0 {
+            return rho_of(low) * full_rate;
+        }
+        let next_value = g(next);
+        // The secant through the last two points, kept moving the same way.
+        let slope = (next_value - value) / (next - y);
+        let reach = if slope > 0.0 { -next_value / slope } else { 3.0 * step.signum() };
+        step = if step > 0.0 { reach.clamp(0.35, 3.0) } else { reach.clamp(-3.0, -0.35) };
+        (y, value) = (next, next_value);
+    }
+    // Brent's method; b is the best point, [b, c] the bracket, a the previous b.
+    let (mut a, mut fa) = (low, g_low);
+    let (mut b, mut fb) = (high, g_high);
+    let (mut c, mut fc) = (b, fb);
+    let mut d = b - a;
+    let mut e = d;
+    loop {
+        if (fb > 0.0) == (fc > 0.0) {
+            (c, fc) = (a, fa);
+            d = b - a;
+            e = d;
+        }
+        if fc.abs() < fb.abs() {
+            (a, fa) = (b, fb);
+            (b, fb) = (c, fc);
+            (c, fc) = (a, fa);
+        }
+        let (meets, misses) = if fb > 0.0 { (c, b) } else { (b, c) };
+        let (rho_meets, rho_misses) = (rho_of(meets), rho_of(misses));
+        if rho_misses <= rho_meets * (1.0 + CAPACITY_TOLERANCE) {
+            return rho_meets * full_rate;
+        }
+        // A step in y of this size moves the load by a quarter of the tolerance.
+        let step_min = 0.25 * CAPACITY_TOLERANCE * rho_meets / (1.0 - rho_meets);
+        let half = 0.5 * (c - b);
+        if e.abs() >= step_min && fa.abs() > fb.abs() {
+            let s = fb / fa;
+            let (mut p, mut q) = if a == c {
+                (2.0 * half * s, 1.0 - s)
+            } else {
+                let (q, r) = (fa / fc, fb / fc);
+                (s * (2.0 * half * q * (q - r) - (b - a) * (r - 1.0)), (q - 1.0) * (r - 1.0) * (s - 1.0))
+            };
+            if p > 0.0 {
+                q = -q;
+            }
+            p = p.abs();
+            if 2.0 * p < (3.0 * half * q - (step_min * q).abs()).min((e * q).abs()) {
+                e = d;
+                d = p / q;
+            } else {
+                d = half;
+                e = d;
+            }
+        } else {
+            d = half;
+            e = d;
+        }
+        (a, fa) = (b, fb);
+        b += if d.abs() > step_min { d } else { step_min.copysign(half) };
+        fb = g(b);
+    }
+}

@@ -1,0 +1,165 @@
+//! Properties the analytic model must have, on small shapes and on
+//! ParvaGPU's profiles: M/D/1's exact waiting times, monotone in rate,
+//! capacity bounds, conservative capacities, refusals, the cache.
+
+use tessera_serving::analytic::{attainment, capacity_rps, percentile_latency_ms, CapacityCache};
+use tessera_serving::{SegmentShape, ServingError};
+
+use super::data::parvagpu_configs;
+
+/// `P(W <= x)` for M/D/1 FIFO, service `d_ms`, load `rho` (Erlang 1909).
+fn md1_wait_cdf(x_ms: f64, d_ms: f64, rho: f64) -> f64 {
+    let lambda = rho / d_ms;
+    let mut sum = 0.0;
+    let mut factorial = 1.0;
+    for k in 0..=((x_ms / d_ms).floor() as u32) {
+        if k > 0 {
+            factorial *= f64::from(k);
+        }
+        let y = lambda * (f64::from(k) * d_ms - x_ms);
+        sum += y.powi(k as i32) / factorial * (-y).exp();
+    }
+    (1.0 - rho) * sum
+}
+
+#[test]
+fn batch_one_is_md1_by_erlangs_formula() {
+    let d_ms = 10.0;
+    let shape = SegmentShape::new(1, vec![(1, d_ms)]).unwrap();
+    for rho in [0.3, 0.7, 0.9] {
+        let rate_rps = rho / d_ms * 1000.0;
+        for x_over_d in [0.5, 1.5, 3.2, 6.7] {
+            let x_ms = x_over_d * d_ms;
+            let exact = md1_wait_cdf(x_ms, d_ms, rho);
+            let analytic = attainment(&shape, rate_rps, d_ms + x_ms).unwrap();
+            assert!((analytic - exact).abs() < 1e-8, "rho {rho} x {x_ms}: {analytic} vs {exact}");
+        }
+        // The 90th percentile: where Erlang's formula crosses 0.9.
+        let p90 = percentile_latency_ms(&shape, rate_rps, 90.0).unwrap();
+        let below = md1_wait_cdf(p90 - d_ms - 1e-6, d_ms, rho);
+        let above = md1_wait_cdf(p90 - d_ms + 1e-6, d_ms, rho);
+        assert!(below <= 0.9 + 1e-9 && above >= 0.9 - 1e-9, "rho {rho}: p90 {p90}: {below} .. {above}");
+    }
+    // Several processes share the rate: each is M/D/1 at its share.
+    let three = SegmentShape::new(3, vec![(1, d_ms)]).unwrap();
+    let exact = md1_wait_cdf(25.0, d_ms, 0.7);
+    let analytic = attainment(&three, 3.0 * 70.0, d_ms + 25.0).unwrap();
+    assert!((analytic - exact).abs() < 1e-8, "{analytic} vs {exact}");
+}
+
+/// Small shapes with partial batches, and a spread of ParvaGPU's.
+fn sample_shapes() -> Vec<SegmentShape> {
+    let mut shapes = vec![
+        SegmentShape::new(1, vec![(1, 10.0)]).unwrap(),
+        SegmentShape::new(2, vec![(1, 10.0), (2, 14.0), (4, 20.0)]).unwrap(),
+        SegmentShape::new(1, vec![(1, 5.0), (2, 6.0), (4, 9.0), (8, 15.0), (16, 27.0)]).unwrap(),
+        SegmentShape::full_batch_only(1, 32, 40.0).unwrap(),
+    ];
+    if let Some(configs) = parvagpu_configs() {
+        shapes.extend(configs.iter().step_by(97).map(|c| c.shape.clone()));
+    }
+    shapes
+}
+
+#[test]
+fn latency_rises_with_the_rate() {
+    for shape in sample_shapes() {
+        let full = shape.throughput_rps();
+        let first = shape.latency_ms(1);
+        let slo = first + 2.0 * shape.latency_ms(shape.max_batch());
+        let mut previous_miss = 0.0;
+        let mut previous_p99 = 0.0;
+        for step in 1..40 {
+            let rate = full * f64::from(step) / 40.0;
+            let miss = 1.0 - attainment(&shape, rate, slo).unwrap();
+            assert!(miss >= previous_miss - 1e-9, "{shape:?} rate {rate}: P(T > slo) {miss} < {previous_miss}");
+            let p99 = percentile_latency_ms(&shape, rate, 99.0).unwrap();
+            assert!(p99 >= previous_p99 * (1.0 - 1e-9), "{shape:?} rate {rate}: p99 {p99} < {previous_p99}");
+            (previous_miss, previous_p99) = (miss, p99);
+        }
+    }
+}
+
+#[test]
+fn capacity_lies_between_zero_and_the_throughput_and_is_conservative() {
+    for shape in sample_shapes() {
+        let first = shape.latency_ms(1);
+        let full = shape.latency_ms(shape.max_batch());
+        assert_eq!(capacity_rps(&shape, 99.0, first * 0.999).unwrap(), 0.0, "{shape:?}");
+        for slo in [first, first + 0.5 * full, first + 3.0 * full, first + 20.0 * full] {
+            let capacity = capacity_rps(&shape, 99.0, slo).unwrap();
+            assert!(capacity >= 0.0 && capacity < shape.throughput_rps(), "{shape:?} slo {slo}: {capacity}");
+            if capacity > 0.0 {
+                // The capacity meets the SLO; 0.1% more does not.
+                assert!(attainment(&shape, capacity, slo).unwrap() >= 0.99, "{shape:?} slo {slo}");
+                assert!(attainment(&shape, capacity * 1.001, slo).unwrap() < 0.99, "{shape:?} slo {slo}");
+                let p99 = percentile_latency_ms(&shape, capacity, 99.0).unwrap();
+                assert!(p99 <= slo * (1.0 + 1e-9), "{shape:?} slo {slo}: p99 {p99}");
+            }
+        }
+        // A looser SLO or percentile never lowers the capacity.
+        let tight = capacity_rps(&shape, 99.0, first + full).unwrap();
+        let loose = capacity_rps(&shape, 99.0, first + 4.0 * full).unwrap();
+        let lenient = capacity_rps(&shape, 90.0, first + full).unwrap();
+        assert!(loose >= tight && lenient >= tight, "{shape:?}: {tight} {loose} {lenient}");
+    }
+}
+
+#[test]
+fn edge_rates_and_refusals() {
+    let shape = SegmentShape::new(2, vec![(1, 10.0), (4, 20.0)]).unwrap();
+    assert_eq!(percentile_latency_ms(&shape, 0.0, 99.0).unwrap(), 10.0);
+    assert_eq!(attainment(&shape, 0.0, 10.0).unwrap(), 1.0);
+    assert_eq!(attainment(&shape, 0.0, 9.0).unwrap(), 0.0);
+    let full = shape.throughput_rps();
+    assert_eq!(percentile_latency_ms(&shape, full, 99.0).unwrap(), f64::INFINITY);
+    assert_eq!(percentile_latency_ms(&shape, 2.0 * full, 50.0).unwrap(), f64::INFINITY);
+    assert_eq!(attainment(&shape, full, 1e6).unwrap(), 0.0);
+    let field = |error: ServingError| match error {
+        ServingError::Invalid { field, .. } => field,
+        other => panic!("not an invalid field: {other}"),
+    };
+    for percentile in [0.0, 100.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(field(percentile_latency_ms(&shape, 1.0, percentile).unwrap_err()), "percentile");
+        assert_eq!(field(capacity_rps(&shape, percentile, 50.0).unwrap_err()), "percentile");
+    }
+    for rate in [-1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(field(percentile_latency_ms(&shape, rate, 99.0).unwrap_err()), "rate_rps");
+        assert_eq!(field(attainment(&shape, rate, 50.0).unwrap_err()), "rate_rps");
+    }
+    for slo in [-1.0, f64::NAN, f64::INFINITY] {
+        assert_eq!(field(attainment(&shape, 1.0, slo).unwrap_err()), "latency_slo_ms");
+        assert_eq!(field(capacity_rps(&shape, 99.0, slo).unwrap_err()), "latency_slo_ms");
+    }
+    let message = capacity_rps(&shape, 100.0, 50.0).unwrap_err().to_string();
+    assert!(message.starts_with("percentile:") && message.contains("100"), "{message}");
+}
+
+#[test]
+fn the_cache_remembers_per_process_and_is_shared_by_clones() {
+    let one = SegmentShape::new(1, vec![(1, 10.0), (2, 14.0), (4, 20.0)]).unwrap();
+    let three = SegmentShape::new(3, vec![(1, 10.0), (2, 14.0), (4, 20.0)]).unwrap();
+    let cache = CapacityCache::new();
+    assert!(cache.is_empty());
+    let direct = capacity_rps(&one, 99.0, 60.0).unwrap();
+    assert_eq!(cache.capacity_rps(&one, 99.0, 60.0).unwrap(), direct);
+    let clone = cache.clone();
+    // Three processes: three times one process's capacity, from the same entry.
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b;
+    assert!(close(clone.capacity_rps(&three, 99.0, 60.0).unwrap(), 3.0 * direct));
+    assert_eq!(cache.len(), 1);
+    assert!(close(capacity_rps(&three, 99.0, 60.0).unwrap(), 3.0 * direct));
+    let threads: Vec<f64> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let cache = cache.clone();
+                let shape = one.clone();
+                scope.spawn(move || cache.capacity_rps(&shape, 99.0, 60.0 + f64::from(i % 2)).unwrap())
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(threads[0], direct);
+    assert_eq!(cache.len(), 2);
+    assert!(cache.capacity_rps(&one, 0.0, 60.0).is_err());
+}
