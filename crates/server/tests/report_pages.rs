@@ -267,7 +267,7 @@ fn check_reference_report(size: usize) {
     let dir = tempfile::tempdir().unwrap();
     let Some(plan) = reference_plan(size, dir.path()) else { return };
     assert_neighbours_apart(&plan);
-    let html = plan_report_html(&plan, &format!("{size} services"));
+    let html = plan_report_html(&plan, &format!("Tessera plan — the reference catalogue of {size} services"));
     let file = dir.path().join("report.html");
     std::fs::write(&file, html.replace("</body>", &format!("{TIMING}</body>"))).unwrap();
     let empty = dir.path().join("empty.html");
