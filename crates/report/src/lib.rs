@@ -1,7 +1,7 @@
 //! Pictures of a plan: every GPU drawn as its memory and compute slices
 //! with each MIG instance as a tile at its real start slice, coloured by
-//! service; and a self-contained HTML report around them (inline SVG and
-//! CSS, nothing fetched from a network).
+//! service; and a self-contained HTML report around them (inline SVG, CSS,
+//! data and script, nothing fetched from a network).
 //!
 //! The crate is pure — a [`Plan`](tessera_core::Plan) in, a string out — so
 //! the command line (`tessera report`) and the service (`tessera serve`)
@@ -21,8 +21,10 @@
 //!   beside other content (text goes in escaped by
 //!   `tessera_core::text::escape_xml`).
 //! * [`Palette`] — the colour of every service, the same on every page: a
-//!   service's first choice comes from its name, and services that share a
-//!   GPU are kept at least [`MIN_NEIGHBOUR_DISTANCE`] apart.
+//!   service's first choice comes from its name; services that share a GPU
+//!   differ in colour (at least [`MIN_SHARING_DISTANCE`] in
+//!   [`chromatic_distance`]) and services on GPUs next to each other are
+//!   at least [`MIN_NEIGHBOUR_DISTANCE`] apart.
 //!
 //! The report is one self-contained document: inline CSS, SVG, data and a
 //! small script, nothing fetched. The first page of GPUs is drawn in the
@@ -45,8 +47,9 @@
 //! with `data-node` and `data-gpu`; every memory slice a `rect.mem-slice`
 //! with `data-slice`; every instance a `g.tile` with `data-service`,
 //! `data-profile`, `data-start` and `data-memory-slices` whose first child
-//! is its `rect`. The service table is `table.services` with one `tr` per
-//! service in plan order, under `p.search`. The script sets the element
+//! is its `rect`. The service table is one `table.services` per block of
+//! rows (each in a `div.service-block`), one `tr` per service in plan order
+//! across them, under `p.search`. The script sets the element
 //! property `tesseraReport` on the `div.plan-report`: `show(page)` (from
 //! 0) and `filter()` (applies the search box).
 //!
