@@ -6,8 +6,9 @@ use std::fmt::Write;
 use tessera_core::text::escape_xml;
 use tessera_core::{GpuAssignment, GpuChange, GpuModel, Plan, PlanDiff};
 
-use crate::draw::{gpu_width_px, utilisation_by_service, write_gpu, Palette, GPU_HEIGHT_PX};
+use crate::draw::{gpu_width_px, utilisation_by_service, write_gpu, GPU_HEIGHT_PX};
 use crate::html::styled_page;
+use crate::palette::Palette;
 
 /// Extra page style: one row per GPU, the old figure left of the new one.
 const DIFF_STYLE: &str = ".change{display:flex;align-items:center;gap:10px;margin:6px 0}\

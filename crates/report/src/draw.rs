@@ -14,6 +14,8 @@ use tessera_core::{GpuAssignment, Plan};
 
 use tessera_core::text::escape_xml;
 
+use crate::palette::Palette;
+
 /// Width of one memory slice, px.
 pub(crate) const SLICE_WIDTH_PX: u32 = 64;
 /// Space around a GPU's slices, px.
@@ -35,53 +37,6 @@ pub(crate) const GPU_HEIGHT_PX: u32 = COMPUTE_TOP_PX + COMPUTE_BAND_PX + AXIS_PX
 /// Roughly how wide one character of the tile text is, px (11 px sans).
 const CHAR_WIDTH_PX: f64 = 6.2;
 
-/// The colour of each service, by its position in the plan's service list:
-/// hues a golden angle apart, light enough for dark text.
-pub(crate) struct Palette {
-    index: HashMap<String, usize>,
-}
-
-impl Palette {
-    /// Colours for the plan's services (in report order), then for services
-    /// that appear only in instances.
-    pub(crate) fn of(plan: &Plan) -> Palette {
-        Palette::of_plans(&[plan])
-    }
-
-    /// Colours for the services of every plan in `plans`, in that order: a
-    /// service keeps its colour in all of them.
-    pub(crate) fn of_plans(plans: &[&Plan]) -> Palette {
-        let mut index = HashMap::new();
-        for plan in plans {
-            let names =
-                plan.services.iter().map(|report| report.service.as_str()).chain(
-                    plan.gpus.iter().flat_map(|gpu| gpu.instances.iter().map(|instance| instance.service.as_str())),
-                );
-            for name in names {
-                let next = index.len();
-                index.entry(name.to_string()).or_insert(next);
-            }
-        }
-        Palette { index }
-    }
-
-    /// The fill of `service`'s tiles.
-    pub(crate) fn fill(&self, service: &str) -> String {
-        hsl(self.index.get(service).copied().unwrap_or(0), 62, 74)
-    }
-
-    /// The darker shade of `service`'s compute slices.
-    pub(crate) fn strong(&self, service: &str) -> String {
-        hsl(self.index.get(service).copied().unwrap_or(0), 55, 48)
-    }
-}
-
-/// Colour `index` at the given saturation and lightness (percent).
-fn hsl(index: usize, saturation: u32, lightness: u32) -> String {
-    let hue = (index as f64 * 137.508) % 360.0;
-    format!("hsl({hue:.0},{saturation}%,{lightness}%)")
-}
-
 /// Each service's utilisation under the plan: rate / provisioned.
 pub(crate) fn utilisation_by_service(plan: &Plan) -> HashMap<&str, f64> {
     plan.services.iter().filter_map(|report| Some((report.service.as_str(), report.utilisation()?))).collect()
@@ -96,6 +51,20 @@ pub(crate) fn gpu_width_px(memory_slices: u8) -> u32 {
 fn slice_x(slice: u32) -> u32 {
     PAD_PX + slice * SLICE_WIDTH_PX
 }
+
+/// The drawing's measures as a JSON array, for the report's script (which
+/// draws GPUs exactly as [`write_gpu`]): padding, slice width, memory band
+/// top and height, compute band top and height, the slice numbers'
+/// baseline, a GPU's height, the width of one character of tile text.
+pub(crate) fn geometry_json() -> String {
+    format!(
+        "[{PAD_PX},{SLICE_WIDTH_PX},{MEMORY_TOP_PX},{MEMORY_BAND_PX},{COMPUTE_TOP_PX},{COMPUTE_BAND_PX},{},{GPU_HEIGHT_PX},{CHAR_WIDTH_PX}]",
+        AXIS_BASELINE_PX
+    )
+}
+
+/// The baseline of the slice numbers.
+const AXIS_BASELINE_PX: u32 = COMPUTE_TOP_PX + COMPUTE_BAND_PX + AXIS_PX - 3;
 
 /// `text` cut to fit `width_px` (an ellipsis marks the cut).
 fn fit(text: &str, width_px: u32) -> String {
@@ -124,12 +93,7 @@ pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette
             r#"<rect class="mem-slice" data-slice="{slice}" x="{}" y="{MEMORY_TOP_PX}" width="{SLICE_WIDTH_PX}" height="{MEMORY_BAND_PX}"/>"#,
             slice_x(slice)
         );
-        let _ = write!(
-            out,
-            r#"<text class="axis" x="{}" y="{}">{slice}</text>"#,
-            slice_x(slice) + 3,
-            COMPUTE_TOP_PX + COMPUTE_BAND_PX + AXIS_PX - 3
-        );
+        let _ = write!(out, r#"<text class="axis" x="{}" y="{}">{slice}</text>"#, slice_x(slice) + 3, AXIS_BASELINE_PX);
     }
     for slice in 0..u32::from(spec.compute_slices) {
         let _ = write!(

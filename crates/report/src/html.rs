@@ -1,12 +1,16 @@
-//! The HTML report: one self-contained document (inline CSS and SVG, no
-//! script, nothing fetched), and the pieces pages build from.
+//! The HTML report: one self-contained document (inline CSS, SVG, data and
+//! script; nothing fetched), and the pieces pages build from.
 
 use std::fmt::Write;
 
-use tessera_core::text::{count, escape_xml};
+use tessera_core::text::escape_xml;
 use tessera_core::Plan;
 
-use crate::draw::{gpu_width_px, utilisation_by_service, write_gpu, Palette, GPU_HEIGHT_PX, SVG_STYLE};
+use crate::draw::{utilisation_by_service, SVG_STYLE};
+use crate::gpu_pages::{write_data_and_script, write_gpu_pages};
+use crate::overview::{counted, grouped, write_overview};
+use crate::palette::Palette;
+use crate::services::{write_service_table, SERVICES_STYLE};
 
 /// The page style: readable on a laptop, GPUs in a grid that wraps (many
 /// GPUs make the page scroll; tiles never shrink).
@@ -21,7 +25,13 @@ vertical-align:-2px;margin-right:5px}section.node h2{font-size:16px;margin:14px 
 flex:none}table{border-collapse:collapse;font-size:14px;margin:8px 0}th,td{border-bottom:1px solid #e5e7eb;\
 padding:4px 10px;text-align:right}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
 td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}.notes{font-size:13px;color:#555}\
-.muted{color:#6b7280}";
+.muted{color:#6b7280}.overview{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}\
+.overview h2,section.gpu-pages>h2,section.service-list>h2{font-size:17px;\
+margin:16px 0 4px}svg.histogram .bar{fill:#60a5fa}svg.histogram text{font-size:11px;text-anchor:middle;fill:#374151}\
+svg.histogram .label{fill:#6b7280}.plan-report [hidden]{display:none !important}\
+.pager{font-size:14px;display:flex;flex-wrap:wrap;gap:6px;align-items:center}.pager .controls{display:inline-flex;\
+gap:4px;align-items:center}.pager button{font-size:14px;min-width:30px}.pager input{width:64px}\
+.search input{font-size:14px;width:320px;padding:3px 6px}.search .found{font-size:13px;color:#555}";
 
 /// A whole HTML document: `title`, the links of `nav` (`(href, text)`),
 /// and `body` (HTML) in its main part.
@@ -38,7 +48,7 @@ pub(crate) fn styled_page(title: &str, nav: &[(&str, &str)], extra_style: &str, 
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\
-         <style>{PAGE_STYLE}{SVG_STYLE}{extra_style}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
+         <style>{PAGE_STYLE}{SVG_STYLE}{SERVICES_STYLE}{extra_style}</style></head>\n<body><header><h1>{}</h1><nav>{links}</nav></header>\
          <main>\n{body}</main></body></html>\n",
         escape_xml(title),
         escape_xml(title)
@@ -66,31 +76,36 @@ fn optimality_line(plan: &Plan) -> String {
     }
 }
 
-/// A number as a person reads it: whole numbers without decimals, others
-/// with up to two.
+/// A number as a person reads it: whole numbers without decimals (and
+/// thousands grouped), others with two.
 fn number(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
+    if value.fract() == 0.0 && (0.0..1e15).contains(&value) {
+        grouped(value as u64)
     } else {
         format!("{value:.2}")
     }
 }
 
-/// The report of `plan` as an HTML fragment: summary, optimality line,
-/// legend, every GPU as tiles grouped by node, the service table, notes.
+/// The report of `plan` as an HTML fragment (a `div.plan-report`): the
+/// summary and optimality lines, the notes, the overview (GPUs by model,
+/// services by utilisation, services not met), the GPUs a page at a time
+/// with a legend of the page's services, the searchable service table, and
+/// the data and script that page and search (see [`GPUS_PER_PAGE`]).
+///
+/// [`GPUS_PER_PAGE`]: crate::GPUS_PER_PAGE
 pub fn plan_section(plan: &Plan) -> String {
     let palette = Palette::of(plan);
     let utilisation = utilisation_by_service(plan);
     let met = plan.services.iter().filter(|report| report.met).count();
-    let mut out = String::new();
+    let mut out = String::from(r#"<div class="plan-report">"#);
     let _ = write!(
         out,
         r#"<p class="summary">{} · strategy {} · latency rule {} · total cost {} · {}{}</p>"#,
-        count(plan.gpu_count, "GPU"),
+        counted(plan.gpu_count, "GPU"),
         escape_xml(&plan.strategy),
         escape_xml(&plan.latency_rule),
         number(plan.total_cost),
-        count(plan.services.len(), "service"),
+        counted(plan.services.len(), "service"),
         match met {
             _ if plan.services.is_empty() => String::new(),
             met if met == plan.services.len() => ", all met".to_string(),
@@ -98,71 +113,19 @@ pub fn plan_section(plan: &Plan) -> String {
         }
     );
     let _ = write!(out, r#"<p class="optimality">{}</p>"#, optimality_line(plan));
-    out.push_str(r#"<div class="legend">"#);
-    for report in &plan.services {
-        let _ = write!(
-            out,
-            r#"<span><span class="chip" style="background:{}"></span>{}</span>"#,
-            palette.fill(&report.service),
-            escape_xml(&report.service)
-        );
-    }
-    out.push_str("</div>\n");
-    let mut gpus = plan.gpus.iter().peekable();
-    while let Some(first) = gpus.peek() {
-        let node = first.node;
-        let mut figures = String::new();
-        let mut in_node = 0;
-        while let Some(gpu) = gpus.next_if(|gpu| gpu.node == node) {
-            in_node += 1;
-            let width = gpu_width_px(gpu.gpu_model.spec().memory_slices);
-            let _ = write!(
-                figures,
-                r#"<svg class="gpu" data-node="{}" data-gpu="{}" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{GPU_HEIGHT_PX}" viewBox="0 0 {width} {GPU_HEIGHT_PX}">"#,
-                gpu.node, gpu.index
-            );
-            write_gpu(&mut figures, gpu, &palette, &utilisation);
-            figures.push_str("</svg>");
-        }
-        let name =
-            plan.node_names.get(node as usize).map_or_else(String::new, |name| format!(" ({})", escape_xml(name)));
-        let _ = write!(
-            out,
-            r#"<section class="node" data-node="{node}"><h2>Node {node}{name} <span class="muted">· {}</span></h2><div class="gpus">{figures}</div></section>"#,
-            count(in_node, "GPU")
-        );
-        out.push('\n');
-    }
-    out.push_str(
-        "<h2>Services</h2><table class=\"services\"><thead><tr><th>service</th><th>model</th><th>rate (req/s)</th>\
-         <th>provisioned (req/s)</th><th>utilisation</th><th>worst latency (ms)</th><th>SLO (ms)</th>\
-         <th>segments</th><th>met</th></tr></thead><tbody>",
-    );
-    for report in &plan.services {
-        let util = utilisation.get(report.service.as_str()).map_or("—".to_string(), |u| format!("{:.0}%", u * 100.0));
-        let _ = write!(
-            out,
-            r#"<tr data-service="{}"><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{util}</td><td>{:.2}</td><td>{:.2}</td><td>{}</td><td class="{}">{}</td></tr>"#,
-            escape_xml(&report.service),
-            escape_xml(&report.service),
-            escape_xml(&report.model),
-            report.rate_rps,
-            report.provisioned_rps,
-            report.worst_latency_ms,
-            report.latency_slo_ms,
-            report.segments,
-            if report.met { "met" } else { "missed" },
-            if report.met { "yes" } else { "no" }
-        );
-    }
-    out.push_str("</tbody></table>\n");
     if !plan.notes.is_empty() {
         out.push_str(r#"<ul class="notes">"#);
         for note in &plan.notes {
             let _ = write!(out, "<li>{}</li>", escape_xml(note));
         }
-        out.push_str("</ul>\n");
+        out.push_str("</ul>");
     }
+    out.push('\n');
+    write_overview(&mut out, plan, &utilisation);
+    write_gpu_pages(&mut out, plan, &palette, &utilisation);
+    write_service_table(&mut out, plan, &utilisation);
+    write_data_and_script(&mut out, plan, &palette, &utilisation);
+    out.push_str("</div>\n");
     out
 }
 
@@ -178,19 +141,26 @@ mod tests {
     use crate::draw::tests::two_gpu_plan;
     use tessera_core::Optimality;
 
+    /// The page without its data and script (whose text holds markup too).
+    fn markup(html: &str) -> &str {
+        &html[..html.find(r#"<script type="application/json""#).expect("the data is there")]
+    }
+
     #[test]
     fn the_report_is_one_document_with_nothing_fetched() {
         let html = plan_report_html(&two_gpu_plan(), "demo <plan>");
         assert!(html.starts_with("<!DOCTYPE html>") && html.ends_with("</html>\n"));
         assert!(html.contains("<title>demo &lt;plan&gt;</title>"));
-        for fetch in ["<script", "<link", "src=", "@import", "url("] {
+        for fetch in ["<link", "src=", "@import", "url(", "fetch(", "XMLHttpRequest", "import(", "<iframe", "<img"] {
             assert!(!html.contains(fetch), "{fetch}");
         }
+        assert_eq!(html.matches("<script").count(), 2, "the data and the script, inline");
     }
 
     #[test]
     fn nodes_group_their_gpus_and_the_table_has_a_row_per_service() {
         let html = plan_report_html(&two_gpu_plan(), "plan");
+        let html = markup(&html);
         assert_eq!(html.matches(r#"<section class="node""#).count(), 2);
         assert_eq!(html.matches(r#"<svg class="gpu""#).count(), 2);
         assert_eq!(html.matches("<tr data-service=").count(), 3);
@@ -202,6 +172,7 @@ mod tests {
         let mut named = two_gpu_plan();
         named.node_names = vec!["gpu-a".to_string(), "gpu-<b>".to_string()];
         let html = plan_report_html(&named, "plan");
+        assert!(html.contains(r#""node_names":["gpu-a","gpu-\u003cb>"]"#));
         assert!(html.contains("<h2>Node 0 (gpu-a) <span") && html.contains("<h2>Node 1 (gpu-&lt;b&gt;) <span"));
     }
 

@@ -1,7 +1,8 @@
 //! The pages people look at: the current plan and every stored plan drawn
-//! as GPU tiles (the report `tessera report` writes), the colocation
-//! recommendation and the simulator's Gantt chart. Plain HTML and inline
-//! SVG, no script.
+//! as GPU tiles (the report `tessera report` writes, with its colours, its
+//! pages of GPUs and its search), the colocation recommendation and the
+//! simulator's Gantt chart. Plain HTML and inline SVG; the plan report's
+//! small inline script is the only one, and nothing is fetched.
 
 use std::fmt::Write;
 

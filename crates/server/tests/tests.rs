@@ -6,4 +6,5 @@ mod api;
 mod browser;
 mod faults;
 mod openapi;
+mod report_pages;
 mod util;
