@@ -10,7 +10,7 @@ use tessera_core::rng::SplitMix64;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, VerifyRequest};
-use tessera_serving::{simulate, ServingSystem, SimulationOptions};
+use tessera_serving::{simulate, ServingReport, ServingSystem, SimulationOptions};
 
 /// Plans `services` over `catalog` with every default (the percentile rule).
 fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Plan {
@@ -27,19 +27,30 @@ fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Pl
     planned
 }
 
-/// Every service is predicted at or above its percentile, and in a
-/// simulation of `seconds` its attainment is not statistically below it
-/// (the point estimate, or the top of its 95% interval, reaches it).
-fn keeps_its_promise(plan: &Plan, catalog: &ProfileCatalog, seconds: f64, what: &str) {
+/// Every service is predicted at or above its percentile.
+fn predicted_to_keep_its_promise(plan: &Plan, what: &str) {
     for report in &plan.services {
         let predicted = report.predicted_attainment.expect("the percentile rule predicts attainment");
         assert!(predicted >= 0.99 - 1e-3, "{what}: {} predicted at {predicted}", report.service);
     }
+}
+
+/// Simulates `plan` (Poisson arrivals, the deployment's routing) for one
+/// replication of `seconds`, a tenth of it warm-up.
+fn simulated(plan: &Plan, catalog: &ProfileCatalog, seconds: f64) -> ServingReport {
     let (system, _) = ServingSystem::from_plan(plan, Some(catalog), DEFAULT_PERCENTILE).unwrap();
-    let options =
-        SimulationOptions { seconds, warmup_s: seconds / 10.0, replications: 2, ..SimulationOptions::default() };
-    let report = simulate(&system, &options).unwrap();
-    for service in &report.services {
+    let options = SimulationOptions { seconds, warmup_s: seconds / 10.0, ..SimulationOptions::default() };
+    simulate(&system, &options).unwrap()
+}
+
+/// Every service is predicted at or above its percentile, and in a
+/// simulation of `seconds` its attainment is not statistically below it:
+/// the point estimate, or the top of its 95% interval (Student's t over
+/// batches of the run: batches long enough to be nearly independent),
+/// reaches it.
+fn keeps_its_promise(plan: &Plan, catalog: &ProfileCatalog, seconds: f64, what: &str) {
+    predicted_to_keep_its_promise(plan, what);
+    for service in &simulated(plan, catalog, seconds).services {
         let Some(measures) = &service.measures else { continue };
         let reaches = measures.attainment >= 0.99 || measures.attainment_ci.is_some_and(|ci| ci.high >= 0.99);
         assert!(reaches, "{what}: {} keeps {:.4} ({:?})", service.name, measures.attainment, measures.attainment_ci);
@@ -111,5 +122,29 @@ fn the_1100_service_reference_catalogue_keeps_its_promise() {
     )
     .unwrap();
     let planned = plan_with_defaults(services, &catalog);
-    keeps_its_promise(&planned, &catalog, 10.0, "1,100 services");
+    predicted_to_keep_its_promise(&planned, "1,100 services");
+    // A short run of 1,100 services checks the model's calibration as a
+    // whole: one service's attainment over seconds swings by a point or
+    // two either way (and 1,100 per-service tests would each fail by
+    // chance now and then), but the mean gap between simulated and
+    // predicted attainment over all of them is tight. Short runs start
+    // from empty queues, so they favour the plan a little (the mean gap
+    // measured at 20 s: +0.08 points; at 1,000 s × 4 replications it was
+    // +0.002): a model that overstated attainment by 0.13 points or more
+    // across the board would fail here.
+    let report = simulated(&planned, &catalog, 20.0);
+    let predicted: std::collections::HashMap<&str, f64> = planned
+        .services
+        .iter()
+        .map(|service| (service.service.as_str(), service.predicted_attainment.unwrap_or(f64::NAN)))
+        .collect();
+    let gaps: Vec<f64> = report
+        .services
+        .iter()
+        .filter_map(|service| Some(service.measures.as_ref()?.attainment - predicted[service.name.as_str()]))
+        .collect();
+    assert_eq!(gaps.len(), 1_100);
+    let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    assert!(mean_gap > -5e-4, "simulated attainment is {mean_gap:.5} below the predictions on average");
+    assert!(report.attainment.is_some_and(|all| all >= 0.99), "{:?}", report.attainment);
 }
