@@ -24,7 +24,7 @@ vertical-align:-2px;margin-right:5px}section.node h2{font-size:16px;margin:14px 
 .gpus{display:flex;flex-wrap:wrap;gap:8px}svg.gpu{background:#fff;border:1px solid #ddd;border-radius:6px;\
 flex:none}table{border-collapse:collapse;font-size:14px;margin:8px 0}th,td{border-bottom:1px solid #e5e7eb;\
 padding:4px 10px;text-align:right}th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\
-td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}.notes{font-size:13px;color:#555}\
+td.met{color:#15803d;font-weight:600}td.missed{color:#b91c1c;font-weight:700}td.unclear{color:#b45309;font-weight:600}.notes{font-size:13px;color:#555}\
 .muted{color:#6b7280}.overview{display:flex;flex-wrap:wrap;gap:0 40px;align-items:flex-start}\
 .overview h2,section.gpu-pages>h2,section.service-list>h2{font-size:17px;\
 margin:16px 0 4px}svg.histogram .bar{fill:#60a5fa}svg.histogram text{font-size:11px;text-anchor:middle;fill:#374151}\
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(html.matches(r#"<svg class="gpu""#).count(), 2);
         assert_eq!(html.matches("<tr data-service=").count(), 3);
         assert!(html.contains(
-            r#"<td>search</td><td>bert-base</td><td>50.00</td><td>100.00</td><td>50%</td><td>60.00</td><td>100.00</td><td>1</td><td class="met">yes</td>"#
+            r#"<td>search</td><td>bert-base</td><td>50.00</td><td>100.00</td><td>50%</td><td>60.00</td><td>100.00</td><td>—</td><td>1</td><td class="met">yes</td>"#
         ));
         assert!(html.contains("2 GPUs · strategy optimal") && html.contains("3 services, all met"));
         assert!(html.contains("<h2>Node 0 <span"));

@@ -11,7 +11,7 @@
 use std::fmt::Write;
 
 use tessera_core::text::escape_xml;
-use tessera_serving::{CdfPoint, ServiceOutcome, ServingReport};
+use tessera_serving::{CdfPoint, ServiceOutcome, ServingReport, SloVerdict};
 
 use crate::html::styled_page;
 
@@ -92,8 +92,8 @@ fn summary_table(report: &ServingReport) -> String {
                     measures.p999_ms,
                     service.latency_slo_ms,
                     service.percentile,
-                    if measures.slo_met { "met" } else { "missed" },
-                    if measures.slo_met { "yes" } else { "NO" }
+                    verdict_class(measures.verdict),
+                    measures.verdict.word()
                 );
             }
             None => {
@@ -238,6 +238,15 @@ fn format_ms(ms: f64) -> String {
         format!("{ms:.0}")
     } else {
         format!("{ms:.2}")
+    }
+}
+
+/// The table cell's class for `verdict` (the page's style colours them).
+fn verdict_class(verdict: SloVerdict) -> &'static str {
+    match verdict {
+        SloVerdict::Met => "met",
+        SloVerdict::Unclear => "unclear",
+        SloVerdict::Missed => "missed",
     }
 }
 

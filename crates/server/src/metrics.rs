@@ -98,6 +98,7 @@ struct PlanMetrics {
     provisioned_rps: Family<ServiceLabels, FloatGauge>,
     worst_latency_seconds: Family<ServiceLabels, FloatGauge>,
     latency_slo_seconds: Family<ServiceLabels, FloatGauge>,
+    predicted_attainment: Family<ServiceLabels, FloatGauge>,
     free_compute_slices: Family<GpuLabels, Gauge>,
     instance_compute_slices: Family<InstanceLabels, Gauge>,
     instance_utilisation: Family<InstanceLabels, FloatGauge>,
@@ -144,13 +145,18 @@ impl Metrics {
         );
         registry.register(
             "service_worst_latency_seconds",
-            "Worst-case latency of a service under the current plan's latency rule",
+            "Latency of a service's slowest segment under the current plan's latency rule (under the percentile rule: its percentile latency)",
             plan.worst_latency_seconds.clone(),
         );
         registry.register(
             "service_latency_slo_seconds",
             "A service's latency objective",
             plan.latency_slo_seconds.clone(),
+        );
+        registry.register(
+            "service_predicted_attainment_ratio",
+            "Share of a service's requests the current plan predicts within its latency SLO (percentile rule, Poisson arrivals)",
+            plan.predicted_attainment.clone(),
         );
         registry.register(
             "gpu_free_compute_slices",
@@ -232,6 +238,7 @@ impl Metrics {
             &metrics.provisioned_rps,
             &metrics.worst_latency_seconds,
             &metrics.latency_slo_seconds,
+            &metrics.predicted_attainment,
         ] {
             family.clear();
         }
@@ -245,6 +252,9 @@ impl Metrics {
             metrics.provisioned_rps.get_or_create(&labels).set(report.provisioned_rps);
             metrics.worst_latency_seconds.get_or_create(&labels).set(report.worst_latency_ms / 1000.0);
             metrics.latency_slo_seconds.get_or_create(&labels).set(report.latency_slo_ms / 1000.0);
+            if let Some(attainment) = report.predicted_attainment {
+                metrics.predicted_attainment.get_or_create(&labels).set(attainment);
+            }
             if let Some(u) = report.utilisation() {
                 utilisation.insert(report.service.as_str(), u);
             }
@@ -320,12 +330,13 @@ mod tests {
         metrics.job_started();
         metrics.job_finished("done", Some(0.5));
         let plan: Plan = serde_json::from_value(serde_json::json!({
-            "gpu_count": 1, "strategy": "optimal", "latency_rule": "queueing", "gpus_per_node": 8,
+            "gpu_count": 1, "strategy": "optimal", "latency_rule": "percentile", "gpus_per_node": 8,
             "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
                 {"profile": "3g.40gb", "size": 3, "start": 4, "service": "chat", "model": "gpt2", "batch": 4,
                  "procs": 2, "throughput_rps": 100.0, "latency_ms": 10.0}]}],
             "services": [{"service": "chat", "model": "gpt2", "rate_rps": 50.0, "latency_slo_ms": 200.0,
-                "provisioned_rps": 100.0, "worst_latency_ms": 40.0, "segments": 1, "met": true}]
+                "provisioned_rps": 100.0, "worst_latency_ms": 40.0, "segments": 1, "met": true,
+                "percentile": 99.0, "predicted_attainment": 0.995}]
         }))
         .unwrap();
         metrics.set_plan(7, &plan);
@@ -338,6 +349,7 @@ mod tests {
             "tessera_plan_gpus 1",
             r#"tessera_service_provisioned_rps{service="chat",model="gpt2"} 100.0"#,
             r#"tessera_service_worst_latency_seconds{service="chat",model="gpt2"} 0.04"#,
+            r#"tessera_service_predicted_attainment_ratio{service="chat",model="gpt2"} 0.995"#,
             r#"tessera_gpu_free_compute_slices{node="0",gpu="0",gpu_model="a100-80gb"} 4"#,
             r#"tessera_mig_instance_utilisation_ratio{node="0",gpu="0",GPU_I_PROFILE="3g.40gb",start_slice="4",service="chat",model="gpt2"} 0.5"#,
         ] {

@@ -190,7 +190,7 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
     let tile = Regex::new(r#"<g class="tile" data-service="([^"]*)" data-profile="[^"]*" data-start="(\d+)""#).unwrap();
     assert_eq!(tile.captures_iter(&dom).count(), instances(plan).len(), "one tile per instance");
     let row = Regex::new(
-        r#"<tr data-service="([^"]*)"><td>[^<]*</td><td>([^<]*)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td><td>(\d+)</td><td class="[a-z]+">(yes|no)</td></tr>"#,
+        r#"<tr data-service="([^"]*)"><td>[^<]*</td><td>([^<]*)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td><td>([\d.]+)% of ([\d.]+)%</td><td>(\d+)</td><td class="[a-z]+">(yes|no)</td></tr>"#,
     )
     .unwrap();
     let rows: Vec<_> = row.captures_iter(&dom).collect();
@@ -203,8 +203,11 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
         {
             assert_eq!(row[column].to_string(), format!("{:.2}", report[field].as_f64().unwrap()), "{field}");
         }
-        assert_eq!(row[7].parse::<u64>().unwrap(), report["segments"].as_u64().unwrap());
-        assert_eq!(&row[8] == "yes", report["met"].as_bool().unwrap());
+        let predicted = 100.0 * report["predicted_attainment"].as_f64().unwrap();
+        assert_eq!(row[7].to_string(), format!("{predicted:.2}"), "predicted_attainment");
+        assert_eq!(row[8].parse::<f64>().unwrap(), report["percentile"].as_f64().unwrap());
+        assert_eq!(row[9].parse::<u64>().unwrap(), report["segments"].as_u64().unwrap());
+        assert_eq!(&row[10] == "yes", report["met"].as_bool().unwrap());
     }
 
     // Where Chromium laid the tiles out: each over its own memory slices.

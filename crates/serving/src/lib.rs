@@ -50,7 +50,7 @@ pub use error::ServingError;
 pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
-    TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
+    SloVerdict, TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
 };
 pub use stream::ArrivalStream;
 pub use system::{ServedSegment, ServedService, ServicePrediction, ServingSystem};

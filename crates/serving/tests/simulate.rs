@@ -37,7 +37,7 @@ fn at_a_tiny_load_every_batch_is_one_and_runs_at_its_profiled_latency() {
     assert_eq!(report.segments[0].mean_batch, Some(1.0));
     assert_eq!((measures.p50_ms, measures.p99_ms), (10.0, 10.0));
     assert_eq!(measures.attainment, 1.0);
-    assert!(measures.slo_met);
+    assert_eq!(measures.verdict, tessera_serving::SloVerdict::Met);
 }
 
 #[test]
@@ -66,7 +66,7 @@ fn overload_collapses_attainment_without_hanging() {
     let outcome = &report.services[0];
     let measures = outcome.measures.as_ref().unwrap();
     assert!(measures.attainment < 0.05, "attainment {}", measures.attainment);
-    assert!(!measures.slo_met);
+    assert_eq!(measures.verdict, tessera_serving::SloVerdict::Missed);
     assert!((report.segments[0].offered_load - 2.0).abs() < 1e-12);
     assert!(report.segments[0].utilisation > 0.99, "utilisation {}", report.segments[0].utilisation);
     // Latency grows through the run: the backlog reaches about 400 req/s × 60 s.

@@ -11,7 +11,7 @@ use serde::Serialize;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog};
-use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
+use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions, SloVerdict};
 use tessera_store::read_arrival_trace;
 
 use crate::args::{ListFormat, SimulateServeArgs, TrafficArgs};
@@ -63,13 +63,12 @@ impl Simulated {
         self.report.requests_simulated as f64 / self.wall.as_secs_f64().max(1e-9)
     }
 
-    /// The services that kept fewer of their requests within the SLO than
-    /// their percentile asks.
-    pub fn missed(&self) -> Vec<&str> {
+    /// The services whose run ended in `verdict`.
+    pub fn judged(&self, verdict: SloVerdict) -> Vec<&str> {
         self.report
             .services
             .iter()
-            .filter(|service| service.measures.as_ref().is_some_and(|measures| !measures.slo_met))
+            .filter(|service| service.measures.as_ref().is_some_and(|measures| measures.verdict == verdict))
             .map(|service| service.name.as_str())
             .collect()
     }
@@ -167,7 +166,7 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
             format!("{:.1}", measures.p999_ms),
             format!("{slo_ms}"),
             format!("{:.1}", outcome.goodput_rps),
-            if measures.slo_met { "yes".into() } else { "NO".into() },
+            measures.verdict.word().to_string(),
         ]);
     }
     let utilisation: Vec<f64> = report.segments.iter().map(|segment| segment.utilisation).collect();

@@ -7,10 +7,11 @@ use anyhow::{bail, Result};
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog};
 use tessera_plan::verify_plan;
+use tessera_serving::{SimulationOptions, SloVerdict};
 use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{ListFormat, VerifyArgs};
-use crate::commands::serving;
+use crate::commands::serving::{self, Simulated};
 use crate::inputs;
 use crate::output::{note, out, outln};
 
@@ -24,8 +25,20 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));
     }
+    let simulated = match args.simulate && checked.ok {
+        true => Some(simulate(args, &plan, inputs.catalog())?),
+        false => None,
+    };
     match args.format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&checked)?)?,
+        // One document: the verification, with the simulation inside.
+        ListFormat::Json => {
+            let mut document = serde_json::to_value(&checked)?;
+            if let (Some((options, simulated)), Some(object)) = (&simulated, document.as_object_mut()) {
+                let simulation = serving::SimulationDocument::new(options, simulated);
+                object.insert("simulation".to_string(), serde_json::to_value(&simulation)?);
+            }
+            outln!("{}", serde_json::to_string_pretty(&document)?)?
+        }
         ListFormat::Table if checked.ok => outln!(
             "{path}: OK: {}, {}, every rate covered and every segment within the {} latency rule",
             count(checked.gpus, "GPU"),
@@ -45,35 +58,36 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             checked.latency_rule
         );
     }
-    if args.simulate {
-        simulate(args, &plan, inputs.catalog())?;
+    let Some((options, simulated)) = simulated else { return Ok(()) };
+    if matches!(args.format, ListFormat::Table) {
+        out!("{}", serving::render(&options, &simulated))?;
     }
-    Ok(())
-}
-
-/// `verify --simulate`: the plan's requests simulated one by one; an error
-/// naming the services that miss their SLO.
-fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<()> {
-    let options = serving::options(&args.traffic)?;
-    let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
-    for line in &simulated.notes {
-        note(format_args!("{line}"));
+    let unclear = simulated.judged(SloVerdict::Unclear);
+    if !unclear.is_empty() {
+        note(format_args!(
+            "{path}: {} below the percentile in simulation but within the run's noise (simulate longer, --seconds, to tell): {}",
+            count(unclear.len(), "service"),
+            unclear.join(", ")
+        ));
     }
-    match args.format {
-        ListFormat::Json => {
-            outln!("{}", serde_json::to_string_pretty(&serving::SimulationDocument::new(&options, &simulated))?)?
-        }
-        ListFormat::Table => out!("{}", serving::render(&options, &simulated))?,
-    }
-    let missed = simulated.missed();
+    let missed = simulated.judged(SloVerdict::Missed);
     if !missed.is_empty() {
         bail!(
-            "{}: {} miss their SLO in simulation ({}): {}",
-            args.plan.display(),
+            "{path}: {} miss their SLO in simulation ({}): {}",
             count(missed.len(), "service"),
             serving::describe(&options),
             missed.join(", ")
         );
     }
     Ok(())
+}
+
+/// `verify --simulate`: the plan's requests simulated one by one.
+fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<(SimulationOptions, Simulated)> {
+    let options = serving::options(&args.traffic)?;
+    let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
+    for line in &simulated.notes {
+        note(format_args!("{line}"));
+    }
+    Ok((options, simulated))
 }

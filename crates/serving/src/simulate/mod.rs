@@ -30,7 +30,7 @@ use crate::error::ServingError;
 use crate::system::ServingSystem;
 
 pub use report::{
-    CdfPoint, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, TimelineBucket, WorstService,
+    CdfPoint, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SloVerdict, TimelineBucket, WorstService,
 };
 pub use service::MAX_WAITING;
 pub use stats::Interval;

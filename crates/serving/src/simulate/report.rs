@@ -68,6 +68,44 @@ pub struct ServiceOutcome {
     pub timeline: Vec<TimelineBucket>,
 }
 
+/// What a run says of a service's SLO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SloVerdict {
+    /// The measured attainment reaches the percentile.
+    Met,
+    /// It falls short, but the top of its 95% interval reaches the
+    /// percentile: the run is too short to tell.
+    Unclear,
+    /// It falls short, and so does the top of its 95% interval (or the run
+    /// has no interval).
+    Missed,
+}
+
+impl SloVerdict {
+    /// The verdict on `attainment` (with its interval, if any) against
+    /// `percentile` (%).
+    pub fn judge(attainment: f64, interval: Option<Interval>, percentile: f64) -> SloVerdict {
+        let target = percentile / 100.0;
+        if attainment >= target {
+            SloVerdict::Met
+        } else if interval.is_some_and(|ci| ci.high >= target) {
+            SloVerdict::Unclear
+        } else {
+            SloVerdict::Missed
+        }
+    }
+
+    /// `yes`, `unclear` or `NO`, for tables.
+    pub fn word(self) -> &'static str {
+        match self {
+            SloVerdict::Met => "yes",
+            SloVerdict::Unclear => "unclear",
+            SloVerdict::Missed => "NO",
+        }
+    }
+}
+
 /// Attainment and latency of a service with measured requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ServiceMeasures {
@@ -79,9 +117,9 @@ pub struct ServiceMeasures {
     /// with fewer than two non-empty units. Batches of one run are
     /// correlated: under heavy load the interval is too narrow.
     pub attainment_ci: Option<Interval>,
-    /// `true` when the attainment reaches the service's percentile (e.g.
-    /// 0.99 of requests within the SLO for 99.0).
-    pub slo_met: bool,
+    /// Whether the attainment reaches the service's percentile (e.g. 0.99
+    /// of requests within the SLO for 99.0), as far as the run can tell.
+    pub verdict: SloVerdict,
     /// Mean latency, ms (exact).
     pub mean_ms: f64,
     /// Median latency, ms.
@@ -278,10 +316,11 @@ fn measures(all: &Unit, units: &[Unit], percentile: f64) -> Option<ServiceMeasur
     let &[p50_ms, p95_ms, p99_ms, p999_ms] = all.latencies.quantiles_ms(&[0.5, 0.95, 0.99, 0.999]).as_slice() else {
         return None;
     };
+    let attainment_ci = interval_95(attainment, &unit_attainments, 0.0, 1.0);
     Some(ServiceMeasures {
         attainment,
-        attainment_ci: interval_95(attainment, &unit_attainments, 0.0, 1.0),
-        slo_met: attainment >= percentile / 100.0,
+        attainment_ci,
+        verdict: SloVerdict::judge(attainment, attainment_ci, percentile),
         mean_ms,
         p50_ms,
         p95_ms,
