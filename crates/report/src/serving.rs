@@ -150,14 +150,16 @@ fn cdf_svg(service: &ServiceOutcome) -> String {
     let _ = write!(svg, "<path class=\"curve\" d=\"{path}\"/>");
     let target = y(service.percentile / 100.0);
     let slo = x(service.latency_slo_ms);
+    // The label sits right of the SLO line, or left of it in the plot's
+    // right half, so it is never cut by the picture's edge.
+    let (label_x, anchor) = if slo > LEFT + plot_w / 2.0 { (slo - 3.0, "end") } else { (slo + 3.0, "start") };
     let _ = write!(
         svg,
         "<line class=\"target\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{target:.1}\" y2=\"{target:.1}\"/>\
          <line class=\"slo\" x1=\"{slo:.1}\" x2=\"{slo:.1}\" y1=\"{TOP}\" y2=\"{:.1}\"/>\
-         <text class=\"label\" x=\"{:.1}\" y=\"{:.1}\">SLO {}</text></svg>",
+         <text class=\"label\" x=\"{label_x:.1}\" y=\"{:.1}\" text-anchor=\"{anchor}\">SLO {}</text></svg>",
         WIDTH - RIGHT,
         TOP + plot_h,
-        slo + 3.0,
         TOP + 10.0,
         format_ms(service.latency_slo_ms)
     );
