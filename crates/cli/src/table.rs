@@ -4,10 +4,10 @@
 //! [`crate::terminal::set_width_limit`]); otherwise its text columns give up space, widest
 //! first, down to a floor. A cell then wraps onto more lines between its
 //! pieces — its words, or the pieces it was built from (a GPU's MIG tiles,
-//! a service's segment groups); a single piece too long for its column is
-//! cut with an ellipsis. The first column (what the row is about) and
-//! numeric columns (right-aligned) are never narrowed. Widths count
-//! characters, not bytes.
+//! a service's segment groups); a single piece too long for its column
+//! breaks inside, onto as many lines as it needs: nothing is ever cut.
+//! The first column (what the row is about) and numeric columns
+//! (right-aligned) are never narrowed. Widths count characters, not bytes.
 
 use crate::terminal::{chars, width_limit};
 
@@ -60,7 +60,7 @@ impl TextTable {
             .collect();
         let widths = self.fit(limit, &numeric);
         let mut out = String::new();
-        let header: Vec<Vec<String>> = self.header.iter().map(|h| words(h)).collect();
+        let header: Vec<Vec<String>> = self.header.iter().map(|h| header_words(h)).collect();
         for row in std::iter::once(&header).chain(&self.rows) {
             let cells: Vec<Vec<String>> = row.iter().zip(&widths).map(|(cell, &w)| lay_out(cell, w)).collect();
             let height = cells.iter().map(Vec::len).max().unwrap_or(1);
@@ -92,7 +92,8 @@ impl TextTable {
     /// Headers wrap between words like cells.
     fn fit(&self, limit: Option<usize>, numeric: &[bool]) -> Vec<usize> {
         let columns = self.header.len();
-        let header = |c: usize| words(&self.header[c]).iter().map(|word| chars(word.trim_start())).max().unwrap_or(0);
+        let header =
+            |c: usize| header_words(&self.header[c]).iter().map(|word| chars(word.trim_start())).max().unwrap_or(0);
         let values = |c: usize| self.rows.iter().map(|r| chars(&joined(&r[c]))).max().unwrap_or(0);
         let mut widths: Vec<usize> = (0..columns).map(|c| values(c).max(chars(&self.header[c]))).collect();
         let Some(limit) = limit else { return widths };
@@ -137,6 +138,16 @@ fn words(text: &str) -> Vec<String> {
     pieces
 }
 
+/// A header as pieces that break before each run of spaces only (`req/s`
+/// stays whole).
+fn header_words(text: &str) -> Vec<String> {
+    let mut pieces: Vec<String> = Vec::new();
+    for (i, word) in text.split(' ').enumerate() {
+        pieces.push(if i == 0 { word.to_string() } else { format!(" {word}") });
+    }
+    pieces
+}
+
 /// A cell's pieces as one string.
 fn joined(pieces: &[String]) -> String {
     pieces.concat()
@@ -144,8 +155,9 @@ fn joined(pieces: &[String]) -> String {
 
 /// The lines of a cell in a column `width` wide: its pieces packed greedily
 /// onto lines (a piece that starts a line without its leading spaces), a
-/// piece too wide for a line cut with an ellipsis.
+/// piece too wide for a line broken into line-wide chunks.
 fn lay_out(pieces: &[String], width: usize) -> Vec<String> {
+    let width = width.max(1);
     let mut lines: Vec<String> = Vec::new();
     let mut current = String::new();
     for piece in pieces {
@@ -154,20 +166,16 @@ fn lay_out(pieces: &[String], width: usize) -> Vec<String> {
         }
         // A piece that starts a line drops its leading spaces.
         current.push_str(if current.is_empty() { piece.trim_start() } else { piece });
+        while chars(&current) > width {
+            let rest: String = current.chars().skip(width).collect();
+            lines.push(current.chars().take(width).collect());
+            current = rest;
+        }
     }
     if !current.is_empty() || lines.is_empty() {
         lines.push(current);
     }
-    lines.into_iter().map(|line| cut(&line, width)).collect()
-}
-
-/// `text` cut to `width` characters, the last one an ellipsis when cut.
-fn cut(text: &str, width: usize) -> String {
-    if chars(text) <= width {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
-    format!("{kept}…")
+    lines
 }
 
 #[cfg(test)]
@@ -218,13 +226,18 @@ mod tests {
     }
 
     #[test]
-    fn a_word_too_long_is_cut_but_never_the_first_column_or_a_number() {
-        let mut table = TextTable::new(&["workload", "throughput", "command"]);
-        table.row(vec!["bert-base-cased_batch8-inf".into(), "123456789.5".into(), "x".repeat(100)]);
+    fn a_word_too_long_breaks_inside_and_nothing_is_cut() {
+        let mut table = TextTable::new(&["workload", "req/s", "command"]);
+        let command = format!("{}y", "x".repeat(99));
+        table.row(vec!["bert-base-cased_batch8-inf".into(), "123456789.5".into(), command.clone()]);
         let text = table.render_within(Some(60));
         assert!(text.contains("bert-base-cased_batch8-inf") && text.contains("123456789.5"), "{text}");
-        assert!(text.contains("xxx…"), "{text}");
         assert!(text.lines().all(|line| line.chars().count() <= 60), "{text}");
+        assert!(!text.contains('…'), "{text}");
+        let column = text.find("command").unwrap();
+        let commands: String = text.lines().skip(1).map(|line| line[column..].trim_end()).collect();
+        assert_eq!(commands, command, "every character of the long word, in order: {text}");
+        assert!(text.lines().next().unwrap().contains(" req/s "), "the header keeps req/s whole: {text}");
     }
 
     #[test]

@@ -201,6 +201,9 @@ const CASES: &[Case] = &[
     case("profiles suggest --profiles {d}/prof_data --gpu a100-80gb --budget 0", 2,
          r"^error: invalid value '0' for '--budget <N>': 0 is not in 1\.\.18446744073709551615$"),
     // Nothing where something is needed.
+    // A folder where the store file belongs (SQLite says only "disk I/O error").
+    case("profiles list --store {d}", 1, r"^error: \S+: is a folder, not a store file \(name a file in it, e\.g\. profiles\.sqlite\)$"),
+    case("store migrate --store {d}/no-store.sqlite", 1, r"^error: no store at \S*no-store\.sqlite$"),
     case("plan --slo {d}/good.csv --store {d}/no-store.sqlite", 1,
          r"^error: no profile store at \S*no-store\.sqlite; import profiles with `tessera profiles import`, or pass --profiles DIR or --demo$"),
     case("plan", 1, r"^error: no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo$"),

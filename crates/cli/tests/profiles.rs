@@ -210,7 +210,10 @@ fn the_store_shows_and_removes_what_it_holds() {
         &["'elsewhere.csv'", "(it holds: no colocations)"],
     );
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
-    assert_eq!(stdout(&tessera(&["store", "migrate"], &store)), format!("{s}: schema version 6, this program's\n"));
+    assert_eq!(
+        stdout(&tessera(&["store", "migrate"], &store)),
+        format!("{s}: already at schema version 6, the latest this program knows\n")
+    );
 }
 
 /// The arguments of a small grid for the fixture's few points.
@@ -333,4 +336,18 @@ fn completed_profiles_from_a_fifth_of_the_grid_plan_without_violations() {
             "the first four scenarios need what the full grid does: {words:?}"
         );
     }
+}
+
+#[test]
+fn store_migrate_says_from_which_version_to_which() {
+    let dir = TempDir::new().unwrap();
+    // An empty file is an SQLite database at schema version 0.
+    let store = dir.path().join("old.sqlite");
+    std::fs::write(&store, b"").unwrap();
+    let first = tessera(&["store", "migrate"], &store);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let line = stdout(&first);
+    assert!(line.ends_with("old.sqlite: migrated from schema version 0 to 6\n"), "{line}");
+    let again = stdout(&tessera(&["store", "migrate"], &store));
+    assert!(again.ends_with("old.sqlite: already at schema version 6, the latest this program knows\n"), "{again}");
 }

@@ -31,7 +31,7 @@ mod fs;
 
 pub use db::{
     default_path, ColocationImportSummary, ImportSummary, JobStatus, JournalEntry, KernelMetricsStored, ProfileSummary,
-    RegisteredWorkload, Store, StoreCounts, StoredColocation, StoredJob, StoredService, WorkloadTask,
+    RegisteredWorkload, SchemaMigration, Store, StoreCounts, StoredColocation, StoredJob, StoredService, WorkloadTask,
 };
 pub use error::StoreError;
 pub use formats::kace::{

@@ -3,10 +3,10 @@
 use std::path::Path;
 
 use anyhow::Result;
-use tessera_store::Store;
+use tessera_store::{SchemaMigration, Store};
 
 use crate::args::{ListFormat, StoreCommand};
-use crate::inputs::{open_existing, store_path};
+use crate::inputs::store_path;
 use crate::output::outln;
 
 pub fn run(command: StoreCommand, store: Option<&Path>) -> Result<()> {
@@ -49,8 +49,14 @@ pub fn run(command: StoreCommand, store: Option<&Path>) -> Result<()> {
             }
         }
         StoreCommand::Migrate => {
-            let version = open_existing(&path, None)?.schema_version()?;
-            outln!("{}: schema version {version}, this program's", path.display())?;
+            if !path.exists() {
+                anyhow::bail!("no store at {}", path.display());
+            }
+            let SchemaMigration { from, to } = Store::migrate(&path)?;
+            match from == to {
+                true => outln!("{}: already at schema version {to}, the latest this program knows", path.display())?,
+                false => outln!("{}: migrated from schema version {from} to {to}", path.display())?,
+            }
         }
     }
     Ok(())

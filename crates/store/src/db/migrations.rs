@@ -156,8 +156,9 @@ pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
 
 /// Brings the database to [`SUPPORTED_VERSION`]: the pending migrations run
 /// in order inside one write transaction (so concurrent openers apply them
-/// once). A database newer than this code is refused.
-pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+/// once). A database newer than this code is refused. Returns the version
+/// the database had.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<u32, StoreError> {
     let sqlite = |context: &str| {
         let context = context.to_string();
         move |source| StoreError::sqlite(path, context, source)
@@ -165,7 +166,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
     let too_new = |found| StoreError::SchemaTooNew { path: path.to_path_buf(), found, supported: SUPPORTED_VERSION };
     let found = version(conn).map_err(sqlite("reading the schema version"))?;
     if found == SUPPORTED_VERSION {
-        return Ok(());
+        return Ok(found);
     }
     if found > SUPPORTED_VERSION {
         return Err(too_new(found));
@@ -184,5 +185,6 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreErr
         transaction.execute_batch(sql).map_err(sqlite(&context))?;
         transaction.pragma_update(None, "user_version", version).map_err(sqlite(&context))?;
     }
-    transaction.commit().map_err(sqlite("committing the schema migration"))
+    transaction.commit().map_err(sqlite("committing the schema migration"))?;
+    Ok(found)
 }

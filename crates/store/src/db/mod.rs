@@ -63,6 +63,30 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// What [`Store::migrate`] did: the schema version before and after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaMigration {
+    /// The version the database had (0: a new database).
+    pub from: u32,
+    /// The version it has now, this program's.
+    pub to: u32,
+}
+
+/// A folder where a store file is expected is refused by name (SQLite
+/// would say only "disk I/O error").
+fn refuse_directory(path: &Path) -> Result<(), StoreError> {
+    match path.is_dir() {
+        true => Err(StoreError::io(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                "is a folder, not a store file (name a file in it, e.g. profiles.sqlite)",
+            ),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// The default database location: `<data_dir>/tessera/profiles.sqlite`,
 /// where `<data_dir>` is the platform's per-user data folder (e.g.
 /// `~/.local/share` on Linux). `None` when no home folder is known.
@@ -76,6 +100,19 @@ impl Store {
     /// `path`, in WAL mode with foreign keys enforced, and migrates its
     /// schema to the current version.
     pub fn open(path: &Path) -> Result<Store, StoreError> {
+        Store::open_migrating(path).map(|(store, _)| store)
+    }
+
+    /// Opens the store at `path` as [`Store::open`] does, and says which
+    /// schema version it was at before ([`SchemaMigration`]).
+    pub fn migrate(path: &Path) -> Result<SchemaMigration, StoreError> {
+        let (store, from) = Store::open_migrating(path)?;
+        Ok(SchemaMigration { from, to: store.schema_version()? })
+    }
+
+    /// [`Store::open`], and the schema version the database had.
+    fn open_migrating(path: &Path) -> Result<(Store, u32), StoreError> {
+        refuse_directory(path)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|cause| StoreError::io(parent, cause))?;
         }
@@ -93,6 +130,7 @@ impl Store {
     /// SQLite could not otherwise create the shared-memory file it reads a
     /// WAL database with.
     pub fn open_read_only(path: &Path) -> Result<Store, StoreError> {
+        refuse_directory(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)
             .map_err(|source| StoreError::sqlite(path, "opening the database read-only", source))?;
@@ -127,10 +165,10 @@ impl Store {
         let path = PathBuf::from(":memory:");
         let conn = Connection::open_in_memory()
             .map_err(|source| StoreError::sqlite(&path, "opening an in-memory database", source))?;
-        Store::configure(conn, path)
+        Store::configure(conn, path).map(|(store, _)| store)
     }
 
-    fn configure(mut conn: Connection, path: PathBuf) -> Result<Store, StoreError> {
+    fn configure(mut conn: Connection, path: PathBuf) -> Result<(Store, u32), StoreError> {
         let sqlite = |context: &str| {
             let (path, context) = (path.clone(), context.to_string());
             move |source| StoreError::sqlite(&path, context, source)
@@ -139,8 +177,8 @@ impl Store {
         conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))
             .map_err(sqlite("enabling write-ahead logging"))?;
         conn.pragma_update(None, "foreign_keys", true).map_err(sqlite("enabling foreign keys"))?;
-        migrations::migrate(&mut conn, &path)?;
-        Ok(Store { conn, path })
+        let from = migrations::migrate(&mut conn, &path)?;
+        Ok((Store { conn, path }, from))
     }
 
     /// The database file (`:memory:` for an in-memory store).
