@@ -1051,9 +1051,10 @@ pub enum ProfilesCommand {
     Import {
         /// A ParvaGPU folder or a Tessera profile CSV.
         path: PathBuf,
-        /// Input format.
-        #[arg(long, value_enum, default_value_t = ProfileFormat::Parvagpu)]
-        format: ProfileFormat,
+        /// Input format. Default: `parvagpu` for a folder, `tessera` for a
+        /// file.
+        #[arg(long, value_enum)]
+        format: Option<ProfileFormat>,
         /// GPU model the profiles were measured on (ParvaGPU folders do not
         /// say; Tessera CSVs carry a gpu_model column).
         #[arg(long, value_parser = parse_gpu)]
@@ -1143,8 +1144,9 @@ pub struct GridArgs {
 pub enum ProfileFormat {
     /// ParvaGPU's folder of `<model>.csv` files.
     Parvagpu,
-    /// Tessera's profile CSV.
-    Native,
+    /// Tessera's profile CSV (`native` is accepted too).
+    #[value(alias = "native")]
+    Tessera,
 }
 
 /// Output formats of listings.
@@ -1279,7 +1281,7 @@ pub enum BenchCommand {
         seed: u64,
     },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
-    /// created and destroyed, services restarted, against planning from
+    /// created and destroyed, services changed, against planning from
     /// scratch; and one GPU lost.
     Replan {
         /// Catalogue sizes (services), built as `bench scale` builds them.

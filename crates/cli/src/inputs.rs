@@ -44,7 +44,7 @@ pub fn open_existing(path: &Path, first: Option<&str>) -> Result<Store> {
 /// models of `fleet`.
 pub fn load(args: &InputArgs, fleet: &[GpuOffer], store: Option<&Path>) -> Result<PlanInputs> {
     let slos = &args.slos;
-    if slos.slo.is_none() && slos.slo_rates.is_none() && !args.demo {
+    if !slos_given(args) {
         bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
     }
     let (catalog, origin, predicted) = load_catalog(&args.profiles, args.demo, store)?;
@@ -66,6 +66,26 @@ pub fn load(args: &InputArgs, fleet: &[GpuOffer], store: Option<&Path>) -> Resul
         )
     });
     Ok(PlanInputs::new(services, catalog, origin, &gpu_models)?.with_notes(predicted_note).with_images(images))
+}
+
+/// Whether `args` name any SLOs (a file, ParvaGPU's scenario files, or the
+/// built-in example's).
+pub fn slos_given(args: &InputArgs) -> bool {
+    args.slos.slo.is_some() || args.slos.slo_rates.is_some() || args.demo
+}
+
+/// The profiles `args` name (as [`load`] reads them) with `services` in
+/// place of SLOs, completed for the GPU models of `fleet`.
+pub fn load_with_services(
+    args: &InputArgs,
+    fleet: &[GpuOffer],
+    store: Option<&Path>,
+    services: impl FnOnce(&ProfileCatalog) -> Result<Vec<ServiceSlo>>,
+) -> Result<PlanInputs> {
+    let (catalog, origin, _) = load_catalog(&args.profiles, args.demo, store)?;
+    let gpu_models: Vec<GpuModel> = fleet.iter().map(|offer| offer.model).collect();
+    let services = services(&catalog)?;
+    Ok(PlanInputs::new(services, catalog, origin, &gpu_models)?)
 }
 
 /// Profiles from `--profiles`, the built-in example (`--demo`), or the

@@ -155,12 +155,19 @@ fn joined(pieces: &[String]) -> String {
 
 /// The lines of a cell in a column `width` wide: its pieces packed greedily
 /// onto lines (a piece that starts a line without its leading spaces), a
-/// piece too wide for a line broken into line-wide chunks.
+/// piece too wide for a line broken between its words, and a word too wide
+/// into line-wide chunks.
 fn lay_out(pieces: &[String], width: usize) -> Vec<String> {
     let width = width.max(1);
     let mut lines: Vec<String> = Vec::new();
     let mut current = String::new();
+    // A piece wider than the column breaks between its words first.
+    let pieces = pieces.iter().flat_map(|piece| match chars(piece) > width {
+        true => words(piece),
+        false => vec![piece.clone()],
+    });
     for piece in pieces {
+        let piece = piece.as_str();
         if !current.is_empty() && chars(&current) + chars(piece) > width {
             lines.push(std::mem::take(&mut current));
         }

@@ -15,8 +15,8 @@
 //!   old plan (a reassigned instance is neither).
 //! * **Processes restarted** counts the MPS processes the transition starts:
 //!   every process of a segment of the new plan that is not kept.
-//! * A **service is restarted** when one of its segments is added or
-//!   removed.
+//! * A **service changes** when one of its segments is added or removed
+//!   (its other segments keep running).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -92,7 +92,7 @@ pub struct ServiceDiff {
 
 impl ServiceDiff {
     /// `true` when a segment of the service is added or removed.
-    pub fn restarted(&self) -> bool {
+    pub fn changed(&self) -> bool {
         self.segments_added + self.segments_removed > 0
     }
 }
@@ -117,7 +117,7 @@ pub struct DiffTotals {
     /// MPS processes started (see the module documentation).
     pub processes_restarted: u64,
     /// Services with a segment added or removed.
-    pub services_restarted: usize,
+    pub services_changed: usize,
 }
 
 impl DiffTotals {
@@ -286,7 +286,7 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> PlanDiff {
         });
     }
     let services: Vec<ServiceDiff> = per_service.into_values().collect();
-    totals.services_restarted = services.iter().filter(|s| s.restarted()).count();
+    totals.services_changed = services.iter().filter(|s| s.changed()).count();
     PlanDiff { gpus, services, totals }
 }
 
@@ -563,7 +563,7 @@ mod tests {
         assert!(diff.totals.is_empty(), "{:?}", diff.totals);
         assert_eq!(diff.totals.gpus_unchanged, 2);
         assert_eq!(diff.totals.layouts_kept(), 2);
-        assert!(diff.services.iter().all(|s| s.segments_kept == 1 && !s.restarted()));
+        assert!(diff.services.iter().all(|s| s.segments_kept == 1 && !s.changed()));
     }
 
     #[test]
@@ -576,7 +576,7 @@ mod tests {
         let totals = diff.totals;
         assert_eq!((totals.instances_created, totals.instances_destroyed, totals.processes_restarted), (0, 0, 2));
         assert_eq!(totals.layouts_kept(), 2);
-        assert_eq!(totals.services_restarted, 2, "b loses a segment, c gains one");
+        assert_eq!(totals.services_changed, 2, "b loses a segment, c gains one");
         let c = diff.services.iter().find(|s| s.service == "c").unwrap();
         assert_eq!((c.segments_kept, c.segments_added, c.segments_removed), (1, 1, 0));
     }

@@ -10,7 +10,7 @@ use tessera_core::{GpuModel, Plan};
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
 use crate::latency::LatencyRule;
-use crate::verify::{verify, VerifyRequest};
+use crate::verify::{verify, VerifyRequest, Violation};
 
 /// What checking a plan found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -73,6 +73,13 @@ pub fn verify_plan(
     let inputs = completed.as_ref().unwrap_or(inputs);
     let request = VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, max_procs };
     let violations = verify(plan, &request);
+    let unknown_services = violations.iter().any(|violation| matches!(violation, Violation::UnknownService { .. }));
+    if plan.latency_rule.is_empty() && unknown_services {
+        notes.push(
+            "a ParvaGPU deployment map names models, not services: each instance serves the service named after              its model, so the SLOs must name services after their models (ParvaGPU's scenario files do)"
+                .to_string(),
+        );
+    }
     Ok(Verification {
         ok: violations.is_empty(),
         latency_rule: rule.name().to_string(),
@@ -100,6 +107,12 @@ mod tests {
         planned.latency_rule.clear();
         let unrecorded = verify_plan(&planned, &inputs, None, 5).unwrap();
         assert!(unrecorded.notes[0].contains("records no latency rule"), "{:?}", unrecorded.notes);
+        // Such a plan's services are its models': a mismatch says so.
+        for instance in planned.gpus.iter_mut().flat_map(|gpu| gpu.instances.iter_mut()) {
+            instance.service = instance.model.clone();
+        }
+        let by_model = verify_plan(&planned, &inputs, None, 5).unwrap();
+        assert!(by_model.notes.iter().any(|note| note.contains("names models, not services")), "{by_model:?}");
         planned.latency_rule = "fastest".to_string();
         let error = verify_plan(&planned, &inputs, None, 5).unwrap_err().to_string();
         assert!(error.contains("unknown latency rule 'fastest'"), "{error}");

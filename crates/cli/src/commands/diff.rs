@@ -35,7 +35,7 @@ pub fn run(args: &DiffArgs) -> Result<()> {
                 "totals": diff.totals,
                 "layouts_kept": diff.totals.layouts_kept(),
                 "gpus": diff.gpus.iter().filter(|g| args.all || g.change != GpuChange::Unchanged).collect::<Vec<_>>(),
-                "services": diff.services.iter().filter(|s| args.all || s.restarted()).collect::<Vec<_>>(),
+                "services": diff.services.iter().filter(|s| args.all || s.changed()).collect::<Vec<_>>(),
             });
             if args.steps {
                 report["steps"] = serde_json::to_value(&steps)?;
@@ -65,7 +65,7 @@ fn totals_lines(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String
     format!(
         "{} → {}: {kept} of {old_gpus} layouts kept{share}\n\
          GPUs: {} unchanged, {} with services changed only, {} with the layout changed, {} added, {} removed\n\
-         {} created, {} destroyed; {} started; {} restarted",
+         {} created, {} destroyed; {} started; {} with segments added or removed",
         count(old_gpus, "GPU"),
         count(new_gpus, "GPU"),
         totals.gpus_unchanged,
@@ -76,7 +76,7 @@ fn totals_lines(old_gpus: usize, new_gpus: usize, totals: &DiffTotals) -> String
         count(totals.instances_created, "instance"),
         totals.instances_destroyed,
         count(totals.processes_restarted, "process"),
-        count(totals.services_restarted, "service"),
+        count(totals.services_changed, "service"),
     )
 }
 
@@ -107,7 +107,7 @@ fn render_diff(old: &Plan, new: &Plan, diff: &PlanDiff, all: bool) -> String {
     }
     let mut services = TextTable::new(&["service", "kept", "added", "removed"]);
     let mut listed = 0;
-    for service in diff.services.iter().filter(|s| all || s.restarted()) {
+    for service in diff.services.iter().filter(|s| all || s.changed()) {
         listed += 1;
         services.row(vec![
             service.service.clone(),
@@ -133,7 +133,7 @@ fn pieces(layout: &[String]) -> Vec<String> {
 
 /// Plans side by side against the same old plan: GPUs, layouts kept, GPUs
 /// reconfigured, instances created + destroyed, processes started, services
-/// restarted.
+/// with segments added or removed.
 pub fn comparison_table(old_gpus: usize, rows: &[(&str, usize, &DiffTotals)]) -> String {
     let mut table = TextTable::new(&["plan", "GPUs", "kept", "reconfigured", "instances ±", "processes", "services"]);
     for (name, gpus, totals) in rows {
@@ -144,7 +144,7 @@ pub fn comparison_table(old_gpus: usize, rows: &[(&str, usize, &DiffTotals)]) ->
             totals.gpus_reconfigured().to_string(),
             (totals.instances_created + totals.instances_destroyed).to_string(),
             totals.processes_restarted.to_string(),
-            totals.services_restarted.to_string(),
+            totals.services_changed.to_string(),
         ]);
     }
     table.render()

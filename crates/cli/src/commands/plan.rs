@@ -95,7 +95,7 @@ fn compare_with_fresh(
         document.extend_from_slice(
             wrap_words(
                 "\nfrom the current plan: MIG layouts kept, GPUs reconfigured, instances created + destroyed, \
-                 processes started, services restarted:",
+                 processes started, services with segments added or removed:",
                 "",
                 "",
             )

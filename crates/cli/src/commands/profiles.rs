@@ -20,6 +20,8 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
     match command {
         ProfilesCommand::Import { path: input, format, gpu } => {
+            let format =
+                format.unwrap_or(if input.is_dir() { ProfileFormat::Parvagpu } else { ProfileFormat::Tessera });
             let (profiles, infeasible_rows) = match (format, gpu) {
                 (ProfileFormat::Parvagpu, Some(gpu)) => {
                     let import = read_profile_dir(&input, gpu)?;
@@ -28,15 +30,15 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                 (ProfileFormat::Parvagpu, None) => {
                     bail!("--gpu is required for ParvaGPU folders: they do not say which GPU they were measured on")
                 }
-                (ProfileFormat::Native, None) => (read_profiles_csv(&input)?, 0),
-                (ProfileFormat::Native, Some(_)) => {
+                (ProfileFormat::Tessera, None) => (read_profiles_csv(&input)?, 0),
+                (ProfileFormat::Tessera, Some(_)) => {
                     bail!("--gpu applies to ParvaGPU folders only; Tessera CSVs carry a gpu_model column")
                 }
             };
             let mut store = Store::open(&path)?;
             let format_name = match format {
                 ProfileFormat::Parvagpu => "parvagpu",
-                ProfileFormat::Native => "native",
+                ProfileFormat::Tessera => "tessera",
             };
             let summary = store.import_profiles(&profiles, &input.display().to_string(), format_name)?;
             outln!(

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use tessera_core::text::count;
-use tessera_core::{Plan, ProfileCatalog};
+use tessera_core::{Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::verify_plan;
 use tessera_serving::{SimulationOptions, SloVerdict};
 use tessera_store::{read_plan_file, MapProfiles};
@@ -16,10 +16,26 @@ use crate::inputs;
 use crate::output::{note, out, outln};
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
-    let inputs = inputs::load(&args.inputs, &args.inputs.profiles.gpus, store)?;
     let path = args.plan.display();
-    let map_profiles = MapProfiles { gpu: args.inputs.profiles.first_gpu(), catalog: inputs.catalog() };
-    let plan = read_plan_file(&args.plan, Some(map_profiles))?;
+    let gpu = args.inputs.profiles.first_gpu();
+    let (plan, inputs) = if inputs::slos_given(&args.inputs) {
+        let inputs = inputs::load(&args.inputs, &args.inputs.profiles.gpus, store)?;
+        (read_plan_file(&args.plan, Some(MapProfiles { gpu, catalog: inputs.catalog() }))?, inputs)
+    } else {
+        // No SLOs given: the plan is checked against the services it
+        // records (a ParvaGPU map records none).
+        let mut plan = None;
+        let inputs = inputs::load_with_services(&args.inputs, &args.inputs.profiles.gpus, store, |catalog| {
+            let read = read_plan_file(&args.plan, Some(MapProfiles { gpu, catalog }))?;
+            let services = recorded_services(&read).map_err(|error| anyhow::anyhow!("{path}: {error:#}"))?;
+            plan = Some(read);
+            Ok(services)
+        })?;
+        note(format_args!(
+            "{path}: no SLOs given: checked against the rates and SLOs the plan records (--slo FILE checks against others)"
+        ));
+        (plan.context("the plan was read with the profiles")?, inputs)
+    };
     let checked = verify_plan(&plan, &inputs, args.latency_rule, args.inputs.max_procs)
         .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
     for line in &checked.notes {
@@ -80,6 +96,28 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The services `plan` records, as SLOs; an error when it records none (a
+/// ParvaGPU map names models, not services, rates or SLOs).
+fn recorded_services(plan: &Plan) -> Result<Vec<ServiceSlo>> {
+    if plan.services.is_empty() {
+        bail!(
+            "no SLOs given, and the plan records none (a ParvaGPU deployment map names models only): pass --slo \
+             FILE, or --slo-rates FILE --slo-latency FILE --scenario K"
+        );
+    }
+    plan.services
+        .iter()
+        .map(|report| {
+            let slo =
+                ServiceSlo::new(report.service.clone(), report.model.clone(), report.rate_rps, report.latency_slo_ms)?;
+            Ok(match report.percentile {
+                Some(percentile) => slo.with_percentile(percentile)?,
+                None => slo,
+            })
+        })
+        .collect()
 }
 
 /// `verify --simulate`: the plan's requests simulated one by one.

@@ -119,7 +119,7 @@ impl Tally {
         self.unchanged_share += totals.gpus_unchanged as f64 / old_gpus.max(1) as f64;
         self.instances += (totals.instances_created + totals.instances_destroyed) as f64;
         self.processes += totals.processes_restarted as f64;
-        self.services += totals.services_restarted as f64;
+        self.services += totals.services_changed as f64;
         self.seconds += seconds;
         self.failed_checks += usize::from(!verified);
     }
@@ -272,7 +272,7 @@ fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
                 // The lost GPU is removed in every plan; count the others.
                 totals.gpus_reconfigured().saturating_sub(1).to_string(),
                 (totals.instances_created + totals.instances_destroyed).to_string(),
-                totals.services_restarted.to_string(),
+                totals.services_changed.to_string(),
             ]);
         }
     }
