@@ -351,3 +351,21 @@ fn store_migrate_says_from_which_version_to_which() {
     let again = stdout(&tessera(&["store", "migrate"], &store));
     assert!(again.ends_with("old.sqlite: already at schema version 6, the latest this program knows\n"), "{again}");
 }
+
+#[test]
+fn profiles_import_tells_a_folder_from_a_file_and_calls_the_csv_format_tessera() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let csv = dir.path().join("t.csv");
+    std::fs::write(&csv, "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,m,2,1,1,100,10\n")
+        .unwrap();
+    let csv = csv.to_str().unwrap();
+    for args in [vec!["profiles", "import", csv], vec!["profiles", "import", csv, "--format", "tessera"]] {
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        assert!(stdout(&output).starts_with("imported 1 profiles (1 points;"), "{}", stdout(&output));
+    }
+    // A folder is ParvaGPU's format, which needs the GPU it was measured on.
+    let folder = write_parvagpu_fixture(dir.path());
+    fails_with(&["profiles", "import", folder.to_str().unwrap()], &store, &["--gpu is required for ParvaGPU folders"]);
+}

@@ -160,3 +160,37 @@ fn diff_picture_draws_each_changed_gpu_old_beside_new() {
     let page = ok(&["diff", &old, &new, "--picture", "-"], &store);
     assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"), "{page}");
 }
+
+#[test]
+fn a_plan_verifies_against_its_own_services_when_no_slos_are_given() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let profiles = crate::util::write_parvagpu_fixture(dir.path()).display().to_string();
+    let slos = dir.path().join("slo.csv");
+    std::fs::write(&slos, "service,model,rate_rps,latency_ms\nshop,alpha,900,200\nads,beta,300,400\n").unwrap();
+    let plan = dir.path().join("plan.json").display().to_string();
+    ok(&["plan", "--profiles", &profiles, "--slo", slos.to_str().unwrap(), "--format", "json", "-o", &plan], &store);
+    let output = tessera(&["verify", &plan, "--profiles", &profiles], &store);
+    let note = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{note}");
+    assert!(note.contains("no SLOs given: checked against the rates and SLOs the plan records"), "{note}");
+    assert!(stdout(&output).contains("OK: ") && stdout(&output).contains("2 services"), "{}", stdout(&output));
+    // What it records is what is checked: a plan edited to claim more than
+    // it provides fails.
+    let edited = std::fs::read_to_string(&plan).unwrap().replace("\"rate_rps\": 900.0", "\"rate_rps\": 90000.0");
+    std::fs::write(&plan, edited).unwrap();
+    let output = tessera(&["verify", &plan, "--profiles", &profiles], &store);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stdout(&output).contains("service 'shop': provisioned"), "{}", stdout(&output));
+}
+
+#[test]
+fn diff_counts_services_whose_segments_change_in_words_that_say_so() {
+    let Setup { dir, store, old, new } = setup();
+    let slos = demo_slos(dir.path(), "more.csv", [1.15, 1.0, 1.0, 1.0, 1.0, 1.0]);
+    ok(&["plan", "--demo", "--slo", &slos, "--from", &old, "--format", "json", "-o", &new], &store);
+    let table = ok(&["diff", &old, &new], &store);
+    assert!(!table.contains("restarted"), "{table}");
+    let changed = diff_json(&old, &new, &store)["totals"]["services_changed"].as_u64().unwrap();
+    assert!(changed >= 1 && table.contains("with segments") && table.contains("added or removed"), "{table}");
+}
