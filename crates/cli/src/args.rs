@@ -17,8 +17,9 @@ use tessera_serving::{Discipline, SimulationOptions};
 #[derive(Debug, Parser)]
 #[command(name = "tessera", version, propagate_version = true)]
 pub struct Cli {
-    /// The store (SQLite): profiles and colocation measurements. Default: the
-    /// user's data directory.
+    /// The store (SQLite): profiles, workloads and colocation measurements,
+    /// services, plans and the deploy journal. Default: the user's data
+    /// directory.
     #[arg(long, global = true, env = "TESSERA_STORE", value_name = "PATH")]
     pub store: Option<PathBuf>,
 

@@ -12,12 +12,17 @@ mod terminal;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 use output::{error_line, is_stdout_closed};
 
 fn main() -> ExitCode {
-    let cli = match args::Cli::try_parse() {
+    // Help wraps to the terminal too (COLUMNS, the terminal, else 80).
+    let parsed = args::Cli::command()
+        .term_width(terminal::detect_width())
+        .try_get_matches()
+        .and_then(|matches| args::Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(error) => {
             // clap's whole message: the problem, the usage, the possible

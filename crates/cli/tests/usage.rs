@@ -132,3 +132,45 @@ fn what_people_read_fits_80_columns() {
         assert!(wide.lines().map(|line| line.chars().count()).max().unwrap_or(0) >= widest, "{args:?}");
     }
 }
+
+/// Every command's help fits the terminal: 80 columns when there is none
+/// (the tests' standard output is a pipe). The one exception is a usage
+/// line (`Usage: tessera …`), which clap never wraps.
+#[test]
+fn every_commands_help_fits_the_terminal() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    // The commands and their subcommands, from the help itself.
+    let subcommands = |path: &[&str]| -> Vec<String> {
+        let mut args: Vec<&str> = path.to_vec();
+        args.push("--help");
+        let help = stdout(&tessera(&args, &store));
+        help.split("Commands:\n")
+            .nth(1)
+            .map(|list| {
+                list.lines()
+                    .take_while(|line| !line.is_empty())
+                    .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+                    .filter_map(|line| line.split_whitespace().next())
+                    .filter(|name| *name != "help")
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut paths: Vec<Vec<String>> = vec![vec![]];
+    for command in subcommands(&[]) {
+        let nested = subcommands(&[command.as_str()]);
+        paths.push(vec![command.clone()]);
+        paths.extend(nested.into_iter().map(|sub| vec![command.clone(), sub]));
+    }
+    assert!(paths.len() > 30, "{paths:?}");
+    for path in &paths {
+        let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = stdout(&tessera(&args, &store));
+        let wide: Vec<&str> =
+            help.lines().filter(|line| line.chars().count() > 80 && !line.starts_with("Usage: ")).collect();
+        assert!(wide.is_empty(), "tessera {}: {} lines over 80 columns: {wide:#?}", path.join(" "), wide.len());
+    }
+}
