@@ -2,7 +2,7 @@
 //! (its deployment map); the file formats are tessera-store's.
 
 use anyhow::Result;
-use tessera_core::text::count;
+use tessera_core::text::{count, number};
 use tessera_core::Plan;
 
 use crate::args::Format;
@@ -81,10 +81,10 @@ fn plan_table(plan: &Plan) -> String {
         services.row_of_pieces(vec![
             vec![service.service.clone()],
             vec![service.model.clone()],
-            vec![format!("{}", service.rate_rps)],
-            vec![format!("{:.1}", service.provisioned_rps)],
-            vec![format!("{}", service.latency_slo_ms)],
-            vec![format!("{:.1}", service.worst_latency_ms)],
+            vec![compact(service.rate_rps)],
+            vec![number(service.provisioned_rps, 1)],
+            vec![compact(service.latency_slo_ms)],
+            vec![number(service.worst_latency_ms, 1)],
             vec![if service.met { "yes" } else { "NO" }.to_string()],
             segment_summary(plan, &service.service),
         ]);
@@ -113,4 +113,12 @@ fn segment_summary(plan: &Plan, service: &str) -> Vec<String> {
             format!("{plus}{n}×{size}g b{batch}×{procs}")
         })
         .collect()
+}
+
+/// `x` as the input gave it (`843`, `83.5`), or scientific from a billion.
+fn compact(x: f64) -> String {
+    match x.abs() < 1e9 {
+        true => format!("{x}"),
+        false => number(x, 0),
+    }
 }

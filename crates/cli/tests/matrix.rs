@@ -41,6 +41,7 @@ fn fixtures(dir: &Path) {
         ("rates.csv", "100,200\n300,400".into()),
         ("latency.csv", "100,200\n300,400".into()),
         ("huge.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e12,200\n".into()),
+        ("absurd.csv", "service,model,rate_rps,latency_ms\nbig,resnet50,1e300,200\n".into()),
         (
             "onesize.csv",
             "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,m,2,1,1,100,10\na100-80gb,m,2,8,1,400,20\n"
@@ -152,8 +153,11 @@ const CASES: &[Case] = &[
     case("diff {d}/chat-plan.json {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, .*\)$"),
     case("diff {d}/chat-plan.json {d}/absent.json", 1, r"^error: \S*absent\.json: No such file or directory \(os error 2\)$"),
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
+    // Absurd numbers print in scientific notation, never hundreds of digits.
+    case("plan --demo --slo {d}/absurd.csv", 1,
+         r"^error: service 'big' \(model 'resnet50'\) needs at least 1\.845e19 GPUs for 1e300 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
     case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
-         r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1000000000000 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
+         r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1e12 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
     case("plan --demo --max-gpus 0", 2, r"^error: invalid value '0' for '--max-gpus <N>': 0 is not in 1\.\.=1000000$"),
     case("plan --demo --gpu a100-80gb:count=1", 1,
          r"^error: the fleet is too small: every plan needs at least 6 GPUs of a100-80gb, whose count limits allow 1$"),

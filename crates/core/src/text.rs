@@ -12,6 +12,23 @@ pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> St
     format!("{n} {noun}{suffix}")
 }
 
+/// `x` with `decimals` decimals, or in scientific notation (`1.5e300`) from
+/// a billion on, so that no absurd input prints hundreds of digits.
+pub fn number(x: f64, decimals: usize) -> String {
+    if x.is_finite() && x.abs() >= 1e9 {
+        let scientific = format!("{x:.3e}");
+        // 1.500e300 → 1.5e300
+        match scientific.split_once('e') {
+            Some((mantissa, exponent)) if mantissa.contains('.') => {
+                format!("{}e{exponent}", mantissa.trim_end_matches('0').trim_end_matches('.'))
+            }
+            _ => scientific,
+        }
+    } else {
+        format!("{x:.decimals$}")
+    }
+}
+
 /// `text` with `&`, `<`, `>`, `"` and `'` escaped, for XML and HTML text
 /// and attribute values (SVG charts, HTML reports).
 pub fn escape_xml(text: &str) -> String {
@@ -32,6 +49,17 @@ pub fn escape_xml(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_beyond_a_billion_are_scientific() {
+        assert_eq!(number(843.0, 0), "843");
+        assert_eq!(number(863.14, 1), "863.1");
+        assert_eq!(number(999_999_999.0, 0), "999999999");
+        assert_eq!(number(1e300, 1), "1e300");
+        assert_eq!(number(1.5e12, 0), "1.5e12");
+        assert_eq!(number(u64::MAX as f64, 0), "1.845e19");
+        assert_eq!(number(f64::INFINITY, 0), "inf");
+    }
 
     #[test]
     fn escapes_every_special_character_of_xml() {

@@ -1,6 +1,6 @@
 //! The error type of `tessera-plan`.
 
-use tessera_core::text::count;
+use tessera_core::text::{count, number};
 use tessera_core::{ProfilePoint, ServiceSlo};
 
 use crate::latency::LatencyRule;
@@ -128,8 +128,10 @@ pub enum PlanError {
     },
     /// One service alone needs more GPUs than the ceiling.
     #[error(
-        "service '{service}' (model '{model}') needs at least {needed} GPUs for {rate_rps} req/s, \
-         more than the ceiling of {max_gpus} GPUs (--max-gpus)"
+        "service '{service}' (model '{model}') needs at least {} GPUs for {} req/s, \
+         more than the ceiling of {max_gpus} GPUs (--max-gpus)",
+        number(*needed as f64, 0),
+        number(*rate_rps, 0)
     )]
     ServiceOverCeiling {
         /// The service.
@@ -145,8 +147,9 @@ pub enum PlanError {
     },
     /// The services together need more GPUs than the ceiling.
     #[error(
-        "the services together need at least {needed} GPUs in total, more than the ceiling of {max_gpus} GPUs \
-         (--max-gpus)"
+        "the services together need at least {} GPUs in total, more than the ceiling of {max_gpus} GPUs \
+         (--max-gpus)",
+        number(*needed as f64, 0)
     )]
     TotalOverCeiling {
         /// The fewest GPUs they need.
