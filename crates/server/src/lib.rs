@@ -13,7 +13,12 @@
 //! * `app` — the router (built with the OpenAPI document from one list of
 //!   routes) and the layers: request ids, logs and metrics; the token; the
 //!   request time limit; the body limit.
-//! * `api` — the handlers: `health`, `profiles`, `services` (versions and
+//! * `boundary` — the layer that finishes every error answer in the
+//!   documented shape (the framework's own included) and keeps the store's
+//!   path out of it.
+//! * `api` — the handlers, taking their inputs through `api::extract`
+//!   (path, query and JSON extractors that refuse as `ApiError`s; JSON
+//!   bodies are objects only): `health`, `profiles`, `services` (versions and
 //!   ETags), `plans` (jobs, stored plans, verify), `analysis` (colocation,
 //!   simulation).
 //! * `jobs` — planning jobs: inputs snapshotted and stored, a fixed number
@@ -28,6 +33,7 @@
 
 mod api;
 mod app;
+mod boundary;
 mod client;
 mod config;
 mod docs;
