@@ -36,7 +36,7 @@ pub(crate) async fn finish_errors(State(state): State<AppState>, request: Reques
             error
         }
     };
-    let error = error.without_paths(&state.private_paths());
+    let error = error.without_paths(state.private_paths());
     let mut finished = error.finished();
     // Keep the answer's other headers (`Allow`, `WWW-Authenticate`, ids).
     for (name, value) in response.headers() {
