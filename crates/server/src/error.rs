@@ -297,6 +297,30 @@ mod tests {
     }
 
     #[test]
+    fn paths_are_taken_out_of_messages_longest_first() {
+        let paths = ["/tmp/x".to_string(), "/tmp/x/store.sqlite".to_string()];
+        assert_eq!(
+            without_paths("/tmp/x/store.sqlite: service 'a' already exists", &paths),
+            "service 'a' already exists"
+        );
+        assert_eq!(
+            without_paths("cannot write /tmp/x/store.sqlite-wal in /tmp/x", &paths),
+            "cannot write the store-wal in the store"
+        );
+        assert_eq!(without_paths("nothing to hide", &[String::new()]), "nothing to hide");
+    }
+
+    #[test]
+    fn framework_answers_get_this_apis_codes() {
+        let empty = ApiError::from_status(StatusCode::NOT_FOUND, "");
+        assert_eq!((empty.code, empty.message.as_str()), ("not_found", "not found"));
+        let text = ApiError::from_status(StatusCode::BAD_REQUEST, "Invalid\n header");
+        assert_eq!((text.code, text.message.as_str()), ("bad_request", "Invalid header"));
+        assert_eq!(ApiError::from_status(StatusCode::BAD_GATEWAY, "").code, "internal");
+        assert!(ApiError::body_too_large(1024).message.contains("(1024 bytes at most)"));
+    }
+
+    #[test]
     fn messages_are_one_line() {
         assert_eq!(one_line("a\n  b\tc"), "a b c");
     }

@@ -29,7 +29,9 @@
 //!
 //! Invariant: no route reads or writes a path a client chose (bodies carry
 //! contents, never file names to open); the token is compared in constant
-//! time and never logged; a failed request leaves the store as it was.
+//! time and never logged; a failed request leaves the store as it was;
+//! every error answer is `{"error": {"code", "message"}}` as JSON and names
+//! no file of the server.
 
 mod api;
 mod app;
