@@ -20,6 +20,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::api::{analysis, health, plans, profiles, services};
+use crate::boundary;
 use crate::config::ServeConfig;
 use crate::docs::{self, ApiDoc};
 use crate::error::{ApiError, ServerError};
@@ -51,6 +52,8 @@ pub(crate) fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(docs::openapi_json))
         .routes(routes!(docs::docs_page))
         .split_for_parts();
+    let mut api = api;
+    docs::document_errors(&mut api);
     state.set_openapi_json(api.to_pretty_json().unwrap_or_default());
     let config = &state.inner.config;
     let router = routes
@@ -58,6 +61,7 @@ pub(crate) fn router(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .layer(DefaultBodyLimit::max(config.max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), time_limit))
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(middleware::from_fn_with_state(state.clone(), boundary::finish_errors))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .with_state(state);
     (router, api)
@@ -77,18 +81,24 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
     if open {
         return next.run(request).await;
     }
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
-        .map(<[u8]>::trim_ascii);
+    let authorization = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
+    let presented = authorization.and_then(|value| value.strip_prefix(b"Bearer ")).map(<[u8]>::trim_ascii);
     match presented {
         Some(token) if state.inner.config.token.matches(token) => next.run(request).await,
         _ => {
-            let message = if reads {
-                "this route needs `Authorization: Bearer TOKEN` (the server's reading routes are not public)"
-            } else {
-                "this route changes state and needs `Authorization: Bearer TOKEN`"
+            let other_scheme = authorization.filter(|_| presented.is_none()).map(|value| {
+                let scheme = value.split(|byte| *byte == b' ').next().unwrap_or_default();
+                String::from_utf8_lossy(scheme).chars().take(32).collect::<String>()
+            });
+            let message = match (other_scheme, reads) {
+                (Some(scheme), _) => {
+                    format!("this server takes only `Authorization: Bearer TOKEN`, not the '{scheme}' scheme")
+                }
+                (None, true) => {
+                    "this route needs `Authorization: Bearer TOKEN` (the server's reading routes are not public)"
+                        .to_string()
+                }
+                (None, false) => "this route changes state and needs `Authorization: Bearer TOKEN`".to_string(),
             };
             let mut response = ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message).into_response();
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -6,7 +6,11 @@
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse};
+use std::collections::BTreeMap;
+
+use utoipa::openapi::path::{Operation, Parameter, ParameterIn};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, ResponseBuilder};
 use utoipa::Modify;
 
 use crate::api::tags;
@@ -19,8 +23,10 @@ use crate::state::AppState;
         title = "Tessera",
         description = "Plans DL inference services onto NVIDIA GPUs (MIG + MPS): profiles, services, planning jobs, \
                        plans, verification, colocation and simulation. Mutating routes need `Authorization: Bearer \
-                       TOKEN`; reading routes too unless the server runs with --public-reads. Every error is \
-                       `{\"error\": {\"code\", \"message\"}}`."
+                       TOKEN`; reading routes too unless the server runs with --public-reads. Every error — the \
+                       framework's too: an unknown route 404, a method a route does not take 405, a request past \
+                       the time limit 503 `timeout` — is `{\"error\": {\"code\", \"message\"}}` as \
+                       `application/json`. JSON bodies are objects."
     ),
     modifiers(&BearerAuth),
     tags(
@@ -47,6 +53,54 @@ impl Modify for BearerAuth {
             ),
         );
     }
+}
+
+/// Documents, on every operation of `api`, the error answers the shared
+/// layers and extractors give it (see `boundary` and `api::extract`) where
+/// the handler's own list does not already name the status: 401 on routes
+/// behind the token, 400 where an integer path parameter or a query string
+/// may not parse, and 400, 413, 415 and 422 where a JSON body is taken.
+pub(crate) fn document_errors(api: &mut utoipa::openapi::OpenApi) {
+    for item in api.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch];
+        for operation in operations.into_iter().flatten() {
+            for (status, reasons) in shared_errors(operation) {
+                let reasons = reasons.join("; ");
+                operation.responses.responses.entry(status.to_string()).or_insert_with(|| {
+                    let content = ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build();
+                    RefOr::T(ResponseBuilder::new().description(reasons).content("application/json", content).build())
+                });
+            }
+        }
+    }
+}
+
+/// The statuses the shared layers and extractors may answer `operation`
+/// with, and why (with the codes).
+fn shared_errors(operation: &Operation) -> BTreeMap<u16, Vec<&'static str>> {
+    let mut errors: BTreeMap<u16, Vec<&'static str>> = BTreeMap::new();
+    if operation.security.as_ref().is_some_and(|security| !security.is_empty()) {
+        errors.entry(401).or_default().push("no token, a wrong one, or another scheme than Bearer (`unauthorized`)");
+    }
+    let parameters = operation.parameters.iter().flatten();
+    let integer = |parameter: &&Parameter| {
+        serde_json::to_value(&parameter.schema).is_ok_and(|schema| schema["type"] == "integer")
+    };
+    if parameters.clone().filter(|p| p.parameter_in == ParameterIn::Path).any(|p| integer(&p)) {
+        errors.entry(400).or_default().push("a path parameter is not a number (`invalid_path`)");
+    }
+    if parameters.clone().any(|p| p.parameter_in == ParameterIn::Query) {
+        errors.entry(400).or_default().push("the query string does not parse (`invalid_query`)");
+    }
+    if operation.request_body.is_some() {
+        errors.entry(400).or_default().push("the body is not JSON (`malformed_json`)");
+        errors.entry(413).or_default().push("the body is over the server's limit, stated in bytes (`body_too_large`)");
+        errors.entry(415).or_default().push("the body is not sent as `application/json` (`unsupported_media_type`)");
+        errors.entry(422).or_default().push(
+            "the body is not a JSON object, or a field is unknown, missing or of the wrong type (`invalid_body`)",
+        );
+    }
+    errors
 }
 
 /// This document.

@@ -2,8 +2,9 @@
 //! and the library's one-line message, as JSON), and [`ServerError`], why
 //! the server could not start or run.
 
-use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::extract::path::ErrorKind;
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use tessera_store::StoreError;
@@ -31,9 +32,11 @@ pub struct ErrorBody {
 /// The error inside [`ErrorBody`].
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
-    /// A stable code: `malformed_json`, `invalid_body`, `unsupported_media_type`, `body_too_large`,
-    /// `unauthorized`, `not_found`, `already_exists`, `version_conflict`, `precondition_required`,
-    /// `invalid_input`, `store_unavailable`, `timeout`, `shutting_down`, `internal`.
+    /// A stable code: `bad_request`, `invalid_path`, `invalid_query`, `malformed_json`, `invalid_body`,
+    /// `unsupported_media_type`, `body_too_large`, `unauthorized`, `not_found`, `method_not_allowed`,
+    /// `already_exists`, `version_conflict`, `precondition_required`, `invalid_input`, `unknown_model`,
+    /// `unknown_service`, `no_plan`, `queue_full`, `store_unavailable`, `timeout`, `shutting_down`,
+    /// `internal`.
     #[schema(example = "version_conflict")]
     pub code: String,
     /// What is wrong, in one line.
@@ -67,6 +70,50 @@ impl ApiError {
     /// 500: a fault of the server itself.
     pub fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// 413: the body is over the server's limit, which the message states.
+    pub fn body_too_large(limit_bytes: usize) -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("the request body is larger than this server accepts ({limit_bytes} bytes at most)"),
+        )
+    }
+
+    /// An answer the framework made with this status and no error of ours
+    /// (an empty 405, a text rejection), in this API's codes: `text` is its
+    /// body, when it has one.
+    pub(crate) fn from_status(status: StatusCode, text: &str) -> ApiError {
+        let code = match status {
+            StatusCode::UNAUTHORIZED => "unauthorized",
+            StatusCode::NOT_FOUND => "not_found",
+            StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+            StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+            StatusCode::UNPROCESSABLE_ENTITY => "invalid_input",
+            StatusCode::REQUEST_TIMEOUT | StatusCode::GATEWAY_TIMEOUT => "timeout",
+            StatusCode::SERVICE_UNAVAILABLE => "store_unavailable",
+            server if server.is_server_error() => "internal",
+            _ => "bad_request",
+        };
+        let text = one_line(text);
+        let message = if text.is_empty() {
+            status.canonical_reason().unwrap_or("the request failed").to_lowercase()
+        } else {
+            text
+        };
+        ApiError::new(status, code, message)
+    }
+
+    /// The response: the JSON body with `content-type: application/json`.
+    /// ([`IntoResponse`] adds the error itself to the response's extensions,
+    /// where the error layer finds it to finish it: see `boundary`.)
+    pub(crate) fn finished(&self) -> Response {
+        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message.clone() } };
+        let mut response = (self.status, axum::Json(body)).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
     }
 }
 
@@ -102,26 +149,64 @@ impl From<tessera_plan::PlanError> for ApiError {
 impl From<JsonRejection> for ApiError {
     /// Axum's reasons for refusing a JSON body, in this API's codes: bad
     /// syntax 400, a body of the wrong shape (an unknown field, a missing
-    /// one, a wrong type) 422, another content type 415, too large 413.
+    /// one, a wrong type) 422, another content type 415.
     fn from(rejection: JsonRejection) -> ApiError {
         let status = rejection.status();
         let code = match &rejection {
             JsonRejection::JsonSyntaxError(_) => "malformed_json",
             JsonRejection::JsonDataError(_) => "invalid_body",
             JsonRejection::MissingJsonContentType(_) => "unsupported_media_type",
-            _ if status == StatusCode::PAYLOAD_TOO_LARGE => "body_too_large",
             _ => "bad_request",
         };
         let message = match &rejection {
             JsonRejection::MissingJsonContentType(_) => {
                 "the body must be JSON: send `Content-Type: application/json`".to_string()
             }
-            _ if status == StatusCode::PAYLOAD_TOO_LARGE => {
-                "the request body is larger than this server accepts".to_string()
-            }
             other => one_line(&other.body_text()),
         };
         ApiError::new(status, code, message)
+    }
+}
+
+impl ApiError {
+    /// A body that could not be read: over the limit (413, stating
+    /// `limit_bytes`) or cut off.
+    pub(crate) fn from_bytes_rejection(rejection: &BytesRejection, limit_bytes: usize) -> ApiError {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::body_too_large(limit_bytes)
+        } else {
+            ApiError::new(rejection.status(), "bad_request", one_line(&rejection.body_text()))
+        }
+    }
+
+    /// A path that does not fit its route's parameters (400 `invalid_path`,
+    /// naming the parameter when `only_key` is the route's only one).
+    pub(crate) fn from_path_rejection(rejection: &PathRejection, only_key: Option<&str>) -> ApiError {
+        let PathRejection::FailedToDeserializePathParams(failed) = rejection else {
+            return ApiError::from_status(rejection.status(), &rejection.body_text());
+        };
+        let (key, value, expected) = match failed.kind() {
+            ErrorKind::ParseErrorAtKey { key, value, expected_type } => (Some(key.as_str()), value, *expected_type),
+            ErrorKind::ParseError { value, expected_type } => (only_key, value, *expected_type),
+            ErrorKind::ParseErrorAtIndex { value, expected_type, .. } => (None, value, *expected_type),
+            other => return ApiError::new(rejection.status(), "invalid_path", one_line(&other.to_string())),
+        };
+        let wanted = match expected {
+            "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number such as 1".to_string(),
+            other => format!("a value of type {other}"),
+        };
+        let named = key.map_or_else(|| "a path parameter".to_string(), |key| format!("path parameter '{key}'"));
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", one_line(&format!("{named}: '{value}' is not {wanted}")))
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    /// A query string that does not fit the route's parameters: 400
+    /// `invalid_query` with serde's reason.
+    fn from(rejection: QueryRejection) -> ApiError {
+        let text = rejection.body_text();
+        let reason = text.strip_prefix("Failed to deserialize query string: ").unwrap_or(&text);
+        ApiError::new(StatusCode::BAD_REQUEST, "invalid_query", one_line(&format!("query string: {reason}")))
     }
 }
 
@@ -132,9 +217,32 @@ pub(crate) fn one_line(text: &str) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = ErrorBody { error: ErrorDetail { code: self.code.to_string(), message: self.message } };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = self.finished();
+        response.extensions_mut().insert(self);
+        response
     }
+}
+
+impl ApiError {
+    /// This error with every mention of `paths` (the store's file and
+    /// folder) taken out: a message that starts with a path loses it, any
+    /// other mention becomes "the store".
+    pub(crate) fn without_paths(mut self, paths: &[String]) -> ApiError {
+        self.message = without_paths(&self.message, paths);
+        self
+    }
+}
+
+/// `text` with every mention of `paths` taken out (see
+/// [`ApiError::without_paths`]); the longest path is taken out first.
+pub(crate) fn without_paths(text: &str, paths: &[String]) -> String {
+    let mut paths: Vec<&String> = paths.iter().filter(|path| !path.is_empty()).collect();
+    paths.sort_by_key(|path| std::cmp::Reverse(path.len()));
+    let mut text = text.to_string();
+    for path in paths {
+        text = text.replace(&format!("{path}: "), "").replace(path.as_str(), "the store");
+    }
+    text
 }
 
 /// Why the server could not start or stopped with an error.
@@ -186,6 +294,30 @@ mod tests {
         );
         let io = StoreError::Io { path, cause: std::io::Error::from(std::io::ErrorKind::PermissionDenied) };
         assert_eq!(ApiError::from(io).status, StatusCode::SERVICE_UNAVAILABLE);
+    }
+
+    #[test]
+    fn paths_are_taken_out_of_messages_longest_first() {
+        let paths = ["/tmp/x".to_string(), "/tmp/x/store.sqlite".to_string()];
+        assert_eq!(
+            without_paths("/tmp/x/store.sqlite: service 'a' already exists", &paths),
+            "service 'a' already exists"
+        );
+        assert_eq!(
+            without_paths("cannot write /tmp/x/store.sqlite-wal in /tmp/x", &paths),
+            "cannot write the store-wal in the store"
+        );
+        assert_eq!(without_paths("nothing to hide", &[String::new()]), "nothing to hide");
+    }
+
+    #[test]
+    fn framework_answers_get_this_apis_codes() {
+        let empty = ApiError::from_status(StatusCode::NOT_FOUND, "");
+        assert_eq!((empty.code, empty.message.as_str()), ("not_found", "not found"));
+        let text = ApiError::from_status(StatusCode::BAD_REQUEST, "Invalid\n header");
+        assert_eq!((text.code, text.message.as_str()), ("bad_request", "Invalid header"));
+        assert_eq!(ApiError::from_status(StatusCode::BAD_GATEWAY, "").code, "internal");
+        assert!(ApiError::body_too_large(1024).message.contains("(1024 bytes at most)"));
     }
 
     #[test]

@@ -13,7 +13,12 @@
 //! * `app` — the router (built with the OpenAPI document from one list of
 //!   routes) and the layers: request ids, logs and metrics; the token; the
 //!   request time limit; the body limit.
-//! * `api` — the handlers: `health`, `profiles`, `services` (versions and
+//! * `boundary` — the layer that finishes every error answer in the
+//!   documented shape (the framework's own included) and keeps the store's
+//!   path out of it.
+//! * `api` — the handlers, taking their inputs through `api::extract`
+//!   (path, query and JSON extractors that refuse as `ApiError`s; JSON
+//!   bodies are objects only): `health`, `profiles`, `services` (versions and
 //!   ETags), `plans` (jobs, stored plans, verify), `analysis` (colocation,
 //!   simulation).
 //! * `jobs` — planning jobs: inputs snapshotted and stored, a fixed number
@@ -24,10 +29,13 @@
 //!
 //! Invariant: no route reads or writes a path a client chose (bodies carry
 //! contents, never file names to open); the token is compared in constant
-//! time and never logged; a failed request leaves the store as it was.
+//! time and never logged; a failed request leaves the store as it was;
+//! every error answer is `{"error": {"code", "message"}}` as JSON and names
+//! no file of the server.
 
 mod api;
 mod app;
+mod boundary;
 mod client;
 mod config;
 mod docs;

@@ -141,6 +141,9 @@ async fn drive(options: &LoadOptions, store_path: &Path) -> Result<LoadReport, S
     let token = token.expose().to_string();
     let deadline = Instant::now() + options.deadline;
     let mut client = Client::connect(address, Some(&token)).await?;
+    // The services' model must be profiled before they are created.
+    let import = serde_json::json!({"format": "tessera", "files": {"bench.csv": bert_profile_csv()?}});
+    expect(client.post("/v1/profiles", &import).await?, 201, "importing a profile")?;
     for index in 0..8 {
         let service = serde_json::json!({"name": format!("bench-{index}"), "model": "bert-base",
             "rate_rps": 50.0 + f64::from(index), "latency_slo_ms": 200.0});
@@ -249,6 +252,18 @@ fn expect(
 }
 
 /// Submits a demo planning job; returns its id.
+/// The built-in example's profile of `bert-base` on the A100-80GB, as
+/// Tessera's profile CSV.
+fn bert_profile_csv() -> Result<String, ServerError> {
+    let catalog = tessera_core::synthetic::builtin_catalog();
+    let profile = catalog
+        .get(tessera_core::GpuModel::A100_80GB, "bert-base")
+        .ok_or_else(|| ServerError::Runtime("the built-in example has no bert-base profile".to_string()))?;
+    let mut csv = Vec::new();
+    tessera_store::write_profiles_csv(&mut csv, [profile]).map_err(|e| ServerError::Runtime(e.to_string()))?;
+    String::from_utf8(csv).map_err(|e| ServerError::Runtime(e.to_string()))
+}
+
 async fn submit(client: &mut Client, time_limit_s: f64) -> Result<u64, ServerError> {
     let body = serde_json::json!({"demo": true, "time_limit_s": time_limit_s});
     let response = expect(client.post("/v1/plans", &body).await?, 202, "submitting a planning job")?;

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use tessera_core::text::escape_xml;
 use tessera_report::{page, plan_section, plan_svg};
 
 use crate::api::analysis::{rank, RecommendBody};
-use crate::api::{off_the_workers, tags};
+use crate::api::{off_the_workers, tags, ApiPath, ApiQuery};
 use crate::error::ApiError;
 use crate::state::AppState;
 
@@ -83,7 +83,10 @@ pub(crate) async fn plans_page(State(state): State<AppState>) -> Result<Html<Str
 #[utoipa::path(get, path = "/plans/{id}", tag = tags::PAGES, security(("bearer" = [])),
     params(("id" = u64, Path, example = 1)),
     responses((status = 200, description = "HTML page", content_type = "text/html"), (status = 404, description = "no such plan")))]
-pub(crate) async fn plan_page(State(state): State<AppState>, Path(id): Path<u64>) -> Result<Html<String>, ApiError> {
+pub(crate) async fn plan_page(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Html<String>, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
     let body = match (&job.plan, &job.error) {
@@ -102,7 +105,7 @@ pub(crate) async fn plan_page(State(state): State<AppState>, Path(id): Path<u64>
 #[utoipa::path(get, path = "/plans/{id}/tiles.svg", tag = tags::PAGES, security(("bearer" = [])),
     params(("id" = u64, Path, example = 1)),
     responses((status = 200, description = "SVG", content_type = "image/svg+xml"), (status = 404, description = "no such plan")))]
-pub(crate) async fn plan_tiles(State(state): State<AppState>, Path(id): Path<u64>) -> Result<Response, ApiError> {
+pub(crate) async fn plan_tiles(State(state): State<AppState>, ApiPath(id): ApiPath<u64>) -> Result<Response, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let plan = job.and_then(|job| job.plan).ok_or_else(|| ApiError::not_found(format!("no finished plan {id}")))?;
     Ok(([(header::CONTENT_TYPE, "image/svg+xml")], plan_svg(&plan)).into_response())
@@ -110,6 +113,7 @@ pub(crate) async fn plan_tiles(State(state): State<AppState>, Path(id): Path<u64
 
 /// The colocation form's fields.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct ColocationQuery {
     /// The workload to find partners for.
     pub target: Option<String>,
@@ -125,7 +129,7 @@ pub(crate) struct ColocationQuery {
     responses((status = 200, description = "HTML page", content_type = "text/html")))]
 pub(crate) async fn colocation_page(
     State(state): State<AppState>,
-    Query(query): Query<ColocationQuery>,
+    ApiQuery(query): ApiQuery<ColocationQuery>,
 ) -> Result<Html<String>, ApiError> {
     let (rows, pool) =
         state.with_store(false, |store| Ok((store.load_colocations()?, store.load_workloads()?))).await?;

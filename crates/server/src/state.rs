@@ -2,6 +2,7 @@
 //! used from blocking tasks), the metrics, the planning queue, the current
 //! plan and the last simulation.
 
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use tessera_core::Plan;
@@ -39,12 +40,16 @@ pub(crate) struct Shared {
     last_simulation: Mutex<Option<(String, String)>>,
     /// The OpenAPI document, set once the router is built.
     openapi_json: OnceLock<String>,
+    /// The store's file and folder, as given and resolved: never shown to a
+    /// client.
+    private_paths: Vec<String>,
 }
 
 impl AppState {
     /// State over an opened store.
     pub(crate) fn new(config: ServeConfig, store: Store) -> AppState {
         let jobs = JobQueue::new(config.planning_workers);
+        let private_paths = private_paths(&config.store_path);
         AppState {
             inner: Arc::new(Shared {
                 config,
@@ -55,6 +60,7 @@ impl AppState {
                 current_plan: RwLock::new(None),
                 last_simulation: Mutex::new(None),
                 openapi_json: OnceLock::new(),
+                private_paths,
             }),
         }
     }
@@ -129,4 +135,26 @@ impl AppState {
     pub(crate) fn openapi_json(&self) -> String {
         self.inner.openapi_json.get().cloned().unwrap_or_default()
     }
+
+    /// The paths no answer may show: the store's file and its folder.
+    pub(crate) fn private_paths(&self) -> &[String] {
+        &self.inner.private_paths
+    }
+}
+
+/// The store's file and folder, as given and as resolved (a folder only
+/// when it is more than `/` or `.`), longest first.
+fn private_paths(store: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let resolved = store.canonicalize().ok();
+    for file in std::iter::once(store.to_path_buf()).chain(resolved) {
+        if let Some(folder) = file.parent().filter(|folder| folder.components().count() > 1) {
+            found.push(folder.display().to_string());
+        }
+        found.push(file.display().to_string());
+    }
+    found.retain(|path| !path.is_empty());
+    found.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    found.dedup();
+    found
 }

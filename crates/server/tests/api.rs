@@ -76,6 +76,7 @@ async fn import_services_plan_verify_and_report_end_to_end() {
 async fn concurrent_updates_of_a_service_give_one_winner_and_one_conflict() {
     let mut server = start_server(|_| {}).await;
     let mut client = server.client().await;
+    crate::util::import_example_profiles(&mut client).await;
     let body = json!({"name": "chat", "model": "gpt2", "rate_rps": 10.0, "latency_slo_ms": 300.0});
     assert_eq!(client.post("/v1/services", &body).await.unwrap().status, 201);
     let again = client.post("/v1/services", &body).await.unwrap();

@@ -1,7 +1,8 @@
 //! Bad input and faults: malformed JSON, the wrong content type, a huge
 //! body, an unknown field, a plan for unknown services, a full disk, a
 //! read-only store, a job cut by its time limit, a client that hangs up,
-//! shutdown with jobs queued.
+//! shutdown with jobs queued; bodies that are not objects, a service of a
+//! model with no profile, and no store path in any answer.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -10,7 +11,9 @@ use serde_json::json;
 use tessera_store::Store;
 use tokio::io::AsyncWriteExt;
 
-use crate::util::{error_of, example_profiles_csv, start_server, start_server_in, wait_job, TOKEN};
+use crate::util::{
+    error_of, example_profiles_csv, import_example_profiles, start_server, start_server_in, wait_job, TOKEN,
+};
 
 /// A body, its content type, and the status, code and words of its answer.
 type BadBody = (Option<&'static str>, Vec<u8>, u16, &'static str, &'static str);
@@ -47,7 +50,9 @@ async fn bad_bodies_get_their_status_and_a_one_line_message() {
     let huge = format!(r#"{{"format":"tessera","files":{{"a.csv":"{}"}}}}"#, "x".repeat(100 * 1024));
     let answer =
         client.send_bytes("POST", "/v1/profiles", Some("application/json"), huge.into_bytes(), &[]).await.unwrap();
-    assert_eq!((answer.status, error_of(&answer).0.as_str()), (413, "body_too_large"));
+    let (code, message) = error_of(&answer);
+    assert_eq!((answer.status, code.as_str()), (413, "body_too_large"), "{message}");
+    assert_eq!(message, "the request body is larger than this server accepts (65536 bytes at most)");
     let bad_value = json!({"name": "a", "model": "m", "rate_rps": -1.0, "latency_slo_ms": 10.0});
     let answer = client.post("/v1/services", &bad_value).await.unwrap();
     assert_eq!(answer.status, 422);
@@ -87,6 +92,91 @@ async fn plans_for_unknown_services_and_plans_without_services_are_refused() {
     let answer = client.post("/v1/verify", &json!({"plan": {"version": 9}})).await.unwrap();
     assert_eq!(answer.status, 422);
     assert!(error_of(&answer).1.starts_with("field 'plan': plan version 9 is not supported"), "{}", answer.text());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_bodies_must_be_objects() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    // serde would read an array as a struct's fields in order.
+    for (route, body, kind) in [
+        ("/v1/plans", "[true,\"parva\"]", "an array"),
+        ("/v1/plans", "[]", "an array"),
+        ("/v1/plans", "null", "null"),
+        ("/v1/services", "[\"a\", \"gpt2\", 1, 100]", "an array"),
+        ("/v1/verify", "42", "a number"),
+        ("/v1/profiles", "\n  true", "a boolean"),
+    ] {
+        let answer =
+            client.send_bytes("POST", route, Some("application/json"), body.as_bytes().to_vec(), &[]).await.unwrap();
+        let (code, message) = error_of(&answer);
+        assert_eq!((answer.status, code.as_str()), (422, "invalid_body"), "{route} {body}: {message}");
+        assert_eq!(message, format!("the body must be a JSON object ({{\"field\": value, …}}), not {kind}"));
+    }
+    // Nothing was queued or stored.
+    assert_eq!(client.get("/v1/plans").await.unwrap().json(), json!([]));
+    assert_eq!(client.get("/v1/services").await.unwrap().json(), json!([]));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_of_an_unprofiled_model_is_refused_at_the_door() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    let llama = json!({"name": "chat", "model": "llama-70b", "rate_rps": 5.0, "latency_slo_ms": 900.0});
+    let answer = client.post("/v1/services", &llama).await.unwrap();
+    let (code, message) = error_of(&answer);
+    assert_eq!((answer.status, code.as_str()), (422, "unknown_model"), "{message}");
+    assert_eq!(
+        message,
+        "service 'chat': no profile of model 'llama-70b' in the store (the store holds no profiles yet: import them \
+         first (POST /v1/profiles))"
+    );
+    import_example_profiles(&mut client).await;
+    let answer = client.post("/v1/services", &llama).await.unwrap();
+    let (code, message) = error_of(&answer);
+    assert_eq!((answer.status, code.as_str()), (422, "unknown_model"), "{message}");
+    assert_eq!(
+        message,
+        "service 'chat': no profile of model 'llama-70b' in the store (profiled models: bert-base, gpt2, \
+         mobilenetv2, resnet50, vit-b16)"
+    );
+    let gpt2 = json!({"name": "chat", "model": "gpt2", "rate_rps": 5.0, "latency_slo_ms": 900.0});
+    assert_eq!(client.post("/v1/services", &gpt2).await.unwrap().status, 201);
+    // An update to an unprofiled model is refused the same way and changes nothing.
+    let update = json!({"model": "llama-70b", "rate_rps": 5.0, "latency_slo_ms": 900.0});
+    let answer = client.send("PUT", "/v1/services/chat", Some(&update), &[("if-match", "\"1\"")]).await.unwrap();
+    assert_eq!((answer.status, error_of(&answer).0.as_str()), (422, "unknown_model"), "{}", answer.text());
+    let stored = client.get("/v1/services/chat").await.unwrap().json();
+    assert_eq!((stored["model"].as_str(), stored["version"].as_u64()), (Some("gpt2"), Some(1)));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_answer_shows_the_store_path() {
+    let mut server = start_server(|_| {}).await;
+    let private = server.dir.path().display().to_string();
+    let mut client = server.client().await;
+    import_example_profiles(&mut client).await;
+    let body = json!({"name": "chat", "model": "gpt2", "rate_rps": 5.0, "latency_slo_ms": 900.0});
+    assert_eq!(client.post("/v1/services", &body).await.unwrap().status, 201);
+    let taken = client.post("/v1/services", &body).await.unwrap();
+    let (code, message) = error_of(&taken);
+    assert_eq!((taken.status, code.as_str()), (409, "already_exists"));
+    assert_eq!(message, "service 'chat' already exists (update it with its version instead)");
+    let update = json!({"model": "gpt2", "rate_rps": 6.0, "latency_slo_ms": 900.0});
+    let stale = client.send("PUT", "/v1/services/chat", Some(&update), &[("if-match", "\"7\"")]).await.unwrap();
+    let (code, message) = error_of(&stale);
+    assert_eq!((stale.status, code.as_str()), (409, "version_conflict"));
+    assert!(message.starts_with("service 'chat' is at version 1, not 7"), "{message}");
+    let gone = client.send("DELETE", "/v1/services/nobody", None, &[("if-match", "\"1\"")]).await.unwrap();
+    let missing = client.get("/v1/profiles/a100-80gb/nothing").await.unwrap();
+    for answer in [&taken, &stale, &gone, &missing] {
+        assert!((400..500).contains(&answer.status), "{}", answer.text());
+        assert!(!answer.text().contains(&private), "an answer shows the store's path: {}", answer.text());
+        assert!(!answer.text().contains("store.sqlite"), "an answer names the store's file: {}", answer.text());
+    }
     server.stop().await;
 }
 
@@ -139,6 +229,7 @@ async fn a_full_disk_answers_503_with_the_reason_and_corrupts_nothing() {
     let store_dir = tempfile::tempdir_in(disk.dir.path()).unwrap();
     let mut server = start_server_in(store_dir, |_| {}).await;
     let mut client = server.client().await;
+    crate::util::import_example_profiles(&mut client).await;
     let first = json!({"name": "before", "model": "gpt2", "rate_rps": 1.0, "latency_slo_ms": 100.0});
     assert_eq!(client.post("/v1/services", &first).await.unwrap().status, 201);
     disk.fill();
@@ -178,6 +269,9 @@ async fn a_store_on_a_read_only_disk_is_served_read_only() {
     let Some(disk) = SmallDisk::mount() else { return };
     {
         let mut store = Store::open(&disk.dir.path().join("store.sqlite")).unwrap();
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let profiles: Vec<_> = catalog.iter().filter(|profile| profile.model == "gpt2").cloned().collect();
+        store.import_profiles(&profiles, "test", "tessera").unwrap();
         let slo = tessera_core::ServiceSlo::new("kept", "gpt2", 1.0, 100.0).unwrap();
         store.create_service(&slo, None, &[]).unwrap();
     }
@@ -202,6 +296,8 @@ async fn a_store_on_a_read_only_disk_is_served_read_only() {
     let (code, message) = error_of(&answer);
     assert_eq!((answer.status, code.as_str()), (503, "store_unavailable"), "{message}");
     assert!(message.contains("readonly database"), "{message}");
+    let private = disk.dir.path().display().to_string();
+    assert!(!ready.text().contains(&private) && !answer.text().contains(&private), "{}", ready.text());
     server.stop().await.unwrap();
 }
 
@@ -323,6 +419,7 @@ async fn a_request_past_the_time_limit_is_answered_503_and_the_server_goes_on() 
     let answer = client.post("/v1/simulate", &body).await.unwrap();
     let (code, message) = error_of(&answer);
     assert_eq!((answer.status, code.as_str()), (503, "timeout"), "{message}");
+    assert_eq!(answer.header("content-type"), Some("application/json"));
     assert_eq!(message, "the request took longer than the server's limit of 0.001 s");
     assert_eq!(client.get("/healthz").await.unwrap().status, 200);
     server.stop().await;

@@ -5,7 +5,7 @@ use crate::util::{error_of, example_profiles_csv, start_server_in, store_with_co
 use serde_json::{json, Value};
 
 /// Every (method, path) of the document, in document order.
-fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+pub(crate) fn operations(doc: &Value) -> Vec<(String, String, Value)> {
     let mut found = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, operation) in item.as_object().unwrap() {
@@ -16,7 +16,7 @@ fn operations(doc: &Value) -> Vec<(String, String, Value)> {
 }
 
 /// `path` with each `{param}` replaced by its example.
-fn concrete(path: &str, operation: &Value) -> String {
+pub(crate) fn concrete(path: &str, operation: &Value) -> String {
     let mut path = path.to_string();
     for parameter in operation["parameters"].as_array().into_iter().flatten() {
         if parameter["in"] == "path" {
@@ -29,7 +29,7 @@ fn concrete(path: &str, operation: &Value) -> String {
 }
 
 /// The example of an operation's JSON body, if it has one.
-fn body_example(doc: &Value, operation: &Value) -> Option<Value> {
+pub(crate) fn body_example(doc: &Value, operation: &Value) -> Option<Value> {
     let schema = &operation["requestBody"]["content"]["application/json"]["schema"];
     let name = schema["$ref"].as_str()?.rsplit('/').next()?;
     let example = &doc["components"]["schemas"][name]["example"];
@@ -37,7 +37,7 @@ fn body_example(doc: &Value, operation: &Value) -> Option<Value> {
 }
 
 /// The example headers of an operation.
-fn header_examples(operation: &Value) -> Vec<(String, String)> {
+pub(crate) fn header_examples(operation: &Value) -> Vec<(String, String)> {
     operation["parameters"]
         .as_array()
         .into_iter()

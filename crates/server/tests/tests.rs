@@ -4,6 +4,7 @@
 
 mod api;
 mod browser;
+mod errors;
 mod faults;
 mod openapi;
 mod report_pages;

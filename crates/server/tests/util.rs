@@ -82,6 +82,15 @@ pub fn example_profiles_csv() -> String {
     String::from_utf8(csv).unwrap()
 }
 
+/// Imports the built-in example's A100-80GB profiles (bert-base, gpt2,
+/// mobilenetv2, resnet50, vit-b16), so services of those models may be
+/// created.
+pub async fn import_example_profiles(client: &mut Client) {
+    let import = serde_json::json!({"format": "tessera", "files": {"example.csv": example_profiles_csv()}});
+    let answer = client.post("/v1/profiles", &import).await.unwrap();
+    assert_eq!(answer.status, 201, "{}", answer.text());
+}
+
 /// The error code and message of an error answer.
 pub fn error_of(response: &tessera_server::ClientResponse) -> (String, String) {
     let body = response.json();

@@ -3,33 +3,15 @@
 //! the router and the OpenAPI document are made from the same list.
 
 pub(crate) mod analysis;
+mod extract;
 pub(crate) mod health;
 pub(crate) mod plans;
 pub(crate) mod profiles;
 pub(crate) mod services;
 
-use axum::extract::{FromRequest, Request};
-use serde::de::DeserializeOwned;
+pub(crate) use extract::{ApiJson, ApiPath, ApiQuery};
 
 use crate::error::ApiError;
-
-/// A JSON request body whose refusals (bad syntax, an unknown field, the
-/// wrong content type, too large) are answered as [`ApiError`]s.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct ApiJson<T>(pub T);
-
-impl<T, S> FromRequest<S> for ApiJson<T>
-where
-    T: DeserializeOwned,
-    S: Send + Sync,
-{
-    type Rejection = ApiError;
-
-    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::Json(value) = axum::Json::<T>::from_request(request, state).await?;
-        Ok(ApiJson(value))
-    }
-}
 
 /// Runs `work` (a pure computation: planning, verifying, ranking,
 /// simulating) on a blocking thread, never on the async workers.

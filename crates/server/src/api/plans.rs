@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -15,8 +15,8 @@ use tessera_core::{GpuModel, Plan};
 use tessera_plan::{verify_plan, PlanInputs, ProfileOrigin, Verification};
 use tessera_store::{parse_plan, PlanDocument, StoredJob};
 
-use crate::api::{off_the_workers, tags, ApiJson};
-use crate::error::{ApiError, ErrorBody};
+use crate::api::{off_the_workers, tags, ApiJson, ApiPath};
+use crate::error::{without_paths, ApiError, ErrorBody};
 use crate::jobs::{run_job, JobInputs, PlanJobRequest};
 use crate::state::AppState;
 
@@ -86,7 +86,8 @@ fn job_body(state: &AppState, job: StoredJob) -> Result<JobBody, ApiError> {
         id: job.id,
         status: job.status.name().to_string(),
         progress,
-        error: job.error,
+        // A failure's reason may quote the store's errors: without its path.
+        error: job.error.map(|reason| without_paths(&reason, state.private_paths())),
         plan: job.plan,
         request,
         created_at: job.created_at,
@@ -145,7 +146,10 @@ pub(crate) async fn list_plans(State(state): State<AppState>) -> Result<Json<Vec
 #[utoipa::path(get, path = "/v1/plans/{id}", tag = tags::PLANS, security(("bearer" = [])),
     params(("id" = u64, Path, example = 1)),
     responses((status = 200, body = JobBody), (status = 404, body = ErrorBody)))]
-pub(crate) async fn get_plan(State(state): State<AppState>, Path(id): Path<u64>) -> Result<Json<JobBody>, ApiError> {
+pub(crate) async fn get_plan(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<u64>,
+) -> Result<Json<JobBody>, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;
     Ok(Json(job_body(&state, job)?))
@@ -158,7 +162,7 @@ pub(crate) async fn get_plan(State(state): State<AppState>, Path(id): Path<u64>)
     responses((status = 200, body = Verification), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub(crate) async fn verify_stored(
     State(state): State<AppState>,
-    Path(id): Path<u64>,
+    ApiPath(id): ApiPath<u64>,
 ) -> Result<Json<Verification>, ApiError> {
     let job = state.with_store(false, move |store| Ok(store.job(id)?)).await?;
     let job = job.ok_or_else(|| ApiError::not_found(format!("no planning job {id}")))?;

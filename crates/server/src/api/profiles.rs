@@ -3,14 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_core::{GpuModel, ModelProfile};
 use tessera_store::{parse_parvagpu_profile, parse_profiles_csv};
 
-use crate::api::{tags, ApiJson};
+use crate::api::{tags, ApiJson, ApiPath};
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -130,7 +130,7 @@ fn gpu_of(text: &str) -> Result<GpuModel, ApiError> {
     responses((status = 200, body = ProfileBody), (status = 404, body = ErrorBody)))]
 pub(crate) async fn get_profile(
     State(state): State<AppState>,
-    Path((gpu_model, model)): Path<(String, String)>,
+    ApiPath((gpu_model, model)): ApiPath<(String, String)>,
 ) -> Result<Json<ProfileBody>, ApiError> {
     let gpu = gpu_of(&gpu_model)?;
     let wanted = model.clone();
@@ -220,7 +220,7 @@ pub(crate) async fn import_profiles(
     responses((status = 200, body = RemovedPoints), (status = 404, body = ErrorBody)))]
 pub(crate) async fn delete_profile(
     State(state): State<AppState>,
-    Path((gpu_model, model)): Path<(String, String)>,
+    ApiPath((gpu_model, model)): ApiPath<(String, String)>,
 ) -> Result<Json<RemovedPoints>, ApiError> {
     let gpu = gpu_of(&gpu_model)?;
     let removed_points = state.with_store(true, move |store| Ok(store.remove_profile(gpu, &model)?)).await?;

@@ -2,17 +2,22 @@
 //! get, create, update, delete. Every answer carries the service's version
 //! as its `ETag`; an update or removal must send it back in `If-Match`, and
 //! one made from an older version is refused with 409 (never last writer
-//! wins).
+//! wins). A service's model must have a stored profile (on any GPU model)
+//! when it is written: one that has none is refused at the door (422
+//! `unknown_model`, naming the profiled models) rather than failing every
+//! later planning job.
 
-use axum::extract::{Path, State};
+use std::collections::BTreeSet;
+
+use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use tessera_core::ServiceSlo;
-use tessera_store::StoredService;
+use tessera_store::{Store, StoredService};
 
-use crate::api::{tags, ApiJson};
+use crate::api::{tags, ApiJson, ApiPath};
 use crate::error::{ApiError, ErrorBody};
 use crate::state::AppState;
 
@@ -79,6 +84,32 @@ impl ServiceInput {
     }
 }
 
+/// How many profiled models an `unknown_model` message names.
+const NAMED_MODELS: usize = 20;
+
+/// Refuses (422 `unknown_model`) a service whose model has no profile in
+/// the store on any GPU model: it could never be planned, and every
+/// planning job over the stored services would fail on it.
+fn check_model(store: &Store, name: &str, model: &str) -> Result<(), ApiError> {
+    let known: BTreeSet<String> = store.list_profiles()?.into_iter().map(|summary| summary.model).collect();
+    if known.contains(model) {
+        return Ok(());
+    }
+    let listed = if known.is_empty() {
+        "the store holds no profiles yet: import them first (POST /v1/profiles)".to_string()
+    } else {
+        let names: Vec<&str> = known.iter().take(NAMED_MODELS).map(String::as_str).collect();
+        let more = known.len().saturating_sub(NAMED_MODELS);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        format!("profiled models: {}{more}", names.join(", "))
+    };
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "unknown_model",
+        format!("service '{name}': no profile of model '{model}' in the store ({listed})"),
+    ))
+}
+
 fn body_of(stored: StoredService) -> ServiceBody {
     ServiceBody {
         name: stored.slo.service,
@@ -124,7 +155,8 @@ pub(crate) async fn list_services(State(state): State<AppState>) -> Result<Json<
     Ok(Json(services.into_iter().map(body_of).collect()))
 }
 
-/// Creates a service at version 1 (409 if the name is taken).
+/// Creates a service at version 1 (409 if the name is taken; 422
+/// `unknown_model` when no stored profile is of its model).
 #[utoipa::path(post, path = "/v1/services", tag = tags::SERVICES, security(("bearer" = [])),
     request_body = ServiceInput,
     responses((status = 201, body = ServiceBody, headers(("ETag" = String, description = "the version, quoted"))),
@@ -136,7 +168,10 @@ pub(crate) async fn create_service(
     let name = input.name.clone().ok_or_else(|| ApiError::invalid("field 'name': a new service needs a name"))?;
     let slo = input.slo(&name)?;
     let stored = state
-        .with_store(true, move |store| Ok(store.create_service(&slo, input.image.as_deref(), &input.args)?))
+        .with_store(true, move |store| {
+            check_model(store, &slo.service, &slo.model)?;
+            Ok(store.create_service(&slo, input.image.as_deref(), &input.args)?)
+        })
         .await?;
     Ok(with_etag(StatusCode::CREATED, stored))
 }
@@ -146,7 +181,10 @@ pub(crate) async fn create_service(
     params(("name" = String, Path, example = "search")),
     responses((status = 200, body = ServiceBody, headers(("ETag" = String, description = "the version, quoted"))),
         (status = 404, body = ErrorBody)))]
-pub(crate) async fn get_service(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn get_service(
+    State(state): State<AppState>,
+    ApiPath(name): ApiPath<String>,
+) -> Result<Response, ApiError> {
     let wanted = name.clone();
     let stored = state.with_store(false, move |store| Ok(store.service(&wanted)?)).await?;
     let stored = stored.ok_or_else(|| ApiError::not_found(format!("no service '{name}'")))?;
@@ -154,16 +192,17 @@ pub(crate) async fn get_service(State(state): State<AppState>, Path(name): Path<
 }
 
 /// Replaces a service; `If-Match` must name its current version (409
-/// when another writer changed it first, 428 when absent).
+/// when another writer changed it first, 428 when absent); its model must
+/// have a stored profile (422 `unknown_model`).
 #[utoipa::path(put, path = "/v1/services/{name}", tag = tags::SERVICES, security(("bearer" = [])),
     params(("name" = String, Path, example = "search"),
         ("If-Match" = String, Header, description = "the ETag the service was read with", example = "\"1\"")),
     request_body = ServiceInput,
     responses((status = 200, body = ServiceBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody),
-        (status = 428, body = ErrorBody)))]
+        (status = 422, body = ErrorBody), (status = 428, body = ErrorBody)))]
 pub(crate) async fn update_service(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
     ApiJson(input): ApiJson<ServiceInput>,
 ) -> Result<Response, ApiError> {
@@ -173,7 +212,10 @@ pub(crate) async fn update_service(
     let expected = if_match(&headers, &name)?;
     let slo = input.slo(&name)?;
     let stored = state
-        .with_store(true, move |store| Ok(store.update_service(&slo, input.image.as_deref(), &input.args, expected)?))
+        .with_store(true, move |store| {
+            check_model(store, &slo.service, &slo.model)?;
+            Ok(store.update_service(&slo, input.image.as_deref(), &input.args, expected)?)
+        })
         .await?;
     Ok(with_etag(StatusCode::OK, stored))
 }
@@ -186,7 +228,7 @@ pub(crate) async fn update_service(
         (status = 428, body = ErrorBody)))]
 pub(crate) async fn delete_service(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    ApiPath(name): ApiPath<String>,
     headers: HeaderMap,
 ) -> Result<StatusCode, ApiError> {
     let expected = if_match(&headers, &name)?;
