@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use rayon::prelude::*;
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
@@ -112,22 +113,31 @@ impl<'a> Problem<'a> {
     /// its best GPU model; then all services together. Services no model
     /// can serve are left to the planners' own errors.
     fn check_ceiling(&self) -> Result<(), PlanError> {
+        // Every service's judged points, on every core: under the
+        // percentile rule this computes (and memoises for the planners)
+        // the serving model's capacities, the costliest step of a request
+        // whose services have many distinct SLOs.
+        let fewest_per_service: Vec<f64> = self
+            .services
+            .par_iter()
+            .map(|slo| {
+                self.fleet
+                    .iter()
+                    .filter_map(|offer| {
+                        let profile = self.catalog.get(offer.model, &slo.model)?;
+                        let points = judged_points(profile, slo, self.max_procs, self.judge()).ok()?;
+                        let allowed =
+                            || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
+                        let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
+                        let smallest = allowed().map(|p| f64::from(p.config.size_gpcs)).fold(f64::INFINITY, f64::min);
+                        let slices = f64::from(offer.model.spec().compute_slices);
+                        (best > 0.0).then(|| (slo.rate_rps / best).max(smallest) / slices)
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            })
+            .collect();
         let mut total_gpus = 0.0;
-        for slo in self.services {
-            let fewest = self
-                .fleet
-                .iter()
-                .filter_map(|offer| {
-                    let profile = self.catalog.get(offer.model, &slo.model)?;
-                    let points = judged_points(profile, slo, self.max_procs, self.judge()).ok()?;
-                    let allowed =
-                        || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
-                    let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
-                    let smallest = allowed().map(|p| f64::from(p.config.size_gpcs)).fold(f64::INFINITY, f64::min);
-                    let slices = f64::from(offer.model.spec().compute_slices);
-                    (best > 0.0).then(|| (slo.rate_rps / best).max(smallest) / slices)
-                })
-                .fold(f64::INFINITY, f64::min);
+        for (slo, fewest) in self.services.iter().zip(fewest_per_service) {
             if !fewest.is_finite() {
                 continue;
             }

@@ -375,7 +375,14 @@ async fn a_client_that_hangs_up_mid_request_leaves_no_trace() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_fails_queued_jobs_and_finishes_running_ones() {
-    let mut server = start_server(|config| config.planning_workers = 1).await;
+    // A long grace: the running job must finish however loaded the machine
+    // (400 tenants with as many SLOs take seconds of the serving model's
+    // capacities before the search's time limit starts to count).
+    let mut server = start_server(|config| {
+        config.planning_workers = 1;
+        config.job_grace = Duration::from_secs(120);
+    })
+    .await;
     let mut client = server.client().await;
     create_tenants(&mut client, 400).await;
     let mut ids = Vec::new();
