@@ -46,7 +46,7 @@ use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 use crate::names::{profile_part, service_names, stable_hash};
 use crate::options::ExportOptions;
 use crate::pods::{rolling_update, PodOptions};
-use crate::routing::{segment_service, service_route, Backend};
+use crate::routing::{check_backend_counts, segment_service, service_route, Backend};
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -469,6 +469,7 @@ pub fn manifests_with(
     objects.extend(deployments);
     objects.extend(services);
     if let Some(gateway) = &options.routes {
+        check_backend_counts(backends.iter().map(|(service, list)| (*service, list.len())))?;
         for (service, backends) in &backends {
             let mut labels = common_labels(&plan_id);
             labels.insert(SERVICE_LABEL.into(), (*service).to_string());

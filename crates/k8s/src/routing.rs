@@ -57,6 +57,27 @@ pub const SERVICE_PORT: i32 = 80;
 pub const DEFAULT_GATEWAY: &str = "tessera";
 /// The largest weight a Gateway API backend may carry.
 pub const MAX_WEIGHT: i32 = 1_000_000;
+/// The most backends one `HTTPRoute` rule may list (the Gateway API's
+/// `maxItems`).
+pub const MAX_BACKENDS: usize = 16;
+
+/// Refuses routes for services of more segments than one rule may list
+/// ([`MAX_BACKENDS`]), naming them: `(service, segments)`.
+pub fn check_backend_counts<'a>(counts: impl IntoIterator<Item = (&'a str, usize)>) -> Result<(), K8sError> {
+    let over: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, segments)| *segments > MAX_BACKENDS)
+        .map(|(service, segments)| format!("{service} ({segments})"))
+        .collect();
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(K8sError::Plan(format!(
+        "more segments than an HTTPRoute rule may weigh ({MAX_BACKENDS}): {}; export with --no-routes and \
+         weigh the segments' Services in the client",
+        over.join(", ")
+    )))
+}
 
 /// The Gateway an `HTTPRoute` attaches to (its `parentRefs` entry):
 /// `NAMESPACE/NAME[:SECTION]` or `NAME[:SECTION]` (the route's namespace).
@@ -289,6 +310,13 @@ mod tests {
         }
         assert_eq!(route_weights(&[1e-12, 1.0]), [1, MAX_WEIGHT], "a positive capacity still gets traffic");
         assert_eq!(route_weights(&[]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn services_of_more_than_16_segments_are_named() {
+        assert!(check_backend_counts([("a", 16), ("b", 1)]).is_ok());
+        let error = check_backend_counts([("a", 17), ("b", 2), ("c", 40)]).unwrap_err().to_string();
+        assert!(error.starts_with("more segments than an HTTPRoute rule may weigh (16): a (17), c (40); "), "{error}");
     }
 
     #[test]

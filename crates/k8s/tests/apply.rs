@@ -21,6 +21,8 @@ pub fn options() -> ApplyOptions {
         force_conflicts: false,
         layout_timeout: Duration::from_secs(30),
         poll: Duration::from_millis(20),
+        routes: Some(tessera_k8s::GatewayRef::default()),
+        pods: tessera_k8s::PodOptions::default(),
     }
 }
 
