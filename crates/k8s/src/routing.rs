@@ -162,7 +162,7 @@ pub fn route_weights(capacities_rps: &[f64]) -> Vec<i32> {
     capacities_rps
         .iter()
         .map(|&capacity| {
-            if !(capacity > 0.0) || largest <= 0.0 {
+            if capacity.is_nan() || capacity <= 0.0 || largest <= 0.0 {
                 return 0;
             }
             let scaled = (capacity.min(largest) / largest * f64::from(MAX_WEIGHT)).round();
