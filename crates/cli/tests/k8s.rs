@@ -38,11 +38,47 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with("00-configmap-tessera-plan"));
     let claims = files.iter().filter(|f| f.to_str().unwrap().contains("-resourceclaim-")).count();
     let deployments = files.iter().filter(|f| f.to_str().unwrap().contains("-deployment-")).count();
-    assert!(claims > 0 && claims == deployments && files.len() == 1 + 2 * claims);
-    kubernetes_validate(&files);
+    let services = files.iter().filter(|f| f.to_str().unwrap().contains("-service-")).count();
+    let routes = files.iter().filter(|f| f.to_str().unwrap().contains("-httproute-")).count();
+    assert!(claims > 0 && claims == deployments && services == deployments && routes > 0);
+    assert_eq!(files.len(), 1 + 3 * claims + routes);
+    // kubernetes-validate knows the core kinds; routes are checked typed.
+    let core: Vec<_> = files.iter().filter(|f| !f.to_str().unwrap().contains("-httproute-")).cloned().collect();
+    kubernetes_validate(&core);
 
     let output = tessera(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir));
     assert_eq!(stdout(&output).matches("---\n").count(), files.len());
+
+    // Without the Gateway API: no routes, the Services stay; another
+    // Gateway, port and requests are taken.
+    let bare = dir.path().join("bare");
+    let output = tessera(&["k8s", "export", &plan, "-o", bare.to_str().unwrap(), "--no-routes"], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let names: Vec<String> =
+        std::fs::read_dir(&bare).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), files.len() - routes);
+    assert!(!names.iter().any(|n| n.contains("-httproute-")));
+    let stream = stdout(&tessera(
+        &[
+            "k8s",
+            "export",
+            &plan,
+            "-o",
+            "-",
+            "--gateway",
+            "infra/edge:https",
+            "--port",
+            "9000",
+            "--requests",
+            "chat-assist=3,12Gi",
+        ],
+        &store_in(&dir),
+    ));
+    assert!(
+        stream.contains("name: edge") && stream.contains("namespace: infra") && stream.contains("sectionName: https"),
+        "{stream}"
+    );
+    assert!(stream.contains("containerPort: 9000") && stream.contains("memory: 12Gi"), "{stream}");
 }
 
 #[test]

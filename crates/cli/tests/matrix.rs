@@ -73,6 +73,12 @@ fn fixtures(dir: &Path) {
         ("chat.csv", "service,model,rate_rps,latency_ms\nchat,gpt2,40,800\n".into()),
         // `tessera plan --demo --slo chat.csv --format json`, on one line.
         ("chat-plan.json", r#"{"version":1,"gpu_count":1,"total_cost":1.0,"strategy":"optimal","latency_rule":"queueing","gpus_per_node":8,"fleet":[{"gpu_model":"a100-80gb","cost_per_gpu":1.0,"gpus":1}],"gpus":[{"node":0,"index":0,"gpu_model":"a100-80gb","instances":[{"profile":"1g.10gb","size":1,"start":6,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451}]}],"services":[{"service":"chat","model":"gpt2","rate_rps":40.0,"latency_slo_ms":800.0,"provisioned_rps":41.59321947325404,"worst_latency_ms":192.33904230818902,"segments":1,"met":true}]}"#.into()),
+        // A plan the verifier's lattice or fleet checks refuse.
+        ("bad-start.json", r#"{"version":1,"gpu_count":1,"total_cost":1.0,"strategy":"optimal","latency_rule":"queueing","gpus_per_node":8,"fleet":[{"gpu_model":"a100-80gb","cost_per_gpu":1.0,"gpus":1}],"gpus":[{"node":0,"index":0,"gpu_model":"a100-80gb","instances":[{"profile":"3g.40gb","size":3,"start":2,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451}]}],"services":[{"service":"chat","model":"gpt2","rate_rps":40.0,"latency_slo_ms":800.0,"provisioned_rps":41.59321947325404,"worst_latency_ms":192.33904230818902,"segments":1,"met":true}]}"#.into()),
+        // A plan the verifier's lattice or fleet checks refuse.
+        ("overlap.json", r#"{"version":1,"gpu_count":1,"total_cost":1.0,"strategy":"optimal","latency_rule":"queueing","gpus_per_node":8,"fleet":[{"gpu_model":"a100-80gb","cost_per_gpu":1.0,"gpus":1}],"gpus":[{"node":0,"index":0,"gpu_model":"a100-80gb","instances":[{"profile":"2g.20gb","size":2,"start":4,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451},{"profile":"1g.10gb","size":1,"start":5,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451}]}],"services":[{"service":"chat","model":"gpt2","rate_rps":40.0,"latency_slo_ms":800.0,"provisioned_rps":41.59321947325404,"worst_latency_ms":192.33904230818902,"segments":1,"met":true}]}"#.into()),
+        // A plan the verifier's lattice or fleet checks refuse.
+        ("outside.json", r#"{"version":1,"gpu_count":1,"total_cost":1.0,"strategy":"optimal","latency_rule":"queueing","gpus_per_node":8,"fleet":[{"gpu_model":"a100-80gb","cost_per_gpu":1.0,"gpus":1}],"gpus":[{"node":0,"index":0,"gpu_model":"h100-80gb","instances":[{"profile":"1g.10gb","size":1,"start":6,"service":"chat","model":"gpt2","batch":1,"procs":4,"throughput_rps":41.59321947325404,"latency_ms":96.16952115409451}]}],"services":[{"service":"chat","model":"gpt2","rate_rps":40.0,"latency_slo_ms":800.0,"provisioned_rps":41.59321947325404,"worst_latency_ms":192.33904230818902,"segments":1,"met":true}]}"#.into()),
         ("imageless.csv", "service,model,rate_rps,latency_ms,args\nshop,resnet50,100,100,--batch {batch}\n".into()),
         (
             "forever.json",
@@ -181,6 +187,26 @@ const CASES: &[Case] = &[
          r"^error: listen address 0\.0\.0\.0:0: not a loopback address; pass --allow-remote to listen beyond this machine$"),
     case("report {d}/missing.json", 1, r"^error: \S*missing\.json: No such file or directory \(os error 2\)$"),
     case("report {d}/good.csv", 1, r"^error: \S*good\.csv:1: unknown column 'rate_rps' \(expected: node, gpu_index, "),
+    // Plans the verifier's structural checks refuse (a 3g at start 2, two
+    // instances sharing memory slices, a GPU outside the fleet) are refused
+    // by every command that would run them, without profiles.
+    case("k8s export {d}/bad-start.json -o {d}/out", 1,
+         r"^error: \S*bad-start\.json: the plan is invalid: node 0 gpu 0: 3g\.40gb cannot start at memory slice 2 on a100-80gb \(valid starts: \[0, 4\]\) \(`tessera verify` checks it in full\)$"),
+    case("k8s apply {d}/overlap.json --kubeconfig {d}/dead-kubeconfig", 1,
+         r"^error: \S*overlap\.json: the plan is invalid: node 0 gpu 0: .*1g\.10gb.* \(`tessera verify` checks it in full\)$"),
+    case("report {d}/outside.json", 1,
+         r"^error: \S*outside\.json: the plan is invalid: node 0 gpu 0 is a h100-80gb, which the plan's fleet does not offer \(`tessera verify` checks it in full\)$"),
+    case("deploy {d}/bad-start.json --node 0 --dry-run", 1,
+         r"^error: \S*bad-start\.json: the plan is invalid: node 0 gpu 0: 3g\.40gb cannot start at memory slice 2 on a100-80gb "),
+    // Routing and pod options that are not ones.
+    case("k8s export {d}/chat-plan.json -o {d}/out --gateway Infra/gw", 1,
+         r"^error: gateway 'Infra/gw': the namespace 'Infra' is not a DNS-1123 label \(expected NAMESPACE/NAME\[:SECTION\] or NAME\[:SECTION\]\)$"),
+    case("k8s export {d}/chat-plan.json -o {d}/out --requests chat=2", 1,
+         r"^error: requests '2': no comma \(expected CPU,MEMORY, e\.g\. 2,8Gi\)$"),
+    case("k8s export {d}/chat-plan.json -o {d}/out --memory 4GB", 1,
+         r"^error: requests '1,4GB': the memory '4GB' is not a Kubernetes quantity \(expected CPU,MEMORY, e\.g\. 2,8Gi\)$"),
+    case("k8s export {d}/chat-plan.json -o {d}/out --no-routes --gateway gw", 2,
+         r"^error: the argument '--no-routes' cannot be used with '--gateway <NAMESPACE/NAME\[:SECTION\]>'$"),
     // Colocation: a risk, a budget, a protocol's data or a group size that is not one.
     case("colocate recommend --target w --risk high", 2, r"^error: invalid value 'high' for '--risk <RISK>'$"),
     case("colocate suggest --budget 0", 2, r"^error: invalid value '0' for '--budget <BUDGET>': 0 is not in 1\.\.=100000$"),

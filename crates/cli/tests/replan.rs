@@ -194,3 +194,40 @@ fn diff_counts_services_whose_segments_change_in_words_that_say_so() {
     let changed = diff_json(&old, &new, &store)["totals"]["services_changed"].as_u64().unwrap();
     assert!(changed >= 1 && table.contains("with segments") && table.contains("added or removed"), "{table}");
 }
+
+#[test]
+fn a_replan_takes_the_new_slo_files_images_and_keeps_the_others() {
+    let Setup { dir, store, old, new } = setup();
+    let services = tessera_core::synthetic::demo_services();
+    let mut csv = "service,model,rate_rps,latency_ms,image,args\n".to_string();
+    for (n, slo) in services.iter().enumerate() {
+        let (image, args) = if n == 0 { ("reg.example/new:2", r#""[""--name"",""a b""]""#) } else { ("", "") };
+        csv.push_str(&format!(
+            "{},{},{},{},{image},{args}\n",
+            slo.service, slo.model, slo.rate_rps, slo.latency_slo_ms
+        ));
+    }
+    let first = &services[0];
+    csv.push_str(&format!(
+        "added,{},{},{},reg.example/added:1,--batch {{batch}}\n",
+        first.model,
+        first.rate_rps / 4.0,
+        first.latency_slo_ms
+    ));
+    let slos = dir.path().join("images.csv");
+    std::fs::write(&slos, csv).unwrap();
+    let slos = slos.display().to_string();
+    ok(
+        &["plan", "--demo", "--slo", &slos, "--from", &old, "--max-extra-gpus", "4", "--format", "json", "-o", &new],
+        &store,
+    );
+    let read = |path: &str| -> Value { serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap() };
+    let (before, after) = (read(&old), read(&new));
+    let images = &after["images"];
+    assert_eq!(images[&first.service]["image"], "reg.example/new:2", "a changed image replaces the old");
+    assert_eq!(images[&first.service]["args"], serde_json::json!(["--name", "a b"]), "an argument with a space");
+    assert_eq!(images["added"]["image"], "reg.example/added:1", "a new service gets its own");
+    for slo in &services[1..] {
+        assert_eq!(images[&slo.service], before["images"][&slo.service], "{}: kept", slo.service);
+    }
+}

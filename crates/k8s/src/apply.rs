@@ -18,9 +18,12 @@ use tessera_plan::NodeRef;
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
 use crate::manifests::{
-    manifests, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID,
-    REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
+    manifests, manifests_with, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL,
+    PLAN_ID, REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
+use crate::options::ExportOptions;
+use crate::pods::PodOptions;
+use crate::routing::GatewayRef;
 
 /// How `apply_plan` runs.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,6 +38,17 @@ pub struct ApplyOptions {
     pub layout_timeout: Duration,
     /// How often to look at the nodes while waiting.
     pub poll: Duration,
+    /// The Gateway the services' routes attach to; `None`: no routes.
+    pub routes: Option<GatewayRef>,
+    /// Requests, port and probes of the pods.
+    pub pods: PodOptions,
+}
+
+impl ApplyOptions {
+    /// What the objects are made with.
+    fn export(&self) -> ExportOptions {
+        ExportOptions { namespace: self.namespace.clone(), routes: self.routes.clone(), pods: self.pods.clone() }
+    }
 }
 
 /// What happened (or, in a dry run, would happen) to one object.
@@ -236,7 +250,7 @@ pub fn apply_plan(
     options: &ApplyOptions,
     on_action: &mut dyn FnMut(&Action),
 ) -> Result<Vec<Action>, K8sError> {
-    let first = manifests(plan, &options.namespace, &BTreeMap::new())?;
+    let first = manifests_with(plan, &options.export(), &BTreeMap::new())?;
     cluster.inventory()?.nodes.check(plan)?;
     let mut actions = Vec::new();
     let deployments: BTreeSet<&str> = first.of_kind("Deployment").map(Manifest::name).collect();
@@ -247,7 +261,7 @@ pub fn apply_plan(
     actions.push(action);
     let nodes =
         if options.dry_run { plan_nodes(cluster, &first.nodes)? } else { wait_for_layouts(cluster, &first, options)? };
-    let last = manifests(plan, &options.namespace, &reported_devices(&nodes, &first.plan_id))?;
+    let last = manifests_with(plan, &options.export(), &reported_devices(&nodes, &first.plan_id))?;
     for object in last.objects.iter().filter(|object| object.kind() != "ConfigMap") {
         let action = apply_object(cluster, object, options)?;
         on_action(&action);

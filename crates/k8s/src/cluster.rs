@@ -6,8 +6,9 @@
 use std::path::Path;
 use std::time::Duration;
 
+use gateway_api::apis::standard::httproutes::HttpRoute;
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -46,14 +47,27 @@ pub enum Kind {
     ResourceSlice,
     /// `apps/v1` Deployment.
     Deployment,
+    /// `v1` Service.
+    Service,
+    /// `gateway.networking.k8s.io/v1` HTTPRoute.
+    HttpRoute,
 }
 
 impl Kind {
     /// The kind of a manifest by its name.
     pub fn named(kind: &str) -> Option<Kind> {
-        [Kind::Node, Kind::Pod, Kind::ConfigMap, Kind::ResourceClaim, Kind::ResourceSlice, Kind::Deployment]
-            .into_iter()
-            .find(|k| k.resource().kind == kind)
+        [
+            Kind::Node,
+            Kind::Pod,
+            Kind::ConfigMap,
+            Kind::ResourceClaim,
+            Kind::ResourceSlice,
+            Kind::Deployment,
+            Kind::Service,
+            Kind::HttpRoute,
+        ]
+        .into_iter()
+        .find(|k| k.resource().kind == kind)
     }
 
     fn resource(self) -> ApiResource {
@@ -64,6 +78,8 @@ impl Kind {
             Kind::ResourceClaim => ApiResource::erase::<ResourceClaim>(&()),
             Kind::ResourceSlice => ApiResource::erase::<ResourceSlice>(&()),
             Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+            Kind::Service => ApiResource::erase::<Service>(&()),
+            Kind::HttpRoute => ApiResource::erase::<HttpRoute>(&()),
         }
     }
 }

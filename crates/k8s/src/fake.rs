@@ -64,6 +64,8 @@ fn resource(plural: &str) -> Option<(&'static str, &'static str, bool)> {
         "deployments" => ("apps/v1", "Deployment", true),
         "resourceclaims" => ("resource.k8s.io/v1", "ResourceClaim", true),
         "resourceslices" => ("resource.k8s.io/v1", "ResourceSlice", false),
+        "services" => ("v1", "Service", true),
+        "httproutes" => ("gateway.networking.k8s.io/v1", "HTTPRoute", true),
         _ => return None,
     })
 }
@@ -76,6 +78,8 @@ fn plural_of(kind: &str) -> &'static str {
         "ConfigMap" => "configmaps",
         "Deployment" => "deployments",
         "ResourceClaim" => "resourceclaims",
+        "Service" => "services",
+        "HTTPRoute" => "httproutes",
         _ => "resourceslices",
     }
 }

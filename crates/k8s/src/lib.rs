@@ -10,8 +10,13 @@
 //! - Workloads: [`manifests`] turns a plan into its objects — the plan for
 //!   the agents (a ConfigMap), per segment a `ResourceClaim`
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
-//!   [`MigDeviceConfig`] sharing it through MPS, and a `Deployment` of
-//!   `procs` pods sharing the claim.
+//!   [`MigDeviceConfig`] sharing it through MPS, a `Deployment` of `procs`
+//!   pods sharing the claim (requests, probes, a rolling update that never
+//!   runs more processes than planned: [`pods`]) and a `Service` over them;
+//!   per service a Gateway API `HTTPRoute` splitting its requests across its
+//!   segments in proportion to their capacities. [`routing`] states the
+//!   serving discipline this sets up (the one tessera-serving models) and
+//!   how a service is served without the Gateway API.
 //! - [`apply_plan`] applies them by server-side apply (field manager
 //!   `tessera`) in dependency order and prunes; [`cluster_status`] compares
 //!   the cluster with the plan.
@@ -33,6 +38,9 @@ mod inventory;
 mod manifests;
 mod mig_config;
 mod names;
+mod options;
+pub mod pods;
+pub mod routing;
 
 pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome};
 pub use apply::{apply_plan, cluster_status, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, SegmentStatus};
@@ -44,8 +52,11 @@ pub use inventory::{
     inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
 pub use manifests::{
-    manifests, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
-    NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
+    manifests, manifests_with, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION,
+    MANAGED_BY, NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
     STATE_LABEL,
 };
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
+pub use options::ExportOptions;
+pub use pods::{PodOptions, Requests};
+pub use routing::{route_weights, GatewayRef};

@@ -1,22 +1,35 @@
 //! A plan as Kubernetes objects: the plan for the node agents (a
-//! ConfigMap), then per segment a `ResourceClaim` for its MIG device and a
-//! `Deployment` of `procs` pods sharing it through MPS.
+//! ConfigMap), then per segment a `ResourceClaim` for its MIG device, a
+//! `Deployment` of `procs` pods sharing it through MPS and a `Service` over
+//! those pods, and per service an `HTTPRoute` weighing its segments by
+//! capacity (see [`crate::routing`] for the serving discipline, and
+//! [`crate::pods`] for the pods' requests, probes and updates).
 //!
 //! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
 //! `S-nN-gG-P-T` (P without dots). Its claim asks the DRA driver for a MIG
-//! device of profile `P` by a CEL selector; once the node's agent has
-//! reported the MIG device it made for the instance, the selector also names
-//! that device's UUID and its parent GPU's, so the claim gets exactly the
-//! planned instance. A claim's spec cannot change, so its name ends in a
+//! device of profile `P` whose memory slices start at `T` by a CEL selector;
+//! once the node's agent has reported the MIG device it made for the
+//! instance, the selector also names that device's UUID and its parent
+//! GPU's, so the claim gets exactly the planned instance.
+//!
+//! The attribute names are the NVIDIA DRA driver's (k8s-dra-driver-gpu,
+//! `cmd/gpu-kubelet-plugin`, read at commit 22407113): a MIG device
+//! publishes the attributes `profile`, `parentUUID` and (static MIG, the
+//! devices Tessera's agent makes) `uuid`; its placement is no attribute but
+//! one capacity `memorySlice<i>` per memory slice it holds, so the start
+//! slice is selected by `'memorySlice<T>' in device.capacity[…]`. The
+//! driver's dynamic-MIG mode publishes no memory slices; its devices would
+//! not match, which is why Tessera runs with static MIG devices. A claim's spec cannot change, so its name ends in a
 //! hash of its spec: a new selector is a new claim, and the old one is
 //! pruned.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStrategy};
+use gateway_api::apis::standard::httproutes::HttpRoute;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, EnvVar, PodResourceClaim, PodSpec, PodTemplateSpec, ResourceClaim as ContainerClaim,
-    ResourceRequirements, Toleration,
+    ResourceRequirements, Service, Toleration,
 };
 use k8s_openapi::api::resource::v1::{
     CELDeviceSelector, DeviceClaim, DeviceClaimConfiguration, DeviceRequest, DeviceSelector, ExactDeviceRequest,
@@ -31,6 +44,9 @@ use tessera_plan::NodeRef;
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 use crate::names::{profile_part, service_names, stable_hash};
+use crate::options::ExportOptions;
+use crate::pods::{rolling_update, PodOptions};
+use crate::routing::{check_backend_counts, segment_service, service_route, Backend};
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -98,6 +114,10 @@ pub enum Manifest {
     ResourceClaim(ResourceClaim),
     /// A segment's processes.
     Deployment(Box<Deployment>),
+    /// A segment's pods behind one address.
+    Service(Box<Service>),
+    /// A service's requests split across its segments.
+    HttpRoute(Box<HttpRoute>),
 }
 
 impl Manifest {
@@ -107,6 +127,8 @@ impl Manifest {
             Manifest::ConfigMap(_) => "ConfigMap",
             Manifest::ResourceClaim(_) => "ResourceClaim",
             Manifest::Deployment(_) => "Deployment",
+            Manifest::Service(_) => "Service",
+            Manifest::HttpRoute(_) => "HTTPRoute",
         }
     }
 
@@ -115,6 +137,8 @@ impl Manifest {
             Manifest::ConfigMap(object) => &object.metadata,
             Manifest::ResourceClaim(object) => &object.metadata,
             Manifest::Deployment(object) => &object.metadata,
+            Manifest::Service(object) => &object.metadata,
+            Manifest::HttpRoute(object) => &object.metadata,
         }
     }
 
@@ -129,6 +153,8 @@ impl Manifest {
             Manifest::ConfigMap(object) => serde_json::to_value(object),
             Manifest::ResourceClaim(object) => serde_json::to_value(object),
             Manifest::Deployment(object) => serde_json::to_value(object),
+            Manifest::Service(object) => serde_json::to_value(object),
+            Manifest::HttpRoute(object) => serde_json::to_value(object),
         };
         value.expect("Kubernetes objects always serialize")
     }
@@ -149,7 +175,8 @@ pub struct Manifests {
     pub namespace: String,
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
-    /// The objects: the ConfigMap, the claims, the Deployments.
+    /// The objects: the ConfigMap, the claims, the Deployments, the
+    /// Services, the HTTPRoutes.
     pub objects: Vec<Manifest>,
     /// Names that were changed to be valid Kubernetes names.
     pub notes: Vec<String>,
@@ -189,10 +216,14 @@ fn cel_string(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-/// The claim's CEL expression: the profile, and the devices when known.
-fn selector_expression(profile: &str, device: Option<&NodeDevice>) -> String {
+/// The claim's CEL expression: the profile and placement, and the devices
+/// when known.
+fn selector_expression(profile: &str, start: u8, device: Option<&NodeDevice>) -> String {
     let attribute = |name: &str| format!("device.attributes['{DRA_DRIVER}'].{name}");
-    let mut terms = vec![format!("{} == {}", attribute("profile"), cel_string(profile))];
+    let mut terms = vec![
+        format!("{} == {}", attribute("profile"), cel_string(profile)),
+        format!("'memorySlice{start}' in device.capacity['{DRA_DRIVER}']"),
+    ];
     if let Some(device) = device {
         terms.push(format!("{} == {}", attribute("parentUUID"), cel_string(&device.parent_uuid)));
         terms.push(format!("{} == {}", attribute("uuid"), cel_string(&device.uuid)));
@@ -250,9 +281,12 @@ struct Workload<'a> {
     image: &'a tessera_core::ServiceImage,
     node: &'a NodeRef,
     claim: String,
+    pods: &'a PodOptions,
 }
 
 fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, workload: Workload<'_>) -> Deployment {
+    let pods = workload.pods;
+    let (requests, limits) = pods.requests_of(&workload.instance.service).requests_and_limits();
     let instance = workload.instance;
     let mut pod_labels: BTreeMap<String, String> = labels.clone();
     pod_labels.remove(PLAN_ID);
@@ -278,7 +312,7 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
         spec: Some(DeploymentSpec {
             replicas: Some(i32::try_from(instance.procs).unwrap_or(i32::MAX)),
             // Never more processes on the device than planned.
-            strategy: Some(DeploymentStrategy { type_: Some("Recreate".into()), ..Default::default() }),
+            strategy: Some(rolling_update()),
             selector: LabelSelector {
                 match_labels: Some(BTreeMap::from([(SEGMENT_LABEL.to_string(), segment.to_string())])),
                 ..Default::default()
@@ -306,9 +340,14 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
                         image: Some(workload.image.image.clone()),
                         args: (!args.is_empty()).then_some(args),
                         env: Some(env),
+                        ports: Some(vec![pods.container_port()]),
+                        readiness_probe: Some(pods.readiness()),
+                        liveness_probe: Some(pods.liveness()),
+                        startup_probe: Some(pods.startup()),
                         resources: Some(ResourceRequirements {
                             claims: Some(vec![ContainerClaim { name: REQUEST.into(), ..Default::default() }]),
-                            ..Default::default()
+                            requests: Some(requests),
+                            limits: Some(limits),
                         }),
                         ..Default::default()
                     }],
@@ -341,16 +380,30 @@ fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignmen
     format!("{service}-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&instance.profile), instance.start)
 }
 
-/// The objects that run `plan` in `namespace`; `devices` (by node number)
-/// are the MIG devices the agents reported, pinning each claim to its
-/// instance. Every service needs an image (the plan's `images`, from its
-/// SLO file's `image` and `args` columns); those without one are named in
-/// the error.
+/// The objects that run `plan` in `namespace` with the default
+/// [`ExportOptions`] (routes on the Gateway `tessera` of the namespace); see
+/// [`manifests_with`].
 pub fn manifests(
     plan: &Plan,
     namespace: &str,
     devices: &BTreeMap<u32, Vec<NodeDevice>>,
 ) -> Result<Manifests, K8sError> {
+    manifests_with(plan, &ExportOptions::new(namespace), devices)
+}
+
+/// The objects that run `plan` as `options` say; `devices` (by node
+/// number) are the MIG devices the agents reported, pinning each claim to
+/// its instance. A plan the verifier's structural checks refuse (the MIG
+/// lattice, the fleet) is refused with their reasons. Every service needs
+/// an image (the plan's `images`, from its SLO file's `image` and `args`
+/// columns); those without one are named in the error.
+pub fn manifests_with(
+    plan: &Plan,
+    options: &ExportOptions,
+    devices: &BTreeMap<u32, Vec<NodeDevice>>,
+) -> Result<Manifests, K8sError> {
+    tessera_plan::check_structure(plan)?;
+    let namespace = options.namespace.as_str();
     let plan_id = plan_id(plan);
     let mut missing: Vec<&str> = plan
         .gpus
@@ -383,6 +436,8 @@ pub fn manifests(
     );
     let mut objects = vec![Manifest::ConfigMap(plan_config_map(plan, namespace, &plan_id))];
     let mut deployments = Vec::new();
+    let mut services = Vec::new();
+    let mut backends: BTreeMap<&str, Vec<Backend>> = BTreeMap::new();
     for gpu in &plan.gpus {
         for instance in &gpu.instances {
             let service = &names[&instance.service];
@@ -392,18 +447,35 @@ pub fn manifests(
             let device = devices.get(&gpu.node).and_then(|list| {
                 list.iter().find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
             });
-            let expression = selector_expression(&instance.profile, device);
+            let expression = selector_expression(&instance.profile, instance.start, device);
             let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
             let workload = Workload {
                 instance,
                 image: &plan.images[&instance.service],
                 node: &nodes[&gpu.node],
                 claim: claim.metadata.name.clone().unwrap_or_default(),
+                pods: &options.pods,
             };
+            let front = segment_service(namespace, &segment, labels.clone(), options.pods.port);
+            backends.entry(service.as_str()).or_default().push(Backend {
+                service: front.metadata.name.clone().unwrap_or_default(),
+                capacity_rps: instance.capacity(),
+            });
+            services.push(Manifest::Service(Box::new(front)));
             deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
             objects.push(Manifest::ResourceClaim(claim));
         }
     }
     objects.extend(deployments);
+    objects.extend(services);
+    if let Some(gateway) = &options.routes {
+        check_backend_counts(backends.iter().map(|(service, list)| (*service, list.len())))?;
+        for (service, backends) in &backends {
+            let mut labels = common_labels(&plan_id);
+            labels.insert(SERVICE_LABEL.into(), (*service).to_string());
+            let route = service_route(namespace, service, labels, gateway, backends);
+            objects.push(Manifest::HttpRoute(Box::new(route)));
+        }
+    }
     Ok(Manifests { plan_id, namespace: namespace.to_string(), nodes, objects, notes })
 }

@@ -21,6 +21,8 @@ pub fn options() -> ApplyOptions {
         force_conflicts: false,
         layout_timeout: Duration::from_secs(30),
         poll: Duration::from_millis(20),
+        routes: Some(tessera_k8s::GatewayRef::default()),
+        pods: tessera_k8s::PodOptions::default(),
     }
 }
 
@@ -54,6 +56,15 @@ fn setup() -> (tempfile::TempDir, FakeApiServer, Cluster, Plan) {
     (dir, server, cluster, plan)
 }
 
+/// The plan's segments and services (one Service per segment, one
+/// HTTPRoute per service).
+fn counts(plan: &Plan) -> (usize, usize) {
+    let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
+    let services: std::collections::BTreeSet<&str> =
+        plan.gpus.iter().flat_map(|g| &g.instances).map(|i| i.service.as_str()).collect();
+    (segments, services.len())
+}
+
 fn changes(actions: &[Action]) -> BTreeMap<&'static str, usize> {
     let mut counts = BTreeMap::new();
     for action in actions {
@@ -69,9 +80,9 @@ fn writes(server: &FakeApiServer) -> Vec<String> {
 #[test]
 fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     let (_dir, server, cluster, plan) = setup();
-    let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
+    let (segments, services) = counts(&plan);
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", 1 + 2 * segments)]));
+    assert_eq!(changes(&actions), BTreeMap::from([("created", 1 + 3 * segments + services)]));
     let writes = writes(&server);
     let kinds: Vec<&str> = writes.iter().map(|w| w.split(' ').nth(1).unwrap()).collect();
     let last_claim = kinds.iter().rposition(|k| *k == "resourceclaims").unwrap();
@@ -85,10 +96,15 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     assert!(requests[config_map..claim].iter().any(|r| r == "GET nodes"));
     // Server-side apply as `tessera`: the fake stored the objects.
     assert_eq!(server.list("deployments").len(), segments);
+    assert_eq!(server.list("services").len(), segments);
+    assert_eq!(server.list("httproutes").len(), services);
+    let last_deployment = kinds.iter().rposition(|k| *k == "deployments").unwrap();
+    let first_route = kinds.iter().position(|k| *k == "httproutes").unwrap();
+    assert!(last_deployment < first_route, "routes last: {writes:#?}");
 
     server.clear_requests();
     let again = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 1 + 2 * segments)]));
+    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 1 + 3 * segments + services)]));
     assert_eq!(crate::apply::writes(&server), Vec::<String>::new());
 }
 
@@ -186,7 +202,7 @@ fn an_unreachable_server_is_one_line_naming_context_and_cause() {
 #[test]
 fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it() {
     let (_dir, server, cluster, plan) = setup();
-    let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
+    let (segments, services) = counts(&plan);
     server.fail("PATCH", "deployments", 2, 500);
     let error = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap_err().to_string();
     assert!(error.contains("apply Deployment tessera/") && error.contains("(500 InternalError)"), "{error}");
@@ -195,7 +211,10 @@ fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it
     assert_eq!(server.list("resourceclaims").len(), segments);
     assert_eq!(server.list("deployments").len(), 1);
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", segments - 1), ("unchanged", 2 + segments)]));
+    assert_eq!(
+        changes(&actions),
+        BTreeMap::from([("created", segments - 1 + segments + services), ("unchanged", 2 + segments)])
+    );
     assert_eq!(server.list("deployments").len(), segments);
 }
 

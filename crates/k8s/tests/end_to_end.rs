@@ -38,6 +38,8 @@ fn the_demo_plan_runs_as_planned() {
                 force_conflicts: false,
                 layout_timeout: Duration::from_secs(60),
                 poll: Duration::from_millis(20),
+                routes: Some(tessera_k8s::GatewayRef::default()),
+                pods: tessera_k8s::PodOptions::default(),
             };
             apply_plan(&cluster, &plan, &options, &mut |_| {})
         })

@@ -8,6 +8,10 @@ use crate::latency::LatencyRule;
 /// Why no plan can be made.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PlanError {
+    /// The plan fails the verifier's structural checks (the MIG lattice,
+    /// the fleet); the violations, `; `-separated.
+    #[error("the plan is invalid: {0} (`tessera verify` checks it in full)")]
+    Invalid(String),
     /// No service to plan for.
     #[error("no service to plan: the SLO set is empty")]
     NoServices,

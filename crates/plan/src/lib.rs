@@ -95,4 +95,4 @@ pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MA
 pub use replan::{align_to, reseat, GpuPosition};
 pub use strategy::Strategy;
 pub use verification::{verify_plan, Finding, Verification};
-pub use verify::{verify, InstanceRef, VerifyRequest, Violation};
+pub use verify::{check_structure, verify, verify_structure, InstanceRef, VerifyRequest, Violation};

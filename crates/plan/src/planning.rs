@@ -7,9 +7,10 @@
 //! and the notes a plan carries. The CLI, the service and the benchmarks
 //! build a request and call [`plan`]; none decides anything of this.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tessera_core::{GpuModel, GpuOffer, Plan, PlanDiff};
+use tessera_core::{GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
@@ -166,6 +167,21 @@ impl PlanRequest<'_> {
     }
 }
 
+/// The images a plan carries: the inputs' (the SLO file's `image` and
+/// `args` columns); a replan keeps the current plan's image of a service
+/// still planned that the new inputs give none, and a changed image
+/// replaces the old one.
+fn images_of(inputs: &PlanInputs, current: Option<&Plan>) -> BTreeMap<String, ServiceImage> {
+    let mut images: BTreeMap<String, ServiceImage> = current
+        .into_iter()
+        .flat_map(|current| &current.images)
+        .filter(|(service, _)| inputs.services().iter().any(|slo| &slo.service == *service))
+        .map(|(service, image)| (service.clone(), image.clone()))
+        .collect();
+    images.extend(inputs.images().iter().map(|(service, image)| (service.clone(), image.clone())));
+    images
+}
+
 /// Plans `request` (see the module docs).
 pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let rule = request.resolved_rule()?;
@@ -210,7 +226,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         }
     };
     plan.notes.extend(inputs.notes().iter().cloned());
-    plan.images = inputs.images().clone();
+    plan.images = images_of(inputs, request.from.as_ref().map(|from| from.current));
     let unproven = plan.optimality.as_ref().is_some_and(|o| !o.proven_optimal);
     if let Some(limit) = request.time_limit.filter(|&limit| unproven && started.elapsed() >= limit) {
         plan.notes.push(format!(

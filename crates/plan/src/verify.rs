@@ -18,6 +18,7 @@ use tessera_core::{
 use tessera_serving::analytic::{percentile_latency_ms, CapacityCache};
 use tessera_serving::SegmentShape;
 
+use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
 use crate::report::{covers, utilization};
@@ -239,13 +240,54 @@ pub enum Violation {
     },
 }
 
-/// Every violation of `plan` against `request`; empty when the plan is sound.
-pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
+/// The checks that need no profiles and no SLOs: the GPU count, the fleet
+/// (models it offers, its count limits), each GPU listed once and holding
+/// an instance, and each GPU's layout on the MIG lattice (profiles of its
+/// model, placements at allowed starts, no two instances sharing a memory
+/// slice). [`verify`] makes them too, in the same order.
+pub fn verify_structure(plan: &Plan) -> Vec<Violation> {
+    let mut violations = check_plan_structure(plan);
+    let mut positions = HashSet::new();
+    for gpu in &plan.gpus {
+        check_gpu_structure(gpu, &mut positions, &mut violations);
+    }
+    violations
+}
+
+/// Refuses a plan [`verify_structure`] finds fault with, naming every
+/// violation (one line).
+pub fn check_structure(plan: &Plan) -> Result<(), PlanError> {
+    let violations = verify_structure(plan);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(PlanError::Invalid(violations.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")))
+}
+
+/// The plan-wide structural checks.
+fn check_plan_structure(plan: &Plan) -> Vec<Violation> {
     let mut violations = Vec::new();
     if plan.gpu_count != plan.gpus.len() {
         violations.push(Violation::GpuCount { claimed: plan.gpu_count, listed: plan.gpus.len() });
     }
     check_fleet(plan, &mut violations);
+    violations
+}
+
+/// One GPU's structural checks; `positions` are the GPUs seen so far.
+fn check_gpu_structure(gpu: &GpuAssignment, positions: &mut HashSet<(u32, u32)>, violations: &mut Vec<Violation>) {
+    if !positions.insert((gpu.node, gpu.index)) {
+        violations.push(Violation::DuplicateGpu { node: gpu.node, index: gpu.index });
+    }
+    if gpu.instances.is_empty() {
+        violations.push(Violation::EmptyGpu { node: gpu.node, index: gpu.index });
+    }
+    check_layout(gpu, violations);
+}
+
+/// Every violation of `plan` against `request`; empty when the plan is sound.
+pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
+    let mut violations = check_plan_structure(plan);
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
     // Under a capacity rule: the plan's routing weights per service, and
@@ -255,13 +297,7 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     let mut served = Vec::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
-        if !positions.insert((gpu.node, gpu.index)) {
-            violations.push(Violation::DuplicateGpu { node: gpu.node, index: gpu.index });
-        }
-        if gpu.instances.is_empty() {
-            violations.push(Violation::EmptyGpu { node: gpu.node, index: gpu.index });
-        }
-        check_layout(gpu, &mut violations);
+        check_gpu_structure(gpu, &mut positions, &mut violations);
         for instance in &gpu.instances {
             let at = InstanceRef {
                 node: gpu.node,

@@ -34,6 +34,7 @@ pub use db::{
     RegisteredWorkload, SchemaMigration, Store, StoreCounts, StoredColocation, StoredJob, StoredService, WorkloadTask,
 };
 pub use error::StoreError;
+pub use formats::container_args::parse_container_args;
 pub use formats::kace::{
     check_kernel_table_name, kernel_table_csv, kernel_table_path, read_colocations, read_splits, read_workload_tables,
     write_colocations, ColocationImport, KaceSplit, TESTING_FILE, TRAINING_FILE,

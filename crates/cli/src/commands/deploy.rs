@@ -223,5 +223,5 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan> {
-    Ok(tessera_store::read_plan_file(path, None)?)
+    crate::inputs::read_sound_plan(path)
 }

@@ -10,9 +10,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use tessera_core::text::count;
 use tessera_gpu::{plan_node_layouts, NodeDriver};
+use tessera_k8s::pods::{DEFAULT_CPU, DEFAULT_MEMORY, DEFAULT_PORT, DEFAULT_PROBE_PATH};
+use tessera_k8s::routing::DEFAULT_GATEWAY;
 use tessera_k8s::{
-    apply_plan, cluster_status, manifests, reconcile_node, run_agent, AgentOptions, ApplyOptions, Cluster,
-    ClusterOptions, Kind, Outcome, DEFAULT_NAMESPACE, PLAN_CONFIG_MAP, PLAN_KEY,
+    apply_plan, cluster_status, manifests_with, reconcile_node, run_agent, AgentOptions, ApplyOptions, Cluster,
+    ClusterOptions, ExportOptions, GatewayRef, Kind, Outcome, PodOptions, Requests, DEFAULT_NAMESPACE, PLAN_CONFIG_MAP,
+    PLAN_KEY,
 };
 
 use crate::output::{note, outln};
@@ -36,6 +39,61 @@ impl ClusterArgs {
     }
 }
 
+/// How the objects route traffic and what the pods get (`k8s export` and
+/// `k8s apply`).
+#[derive(Debug, Clone, Args)]
+pub struct ObjectArgs {
+    /// The Gateway every service's HTTPRoute attaches to:
+    /// NAMESPACE/NAME[:SECTION], or NAME[:SECTION] in the objects'
+    /// namespace.
+    #[arg(long, value_name = "NAMESPACE/NAME[:SECTION]", default_value = DEFAULT_GATEWAY)]
+    pub gateway: String,
+    /// No HTTPRoutes (a cluster without the Gateway API): each segment's
+    /// Service is still made, and clients must weigh them by capacity.
+    #[arg(long, conflicts_with = "gateway")]
+    pub no_routes: bool,
+    /// CPU each pod requests (a Kubernetes quantity).
+    #[arg(long, value_name = "QUANTITY", default_value = DEFAULT_CPU)]
+    pub cpu: String,
+    /// Memory each pod requests, also its limit (a Kubernetes quantity).
+    #[arg(long, value_name = "QUANTITY", default_value = DEFAULT_MEMORY)]
+    pub memory: String,
+    /// One service's requests instead (repeatable), by its name in the
+    /// plan: SERVICE=CPU,MEMORY, e.g. `chat-assist=4,16Gi`.
+    #[arg(long = "requests", value_name = "SERVICE=CPU,MEMORY")]
+    pub service_requests: Vec<String>,
+    /// The port the serving container listens on (the Service's target and
+    /// the probes' port).
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PORT)]
+    pub port: i32,
+    /// The HTTP path of the readiness, liveness and startup probes.
+    #[arg(long, value_name = "PATH", default_value = DEFAULT_PROBE_PATH)]
+    pub probe_path: String,
+}
+
+impl ObjectArgs {
+    /// The routes' Gateway (`None`: no routes) and the pods' options.
+    fn resolve(&self) -> Result<(Option<GatewayRef>, PodOptions)> {
+        let routes = if self.no_routes { None } else { Some(self.gateway.parse::<GatewayRef>()?) };
+        let requests = Requests::parse(&format!("{},{}", self.cpu, self.memory))?;
+        let mut service_requests = BTreeMap::new();
+        for entry in &self.service_requests {
+            let Some((service, value)) = entry.split_once('=') else {
+                bail!("--requests '{entry}': expected SERVICE=CPU,MEMORY");
+            };
+            service_requests.insert(service.to_string(), Requests::parse(value)?);
+        }
+        if !(1..=65535).contains(&self.port) {
+            bail!("--port {}: a port is 1 to 65535", self.port);
+        }
+        if !self.probe_path.starts_with('/') {
+            bail!("--probe-path '{}': a path starts with '/'", self.probe_path);
+        }
+        let pods = PodOptions { requests, service_requests, port: self.port, probe_path: self.probe_path.clone() };
+        Ok((routes, pods))
+    }
+}
+
 /// `tessera k8s …`.
 #[derive(Debug, Subcommand)]
 pub enum K8sCommand {
@@ -46,9 +104,11 @@ pub enum K8sCommand {
         cluster: ClusterArgs,
     },
     /// Write a plan's objects: the plan for the node agents (ConfigMap),
-    /// per segment a ResourceClaim for its MIG device (MPS shared) and a
-    /// Deployment of `procs` pods; one YAML file per object in DIR, or one
-    /// stream with `-o -`.
+    /// per segment a ResourceClaim for its MIG device (MPS shared), a
+    /// Deployment of `procs` pods and a Service over them, per service an
+    /// HTTPRoute weighing its segments by capacity; one YAML file per
+    /// object in DIR, or one stream with `-o -`. A plan `tessera verify`'s
+    /// lattice or fleet checks refuse is refused.
     Export {
         /// The plan (JSON).
         #[arg(value_name = "PLAN.json")]
@@ -59,6 +119,8 @@ pub enum K8sCommand {
         /// The namespace of the objects.
         #[arg(long, default_value = DEFAULT_NAMESPACE)]
         namespace: String,
+        #[command(flatten)]
+        objects: ObjectArgs,
     },
     /// Apply a plan by server-side apply (field manager `tessera`): the
     /// plan for the agents, then (once every node reports its layout) the
@@ -79,6 +141,8 @@ pub enum K8sCommand {
         /// The namespace of the objects.
         #[arg(long, default_value = DEFAULT_NAMESPACE)]
         namespace: String,
+        #[command(flatten)]
+        objects: ObjectArgs,
         #[command(flatten)]
         cluster: ClusterArgs,
     },
@@ -136,10 +200,16 @@ pub struct AgentArgs {
 pub fn run(command: K8sCommand) -> Result<()> {
     match command {
         K8sCommand::Inventory { cluster } => inventory(&cluster.connect()?),
-        K8sCommand::Export { plan, output, namespace } => export(&plan, &output, &namespace),
-        K8sCommand::Apply { plan, dry_run, force_conflicts, timeout, namespace, cluster } => {
-            let plan = tessera_store::read_plan_file(&plan, None)?;
+        K8sCommand::Export { plan, output, namespace, objects } => {
+            let (routes, pods) = objects.resolve()?;
+            export(&plan, &output, &ExportOptions { namespace, routes, pods })
+        }
+        K8sCommand::Apply { plan, dry_run, force_conflicts, timeout, namespace, objects, cluster } => {
+            let plan = crate::inputs::read_sound_plan(&plan)?;
+            let (routes, pods) = objects.resolve()?;
             let options = ApplyOptions {
+                routes,
+                pods,
                 namespace,
                 dry_run,
                 force_conflicts,
@@ -190,9 +260,9 @@ fn inventory(cluster: &Cluster) -> Result<()> {
     outln!("fleet: {}", if fleet.is_empty() { "none".to_string() } else { fleet.join(" ") })
 }
 
-fn export(plan: &Path, output: &Path, namespace: &str) -> Result<()> {
-    let plan = tessera_store::read_plan_file(plan, None)?;
-    let exported = manifests(&plan, namespace, &BTreeMap::new())?;
+fn export(plan: &Path, output: &Path, options: &ExportOptions) -> Result<()> {
+    let plan = crate::inputs::read_sound_plan(plan)?;
+    let exported = manifests_with(&plan, options, &BTreeMap::new())?;
     for line in &exported.notes {
         note(format_args!("{line}"));
     }

@@ -2,13 +2,12 @@
 
 use anyhow::Result;
 use tessera_report::{plan_report_html, plan_svg};
-use tessera_store::read_plan_file;
 
 use crate::args::{ReportArgs, ReportFormat};
 use crate::output::emit;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
-    let plan = read_plan_file(&args.plan, None)?;
+    let plan = crate::inputs::read_sound_plan(&args.plan)?;
     let title = match &args.title {
         Some(title) => title.clone(),
         None => format!(

@@ -1,5 +1,6 @@
 //! File formats: ParvaGPU's files and Tessera's own CSV formats.
 
+pub mod container_args;
 pub mod kace;
 pub mod native;
 pub mod parvagpu;

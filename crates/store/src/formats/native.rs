@@ -23,6 +23,7 @@ use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, ModelProfile, PointSource, SegmentConfig, ServiceImage, ServiceSlo, SourcedProfile};
 
 use crate::error::StoreError;
+use crate::formats::container_args::parse_container_args;
 use crate::formats::points::{PointColumns, PointRow, ProfileRows};
 use crate::formats::table::{Cell, Column, Record, Table};
 
@@ -373,7 +374,8 @@ pub fn read_slo_csv(path: &Path) -> Result<Vec<ServiceSlo>, StoreError> {
 }
 
 /// Reads the container of each service from an SLO CSV's `image` and
-/// `args` columns (`args` split at spaces): services with an empty `image`
+/// `args` columns (`args` split at spaces, or a JSON list of strings for
+/// arguments with spaces: [`parse_container_args`]): services with an empty `image`
 /// cell, or a file without the column, have none. `args` without `image`
 /// is an error naming the line.
 pub fn read_service_images(path: &Path) -> Result<BTreeMap<String, ServiceImage>, StoreError> {
@@ -384,9 +386,10 @@ pub fn read_service_images(path: &Path) -> Result<BTreeMap<String, ServiceImage>
     let mut images = BTreeMap::new();
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
-        let args: Vec<String> = args_column
-            .map(|column| cell(column).text.split_whitespace().map(str::to_string).collect())
-            .unwrap_or_default();
+        let args: Vec<String> = match args_column {
+            Some(column) => parse_container_args(cell(column).text).map_err(|why| cell(column).error(why))?,
+            None => Vec::new(),
+        };
         let image = image_column.map_or("", |column| cell(column).text);
         if image.is_empty() {
             if let (Some(column), false) = (args_column, args.is_empty()) {
@@ -603,11 +606,19 @@ mod tests {
         assert_eq!(images["a"].image, "reg.example/bert:1");
         assert_eq!(images["a"].args_for(8), ["--batch", "8", "--fp16"]);
 
+        // A JSON list keeps an argument with spaces (CSV doubles the quotes).
+        std::fs::write(&path, "service,rate_rps,latency_ms,image,args\na,1,1,i,\"[\"\"--name\"\",\"\"a b\"\"]\"\n")
+            .unwrap();
+        assert_eq!(read_service_images(&path).unwrap()["a"].args, ["--name", "a b"]);
         std::fs::write(&path, "service,rate_rps,latency_ms\na,1,1\n").unwrap();
         assert!(read_service_images(&path).unwrap().is_empty());
         for (text, message) in [
             ("service,rate_rps,latency_ms,args\na,1,1,--x\n", "s.csv:2: field 'args': arguments without an image"),
             ("service,rate_rps,latency_ms,image\na,1,1,my image\n", "field 'image': 'my image' is not an image name"),
+            (
+                "service,rate_rps,latency_ms,image,args\na,1,1,i,\"[\"\"--n\"\", 3]\"\n",
+                "s.csv:2: field 'args': '[\"--n\", 3]' is not a JSON list of strings",
+            ),
         ] {
             std::fs::write(&path, text).unwrap();
             let error = read_service_images(&path).unwrap_err().to_string();

@@ -1,0 +1,343 @@
+//! Traffic routed as planned: per segment a `Service` selecting exactly
+//! that segment's pods, and per service a Gateway API `HTTPRoute`
+//! (`gateway.networking.k8s.io/v1`) splitting the service's requests
+//! across its segments' Services in proportion to their capacities.
+//!
+//! # The serving discipline
+//!
+//! Tessera's serving model (tessera-serving, `Discipline::RandomPerProcess`,
+//! "random per-process queues") assumes that a service's requests are split
+//! across its segments in proportion to their capacities, and that within a
+//! segment each MPS process has its own queue and a request goes to one of
+//! them at random. The objects map onto it exactly:
+//!
+//! - Between segments: the `HTTPRoute`'s `backendRefs` carry one weight per
+//!   segment, proportional to its capacity (`capacity_rps` where the plan
+//!   records it, else `throughput_rps`), so the Gateway sends each request
+//!   to a segment with the planned probability.
+//! - Within a segment: the segment's Deployment runs one pod per MPS
+//!   process (`replicas = procs`), each pod one serving process with its
+//!   own queue, all behind the segment's `Service`. The choice among them
+//!   is the Gateway implementation's (Envoy-based ones pick an endpoint per
+//!   request; a uniform random or round-robin pick both keep each process's
+//!   share at `1/procs`, round robin with less variance than the model
+//!   assumes) or, for a client calling the Service directly, kube-proxy's,
+//!   which picks an endpoint uniformly at random per connection: per
+//!   request only when each request opens its own connection.
+//!
+//! Without the Gateway API (`ExportOptions::routes` `None`, `--no-routes`)
+//! the per-segment Services are still made, and whoever sends a service's
+//! requests (a client library, a service mesh) must weigh the segments'
+//! Services by the weights [`route_weights`] computes; one Service over all
+//! of a service's pods would split requests evenly across pods of unequal
+//! capacity, which is not the plan.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use gateway_api::apis::standard::httproutes::{
+    HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesFilters,
+    HttpRouteRulesFiltersType, HttpRouteRulesFiltersUrlRewrite, HttpRouteRulesFiltersUrlRewritePath,
+    HttpRouteRulesFiltersUrlRewritePathType, HttpRouteRulesMatches, HttpRouteRulesMatchesPath,
+    HttpRouteRulesMatchesPathType, HttpRouteSpec,
+};
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use crate::error::K8sError;
+use crate::manifests::SEGMENT_LABEL;
+use crate::names::stable_hash;
+
+/// The port every segment's Service listens on.
+pub const SERVICE_PORT: i32 = 80;
+/// The name of the Gateway routes attach to unless told otherwise (in the
+/// objects' namespace).
+pub const DEFAULT_GATEWAY: &str = "tessera";
+/// The largest weight a Gateway API backend may carry.
+pub const MAX_WEIGHT: i32 = 1_000_000;
+/// The most backends one `HTTPRoute` rule may list (the Gateway API's
+/// `maxItems`).
+pub const MAX_BACKENDS: usize = 16;
+
+/// Refuses routes for services of more segments than one rule may list
+/// ([`MAX_BACKENDS`]), naming them: `(service, segments)`.
+pub fn check_backend_counts<'a>(counts: impl IntoIterator<Item = (&'a str, usize)>) -> Result<(), K8sError> {
+    let over: Vec<String> = counts
+        .into_iter()
+        .filter(|(_, segments)| *segments > MAX_BACKENDS)
+        .map(|(service, segments)| format!("{service} ({segments})"))
+        .collect();
+    if over.is_empty() {
+        return Ok(());
+    }
+    Err(K8sError::Plan(format!(
+        "more segments than an HTTPRoute rule may weigh ({MAX_BACKENDS}): {}; export with --no-routes and \
+         weigh the segments' Services in the client",
+        over.join(", ")
+    )))
+}
+
+/// The Gateway an `HTTPRoute` attaches to (its `parentRefs` entry):
+/// `NAMESPACE/NAME[:SECTION]` or `NAME[:SECTION]` (the route's namespace).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayRef {
+    /// The Gateway's namespace; `None`: the route's own.
+    pub namespace: Option<String>,
+    /// The Gateway's name.
+    pub name: String,
+    /// One listener of the Gateway (`sectionName`); `None`: every listener
+    /// that accepts the route.
+    pub section: Option<String>,
+}
+
+impl Default for GatewayRef {
+    fn default() -> Self {
+        GatewayRef { namespace: None, name: DEFAULT_GATEWAY.into(), section: None }
+    }
+}
+
+/// Whether `text` is a DNS-1123 label (letters, digits, `-`, at most 63).
+fn is_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 63
+        && text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !text.starts_with('-')
+        && !text.ends_with('-')
+}
+
+impl FromStr for GatewayRef {
+    type Err = K8sError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| {
+            K8sError::Plan(format!("gateway '{text}': {why} (expected NAMESPACE/NAME[:SECTION] or NAME[:SECTION])"))
+        };
+        let (path, section) = match text.split_once(':') {
+            Some((path, section)) => (path, Some(section)),
+            None => (text, None),
+        };
+        let (namespace, name) = match path.split_once('/') {
+            Some((namespace, name)) => (Some(namespace), name),
+            None => (None, path),
+        };
+        for (what, part) in [("namespace", namespace), ("name", Some(name)), ("section", section)] {
+            if let Some(part) = part {
+                if !is_label(part) {
+                    return Err(bad(&format!("the {what} '{part}' is not a DNS-1123 label")));
+                }
+            }
+        }
+        Ok(GatewayRef {
+            namespace: namespace.map(str::to_string),
+            name: name.into(),
+            section: section.map(str::to_string),
+        })
+    }
+}
+
+impl fmt::Display for GatewayRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(namespace) = &self.namespace {
+            write!(f, "{namespace}/")?;
+        }
+        write!(f, "{}", self.name)?;
+        if let Some(section) = &self.section {
+            write!(f, ":{section}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The Gateway API weights of segments of the given capacities (req/s):
+/// proportional to them, the largest [`MAX_WEIGHT`], each rounded to the
+/// nearest integer and at least 1 for a positive capacity (0 for none).
+/// Every segment's share of the traffic is then its share of the capacity
+/// to within 0.1% (relative) whenever its capacity is at least 1/2000 of
+/// the largest (its weight is then at least 500, its rounding at most
+/// 0.1%); smaller segments still get traffic, less exactly.
+pub fn route_weights(capacities_rps: &[f64]) -> Vec<i32> {
+    let largest = capacities_rps.iter().copied().filter(|c| c.is_finite()).fold(0.0_f64, f64::max);
+    capacities_rps
+        .iter()
+        .map(|&capacity| {
+            if capacity.is_nan() || capacity <= 0.0 || largest <= 0.0 {
+                return 0;
+            }
+            let scaled = (capacity.min(largest) / largest * f64::from(MAX_WEIGHT)).round();
+            // In 1..=MAX_WEIGHT by construction, so the cast is exact.
+            (scaled as i32).clamp(1, MAX_WEIGHT)
+        })
+        .collect()
+}
+
+/// A segment's Service name: its Deployment's name when that is a valid
+/// Service name (a DNS-1035 label: starts with a letter), else `s-` before
+/// it, cut with a hash suffix when longer than 63 characters.
+pub fn service_name(segment: &str) -> String {
+    let name = if segment.starts_with(|c: char| c.is_ascii_lowercase()) {
+        segment.to_string()
+    } else {
+        format!("s-{segment}")
+    };
+    if name.len() <= 63 {
+        return name;
+    }
+    let suffix = format!("{:06x}", stable_hash(segment.as_bytes()) & 0xff_ffff);
+    format!("{}-{suffix}", name[..63 - suffix.len() - 1].trim_end_matches('-'))
+}
+
+/// The Service in front of one segment's pods (one per MPS process), on
+/// [`SERVICE_PORT`] forwarding to the pods' `port`.
+pub fn segment_service(
+    namespace: &str,
+    segment: &str,
+    labels: BTreeMap<String, String>,
+    container_port: i32,
+) -> Service {
+    Service {
+        metadata: ObjectMeta {
+            name: Some(service_name(segment)),
+            namespace: Some(namespace.into()),
+            labels: Some(labels),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(BTreeMap::from([(SEGMENT_LABEL.to_string(), segment.to_string())])),
+            // No affinity: each connection picks a pod afresh.
+            session_affinity: Some("None".into()),
+            ports: Some(vec![ServicePort {
+                name: Some("http".into()),
+                protocol: Some("TCP".into()),
+                port: SERVICE_PORT,
+                target_port: Some(IntOrString::Int(container_port)),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// One backend of a service's route: a segment's Service and its capacity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backend {
+    /// The segment's Service name.
+    pub service: String,
+    /// The segment's capacity in requests/s.
+    pub capacity_rps: f64,
+}
+
+/// The `HTTPRoute` of one service (named as the service, `name`): requests
+/// whose path starts with `/NAME` reach its segments' Services with the
+/// prefix replaced by `/`, weighted by [`route_weights`].
+pub fn service_route(
+    namespace: &str,
+    name: &str,
+    labels: BTreeMap<String, String>,
+    gateway: &GatewayRef,
+    backends: &[Backend],
+) -> HttpRoute {
+    let capacities: Vec<f64> = backends.iter().map(|backend| backend.capacity_rps).collect();
+    let backend_refs = backends
+        .iter()
+        .zip(route_weights(&capacities))
+        .map(|(backend, weight)| HttpRouteRulesBackendRefs {
+            name: backend.service.clone(),
+            port: Some(SERVICE_PORT),
+            weight: Some(weight),
+            ..Default::default()
+        })
+        .collect();
+    let mut route = HttpRoute::new(
+        name,
+        HttpRouteSpec {
+            parent_refs: Some(vec![HttpRouteParentRefs {
+                name: gateway.name.clone(),
+                namespace: gateway.namespace.clone(),
+                section_name: gateway.section.clone(),
+                ..Default::default()
+            }]),
+            rules: Some(vec![HttpRouteRules {
+                matches: Some(vec![HttpRouteRulesMatches {
+                    path: Some(HttpRouteRulesMatchesPath {
+                        r#type: Some(HttpRouteRulesMatchesPathType::PathPrefix),
+                        value: Some(format!("/{name}")),
+                    }),
+                    ..Default::default()
+                }]),
+                filters: Some(vec![HttpRouteRulesFilters {
+                    r#type: HttpRouteRulesFiltersType::UrlRewrite,
+                    url_rewrite: Some(HttpRouteRulesFiltersUrlRewrite {
+                        path: Some(HttpRouteRulesFiltersUrlRewritePath {
+                            r#type: HttpRouteRulesFiltersUrlRewritePathType::ReplacePrefixMatch,
+                            replace_prefix_match: Some("/".into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }]),
+                backend_refs: Some(backend_refs),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        },
+    );
+    route.metadata.namespace = Some(namespace.into());
+    route.metadata.labels = Some(labels);
+    route
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_keep_the_capacities_proportions() {
+        let capacities = [432.3, 191.7, 12.5, 0.0];
+        let weights = route_weights(&capacities);
+        assert_eq!(weights[0], MAX_WEIGHT);
+        assert_eq!(weights[3], 0);
+        let total_weight: f64 = weights.iter().map(|&w| f64::from(w)).sum();
+        let total_capacity: f64 = capacities.iter().sum();
+        for (capacity, weight) in capacities.iter().zip(&weights).take(3) {
+            let planned = capacity / total_capacity;
+            let routed = f64::from(*weight) / total_weight;
+            assert!((routed / planned - 1.0).abs() < 1e-3, "{capacity}: {routed} vs {planned}");
+        }
+        assert_eq!(route_weights(&[1e-12, 1.0]), [1, MAX_WEIGHT], "a positive capacity still gets traffic");
+        assert_eq!(route_weights(&[]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn services_of_more_than_16_segments_are_named() {
+        assert!(check_backend_counts([("a", 16), ("b", 1)]).is_ok());
+        let error = check_backend_counts([("a", 17), ("b", 2), ("c", 40)]).unwrap_err().to_string();
+        assert!(error.starts_with("more segments than an HTTPRoute rule may weigh (16): a (17), c (40); "), "{error}");
+    }
+
+    #[test]
+    fn gateway_references_parse_and_print_back() {
+        for text in ["gw", "infra/gw", "infra/gw:https", "gw:http"] {
+            assert_eq!(text.parse::<GatewayRef>().unwrap().to_string(), text);
+        }
+        let parsed: GatewayRef = "infra/gw:https".parse().unwrap();
+        assert_eq!(parsed.namespace.as_deref(), Some("infra"));
+        assert_eq!(parsed.section.as_deref(), Some("https"));
+        let error = "Infra/gw".parse::<GatewayRef>().unwrap_err().to_string();
+        assert!(error.contains("namespace 'Infra' is not a DNS-1123 label"), "{error}");
+        assert!("a/b/c".parse::<GatewayRef>().is_err());
+        assert!("gw:".parse::<GatewayRef>().is_err());
+    }
+
+    #[test]
+    fn service_names_are_dns_1035_labels() {
+        assert_eq!(service_name("bert-n0-g1-3g40gb-4"), "bert-n0-g1-3g40gb-4");
+        assert_eq!(service_name("3d-n0-g1-3g40gb-4"), "s-3d-n0-g1-3g40gb-4");
+        let long = service_name(&format!("{}-n10000-g15-1g20gb-me-6", "a".repeat(40)));
+        assert!(long.len() <= 63 && !long.ends_with('-'), "{long}");
+    }
+}
