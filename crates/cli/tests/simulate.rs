@@ -227,23 +227,17 @@ fn simulate_serve_measures_every_service_of_a_plan_the_same_way_for_a_seed() {
     let store = store_in(&dir);
     let (planned, _) = demo_plans(&dir, &store);
     let picture = dir.path().join("serving.html");
-    let args = [
-        "simulate",
-        "serve",
-        planned.to_str().unwrap(),
-        "--demo",
-        "--seconds",
-        "40",
-        "--seed",
-        "7",
-        "--format",
-        "json",
-        "--picture",
-        picture.to_str().unwrap(),
-    ];
-    let first = tessera(&args, &store);
-    assert!(first.status.success(), "{}", stderr(&first));
-    let report: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    let plan = planned.to_str().unwrap();
+    // `simulate serve PLAN --demo --seconds 40 --format json` and `extra`.
+    let serve = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["simulate", "serve", plan, "--demo", "--seconds", "40", "--format", "json"];
+        args.extend_from_slice(extra);
+        let output = tessera(&args, &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let with_picture = ["--seed", "7", "--picture", picture.to_str().unwrap()];
+    let report = serve(&with_picture);
     let services = report["services"].as_array().unwrap();
     assert_eq!(services.len(), 6);
     for service in services {
@@ -257,30 +251,13 @@ fn simulate_serve_measures_every_service_of_a_plan_the_same_way_for_a_seed() {
     assert!(report["attainment"].as_f64().unwrap() >= 0.99, "{}", report["attainment"]);
     assert_eq!((report["arrivals"].as_str(), report["seed"].as_u64()), (Some("poisson"), Some(7)));
     // The same seed gives the same figures (the timing line aside).
-    let again: serde_json::Value = serde_json::from_slice(&tessera(&args, &store).stdout).unwrap();
-    assert_eq!(again["services"], report["services"]);
+    assert_eq!(serve(&with_picture)["services"], report["services"]);
     let page = std::fs::read_to_string(&picture).unwrap();
     assert_eq!(page.matches("<figure class=\"service\"").count(), 6, "one figure per service");
     assert!(page.contains("class=\"cdf\"") && page.contains("class=\"slo\""));
 
     // Burstier arrivals than Poisson at the same rates: fewer requests within the SLO.
-    let bursty = tessera(
-        &[
-            "simulate",
-            "serve",
-            planned.to_str().unwrap(),
-            "--demo",
-            "--seconds",
-            "40",
-            "--arrivals",
-            "cv=4",
-            "--format",
-            "json",
-        ],
-        &store,
-    );
-    assert!(bursty.status.success(), "{}", stderr(&bursty));
-    let bursty: serde_json::Value = serde_json::from_slice(&bursty.stdout).unwrap();
+    let bursty = serve(&["--arrivals", "cv=4"]);
     assert!(
         bursty["attainment"].as_f64().unwrap() < report["attainment"].as_f64().unwrap(),
         "{}",
