@@ -44,7 +44,7 @@ impl ClusterArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ObjectArgs {
     /// The Gateway every service's HTTPRoute attaches to:
-    /// NAMESPACE/NAME[:SECTION], or NAME[:SECTION] in the objects'
+    /// `NAMESPACE/NAME[:SECTION]`, or `NAME[:SECTION]` in the objects'
     /// namespace.
     #[arg(long, value_name = "NAMESPACE/NAME[:SECTION]", default_value = DEFAULT_GATEWAY)]
     pub gateway: String,
