@@ -201,6 +201,71 @@ impl Cluster {
         Ok(())
     }
 
+    /// Server-side applies of many objects of one kind, `concurrency` of
+    /// them in flight at a time; the first failure ends it, naming its
+    /// object.
+    pub fn apply_all(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        objects: &[(&str, &Value)],
+        force: bool,
+        concurrency: usize,
+    ) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = force;
+        let requests = objects.iter().map(|(name, object)| {
+            let (api, params, name, object) = (api.clone(), params.clone(), name.to_string(), (*object).clone());
+            async move { api.patch(&name, &params, &Patch::Apply(&object)).await.map(drop).map_err(|e| (name, e)) }
+        });
+        self.run_bounded(requests, concurrency)
+            .map_err(|(name, error)| self.error(&format!("apply {} {namespace}/{name}", kind.resource().kind), error))
+    }
+
+    /// Deletes many objects of one kind (see [`Cluster::delete`]),
+    /// `concurrency` at a time.
+    pub fn delete_all(&self, kind: Kind, namespace: &str, names: &[&str], concurrency: usize) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let requests = names.iter().map(|name| {
+            let (api, name) = (api.clone(), name.to_string());
+            async move {
+                match api.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                    Err(error) => Err((name, error)),
+                }
+            }
+        });
+        self.run_bounded(requests, concurrency)
+            .map_err(|(name, error)| self.error(&format!("delete {} {namespace}/{name}", kind.resource().kind), error))
+    }
+
+    /// Runs `requests` with at most `concurrency` in flight; the first error.
+    fn run_bounded<F>(&self, requests: impl Iterator<Item = F>, concurrency: usize) -> Result<(), (String, kube::Error)>
+    where
+        F: std::future::Future<Output = Result<(), (String, kube::Error)>> + Send + 'static,
+    {
+        self.runtime.block_on(async move {
+            let mut requests = requests;
+            let mut running = tokio::task::JoinSet::new();
+            loop {
+                while running.len() < concurrency.max(1) {
+                    let Some(request) = requests.next() else { break };
+                    running.spawn(request);
+                }
+                match running.join_next().await {
+                    None => return Ok(()),
+                    Some(Ok(Ok(()))) => {}
+                    Some(Ok(Err(failure))) => return Err(failure),
+                    Some(Err(join)) => {
+                        return Err(("?".to_string(), kube::Error::Service(Box::new(join))));
+                    }
+                }
+            }
+        })
+    }
+
     /// A JSON merge patch (labels and annotations of a node).
     pub fn merge_patch(&self, kind: Kind, namespace: Option<&str>, name: &str, patch: &Value) -> Result<(), K8sError> {
         let api = self.api(kind, namespace);

@@ -8,7 +8,7 @@
 //!   plan on them and checking it are pure, in tessera-plan) and the DRA
 //!   driver's MIG devices from its ResourceSlices.
 //! - Workloads: [`manifests`] turns a plan into its objects — the plan for
-//!   the agents (a ConfigMap), per segment a `ResourceClaim`
+//!   the agents (a ConfigMap per node holding only that node's part), per segment a `ResourceClaim`
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
 //!   [`MigDeviceConfig`] sharing it through MPS, and a `Deployment` of
 //!   `procs` pods sharing the claim.
@@ -33,9 +33,14 @@ mod inventory;
 mod manifests;
 mod mig_config;
 mod names;
+mod node_plan;
+mod transition;
 
-pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome};
-pub use apply::{apply_plan, cluster_status, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, SegmentStatus};
+pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome, PlanSource};
+pub use apply::{
+    apply_plan, cluster_status, running_plan, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, Progress,
+    SegmentStatus,
+};
 pub use cluster::{Cluster, ClusterOptions, Kind, FIELD_MANAGER};
 pub use error::K8sError;
 #[cfg(any(test, feature = "fake"))]
@@ -45,7 +50,11 @@ pub use inventory::{
 };
 pub use manifests::{
     manifests, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
-    NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
-    STATE_LABEL,
+    NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
+pub use node_plan::{
+    merge_parts, node_config_map_name, node_part, node_plan_id, read_node_part, recorded_parts, NodePart,
+    MAX_OBJECT_BYTES, NODE_CONFIG_MAP_PREFIX, NODE_KEY, NODE_NAME_KEY,
+};
+pub use transition::{plan_transition, TransitionStep};

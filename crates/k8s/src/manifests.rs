@@ -1,5 +1,6 @@
 //! A plan as Kubernetes objects: the plan for the node agents (a
-//! ConfigMap), then per segment a `ResourceClaim` for its MIG device and a
+//! ConfigMap per node, see [`crate::node_plan`]), then per segment a
+//! `ResourceClaim` for its MIG device and a
 //! `Deployment` of `procs` pods sharing it through MPS.
 //!
 //! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
@@ -31,6 +32,7 @@ use tessera_plan::NodeRef;
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 use crate::names::{profile_part, service_names, stable_hash};
+use crate::node_plan::node_config_map;
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -43,7 +45,8 @@ pub const SERVICE_LABEL: &str = "tessera.io/service";
 /// The segment's Deployment name, on its pods.
 pub const SEGMENT_LABEL: &str = "tessera.io/segment";
 /// On nodes of a plan made without cluster node names: the plan's node
-/// number (`kubectl label node NAME tessera.io/node=N`).
+/// number (`kubectl label node NAME tessera.io/node=N`); on the objects of
+/// a node (its ConfigMap, claims, Deployments): the plan node they are for.
 pub const NODE_NUMBER_LABEL: &str = "tessera.io/node";
 /// A node's MIG layout state, written by its agent: `pending`, `success`
 /// or `failed` (as mig-manager's `nvidia.com/mig.config.state`).
@@ -52,9 +55,8 @@ pub const STATE_LABEL: &str = "tessera.io/mig.state";
 pub const REASON_ANNOTATION: &str = "tessera.io/mig.reason";
 /// The MIG devices a node's agent made for the plan (JSON, [`NodeDevice`]s).
 pub const DEVICES_ANNOTATION: &str = "tessera.io/mig.devices";
-/// The ConfigMap holding the plan the agents apply.
-pub const PLAN_CONFIG_MAP: &str = "tessera-plan";
-/// Its key holding the plan (Tessera's versioned JSON).
+/// The key of a node's ConfigMap holding its part of the plan (Tessera's
+/// versioned JSON).
 pub const PLAN_KEY: &str = "plan.json";
 /// The namespace Tessera uses unless told otherwise.
 pub const DEFAULT_NAMESPACE: &str = "tessera";
@@ -92,7 +94,7 @@ fn selector(node: &NodeRef) -> (String, String) {
 /// One object, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Manifest {
-    /// The plan for the agents.
+    /// A node's part of the plan, for its agent.
     ConfigMap(ConfigMap),
     /// A segment's MIG device.
     ResourceClaim(ResourceClaim),
@@ -115,6 +117,19 @@ impl Manifest {
             Manifest::ConfigMap(object) => &object.metadata,
             Manifest::ResourceClaim(object) => &object.metadata,
             Manifest::Deployment(object) => &object.metadata,
+        }
+    }
+
+    /// Its labels.
+    pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        self.metadata().labels.as_ref()
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Manifest::ConfigMap(object) => &mut object.metadata,
+            Manifest::ResourceClaim(object) => &mut object.metadata,
+            Manifest::Deployment(object) => &mut object.metadata,
         }
     }
 
@@ -149,7 +164,7 @@ pub struct Manifests {
     pub namespace: String,
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
-    /// The objects: the ConfigMap, the claims, the Deployments.
+    /// The objects: the nodes' ConfigMaps, the claims, the Deployments.
     pub objects: Vec<Manifest>,
     /// Names that were changed to be valid Kubernetes names.
     pub notes: Vec<String>,
@@ -161,16 +176,50 @@ impl Manifests {
         self.objects.iter().map(|object| format!("---\n{}", object.to_yaml())).collect()
     }
 
-    /// One file per object: `NN-kind-name.yaml` (NN the apply order) and
-    /// its YAML.
-    pub fn files(&self) -> Vec<(String, String)> {
-        self.objects
-            .iter()
-            .enumerate()
-            .map(|(n, object)| {
-                (format!("{n:02}-{}-{}.yaml", object.kind().to_lowercase(), object.name()), object.to_yaml())
-            })
-            .collect()
+    /// The files of an export, made one at a time: per plan node one
+    /// multi-document file, `node-NAME.yaml` (`node-nN.yaml` on a plan
+    /// without node names), with that node's objects in apply order (its
+    /// ConfigMap, claims, Deployments); objects of no one node (those
+    /// without a `tessera.io/node` label) in `cluster.yaml`. `kubectl apply
+    /// -f DIR` applies them all.
+    pub fn files(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        let mut groups: BTreeMap<String, Vec<&Manifest>> = BTreeMap::new();
+        for object in &self.objects {
+            let node = object
+                .metadata()
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(NODE_NUMBER_LABEL))
+                .and_then(|n| n.parse::<u32>().ok())
+                .and_then(|n| self.nodes.get(&n));
+            let file = match node {
+                Some(NodeRef::Named(name)) => format!("node-{name}.yaml"),
+                Some(NodeRef::Numbered(number)) => format!("node-n{number}.yaml"),
+                None => "cluster.yaml".to_string(),
+            };
+            groups.entry(file).or_default().push(object);
+        }
+        groups.into_iter().map(|(file, objects)| {
+            let mut yaml = String::new();
+            for object in objects {
+                yaml.push_str("---\n");
+                yaml.push_str(&object.to_yaml());
+            }
+            (file, yaml)
+        })
+    }
+
+    /// Labels every object as belonging to plan `id` (a transition's
+    /// intermediate states belong to the plan being applied).
+    pub fn relabel(&mut self, id: &str) {
+        for object in &mut self.objects {
+            if let Some(labels) = object.metadata_mut().labels.as_mut() {
+                if labels.contains_key(PLAN_ID) {
+                    labels.insert(PLAN_ID.into(), id.into());
+                }
+            }
+        }
+        self.plan_id = id.to_string();
     }
 
     /// The objects of one kind.
@@ -321,21 +370,6 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
     }
 }
 
-/// The ConfigMap of the plan for the agents.
-fn plan_config_map(plan: &Plan, namespace: &str, plan_id: &str) -> ConfigMap {
-    let json = String::from_utf8(tessera_store::plan_json(plan)).expect("plan JSON is UTF-8");
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(PLAN_CONFIG_MAP.into()),
-            namespace: Some(namespace.into()),
-            labels: Some(common_labels(plan_id)),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([(PLAN_KEY.to_string(), json)])),
-        ..Default::default()
-    }
-}
-
 /// The segment's name: `S-nN-gG-P-T`.
 fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
     format!("{service}-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&instance.profile), instance.start)
@@ -381,7 +415,10 @@ pub fn manifests(
             .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
             .collect::<std::collections::BTreeSet<_>>(),
     );
-    let mut objects = vec![Manifest::ConfigMap(plan_config_map(plan, namespace, &plan_id))];
+    let mut objects = Vec::with_capacity(nodes.len() + 2 * plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>());
+    for (number, node) in &nodes {
+        objects.push(Manifest::ConfigMap(node_config_map(plan, *number, node, namespace, &plan_id)?));
+    }
     let mut deployments = Vec::new();
     for gpu in &plan.gpus {
         for instance in &gpu.instances {
@@ -389,6 +426,7 @@ pub fn manifests(
             let segment = segment_name(service, gpu, instance);
             let mut labels = common_labels(&plan_id);
             labels.insert(SERVICE_LABEL.into(), service.clone());
+            labels.insert(NODE_NUMBER_LABEL.into(), gpu.node.to_string());
             let device = devices.get(&gpu.node).and_then(|list| {
                 list.iter().find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
             });

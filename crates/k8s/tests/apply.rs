@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use tessera_core::Plan;
 use tessera_k8s::{
-    apply_plan, cluster_status, manifests, plan_id, Action, ApplyOptions, Change, Cluster, ClusterOptions,
+    apply_plan, cluster_status, manifests, node_plan_id, Action, ApplyOptions, Change, Cluster, ClusterOptions,
     FakeApiServer,
 };
 
@@ -21,6 +21,7 @@ pub fn options() -> ApplyOptions {
         force_conflicts: false,
         layout_timeout: Duration::from_secs(30),
         poll: Duration::from_millis(20),
+        concurrency: 8,
     }
 }
 
@@ -35,13 +36,13 @@ pub fn placed_plan() -> Plan {
     plan
 }
 
-/// Marks every node of `plan` as its agent would after success.
+/// Marks every node of `plan` as its agent would after success (with its
+/// part's id).
 fn agents_done(server: &FakeApiServer, plan: &Plan) {
-    let id = plan_id(plan);
-    for name in ["gpu-a", "gpu-b"] {
+    for (number, name) in ["gpu-a", "gpu-b"].into_iter().enumerate() {
         let mut node = server.get("nodes", "", name).unwrap();
         node["metadata"]["labels"]["tessera.io/mig.state"] = "success".into();
-        node["metadata"]["annotations"] = json!({"tessera.io/plan-id": id});
+        node["metadata"]["annotations"] = json!({"tessera.io/plan-id": node_plan_id(plan, number as u32)});
         server.put(node);
     }
 }
@@ -51,6 +52,7 @@ fn setup() -> (tempfile::TempDir, FakeApiServer, Cluster, Plan) {
     let (server, cluster) = fake_cluster(&[a100_node("gpu-a", 2), a100_node("gpu-b", 2)], dir.path());
     let plan = placed_plan();
     agents_done(&server, &plan);
+    server.ready_on_apply();
     (dir, server, cluster, plan)
 }
 
@@ -71,7 +73,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     let (_dir, server, cluster, plan) = setup();
     let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", 1 + 2 * segments)]));
+    assert_eq!(changes(&actions), BTreeMap::from([("created", 2 + 2 * segments)]));
     let writes = writes(&server);
     let kinds: Vec<&str> = writes.iter().map(|w| w.split(' ').nth(1).unwrap()).collect();
     let last_claim = kinds.iter().rposition(|k| *k == "resourceclaims").unwrap();
@@ -88,7 +90,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
 
     server.clear_requests();
     let again = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 1 + 2 * segments)]));
+    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 2 + 2 * segments)]));
     assert_eq!(crate::apply::writes(&server), Vec::<String>::new());
 }
 
@@ -188,14 +190,15 @@ fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it
     let (_dir, server, cluster, plan) = setup();
     let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
     server.fail("PATCH", "deployments", 2, 500);
-    let error = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap_err().to_string();
+    let one_at_a_time = ApplyOptions { concurrency: 1, ..options() };
+    let error = apply_plan(&cluster, &plan, &one_at_a_time, &mut |_| {}).unwrap_err().to_string();
     assert!(error.contains("apply Deployment tessera/") && error.contains("(500 InternalError)"), "{error}");
-    // What is left: the plan, every claim, the first Deployment.
-    assert!(server.get("configmaps", "tessera", "tessera-plan").is_some());
+    // What is left: the nodes' parts, every claim, the first Deployment.
+    assert!(server.get("configmaps", "tessera", "tessera-node-gpu-a").is_some());
     assert_eq!(server.list("resourceclaims").len(), segments);
     assert_eq!(server.list("deployments").len(), 1);
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", segments - 1), ("unchanged", 2 + segments)]));
+    assert_eq!(changes(&actions), BTreeMap::from([("created", segments - 1), ("unchanged", 3 + segments)]));
     assert_eq!(server.list("deployments").len(), segments);
 }
 
@@ -213,7 +216,7 @@ fn waiting_ends_on_a_failed_node_or_after_the_timeout_naming_the_nodes() {
     let mut node = server.get("nodes", "", "gpu-b").unwrap();
     node["metadata"]["labels"]["tessera.io/mig.state"] = "failed".into();
     node["metadata"]["annotations"] =
-        json!({"tessera.io/plan-id": plan_id(&plan), "tessera.io/mig.reason": "GPU 0 has 3 running processes"});
+        json!({"tessera.io/plan-id": node_plan_id(&plan, 1), "tessera.io/mig.reason": "GPU 0 has 3 running processes"});
     server.put(node);
     let error = apply_plan(&cluster, &plan, &quick, &mut |_| {}).unwrap_err().to_string();
     assert_eq!(error, "node 'gpu-b' failed to apply its MIG layout: GPU 0 has 3 running processes");

@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use tessera_k8s::{apply_plan, cluster_status, manifests, reconcile_node, ApplyOptions, Outcome};
+use tessera_k8s::{
+    apply_plan, cluster_status, manifests, reconcile_node, AgentOptions, ApplyOptions, Outcome, PlanSource,
+};
 
 use crate::agent::agent_options;
 use crate::apply::placed_plan;
@@ -38,6 +40,7 @@ fn the_demo_plan_runs_as_planned() {
                 force_conflicts: false,
                 layout_timeout: Duration::from_secs(60),
                 poll: Duration::from_millis(20),
+                concurrency: 4,
             };
             apply_plan(&cluster, &plan, &options, &mut |_| {})
         })
@@ -46,7 +49,11 @@ fn the_demo_plan_runs_as_planned() {
     let mut done = [false, false];
     for _ in 0..100 {
         for (number, node) in ["gpu-a", "gpu-b"].into_iter().enumerate() {
-            let options = agent_options(node, &dir.path().join("plan.json"));
+            // The agents read their nodes' parts through the API.
+            let options = AgentOptions {
+                plan: PlanSource::Cluster { namespace: "tessera".into() },
+                ..agent_options(node, &dir.path().join("plan.json"))
+            };
             let outcome = reconcile_node(&cluster, &mut drivers[number], &options, &mut |_| {}).unwrap();
             if matches!(outcome, Outcome::Pending(_)) && server.plugin_restarts().contains(&node.to_string()) {
                 // The DRA driver's plugin restarted and publishes what exists.
@@ -54,6 +61,8 @@ fn the_demo_plan_runs_as_planned() {
             }
             done[number] = outcome == Outcome::Success;
         }
+        // The Deployment controller: pods run and are ready.
+        server.run_deployments(0);
         if done == [true, true] && applying.is_finished() {
             break;
         }

@@ -7,3 +7,4 @@ mod common;
 mod end_to_end;
 mod export;
 mod inventory;
+mod transition;
