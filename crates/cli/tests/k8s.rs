@@ -34,15 +34,21 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(output.status.success(), "{}", stderr(&output));
     let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    assert_eq!(stdout(&output), format!("wrote {} manifests to {}\n", files.len(), out.display()));
-    assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with("00-configmap-tessera-plan"));
-    let claims = files.iter().filter(|f| f.to_str().unwrap().contains("-resourceclaim-")).count();
-    let deployments = files.iter().filter(|f| f.to_str().unwrap().contains("-deployment-")).count();
-    assert!(claims > 0 && claims == deployments && files.len() == 1 + 2 * claims);
+    // One multi-document file per plan node, that node's objects inside.
+    let names: Vec<&str> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
+    assert!(names.iter().all(|n| n.starts_with("node-n") && n.ends_with(".yaml")), "{names:?}");
+    let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    let documents: usize = texts.iter().map(|t| t.matches("---\n").count()).sum();
+    let in_files = if files.len() == 1 { "1 file".to_string() } else { format!("{} files", files.len()) };
+    assert_eq!(stdout(&output), format!("wrote {documents} manifests in {in_files} to {}\n", out.display()));
+    let kinds = |kind: &str| texts.iter().map(|t| t.matches(&format!("\nkind: {kind}\n")).count()).sum::<usize>();
+    let claims = kinds("ResourceClaim");
+    assert!(claims > 0 && claims == kinds("Deployment") && kinds("ConfigMap") == files.len());
+    assert_eq!(documents, files.len() + 2 * claims);
     kubernetes_validate(&files);
 
     let output = tessera(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir));
-    assert_eq!(stdout(&output).matches("---\n").count(), files.len());
+    assert_eq!(stdout(&output).matches("---\n").count(), documents);
 }
 
 #[test]
@@ -88,7 +94,8 @@ fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
     let output = tessera(&["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let lines = stdout(&output);
-    assert!(lines.starts_with("(dry run) ConfigMap tessera-plan created\n"), "{lines}");
+    assert!(lines.starts_with("(dry run) step 1 of 1: GPUs 0:0 "), "{lines}");
+    assert!(lines.contains("\n(dry run) ConfigMap tessera-node-gpu-a created\n"), "{lines}");
     assert!(stderr(&output).contains(" changed (dry run: nothing written)"));
     assert!(server.requests().iter().all(|r| r.starts_with("GET")));
 
@@ -102,7 +109,7 @@ fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
     fails_with(
         &["k8s", "status", "--kubeconfig", kubeconfig],
         &store,
-        &["error: no plan applied in namespace tessera (no ConfigMap tessera-plan); pass PLAN.json"],
+        &["error: no plan applied in namespace tessera (no node's ConfigMap tessera-node-…); pass PLAN.json"],
     );
 }
 

@@ -25,10 +25,10 @@ use tessera_plan::NodeRef;
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
 use crate::manifests::{
-    manifests, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID,
+    manifests, plan_id, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID,
     REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
-use crate::node_plan::{merge_parts, node_plan_id, recorded_parts};
+use crate::node_plan::{merge_parts, node_parts, recorded_parts};
 use crate::transition::plan_transition;
 
 /// How `apply_plan` runs.
@@ -266,9 +266,9 @@ fn reported_devices(nodes: &BTreeMap<u32, Value>, ids: &BTreeMap<u32, String>) -
         .collect()
 }
 
-/// Each node's part id of `plan`, for `nodes`.
-fn part_ids(plan: &Plan, nodes: impl IntoIterator<Item = u32>) -> BTreeMap<u32, String> {
-    nodes.into_iter().map(|number| (number, node_plan_id(plan, number))).collect()
+/// Each node's part id of `plan`.
+fn part_ids(plan: &Plan) -> BTreeMap<u32, String> {
+    node_parts(plan).into_iter().map(|(number, part)| (number, plan_id(&part))).collect()
 }
 
 /// Waits until every node of `ids` reports `success` for its part's id; a
@@ -395,7 +395,7 @@ fn apply_state(
         })
         .collect();
     let mut actions = apply_kind(cluster, "ConfigMap", &touched, options, on_progress)?;
-    let ids = part_ids(state, first.nodes.keys().copied());
+    let ids = part_ids(state);
     let waited: BTreeMap<u32, String> =
         ids.iter().filter(|(n, _)| nodes.contains(n)).map(|(n, id)| (*n, id.clone())).collect();
     let objects = if options.dry_run {
@@ -583,7 +583,7 @@ impl ClusterStatus {
 pub fn cluster_status(cluster: &Cluster, plan: &Plan, namespace: &str) -> Result<ClusterStatus, K8sError> {
     let planned = manifests(plan, namespace, &BTreeMap::new())?;
     let objects = plan_nodes(cluster, &planned.nodes)?;
-    let ids = part_ids(plan, planned.nodes.keys().copied());
+    let ids = part_ids(plan);
     let nodes = planned
         .nodes
         .iter()

@@ -49,12 +49,13 @@ pub use inventory::{
     inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
 pub use manifests::{
-    manifests, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY,
-    NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
+    manifests, node_file_name, plan_id, Manifest, Manifests, NodeDevice, PlanObjects, DEFAULT_NAMESPACE,
+    DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL,
+    SERVICE_LABEL, STATE_LABEL,
 };
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 pub use node_plan::{
-    merge_parts, node_config_map_name, node_part, node_plan_id, read_node_part, recorded_parts, NodePart,
+    merge_parts, node_config_map_name, node_part, node_parts, node_plan_id, read_node_part, recorded_parts, NodePart,
     MAX_OBJECT_BYTES, NODE_CONFIG_MAP_PREFIX, NODE_KEY, NODE_NAME_KEY,
 };
 pub use transition::{plan_transition, TransitionStep};

@@ -32,7 +32,7 @@ use tessera_plan::NodeRef;
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 use crate::names::{profile_part, service_names, stable_hash};
-use crate::node_plan::node_config_map;
+use crate::node_plan::{node_config_map, node_parts};
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -150,7 +150,22 @@ impl Manifest {
 
     /// As one YAML document.
     pub fn to_yaml(&self) -> String {
-        serde_saphyr::to_string(&self.to_value()).expect("JSON values always serialize as YAML")
+        let yaml = match self {
+            Manifest::ConfigMap(object) => serde_saphyr::to_string(object),
+            Manifest::ResourceClaim(object) => serde_saphyr::to_string(object),
+            Manifest::Deployment(object) => serde_saphyr::to_string(object),
+        };
+        yaml.expect("Kubernetes objects always serialize as YAML")
+    }
+
+    /// Documents in one YAML stream, each after `---`.
+    pub fn yaml_documents<'m>(objects: impl IntoIterator<Item = &'m Manifest>) -> String {
+        let mut yaml = String::new();
+        for object in objects {
+            yaml.push_str("---\n");
+            yaml.push_str(&object.to_yaml());
+        }
+        yaml
     }
 }
 
@@ -173,7 +188,7 @@ pub struct Manifests {
 impl Manifests {
     /// One YAML stream of every object, `---` between documents.
     pub fn yaml_stream(&self) -> String {
-        self.objects.iter().map(|object| format!("---\n{}", object.to_yaml())).collect()
+        Manifest::yaml_documents(&self.objects)
     }
 
     /// The files of an export, made one at a time: per plan node one
@@ -192,21 +207,10 @@ impl Manifests {
                 .and_then(|labels| labels.get(NODE_NUMBER_LABEL))
                 .and_then(|n| n.parse::<u32>().ok())
                 .and_then(|n| self.nodes.get(&n));
-            let file = match node {
-                Some(NodeRef::Named(name)) => format!("node-{name}.yaml"),
-                Some(NodeRef::Numbered(number)) => format!("node-n{number}.yaml"),
-                None => "cluster.yaml".to_string(),
-            };
+            let file = node.map_or_else(|| "cluster.yaml".to_string(), node_file_name);
             groups.entry(file).or_default().push(object);
         }
-        groups.into_iter().map(|(file, objects)| {
-            let mut yaml = String::new();
-            for object in objects {
-                yaml.push_str("---\n");
-                yaml.push_str(&object.to_yaml());
-            }
-            (file, yaml)
-        })
+        groups.into_iter().map(|(file, objects)| (file, Manifest::yaml_documents(objects)))
     }
 
     /// Labels every object as belonging to plan `id` (a transition's
@@ -225,6 +229,15 @@ impl Manifests {
     /// The objects of one kind.
     pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Manifest> + 'a {
         self.objects.iter().filter(move |object| object.kind() == kind)
+    }
+}
+
+/// The export file of a node's objects: `node-NAME.yaml`, or
+/// `node-nN.yaml` on a plan without node names.
+pub fn node_file_name(node: &NodeRef) -> String {
+    match node {
+        NodeRef::Named(name) => format!("node-{name}.yaml"),
+        NodeRef::Numbered(number) => format!("node-n{number}.yaml"),
     }
 }
 
@@ -375,73 +388,142 @@ fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignmen
     format!("{service}-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&instance.profile), instance.start)
 }
 
-/// The objects that run `plan` in `namespace`; `devices` (by node number)
-/// are the MIG devices the agents reported, pinning each claim to its
-/// instance. Every service needs an image (the plan's `images`, from its
-/// SLO file's `image` and `args` columns); those without one are named in
-/// the error.
+/// A plan's objects, made node by node: what every object needs (the
+/// plan's id, the services' Kubernetes names, each node's part) is decided
+/// once for the whole plan, so that a node's objects are the same whether
+/// made alone or with all the others, and a fleet's objects need not all
+/// be in memory at once.
+pub struct PlanObjects<'a> {
+    plan: &'a Plan,
+    namespace: String,
+    devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
+    plan_id: String,
+    names: BTreeMap<String, String>,
+    parts: BTreeMap<u32, Plan>,
+    /// The plan's nodes, by node number.
+    pub nodes: BTreeMap<u32, NodeRef>,
+    /// Names that were changed to be valid Kubernetes names (one note).
+    pub notes: Vec<String>,
+}
+
+impl<'a> PlanObjects<'a> {
+    /// The objects that run `plan` in `namespace`; `devices` (by node
+    /// number) are the MIG devices the agents reported, pinning each claim
+    /// to its instance. Every service needs an image (the plan's `images`,
+    /// from its SLO file's `image` and `args` columns); those without one
+    /// are named in the error.
+    pub fn new(
+        plan: &'a Plan,
+        namespace: &str,
+        devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
+    ) -> Result<PlanObjects<'a>, K8sError> {
+        let mut missing: Vec<&str> = plan
+            .gpus
+            .iter()
+            .flat_map(|gpu| &gpu.instances)
+            .map(|instance| instance.service.as_str())
+            .filter(|service| !plan.images.contains_key(*service))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            return Err(K8sError::Plan(format!(
+                "{} no container image: {} (add `image` and `args` columns to the SLO file and plan again)",
+                if missing.len() == 1 { "1 service has" } else { "services have" },
+                missing.join(", ")
+            )));
+        }
+        let mut nodes = BTreeMap::new();
+        for gpu in &plan.gpus {
+            if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
+                entry.insert(NodeRef::of(plan, gpu.node)?);
+            }
+        }
+        let (names, notes) = service_names(
+            plan.services
+                .iter()
+                .map(|report| report.service.as_str())
+                .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
+                .collect::<std::collections::BTreeSet<_>>(),
+        );
+        Ok(PlanObjects {
+            plan,
+            namespace: namespace.to_string(),
+            devices,
+            plan_id: plan_id(plan),
+            names,
+            parts: node_parts(plan),
+            nodes,
+            notes,
+        })
+    }
+
+    /// Node `number`'s objects: its ConfigMap, then per segment its claim
+    /// and Deployment (none for a node without GPUs in the plan).
+    pub fn node_objects(&self, number: u32) -> Result<Vec<Manifest>, K8sError> {
+        let (Some(node), Some(part)) = (self.nodes.get(&number), self.parts.get(&number)) else {
+            return Ok(Vec::new());
+        };
+        let namespace = self.namespace.as_str();
+        let mut objects = vec![Manifest::ConfigMap(node_config_map(part, number, node, namespace, &self.plan_id)?)];
+        let mut deployments = Vec::new();
+        for gpu in &part.gpus {
+            for instance in &gpu.instances {
+                let service = &self.names[&instance.service];
+                let segment = segment_name(service, gpu, instance);
+                let mut labels = common_labels(&self.plan_id);
+                labels.insert(SERVICE_LABEL.into(), service.clone());
+                labels.insert(NODE_NUMBER_LABEL.into(), gpu.node.to_string());
+                let device = self.devices.get(&gpu.node).and_then(|list| {
+                    list.iter()
+                        .find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
+                });
+                let expression = selector_expression(&instance.profile, device);
+                let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
+                let workload = Workload {
+                    instance,
+                    image: &self.plan.images[&instance.service],
+                    node,
+                    claim: claim.metadata.name.clone().unwrap_or_default(),
+                };
+                deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
+                objects.push(Manifest::ResourceClaim(claim));
+            }
+        }
+        objects.extend(deployments);
+        Ok(objects)
+    }
+}
+
+/// The order objects are applied in: the nodes' ConfigMaps, the claims,
+/// the Deployments.
+fn apply_rank(object: &Manifest) -> u8 {
+    match object {
+        Manifest::ConfigMap(_) => 0,
+        Manifest::ResourceClaim(_) => 1,
+        Manifest::Deployment(_) => 2,
+    }
+}
+
+/// The objects that run `plan` in `namespace` (see [`PlanObjects::new`]),
+/// all of them, in apply order.
 pub fn manifests(
     plan: &Plan,
     namespace: &str,
     devices: &BTreeMap<u32, Vec<NodeDevice>>,
 ) -> Result<Manifests, K8sError> {
-    let plan_id = plan_id(plan);
-    let mut missing: Vec<&str> = plan
-        .gpus
-        .iter()
-        .flat_map(|gpu| &gpu.instances)
-        .map(|instance| instance.service.as_str())
-        .filter(|service| !plan.images.contains_key(*service))
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    if !missing.is_empty() {
-        return Err(K8sError::Plan(format!(
-            "{} no container image: {} (add `image` and `args` columns to the SLO file and plan again)",
-            if missing.len() == 1 { "1 service has" } else { "services have" },
-            missing.join(", ")
-        )));
+    let made = PlanObjects::new(plan, namespace, devices)?;
+    let mut objects =
+        Vec::with_capacity(made.nodes.len() + 2 * plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>());
+    for number in made.nodes.keys() {
+        objects.extend(made.node_objects(*number)?);
     }
-    let mut nodes = BTreeMap::new();
-    for gpu in &plan.gpus {
-        if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
-            entry.insert(NodeRef::of(plan, gpu.node)?);
-        }
-    }
-    let (names, notes) = service_names(
-        plan.services
-            .iter()
-            .map(|report| report.service.as_str())
-            .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
-            .collect::<std::collections::BTreeSet<_>>(),
-    );
-    let mut objects = Vec::with_capacity(nodes.len() + 2 * plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>());
-    for (number, node) in &nodes {
-        objects.push(Manifest::ConfigMap(node_config_map(plan, *number, node, namespace, &plan_id)?));
-    }
-    let mut deployments = Vec::new();
-    for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            let service = &names[&instance.service];
-            let segment = segment_name(service, gpu, instance);
-            let mut labels = common_labels(&plan_id);
-            labels.insert(SERVICE_LABEL.into(), service.clone());
-            labels.insert(NODE_NUMBER_LABEL.into(), gpu.node.to_string());
-            let device = devices.get(&gpu.node).and_then(|list| {
-                list.iter().find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
-            });
-            let expression = selector_expression(&instance.profile, device);
-            let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
-            let workload = Workload {
-                instance,
-                image: &plan.images[&instance.service],
-                node: &nodes[&gpu.node],
-                claim: claim.metadata.name.clone().unwrap_or_default(),
-            };
-            deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
-            objects.push(Manifest::ResourceClaim(claim));
-        }
-    }
-    objects.extend(deployments);
-    Ok(Manifests { plan_id, namespace: namespace.to_string(), nodes, objects, notes })
+    objects.sort_by_key(apply_rank);
+    Ok(Manifests {
+        plan_id: made.plan_id,
+        namespace: namespace.to_string(),
+        nodes: made.nodes,
+        objects,
+        notes: made.notes,
+    })
 }

@@ -14,12 +14,12 @@
 //! ([`recorded_parts`], [`merge_parts`]): `k8s status` and the
 //! make-before-break `k8s apply` read it from there, not from local files.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
-use tessera_core::Plan;
+use tessera_core::{GpuAssignment, Plan, ServiceReport};
 use tessera_plan::NodeRef;
 
 use crate::cluster::{Cluster, Kind};
@@ -54,11 +54,23 @@ pub fn node_config_map_name(node: &NodeRef) -> String {
 /// strategy, rule, node size and traffic; nothing of the rest of the fleet.
 /// The same node of the same plan always gives the same part.
 pub fn node_part(plan: &Plan, node: u32) -> Plan {
-    let mut gpus: Vec<_> = plan.gpus.iter().filter(|gpu| gpu.node == node).cloned().collect();
+    node_parts(plan).remove(&node).unwrap_or_else(|| part_of(plan, Vec::new(), &HashMap::new()))
+}
+
+/// Every node's part of `plan` (see [`node_part`]), made in one pass.
+pub fn node_parts(plan: &Plan) -> BTreeMap<u32, Plan> {
+    let reports: HashMap<&str, &ServiceReport> = plan.services.iter().map(|s| (s.service.as_str(), s)).collect();
+    let mut gpus: BTreeMap<u32, Vec<GpuAssignment>> = BTreeMap::new();
+    for gpu in &plan.gpus {
+        gpus.entry(gpu.node).or_default().push(gpu.clone());
+    }
+    gpus.into_iter().map(|(node, gpus)| (node, part_of(plan, gpus, &reports))).collect()
+}
+
+/// The part of `plan` with `gpus`.
+fn part_of(plan: &Plan, mut gpus: Vec<GpuAssignment>, reports: &HashMap<&str, &ServiceReport>) -> Plan {
     gpus.sort_by_key(|gpu| gpu.index);
     let services: BTreeSet<&str> = gpus.iter().flat_map(|gpu| &gpu.instances).map(|i| i.service.as_str()).collect();
-    let mut reports: Vec<_> = plan.services.iter().filter(|s| services.contains(s.service.as_str())).cloned().collect();
-    reports.sort_by(|a, b| a.service.cmp(&b.service));
     Plan {
         gpu_count: gpus.len(),
         total_cost: 0.0,
@@ -66,16 +78,11 @@ pub fn node_part(plan: &Plan, node: u32) -> Plan {
         latency_rule: plan.latency_rule.clone(),
         gpus_per_node: plan.gpus_per_node,
         fleet: Vec::new(),
-        services: reports,
+        services: services.iter().filter_map(|s| reports.get(s).map(|r| (*r).clone())).collect(),
         optimality: None,
         notes: Vec::new(),
         node_names: Vec::new(),
-        images: plan
-            .images
-            .iter()
-            .filter(|(s, _)| services.contains(s.as_str()))
-            .map(|(s, i)| (s.clone(), i.clone()))
-            .collect(),
+        images: services.iter().filter_map(|s| plan.images.get(*s).map(|i| ((*s).to_string(), i.clone()))).collect(),
         traffic: plan.traffic.clone(),
         gpus,
     }
@@ -87,17 +94,16 @@ pub fn node_plan_id(plan: &Plan, node: u32) -> String {
     plan_id(&node_part(plan, node))
 }
 
-/// Node `number`'s ConfigMap: its part of `plan` (from whole plan
-/// `whole_id`). A part over [`MAX_OBJECT_BYTES`] is refused, naming the
-/// node.
+/// Node `number`'s ConfigMap holding `part` (of whole plan `whole_id`).
+/// A part over [`MAX_OBJECT_BYTES`] is refused, naming the node.
 pub fn node_config_map(
-    plan: &Plan,
+    part: &Plan,
     number: u32,
     node: &NodeRef,
     namespace: &str,
     whole_id: &str,
 ) -> Result<ConfigMap, K8sError> {
-    let json = String::from_utf8(tessera_store::plan_json(&node_part(plan, number))).expect("plan JSON is UTF-8");
+    let json = String::from_utf8(tessera_store::plan_json(part)).expect("plan JSON is UTF-8");
     let size = json.len();
     if size > MAX_OBJECT_BYTES {
         return Err(K8sError::Plan(format!(

@@ -238,3 +238,16 @@ fn the_install_manifests_validate() {
     }
     validate(&paths);
 }
+
+#[test]
+fn a_node_whose_part_would_exceed_the_object_limit_is_refused_naming_it() {
+    let mut plan = demo_plan();
+    let service = plan.gpus[0].instances[0].service.clone();
+    plan.images.get_mut(&service).unwrap().args = vec!["x".repeat(tessera_k8s::MAX_OBJECT_BYTES)];
+    let error = manifests(&plan, "t", &BTreeMap::new()).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("the node numbered {}'s part of the plan is ", plan.gpus[0].node))
+            && error.contains("bytes, over Kubernetes' limit of 1048576 bytes for one object"),
+        "{error}"
+    );
+}

@@ -7,4 +7,5 @@ mod common;
 mod end_to_end;
 mod export;
 mod inventory;
+mod scale;
 mod transition;

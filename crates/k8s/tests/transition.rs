@@ -111,7 +111,10 @@ fn capacities(plans: &[&Plan]) -> BTreeMap<(String, String, String), (String, f6
     for plan in plans {
         let objects = manifests(plan, "tessera", &BTreeMap::new()).unwrap();
         let deployments = objects.of_kind("Deployment");
-        for (object, instance) in deployments.zip(plan.gpus.iter().flat_map(|g| &g.instances)) {
+        // Made node by node, each node's GPUs by index.
+        let mut gpus = plan.gpus.clone();
+        gpus.sort_by_key(|g| (g.node, g.index));
+        for (object, instance) in deployments.zip(gpus.iter().flat_map(|g| &g.instances)) {
             let Manifest::Deployment(d) = object else { unreachable!() };
             let service = d.metadata.labels.as_ref().unwrap()["tessera.io/service"].clone();
             out.insert(

@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use rayon::prelude::*;
 use tessera_core::text::count;
 use tessera_gpu::{plan_node_layouts, NodeDriver};
 use tessera_k8s::{
-    apply_plan, cluster_status, manifests, merge_parts, reconcile_node, recorded_parts, run_agent, AgentOptions,
-    ApplyOptions, Cluster, ClusterOptions, Outcome, PlanSource, Progress, DEFAULT_NAMESPACE,
+    apply_plan, cluster_status, manifests, merge_parts, node_file_name, reconcile_node, recorded_parts, run_agent,
+    AgentOptions, ApplyOptions, Cluster, ClusterOptions, Manifest, Outcome, PlanObjects, PlanSource, Progress,
+    DEFAULT_NAMESPACE,
 };
 
 use crate::output::{note, outln};
@@ -215,23 +217,36 @@ fn inventory(cluster: &Cluster) -> Result<()> {
 
 fn export(plan: &Path, output: &Path, namespace: &str) -> Result<()> {
     let plan = tessera_store::read_plan_file(plan, None)?;
-    let exported = manifests(&plan, namespace, &BTreeMap::new())?;
-    for line in &exported.notes {
+    let no_devices = BTreeMap::new();
+    let made = PlanObjects::new(&plan, namespace, &no_devices)?;
+    for line in &made.notes {
         note(format_args!("{line}"));
     }
     if output == Path::new("-") {
+        let exported = manifests(&plan, namespace, &no_devices)?;
         return crate::output::emit(exported.yaml_stream().as_bytes(), None);
     }
     std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))?;
-    // Generated output, rewritten whole by the next export: written
-    // plainly (no sync per file), one file per node.
-    let mut files = 0;
-    for (name, yaml) in exported.files() {
-        let path = output.join(name);
-        std::fs::write(&path, yaml).with_context(|| format!("cannot write {}", path.display()))?;
-        files += 1;
-    }
-    outln!("wrote {} in {} to {}", count(exported.objects.len(), "manifest"), count(files, "file"), output.display())
+    // Generated output, rewritten whole by the next export: one file per
+    // node, made and written node by node on every core (a fleet's objects
+    // are never all in memory), plainly (no sync per file).
+    let numbers: Vec<u32> = made.nodes.keys().copied().collect();
+    let written: Vec<usize> = numbers
+        .par_iter()
+        .map(|number| -> Result<usize> {
+            let objects = made.node_objects(*number)?;
+            let path = output.join(node_file_name(&made.nodes[number]));
+            std::fs::write(&path, Manifest::yaml_documents(&objects))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(objects.len())
+        })
+        .collect::<Result<_>>()?;
+    outln!(
+        "wrote {} in {} to {}",
+        count(written.iter().sum::<usize>(), "manifest"),
+        count(written.len(), "file"),
+        output.display()
+    )
 }
 
 fn status(plan: Option<&Path>, namespace: &str, cluster: &Cluster) -> Result<()> {
