@@ -13,8 +13,10 @@
 //!   [`MigDeviceConfig`] sharing it through MPS, and a `Deployment` of
 //!   `procs` pods sharing the claim.
 //! - [`apply_plan`] applies them by server-side apply (field manager
-//!   `tessera`) in dependency order and prunes; [`cluster_status`] compares
-//!   the cluster with the plan.
+//!   `tessera`), make before break from the plan the cluster records
+//!   ([`running_plan`]) through the intermediate states of
+//!   [`plan_transition`], in bulk with bounded concurrency, pruning last;
+//!   [`cluster_status`] compares the cluster with the plan.
 //! - The node agent: [`reconcile_node`] (one pass) and [`run_agent`] (the
 //!   loop) apply the node's MIG layout through `tessera-gpu` and report a
 //!   label state machine.

@@ -79,10 +79,17 @@ fn apply_time_of_a_large_plan_against_the_fake_server() {
     let agents = {
         let (server, stop) = (std::sync::Arc::clone(&server), std::sync::Arc::clone(&stop));
         std::thread::spawn(move || {
+            // The ConfigMap version each agent last applied.
+            let mut seen: BTreeMap<u32, serde_json::Value> = BTreeMap::new();
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
                 for node in &nodes {
                     let name = node_config_map_name(&NodeRef::Numbered(*node));
                     let Some(config_map) = server.get("configmaps", "tessera", &name) else { continue };
+                    let version = config_map["metadata"]["resourceVersion"].clone();
+                    if seen.get(node) == Some(&version) {
+                        continue;
+                    }
+                    seen.insert(*node, version);
                     let id = read_node_part(&config_map).unwrap().id;
                     let mut object = server.get("nodes", "", &format!("gpu-{node}")).unwrap();
                     if object["metadata"]["annotations"]["tessera.io/plan-id"] != id.as_str() {
