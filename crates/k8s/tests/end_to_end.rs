@@ -21,7 +21,6 @@ fn the_demo_plan_runs_as_planned() {
     let exported = manifests(&plan, "tessera", &Default::default()).unwrap();
     let files: Vec<_> = exported
         .files()
-        .into_iter()
         .map(|(name, yaml)| {
             let path = dir.path().join(name);
             std::fs::write(&path, yaml).unwrap();
