@@ -34,20 +34,25 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(output.status.success(), "{}", stderr(&output));
     let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
-    assert_eq!(stdout(&output), format!("wrote {} manifests to {}\n", files.len(), out.display()));
-    assert!(files[0].file_name().unwrap().to_str().unwrap().starts_with("00-configmap-tessera-plan"));
-    let claims = files.iter().filter(|f| f.to_str().unwrap().contains("-resourceclaim-")).count();
-    let deployments = files.iter().filter(|f| f.to_str().unwrap().contains("-deployment-")).count();
-    let services = files.iter().filter(|f| f.to_str().unwrap().contains("-service-")).count();
-    let routes = files.iter().filter(|f| f.to_str().unwrap().contains("-httproute-")).count();
-    assert!(claims > 0 && claims == deployments && services == deployments && routes > 0);
-    assert_eq!(files.len(), 1 + 3 * claims + routes);
+    // One multi-document file per plan node, that node's objects inside,
+    // and the services' routes (of no one node) in cluster.yaml.
+    let names: Vec<&str> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
+    assert!(names.contains(&"cluster.yaml"), "{names:?}");
+    let node_files: Vec<_> = files.iter().filter(|f| !f.ends_with("cluster.yaml")).cloned().collect();
+    assert!(node_files.iter().all(|f| f.file_name().unwrap().to_str().unwrap().starts_with("node-n")), "{names:?}");
+    let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    let documents: usize = texts.iter().map(|t| t.matches("---\n").count()).sum();
+    assert_eq!(stdout(&output), format!("wrote {documents} manifests in {} files to {}\n", files.len(), out.display()));
+    let kinds = |kind: &str| texts.iter().map(|t| t.matches(&format!("\nkind: {kind}\n")).count()).sum::<usize>();
+    let (claims, routes) = (kinds("ResourceClaim"), kinds("HTTPRoute"));
+    assert!(claims > 0 && claims == kinds("Deployment") && claims == kinds("Service") && routes > 0);
+    assert_eq!(kinds("ConfigMap"), node_files.len());
+    assert_eq!(documents, node_files.len() + 3 * claims + routes);
     // kubernetes-validate knows the core kinds; routes are checked typed.
-    let core: Vec<_> = files.iter().filter(|f| !f.to_str().unwrap().contains("-httproute-")).cloned().collect();
-    kubernetes_validate(&core);
+    kubernetes_validate(&node_files);
 
     let output = tessera(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir));
-    assert_eq!(stdout(&output).matches("---\n").count(), files.len());
+    assert_eq!(stdout(&output).matches("---\n").count(), documents);
 
     // Without the Gateway API: no routes, the Services stay; another
     // Gateway, port and requests are taken.
@@ -56,8 +61,8 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> =
         std::fs::read_dir(&bare).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(names.len(), files.len() - routes);
-    assert!(!names.iter().any(|n| n.contains("-httproute-")));
+    assert_eq!(names.len(), node_files.len(), "{names:?}");
+    assert!(!names.iter().any(|n| n == "cluster.yaml"));
     let stream = stdout(&tessera(
         &[
             "k8s",
@@ -124,7 +129,8 @@ fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
     let output = tessera(&["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let lines = stdout(&output);
-    assert!(lines.starts_with("(dry run) ConfigMap tessera-plan created\n"), "{lines}");
+    assert!(lines.starts_with("(dry run) step 1 of 1: GPUs 0:0 "), "{lines}");
+    assert!(lines.contains("\n(dry run) ConfigMap tessera-node-gpu-a created\n"), "{lines}");
     assert!(stderr(&output).contains(" changed (dry run: nothing written)"));
     assert!(server.requests().iter().all(|r| r.starts_with("GET")));
 
@@ -138,7 +144,7 @@ fn inventory_plan_onto_the_cluster_and_a_dry_run_apply() {
     fails_with(
         &["k8s", "status", "--kubeconfig", kubeconfig],
         &store,
-        &["error: no plan applied in namespace tessera (no ConfigMap tessera-plan); pass PLAN.json"],
+        &["error: no plan applied in namespace tessera (no node's ConfigMap tessera-node-…); pass PLAN.json"],
     );
 }
 

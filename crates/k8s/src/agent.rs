@@ -11,6 +11,10 @@
 //! the planned MIG devices — then it also reports each device's UUID
 //! (`tessera.io/mig.devices`), which `tessera k8s apply` pins the claims to.
 //!
+//! The agent reads its node's part of the plan, its node's ConfigMap, through
+//! the API (or a plan file), and reports the part's id: see
+//! [`crate::node_plan`].
+//!
 //! Each call of [`reconcile_node`] is one pass, without waiting: the agent's
 //! loop calls it again and again. An agent that died mid-layout left its
 //! node `pending` for the plan; the next pass says it resumes and applies
@@ -27,6 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::{json, Value};
 use tessera_core::text::count;
 use tessera_gpu::{apply_node, plan_node_layouts, CommandRunner, DetachedLauncher, MigDevices};
+use tessera_plan::NodeRef;
 
 use crate::cluster::{typed, Cluster, Kind};
 use crate::error::K8sError;
@@ -35,6 +40,7 @@ use crate::manifests::{
     plan_id, NodeDevice, DEVICES_ANNOTATION, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, STATE_LABEL,
 };
 use crate::mig_config::DRA_DRIVER;
+use crate::node_plan::{node_config_map_name, read_node_part};
 
 /// The plan whose ResourceSlices the agent restarted the DRA driver's
 /// plugin for, and when (`<plan id>@<unix seconds>`).
@@ -45,8 +51,8 @@ const RESTARTED_ANNOTATION: &str = "tessera.io/dra-restarted";
 pub struct AgentOptions {
     /// Its node's name.
     pub node: String,
-    /// The plan file (the `tessera-plan` ConfigMap, mounted).
-    pub plan_path: PathBuf,
+    /// Where its node's part of the plan is.
+    pub plan: PlanSource,
     /// Change the layout of GPUs that run processes.
     pub force: bool,
     /// The DRA driver's namespace.
@@ -55,6 +61,64 @@ pub struct AgentOptions {
     pub dra_plugin_selector: String,
     /// How long to wait for the ResourceSlices after restarting the plugin.
     pub slices_timeout: Duration,
+}
+
+/// Where an agent finds the plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanSource {
+    /// Its node's ConfigMap in this namespace, read through the API (what
+    /// `tessera k8s apply` writes: `tessera-node-NAME`, or `tessera-node-nN`
+    /// for a node labelled `tessera.io/node=N`).
+    Cluster {
+        /// The namespace of the plan's objects.
+        namespace: String,
+    },
+    /// A plan file: a whole plan, or a node's part.
+    File(PathBuf),
+}
+
+/// The plan the agent is to apply: (plan, node number when the source
+/// says it), or why there is none yet.
+fn load_plan(
+    cluster: &Cluster,
+    node: &Value,
+    options: &AgentOptions,
+) -> Result<Result<(tessera_core::Plan, Option<u32>), Loaded>, K8sError> {
+    match &options.plan {
+        PlanSource::File(path) => {
+            if !path.exists() {
+                return Ok(Err(Loaded::Absent(format!("no plan at {} yet", path.display()))));
+            }
+            Ok(tessera_store::read_plan_file(path, None)
+                .map(|plan| (plan, None))
+                .map_err(|error| Loaded::Unreadable(error.to_string())))
+        }
+        PlanSource::Cluster { namespace } => {
+            let mut names = vec![node_config_map_name(&NodeRef::Named(options.node.clone()))];
+            if let Some(number) = node["metadata"]["labels"][NODE_NUMBER_LABEL].as_str().and_then(|n| n.parse().ok()) {
+                names.push(node_config_map_name(&NodeRef::Numbered(number)));
+            }
+            for name in &names {
+                if let Some(config_map) = cluster.get(Kind::ConfigMap, Some(namespace), name)? {
+                    return Ok(read_node_part(&config_map)
+                        .map(|part| (part.plan, Some(part.number)))
+                        .map_err(|error| Loaded::Unreadable(error.to_string())));
+                }
+            }
+            Ok(Err(Loaded::Absent(format!(
+                "no part of the plan for this node yet (no ConfigMap {namespace}/{})",
+                names.join(" or ")
+            ))))
+        }
+    }
+}
+
+/// Why there is no plan to apply.
+enum Loaded {
+    /// None published yet.
+    Absent(String),
+    /// One that cannot be read.
+    Unreadable(String),
 }
 
 /// Where a pass left the node.
@@ -123,17 +187,20 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
     options: &AgentOptions,
     on_event: &mut dyn FnMut(String),
 ) -> Result<Outcome, K8sError> {
-    if !options.plan_path.exists() {
-        return Ok(Outcome::Idle(format!("no plan at {} yet", options.plan_path.display())));
+    if let PlanSource::File(path) = &options.plan {
+        if !path.exists() {
+            return Ok(Outcome::Idle(format!("no plan at {} yet", path.display())));
+        }
     }
     let name = options.node.as_str();
     let node = cluster.get(Kind::Node, None, name)?.ok_or_else(|| K8sError::Cluster {
         context: cluster.context().to_string(),
         message: format!("node '{name}' does not exist (pass the pod's spec.nodeName as --node)"),
     })?;
-    let plan = match tessera_store::read_plan_file(&options.plan_path, None) {
-        Ok(plan) => plan,
-        Err(error) => {
+    let (plan, part_number) = match load_plan(cluster, &node, options)? {
+        Ok(loaded) => loaded,
+        Err(Loaded::Absent(why)) => return Ok(Outcome::Idle(why)),
+        Err(Loaded::Unreadable(error)) => {
             let reason = format!("cannot read the plan: {error}");
             let report = Report { state: "failed", reason: Some(reason.clone()), devices: None, restarted: None };
             write_report(cluster, &node, name, "unreadable", &report)?;
@@ -146,7 +213,7 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
         write_report(cluster, &node, name, &id, &report)?;
         Ok(Outcome::Failed(reason))
     };
-    let Some(number) = plan_node_number(&plan, &node, name) else {
+    let Some(number) = part_number.or_else(|| plan_node_number(&plan, &node, name)) else {
         let report = Report {
             state: "success",
             reason: Some("no GPUs of the plan on this node".into()),

@@ -18,6 +18,10 @@ use serde_json::Value;
 use crate::error::K8sError;
 use crate::inventory::{inventory, ClusterInventory};
 
+/// A bulk request's failure: the object's name and the client's error
+/// (boxed: the error is large).
+type NamedFailure = Box<(String, kube::Error)>;
+
 /// The field manager of every server-side apply Tessera makes.
 pub const FIELD_MANAGER: &str = "tessera";
 
@@ -215,6 +219,79 @@ impl Cluster {
         let what = format!("apply {} {namespace}/{name}", kind.resource().kind);
         self.runtime.block_on(api.patch(name, &params, &Patch::Apply(object))).map_err(|e| self.error(&what, e))?;
         Ok(())
+    }
+
+    /// Server-side applies of many objects of one kind, `concurrency` of
+    /// them in flight at a time; the first failure ends it, naming its
+    /// object.
+    pub fn apply_all(
+        &self,
+        kind: Kind,
+        namespace: &str,
+        objects: &[(&str, &Value)],
+        force: bool,
+        concurrency: usize,
+    ) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = force;
+        let requests =
+            objects.iter().map(|(name, object)| {
+                let (api, params, name, object) = (api.clone(), params.clone(), name.to_string(), (*object).clone());
+                async move {
+                    api.patch(&name, &params, &Patch::Apply(&object)).await.map(drop).map_err(|e| Box::new((name, e)))
+                }
+            });
+        self.run_bounded(requests, concurrency).map_err(|failure| {
+            let (name, error) = *failure;
+            self.error(&format!("apply {} {namespace}/{name}", kind.resource().kind), error)
+        })
+    }
+
+    /// Deletes many objects of one kind (see [`Cluster::delete`]),
+    /// `concurrency` at a time.
+    pub fn delete_all(&self, kind: Kind, namespace: &str, names: &[&str], concurrency: usize) -> Result<(), K8sError> {
+        let api = self.api(kind, Some(namespace));
+        let requests = names.iter().map(|name| {
+            let (api, name) = (api.clone(), name.to_string());
+            async move {
+                match api.delete(&name, &DeleteParams::background()).await {
+                    Ok(_) => Ok(()),
+                    Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+                    Err(error) => Err(Box::new((name, error))),
+                }
+            }
+        });
+        self.run_bounded(requests, concurrency).map_err(|failure| {
+            let (name, error) = *failure;
+            self.error(&format!("delete {} {namespace}/{name}", kind.resource().kind), error)
+        })
+    }
+
+    /// Runs `requests` with at most `concurrency` in flight; the first
+    /// error, with the name of the object it was about.
+    fn run_bounded<F>(&self, requests: impl Iterator<Item = F>, concurrency: usize) -> Result<(), NamedFailure>
+    where
+        F: std::future::Future<Output = Result<(), NamedFailure>> + Send + 'static,
+    {
+        self.runtime.block_on(async move {
+            let mut requests = requests;
+            let mut running = tokio::task::JoinSet::new();
+            loop {
+                while running.len() < concurrency.max(1) {
+                    let Some(request) = requests.next() else { break };
+                    running.spawn(request);
+                }
+                match running.join_next().await {
+                    None => return Ok(()),
+                    Some(Ok(Ok(()))) => {}
+                    Some(Ok(Err(failure))) => return Err(failure),
+                    Some(Err(join)) => {
+                        return Err(Box::new(("?".to_string(), kube::Error::Service(Box::new(join)))));
+                    }
+                }
+            }
+        })
     }
 
     /// A JSON merge patch (labels and annotations of a node).

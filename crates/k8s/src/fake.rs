@@ -45,6 +45,10 @@ struct State {
     faults: Vec<Fault>,
     plugin: Option<(String, String, String)>,
     plugin_restarts: Vec<String>,
+    /// Deployments are ready as soon as they are applied.
+    ready_on_apply: bool,
+    /// After every write, when kept: the request and the Deployments.
+    history: Option<Vec<(String, Vec<Value>)>>,
 }
 
 /// The fake API server; stops when dropped.
@@ -170,9 +174,9 @@ fn merge_patch(target: &mut Value, patch: &Value) {
 
 /// `true` when `object` matches a `k=v,k=v` label selector.
 fn labels_match(object: &Value, selector: &str) -> bool {
-    selector.split(',').filter(|s| !s.is_empty()).all(|term| {
-        let (key, value) = term.split_once('=').unwrap_or((term, ""));
-        object["metadata"]["labels"][key].as_str() == Some(value)
+    selector.split(',').filter(|s| !s.is_empty()).all(|term| match term.split_once('=') {
+        Some((key, value)) => object["metadata"]["labels"][key].as_str() == Some(value),
+        None => object["metadata"]["labels"][term].is_string(),
     })
 }
 
@@ -212,6 +216,26 @@ fn decode(text: &str) -> String {
 
 impl State {
     fn handle(&mut self, method: &str, target: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+        let answer = self.answer(method, target, content_type, body);
+        if method != "GET" && answer.0 < 300 {
+            self.record(format!("{method} {}", target.split('?').next().unwrap_or_default()));
+        }
+        answer
+    }
+
+    /// Keeps the Deployments after a write, when asked to.
+    fn record(&mut self, what: String) {
+        if self.history.is_none() {
+            return;
+        }
+        let deployments: Vec<Value> =
+            self.objects.iter().filter(|((p, _, _), _)| p == "deployments").map(|(_, s)| s.object.clone()).collect();
+        if let Some(history) = self.history.as_mut() {
+            history.push((what, deployments));
+        }
+    }
+
+    fn answer(&mut self, method: &str, target: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
         let (path, query) = target.split_once('?').unwrap_or((target, ""));
         let query: BTreeMap<String, String> =
             query.split('&').filter_map(|pair| pair.split_once('=')).map(|(k, v)| (k.to_string(), decode(v))).collect();
@@ -375,6 +399,10 @@ impl State {
         if created || stored.object != before {
             self.version += 1;
             stored.object["metadata"]["resourceVersion"] = self.version.to_string().into();
+        }
+        if self.ready_on_apply && kind == "Deployment" {
+            let replicas = stored.object["spec"]["replicas"].as_u64().unwrap_or(1);
+            stored.object["status"] = json!({"replicas": replicas, "readyReplicas": replicas});
         }
         let object = stored.object.clone();
         self.objects.insert(key, stored);
@@ -558,6 +586,38 @@ impl FakeApiServer {
     /// The nodes whose DRA plugin pod was deleted, in order.
     pub fn plugin_restarts(&self) -> Vec<String> {
         lock(&self.state).plugin_restarts.clone()
+    }
+
+    /// Plays the Deployment controller the quick way: a Deployment applied
+    /// from now on has all its replicas ready at once.
+    pub fn ready_on_apply(&self) {
+        lock(&self.state).ready_on_apply = true;
+    }
+
+    /// Keeps, from now on, the Deployments after every write (and every
+    /// [`FakeApiServer::set_ready`]), starting with those there now.
+    pub fn keep_history(&self) {
+        let mut state = lock(&self.state);
+        state.history = Some(Vec::new());
+        state.record("start".into());
+    }
+
+    /// What [`FakeApiServer::keep_history`] kept: per write, the request
+    /// (`METHOD path`) and every Deployment after it.
+    pub fn history(&self) -> Vec<(String, Vec<Value>)> {
+        lock(&self.state).history.clone().unwrap_or_default()
+    }
+
+    /// Plays the Deployment controller for one Deployment: its replicas
+    /// are all ready (a write in the history).
+    pub fn set_ready(&self, namespace: &str, name: &str) {
+        let mut state = lock(&self.state);
+        let Some(stored) = state.objects.get_mut(&("deployments".into(), namespace.into(), name.into())) else {
+            return;
+        };
+        let replicas = stored.object["spec"]["replicas"].as_u64().unwrap_or(1);
+        stored.object["status"] = json!({"replicas": replicas, "readyReplicas": replicas});
+        state.record(format!("ready {namespace}/{name}"));
     }
 
     /// Plays the Deployment controller and kubelet: every Deployment's pods

@@ -8,7 +8,7 @@
 //!   plan on them and checking it are pure, in tessera-plan) and the DRA
 //!   driver's MIG devices from its ResourceSlices.
 //! - Workloads: [`manifests`] turns a plan into its objects — the plan for
-//!   the agents (a ConfigMap), per segment a `ResourceClaim`
+//!   the agents (a ConfigMap per node holding only that node's part), per segment a `ResourceClaim`
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
 //!   [`MigDeviceConfig`] sharing it through MPS, a `Deployment` of `procs`
 //!   pods sharing the claim (requests, probes, a rolling update that never
@@ -18,8 +18,10 @@
 //!   serving discipline this sets up (the one tessera-serving models) and
 //!   how a service is served without the Gateway API.
 //! - [`apply_plan`] applies them by server-side apply (field manager
-//!   `tessera`) in dependency order and prunes; [`cluster_status`] compares
-//!   the cluster with the plan.
+//!   `tessera`), make before break from the plan the cluster records
+//!   ([`running_plan`]) through the intermediate states of
+//!   [`plan_transition`], in bulk with bounded concurrency, pruning last;
+//!   [`cluster_status`] compares the cluster with the plan.
 //! - The node agent: [`reconcile_node`] (one pass) and [`run_agent`] (the
 //!   loop) apply the node's MIG layout through `tessera-gpu` and report a
 //!   label state machine.
@@ -38,12 +40,17 @@ mod inventory;
 mod manifests;
 mod mig_config;
 mod names;
+mod node_plan;
 mod options;
 pub mod pods;
 pub mod routing;
+mod transition;
 
-pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome};
-pub use apply::{apply_plan, cluster_status, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, SegmentStatus};
+pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome, PlanSource};
+pub use apply::{
+    apply_plan, cluster_status, running_plan, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, Progress,
+    SegmentStatus,
+};
 pub use cluster::{Cluster, ClusterOptions, Kind, FIELD_MANAGER};
 pub use error::K8sError;
 #[cfg(any(test, feature = "fake"))]
@@ -52,11 +59,16 @@ pub use inventory::{
     inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
 pub use manifests::{
-    manifests, manifests_with, plan_id, Manifest, Manifests, NodeDevice, DEFAULT_NAMESPACE, DEVICES_ANNOTATION,
-    MANAGED_BY, NODE_NUMBER_LABEL, PLAN_CONFIG_MAP, PLAN_ID, PLAN_KEY, REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL,
-    STATE_LABEL,
+    manifests, manifests_with, node_file_name, plan_id, Manifest, Manifests, NodeDevice, PlanObjects,
+    DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION,
+    SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
+pub use node_plan::{
+    merge_parts, node_config_map_name, node_part, node_parts, node_plan_id, read_node_part, recorded_parts, NodePart,
+    MAX_OBJECT_BYTES, NODE_CONFIG_MAP_PREFIX, NODE_KEY, NODE_NAME_KEY,
+};
 pub use options::ExportOptions;
 pub use pods::{PodOptions, Requests};
 pub use routing::{route_weights, GatewayRef};
+pub use transition::{plan_transition, TransitionStep};

@@ -1,9 +1,10 @@
 //! A plan as Kubernetes objects: the plan for the node agents (a
-//! ConfigMap), then per segment a `ResourceClaim` for its MIG device, a
-//! `Deployment` of `procs` pods sharing it through MPS and a `Service` over
-//! those pods, and per service an `HTTPRoute` weighing its segments by
-//! capacity (see [`crate::routing`] for the serving discipline, and
-//! [`crate::pods`] for the pods' requests, probes and updates).
+//! ConfigMap per node, see [`crate::node_plan`]), then per segment a
+//! `ResourceClaim` for its MIG device, a `Deployment` of `procs` pods
+//! sharing it through MPS and a `Service` over those pods, and per service
+//! an `HTTPRoute` weighing its segments by capacity (see [`crate::routing`]
+//! for the serving discipline, and [`crate::pods`] for the pods' requests,
+//! probes and updates).
 //!
 //! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
 //! `S-nN-gG-P-T` (P without dots). Its claim asks the DRA driver for a MIG
@@ -44,9 +45,10 @@ use tessera_plan::NodeRef;
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 use crate::names::{profile_part, service_names, stable_hash};
+use crate::node_plan::{node_config_map, node_parts};
 use crate::options::ExportOptions;
 use crate::pods::{rolling_update, PodOptions};
-use crate::routing::{check_backend_counts, segment_service, service_route, Backend};
+use crate::routing::{check_backend_counts, segment_service, service_name, service_route, Backend};
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -59,7 +61,8 @@ pub const SERVICE_LABEL: &str = "tessera.io/service";
 /// The segment's Deployment name, on its pods.
 pub const SEGMENT_LABEL: &str = "tessera.io/segment";
 /// On nodes of a plan made without cluster node names: the plan's node
-/// number (`kubectl label node NAME tessera.io/node=N`).
+/// number (`kubectl label node NAME tessera.io/node=N`); on the objects of
+/// a node (its ConfigMap, claims, Deployments): the plan node they are for.
 pub const NODE_NUMBER_LABEL: &str = "tessera.io/node";
 /// A node's MIG layout state, written by its agent: `pending`, `success`
 /// or `failed` (as mig-manager's `nvidia.com/mig.config.state`).
@@ -68,9 +71,8 @@ pub const STATE_LABEL: &str = "tessera.io/mig.state";
 pub const REASON_ANNOTATION: &str = "tessera.io/mig.reason";
 /// The MIG devices a node's agent made for the plan (JSON, [`NodeDevice`]s).
 pub const DEVICES_ANNOTATION: &str = "tessera.io/mig.devices";
-/// The ConfigMap holding the plan the agents apply.
-pub const PLAN_CONFIG_MAP: &str = "tessera-plan";
-/// Its key holding the plan (Tessera's versioned JSON).
+/// The key of a node's ConfigMap holding its part of the plan (Tessera's
+/// versioned JSON).
 pub const PLAN_KEY: &str = "plan.json";
 /// The namespace Tessera uses unless told otherwise.
 pub const DEFAULT_NAMESPACE: &str = "tessera";
@@ -108,7 +110,7 @@ fn selector(node: &NodeRef) -> (String, String) {
 /// One object, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Manifest {
-    /// The plan for the agents.
+    /// A node's part of the plan, for its agent.
     ConfigMap(ConfigMap),
     /// A segment's MIG device.
     ResourceClaim(ResourceClaim),
@@ -142,6 +144,21 @@ impl Manifest {
         }
     }
 
+    /// Its labels.
+    pub fn labels(&self) -> Option<&BTreeMap<String, String>> {
+        self.metadata().labels.as_ref()
+    }
+
+    fn metadata_mut(&mut self) -> &mut ObjectMeta {
+        match self {
+            Manifest::ConfigMap(object) => &mut object.metadata,
+            Manifest::ResourceClaim(object) => &mut object.metadata,
+            Manifest::Deployment(object) => &mut object.metadata,
+            Manifest::Service(object) => &mut object.metadata,
+            Manifest::HttpRoute(object) => &mut object.metadata,
+        }
+    }
+
     /// Its name.
     pub fn name(&self) -> &str {
         self.metadata().name.as_deref().unwrap_or_default()
@@ -161,7 +178,24 @@ impl Manifest {
 
     /// As one YAML document.
     pub fn to_yaml(&self) -> String {
-        serde_saphyr::to_string(&self.to_value()).expect("JSON values always serialize as YAML")
+        let yaml = match self {
+            Manifest::ConfigMap(object) => serde_saphyr::to_string(object),
+            Manifest::ResourceClaim(object) => serde_saphyr::to_string(object),
+            Manifest::Deployment(object) => serde_saphyr::to_string(object),
+            Manifest::Service(object) => serde_saphyr::to_string(object),
+            Manifest::HttpRoute(object) => serde_saphyr::to_string(object),
+        };
+        yaml.expect("Kubernetes objects always serialize as YAML")
+    }
+
+    /// Documents in one YAML stream, each after `---`.
+    pub fn yaml_documents<'m>(objects: impl IntoIterator<Item = &'m Manifest>) -> String {
+        let mut yaml = String::new();
+        for object in objects {
+            yaml.push_str("---\n");
+            yaml.push_str(&object.to_yaml());
+        }
+        yaml
     }
 }
 
@@ -175,7 +209,7 @@ pub struct Manifests {
     pub namespace: String,
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
-    /// The objects: the ConfigMap, the claims, the Deployments, the
+    /// The objects: the nodes' ConfigMaps, the claims, the Deployments, the
     /// Services, the HTTPRoutes.
     pub objects: Vec<Manifest>,
     /// Names that were changed to be valid Kubernetes names.
@@ -185,24 +219,56 @@ pub struct Manifests {
 impl Manifests {
     /// One YAML stream of every object, `---` between documents.
     pub fn yaml_stream(&self) -> String {
-        self.objects.iter().map(|object| format!("---\n{}", object.to_yaml())).collect()
+        Manifest::yaml_documents(&self.objects)
     }
 
-    /// One file per object: `NN-kind-name.yaml` (NN the apply order) and
-    /// its YAML.
-    pub fn files(&self) -> Vec<(String, String)> {
-        self.objects
-            .iter()
-            .enumerate()
-            .map(|(n, object)| {
-                (format!("{n:02}-{}-{}.yaml", object.kind().to_lowercase(), object.name()), object.to_yaml())
-            })
-            .collect()
+    /// The files of an export, made one at a time: per plan node one
+    /// multi-document file, `node-NAME.yaml` (`node-nN.yaml` on a plan
+    /// without node names), with that node's objects in apply order (its
+    /// ConfigMap, claims, Deployments); objects of no one node (those
+    /// without a `tessera.io/node` label) in `cluster.yaml`. `kubectl apply
+    /// -f DIR` applies them all.
+    pub fn files(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        let mut groups: BTreeMap<String, Vec<&Manifest>> = BTreeMap::new();
+        for object in &self.objects {
+            let node = object
+                .metadata()
+                .labels
+                .as_ref()
+                .and_then(|labels| labels.get(NODE_NUMBER_LABEL))
+                .and_then(|n| n.parse::<u32>().ok())
+                .and_then(|n| self.nodes.get(&n));
+            let file = node.map_or_else(|| "cluster.yaml".to_string(), node_file_name);
+            groups.entry(file).or_default().push(object);
+        }
+        groups.into_iter().map(|(file, objects)| (file, Manifest::yaml_documents(objects)))
+    }
+
+    /// Labels every object as belonging to plan `id` (a transition's
+    /// intermediate states belong to the plan being applied).
+    pub fn relabel(&mut self, id: &str) {
+        for object in &mut self.objects {
+            if let Some(labels) = object.metadata_mut().labels.as_mut() {
+                if labels.contains_key(PLAN_ID) {
+                    labels.insert(PLAN_ID.into(), id.into());
+                }
+            }
+        }
+        self.plan_id = id.to_string();
     }
 
     /// The objects of one kind.
     pub fn of_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Manifest> + 'a {
         self.objects.iter().filter(move |object| object.kind() == kind)
+    }
+}
+
+/// The export file of a node's objects: `node-NAME.yaml`, or
+/// `node-nN.yaml` on a plan without node names.
+pub fn node_file_name(node: &NodeRef) -> String {
+    match node {
+        NodeRef::Named(name) => format!("node-{name}.yaml"),
+        NodeRef::Numbered(number) => format!("node-n{number}.yaml"),
     }
 }
 
@@ -360,24 +426,169 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
     }
 }
 
-/// The ConfigMap of the plan for the agents.
-fn plan_config_map(plan: &Plan, namespace: &str, plan_id: &str) -> ConfigMap {
-    let json = String::from_utf8(tessera_store::plan_json(plan)).expect("plan JSON is UTF-8");
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(PLAN_CONFIG_MAP.into()),
-            namespace: Some(namespace.into()),
-            labels: Some(common_labels(plan_id)),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([(PLAN_KEY.to_string(), json)])),
-        ..Default::default()
-    }
-}
-
 /// The segment's name: `S-nN-gG-P-T`.
 fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
     format!("{service}-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&instance.profile), instance.start)
+}
+
+/// A plan's objects, made node by node: what every object needs (the
+/// plan's id, the services' Kubernetes names, each node's part, the export
+/// options) is decided once for the whole plan, so that a node's objects
+/// are the same whether made alone or with all the others, and a fleet's
+/// objects need not all be in memory at once. The HTTPRoutes, one per
+/// service across its nodes, are made apart ([`PlanObjects::route_objects`]).
+pub struct PlanObjects<'a> {
+    plan: &'a Plan,
+    options: &'a ExportOptions,
+    devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
+    plan_id: String,
+    names: BTreeMap<String, String>,
+    parts: BTreeMap<u32, Plan>,
+    /// The plan's nodes, by node number.
+    pub nodes: BTreeMap<u32, NodeRef>,
+    /// Names that were changed to be valid Kubernetes names (one note).
+    pub notes: Vec<String>,
+}
+
+impl<'a> PlanObjects<'a> {
+    /// The objects that run `plan` as `options` say; `devices` (by node
+    /// number) are the MIG devices the agents reported, pinning each claim
+    /// to its instance. A plan the verifier's structural checks refuse (the
+    /// MIG lattice, the fleet) is refused with their reasons. Every service
+    /// needs an image (the plan's `images`, from its SLO file's `image` and
+    /// `args` columns); those without one are named in the error.
+    pub fn new(
+        plan: &'a Plan,
+        options: &'a ExportOptions,
+        devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
+    ) -> Result<PlanObjects<'a>, K8sError> {
+        tessera_plan::check_structure(plan)?;
+        PlanObjects::of_state(plan, options, devices)
+    }
+
+    /// As [`PlanObjects::new`], for a state of a transition between two
+    /// plans (a GPU may be drained empty): no structural check.
+    pub(crate) fn of_state(
+        plan: &'a Plan,
+        options: &'a ExportOptions,
+        devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
+    ) -> Result<PlanObjects<'a>, K8sError> {
+        let mut missing: Vec<&str> = plan
+            .gpus
+            .iter()
+            .flat_map(|gpu| &gpu.instances)
+            .map(|instance| instance.service.as_str())
+            .filter(|service| !plan.images.contains_key(*service))
+            .collect();
+        missing.sort_unstable();
+        missing.dedup();
+        if !missing.is_empty() {
+            return Err(K8sError::Plan(format!(
+                "{} no container image: {} (add `image` and `args` columns to the SLO file and plan again)",
+                if missing.len() == 1 { "1 service has" } else { "services have" },
+                missing.join(", ")
+            )));
+        }
+        if options.routes.is_some() {
+            let mut segments: BTreeMap<&str, usize> = BTreeMap::new();
+            for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
+                *segments.entry(instance.service.as_str()).or_default() += 1;
+            }
+            check_backend_counts(segments)?;
+        }
+        let mut nodes = BTreeMap::new();
+        for gpu in &plan.gpus {
+            if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
+                entry.insert(NodeRef::of(plan, gpu.node)?);
+            }
+        }
+        let (names, notes) = service_names(
+            plan.services
+                .iter()
+                .map(|report| report.service.as_str())
+                .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
+                .collect::<std::collections::BTreeSet<_>>(),
+        );
+        Ok(PlanObjects { plan, options, devices, plan_id: plan_id(plan), names, parts: node_parts(plan), nodes, notes })
+    }
+
+    /// Node `number`'s objects: its ConfigMap, then per segment its claim,
+    /// Deployment and Service (none for a node without GPUs in the plan).
+    pub fn node_objects(&self, number: u32) -> Result<Vec<Manifest>, K8sError> {
+        let (Some(node), Some(part)) = (self.nodes.get(&number), self.parts.get(&number)) else {
+            return Ok(Vec::new());
+        };
+        let namespace = self.options.namespace.as_str();
+        let mut objects = vec![Manifest::ConfigMap(node_config_map(part, number, node, namespace, &self.plan_id)?)];
+        let mut deployments = Vec::new();
+        let mut services = Vec::new();
+        for gpu in &part.gpus {
+            for instance in &gpu.instances {
+                let service = &self.names[&instance.service];
+                let segment = segment_name(service, gpu, instance);
+                let mut labels = common_labels(&self.plan_id);
+                labels.insert(SERVICE_LABEL.into(), service.clone());
+                labels.insert(NODE_NUMBER_LABEL.into(), gpu.node.to_string());
+                let device = self.devices.get(&gpu.node).and_then(|list| {
+                    list.iter()
+                        .find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
+                });
+                let expression = selector_expression(&instance.profile, instance.start, device);
+                let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
+                let workload = Workload {
+                    instance,
+                    image: &self.plan.images[&instance.service],
+                    node,
+                    claim: claim.metadata.name.clone().unwrap_or_default(),
+                    pods: &self.options.pods,
+                };
+                let front = segment_service(namespace, &segment, labels.clone(), self.options.pods.port);
+                services.push(Manifest::Service(Box::new(front)));
+                deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
+                objects.push(Manifest::ResourceClaim(claim));
+            }
+        }
+        objects.extend(deployments);
+        objects.extend(services);
+        Ok(objects)
+    }
+
+    /// Per service an HTTPRoute over its segments' Services, weighted by
+    /// their capacities (none when the options ask for no routes).
+    pub fn route_objects(&self) -> Vec<Manifest> {
+        let Some(gateway) = &self.options.routes else { return Vec::new() };
+        let namespace = self.options.namespace.as_str();
+        let mut backends: BTreeMap<&str, Vec<Backend>> = BTreeMap::new();
+        for gpu in &self.plan.gpus {
+            for instance in &gpu.instances {
+                let service = self.names[&instance.service].as_str();
+                backends.entry(service).or_default().push(Backend {
+                    service: service_name(&segment_name(service, gpu, instance)),
+                    capacity_rps: instance.capacity(),
+                });
+            }
+        }
+        backends
+            .iter()
+            .map(|(service, backends)| {
+                let mut labels = common_labels(&self.plan_id);
+                labels.insert(SERVICE_LABEL.into(), (*service).to_string());
+                Manifest::HttpRoute(Box::new(service_route(namespace, service, labels, gateway, backends)))
+            })
+            .collect()
+    }
+}
+
+/// The order objects are applied in: the nodes' ConfigMaps, the claims,
+/// the Deployments, the Services, the HTTPRoutes.
+fn apply_rank(object: &Manifest) -> u8 {
+    match object {
+        Manifest::ConfigMap(_) => 0,
+        Manifest::ResourceClaim(_) => 1,
+        Manifest::Deployment(_) => 2,
+        Manifest::Service(_) => 3,
+        Manifest::HttpRoute(_) => 4,
+    }
 }
 
 /// The objects that run `plan` in `namespace` with the default
@@ -391,91 +602,39 @@ pub fn manifests(
     manifests_with(plan, &ExportOptions::new(namespace), devices)
 }
 
-/// The objects that run `plan` as `options` say; `devices` (by node
-/// number) are the MIG devices the agents reported, pinning each claim to
-/// its instance. A plan the verifier's structural checks refuse (the MIG
-/// lattice, the fleet) is refused with their reasons. Every service needs
-/// an image (the plan's `images`, from its SLO file's `image` and `args`
-/// columns); those without one are named in the error.
+/// The objects that run `plan` as `options` say (see [`PlanObjects::new`]),
+/// all of them, in apply order.
 pub fn manifests_with(
     plan: &Plan,
     options: &ExportOptions,
     devices: &BTreeMap<u32, Vec<NodeDevice>>,
 ) -> Result<Manifests, K8sError> {
-    tessera_plan::check_structure(plan)?;
-    let namespace = options.namespace.as_str();
-    let plan_id = plan_id(plan);
-    let mut missing: Vec<&str> = plan
-        .gpus
-        .iter()
-        .flat_map(|gpu| &gpu.instances)
-        .map(|instance| instance.service.as_str())
-        .filter(|service| !plan.images.contains_key(*service))
-        .collect();
-    missing.sort_unstable();
-    missing.dedup();
-    if !missing.is_empty() {
-        return Err(K8sError::Plan(format!(
-            "{} no container image: {} (add `image` and `args` columns to the SLO file and plan again)",
-            if missing.len() == 1 { "1 service has" } else { "services have" },
-            missing.join(", ")
-        )));
+    all_objects(PlanObjects::new(plan, options, devices)?, options)
+}
+
+/// The objects of a state of a transition (see [`PlanObjects::of_state`]).
+pub(crate) fn state_objects(
+    state: &Plan,
+    options: &ExportOptions,
+    devices: &BTreeMap<u32, Vec<NodeDevice>>,
+) -> Result<Manifests, K8sError> {
+    all_objects(PlanObjects::of_state(state, options, devices)?, options)
+}
+
+/// Every object `made` makes, in apply order.
+fn all_objects(made: PlanObjects<'_>, options: &ExportOptions) -> Result<Manifests, K8sError> {
+    let segments = made.plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
+    let mut objects = Vec::with_capacity(made.nodes.len() + 3 * segments);
+    for number in made.nodes.keys() {
+        objects.extend(made.node_objects(*number)?);
     }
-    let mut nodes = BTreeMap::new();
-    for gpu in &plan.gpus {
-        if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
-            entry.insert(NodeRef::of(plan, gpu.node)?);
-        }
-    }
-    let (names, notes) = service_names(
-        plan.services
-            .iter()
-            .map(|report| report.service.as_str())
-            .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
-            .collect::<std::collections::BTreeSet<_>>(),
-    );
-    let mut objects = vec![Manifest::ConfigMap(plan_config_map(plan, namespace, &plan_id))];
-    let mut deployments = Vec::new();
-    let mut services = Vec::new();
-    let mut backends: BTreeMap<&str, Vec<Backend>> = BTreeMap::new();
-    for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            let service = &names[&instance.service];
-            let segment = segment_name(service, gpu, instance);
-            let mut labels = common_labels(&plan_id);
-            labels.insert(SERVICE_LABEL.into(), service.clone());
-            let device = devices.get(&gpu.node).and_then(|list| {
-                list.iter().find(|d| d.gpu == gpu.index && d.profile == instance.profile && d.start == instance.start)
-            });
-            let expression = selector_expression(&instance.profile, instance.start, device);
-            let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
-            let workload = Workload {
-                instance,
-                image: &plan.images[&instance.service],
-                node: &nodes[&gpu.node],
-                claim: claim.metadata.name.clone().unwrap_or_default(),
-                pods: &options.pods,
-            };
-            let front = segment_service(namespace, &segment, labels.clone(), options.pods.port);
-            backends.entry(service.as_str()).or_default().push(Backend {
-                service: front.metadata.name.clone().unwrap_or_default(),
-                capacity_rps: instance.capacity(),
-            });
-            services.push(Manifest::Service(Box::new(front)));
-            deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
-            objects.push(Manifest::ResourceClaim(claim));
-        }
-    }
-    objects.extend(deployments);
-    objects.extend(services);
-    if let Some(gateway) = &options.routes {
-        check_backend_counts(backends.iter().map(|(service, list)| (*service, list.len())))?;
-        for (service, backends) in &backends {
-            let mut labels = common_labels(&plan_id);
-            labels.insert(SERVICE_LABEL.into(), (*service).to_string());
-            let route = service_route(namespace, service, labels, gateway, backends);
-            objects.push(Manifest::HttpRoute(Box::new(route)));
-        }
-    }
-    Ok(Manifests { plan_id, namespace: namespace.to_string(), nodes, objects, notes })
+    objects.extend(made.route_objects());
+    objects.sort_by_key(apply_rank);
+    Ok(Manifests {
+        plan_id: made.plan_id,
+        namespace: options.namespace.clone(),
+        nodes: made.nodes,
+        objects,
+        notes: made.notes,
+    })
 }

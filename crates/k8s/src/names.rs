@@ -2,7 +2,9 @@
 //! same service always gets the same name, and a name that had to change is
 //! said in a note.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+use crate::manifests::SERVICE_LABEL;
 
 /// The longest name part a service contributes, so that object names built
 /// from it stay within a label value's 63 characters.
@@ -28,17 +30,25 @@ fn label_part(text: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-/// Each service's Kubernetes name, and a note for every name that differs
-/// from the service's own: lower-cased, other characters turned into `-`,
-/// cut to 40 characters, and given a hash suffix of the original name when
-/// it had to be cut or would collide with another service's.
+/// How many renamed services a note names before it says how many more.
+const NAMED_IN_NOTE: usize = 3;
+
+/// Each service's Kubernetes name, and one note when some names differ
+/// from the services' own (how many, the first few): lower-cased, other
+/// characters turned into `-`, cut to 40 characters, and given a hash
+/// suffix of the original name when it had to be cut or would collide with
+/// another service's.
 pub fn service_names<'a>(services: impl IntoIterator<Item = &'a str>) -> (BTreeMap<String, String>, Vec<String>) {
     let services: Vec<&str> = services.into_iter().collect();
     let plain: Vec<String> = services.iter().map(|service| label_part(service)).collect();
+    let mut uses: HashMap<&str, usize> = HashMap::new();
+    for candidate in &plain {
+        *uses.entry(candidate.as_str()).or_default() += 1;
+    }
     let mut names = BTreeMap::new();
-    let mut notes = Vec::new();
+    let mut renamed = Vec::new();
     for (service, candidate) in services.iter().zip(&plain) {
-        let collides = plain.iter().filter(|other| *other == candidate).count() > 1;
+        let collides = uses[candidate.as_str()] > 1;
         let name = if collides || candidate.is_empty() || candidate.len() > MAX_SERVICE_CHARS {
             let suffix = format!("{:06x}", stable_hash(service.as_bytes()) & 0xff_ffff);
             let keep = MAX_SERVICE_CHARS - suffix.len() - 1;
@@ -52,10 +62,21 @@ pub fn service_names<'a>(services: impl IntoIterator<Item = &'a str>) -> (BTreeM
             candidate.clone()
         };
         if name != *service {
-            notes.push(format!("service '{service}' is named '{name}' in Kubernetes (not a valid Kubernetes name)"));
+            renamed.push(format!("'{service}' is '{name}'"));
         }
         names.insert((*service).to_string(), name);
     }
+    let notes = match renamed.len() {
+        0 => Vec::new(),
+        1 => vec![format!("service {} in Kubernetes (not a valid Kubernetes name)", renamed[0])],
+        n => {
+            let shown = renamed[..n.min(NAMED_IN_NOTE)].join(", ");
+            let more = if n > NAMED_IN_NOTE { format!(", and {} more", n - NAMED_IN_NOTE) } else { String::new() };
+            vec![format!(
+                "{n} services have other names in Kubernetes (not valid Kubernetes names; each object's {SERVICE_LABEL} label has it): {shown}{more}"
+            )]
+        }
+    };
     (names, notes)
 }
 
@@ -76,11 +97,12 @@ mod tests {
         assert_eq!(names["chat_assist"], "chat-assist");
         assert_eq!(
             notes,
-            [
-                "service 'Fraud Check' is named 'fraud-check' in Kubernetes (not a valid Kubernetes name)",
-                "service 'chat_assist' is named 'chat-assist' in Kubernetes (not a valid Kubernetes name)",
-            ]
+            ["2 services have other names in Kubernetes (not valid Kubernetes names; each object's tessera.io/service label has it): 'Fraud Check' is 'fraud-check', 'chat_assist' is 'chat-assist'"]
         );
+        let many: Vec<String> = (0..5).map(|n| format!("S{n}")).collect();
+        let (_, notes) = service_names(many.iter().map(String::as_str));
+        assert_eq!(notes.len(), 1, "one line however many are renamed");
+        assert!(notes[0].starts_with("5 services") && notes[0].ends_with("'S2' is 's2', and 2 more"), "{notes:?}");
         assert_eq!(service_names(["Fraud Check"]).0, service_names(["Fraud Check"]).0, "deterministic");
     }
 
@@ -95,7 +117,7 @@ mod tests {
             assert!(!name.starts_with('-') && !name.ends_with('-'), "{name}");
         }
         assert!(names["***"].starts_with("s-"));
-        assert_eq!(notes.len(), 4, "{notes:#?}");
+        assert!(notes[0].starts_with("4 services"), "{notes:#?}");
         assert_eq!(profile_part("3g.40gb"), "3g40gb");
         assert_eq!(profile_part("1g.10gb+me"), "1g10gb-me");
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tessera_core::Plan;
 use tessera_gpu::FakeNvidiaSmi;
-use tessera_k8s::{reconcile_node, AgentOptions, Cluster, FakeApiServer, NodeDevice, Outcome};
+use tessera_k8s::{reconcile_node, AgentOptions, Cluster, FakeApiServer, NodeDevice, Outcome, PlanSource};
 
 use crate::apply::placed_plan;
 use crate::common::{a100_node, driver_for, fake_cluster, publish_slices, DRA_LABEL, DRA_NAMESPACE};
@@ -15,7 +15,7 @@ use crate::common::{a100_node, driver_for, fake_cluster, publish_slices, DRA_LAB
 pub fn agent_options(node: &str, plan_path: &Path) -> AgentOptions {
     AgentOptions {
         node: node.into(),
-        plan_path: plan_path.to_path_buf(),
+        plan: PlanSource::File(plan_path.to_path_buf()),
         force: false,
         dra_namespace: DRA_NAMESPACE.into(),
         dra_plugin_selector: format!("{}={}", DRA_LABEL.0, DRA_LABEL.1),
@@ -159,7 +159,7 @@ fn without_the_dra_plugin_or_a_plan_the_agent_says_so() {
     let mut driver = driver_for(&setup.plan, 0);
     let (outcome, _) = pass(&setup, &mut driver, &options);
     assert!(matches!(outcome, Outcome::Idle(ref why) if why.starts_with("no plan at ")), "{outcome:?}");
-    options.plan_path = setup.dir.path().join("plan.json");
+    options.plan = PlanSource::File(setup.dir.path().join("plan.json"));
     options.dra_namespace = "elsewhere".into();
     let (outcome, _) = pass(&setup, &mut driver, &options);
     assert_eq!(

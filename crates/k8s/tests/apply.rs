@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use tessera_core::Plan;
 use tessera_k8s::{
-    apply_plan, cluster_status, manifests, plan_id, Action, ApplyOptions, Change, Cluster, ClusterOptions,
+    apply_plan, cluster_status, manifests, node_plan_id, Action, ApplyOptions, Change, Cluster, ClusterOptions,
     FakeApiServer,
 };
 
@@ -23,6 +23,7 @@ pub fn options() -> ApplyOptions {
         poll: Duration::from_millis(20),
         routes: Some(tessera_k8s::GatewayRef::default()),
         pods: tessera_k8s::PodOptions::default(),
+        concurrency: 8,
     }
 }
 
@@ -37,13 +38,13 @@ pub fn placed_plan() -> Plan {
     plan
 }
 
-/// Marks every node of `plan` as its agent would after success.
+/// Marks every node of `plan` as its agent would after success (with its
+/// part's id).
 fn agents_done(server: &FakeApiServer, plan: &Plan) {
-    let id = plan_id(plan);
-    for name in ["gpu-a", "gpu-b"] {
+    for (number, name) in ["gpu-a", "gpu-b"].into_iter().enumerate() {
         let mut node = server.get("nodes", "", name).unwrap();
         node["metadata"]["labels"]["tessera.io/mig.state"] = "success".into();
-        node["metadata"]["annotations"] = json!({"tessera.io/plan-id": id});
+        node["metadata"]["annotations"] = json!({"tessera.io/plan-id": node_plan_id(plan, number as u32)});
         server.put(node);
     }
 }
@@ -53,6 +54,7 @@ fn setup() -> (tempfile::TempDir, FakeApiServer, Cluster, Plan) {
     let (server, cluster) = fake_cluster(&[a100_node("gpu-a", 2), a100_node("gpu-b", 2)], dir.path());
     let plan = placed_plan();
     agents_done(&server, &plan);
+    server.ready_on_apply();
     (dir, server, cluster, plan)
 }
 
@@ -82,7 +84,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     let (_dir, server, cluster, plan) = setup();
     let (segments, services) = counts(&plan);
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", 1 + 3 * segments + services)]));
+    assert_eq!(changes(&actions), BTreeMap::from([("created", 2 + 3 * segments + services)]));
     let writes = writes(&server);
     let kinds: Vec<&str> = writes.iter().map(|w| w.split(' ').nth(1).unwrap()).collect();
     let last_claim = kinds.iter().rposition(|k| *k == "resourceclaims").unwrap();
@@ -104,7 +106,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
 
     server.clear_requests();
     let again = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 1 + 3 * segments + services)]));
+    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 2 + 3 * segments + services)]));
     assert_eq!(crate::apply::writes(&server), Vec::<String>::new());
 }
 
@@ -125,8 +127,9 @@ fn a_new_plan_prunes_what_the_old_one_had_deployments_first_claims_last() {
     server.clear_requests();
     let actions = apply_plan(&cluster, &smaller, &options(), &mut |_| {}).unwrap();
     let deleted: Vec<&Action> = actions.iter().filter(|a| a.change == Change::Deleted).collect();
-    assert_eq!(deleted.len(), 2 * gone, "{actions:#?}");
-    assert!(deleted.iter().all(|a| a.name.starts_with("thumbnails-")));
+    // Per segment its Deployment, Service and claim, and the service's route.
+    assert_eq!(deleted.len(), 3 * gone + 1, "{actions:#?}");
+    assert!(deleted.iter().all(|a| a.name.starts_with("thumbnails")), "{deleted:#?}");
     let writes = writes(&server);
     let first_patch = writes.iter().position(|w| w.starts_with("PATCH")).unwrap();
     assert!(writes[..first_patch].iter().all(|w| w.starts_with("DELETE deployments")), "{writes:#?}");
@@ -204,16 +207,17 @@ fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it
     let (_dir, server, cluster, plan) = setup();
     let (segments, services) = counts(&plan);
     server.fail("PATCH", "deployments", 2, 500);
-    let error = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap_err().to_string();
+    let one_at_a_time = ApplyOptions { concurrency: 1, ..options() };
+    let error = apply_plan(&cluster, &plan, &one_at_a_time, &mut |_| {}).unwrap_err().to_string();
     assert!(error.contains("apply Deployment tessera/") && error.contains("(500 InternalError)"), "{error}");
-    // What is left: the plan, every claim, the first Deployment.
-    assert!(server.get("configmaps", "tessera", "tessera-plan").is_some());
+    // What is left: the nodes' parts, every claim, the first Deployment.
+    assert!(server.get("configmaps", "tessera", "tessera-node-gpu-a").is_some());
     assert_eq!(server.list("resourceclaims").len(), segments);
     assert_eq!(server.list("deployments").len(), 1);
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
     assert_eq!(
         changes(&actions),
-        BTreeMap::from([("created", segments - 1 + segments + services), ("unchanged", 2 + segments)])
+        BTreeMap::from([("created", segments - 1 + segments + services), ("unchanged", 3 + segments)])
     );
     assert_eq!(server.list("deployments").len(), segments);
 }
@@ -232,7 +236,7 @@ fn waiting_ends_on_a_failed_node_or_after_the_timeout_naming_the_nodes() {
     let mut node = server.get("nodes", "", "gpu-b").unwrap();
     node["metadata"]["labels"]["tessera.io/mig.state"] = "failed".into();
     node["metadata"]["annotations"] =
-        json!({"tessera.io/plan-id": plan_id(&plan), "tessera.io/mig.reason": "GPU 0 has 3 running processes"});
+        json!({"tessera.io/plan-id": node_plan_id(&plan, 1), "tessera.io/mig.reason": "GPU 0 has 3 running processes"});
     server.put(node);
     let error = apply_plan(&cluster, &plan, &quick, &mut |_| {}).unwrap_err().to_string();
     assert_eq!(error, "node 'gpu-b' failed to apply its MIG layout: GPU 0 has 3 running processes");

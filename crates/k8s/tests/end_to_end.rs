@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use tessera_k8s::{apply_plan, cluster_status, manifests, reconcile_node, ApplyOptions, Outcome};
+use tessera_k8s::{
+    apply_plan, cluster_status, manifests, reconcile_node, AgentOptions, ApplyOptions, Outcome, PlanSource,
+};
 
 use crate::agent::agent_options;
 use crate::apply::placed_plan;
@@ -19,7 +21,6 @@ fn the_demo_plan_runs_as_planned() {
     let exported = manifests(&plan, "tessera", &Default::default()).unwrap();
     let files: Vec<_> = exported
         .files()
-        .into_iter()
         .map(|(name, yaml)| {
             let path = dir.path().join(name);
             std::fs::write(&path, yaml).unwrap();
@@ -40,6 +41,7 @@ fn the_demo_plan_runs_as_planned() {
                 poll: Duration::from_millis(20),
                 routes: Some(tessera_k8s::GatewayRef::default()),
                 pods: tessera_k8s::PodOptions::default(),
+                concurrency: 4,
             };
             apply_plan(&cluster, &plan, &options, &mut |_| {})
         })
@@ -48,7 +50,11 @@ fn the_demo_plan_runs_as_planned() {
     let mut done = [false, false];
     for _ in 0..100 {
         for (number, node) in ["gpu-a", "gpu-b"].into_iter().enumerate() {
-            let options = agent_options(node, &dir.path().join("plan.json"));
+            // The agents read their nodes' parts through the API.
+            let options = AgentOptions {
+                plan: PlanSource::Cluster { namespace: "tessera".into() },
+                ..agent_options(node, &dir.path().join("plan.json"))
+            };
             let outcome = reconcile_node(&cluster, &mut drivers[number], &options, &mut |_| {}).unwrap();
             if matches!(outcome, Outcome::Pending(_)) && server.plugin_restarts().contains(&node.to_string()) {
                 // The DRA driver's plugin restarted and publishes what exists.
@@ -56,6 +62,8 @@ fn the_demo_plan_runs_as_planned() {
             }
             done[number] = outcome == Outcome::Success;
         }
+        // The Deployment controller: pods run and are ready.
+        server.run_deployments(0);
         if done == [true, true] && applying.is_finished() {
             break;
         }

@@ -14,10 +14,14 @@ use tessera_plan::NodeRef;
 
 use crate::common::{demo_plan, validate};
 
-/// Parses a YAML document and checks that the typed object gives back the
-/// same JSON.
-fn round_trip(yaml: &str) -> Value {
-    let value: Value = serde_saphyr::from_str(yaml).unwrap();
+/// Parses a YAML file of documents and checks that each typed object
+/// gives back the same JSON.
+fn round_trip(yaml: &str) -> Vec<Value> {
+    let values: Vec<Value> = serde_saphyr::from_multiple(yaml).unwrap();
+    values.into_iter().map(|value| round_trip_one(value, yaml)).collect()
+}
+
+fn round_trip_one(value: Value, yaml: &str) -> Value {
     let typed = match value["kind"].as_str().unwrap() {
         "ConfigMap" => serde_json::to_value(serde_json::from_value::<ConfigMap>(value.clone()).unwrap()),
         "ResourceClaim" => serde_json::to_value(serde_json::from_value::<ResourceClaim>(value.clone()).unwrap()),
@@ -36,24 +40,35 @@ fn the_demo_plan_exports_objects_that_validate_and_round_trip() {
     let plan = demo_plan();
     let exported = manifests(&plan, DEFAULT_NAMESPACE, &BTreeMap::new()).unwrap();
     let segments = plan.gpus.iter().map(|gpu| gpu.instances.len()).sum::<usize>();
-    let services = exported.of_kind("HTTPRoute").count();
-    assert_eq!(services, plan.images.len());
-    assert_eq!(exported.objects.len(), 1 + 3 * segments + services);
+    let routes = exported.of_kind("HTTPRoute").count();
+    assert_eq!(routes, plan.images.len());
+    assert_eq!(exported.objects.len(), exported.nodes.len() + 3 * segments + routes);
     assert!(exported.notes.is_empty(), "{:?}", exported.notes);
     let dir = tempfile::tempdir().unwrap();
     let mut paths = Vec::new();
+    let mut documents = 0;
     for (name, yaml) in exported.files() {
-        round_trip(&yaml);
-        // kubernetes-validate knows the core kinds only; the Gateway API's
-        // HTTPRoute is checked by its typed round trip (and the routing
-        // tests).
-        if name.contains("-httproute-") {
+        let objects = round_trip(&yaml);
+        documents += objects.len();
+        // The routes, of no one node, are in cluster.yaml: kubernetes-validate
+        // knows the core kinds only, so the Gateway API's HTTPRoutes are
+        // checked by their typed round trip (and the routing tests).
+        if name == "cluster.yaml" {
+            assert!(objects.iter().all(|o| o["kind"] == "HTTPRoute"), "{name}");
             continue;
         }
+        // One file per node, holding that node's objects.
+        let node = name.strip_prefix("node-").and_then(|n| n.strip_suffix(".yaml")).unwrap();
+        assert!(
+            objects.iter().all(|o| o["metadata"]["labels"]["tessera.io/node"] == node.trim_start_matches('n')),
+            "{name}"
+        );
         let path = dir.path().join(&name);
         std::fs::write(&path, &yaml).unwrap();
         paths.push(path);
     }
+    assert_eq!(documents, exported.objects.len());
+    assert_eq!(paths.len(), exported.nodes.len());
     // The stream parses into the same documents.
     let documents: Vec<Value> = serde_saphyr::from_multiple(&exported.yaml_stream()).unwrap();
     assert_eq!(documents, exported.objects.iter().map(Manifest::to_value).collect::<Vec<_>>());
@@ -126,10 +141,19 @@ fn each_segment_gets_a_claim_of_its_profile_and_a_deployment_of_procs_pods_shari
         }
     }
     assert_eq!(claims.len(), seen);
-    // The ConfigMap carries the plan itself, as Tessera's JSON.
-    let Manifest::ConfigMap(config_map) = &exported.objects[0] else { panic!("the ConfigMap comes first") };
-    let json = &config_map.data.as_ref().unwrap()["plan.json"];
-    assert_eq!(json.as_bytes(), tessera_store::plan_json(&plan).as_slice());
+    // Each node's ConfigMap carries its part of the plan, as Tessera's
+    // JSON; together they are the plan's GPUs.
+    let mut parts = BTreeMap::new();
+    for object in exported.of_kind("ConfigMap") {
+        let part = tessera_k8s::read_node_part(&object.to_value()).unwrap();
+        assert_eq!(part.plan, tessera_k8s::node_part(&plan, part.number));
+        assert!(part.plan.gpus.iter().all(|g| g.node == part.number));
+        assert_eq!(part.whole_id, exported.plan_id);
+        parts.insert(part.number, part);
+    }
+    let merged = tessera_k8s::merge_parts(&parts).unwrap();
+    assert_eq!(merged.gpus, plan.gpus);
+    assert_eq!(merged.images, plan.images);
 }
 
 #[test]
@@ -190,10 +214,7 @@ fn invalid_service_names_are_sanitized_deterministically_with_a_note() {
     let image = plan.images.remove("photo-tagging").unwrap();
     plan.images.insert("Photo_Tagging".into(), image);
     let first = manifests(&plan, "t", &BTreeMap::new()).unwrap();
-    assert_eq!(
-        first.notes,
-        ["service 'Photo_Tagging' is named 'photo-tagging' in Kubernetes (not a valid Kubernetes name)"]
-    );
+    assert_eq!(first.notes, ["service 'Photo_Tagging' is 'photo-tagging' in Kubernetes (not a valid Kubernetes name)"]);
     assert!(first.objects.iter().any(|o| o.name().starts_with("photo-tagging-n0-")));
     assert_eq!(first, manifests(&plan, "t", &BTreeMap::new()).unwrap(), "the same names every time");
 }
@@ -234,4 +255,17 @@ fn the_install_manifests_validate() {
         assert!(!documents.is_empty(), "{}", path.display());
     }
     validate(&paths);
+}
+
+#[test]
+fn a_node_whose_part_would_exceed_the_object_limit_is_refused_naming_it() {
+    let mut plan = demo_plan();
+    let service = plan.gpus[0].instances[0].service.clone();
+    plan.images.get_mut(&service).unwrap().args = vec!["x".repeat(tessera_k8s::MAX_OBJECT_BYTES)];
+    let error = manifests(&plan, "t", &BTreeMap::new()).unwrap_err().to_string();
+    assert!(
+        error.starts_with(&format!("the node numbered {}'s part of the plan is ", plan.gpus[0].node))
+            && error.contains("bytes, over Kubernetes' limit of 1048576 bytes for one object"),
+        "{error}"
+    );
 }

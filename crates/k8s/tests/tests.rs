@@ -8,3 +8,5 @@ mod end_to_end;
 mod export;
 mod inventory;
 mod routing;
+mod scale;
+mod transition;

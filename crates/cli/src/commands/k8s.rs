@@ -8,14 +8,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use rayon::prelude::*;
 use tessera_core::text::count;
 use tessera_gpu::{plan_node_layouts, NodeDriver};
 use tessera_k8s::pods::{DEFAULT_CPU, DEFAULT_MEMORY, DEFAULT_PORT, DEFAULT_PROBE_PATH};
 use tessera_k8s::routing::DEFAULT_GATEWAY;
 use tessera_k8s::{
-    apply_plan, cluster_status, manifests_with, reconcile_node, run_agent, AgentOptions, ApplyOptions, Cluster,
-    ClusterOptions, ExportOptions, GatewayRef, Kind, Outcome, PodOptions, Requests, DEFAULT_NAMESPACE, PLAN_CONFIG_MAP,
-    PLAN_KEY,
+    apply_plan, cluster_status, manifests_with, merge_parts, node_file_name, reconcile_node, recorded_parts, run_agent,
+    AgentOptions, ApplyOptions, Cluster, ClusterOptions, ExportOptions, GatewayRef, Manifest, Outcome, PlanObjects,
+    PlanSource, PodOptions, Progress, Requests, DEFAULT_NAMESPACE,
 };
 
 use crate::output::{note, outln};
@@ -103,12 +104,13 @@ pub enum K8sCommand {
         #[command(flatten)]
         cluster: ClusterArgs,
     },
-    /// Write a plan's objects: the plan for the node agents (ConfigMap),
-    /// per segment a ResourceClaim for its MIG device (MPS shared), a
-    /// Deployment of `procs` pods and a Service over them, per service an
-    /// HTTPRoute weighing its segments by capacity; one YAML file per
-    /// object in DIR, or one stream with `-o -`. A plan `tessera verify`'s
-    /// lattice or fleet checks refuse is refused.
+    /// Write a plan's objects: per node its part of the plan for its agent
+    /// (a ConfigMap), per segment a ResourceClaim for its MIG device (MPS
+    /// shared), a Deployment of `procs` pods and a Service over them; per
+    /// service an HTTPRoute weighing its segments by capacity. One
+    /// multi-document YAML file per node in DIR (`node-NAME.yaml`) and the
+    /// routes in `cluster.yaml`, or one stream with `-o -`. A plan `tessera
+    /// verify`'s lattice or fleet checks refuse is refused.
     Export {
         /// The plan (JSON).
         #[arg(value_name = "PLAN.json")]
@@ -122,20 +124,28 @@ pub enum K8sCommand {
         #[command(flatten)]
         objects: ObjectArgs,
     },
-    /// Apply a plan by server-side apply (field manager `tessera`): the
-    /// plan for the agents, then (once every node reports its layout) the
-    /// claims and Deployments; objects of earlier plans are deleted.
+    /// Apply a plan by server-side apply (field manager `tessera`), make
+    /// before break from the plan the cluster runs: each step starts new
+    /// segments and waits until they are ready before the GPUs whose
+    /// layout changes are drained (in groups that keep every service at
+    /// its demand, or naming the one that must dip), reconfigured by their
+    /// agents and restarted; objects of earlier plans are deleted last. A
+    /// rerun resumes an interrupted apply.
     Apply {
         /// The plan (JSON).
         #[arg(value_name = "PLAN.json")]
         plan: PathBuf,
-        /// Change nothing; print what would change.
+        /// Change nothing; print the steps and what would change.
         #[arg(long)]
         dry_run: bool,
+        /// Requests in flight at a time when writing objects.
+        #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        concurrency: u32,
         /// Take over fields that another field manager owns.
         #[arg(long)]
         force_conflicts: bool,
-        /// Seconds to wait for the nodes' MIG layouts.
+        /// Seconds to wait for the nodes' MIG layouts, and for a step's new
+        /// segments to be ready.
         #[arg(long, value_name = "SECONDS", default_value_t = 600)]
         timeout: u64,
         /// The namespace of the objects.
@@ -149,7 +159,8 @@ pub enum K8sCommand {
     /// Per node and per service, planned against running: layout state,
     /// pods ready, restarts (exit status 1 when not as planned).
     Status {
-        /// The plan (JSON); default: the one applied (its ConfigMap).
+        /// The plan (JSON); default: the one the cluster records (the nodes'
+        /// parts).
         #[arg(value_name = "PLAN.json")]
         plan: Option<PathBuf>,
         /// The namespace of the objects.
@@ -166,9 +177,14 @@ pub struct AgentArgs {
     /// This node's name (the DaemonSet passes the pod's spec.nodeName).
     #[arg(long)]
     pub node: String,
-    /// The plan (the tessera-plan ConfigMap, mounted).
-    #[arg(long, value_name = "FILE", default_value = "/etc/tessera/plan.json")]
-    pub plan: PathBuf,
+    /// A plan file instead of this node's ConfigMap (`tessera-node-NAME`,
+    /// or `tessera-node-nN` for a node labelled `tessera.io/node=N`), which
+    /// the agent reads through the API.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// The namespace of the plan's objects (its node's ConfigMap).
+    #[arg(long, default_value = DEFAULT_NAMESPACE)]
+    pub namespace: String,
     /// Change the layout of GPUs that run processes.
     #[arg(long)]
     pub force: bool,
@@ -189,8 +205,9 @@ pub struct AgentArgs {
     #[arg(long)]
     pub once: bool,
     /// Print the MIG layout steps this node needs and exit: no change, no
-    /// cluster (the node is found by name among the plan's node names).
-    #[arg(long, conflicts_with_all = ["once", "force"])]
+    /// cluster (the node is found by name among the plan's node names);
+    /// needs --plan.
+    #[arg(long, conflicts_with_all = ["once", "force"], requires = "plan")]
     pub dry_run: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -204,7 +221,7 @@ pub fn run(command: K8sCommand) -> Result<()> {
             let (routes, pods) = objects.resolve()?;
             export(&plan, &output, &ExportOptions { namespace, routes, pods })
         }
-        K8sCommand::Apply { plan, dry_run, force_conflicts, timeout, namespace, objects, cluster } => {
+        K8sCommand::Apply { plan, dry_run, concurrency, force_conflicts, timeout, namespace, objects, cluster } => {
             let plan = crate::inputs::read_sound_plan(&plan)?;
             let (routes, pods) = objects.resolve()?;
             let options = ApplyOptions {
@@ -215,12 +232,20 @@ pub fn run(command: K8sCommand) -> Result<()> {
                 force_conflicts,
                 layout_timeout: Duration::from_secs(timeout),
                 poll: Duration::from_secs(2),
+                concurrency: concurrency as usize,
             };
             let cluster = cluster.connect()?;
             let mut printed = Ok(());
-            let actions = apply_plan(&cluster, &plan, &options, &mut |action| {
+            let prefix = if dry_run { "(dry run) " } else { "" };
+            let actions = apply_plan(&cluster, &plan, &options, &mut |progress| {
                 if printed.is_ok() {
-                    printed = outln!("{}{action}", if dry_run { "(dry run) " } else { "" });
+                    printed = match progress {
+                        Progress::Step { number, of, summary } => outln!("{prefix}step {number} of {of}: {summary}"),
+                        Progress::Action(action) if action.change != tessera_k8s::Change::Unchanged => {
+                            outln!("{prefix}{action}")
+                        }
+                        Progress::Action(_) => Ok(()),
+                    };
                 }
             })?;
             printed?;
@@ -262,31 +287,55 @@ fn inventory(cluster: &Cluster) -> Result<()> {
 
 fn export(plan: &Path, output: &Path, options: &ExportOptions) -> Result<()> {
     let plan = crate::inputs::read_sound_plan(plan)?;
-    let exported = manifests_with(&plan, options, &BTreeMap::new())?;
-    for line in &exported.notes {
+    let no_devices = BTreeMap::new();
+    let made = PlanObjects::new(&plan, options, &no_devices)?;
+    for line in &made.notes {
         note(format_args!("{line}"));
     }
     if output == Path::new("-") {
+        let exported = manifests_with(&plan, options, &no_devices)?;
         return crate::output::emit(exported.yaml_stream().as_bytes(), None);
     }
     std::fs::create_dir_all(output).with_context(|| format!("cannot create {}", output.display()))?;
-    for (name, yaml) in exported.files() {
-        tessera_store::write_atomic(&output.join(name), yaml.as_bytes())?;
+    // Generated output, rewritten whole by the next export: one file per
+    // node, made and written node by node on every core (a fleet's objects
+    // are never all in memory), plainly (no sync per file).
+    let numbers: Vec<u32> = made.nodes.keys().copied().collect();
+    let written: Vec<usize> = numbers
+        .par_iter()
+        .map(|number| -> Result<usize> {
+            let objects = made.node_objects(*number)?;
+            let path = output.join(node_file_name(&made.nodes[number]));
+            std::fs::write(&path, Manifest::yaml_documents(&objects))
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(objects.len())
+        })
+        .collect::<Result<_>>()?;
+    // The objects of no one node: the services' routes.
+    let routes = made.route_objects();
+    if !routes.is_empty() {
+        let path = output.join("cluster.yaml");
+        std::fs::write(&path, Manifest::yaml_documents(&routes))
+            .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    outln!("wrote {} to {}", count(exported.objects.len(), "manifest"), output.display())
+    let files = written.len() + usize::from(!routes.is_empty());
+    outln!(
+        "wrote {} in {} to {}",
+        count(written.iter().sum::<usize>() + routes.len(), "manifest"),
+        count(files, "file"),
+        output.display()
+    )
 }
 
 fn status(plan: Option<&Path>, namespace: &str, cluster: &Cluster) -> Result<()> {
     let plan = match plan {
         Some(path) => tessera_store::read_plan_file(path, None)?,
-        None => {
-            let config_map = cluster.get(Kind::ConfigMap, Some(namespace), PLAN_CONFIG_MAP)?;
-            let Some(json) = config_map.as_ref().and_then(|c| c["data"][PLAN_KEY].as_str()) else {
-                bail!("no plan applied in namespace {namespace} (no ConfigMap {PLAN_CONFIG_MAP}); pass PLAN.json");
-            };
-            let source = format!("ConfigMap {namespace}/{PLAN_CONFIG_MAP}");
-            tessera_store::parse_plan(&source, json.as_bytes())?
-        }
+        None => match merge_parts(&recorded_parts(cluster, namespace)?) {
+            Some(plan) => plan,
+            None => {
+                bail!("no plan applied in namespace {namespace} (no node's ConfigMap tessera-node-…); pass PLAN.json")
+            }
+        },
     };
     let status = cluster_status(cluster, &plan, namespace)?;
     outln!("plan {}", status.plan_id)?;
@@ -319,8 +368,8 @@ fn status(plan: Option<&Path>, namespace: &str, cluster: &Cluster) -> Result<()>
 /// Runs `tessera agent`.
 pub fn agent(args: AgentArgs) -> Result<()> {
     let mut driver = NodeDriver::default();
-    if args.dry_run {
-        let plan = tessera_store::read_plan_file(&args.plan, None)?;
+    if let (true, Some(path)) = (args.dry_run, &args.plan) {
+        let plan = tessera_store::read_plan_file(path, None)?;
         let given = args.node.parse().ok();
         let Some(number) = tessera_plan::node_number(&plan, &args.node, given) else {
             bail!("node '{}' is not among the plan's node names, nor a node number", args.node);
@@ -342,7 +391,10 @@ pub fn agent(args: AgentArgs) -> Result<()> {
     let cluster = args.cluster.connect()?;
     let options = AgentOptions {
         node: args.node,
-        plan_path: args.plan,
+        plan: match args.plan {
+            Some(path) => PlanSource::File(path),
+            None => PlanSource::Cluster { namespace: args.namespace },
+        },
         force: args.force,
         dra_namespace: args.dra_namespace,
         dra_plugin_selector: args.dra_plugin_selector,

@@ -1,0 +1,163 @@
+//! A plan change as a sequence of intermediate states, make before break.
+//!
+//! The steps are `tessera diff --steps`' ([`tessera_core::transition_steps`]):
+//! first the GPUs whose change stops nothing (added GPUs, instances created
+//! in free slices), then the GPUs that stop segments, grouped so that no
+//! service falls below its demand (a service that must dip is named with
+//! how low), GPUs that only tear down last. Each step is expressed as two
+//! states — plans whose GPUs are each at their old or their new assignment
+//! — and `k8s apply` applies each state's manifests, whatever objects they
+//! hold:
+//!
+//! - **drained**: the state before the step without the segments the step
+//!   stops (routing shifts away from them, then their Deployments go);
+//! - **after**: the step's GPUs at their new layout and segments (their
+//!   agents reconfigure them, the new segments start and must be ready
+//!   before the next step).
+//!
+//! Nothing else is deleted until the end. Because every state is derived
+//! from the plan the cluster records (the nodes' parts) and the target, a
+//! run interrupted at any point resumes: the GPUs already switched are
+//! unchanged against the target and drop out of the remaining steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tessera_core::{transition_steps, Dip, GpuAssignment, InstanceAssignment, Plan};
+
+/// One step of a transition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TransitionStep {
+    /// The GPUs it changes, (node, index).
+    pub gpus: Vec<(u32, u32)>,
+    /// Segments it stops, `service on node N GPU G profile@start`.
+    pub stops: Vec<String>,
+    /// Segments it starts, same form.
+    pub starts: Vec<String>,
+    /// Services below their demand while it runs.
+    pub dips: Vec<Dip>,
+    /// The state while it runs: the state before without the stopped
+    /// segments.
+    pub drained: Plan,
+    /// The state after it.
+    pub after: Plan,
+}
+
+impl TransitionStep {
+    /// The step in words, one line.
+    pub fn summary(&self) -> String {
+        let gpus: Vec<String> = self.gpus.iter().map(|(node, index)| format!("{node}:{index}")).collect();
+        let dips = if self.dips.is_empty() {
+            "no service below its demand".to_string()
+        } else {
+            let named: Vec<String> = self
+                .dips
+                .iter()
+                .map(|dip| format!("{} dips to {:.1} of {:.1} req/s", dip.service, dip.provisioned_rps, dip.rate_rps))
+                .collect();
+            named.join(", ")
+        };
+        format!(
+            "GPUs {}: stop {}, start {}; {dips}",
+            gpus.join(" "),
+            if self.stops.is_empty() { "nothing".to_string() } else { self.stops.join(", ") },
+            if self.starts.is_empty() { "nothing".to_string() } else { self.starts.join(", ") },
+        )
+    }
+}
+
+/// What runs in an instance: service, model, batch, processes.
+fn same_segment(a: &InstanceAssignment, b: &InstanceAssignment) -> bool {
+    (&a.service, &a.model, a.batch, a.procs) == (&b.service, &b.model, b.batch, b.procs)
+}
+
+fn describe(gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
+    format!("{} on node {} GPU {} {}@{}", instance.service, gpu.node, gpu.index, instance.profile, instance.start)
+}
+
+/// `state` with the GPUs at `positions` taken from `target` (removed where
+/// `target` has none); services, images and node names of both, the
+/// target's where both have them.
+fn with_gpus(state: &Plan, target: &Plan, positions: &BTreeSet<(u32, u32)>) -> Plan {
+    let mut gpus: Vec<GpuAssignment> =
+        state.gpus.iter().filter(|gpu| !positions.contains(&(gpu.node, gpu.index))).cloned().collect();
+    gpus.extend(target.gpus.iter().filter(|gpu| positions.contains(&(gpu.node, gpu.index))).cloned());
+    gpus.sort_by_key(|gpu| (gpu.node, gpu.index));
+    let mut plan = Plan { gpus, ..target.clone() };
+    let known: BTreeSet<String> = target.services.iter().map(|s| s.service.clone()).collect();
+    plan.services.extend(state.services.iter().filter(|s| !known.contains(&s.service)).cloned());
+    for (service, image) in &state.images {
+        plan.images.entry(service.clone()).or_insert_with(|| image.clone());
+    }
+    if plan.node_names.len() < state.node_names.len() {
+        let extra = state.node_names[plan.node_names.len()..].to_vec();
+        plan.node_names.extend(extra);
+    }
+    plan.gpu_count = plan.gpus.len();
+    plan
+}
+
+/// `state` without the segments of `positions` that `after` does not run
+/// the same (their instances stay, idle).
+fn drained(state: &Plan, after: &Plan, positions: &BTreeSet<(u32, u32)>) -> (Plan, Vec<String>) {
+    let after_gpus: BTreeMap<(u32, u32), &GpuAssignment> = after.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
+    let mut plan = state.clone();
+    let mut stops = Vec::new();
+    for gpu in plan.gpus.iter_mut().filter(|gpu| positions.contains(&(gpu.node, gpu.index))) {
+        let next = after_gpus.get(&(gpu.node, gpu.index));
+        let same_model = next.is_some_and(|n| n.gpu_model == gpu.gpu_model);
+        let keep = |instance: &InstanceAssignment| {
+            same_model
+                && next.is_some_and(|n| {
+                    n.instances.iter().any(|i| {
+                        i.profile == instance.profile && i.start == instance.start && same_segment(i, instance)
+                    })
+                })
+        };
+        let snapshot = gpu.clone();
+        for instance in &snapshot.instances {
+            if !keep(instance) {
+                stops.push(describe(&snapshot, instance));
+            }
+        }
+        gpu.instances.retain(keep);
+    }
+    (plan, stops)
+}
+
+/// The steps from `running` to `target`, each with its states (see the
+/// module documentation). Empty when the GPUs are as `target` has them.
+pub fn plan_transition(running: &Plan, target: &Plan) -> Vec<TransitionStep> {
+    let mut state = running.clone();
+    let mut steps = Vec::new();
+    for step in transition_steps(running, target) {
+        let positions: BTreeSet<(u32, u32)> = step.gpus.iter().map(|g| (g.node, g.index)).collect();
+        let after = with_gpus(&state, target, &positions);
+        let (drained, stops) = drained(&state, &after, &positions);
+        let before_gpus: BTreeMap<(u32, u32), &GpuAssignment> =
+            state.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
+        let mut starts = Vec::new();
+        for gpu in after.gpus.iter().filter(|gpu| positions.contains(&(gpu.node, gpu.index))) {
+            let before = before_gpus.get(&(gpu.node, gpu.index)).filter(|b| b.gpu_model == gpu.gpu_model);
+            for instance in &gpu.instances {
+                let kept = before.is_some_and(|b| {
+                    b.instances.iter().any(|i| {
+                        i.profile == instance.profile && i.start == instance.start && same_segment(i, instance)
+                    })
+                });
+                if !kept {
+                    starts.push(describe(gpu, instance));
+                }
+            }
+        }
+        steps.push(TransitionStep {
+            gpus: positions.into_iter().collect(),
+            stops,
+            starts,
+            dips: step.dips,
+            drained,
+            after: after.clone(),
+        });
+        state = after;
+    }
+    steps
+}
