@@ -15,6 +15,10 @@ use crate::terminal::{chars, width_limit};
 /// less).
 const MIN_TEXT_WIDTH: usize = 10;
 
+/// A text column is not squeezed below its longest word (a name, a tile)
+/// when that word is at most this long: other columns give up space first.
+const MAX_WORD_FLOOR: usize = 32;
+
 /// Spaces between columns.
 const GAP: usize = 2;
 
@@ -87,20 +91,25 @@ impl TextTable {
 
     /// Column widths: the content's, then text columns narrowed, widest
     /// first, until the table fits `limit` or every column is at its floor
-    /// (a text column's floor is [`MIN_TEXT_WIDTH`] or its header's longest
-    /// word; the first column and numeric ones keep their values' width).
+    /// (a text column's floor is [`MIN_TEXT_WIDTH`], its header's longest
+    /// word or its cells' longest word up to [`MAX_WORD_FLOOR`]; the first
+    /// column and numeric ones keep their values' width).
     /// Headers wrap between words like cells.
     fn fit(&self, limit: Option<usize>, numeric: &[bool]) -> Vec<usize> {
         let columns = self.header.len();
         let header =
             |c: usize| header_words(&self.header[c]).iter().map(|word| chars(word.trim_start())).max().unwrap_or(0);
         let values = |c: usize| self.rows.iter().map(|r| chars(&joined(&r[c]))).max().unwrap_or(0);
+        let longest_word = |c: usize| {
+            let pieces = self.rows.iter().flat_map(|r| r[c].iter().flat_map(|piece| words(piece)));
+            pieces.map(|word| chars(word.trim_start())).filter(|&n| n <= MAX_WORD_FLOOR).max().unwrap_or(0)
+        };
         let mut widths: Vec<usize> = (0..columns).map(|c| values(c).max(chars(&self.header[c]))).collect();
         let Some(limit) = limit else { return widths };
         let floors: Vec<usize> = (0..columns)
             .map(|c| match numeric[c] || c == 0 {
                 true => values(c).max(header(c)),
-                false => widths[c].min(MIN_TEXT_WIDTH.max(header(c))),
+                false => widths[c].min(MIN_TEXT_WIDTH.max(header(c)).max(longest_word(c))),
             })
             .collect();
         let total = widths.iter().sum::<usize>() + GAP * columns.saturating_sub(1);
@@ -117,6 +126,18 @@ impl TextTable {
         }
         widths
     }
+}
+
+/// The "imported at" and "source" cells of a listing: within the terminal
+/// the time to the minute and the source's file name; with `--wide` (no
+/// width limit) both in full (JSON always has both in full).
+pub fn provenance_cells(imported_at: &str, source: &str) -> [String; 2] {
+    let imported_at = imported_at.replacen('T', " ", 1);
+    if width_limit().is_none() {
+        return [imported_at, source.to_string()];
+    }
+    let file_name = std::path::Path::new(source).file_name().map(|name| name.to_string_lossy().into_owned());
+    [imported_at.chars().take(16).collect(), file_name.unwrap_or_else(|| source.to_string())]
 }
 
 /// `text` as pieces that break before each run of spaces and after each
@@ -245,6 +266,23 @@ mod tests {
         let commands: String = text.lines().skip(1).map(|line| line[column..].trim_end()).collect();
         assert_eq!(commands, command, "every character of the long word, in order: {text}");
         assert!(text.lines().next().unwrap().contains(" req/s "), "the header keeps req/s whole: {text}");
+    }
+
+    #[test]
+    fn a_column_of_names_keeps_its_longest_name_whole_while_others_give_way() {
+        let mut table = TextTable::new(&["id", "workloads", "samples/s", "imported at", "source"]);
+        table.row(vec![
+            "1".into(),
+            "bert-base-cased_batch8-inf + wav2vec2-base-960h_batch2-inf".into(),
+            "77.8 / 21.5".into(),
+            "2026-11-27 02:43".into(),
+            "pairs_mps100.csv".into(),
+        ]);
+        let text = table.render_within(Some(80));
+        assert!(text.lines().all(|line| line.chars().count() <= 80), "{text}");
+        for name in ["bert-base-cased_batch8-inf", "wav2vec2-base-960h_batch2-inf", "pairs_mps100.csv"] {
+            assert!(text.lines().any(|line| line.contains(name)), "{name} on one line: {text}");
+        }
     }
 
     #[test]

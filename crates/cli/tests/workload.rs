@@ -96,3 +96,24 @@ fn a_deploy_dry_run_journals_nothing() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(!store.exists() || tessera_store::Store::open(&store).unwrap().journal_entries().unwrap().is_empty());
 }
+
+#[test]
+fn removing_a_measured_workload_says_it_is_not_a_registered_one() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let store = crate::util::store_in(&dir);
+    let Some(pairs) = tessera_testkit::shared_data("kace/pairs_mps100.csv") else { return };
+    let Some(system) = tessera_testkit::shared_data("kace/system_metrics.csv") else { return };
+    let Some(kernels) = tessera_testkit::shared_data("kace/kernel_metrics") else { return };
+    let (pairs, system, kernels) = (pairs.to_str().unwrap(), system.to_str().unwrap(), kernels.to_str().unwrap());
+    let output = crate::util::tessera(
+        &["colocate", "import", pairs, "--system-metrics", system, "--kernel-metrics", kernels],
+        &store,
+    );
+    assert!(output.status.success(), "{}", crate::util::stderr(&output));
+    assert!(crate::util::stdout(&output).contains("imported the system metrics of 29 measured workloads"));
+    crate::util::fails_with(
+        &["workload", "remove", "bert-base-cased_batch8-inf"],
+        &store,
+        &["no registered workload 'bert-base-cased_batch8-inf' (known: none)", "it is a measured workload"],
+    );
+}

@@ -269,7 +269,17 @@ pub enum StoreError {
         known: String,
     },
     /// A workload name that is not registered.
-    #[error("{}: no registered workload '{name}' (known: {known})", path.display())]
+    #[error(
+        "{}: no registered workload '{name}' (known: {known}){}",
+        path.display(),
+        if *measured {
+            "; it is a measured workload (system metrics from `colocate import`, part of the colocation \
+             data), not a registered one: `workload` commands manage registered workloads, the commands \
+             profiling and deploys run"
+        } else {
+            ""
+        }
+    )]
     UnknownWorkload {
         /// The database.
         path: PathBuf,
@@ -277,6 +287,8 @@ pub enum StoreError {
         name: String,
         /// The registered names, comma-separated (`none` when there are none).
         known: String,
+        /// Whether the name is a measured workload's (colocation data).
+        measured: bool,
     },
     /// Stored data that the domain model rejects (edited by hand?).
     #[error("{}: stored profile of model '{model}' on '{gpu}' is invalid: {detail}", path.display())]

@@ -225,7 +225,7 @@ fn import(data: &Path, tables: Option<(&Path, &Path)>, store: Option<&Path>) -> 
     )?;
     if let (Some(workloads), Some((system, _))) = (workloads, tables) {
         let count = store.import_workloads(&workloads, &system.display().to_string())?;
-        outln!("imported {count} workloads from {}", system.display())?;
+        outln!("imported the system metrics of {count} measured workloads from {}", system.display())?;
     }
     Ok(())
 }
@@ -263,13 +263,8 @@ fn list(store: Option<&Path>, format: ListFormat) -> Result<()> {
                 let members = &s.colocation.members;
                 let names: Vec<&str> = members.iter().map(|m| m.metrics.workload.as_str()).collect();
                 let rates: Vec<String> = members.iter().map(|m| format!("{:.1}", m.colocated_rps)).collect();
-                table.row(vec![
-                    s.id.to_string(),
-                    names.join(" + "),
-                    rates.join(" / "),
-                    s.imported_at.replacen('T', " ", 1),
-                    s.source.clone(),
-                ]);
+                let [imported_at, source] = crate::table::provenance_cells(&s.imported_at, &s.source);
+                table.row(vec![s.id.to_string(), names.join(" + "), rates.join(" / "), imported_at, source]);
             }
             out!("{}", table.render())?;
         }

@@ -70,21 +70,17 @@ pub fn run(command: ProfilesCommand, store: Option<&Path>) -> Result<()> {
                     outln!("no profiles in {}; import some with `tessera profiles import`", path.display())?;
                 }
                 ListFormat::Table => {
-                    // Within the terminal: the source's file name and the
-                    // time to the minute (`--wide` and JSON: all of both).
-                    let wide = crate::terminal::width_limit().is_none();
                     let mut table = TextTable::new(&["gpu model", "model", "points", "sizes", "imported at", "source"]);
                     for s in &summaries {
-                        let imported_at = s.imported_at.replacen('T', " ", 1);
-                        let source = std::path::Path::new(&s.source).file_name().filter(|_| !wide);
+                        let [imported_at, source] = crate::table::provenance_cells(&s.imported_at, &s.source);
                         let sizes: Vec<String> = s.sizes_gpcs.iter().map(|g| format!("{g}g")).collect();
                         table.row(vec![
                             s.gpu_model.to_string(),
                             s.model.clone(),
                             s.points.to_string(),
                             sizes.join(","),
-                            if wide { imported_at } else { imported_at.chars().take(16).collect() },
-                            source.map_or_else(|| s.source.clone(), |name| name.to_string_lossy().into_owned()),
+                            imported_at,
+                            source,
                         ]);
                     }
                     out!("{}", table.render())?;

@@ -11,7 +11,7 @@ use crate::output::{out, outln};
 use crate::table::TextTable;
 
 /// What `throughput_regex = None` means, as shown in listings.
-const DEFAULT_THROUGHPUT: &str = "tessera:throughput=<samples/s>";
+const DEFAULT_THROUGHPUT: &str = "tessera:throughput=N";
 
 pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;

@@ -184,7 +184,8 @@ impl Store {
     fn unknown_workload(&self, name: &str) -> Result<StoreError, StoreError> {
         let names: Vec<String> = self.registered_workloads()?.into_iter().map(|w| w.name).collect();
         let known = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-        Ok(StoreError::UnknownWorkload { path: self.path.clone(), name: name.to_string(), known })
+        let measured = self.load_workloads()?.iter().any(|workload| workload.workload == name);
+        Ok(StoreError::UnknownWorkload { path: self.path.clone(), name: name.to_string(), known, measured })
     }
 
     /// Every registered workload, by name.
