@@ -3,36 +3,12 @@
 
 use std::collections::VecDeque;
 
+use tessera_core::rng::SplitMix64;
 use tessera_serving::SegmentShape;
 
-/// SplitMix64: a small, well-mixed 64-bit generator.
-#[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// A generator from a seed.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform on (0, 1].
-    pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Exponential of rate `rate`.
-    pub fn exponential(&mut self, rate: f64) -> f64 {
-        -self.uniform().ln() / rate
-    }
+/// An exponential variate of rate `rate`, from `rng` (uniform on (0, 1]).
+fn exponential(rng: &mut SplitMix64, rate: f64) -> f64 {
+    -(1.0 - rng.uniform(0.0, 1.0)).ln() / rate
 }
 
 /// Simulates one process of `shape` fed Poisson arrivals at `lambda_per_ms`
@@ -51,7 +27,7 @@ pub fn simulate(
     let latency_ms: Vec<f64> = (0..=batch).map(|k| shape.latency_ms(k.max(1) as u32)).collect();
     let mut rng = SplitMix64::new(seed);
     let mut queue: VecDeque<f64> = VecDeque::new();
-    let mut next_arrival = rng.exponential(lambda_per_ms);
+    let mut next_arrival = exponential(&mut rng, lambda_per_ms);
     let mut now = 0.0_f64;
     let mut done = 0usize;
     while done < warmup + requests {
@@ -59,7 +35,7 @@ pub fn simulate(
             // Idle until the next arrival, which starts a batch at once.
             now = now.max(next_arrival);
             queue.push_back(next_arrival);
-            next_arrival += rng.exponential(lambda_per_ms);
+            next_arrival += exponential(&mut rng, lambda_per_ms);
         }
         let size = queue.len().min(batch);
         let finish = now + latency_ms[size];
@@ -73,7 +49,7 @@ pub fn simulate(
         // Whoever arrives while the batch runs waits for the next one.
         while next_arrival < finish {
             queue.push_back(next_arrival);
-            next_arrival += rng.exponential(lambda_per_ms);
+            next_arrival += exponential(&mut rng, lambda_per_ms);
         }
         now = finish;
     }
