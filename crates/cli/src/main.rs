@@ -18,7 +18,7 @@ use output::{error_line, is_stdout_closed};
 
 fn main() -> ExitCode {
     // Help wraps to the terminal too (COLUMNS, the terminal, else 80).
-    let parsed = args::Cli::command()
+    let parsed = args::hide_unused_globals(args::Cli::command())
         .term_width(terminal::detect_width())
         .try_get_matches()
         .and_then(|matches| args::Cli::from_arg_matches(&matches));

@@ -24,6 +24,12 @@ fn profiles_import_list_export_and_plan_from_the_store() {
 
     let listing = stdout(&tessera(&["profiles", "list"], &store));
     assert!(listing.contains("alpha") && listing.contains("beta") && listing.contains("1g,2g,4g,7g"), "{listing}");
+    // Within the terminal the source is its file name, one row a profile;
+    // --wide shows the whole path.
+    assert_eq!(listing.lines().count(), 3, "{listing}");
+    assert!(listing.lines().nth(1).unwrap().ends_with("  prof_data"), "{listing}");
+    let wide = stdout(&tessera(&["profiles", "list", "--wide"], &store));
+    assert!(wide.contains(&profiles.display().to_string()), "{wide}");
 
     let slo = dir.path().join("slo.csv");
     std::fs::write(

@@ -174,3 +174,29 @@ fn every_commands_help_fits_the_terminal() {
         assert!(wide.is_empty(), "tessera {}: {} lines over 80 columns: {wide:#?}", path.join(" "), wide.len());
     }
 }
+
+/// `--store` and `--wide` are offered only where they do something, and
+/// still accepted everywhere.
+#[test]
+fn store_and_wide_are_offered_only_where_they_matter() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let help = |args: &[&str]| {
+        let mut args = args.to_vec();
+        args.push("--help");
+        stdout(&tessera(&args, &store))
+    };
+    for command in [&["diff"][..], &["k8s", "export"], &["report"], &["completions"], &["simulate", "generate"]] {
+        assert!(!help(command).contains("--store"), "{command:?}");
+    }
+    for command in [&["report"][..], &["k8s", "export"], &["serve"]] {
+        assert!(!help(command).contains("--wide"), "{command:?}");
+    }
+    for command in [&["plan"][..], &["verify"], &["simulate", "serve"], &["profiles", "list"], &["diff"]] {
+        let text = help(command);
+        assert!(text.contains("--wide"), "{command:?}");
+        assert!(command == ["diff"] || text.contains("--store"), "{command:?}");
+    }
+    let output = tessera(&["completions", "bash", "--store", "x.sqlite", "--wide"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
