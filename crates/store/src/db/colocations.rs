@@ -96,13 +96,8 @@ impl Store {
         let mut stored = stored_identities(&transaction)
             .map_err(sqlite(format!("reading the stored colocations before importing '{source}'")))?;
         let new_rows: Vec<&Colocation> = rows.iter().filter(|row| stored.insert(identity(row))).collect();
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, COLOCATIONS_FORMAT, new_rows.len() as i64],
-            )
+        let import_id = super::record_import(&transaction, source, COLOCATIONS_FORMAT, new_rows.len())
             .map_err(sqlite(format!("recording the import of '{source}'")))?;
-        let import_id = transaction.last_insert_rowid();
         let (mut members, mut added_workloads) = (0, 0);
         {
             let preparing = || sqlite(format!("preparing the import of '{source}'"));

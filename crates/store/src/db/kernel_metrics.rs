@@ -2,7 +2,7 @@
 //! Compute), kept apart until its metrics alone are stored.
 
 use rusqlite::types::ToSql;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::OptionalExtension;
 
 use super::metric_columns::METRIC_COLUMNS;
 use super::Store;
@@ -40,13 +40,8 @@ impl Store {
         };
         let about = |what: &str| format!("{what} the kernel metrics of '{workload}' from '{source}'");
         let transaction = self.conn.transaction().map_err(sqlite(about("starting to store")))?;
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, 1)"#,
-                params![source, KERNEL_FORMAT],
-            )
-            .map_err(sqlite(about("recording")))?;
-        let import_id = transaction.last_insert_rowid();
+        let import_id =
+            super::record_import(&transaction, source, KERNEL_FORMAT, 1).map_err(sqlite(about("recording")))?;
         let kernel_columns = &METRIC_COLUMNS[..6];
         let set: Vec<String> =
             kernel_columns.iter().enumerate().map(|(i, column)| format!("{column} = ?{}", i + 2)).collect();

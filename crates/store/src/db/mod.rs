@@ -63,6 +63,21 @@ pub struct Store {
     path: PathBuf,
 }
 
+/// Records an import of `rows` rows of `format` from `source` in
+/// `transaction`; its id, which the imported rows refer to.
+pub(crate) fn record_import(
+    transaction: &rusqlite::Transaction<'_>,
+    source: &str,
+    format: &str,
+    rows: usize,
+) -> rusqlite::Result<i64> {
+    transaction.execute(
+        r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
+        rusqlite::params![source, format, rows as i64],
+    )?;
+    Ok(transaction.last_insert_rowid())
+}
+
 /// What [`Store::migrate`] did: the schema version before and after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SchemaMigration {

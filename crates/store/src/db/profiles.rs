@@ -68,13 +68,8 @@ impl Store {
         };
         let points: usize = profiles.iter().map(|p| p.points().len()).sum();
         let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, format, points as i64],
-            )
+        let import_id = super::record_import(&transaction, source, format, points)
             .map_err(sqlite(format!("recording the import of '{source}'")))?;
-        let import_id = transaction.last_insert_rowid();
         let mut replaced_models = 0;
         {
             let preparing = || sqlite(format!("preparing the import of '{source}'"));

@@ -3,7 +3,6 @@
 
 use std::collections::HashSet;
 
-use rusqlite::params;
 use tessera_core::colocation::WorkloadMetrics;
 
 use super::metric_columns::{bind, insert_workload_sql, metric_values, read_metrics, METRIC_COLUMNS};
@@ -28,13 +27,8 @@ impl Store {
         };
         let written = workloads.iter().map(|w| w.workload.as_str()).collect::<HashSet<_>>().len();
         let transaction = self.conn.transaction().map_err(sqlite(format!("starting the import of '{source}'")))?;
-        transaction
-            .execute(
-                r#"INSERT INTO imports (source, format, "rows") VALUES (?1, ?2, ?3)"#,
-                params![source, WORKLOADS_FORMAT, written as i64],
-            )
+        let import_id = super::record_import(&transaction, source, WORKLOADS_FORMAT, written)
             .map_err(sqlite(format!("recording the import of '{source}'")))?;
-        let import_id = transaction.last_insert_rowid();
         {
             let updates: Vec<String> = METRIC_COLUMNS
                 .iter()
