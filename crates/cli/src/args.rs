@@ -37,23 +37,23 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// The commands that never read the store, and those that print no table:
-/// `--store` and `--wide` are hidden from their help (still accepted, so
-/// scripts that pass them everywhere keep working).
+/// The commands that never read the store: `--store` is hidden from their
+/// help (still accepted, so scripts that pass it everywhere keep working).
 const IGNORE_STORE: [&str; 7] = ["diff", "bench", "report", "k8s", "agent", "completions", "simulate"];
+/// The commands that print no table: `--wide` is hidden from their help.
 const IGNORE_WIDE: [&str; 5] = ["report", "k8s", "agent", "completions", "serve"];
 
 /// `cli` with `--store` and `--wide` hidden where they do nothing (see
 /// [`IGNORE_STORE`]; `simulate serve` reads the store, so it keeps it).
 pub fn hide_unused_globals(cli: clap::Command) -> clap::Command {
-    let hidden = |id: &'static str, global: &clap::Arg| global.clone().id(id).hide(true).env(None::<&str>);
+    let hidden = |global: &clap::Arg| global.clone().hide(true).env(None::<&str>);
     let store = cli.get_arguments().find(|a| a.get_id() == "store").cloned();
     let wide = cli.get_arguments().find(|a| a.get_id() == "wide").cloned();
     let (Some(store), Some(wide)) = (store, wide) else { return cli };
     let mut cli = cli;
     for name in IGNORE_STORE {
         cli = cli.mut_subcommand(name, |command| {
-            let command = command.arg(hidden("store", &store));
+            let command = command.arg(hidden(&store));
             if name == "simulate" {
                 // `simulate serve` reads the store: shown there.
                 return command.mut_subcommand("serve", |serve| serve.arg(store.clone().global(false)));
@@ -62,7 +62,7 @@ pub fn hide_unused_globals(cli: clap::Command) -> clap::Command {
         });
     }
     for name in IGNORE_WIDE {
-        cli = cli.mut_subcommand(name, |command| command.arg(hidden("wide", &wide)));
+        cli = cli.mut_subcommand(name, |command| command.arg(hidden(&wide)));
     }
     cli
 }
