@@ -15,16 +15,23 @@
 //! 4. **Scale up early.** When a service falls short there, the controller
 //!    replans from the running plan (the fewest reconfigurations, within
 //!    `max_extra_gpus` of the fresh optimum) for the forecast times
-//!    `1 + plan_headroom`.
+//!    `1 + plan_headroom`, every service at no less than its capacity in
+//!    the running plan (a scale-up takes capacity from none: scaling down
+//!    is rule 5's).
 //! 5. **Scale down late.** Otherwise, when a replan for the forecast times
 //!    `1 + plan_headroom` would release at least `scale_down_min_gpus` GPUs
-//!    and has done so at every decision for `scale_down_hold_s`, the
-//!    controller takes it — unless a step of its transition would leave a
-//!    service below its forecast (a dip it can avoid by waiting). The
-//!    replan is tried only when a cheap estimate (each service's share of
-//!    GPUs scaled by its forecast over its capacity) says it may release
-//!    enough.
-//! 6. **Rate limit.** At most `max_reconfigurations_per_hour`
+//!    when first tried, a cheap estimate (each service's share of GPUs
+//!    scaled by its forecast over its capacity) says so at every decision
+//!    for `scale_down_hold_s`, and a replan then still does, the
+//!    controller takes it.
+//! 6. **No dip.** A transition dips when, while one of its steps runs, a
+//!    service has less capacity than both its forecast times
+//!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
+//!    tried again with room to keep every running GPU and add up to
+//!    `dip_extra_gpus` (new GPUs in place of reconfigured ones), and goes
+//!    ahead, saying so, only when that dips too; a scale-down that dips
+//!    waits.
+//! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
 //!    reconfigurations start in any hour; beyond, it holds and says so.
 //!
 //! Every decision is journaled with its reason. A decision to reconfigure
@@ -37,7 +44,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use tessera_core::text::count;
 use tessera_core::{Plan, ServiceSlo};
-use tessera_plan::PlanInputs;
+use tessera_plan::{PlanError, PlanInputs};
 
 use crate::error::AutopilotError;
 use crate::forecast::{ForecastAccuracy, ForecastConfig, Forecaster};
@@ -61,6 +68,9 @@ pub const DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR: usize = 6;
 pub const DEFAULT_MAX_SAMPLE_AGE_S: f64 = 120.0;
 /// Default GPUs a replan may use beyond the fresh optimum.
 pub const DEFAULT_MAX_EXTRA_GPUS: u64 = 0;
+/// Default GPUs a scale-up may add beyond the running plan's to avoid a
+/// dip (new GPUs in place of reconfigured ones).
+pub const DEFAULT_DIP_EXTRA_GPUS: u64 = 2;
 
 /// How the controller decides (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -81,6 +91,10 @@ pub struct ControllerConfig {
     pub max_sample_age_s: f64,
     /// GPUs a replan may use beyond the fresh optimum.
     pub max_extra_gpus: u64,
+    /// GPUs a scale-up may add beyond the running plan's when its
+    /// transition would leave a service below its forecast (and its
+    /// capacity) while a step runs.
+    pub dip_extra_gpus: u64,
     /// How rates are forecast.
     pub forecast: ForecastConfig,
     /// How long reconfigurations take (when the next may start).
@@ -98,6 +112,7 @@ impl Default for ControllerConfig {
             max_reconfigurations_per_hour: DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,
             max_sample_age_s: DEFAULT_MAX_SAMPLE_AGE_S,
             max_extra_gpus: DEFAULT_MAX_EXTRA_GPUS,
+            dip_extra_gpus: DEFAULT_DIP_EXTRA_GPUS,
             forecast: ForecastConfig::default(),
             reconfiguration: ReconfigurationTimes::default(),
         }
@@ -259,6 +274,16 @@ pub struct JournalEntry {
     pub processes_started: u64,
     /// Seconds its transition takes.
     pub transition_s: f64,
+}
+
+/// A replan the controller may take.
+#[derive(Debug, Clone)]
+struct Candidate {
+    plan: Plan,
+    transition: Transition,
+    fresh_gpus: usize,
+    /// A service its transition leaves below its forecast, in words.
+    dip: Option<String>,
 }
 
 /// The controller (see the module documentation).
@@ -461,8 +486,9 @@ impl Controller {
             })
             .collect();
         if short.is_empty() {
-            return self.consider_scale_down(time_s, &running, &forecast_rps, &plan_rps);
+            return self.consider_scale_down(time_s, &running, &plan_rps, &keep_rps);
         }
+        self.down_since_s = None;
         let why = format!(
             "predicted within SLO at the forecast +{:.0}%: {}",
             self.config.keep_headroom * 100.0,
@@ -471,22 +497,23 @@ impl Controller {
         if let Some(limit) = self.rate_limited(time_s) {
             return (Action::Hold, format!("holding although {why}: {limit}"));
         }
-        match self.planner.replan(&plan_rps, &running, self.config.max_extra_gpus) {
+        // No service gives up capacity in a scale-up: the replan has no
+        // segment to take from one, so its transition stops none it needs.
+        let up_rps: Vec<f64> =
+            plan_rps.iter().zip(self.capacities_rps(&running)).map(|(rate, capacity)| rate.max(capacity)).collect();
+        match self.replan_for(&running, &up_rps, &keep_rps, true) {
             Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
-            Ok(planned) => {
-                let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-                let transition = Transition::between(&running, &planned.plan, &self.config.reconfiguration);
-                if transition.is_empty() {
-                    return (Action::Keep, format!("keeping: {why}, but a replan changes nothing"));
-                }
+            Ok(candidate) if candidate.transition.is_empty() => {
+                (Action::Keep, format!("keeping: {why}, but a replan changes nothing"))
+            }
+            Ok(candidate) => {
+                let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
                 let reason = format!(
-                    "scaling up: {why}; replanned for the forecast +{:.0}%: {}",
+                    "scaling up: {why}; replanned for the forecast +{:.0}%: {}{dip}",
                     self.config.plan_headroom * 100.0,
-                    change_words(&running, &planned.plan, &transition)
+                    change_words(&running, &candidate)
                 );
-                self.down_since_s = None;
-                let change = self.commit(time_s, planned.plan, transition, fresh_gpus);
-                (Action::ScaleUp(change), reason)
+                (Action::ScaleUp(self.commit(time_s, candidate)), reason)
             }
         }
     }
@@ -497,8 +524,8 @@ impl Controller {
         &mut self,
         time_s: f64,
         running: &Plan,
-        forecast_rps: &[f64],
         plan_rps: &[f64],
+        keep_rps: &[f64],
     ) -> (Action, String) {
         let threshold = self.config.scale_down_min_gpus as usize;
         let holds = format!(
@@ -510,92 +537,136 @@ impl Controller {
             self.down_since_s = None;
             return (Action::Keep, format!("{holds}; no scale-down in sight (about {estimate:.1} GPUs needed)"));
         }
-        let planned = match self.planner.replan(plan_rps, running, self.config.max_extra_gpus) {
-            Ok(planned) => planned,
-            Err(error) => {
-                self.down_since_s = None;
-                return (Action::Keep, format!("{holds}; a scale-down replan failed: {error}"));
-            }
-        };
-        let released = running.gpu_count.saturating_sub(planned.plan.gpu_count);
-        if released < threshold {
-            self.down_since_s = None;
-            return (Action::Keep, format!("{holds}; a replan would release {}", count(released, "GPU")));
-        }
-        let since_s = *self.down_since_s.get_or_insert(time_s);
-        let waited_s = time_s - since_s;
-        if waited_s < self.config.scale_down_hold_s {
+        // A replan confirms the estimate when a scale-down first looks
+        // possible and when it has for long enough; in between, the
+        // estimate alone keeps it possible.
+        let waited_s = self.down_since_s.map(|since_s| time_s - since_s);
+        if let Some(waited_s) = waited_s.filter(|&waited_s| waited_s < self.config.scale_down_hold_s) {
             return (
                 Action::Keep,
                 format!(
-                    "{holds}; a replan would release {}, possible for {:.0} of {:.0} min",
-                    count(released, "GPU"),
+                    "{holds}; a scale-down to about {estimate:.1} GPUs is possible for {:.0} of {:.0} min",
                     waited_s / 60.0,
                     self.config.scale_down_hold_s / 60.0
                 ),
             );
         }
-        if let Some(limit) = self.rate_limited(time_s) {
-            return (Action::Hold, format!("holding a scale-down of {}: {limit}", count(released, "GPU")));
+        let candidate = match self.replan_for(running, plan_rps, keep_rps, false) {
+            Ok(candidate) => candidate,
+            Err(error) => {
+                self.down_since_s = None;
+                return (Action::Keep, format!("{holds}; a scale-down replan failed: {error}"));
+            }
+        };
+        let released = running.gpu_count.saturating_sub(candidate.plan.gpu_count);
+        if released < threshold {
+            self.down_since_s = None;
+            return (Action::Keep, format!("{holds}; a replan would release {}", count(released, "GPU")));
         }
-        let transition = Transition::between(running, &planned.plan, &self.config.reconfiguration);
-        let rates: Vec<(&str, f64)> =
-            self.services().iter().map(|slo| slo.service.as_str()).zip(forecast_rps.iter().copied()).collect();
-        let below = transition.dips().find(|dip| {
-            rates.iter().any(|&(service, forecast)| service == dip.service && dip.provisioned_rps < forecast)
-        });
-        if let Some(dip) = below {
+        let Some(waited_s) = waited_s else {
+            self.down_since_s = Some(time_s);
             return (
                 Action::Keep,
                 format!(
-                    "{holds}; a scale-down would leave {} at {:.1} req/s during its transition, below its forecast: \
-                     waiting",
-                    dip.service, dip.provisioned_rps
+                    "{holds}; a replan would release {}: possible from now, taken after {:.0} min",
+                    count(released, "GPU"),
+                    self.config.scale_down_hold_s / 60.0
                 ),
             );
+        };
+        if let Some(limit) = self.rate_limited(time_s) {
+            return (Action::Hold, format!("holding a scale-down of {}: {limit}", count(released, "GPU")));
         }
-        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        if let Some(dip) = &candidate.dip {
+            return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting"));
+        }
         let reason = format!(
             "scaling down: a replan for the forecast +{:.0}% has released at least {} for {:.0} min: {}",
             self.config.plan_headroom * 100.0,
             count(threshold, "GPU"),
             waited_s / 60.0,
-            change_words(running, &planned.plan, &transition)
+            change_words(running, &candidate)
         );
         self.down_since_s = None;
-        let change = self.commit(time_s, planned.plan, transition, fresh_gpus);
-        (Action::ScaleDown(change), reason)
+        (Action::ScaleDown(self.commit(time_s, candidate)), reason)
+    }
+
+    /// A replan from `running` for `plan_rps` within the configured extra
+    /// GPUs, with the first service its transition leaves below its rate in
+    /// `keep_rps` and below its capacity in `running` while a step runs.
+    /// With `widen`, a replan that dips is tried again with room to keep
+    /// every running GPU and add up to
+    /// [`ControllerConfig::dip_extra_gpus`] (new GPUs in place of
+    /// reconfigured ones), and the first without a dip is taken.
+    fn replan_for(
+        &self,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+        widen: bool,
+    ) -> Result<Candidate, PlanError> {
+        let floor_rps: Vec<f64> =
+            keep_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
+        let candidate = |extra: u64| -> Result<Candidate, PlanError> {
+            let planned = self.planner.replan(plan_rps, running, extra)?;
+            let transition = Transition::between(running, &planned.plan, &self.config.reconfiguration);
+            let dip = self.dip_below(&transition, &floor_rps);
+            let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+            Ok(Candidate { plan: planned.plan, transition, fresh_gpus, dip })
+        };
+        let first = candidate(self.config.max_extra_gpus)?;
+        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
+        if first.dip.is_none() || !widen || room <= self.config.max_extra_gpus {
+            return Ok(first);
+        }
+        let wider = candidate(room)?;
+        Ok(if wider.dip.is_none() { wider } else { first })
+    }
+
+    /// The first service `transition` leaves below its rate in `floor_rps`
+    /// while a step runs, in words.
+    fn dip_below(&self, transition: &Transition, floor_rps: &[f64]) -> Option<String> {
+        transition.dips().find_map(|dip| {
+            let index = self.services().iter().position(|slo| slo.service == dip.service)?;
+            (dip.provisioned_rps < floor_rps[index] * (1.0 - 1e-9)).then(|| {
+                format!(
+                    "{} at {:.1} req/s while a step runs, below its {:.1}",
+                    dip.service, dip.provisioned_rps, floor_rps[index]
+                )
+            })
+        })
     }
 
     /// GPUs `running` would need at `rates_rps`, roughly: each service's
     /// share of its GPUs (compute slices) times its rate over its capacity.
     fn estimated_gpus(&self, running: &Plan, rates_rps: &[f64]) -> f64 {
-        let mut slices = vec![0.0; self.services().len()];
+        let mut gpus = vec![0.0; self.services().len()];
         for gpu in &running.gpus {
-            let total = f64::from(gpu.gpu_model.spec().compute_slices);
+            let slices = f64::from(gpu.gpu_model.spec().compute_slices);
             for instance in &gpu.instances {
                 if let Some(index) = self.services().iter().position(|slo| slo.service == instance.service) {
-                    slices[index] += f64::from(instance.size) / total;
+                    gpus[index] += f64::from(instance.size) / slices;
                 }
             }
         }
-        self.services()
-            .iter()
-            .zip(&slices)
-            .zip(rates_rps)
-            .map(|((slo, &gpus), &rate_rps)| {
-                let capacity_rps = running
-                    .services
-                    .iter()
-                    .find(|report| report.service == slo.service)
-                    .map_or(0.0, |report| report.provisioned_rps);
-                if capacity_rps > 0.0 {
-                    gpus * (rate_rps / capacity_rps)
-                } else {
-                    gpus
-                }
+        let capacities = self.capacities_rps(running);
+        (0..gpus.len())
+            .map(|index| match capacities[index] {
+                capacity_rps if capacity_rps > 0.0 => gpus[index] * rates_rps[index] / capacity_rps,
+                _ => gpus[index],
             })
             .sum()
+    }
+
+    /// Each service's capacity in `plan` (req/s, in the services' order).
+    fn capacities_rps(&self, plan: &Plan) -> Vec<f64> {
+        self.services()
+            .iter()
+            .map(|slo| {
+                let report = plan.services.iter().find(|report| report.service == slo.service);
+                report.map_or(0.0, |report| report.provisioned_rps)
+            })
+            .collect()
     }
 
     /// Why a reconfiguration may not start now, if the rate limit says so.
@@ -612,7 +683,8 @@ impl Controller {
     }
 
     /// Takes `plan` as running from `time_s`, busy for its transition.
-    fn commit(&mut self, time_s: f64, plan: Plan, transition: Transition, fresh_gpus: usize) -> Reconfiguration {
+    fn commit(&mut self, time_s: f64, candidate: Candidate) -> Reconfiguration {
+        let Candidate { plan, transition, fresh_gpus, .. } = candidate;
         self.busy_until_s = time_s + transition.duration_s();
         self.recent_s.push_back(time_s);
         self.plan = Some(plan.clone());
@@ -634,13 +706,14 @@ fn scaled(rates_rps: &[f64], factor: f64) -> Vec<f64> {
 
 /// A change of plan in words: `6 → 7 GPUs, 1 reconfigured, 2 processes
 /// started, 41 s`.
-fn change_words(old: &Plan, new: &Plan, transition: &Transition) -> String {
+fn change_words(old: &Plan, new: &Candidate) -> String {
     format!(
-        "{} → {}, {} reconfigured, {} started, {:.0} s",
+        "{} → {} (fresh optimum {}), {} reconfigured, {} started, {:.0} s",
         old.gpu_count,
-        count(new.gpu_count, "GPU"),
-        transition.totals.gpus_reconfigured(),
-        count(transition.totals.processes_restarted, "process"),
-        transition.duration_s()
+        count(new.plan.gpu_count, "GPU"),
+        new.fresh_gpus,
+        new.transition.totals.gpus_reconfigured(),
+        count(new.transition.totals.processes_restarted, "process"),
+        new.transition.duration_s()
     )
 }

@@ -12,13 +12,17 @@
 //! same time use the same seed, whatever the strategy (common random
 //! numbers: differences between strategies are not sampling noise).
 //!
-//! During a transition, a service whose serving segments' capacity is
-//! below its rate loses the difference (requests per second over the
-//! capacity, times the piece's length): **requests lost**. A service with
-//! no segment serving has all its requests lost, and none within its SLO.
+//! **Requests lost** are those a transition takes capacity from: while it
+//! runs, a service whose serving segments' capacity is below both its rate
+//! and the capacity it had before the transition loses the difference
+//! (requests per second, times the piece's length). A rate above the old
+//! capacity too is the traffic's doing, not the transition's: it shows in
+//! the share within the SLO. A service with no segment serving has none of
+//! its requests within its SLO.
 
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
+use tessera_core::Plan;
 use tessera_serving::{simulate, SimulationOptions};
 
 use super::timeline::Timeline;
@@ -166,18 +170,25 @@ pub(super) fn measure(
         for (index, share) in attainment {
             tally.within[index] += share * rates_rps[index] * length_s;
         }
-        if span.in_transition {
-            let mut capacity_rps = vec![0.0; services];
-            for instance in span.serving.gpus.iter().flat_map(|gpu| &gpu.instances) {
-                if let Some(index) = planner.services().iter().position(|slo| slo.service == instance.service) {
-                    capacity_rps[index] += instance.capacity();
-                }
-            }
-            tally.lost += rates_rps.iter().zip(&capacity_rps).map(|(rate, capacity)| (rate - capacity).max(0.0)).sum::<f64>()
-                * length_s;
+        if let Some(before) = &span.before {
+            let (now_rps, before_rps) = (capacities(planner, &span.serving), capacities(planner, before));
+            let lost_rps: f64 = (0..services).map(|s| (rates_rps[s].min(before_rps[s]) - now_rps[s]).max(0.0)).sum();
+            tally.lost += lost_rps * length_s;
         }
         measured.pieces += 1;
         step();
     }
     Ok(measured)
+}
+
+/// Each service's capacity in `plan` (the sum of its segments'), req/s, in
+/// the planner's order.
+fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
+    let mut capacity_rps = vec![0.0; planner.services().len()];
+    for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
+        if let Some(index) = planner.services().iter().position(|slo| slo.service == instance.service) {
+            capacity_rps[index] += instance.capacity();
+        }
+    }
+    capacity_rps
 }

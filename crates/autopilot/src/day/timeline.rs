@@ -5,6 +5,10 @@
 //! to its end (make before break: both count towards GPU-hours). A step's
 //! segments stop when the step starts and its new segments serve from its
 //! end.
+//!
+//! Each span of a transition remembers the segments that served before it,
+//! so what the transition itself costs (capacity taken away) can be told
+//! from what the traffic would have cost anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -24,8 +28,8 @@ pub(super) struct Span {
     pub gpus: usize,
     /// The segments serving, as a plan's GPUs (no service reports).
     pub serving: Rc<Plan>,
-    /// Whether it is part of a transition.
-    pub in_transition: bool,
+    /// During a transition: the segments that served before it.
+    pub before: Option<Rc<Plan>>,
 }
 
 /// A reconfiguration.
@@ -54,7 +58,7 @@ type Place = (u32, u32, String);
 impl Timeline {
     /// A day of `end_s` seconds that starts with `plan` running.
     pub fn new(plan: &Plan, end_s: f64) -> Timeline {
-        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Rc::new(plan.clone()), in_transition: false };
+        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Rc::new(plan.clone()), before: None };
         Timeline { spans: vec![first], reconfigurations: Vec::new(), end_s }
     }
 
@@ -69,6 +73,7 @@ impl Timeline {
         let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
         let mut running: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(old).collect();
         let incoming: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(new).collect();
+        let before = Rc::new(old.clone());
         let mut at_s = time_s;
         for timed in &transition.steps {
             for gpu in &timed.step.gpus {
@@ -78,7 +83,7 @@ impl Timeline {
                     }
                 }
             }
-            self.begin(at_s, held.len(), serving_plan(old, &running), true);
+            self.begin(at_s, held.len(), serving_plan(old, &running), Some(before.clone()));
             at_s += timed.duration_s;
             for gpu in &timed.step.gpus {
                 for operation in &gpu.operations {
@@ -91,13 +96,13 @@ impl Timeline {
                 }
             }
         }
-        self.begin(at_s, new.gpu_count, Rc::new(new.clone()), false);
+        self.begin(at_s, new.gpu_count, Rc::new(new.clone()), None);
         at_s
     }
 
     /// A new span from `start_s` (the last one ends there); nothing past
     /// the day's end.
-    fn begin(&mut self, start_s: f64, gpus: usize, serving: Rc<Plan>, in_transition: bool) {
+    fn begin(&mut self, start_s: f64, gpus: usize, serving: Rc<Plan>, before: Option<Rc<Plan>>) {
         if start_s >= self.end_s {
             return;
         }
@@ -105,7 +110,7 @@ impl Timeline {
             last.end_s = start_s;
         }
         self.spans.retain(|span| span.end_s > span.start_s);
-        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, in_transition });
+        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, before });
     }
 }
 
