@@ -28,8 +28,11 @@
 //!    service has less capacity than both its forecast times
 //!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
 //!    tried again with room to keep every running GPU and add up to
-//!    `dip_extra_gpus` (new GPUs in place of reconfigured ones), and goes
-//!    ahead, saying so, only when that dips too; a scale-down that dips
+//!    `dip_extra_gpus`, then as the running plan untouched with GPUs added
+//!    for what each service lacks (more GPUs for a while: a later
+//!    scale-down consolidates them), and goes ahead with a dip only when
+//!    all of these dip. A scale-down that dips is tried releasing up to
+//!    `dip_extra_gpus` fewer GPUs (at least `scale_down_min_gpus`), else it
 //!    waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
 //!    reconfigurations start in any hour; beyond, it holds and says so.
@@ -43,7 +46,7 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 use tessera_core::text::count;
-use tessera_core::{Plan, ServiceSlo};
+use tessera_core::{GpuAssignment, Plan, ServiceSlo};
 use tessera_plan::{PlanError, PlanInputs};
 
 use crate::error::AutopilotError;
@@ -68,8 +71,9 @@ pub const DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR: usize = 6;
 pub const DEFAULT_MAX_SAMPLE_AGE_S: f64 = 120.0;
 /// Default GPUs a replan may use beyond the fresh optimum.
 pub const DEFAULT_MAX_EXTRA_GPUS: u64 = 0;
-/// Default GPUs a scale-up may add beyond the running plan's to avoid a
-/// dip (new GPUs in place of reconfigured ones).
+/// Default GPUs a replan may keep to avoid a dip: a scale-up may keep
+/// every running GPU and add this many, a scale-down may release this
+/// many fewer.
 pub const DEFAULT_DIP_EXTRA_GPUS: u64 = 2;
 
 /// How the controller decides (see the module documentation).
@@ -91,9 +95,7 @@ pub struct ControllerConfig {
     pub max_sample_age_s: f64,
     /// GPUs a replan may use beyond the fresh optimum.
     pub max_extra_gpus: u64,
-    /// GPUs a scale-up may add beyond the running plan's when its
-    /// transition would leave a service below its forecast (and its
-    /// capacity) while a step runs.
+    /// GPUs a replan may keep to avoid a dip (see rule 6).
     pub dip_extra_gpus: u64,
     /// How rates are forecast.
     pub forecast: ForecastConfig,
@@ -140,7 +142,8 @@ impl ControllerConfig {
         if self.scale_down_min_gpus == 0 {
             return Err(AutopilotError::invalid("scale_down_min_gpus", "a scale-down must release a GPU at least"));
         }
-        for (field, value) in [("scale_down_hold_s", self.scale_down_hold_s), ("max_sample_age_s", self.max_sample_age_s)]
+        for (field, value) in
+            [("scale_down_hold_s", self.scale_down_hold_s), ("max_sample_age_s", self.max_sample_age_s)]
         {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(AutopilotError::invalid(field, format!("{value} is not a duration of 0 s or more")));
@@ -368,10 +371,13 @@ impl Controller {
     /// and journals it.
     pub fn observe(&mut self, observation: &Observation) -> Decision {
         let time_s = observation.time_s;
-        let (action, reason) = match self.rates_of(observation) {
+        let rates = self.rates_of(observation);
+        if time_s.is_finite() && self.last_time_s.is_none_or(|last| time_s >= last) {
+            self.last_time_s = Some(time_s);
+        }
+        let (action, reason) = match rates {
             Err(reason) => (Action::Hold, reason),
             Ok(rates_rps) => {
-                self.last_time_s = Some(time_s);
                 self.forecaster.observe(&rates_rps);
                 self.decide(time_s)
             }
@@ -501,7 +507,8 @@ impl Controller {
         // segment to take from one, so its transition stops none it needs.
         let up_rps: Vec<f64> =
             plan_rps.iter().zip(self.capacities_rps(&running)).map(|(rate, capacity)| rate.max(capacity)).collect();
-        match self.replan_for(&running, &up_rps, &keep_rps, true) {
+        let candidate = self.scale_up_candidate(&running, &up_rps, &keep_rps);
+        match candidate {
             Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
             Ok(candidate) if candidate.transition.is_empty() => {
                 (Action::Keep, format!("keeping: {why}, but a replan changes nothing"))
@@ -551,7 +558,7 @@ impl Controller {
                 ),
             );
         }
-        let candidate = match self.replan_for(running, plan_rps, keep_rps, false) {
+        let candidate = match self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus) {
             Ok(candidate) => candidate,
             Err(error) => {
                 self.down_since_s = None;
@@ -577,9 +584,21 @@ impl Controller {
         if let Some(limit) = self.rate_limited(time_s) {
             return (Action::Hold, format!("holding a scale-down of {}: {limit}", count(released, "GPU")));
         }
-        if let Some(dip) = &candidate.dip {
-            return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting"));
-        }
+        let candidate = match candidate.dip.clone() {
+            None => candidate,
+            Some(dip) => {
+                // Releasing fewer GPUs may leave the dipping service alone.
+                let fewer = (1..=self.config.dip_extra_gpus)
+                    .map(|more| self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus + more))
+                    .take_while(|tried| tried.as_ref().is_ok_and(|c| running.gpu_count >= c.plan.gpu_count + threshold))
+                    .flatten()
+                    .find(|tried| tried.dip.is_none());
+                match fewer {
+                    Some(fewer) => fewer,
+                    None => return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting")),
+                }
+            }
+        };
         let reason = format!(
             "scaling down: a replan for the forecast +{:.0}% has released at least {} for {:.0} min: {}",
             self.config.plan_headroom * 100.0,
@@ -591,36 +610,79 @@ impl Controller {
         (Action::ScaleDown(self.commit(time_s, candidate)), reason)
     }
 
-    /// A replan from `running` for `plan_rps` within the configured extra
-    /// GPUs, with the first service its transition leaves below its rate in
-    /// `keep_rps` and below its capacity in `running` while a step runs.
-    /// With `widen`, a replan that dips is tried again with room to keep
-    /// every running GPU and add up to
-    /// [`ControllerConfig::dip_extra_gpus`] (new GPUs in place of
-    /// reconfigured ones), and the first without a dip is taken.
+    /// A replan from `running` for `plan_rps` within `extra_gpus` of the
+    /// fresh optimum, with its first dip.
     fn replan_for(
         &self,
         running: &Plan,
         plan_rps: &[f64],
         keep_rps: &[f64],
-        widen: bool,
+        extra_gpus: u64,
     ) -> Result<Candidate, PlanError> {
-        let floor_rps: Vec<f64> =
-            keep_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
-        let candidate = |extra: u64| -> Result<Candidate, PlanError> {
-            let planned = self.planner.replan(plan_rps, running, extra)?;
-            let transition = Transition::between(running, &planned.plan, &self.config.reconfiguration);
-            let dip = self.dip_below(&transition, &floor_rps);
-            let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-            Ok(Candidate { plan: planned.plan, transition, fresh_gpus, dip })
-        };
-        let first = candidate(self.config.max_extra_gpus)?;
-        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
-        if first.dip.is_none() || !widen || room <= self.config.max_extra_gpus {
+        let planned = self.planner.replan(plan_rps, running, extra_gpus)?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// The scale-up to `up_rps`: the replan with the fewest
+    /// reconfigurations; if it dips, the replan with room to keep every
+    /// running GPU and add up to [`ControllerConfig::dip_extra_gpus`]; if
+    /// that dips too, the running plan with GPUs added
+    /// ([`Controller::added_to`]); the first without a dip (else the first).
+    fn scale_up_candidate(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let first = self.replan_for(running, up_rps, keep_rps, self.config.max_extra_gpus)?;
+        if first.dip.is_none() {
             return Ok(first);
         }
-        let wider = candidate(room)?;
-        Ok(if wider.dip.is_none() { wider } else { first })
+        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
+        if room > self.config.max_extra_gpus {
+            if let Ok(wider) = self.replan_for(running, up_rps, keep_rps, room) {
+                if wider.dip.is_none() {
+                    return Ok(wider);
+                }
+            }
+        }
+        Ok(match self.added_to(running, up_rps, keep_rps) {
+            Ok(added) if added.dip.is_none() => added,
+            _ => first,
+        })
+    }
+
+    /// `running` with new GPUs for what each service lacks of `up_rps` (a
+    /// fresh plan of the shortfalls, numbered after the running GPUs): no
+    /// running segment stops. The planner checks the whole (a replan of it
+    /// that changes nothing) and reports its services.
+    fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let shortfalls: Vec<(usize, f64)> = up_rps
+            .iter()
+            .zip(self.capacities_rps(running))
+            .enumerate()
+            .filter(|(_, (&rate, capacity))| rate > *capacity * (1.0 + 1e-9))
+            .map(|(index, (rate, capacity))| (index, rate - capacity))
+            .collect();
+        let extra = self.planner.fresh_for(&shortfalls)?;
+        let per_node = running.gpus_per_node.max(1);
+        let next = running.gpus.iter().map(|gpu| gpu.node * per_node + gpu.index + 1).max().unwrap_or(0);
+        let mut merged = running.clone();
+        for (offset, gpu) in (0..).zip(extra.gpus) {
+            let global = next + offset;
+            merged.gpus.push(GpuAssignment { node: global / per_node, index: global % per_node, ..gpu });
+        }
+        merged.gpu_count = merged.gpus.len();
+        let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64)?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// `plan` as a candidate from `running`: its timed transition and its
+    /// first dip (a service below its rate in `keep_rps` and below its
+    /// capacity in `running` while a step runs).
+    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, keep_rps: &[f64]) -> Candidate {
+        let floor_rps: Vec<f64> =
+            keep_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
+        let transition = Transition::between(running, &plan, &self.config.reconfiguration);
+        let dip = self.dip_below(&transition, &floor_rps);
+        Candidate { plan, transition, fresh_gpus, dip }
     }
 
     /// The first service `transition` leaves below its rate in `floor_rps`

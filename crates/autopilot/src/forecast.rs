@@ -187,11 +187,7 @@ impl Forecaster {
         let share = |count: u64, of: u64| if of == 0 { 0.0 } else { count as f64 / of as f64 };
         ForecastAccuracy {
             checked: self.checked,
-            mean_abs_relative_error: if self.error_count == 0 {
-                0.0
-            } else {
-                self.error_sum / self.error_count as f64
-            },
+            mean_abs_relative_error: if self.error_count == 0 { 0.0 } else { self.error_sum / self.error_count as f64 },
             under_share: share(self.under, self.checked),
             worst_under: self.worst_under,
         }

@@ -37,8 +37,8 @@ mod traffic;
 mod transition;
 
 pub use controller::{
-    Action, ActionKind, Controller, ControllerConfig, Decision, JournalEntry, Observation, RateSample,
-    Reconfiguration, DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS, DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,
+    Action, ActionKind, Controller, ControllerConfig, Decision, JournalEntry, Observation, RateSample, Reconfiguration,
+    DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS, DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,
     DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S, DEFAULT_SCALE_DOWN_MIN_GPUS,
 };
 pub use day::{
@@ -57,6 +57,5 @@ pub use forecast::{
 pub use planner::{PlanSettings, MIN_PLAN_RATE_RPS};
 pub use traffic::{TrafficCurve, TrafficPoint};
 pub use transition::{
-    ReconfigurationTimes, TimedStep, Transition, DEFAULT_CREATE_S, DEFAULT_DESTROY_S, DEFAULT_START_S,
-    DEFAULT_STOP_S,
+    ReconfigurationTimes, TimedStep, Transition, DEFAULT_CREATE_S, DEFAULT_DESTROY_S, DEFAULT_START_S, DEFAULT_STOP_S,
 };

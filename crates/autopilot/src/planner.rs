@@ -84,6 +84,20 @@ impl Planner {
         Ok(plan(&self.request(&inputs, None))?.plan)
     }
 
+    /// A fresh plan of some services only: each `(index, rate_rps)` is a
+    /// service (its index among the services) at a rate.
+    pub fn fresh_for(&self, services: &[(usize, f64)]) -> Result<Plan, PlanError> {
+        let subset = services
+            .iter()
+            .map(|&(index, rate_rps)| ServiceSlo {
+                rate_rps: rate_rps.max(MIN_PLAN_RATE_RPS),
+                ..self.services()[index].clone()
+            })
+            .collect();
+        let inputs = self.inputs.for_services(subset);
+        Ok(plan(&self.request(&inputs, None))?.plan)
+    }
+
     /// A replan of the services at `rates_rps` from `current`, with the
     /// fewest reconfigurations, within `max_extra_gpus` of the fresh
     /// optimum.

@@ -1,1 +1,4 @@
-mod placeholder {}
+//! The autopilot's integration tests: one binary, a module per area.
+
+mod controller;
+mod day;

@@ -60,7 +60,10 @@ impl Sampling {
             return Err(AutopilotError::invalid("window_s", format!("{} is not a positive duration", self.window_s)));
         }
         if !(self.warmup_s.is_finite() && self.warmup_s >= 0.0) {
-            return Err(AutopilotError::invalid("warmup_s", format!("{} is not a duration of 0 s or more", self.warmup_s)));
+            return Err(AutopilotError::invalid(
+                "warmup_s",
+                format!("{} is not a duration of 0 s or more", self.warmup_s),
+            ));
         }
         Ok(())
     }
@@ -107,8 +110,7 @@ fn pieces(timeline: &Timeline, traffic: &TrafficCurve) -> Vec<Piece> {
         cuts.extend((first_hour..).map(|hour| hour as f64 * 3600.0).take_while(|&t| t < span.end_s));
         cuts.sort_by(f64::total_cmp);
         cuts.dedup();
-        let bounds: Vec<f64> =
-            std::iter::once(span.start_s).chain(cuts).chain(std::iter::once(span.end_s)).collect();
+        let bounds: Vec<f64> = std::iter::once(span.start_s).chain(cuts).chain(std::iter::once(span.end_s)).collect();
         for window in bounds.windows(2) {
             pieces.push(Piece { span: span_index, start_s: window[0], end_s: window[1] });
         }

@@ -37,9 +37,8 @@ use timeline::Timeline;
 pub use measure::{Sampling, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S};
 pub use report::{DayReport, HourRow, ServiceDay, StrategyDay, Tally};
 
-/// Default seconds between decisions (one minute: bursts are met within a
-/// minute or two; at five minutes they cost the demo services about 2% of
-/// their requests, see the crate's tests).
+/// Default seconds between decisions (one minute: a burst is met a minute
+/// or two after it starts).
 pub const DEFAULT_INTERVAL_S: f64 = 60.0;
 
 /// What to simulate.
@@ -134,9 +133,10 @@ pub fn simulate_day(
     let planner = Planner::new(request.inputs.clone(), request.settings.clone());
     let scratch = run_scratch(request, &planner, &decisions, &observed, &mut decided)?;
     let peaks = request.traffic.peak_rates_rps(end_s);
-    let static_plan = planner
-        .fresh(&peaks)
-        .map_err(|cause| AutopilotError::Plan { what: "for each service's peak rate".to_string(), cause: Box::new(cause) })?;
+    let static_plan = planner.fresh(&peaks).map_err(|cause| AutopilotError::Plan {
+        what: "for each service's peak rate".to_string(),
+        cause: Box::new(cause),
+    })?;
     let static_peak = Timeline::new(&static_plan, end_s);
     let hours = request.hours.ceil() as usize;
     let timelines = [&autopilot, &static_peak, &scratch];
@@ -180,8 +180,7 @@ fn run_autopilot(
     decided: &mut dyn FnMut(),
 ) -> Result<(Timeline, Controller), AutopilotError> {
     let end_s = request.hours * 3600.0;
-    let mut controller =
-        Controller::new(request.inputs.clone(), request.settings.clone(), request.controller, None)?;
+    let mut controller = Controller::new(request.inputs.clone(), request.settings.clone(), request.controller, None)?;
     let mut timeline: Option<Timeline> = None;
     for (&time_s, rates) in decisions.iter().zip(observed) {
         let samples = rates.iter().map(|&rate_rps| Some(RateSample { rate_rps, observed_at_s: time_s })).collect();
@@ -227,9 +226,10 @@ fn run_scratch(
             continue;
         }
         let plan_rps: Vec<f64> = forecaster.forecast().iter().map(|rate| rate * headroom).collect();
-        let fresh = planner
-            .fresh(&plan_rps)
-            .map_err(|cause| AutopilotError::Plan { what: format!("from scratch at {time_s} s"), cause: Box::new(cause) })?;
+        let fresh = planner.fresh(&plan_rps).map_err(|cause| AutopilotError::Plan {
+            what: format!("from scratch at {time_s} s"),
+            cause: Box::new(cause),
+        })?;
         match (&running, &mut timeline) {
             (Some(old), Some(timeline)) => {
                 let new = reseat(old, align_to(old, fresh, &[]));

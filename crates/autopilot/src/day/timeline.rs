@@ -133,5 +133,10 @@ fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceA
             .instances
             .push(instance.clone());
     }
-    Rc::new(Plan::from_gpus(gpus.into_values().collect(), like.strategy.clone(), like.latency_rule.clone(), like.gpus_per_node))
+    Rc::new(Plan::from_gpus(
+        gpus.into_values().collect(),
+        like.strategy.clone(),
+        like.latency_rule.clone(),
+        like.gpus_per_node,
+    ))
 }

@@ -97,7 +97,10 @@ mod tests {
         let error = read("time_s,service,rate_rps\n0,a,1\n0,b,1\n60,c,2\n").unwrap_err();
         assert!(error.ends_with("traffic.csv:4: field 'service': 'c' is not among the services (a, b)"), "{error}");
         let error = read("time_s,service,rate_rps\n0,a,1\n0,b,-1\n").unwrap_err();
-        assert!(error.ends_with("traffic.csv:3: field 'rate_rps': expected a non-negative number, got '-1'"), "{error}");
+        assert!(
+            error.ends_with("traffic.csv:3: field 'rate_rps': expected a non-negative number, got '-1'"),
+            "{error}"
+        );
         let error = read("time_s,service,rate_rps\n0,a,1\n0,b,1\n60,a,1\n30,a,1\n").unwrap_err();
         assert!(error.contains("traffic.csv:5: field 'time_s': 30 s is not after the previous point"), "{error}");
         let error = read("time_s,service,rate_rps\n0,a,1\n").unwrap_err();
