@@ -1499,28 +1499,28 @@ pub struct AutopilotSimulateArgs {
     pub format: ListFormat,
 }
 
-/// The diurnal generator's options (with `--diurnal`).
+/// The diurnal generator's options (with `--diurnal`; refused with `--traffic`).
 #[derive(Debug, Clone, Args)]
 pub struct DiurnalArgs {
     /// A service's peak rate over its trough rate.
-    #[arg(long, value_name = "R", default_value_t = tessera_autopilot::DEFAULT_PEAK_TO_TROUGH, requires = "diurnal", value_parser = parse_positive)]
+    #[arg(long, value_name = "R", default_value_t = tessera_autopilot::DEFAULT_PEAK_TO_TROUGH, conflicts_with = "traffic", value_parser = parse_positive)]
     pub peak_to_trough: f64,
 
     /// Bursts per service per day.
-    #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_BURSTS_PER_DAY, requires = "diurnal", value_parser = parse_non_negative)]
+    #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_BURSTS_PER_DAY, conflicts_with = "traffic", value_parser = parse_non_negative)]
     pub bursts: f64,
 
     /// The largest burst factor (a burst multiplies the rate by between
     /// halfway to it and it).
-    #[arg(long, value_name = "F", default_value_t = tessera_autopilot::DEFAULT_BURST_FACTOR, requires = "diurnal", value_parser = parse_positive)]
+    #[arg(long, value_name = "F", default_value_t = tessera_autopilot::DEFAULT_BURST_FACTOR, conflicts_with = "traffic", value_parser = parse_positive)]
     pub burst_factor: f64,
 
     /// Mean burst length, minutes.
-    #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_BURST_MINUTES, requires = "diurnal", value_parser = parse_positive)]
+    #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_BURST_MINUTES, conflicts_with = "traffic", value_parser = parse_positive)]
     pub burst_minutes: f64,
 
     /// Seed of the traffic.
-    #[arg(long, default_value_t = 0, requires = "diurnal")]
+    #[arg(long, default_value_t = 0, conflicts_with = "traffic")]
     pub seed: u64,
 }
 

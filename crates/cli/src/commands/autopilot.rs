@@ -141,35 +141,24 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
         report.requests_simulated
     );
     let mut text = format!("{}\n\n", wrap_words(&heading, "", ""));
+    let days = [&report.autopilot, &report.static_peak, &report.scratch];
     let static_gpu_hours = report.static_peak.totals.gpu_hours;
-    let mut table = TextTable::new(&[
-        "strategy",
-        "GPU-hours",
-        "vs static",
-        "≤SLO %",
-        "worst service",
-        "worst %",
-        "reconfigs",
-        "GPUs reconf.",
-        "processes",
-        "lost",
-    ]);
-    for (name, day) in
-        [("autopilot", &report.autopilot), ("static peak", &report.static_peak), ("scratch", &report.scratch)]
-    {
-        let totals = &day.totals;
-        table.row(vec![
-            name.to_string(),
-            format!("{:.1}", totals.gpu_hours),
-            format!("{:+.1}%", 100.0 * (totals.gpu_hours / static_gpu_hours - 1.0)),
-            percent(totals.attainment),
-            totals.worst_service.clone().unwrap_or_else(|| "-".to_string()),
-            percent(totals.worst_service_attainment),
-            totals.reconfigurations.to_string(),
-            totals.gpus_reconfigured.to_string(),
-            totals.processes_started.to_string(),
-            format!("{:.0}", totals.requests_lost),
-        ]);
+    let mut table = TextTable::new(&["", "autopilot", "static peak", "scratch"]);
+    let figures: [(&str, fn(&Tally, f64) -> String); 9] = [
+        ("GPU-hours", |t, _| format!("{:.1}", t.gpu_hours)),
+        ("vs static peak", |t, fixed| format!("{:+.1}%", 100.0 * (t.gpu_hours / fixed - 1.0))),
+        ("requests within SLO %", |t, _| percent(t.attainment)),
+        ("worst service %", |t, _| percent(t.worst_service_attainment)),
+        ("worst service", |t, _| t.worst_service.clone().unwrap_or_else(|| "-".to_string())),
+        ("reconfigurations", |t, _| t.reconfigurations.to_string()),
+        ("GPUs reconfigured", |t, _| t.gpus_reconfigured.to_string()),
+        ("processes started", |t, _| t.processes_started.to_string()),
+        ("requests lost", |t, _| format!("{:.0}", t.requests_lost)),
+    ];
+    for (name, figure) in figures {
+        let mut row = vec![name.to_string()];
+        row.extend(days.iter().map(|day| figure(&day.totals, static_gpu_hours)));
+        table.row(row);
     }
     text.push_str(&table.render());
     text.push('\n');
@@ -180,7 +169,6 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
         "≤SLO %",
         "worst %",
         "GPUs reconf.",
-        "lost",
         "static GPU-h",
         "scratch GPU-h",
         "scratch ≤SLO %",
@@ -195,7 +183,6 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
             percent(tally.attainment),
             percent(tally.worst_service_attainment),
             tally.gpus_reconfigured.to_string(),
-            format!("{:.0}", tally.requests_lost),
             format!("{:.2}", fixed.gpu_hours),
             format!("{:.2}", scratch.gpu_hours),
             percent(scratch.attainment),
