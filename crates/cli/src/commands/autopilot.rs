@@ -144,7 +144,7 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
     let days = [&report.autopilot, &report.static_peak, &report.scratch];
     let static_gpu_hours = report.static_peak.totals.gpu_hours;
     let mut table = TextTable::new(&["", "autopilot", "static peak", "scratch"]);
-    let figures: [(&str, fn(&Tally, f64) -> String); 9] = [
+    let figures: [(&str, Figure); 9] = [
         ("GPU-hours", |t, _| format!("{:.1}", t.gpu_hours)),
         ("vs static peak", |t, fixed| format!("{:+.1}%", 100.0 * (t.gpu_hours / fixed - 1.0))),
         ("requests within SLO %", |t, _| percent(t.attainment)),
@@ -198,6 +198,10 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
     text.push('\n');
     text
 }
+
+/// One figure of a strategy's day in words, from its totals and the static
+/// baseline's GPU-hours.
+type Figure = fn(&Tally, f64) -> String;
 
 /// The goals, each with its verdict.
 fn goals(report: &DayReport) -> Vec<String> {
