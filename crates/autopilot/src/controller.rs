@@ -28,10 +28,12 @@
 //!    service has less capacity than both its forecast times
 //!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
 //!    tried again with room to keep every running GPU and add up to
-//!    `dip_extra_gpus`, then as the running plan untouched with GPUs added
-//!    for what each service lacks (more GPUs for a while: a later
-//!    scale-down consolidates them), and goes ahead with a dip only when
-//!    all of these dip. A scale-down that dips is tried releasing up to
+//!    `dip_extra_gpus`, as the running plan untouched with segments added
+//!    for what each service lacks (in free slices or on new GPUs), and
+//!    draining each of the `dip_extra_gpus + 1` least used GPUs (their
+//!    segments move before they are torn down); the one without a dip on
+//!    the fewest GPUs is taken, one with a dip only when all dip. A
+//!    scale-down that dips is tried draining, then releasing up to
 //!    `dip_extra_gpus` fewer GPUs (at least `scale_down_min_gpus`), else it
 //!    waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
@@ -46,11 +48,12 @@ use std::collections::VecDeque;
 
 use serde::Serialize;
 use tessera_core::text::count;
-use tessera_core::{GpuAssignment, Plan, ServiceSlo};
-use tessera_plan::{PlanError, PlanInputs};
+use tessera_core::{Plan, ServiceSlo};
+use tessera_plan::{GpuPosition, PlanError, PlanInputs};
 
 use crate::error::AutopilotError;
 use crate::forecast::{ForecastAccuracy, ForecastConfig, Forecaster};
+use crate::free_slices::add_in_free_slices;
 use crate::planner::{PlanSettings, Planner};
 use crate::transition::{ReconfigurationTimes, Transition};
 
@@ -587,12 +590,17 @@ impl Controller {
         let candidate = match candidate.dip.clone() {
             None => candidate,
             Some(dip) => {
-                // Releasing fewer GPUs may leave the dipping service alone.
-                let fewer = (1..=self.config.dip_extra_gpus)
-                    .map(|more| self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus + more))
-                    .take_while(|tried| tried.as_ref().is_ok_and(|c| running.gpu_count >= c.plan.gpu_count + threshold))
-                    .flatten()
-                    .find(|tried| tried.dip.is_none());
+                // Draining the least used GPUs (their segments move to free
+                // room first, then they are torn down), or releasing fewer,
+                // may leave the dipping service alone.
+                let releases = |tried: &Candidate| running.gpu_count >= tried.plan.gpu_count + threshold;
+                let drains = least_used(running, self.config.dip_extra_gpus as usize + 1).into_iter().map(|gpu| {
+                    self.replan_drained(running, plan_rps, keep_rps, gpu)
+                });
+                let fewer = (1..=self.config.dip_extra_gpus).map(|more| {
+                    self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus + more)
+                });
+                let fewer = drains.chain(fewer).flatten().find(|tried| tried.dip.is_none() && releases(tried));
                 match fewer {
                     Some(fewer) => fewer,
                     None => return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting")),
@@ -619,37 +627,56 @@ impl Controller {
         keep_rps: &[f64],
         extra_gpus: u64,
     ) -> Result<Candidate, PlanError> {
-        let planned = self.planner.replan(plan_rps, running, extra_gpus)?;
+        let planned = self.planner.replan(plan_rps, running, extra_gpus, &[])?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// A replan from `running` for `plan_rps` with `gpu` drained (its
+    /// segments moved elsewhere before it is emptied), with its first dip.
+    fn replan_drained(
+        &self,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+        gpu: GpuPosition,
+    ) -> Result<Candidate, PlanError> {
+        let planned = self.planner.replan(plan_rps, running, self.config.max_extra_gpus, &[gpu])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
         Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
     }
 
     /// The scale-up to `up_rps`: the replan with the fewest
-    /// reconfigurations; if it dips, the replan with room to keep every
-    /// running GPU and add up to [`ControllerConfig::dip_extra_gpus`]; if
-    /// that dips too, the running plan with GPUs added
-    /// ([`Controller::added_to`]); the first without a dip (else the first).
+    /// reconfigurations; if it dips, of the replan with room to keep every
+    /// running GPU and add up to [`ControllerConfig::dip_extra_gpus`], the
+    /// running plan with segments added ([`Controller::added_to`]) and the
+    /// replans draining one of the `dip_extra_gpus + 1` least used GPUs, the
+    /// one without a dip on the fewest GPUs (then the fewest reconfigured);
+    /// the first when all dip.
     fn scale_up_candidate(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
         let first = self.replan_for(running, up_rps, keep_rps, self.config.max_extra_gpus)?;
         if first.dip.is_none() {
             return Ok(first);
         }
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
-        if room > self.config.max_extra_gpus {
-            if let Ok(wider) = self.replan_for(running, up_rps, keep_rps, room) {
-                if wider.dip.is_none() {
-                    return Ok(wider);
-                }
-            }
-        }
-        Ok(match self.added_to(running, up_rps, keep_rps) {
-            Ok(added) if added.dip.is_none() => added,
-            _ => first,
-        })
+        let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, keep_rps, room));
+        let added = Some(self.added_to(running, up_rps, keep_rps));
+        let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
+            .into_iter()
+            .map(|gpu| Some(self.replan_drained(running, up_rps, keep_rps, gpu)));
+        let best = [wider, added]
+            .into_iter()
+            .chain(drained)
+            .flatten()
+            .flatten()
+            .filter(|candidate| candidate.dip.is_none())
+            .min_by_key(|candidate| (candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured()));
+        Ok(best.unwrap_or(first))
     }
 
-    /// `running` with new GPUs for what each service lacks of `up_rps` (a
-    /// fresh plan of the shortfalls, numbered after the running GPUs): no
+    /// `running` with segments added for what each service lacks of
+    /// `up_rps` (a fresh plan of the shortfalls, its segments put in the
+    /// running GPUs' free slices where they fit, on new GPUs otherwise): no
     /// running segment stops. The planner checks the whole (a replan of it
     /// that changes nothing) and reports its services.
     fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
@@ -661,15 +688,9 @@ impl Controller {
             .map(|(index, (rate, capacity))| (index, rate - capacity))
             .collect();
         let extra = self.planner.fresh_for(&shortfalls)?;
-        let per_node = running.gpus_per_node.max(1);
-        let next = running.gpus.iter().map(|gpu| gpu.node * per_node + gpu.index + 1).max().unwrap_or(0);
         let mut merged = running.clone();
-        for (offset, gpu) in (0..).zip(extra.gpus) {
-            let global = next + offset;
-            merged.gpus.push(GpuAssignment { node: global / per_node, index: global % per_node, ..gpu });
-        }
-        merged.gpu_count = merged.gpus.len();
-        let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64)?;
+        add_in_free_slices(&mut merged, extra.gpus);
+        let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64, &[])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
         Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
     }
@@ -752,6 +773,21 @@ impl Controller {
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }
     }
+}
+
+/// The `count` GPUs of `plan` with the fewest compute slices in use (the
+/// first by position among equals).
+fn least_used(plan: &Plan, count: usize) -> Vec<GpuPosition> {
+    let mut gpus: Vec<(u32, GpuPosition)> = plan
+        .gpus
+        .iter()
+        .map(|gpu| {
+            let used = gpu.instances.iter().map(|instance| u32::from(instance.size)).sum();
+            (used, GpuPosition { node: gpu.node, index: gpu.index })
+        })
+        .collect();
+    gpus.sort();
+    gpus.into_iter().take(count).map(|(_, position)| position).collect()
 }
 
 /// Whether `sample` is older than `max_age_s` at `time_s` (or of no

@@ -13,7 +13,8 @@
 //!   plan while the serving model predicts every SLO met at the forecast,
 //!   replans from the running plan early when not, scales down late
 //!   (hysteresis), rate-limits reconfigurations and never acts on stale
-//!   or missing metrics. `planner` makes its plans (the services at given
+//!   or missing metrics. `free_slices` puts new segments in running GPUs'
+//!   unused slices (a scale-up that stops nothing). `planner` makes its plans (the services at given
 //!   rates, fresh or replanned from the running plan, under
 //!   [`PlanSettings`]) and asks the serving model about them.
 //! * [`Transition`] (`transition`) — the make-before-break steps from one
@@ -32,6 +33,7 @@ mod day;
 mod diurnal;
 mod error;
 mod forecast;
+mod free_slices;
 mod planner;
 mod traffic;
 mod transition;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuAssignment, GpuModel, GpuOffer, Plan, ServiceReport, ServiceSlo};
 use tessera_plan::{
-    plan, LatencyRule, PlanError, PlanInputs, PlanRequest, Planned, ReplanFrom, DEFAULT_GPUS_PER_NODE,
+    plan, GpuPosition, LatencyRule, PlanError, PlanInputs, PlanRequest, Planned, ReplanFrom, DEFAULT_GPUS_PER_NODE,
     DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
 };
 use tessera_serving::{ServingError, ServingSystem};
@@ -100,10 +100,16 @@ impl Planner {
 
     /// A replan of the services at `rates_rps` from `current`, with the
     /// fewest reconfigurations, within `max_extra_gpus` of the fresh
-    /// optimum.
-    pub fn replan(&self, rates_rps: &[f64], current: &Plan, max_extra_gpus: u64) -> Result<Planned, PlanError> {
+    /// optimum, the `drained` GPUs emptied (their services moved first).
+    pub fn replan(
+        &self,
+        rates_rps: &[f64],
+        current: &Plan,
+        max_extra_gpus: u64,
+        drained: &[GpuPosition],
+    ) -> Result<Planned, PlanError> {
         let inputs = self.inputs.for_services(self.services_at(rates_rps));
-        let from = ReplanFrom { current, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+        let from = ReplanFrom { current, max_extra_gpus, drained: drained.to_vec(), lost: Vec::new() };
         plan(&self.request(&inputs, Some(from)))
     }
 
