@@ -17,7 +17,8 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
     for gpu in gpus {
         let mut left = Vec::new();
         for instance in gpu.instances {
-            match plan.gpus.iter_mut().find_map(|running| free_start(running, &instance).map(|start| (running, start))) {
+            match plan.gpus.iter_mut().find_map(|running| free_start(running, &instance).map(|start| (running, start)))
+            {
                 Some((running, start)) => {
                     running.instances.push(InstanceAssignment { start, ..instance });
                     placed += 1;
@@ -79,7 +80,8 @@ mod tests {
     fn segments_fill_free_slices_and_the_rest_keep_a_gpu_of_their_own() {
         // 0:0 has a 4g at 0: a 2g fits at 4, a 1g at 6; a 3g does not.
         let mut plan = Plan::from_gpus(vec![gpu(0, vec![instance("4g.40gb", 0)])], "optimal", "percentile", 8);
-        let new = vec![gpu(0, vec![instance("2g.20gb", 0), instance("1g.10gb", 2)]), gpu(1, vec![instance("3g.40gb", 4)])];
+        let new =
+            vec![gpu(0, vec![instance("2g.20gb", 0), instance("1g.10gb", 2)]), gpu(1, vec![instance("3g.40gb", 4)])];
         assert_eq!(add_in_free_slices(&mut plan, new), 2);
         let starts: Vec<(String, u8)> = plan.gpus[0].instances.iter().map(|i| (i.profile.clone(), i.start)).collect();
         assert_eq!(starts, [("4g.40gb".to_string(), 0), ("2g.20gb".to_string(), 4), ("1g.10gb".to_string(), 6)]);

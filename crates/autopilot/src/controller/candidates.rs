@@ -1,0 +1,225 @@
+//! The replans the controller may take and what their transitions would
+//! cost: the replan with the fewest reconfigurations, and the ways around
+//! a dip (rule 6 of the controller).
+
+use tessera_core::text::count;
+use tessera_core::{Plan, ServiceSlo};
+use tessera_plan::{GpuPosition, PlanError};
+
+use super::config::ControllerConfig;
+use crate::free_slices::add_in_free_slices;
+use crate::planner::Planner;
+use crate::transition::Transition;
+
+/// A replan the controller may take.
+#[derive(Debug, Clone)]
+pub(super) struct Candidate {
+    /// The new plan.
+    pub plan: Plan,
+    /// The way there, timed.
+    pub transition: Transition,
+    /// GPUs of the fresh optimum at the same rates.
+    pub fresh_gpus: usize,
+    /// A service its transition leaves below its forecast, in words.
+    pub dip: Option<String>,
+}
+
+/// The planner under the controller's configuration, making candidates.
+pub(super) struct Replanner<'a> {
+    /// Plans at given rates.
+    pub planner: &'a Planner,
+    /// The controller's configuration.
+    pub config: &'a ControllerConfig,
+}
+
+impl Replanner<'_> {
+    /// The services, in the planner's order.
+    fn services(&self) -> &[ServiceSlo] {
+        self.planner.services()
+    }
+
+    /// A replan from `running` for `plan_rps` within `extra_gpus` of the
+    /// fresh optimum, with its first dip.
+    pub fn replan_for(
+        &self,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+        extra_gpus: u64,
+    ) -> Result<Candidate, PlanError> {
+        let planned = self.planner.replan(plan_rps, running, extra_gpus, &[])?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// A replan from `running` for `plan_rps` with `gpu` drained (its
+    /// segments moved elsewhere before it is emptied), with its first dip.
+    fn replan_drained(
+        &self,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+        gpu: GpuPosition,
+    ) -> Result<Candidate, PlanError> {
+        let planned = self.planner.replan(plan_rps, running, self.config.max_extra_gpus, &[gpu])?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// The scale-up to `up_rps`: the replan with the fewest
+    /// reconfigurations; if it dips, of the replan with room to keep every
+    /// running GPU and add up to [`ControllerConfig::dip_extra_gpus`], the
+    /// running plan with segments added (`added_to`) and the
+    /// replans draining one of the `dip_extra_gpus + 1` least used GPUs, the
+    /// one without a dip on the fewest GPUs (then the fewest reconfigured);
+    /// the first when all dip.
+    pub fn scale_up(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let first = self.replan_for(running, up_rps, keep_rps, self.config.max_extra_gpus)?;
+        if first.dip.is_none() {
+            return Ok(first);
+        }
+        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
+        let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, keep_rps, room));
+        let added = Some(self.added_to(running, up_rps, keep_rps));
+        let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
+            .into_iter()
+            .map(|gpu| Some(self.replan_drained(running, up_rps, keep_rps, gpu)));
+        let best = [wider, added]
+            .into_iter()
+            .chain(drained)
+            .flatten()
+            .flatten()
+            .filter(|candidate| candidate.dip.is_none())
+            .min_by_key(|candidate| (candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured()));
+        Ok(best.unwrap_or(first))
+    }
+
+    /// `running` with segments added for what each service lacks of
+    /// `up_rps` (a fresh plan of the shortfalls, its segments put in the
+    /// running GPUs' free slices where they fit, on new GPUs otherwise): no
+    /// running segment stops. The planner checks the whole (a replan of it
+    /// that changes nothing) and reports its services.
+    fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let shortfalls: Vec<(usize, f64)> = up_rps
+            .iter()
+            .zip(self.capacities_rps(running))
+            .enumerate()
+            .filter(|(_, (&rate, capacity))| rate > *capacity * (1.0 + 1e-9))
+            .map(|(index, (rate, capacity))| (index, rate - capacity))
+            .collect();
+        let extra = self.planner.fresh_for(&shortfalls)?;
+        let mut merged = running.clone();
+        add_in_free_slices(&mut merged, extra.gpus);
+        let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64, &[])?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+    }
+
+    /// `plan` as a candidate from `running`: its timed transition and its
+    /// first dip (a service below its rate in `keep_rps` and below its
+    /// capacity in `running` while a step runs).
+    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, keep_rps: &[f64]) -> Candidate {
+        let floor_rps: Vec<f64> =
+            keep_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
+        let transition = Transition::between(running, &plan, &self.config.reconfiguration);
+        let dip = self.dip_below(&transition, &floor_rps);
+        Candidate { plan, transition, fresh_gpus, dip }
+    }
+
+    /// The first service `transition` leaves below its rate in `floor_rps`
+    /// while a step runs, in words.
+    fn dip_below(&self, transition: &Transition, floor_rps: &[f64]) -> Option<String> {
+        transition.dips().find_map(|dip| {
+            let index = self.services().iter().position(|slo| slo.service == dip.service)?;
+            (dip.provisioned_rps < floor_rps[index] * (1.0 - 1e-9)).then(|| {
+                format!(
+                    "{} at {:.1} req/s while a step runs, below its {:.1}",
+                    dip.service, dip.provisioned_rps, floor_rps[index]
+                )
+            })
+        })
+    }
+
+    /// GPUs `running` would need at `rates_rps`, roughly: each service's
+    /// share of its GPUs (compute slices) times its rate over its capacity.
+    pub fn estimated_gpus(&self, running: &Plan, rates_rps: &[f64]) -> f64 {
+        let mut gpus = vec![0.0; self.services().len()];
+        for gpu in &running.gpus {
+            let slices = f64::from(gpu.gpu_model.spec().compute_slices);
+            for instance in &gpu.instances {
+                if let Some(index) = self.services().iter().position(|slo| slo.service == instance.service) {
+                    gpus[index] += f64::from(instance.size) / slices;
+                }
+            }
+        }
+        let capacities = self.capacities_rps(running);
+        (0..gpus.len())
+            .map(|index| match capacities[index] {
+                capacity_rps if capacity_rps > 0.0 => gpus[index] * rates_rps[index] / capacity_rps,
+                _ => gpus[index],
+            })
+            .sum()
+    }
+
+    /// Each service's capacity in `plan` (req/s, in the services' order).
+    pub fn capacities_rps(&self, plan: &Plan) -> Vec<f64> {
+        self.services()
+            .iter()
+            .map(|slo| {
+                let report = plan.services.iter().find(|report| report.service == slo.service);
+                report.map_or(0.0, |report| report.provisioned_rps)
+            })
+            .collect()
+    }
+
+    /// A scale-down from `running` to `plan_rps` that releases at least
+    /// `threshold` GPUs without a dip, in place of `dipping`: draining one
+    /// of the `dip_extra_gpus + 1` least used GPUs (its segments move to
+    /// free room first, then it is torn down), then releasing up to
+    /// `dip_extra_gpus` fewer GPUs; `None` when each dips or releases too
+    /// few.
+    pub fn scale_down_without_dip(
+        &self,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+        threshold: usize,
+    ) -> Option<Candidate> {
+        let releases = |tried: &Candidate| running.gpu_count >= tried.plan.gpu_count + threshold;
+        let drains = least_used(running, self.config.dip_extra_gpus as usize + 1)
+            .into_iter()
+            .map(|gpu| self.replan_drained(running, plan_rps, keep_rps, gpu));
+        let fewer = (1..=self.config.dip_extra_gpus)
+            .map(|more| self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus + more));
+        drains.chain(fewer).flatten().find(|tried| tried.dip.is_none() && releases(tried))
+    }
+}
+
+/// The `count` GPUs of `plan` with the fewest compute slices in use (the
+/// first by position among equals).
+fn least_used(plan: &Plan, count: usize) -> Vec<GpuPosition> {
+    let mut gpus: Vec<(u32, GpuPosition)> = plan
+        .gpus
+        .iter()
+        .map(|gpu| {
+            let used = gpu.instances.iter().map(|instance| u32::from(instance.size)).sum();
+            (used, GpuPosition { node: gpu.node, index: gpu.index })
+        })
+        .collect();
+    gpus.sort();
+    gpus.into_iter().take(count).map(|(_, position)| position).collect()
+}
+
+/// A change of plan in words: `6 → 7 GPUs, 1 reconfigured, 2 processes
+/// started, 41 s`.
+pub(super) fn change_words(old: &Plan, new: &Candidate) -> String {
+    format!(
+        "{} → {} (fresh optimum {}), {} reconfigured, {} started, {:.0} s",
+        old.gpu_count,
+        count(new.plan.gpu_count, "GPU"),
+        new.fresh_gpus,
+        new.transition.totals.gpus_reconfigured(),
+        count(new.transition.totals.processes_restarted, "process"),
+        new.transition.duration_s()
+    )
+}

@@ -1,0 +1,114 @@
+//! How the controller decides: its configuration, with documented
+//! defaults.
+
+use serde::Serialize;
+
+use crate::error::AutopilotError;
+use crate::forecast::ForecastConfig;
+use crate::transition::ReconfigurationTimes;
+
+/// Default headroom of a plan over the forecast: plans are made for the
+/// forecast times 1.15.
+pub const DEFAULT_PLAN_HEADROOM: f64 = 0.15;
+/// Default headroom of the keep test: the plan is kept while it is
+/// predicted to meet every SLO at the forecast times 1.05.
+pub const DEFAULT_KEEP_HEADROOM: f64 = 0.05;
+/// Default fewest GPUs a scale-down must release.
+pub const DEFAULT_SCALE_DOWN_MIN_GPUS: u64 = 1;
+/// Default time a scale-down must have been possible before it is taken,
+/// seconds (30 minutes).
+pub const DEFAULT_SCALE_DOWN_HOLD_S: f64 = 1800.0;
+/// Default most reconfigurations started in any hour.
+pub const DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR: usize = 6;
+/// Default oldest a rate sample may be, seconds.
+pub const DEFAULT_MAX_SAMPLE_AGE_S: f64 = 120.0;
+/// Default GPUs a replan may use beyond the fresh optimum.
+pub const DEFAULT_MAX_EXTRA_GPUS: u64 = 0;
+/// Default GPUs a replan may keep to avoid a dip: a scale-up may keep
+/// every running GPU and add this many, a scale-down may release this
+/// many fewer.
+pub const DEFAULT_DIP_EXTRA_GPUS: u64 = 2;
+
+/// How the controller decides (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ControllerConfig {
+    /// Plans are made for the forecast times `1 + plan_headroom`.
+    pub plan_headroom: f64,
+    /// The plan is kept while predicted to meet every SLO at the forecast
+    /// times `1 + keep_headroom` (at most `plan_headroom`).
+    pub keep_headroom: f64,
+    /// The fewest GPUs a scale-down must release.
+    pub scale_down_min_gpus: u64,
+    /// How long a scale-down must have been possible before it is taken,
+    /// seconds.
+    pub scale_down_hold_s: f64,
+    /// Most reconfigurations started in any hour.
+    pub max_reconfigurations_per_hour: usize,
+    /// Oldest a rate sample may be, seconds.
+    pub max_sample_age_s: f64,
+    /// GPUs a replan may use beyond the fresh optimum.
+    pub max_extra_gpus: u64,
+    /// GPUs a replan may keep to avoid a dip (see rule 6).
+    pub dip_extra_gpus: u64,
+    /// How rates are forecast.
+    pub forecast: ForecastConfig,
+    /// How long reconfigurations take (when the next may start).
+    pub reconfiguration: ReconfigurationTimes,
+}
+
+impl Default for ControllerConfig {
+    /// The documented defaults (the `DEFAULT_*` constants).
+    fn default() -> Self {
+        ControllerConfig {
+            plan_headroom: DEFAULT_PLAN_HEADROOM,
+            keep_headroom: DEFAULT_KEEP_HEADROOM,
+            scale_down_min_gpus: DEFAULT_SCALE_DOWN_MIN_GPUS,
+            scale_down_hold_s: DEFAULT_SCALE_DOWN_HOLD_S,
+            max_reconfigurations_per_hour: DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,
+            max_sample_age_s: DEFAULT_MAX_SAMPLE_AGE_S,
+            max_extra_gpus: DEFAULT_MAX_EXTRA_GPUS,
+            dip_extra_gpus: DEFAULT_DIP_EXTRA_GPUS,
+            forecast: ForecastConfig::default(),
+            reconfiguration: ReconfigurationTimes::default(),
+        }
+    }
+}
+
+impl ControllerConfig {
+    /// Checks the configuration, naming the first field out of range.
+    pub fn validate(&self) -> Result<(), AutopilotError> {
+        if !(self.plan_headroom.is_finite() && self.plan_headroom >= 0.0) {
+            return Err(AutopilotError::invalid(
+                "plan_headroom",
+                format!("{} is not a finite share of 0 or more", self.plan_headroom),
+            ));
+        }
+        if !(self.keep_headroom >= 0.0 && self.keep_headroom <= self.plan_headroom) {
+            return Err(AutopilotError::invalid(
+                "keep_headroom",
+                format!(
+                    "{} is not in [0, {}] (a plan must pass the keep test at the rates it is made for)",
+                    self.keep_headroom, self.plan_headroom
+                ),
+            ));
+        }
+        if self.scale_down_min_gpus == 0 {
+            return Err(AutopilotError::invalid("scale_down_min_gpus", "a scale-down must release a GPU at least"));
+        }
+        for (field, value) in
+            [("scale_down_hold_s", self.scale_down_hold_s), ("max_sample_age_s", self.max_sample_age_s)]
+        {
+            if !(value.is_finite() && value >= 0.0) {
+                return Err(AutopilotError::invalid(field, format!("{value} is not a duration of 0 s or more")));
+            }
+        }
+        if self.max_reconfigurations_per_hour == 0 {
+            return Err(AutopilotError::invalid(
+                "max_reconfigurations_per_hour",
+                "at least one reconfiguration per hour is needed to follow traffic",
+            ));
+        }
+        self.forecast.validate()?;
+        self.reconfiguration.validate()
+    }
+}

@@ -1,0 +1,423 @@
+//! The controller: a state machine fed each service's observed rate, one
+//! observation per decision interval, answering what to do with the plan
+//! that runs, and why.
+//!
+//! Its rules, in the order they are tried:
+//!
+//! 1. **Metrics first.** An observation with a service's rate missing, not
+//!    a rate, or older than [`ControllerConfig::max_sample_age_s`] changes
+//!    nothing: the controller holds the plan and names the services.
+//! 2. **One transition at a time.** While the last reconfiguration is
+//!    still running (by the [`Transition`]'s timing), it holds.
+//! 3. **Keep while the plan holds.** The plan is kept while the serving
+//!    model predicts every service's share of requests within its SLO at
+//!    its forecast rate times `1 + keep_headroom` to reach its percentile.
+//! 4. **Scale up early.** When a service falls short there, the controller
+//!    replans from the running plan (the fewest reconfigurations, within
+//!    `max_extra_gpus` of the fresh optimum) for the forecast times
+//!    `1 + plan_headroom`, every service at no less than its capacity in
+//!    the running plan (a scale-up takes capacity from none: scaling down
+//!    is rule 5's).
+//! 5. **Scale down late.** Otherwise, when a replan for the forecast times
+//!    `1 + plan_headroom` would release at least `scale_down_min_gpus` GPUs
+//!    when first tried, a cheap estimate (each service's share of GPUs
+//!    scaled by its forecast over its capacity) says so at every decision
+//!    for `scale_down_hold_s`, and a replan then still does, the
+//!    controller takes it.
+//! 6. **No dip.** A transition dips when, while one of its steps runs, a
+//!    service has less capacity than both its forecast times
+//!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
+//!    tried again with room to keep every running GPU and add up to
+//!    `dip_extra_gpus`, as the running plan untouched with segments added
+//!    for what each service lacks (in free slices or on new GPUs), and
+//!    draining each of the `dip_extra_gpus + 1` least used GPUs (their
+//!    segments move before they are torn down); the one without a dip on
+//!    the fewest GPUs is taken, one with a dip only when all dip. A
+//!    scale-down that dips is tried draining, then releasing up to
+//!    `dip_extra_gpus` fewer GPUs (at least `scale_down_min_gpus`), else it
+//!    waits.
+//! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
+//!    reconfigurations start in any hour; beyond, it holds and says so.
+//!
+//! Every decision is journaled with its reason. A decision to reconfigure
+//! takes effect at once in the controller (the plan it returns is the one
+//! it then considers running); a caller whose apply failed says what runs
+//! with [`Controller::adopt`].
+
+mod candidates;
+mod config;
+mod decision;
+
+use std::collections::VecDeque;
+
+use tessera_core::text::count;
+use tessera_core::{Plan, ServiceSlo};
+use tessera_plan::PlanInputs;
+
+use crate::error::AutopilotError;
+use crate::forecast::{ForecastAccuracy, Forecaster};
+use crate::planner::{PlanSettings, Planner};
+use candidates::{change_words, Candidate, Replanner};
+
+pub use config::{
+    ControllerConfig, DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS,
+    DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR, DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S,
+    DEFAULT_SCALE_DOWN_MIN_GPUS,
+};
+pub use decision::{Action, ActionKind, Decision, JournalEntry, Observation, RateSample, Reconfiguration};
+
+/// The controller (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct Controller {
+    planner: Planner,
+    config: ControllerConfig,
+    forecaster: Forecaster,
+    plan: Option<Plan>,
+    /// When the last transition ends.
+    busy_until_s: f64,
+    /// Since when a scale-down has been possible at every decision.
+    down_since_s: Option<f64>,
+    /// When the reconfigurations of the last hour started.
+    recent_s: VecDeque<f64>,
+    last_time_s: Option<f64>,
+    journal: Vec<JournalEntry>,
+}
+
+impl Controller {
+    /// A controller of `inputs`' services (their rates are replaced by the
+    /// observed ones) planning under `settings` and deciding under
+    /// `config`, with the plan that runs now, if any.
+    pub fn new(
+        inputs: PlanInputs,
+        settings: PlanSettings,
+        config: ControllerConfig,
+        running: Option<Plan>,
+    ) -> Result<Controller, AutopilotError> {
+        config.validate()?;
+        let forecaster = Forecaster::new(inputs.services().len(), config.forecast)?;
+        Ok(Controller {
+            planner: Planner::new(inputs, settings),
+            config,
+            forecaster,
+            plan: running,
+            busy_until_s: f64::NEG_INFINITY,
+            down_since_s: None,
+            recent_s: VecDeque::new(),
+            last_time_s: None,
+            journal: Vec::new(),
+        })
+    }
+
+    /// The services, in the order observations give their rates.
+    pub fn services(&self) -> &[ServiceSlo] {
+        self.planner.services()
+    }
+
+    /// The plan the controller considers running.
+    pub fn plan(&self) -> Option<&Plan> {
+        self.plan.as_ref()
+    }
+
+    /// Tells the controller which plan runs (e.g. when applying its last
+    /// decision failed part-way).
+    pub fn adopt(&mut self, plan: Plan) {
+        self.plan = Some(plan);
+    }
+
+    /// The current forecast, req/s per service.
+    pub fn forecast_rps(&self) -> Vec<f64> {
+        self.forecaster.forecast()
+    }
+
+    /// How far the forecasts were off so far.
+    pub fn forecast_accuracy(&self) -> ForecastAccuracy {
+        self.forecaster.accuracy()
+    }
+
+    /// Every decision so far, oldest first.
+    pub fn journal(&self) -> &[JournalEntry] {
+        &self.journal
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+
+    /// Decides what to do at `observation` (see the module documentation),
+    /// and journals it.
+    pub fn observe(&mut self, observation: &Observation) -> Decision {
+        let time_s = observation.time_s;
+        let rates = self.rates_of(observation);
+        if time_s.is_finite() && self.last_time_s.is_none_or(|last| time_s >= last) {
+            self.last_time_s = Some(time_s);
+        }
+        let (action, reason) = match rates {
+            Err(reason) => (Action::Hold, reason),
+            Ok(rates_rps) => {
+                self.forecaster.observe(&rates_rps);
+                self.decide(time_s)
+            }
+        };
+        let gpus = self.plan.as_ref().map_or(0, |plan| plan.gpu_count);
+        let (gpus_reconfigured, processes_started, transition_s) = match &action {
+            Action::ScaleUp(change) | Action::ScaleDown(change) => (
+                change.transition.totals.gpus_reconfigured(),
+                change.transition.totals.processes_restarted,
+                change.transition.duration_s(),
+            ),
+            _ => (0, 0, 0.0),
+        };
+        self.journal.push(JournalEntry {
+            time_s,
+            action: action.kind(),
+            reason: reason.clone(),
+            gpus,
+            gpus_reconfigured,
+            processes_started,
+            transition_s,
+        });
+        Decision { time_s, action, reason }
+    }
+
+    /// The observed rates, or why they cannot be used.
+    fn rates_of(&self, observation: &Observation) -> Result<Vec<f64>, String> {
+        let time_s = observation.time_s;
+        if !time_s.is_finite() || self.last_time_s.is_some_and(|last| time_s < last) {
+            return Err(format!(
+                "holding: observation time {time_s} s is not after the previous one ({} s)",
+                self.last_time_s.unwrap_or(f64::NAN)
+            ));
+        }
+        let services = self.services();
+        if observation.samples.len() != services.len() {
+            return Err(format!(
+                "holding: {} for {}",
+                count(observation.samples.len(), "rate sample"),
+                count(services.len(), "service")
+            ));
+        }
+        let (mut missing, mut stale, mut invalid) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rates_rps = Vec::with_capacity(services.len());
+        for (slo, sample) in services.iter().zip(&observation.samples) {
+            match sample {
+                None => missing.push(slo.service.as_str()),
+                Some(sample) if !(sample.rate_rps.is_finite() && sample.rate_rps >= 0.0) => {
+                    invalid.push(format!("{} ({})", slo.service, sample.rate_rps));
+                }
+                Some(sample) if stale_at(sample, time_s, self.config.max_sample_age_s) => {
+                    stale.push(format!("{} ({:.0} s old)", slo.service, time_s - sample.observed_at_s));
+                }
+                Some(sample) => rates_rps.push(sample.rate_rps),
+            }
+        }
+        let mut faults = Vec::new();
+        if !missing.is_empty() {
+            faults.push(format!("no rate for {}", missing.join(", ")));
+        }
+        if !stale.is_empty() {
+            faults.push(format!(
+                "stale rates (older than {} s) for {}",
+                self.config.max_sample_age_s,
+                stale.join(", ")
+            ));
+        }
+        if !invalid.is_empty() {
+            faults.push(format!("no valid rate for {}", invalid.join(", ")));
+        }
+        if faults.is_empty() {
+            Ok(rates_rps)
+        } else {
+            Err(format!("holding the plan: {}", faults.join("; ")))
+        }
+    }
+
+    /// The decision on a fresh forecast.
+    fn decide(&mut self, time_s: f64) -> (Action, String) {
+        let forecast_rps = self.forecaster.forecast();
+        let plan_rps = scaled(&forecast_rps, 1.0 + self.config.plan_headroom);
+        let Some(running) = self.plan.clone() else {
+            return match self.planner.fresh(&plan_rps) {
+                Ok(plan) => {
+                    let reason = format!(
+                        "no plan ran: planned from scratch for the forecast +{:.0}%: {}",
+                        self.config.plan_headroom * 100.0,
+                        count(plan.gpu_count, "GPU")
+                    );
+                    self.plan = Some(plan.clone());
+                    (Action::Start(plan), reason)
+                }
+                Err(error) => (Action::Hold, format!("holding: no plan runs and planning failed: {error}")),
+            };
+        };
+        if time_s < self.busy_until_s {
+            return (Action::Hold, format!("holding: a transition runs until {:.0} s", self.busy_until_s));
+        }
+        let keep_rps = scaled(&forecast_rps, 1.0 + self.config.keep_headroom);
+        let attainment = match self.planner.predicted_attainment(&running, &keep_rps) {
+            Ok(attainment) => attainment,
+            Err(error) => return (Action::Hold, format!("holding: the serving model cannot judge the plan: {error}")),
+        };
+        let short: Vec<String> = self
+            .services()
+            .iter()
+            .zip(&attainment)
+            .zip(&keep_rps)
+            .filter(|((slo, &predicted), _)| predicted < slo.percentile / 100.0)
+            .map(|((slo, predicted), rate)| {
+                format!("{} at {rate:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile)
+            })
+            .collect();
+        if short.is_empty() {
+            return self.consider_scale_down(time_s, &running, &plan_rps, &keep_rps);
+        }
+        self.down_since_s = None;
+        let why = format!(
+            "predicted within SLO at the forecast +{:.0}%: {}",
+            self.config.keep_headroom * 100.0,
+            short.join("; ")
+        );
+        if let Some(limit) = self.rate_limited(time_s) {
+            return (Action::Hold, format!("holding although {why}: {limit}"));
+        }
+        // No service gives up capacity in a scale-up: the replan has no
+        // segment to take from one, so its transition stops none it needs.
+        let up_rps: Vec<f64> = plan_rps
+            .iter()
+            .zip(self.replanner().capacities_rps(&running))
+            .map(|(rate, capacity)| rate.max(capacity))
+            .collect();
+        let candidate = self.replanner().scale_up(&running, &up_rps, &keep_rps);
+        match candidate {
+            Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
+            Ok(candidate) if candidate.transition.is_empty() => {
+                (Action::Keep, format!("keeping: {why}, but a replan changes nothing"))
+            }
+            Ok(candidate) => {
+                let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
+                let reason = format!(
+                    "scaling up: {why}; replanned for the forecast +{:.0}%: {}{dip}",
+                    self.config.plan_headroom * 100.0,
+                    change_words(&running, &candidate)
+                );
+                (Action::ScaleUp(self.commit(time_s, candidate)), reason)
+            }
+        }
+    }
+
+    /// Every service holds at the forecast: scale down when a replan has
+    /// released enough for long enough, else keep.
+    fn consider_scale_down(
+        &mut self,
+        time_s: f64,
+        running: &Plan,
+        plan_rps: &[f64],
+        keep_rps: &[f64],
+    ) -> (Action, String) {
+        let threshold = self.config.scale_down_min_gpus as usize;
+        let holds = format!(
+            "keeping: every service predicted within its SLO at the forecast +{:.0}%",
+            self.config.keep_headroom * 100.0
+        );
+        let estimate = self.replanner().estimated_gpus(running, plan_rps);
+        if (running.gpu_count as f64) - estimate < threshold as f64 {
+            self.down_since_s = None;
+            return (Action::Keep, format!("{holds}; no scale-down in sight (about {estimate:.1} GPUs needed)"));
+        }
+        // A replan confirms the estimate when a scale-down first looks
+        // possible and when it has for long enough; in between, the
+        // estimate alone keeps it possible.
+        let waited_s = self.down_since_s.map(|since_s| time_s - since_s);
+        if let Some(waited_s) = waited_s.filter(|&waited_s| waited_s < self.config.scale_down_hold_s) {
+            return (
+                Action::Keep,
+                format!(
+                    "{holds}; a scale-down to about {estimate:.1} GPUs is possible for {:.0} of {:.0} min",
+                    waited_s / 60.0,
+                    self.config.scale_down_hold_s / 60.0
+                ),
+            );
+        }
+        let candidate = match self.replanner().replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus) {
+            Ok(candidate) => candidate,
+            Err(error) => {
+                self.down_since_s = None;
+                return (Action::Keep, format!("{holds}; a scale-down replan failed: {error}"));
+            }
+        };
+        let released = running.gpu_count.saturating_sub(candidate.plan.gpu_count);
+        if released < threshold {
+            self.down_since_s = None;
+            return (Action::Keep, format!("{holds}; a replan would release {}", count(released, "GPU")));
+        }
+        let Some(waited_s) = waited_s else {
+            self.down_since_s = Some(time_s);
+            return (
+                Action::Keep,
+                format!(
+                    "{holds}; a replan would release {}: possible from now, taken after {:.0} min",
+                    count(released, "GPU"),
+                    self.config.scale_down_hold_s / 60.0
+                ),
+            );
+        };
+        if let Some(limit) = self.rate_limited(time_s) {
+            return (Action::Hold, format!("holding a scale-down of {}: {limit}", count(released, "GPU")));
+        }
+        let candidate = match candidate.dip.clone() {
+            None => candidate,
+            Some(dip) => match self.replanner().scale_down_without_dip(running, plan_rps, keep_rps, threshold) {
+                Some(candidate) => candidate,
+                None => return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting")),
+            },
+        };
+        let reason = format!(
+            "scaling down: a replan for the forecast +{:.0}% has released at least {} for {:.0} min: {}",
+            self.config.plan_headroom * 100.0,
+            count(threshold, "GPU"),
+            waited_s / 60.0,
+            change_words(running, &candidate)
+        );
+        self.down_since_s = None;
+        (Action::ScaleDown(self.commit(time_s, candidate)), reason)
+    }
+
+    /// Why a reconfiguration may not start now, if the rate limit says so.
+    fn rate_limited(&mut self, time_s: f64) -> Option<String> {
+        while self.recent_s.front().is_some_and(|&start_s| time_s - start_s >= 3600.0) {
+            self.recent_s.pop_front();
+        }
+        (self.recent_s.len() >= self.config.max_reconfigurations_per_hour).then(|| {
+            format!(
+                "the rate limit of {} per hour is reached",
+                count(self.config.max_reconfigurations_per_hour, "reconfiguration")
+            )
+        })
+    }
+
+    /// The planner under this configuration, making candidates.
+    fn replanner(&self) -> Replanner<'_> {
+        Replanner { planner: &self.planner, config: &self.config }
+    }
+
+    /// Takes `plan` as running from `time_s`, busy for its transition.
+    fn commit(&mut self, time_s: f64, candidate: Candidate) -> Reconfiguration {
+        let Candidate { plan, transition, fresh_gpus, .. } = candidate;
+        self.busy_until_s = time_s + transition.duration_s();
+        self.recent_s.push_back(time_s);
+        self.plan = Some(plan.clone());
+        Reconfiguration { plan, transition, fresh_gpus }
+    }
+}
+
+/// Whether `sample` is older than `max_age_s` at `time_s` (or of no
+/// known age).
+fn stale_at(sample: &RateSample, time_s: f64, max_age_s: f64) -> bool {
+    let age_s = time_s - sample.observed_at_s;
+    age_s.is_nan() || age_s > max_age_s
+}
+
+/// Every rate times `factor`.
+fn scaled(rates_rps: &[f64], factor: f64) -> Vec<f64> {
+    rates_rps.iter().map(|rate| rate * factor).collect()
+}
