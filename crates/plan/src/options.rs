@@ -333,9 +333,13 @@ fn size_tables(candidates: &[(ProfilePoint, f64)]) -> Vec<SizeTable> {
 
 impl SizeTable {
     /// Fewer compute slices than this cannot cover `rate_rps`: no mix beats
-    /// the table's best throughput per slice.
+    /// the table's best throughput per slice. The quotient is rounded down
+    /// by a relative 1e-12 before its ceiling: `n` segments whose summed
+    /// throughput covers the rate exactly may divide to a hair above `n`
+    /// slices per segment size, and a floor above a mix the enumeration
+    /// then finds is no floor.
     fn gpcs_floor(&self, rate_rps: f64) -> u32 {
-        (rate_rps / self.best[0].0.throughput_per_gpc()).ceil().max(1.0) as u32
+        (rate_rps / self.best[0].0.throughput_per_gpc() * (1.0 - 1e-12)).ceil().max(1.0) as u32
     }
 }
 
@@ -468,8 +472,9 @@ impl Enumeration<'_> {
         }
         let budget = cap.get().saturating_sub(used_gpcs);
         // Sizes are in decreasing efficiency, so the budget spent on this size
-        // yields at most this much.
-        if provided_rps + f64::from(budget) * point.throughput_per_gpc() < rate_rps {
+        // yields at most this much (with the floor's tolerance: segments that
+        // cover the rate exactly must not be cut by a rounded quotient).
+        if provided_rps + f64::from(budget) * point.throughput_per_gpc() < rate_rps * (1.0 - 1e-12) {
             return;
         }
         let size = u32::from(point.config.size_gpcs);
@@ -548,6 +553,18 @@ mod tests {
     }
 
     const WIDE: OptionLimits = OptionLimits { extra_gpcs: 7, max_mixes: usize::MAX };
+
+    #[test]
+    fn a_rate_covered_exactly_is_not_over_counted_by_a_rounded_quotient() {
+        // 3 × 0.38 covers 3 × 0.38, but 3 × 0.38 / 0.38 is 3.0000000000000004
+        // in floating point: the three-slice mix must be the minimum, not
+        // below a floor of four (which panicked).
+        let profile = profile(vec![point(1, 1, 0.38, 1.0)]);
+        let slo = ServiceSlo::new("s", "m", 3.0 * 0.38, 100.0).unwrap();
+        let options = service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, WIDE).unwrap();
+        assert_eq!(options.min_gpcs, 3);
+        assert_eq!(options.mixes[0].counts.to_string(), "1g+1g+1g");
+    }
 
     #[test]
     fn enumerates_minimal_mixes_cheapest_first() {
