@@ -1451,7 +1451,8 @@ pub struct AutopilotSimulateArgs {
     #[arg(long, value_name = "K", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_MIN_GPUS, value_parser = clap::value_parser!(u64).range(1..))]
     pub scale_down_gpus: u64,
 
-    /// ... and have been possible for this many minutes.
+    /// A scale-down must have been possible for this many minutes (at every
+    /// decision) before it is taken.
     #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_HOLD_S / 60.0, value_parser = parse_non_negative)]
     pub scale_down_after_min: f64,
 
@@ -1459,8 +1460,10 @@ pub struct AutopilotSimulateArgs {
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_reconfigurations_per_hour: u64,
 
-    /// GPUs a replan may keep to avoid a dip: a scale-up may keep every
-    /// running GPU and add this many, a scale-down release this many fewer.
+    /// GPUs a replan may keep to avoid a dip (a service below its forecast
+    /// while a step runs): a scale-up may keep every running GPU and add
+    /// this many; a scale-down tries draining each of the this-many-plus-one
+    /// least used GPUs, then releasing up to this many fewer.
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_DIP_EXTRA_GPUS)]
     pub dip_extra_gpus: u64,
 
@@ -1491,7 +1494,7 @@ pub struct AutopilotSimulateArgs {
     pub warmup_s: f64,
 
     /// Seed of the simulated requests.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub sample_seed: u64,
 
     /// Output format.
