@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
-use tessera_serving::analytic::{attainment, percentile_latency_ms, CapacityCache};
+use tessera_serving::analytic::{self, CapacityCache, Prediction};
 use tessera_serving::SegmentShape;
 
 use crate::error::{unmeetable, PlanError};
@@ -34,15 +34,6 @@ pub(crate) struct Judge<'a> {
     pub rule: LatencyRule,
     /// Capacities computed so far (shared by every planner of the inputs).
     pub capacities: &'a CapacityCache,
-}
-
-/// What the serving model predicts of one segment at a routed rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Prediction {
-    /// The service's percentile latency at the segment, ms.
-    pub latency_ms: f64,
-    /// The share of the segment's requests within the SLO.
-    pub attainment: f64,
 }
 
 impl Judge<'_> {
@@ -115,10 +106,7 @@ pub(crate) fn shape(profile: &ModelProfile, point: &ProfilePoint) -> Result<Segm
 /// The percentile latency and attainment of a segment of `shape` routed
 /// `rate_rps` requests/s of `slo`'s service (Poisson arrivals).
 pub(crate) fn predict(shape: &SegmentShape, rate_rps: f64, slo: &ServiceSlo) -> Result<Prediction, PlanError> {
-    Ok(Prediction {
-        latency_ms: percentile_latency_ms(shape, rate_rps, slo.percentile).map_err(serving_error)?,
-        attainment: attainment(shape, rate_rps, slo.latency_slo_ms).map_err(serving_error)?,
-    })
+    analytic::predict(shape, rate_rps, slo.percentile, slo.latency_slo_ms).map_err(serving_error)
 }
 
 /// The serving model refusing its input: a profile it cannot read.

@@ -2,9 +2,13 @@
 
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport};
 
-use crate::judge::{predict, shape, Prediction, PREDICTION_TOLERANCE};
+use tessera_serving::analytic::Prediction;
+
+use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
 
 /// Relative slack when comparing provisioned throughput with a rate, to
@@ -72,20 +76,12 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
-    // Segments of one service, GPU model and configuration get the same
-    // rate: each is predicted once.
-    let mut predictions: HashMap<(usize, GpuModel, SegmentConfig), Option<Prediction>> = HashMap::new();
+    let predictions = if rule.uses_capacity() { predictions(&mine, &reports, request) } else { HashMap::new() };
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
         if rule.uses_capacity() {
             let slo = &services[*i];
-            let routed_rps = slo.rate_rps * point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
-            let predicted = *predictions.entry((*i, *model, point.config)).or_insert_with(|| {
-                let profile = request.catalog.get(*model, &slo.model)?;
-                let profiled = profile.point(point.config)?;
-                shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
-            });
-            let Some(predicted) = predicted else {
+            let Some(predicted) = predictions.get(&(*i, *model, point.config)).copied().flatten() else {
                 report.met = false;
                 continue;
             };
@@ -104,4 +100,32 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         report.met &= report.segments > 0 && covers(report.provisioned_rps, report.rate_rps);
     }
     reports
+}
+
+/// The serving model's prediction for every segment of `mine` (service
+/// index, GPU model, point) at the rate routed to it, in parallel: segments
+/// of one service, GPU model and configuration get the same rate, so each
+/// is predicted once (`None`: a point the catalogue does not have).
+fn predictions(
+    mine: &[(usize, GpuModel, ProfilePoint)],
+    reports: &[ServiceReport],
+    request: &Problem<'_>,
+) -> HashMap<(usize, GpuModel, SegmentConfig), Option<Prediction>> {
+    let mut routed: HashMap<(usize, GpuModel, SegmentConfig), f64> = HashMap::new();
+    for (i, model, point) in mine {
+        let slo = &request.services[*i];
+        let routed_rps = slo.rate_rps * point.throughput_rps / reports[*i].provisioned_rps.max(f64::MIN_POSITIVE);
+        routed.entry((*i, *model, point.config)).or_insert(routed_rps);
+    }
+    routed
+        .into_par_iter()
+        .map(|((i, model, config), routed_rps)| {
+            let slo = &request.services[i];
+            let predicted = request.catalog.get(model, &slo.model).and_then(|profile| {
+                let profiled = profile.point(config)?;
+                shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
+            });
+            ((i, model, config), predicted)
+        })
+        .collect()
 }

@@ -15,7 +15,7 @@ use tessera_core::{
     ProfilePoint, SegmentConfig, ServiceSlo,
 };
 
-use tessera_serving::analytic::{percentile_latency_ms, CapacityCache};
+use tessera_serving::analytic::{self, CapacityCache};
 use tessera_serving::SegmentShape;
 
 use crate::error::PlanError;
@@ -340,7 +340,9 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
                 let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
                 let predicted_ms = *predicted.entry(key).or_insert_with(|| {
-                    percentile_latency_ms(&shape, routed_rps, slo.percentile).unwrap_or(f64::INFINITY)
+                    // With the SLO, which bounds the search from above.
+                    analytic::predict(&shape, routed_rps, slo.percentile, slo.latency_slo_ms)
+                        .map_or(f64::INFINITY, |predicted| predicted.latency_ms)
                 });
                 let meets = predicted_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
                 (predicted_ms, routed_rps / point.throughput_rps, meets)
