@@ -730,9 +730,10 @@ pub struct TrafficArgs {
     /// process whose inter-arrival times have coefficient of variation X;
     /// `onoff=burst:B,on:S,off:S`, bursts at B times the mean rate lasting S
     /// seconds on average; `trace=FILE`, a CSV with a TIMESTAMP column
-    /// replayed at each service's rate.
-    #[arg(long, value_name = "MODEL", default_value = "poisson")]
-    pub arrivals: String,
+    /// replayed at each service's rate. Default: the model the plan was
+    /// proven under (poisson when it records none).
+    #[arg(long, value_name = "MODEL")]
+    pub arrivals: Option<String>,
 
     /// How a segment's MPS processes share its requests (the deployment:
     /// random).
@@ -927,10 +928,18 @@ pub struct PlanArgs {
     pub strategy: Strategy,
 
     /// Latency rule every segment must meet. Default: the strategy's
-    /// (queueing for optimal, parva for parva); with --from, the running
+    /// (percentile for optimal, parva for parva); with --from, the running
     /// plan's.
     #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
+
+    /// How requests arrive, for the percentile rule's capacities (the
+    /// syntax of `simulate serve --arrivals`): `poisson` (exact, the
+    /// analytic model), `cv=X`, `onoff=...` or `trace=FILE` (each
+    /// configuration's capacity searched for with the request simulator).
+    /// Default: poisson; with --from, the running plan's.
+    #[arg(long, value_name = "MODEL")]
+    pub arrivals: Option<String>,
 
     /// Seconds the optimal strategy may search before returning its best
     /// plan with the gap to its lower bound (more than a duration holds,
@@ -1038,7 +1047,7 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub inputs: InputArgs,
 
-    /// Latency rule; default: the one recorded in the plan, or `queueing`
+    /// Latency rule; default: the one recorded in the plan, or `percentile`
     /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
     /// records none.
     #[arg(long, value_enum)]

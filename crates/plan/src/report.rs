@@ -7,6 +7,7 @@ use rayon::prelude::*;
 use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport};
 
 use tessera_serving::analytic::Prediction;
+use tessera_serving::ArrivalModel;
 
 use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
@@ -41,14 +42,20 @@ fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
 
 /// One report per service of `request`, in its order, from the instances
 /// of `gpus` as they are written. Instances of services the request does
-/// not have are ignored. Under a capacity rule each segment's percentile
-/// latency and attainment are predicted by the serving model at the rate
-/// routed to it (in proportion to the segments' capacities): the report's
-/// worst latency is the slowest segment's, its attainment the routed
-/// mixture's.
+/// not have are ignored. Under a capacity rule and Poisson arrivals each
+/// segment's percentile latency and attainment are predicted by the
+/// serving model at the rate routed to it (in proportion to the segments'
+/// capacities): the report's worst latency is the slowest segment's, its
+/// attainment the routed mixture's. Under other arrival models nothing is
+/// predicted (the worst latency is the slowest batch's; a segment with a
+/// capacity meets the SLO by construction).
 pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> Vec<ServiceReport> {
     let services = request.services;
     let rule = request.rule;
+    // The analytic model predicts under Poisson arrivals only; under other
+    // models a segment's capacity was found by simulation, and the plan is
+    // judged by `verify --simulate`.
+    let predicting = rule.uses_capacity() && *request.arrivals == ArrivalModel::Poisson;
     let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
     let mut reports: Vec<ServiceReport> = services
         .iter()
@@ -62,7 +69,7 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
             segments: 0,
             met: true,
             percentile: rule.uses_capacity().then_some(slo.percentile),
-            predicted_attainment: rule.uses_capacity().then_some(0.0),
+            predicted_attainment: predicting.then_some(0.0),
         })
         .collect();
     let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
@@ -76,10 +83,10 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
-    let predictions = if rule.uses_capacity() { predictions(&mine, &reports, request) } else { HashMap::new() };
+    let predictions = if predicting { predictions(&mine, &reports, request) } else { HashMap::new() };
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
-        if rule.uses_capacity() {
+        if predicting {
             let slo = &services[*i];
             let Some(predicted) = predictions.get(&(*i, *model, point.config)).copied().flatten() else {
                 report.met = false;

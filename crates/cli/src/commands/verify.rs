@@ -36,7 +36,8 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         ));
         (plan.context("the plan was read with the profiles")?, inputs)
     };
-    let checked = verify_plan(&plan, &inputs, args.latency_rule, args.inputs.max_procs)
+    let arrivals = args.traffic.arrivals.as_deref().map(serving::arrival_model).transpose()?;
+    let checked = verify_plan(&plan, &inputs, args.latency_rule, arrivals.as_ref(), args.inputs.max_procs)
         .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));
@@ -122,7 +123,7 @@ fn recorded_services(plan: &Plan) -> Result<Vec<ServiceSlo>> {
 
 /// `verify --simulate`: the plan's requests simulated one by one.
 fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<(SimulationOptions, Simulated)> {
-    let options = serving::options(&args.traffic)?;
+    let options = serving::options(&args.traffic, plan)?;
     let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
     for line in &simulated.notes {
         note(format_args!("{line}"));
