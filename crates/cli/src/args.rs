@@ -3,12 +3,15 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use tessera_colocate::{ModelKind, Protocol, Risk};
 use tessera_core::{GpuModel, GpuOffer};
 use tessera_plan::{
     GpuPosition, LatencyRule, Strategy, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
     MAX_GPUS_LIMIT,
 };
 use tessera_serving::{Discipline, SimulationOptions};
+use tessera_sim::{Eviction, Link, Retention};
+use tessera_store::WorkloadTask;
 
 /// Tessera packs deep-learning inference services onto shared NVIDIA GPUs:
 /// MIG instances with MPS processes inside ("segments"), on as few GPUs as
@@ -235,15 +238,6 @@ pub enum WorkloadCommand {
         /// The workload's name.
         name: String,
     },
-}
-
-/// What a registered workload does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum WorkloadTask {
-    /// Serving requests.
-    Inference,
-    /// Training.
-    Training,
 }
 
 /// `tessera profile …`.
@@ -520,8 +514,8 @@ pub enum ColocateCommand {
         /// Rank by the predicted total (mean) or by the lower end of its 90%
         /// interval (lower: give up a little expected throughput for less
         /// risk).
-        #[arg(long, value_enum, default_value_t = RiskArg::Mean)]
-        risk: RiskArg,
+        #[arg(long, value_enum, default_value_t = Risk::Mean)]
+        risk: Risk,
         /// Output format.
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
@@ -559,15 +553,6 @@ pub struct ColocationSource {
     pub data: Option<PathBuf>,
 }
 
-/// What `colocate recommend` ranks by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RiskArg {
-    /// The predicted total.
-    Mean,
-    /// The lower end of the predicted total's interval.
-    Lower,
-}
-
 /// `tessera simulate`.
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -588,13 +573,13 @@ pub struct SimulateArgs {
     pub prefetch: tessera_sim::Prefetch,
 
     /// Which resident data leaves first.
-    #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
-    pub eviction: EvictionName,
+    #[arg(long, value_enum, default_value_t = Eviction::Belady)]
+    pub eviction: Eviction,
 
     /// What happens to a client's data after its last operation: released
     /// (like a finished process) or kept cached until evicted.
-    #[arg(long, value_enum, default_value_t = RetentionName::Release)]
-    pub retention: RetentionName,
+    #[arg(long, value_enum, default_value_t = Retention::ReleaseAfterLastUse)]
+    pub retention: Retention,
 
     /// Seed of the genetic algorithm.
     #[arg(long, default_value_t = 0)]
@@ -647,8 +632,8 @@ pub enum SimulateCommand {
         #[arg(long, default_value_t = 1.0)]
         transfer_ratio: f64,
         /// Host link.
-        #[arg(long, value_enum, default_value_t = LinkName::Pcie4)]
-        link: LinkName,
+        #[arg(long, value_enum, default_value_t = Link::PcieGen4)]
+        link: Link,
         /// Seed.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -671,11 +656,11 @@ pub enum SimulateCommand {
         #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
         prefetch: tessera_sim::Prefetch,
         /// Which resident data leaves first.
-        #[arg(long, value_enum, default_value_t = EvictionName::Belady)]
-        eviction: EvictionName,
+        #[arg(long, value_enum, default_value_t = Eviction::Belady)]
+        eviction: Eviction,
         /// What happens to a client's data after its last operation.
-        #[arg(long, value_enum, default_value_t = RetentionName::Release)]
-        retention: RetentionName,
+        #[arg(long, value_enum, default_value_t = Retention::ReleaseAfterLastUse)]
+        retention: Retention,
         /// The GPU (index, as nvidia-smi numbers them).
         #[arg(long, value_name = "INDEX")]
         gpu: u32,
@@ -761,7 +746,10 @@ pub struct TrafficArgs {
     pub replications: u32,
 }
 
-/// Schedulers.
+/// The schedulers by name. Not `tessera_sim::SchedulerKind` itself: its
+/// genetic algorithm carries its parameters (`--population`,
+/// `--generations`, `--seed`), so a name is chosen here and
+/// `commands::simulate` builds the kind with them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchedulerName {
     /// Round-robin over clients.
@@ -774,33 +762,6 @@ pub enum SchedulerName {
     Ga,
     /// Every order (small traces only).
     Exhaustive,
-}
-
-/// Eviction policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EvictionName {
-    /// Least recently used.
-    Lru,
-    /// Furthest next use.
-    Belady,
-}
-
-/// Retention of dead data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RetentionName {
-    /// Free a client's data after its last operation.
-    Release,
-    /// Keep it cached until evicted.
-    Keep,
-}
-
-/// Host links of generated traces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LinkName {
-    /// PCIe Gen4 x16.
-    Pcie4,
-    /// PCIe Gen5 x16.
-    Pcie5,
 }
 
 fn parse_prefetch(value: &str) -> Result<tessera_sim::Prefetch, String> {
@@ -822,26 +783,6 @@ fn parse_gigabytes(value: &str) -> Result<f64, String> {
         Ok(gb) if gb.is_finite() && gb > 0.0 => Ok(gb),
         _ => Err(format!("expected a positive number of GB, got '{value}'")),
     }
-}
-
-/// Colocation model kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModelKind {
-    /// Per-workload retained fractions by gradient-boosted trees.
-    Slowdown,
-    /// KACE's least squares on group features.
-    Kace,
-}
-
-/// Colocation evaluation protocols.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Protocol {
-    /// Published train/test splits.
-    P3,
-    /// Leave one workload family (model and task) out.
-    Lowo,
-    /// Leave one model family (all batch sizes, inference and training) out.
-    Lofo,
 }
 
 /// Where profiles come from.
