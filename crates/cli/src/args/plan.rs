@@ -21,7 +21,7 @@ pub struct PlanArgs {
     pub strategy: Strategy,
 
     /// Latency rule every segment must meet. Default: the strategy's
-    /// (queueing for optimal, parva for parva); with --from, the running
+    /// (percentile for optimal, parva for parva); with --from, the running
     /// plan's.
     #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
@@ -123,7 +123,7 @@ pub struct VerifyArgs {
     #[command(flatten)]
     pub inputs: InputArgs,
 
-    /// Latency rule; default: the one recorded in the plan, or `queueing`
+    /// Latency rule; default: the one recorded in the plan, or `percentile`
     /// (`tessera plan`'s default) for a ParvaGPU deployment map, which
     /// records none.
     #[arg(long, value_enum)]
