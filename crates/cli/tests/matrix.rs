@@ -386,7 +386,10 @@ fn every_error_class_prints_its_cause_once() {
     let output = tessera(&["verify", &one_off, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
-    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the percentile latency rule)\n"));
+    assert_eq!(
+        stderr(&output),
+        format!("error: {one_off}: 1 violation (under the percentile latency rule, poisson arrivals)\n")
+    );
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(
         error_of(&["--store", &corrupt, "profiles", "list"], &store),

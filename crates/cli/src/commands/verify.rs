@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::verify_plan;
+use tessera_plan::{verify_plan, Verification};
 use tessera_serving::{SimulationOptions, SloVerdict};
 use tessera_store::{read_plan_file, MapProfiles};
 
@@ -57,10 +57,10 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             outln!("{}", serde_json::to_string_pretty(&document)?)?
         }
         ListFormat::Table if checked.ok => outln!(
-            "{path}: OK: {}, {}, every rate covered and every segment within the {} latency rule",
+            "{path}: OK: {}, {}, every rate covered and every segment within the {}",
             count(checked.gpus, "GPU"),
             count(checked.services, "service"),
-            checked.latency_rule
+            rule_words(&checked)
         )?,
         ListFormat::Table => {
             for violation in &checked.violations {
@@ -69,11 +69,7 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         }
     }
     if !checked.ok {
-        bail!(
-            "{path}: {} (under the {} latency rule)",
-            count(checked.violations.len(), "violation"),
-            checked.latency_rule
-        );
+        bail!("{path}: {} (under the {})", count(checked.violations.len(), "violation"), rule_words(&checked));
     }
     let Some((options, simulated)) = simulated else { return Ok(()) };
     if matches!(args.format, ListFormat::Table) {
@@ -97,6 +93,15 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The rule a check was made under, and its arrival model where it has
+/// one: "percentile latency rule, cv=2 arrivals".
+fn rule_words(checked: &Verification) -> String {
+    match &checked.arrivals {
+        Some(arrivals) => format!("{} latency rule, {arrivals} arrivals", checked.latency_rule),
+        None => format!("{} latency rule", checked.latency_rule),
+    }
 }
 
 /// The services `plan` records, as SLOs; an error when it records none (a
