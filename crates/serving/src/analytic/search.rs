@@ -10,7 +10,11 @@ use super::process::Process;
 pub(crate) const CAPACITY_TOLERANCE: f64 = 1e-3;
 
 /// Relative width at which the percentile search stops.
-const LATENCY_TOLERANCE: f64 = 1e-9;
+pub(crate) const LATENCY_TOLERANCE: f64 = 1e-9;
+
+/// Relative width at which the percentile search of a prediction stops
+/// (a figure for reports, read to a few digits).
+pub(crate) const PREDICTION_TOLERANCE: f64 = 1e-6;
 
 /// `P(T > t_ms)` at `lambda` requests per ms (1 when the process cannot keep up).
 pub(crate) fn miss_at(process: &Process, lambda: f64, t_ms: f64, scratch: &mut Scratch) -> f64 {
@@ -27,15 +31,22 @@ pub(crate) fn miss_at(process: &Process, lambda: f64, t_ms: f64, scratch: &mut S
 /// (`late = 1 - percentile / 100`); infinite when the process cannot keep
 /// up, or when `t` lies beyond [`MAX_CARRIES`] waiting requests.
 pub(crate) fn latency_at(process: &Process, lambda: f64, late: f64) -> f64 {
-    latency_and_miss(process, lambda, late, None).0
+    latency_and_miss(process, lambda, late, None, LATENCY_TOLERANCE).0
 }
 
-/// The percentile latency of [`latency_at`] and, when `slo_ms` is given,
-/// `P(T > slo_ms)` ([`miss_at`]), from one tabulation of the queue. When
+/// The percentile latency of [`latency_at`], to a relative precision of
+/// `tolerance` (from above), and, when `slo_ms` is given, `P(T > slo_ms)`
+/// ([`miss_at`]), from one tabulation of the queue. When
 /// the SLO is met, `[S_1, slo_ms]` brackets the latency at once and the
 /// search skips widening its bracket: about half the evaluations of
 /// asking for both apart.
-pub(crate) fn latency_and_miss(process: &Process, lambda: f64, late: f64, slo_ms: Option<f64>) -> (f64, f64) {
+pub(crate) fn latency_and_miss(
+    process: &Process,
+    lambda: f64,
+    late: f64,
+    slo_ms: Option<f64>,
+    tolerance: f64,
+) -> (f64, f64) {
     let first = process.first_ms();
     if lambda <= 0.0 {
         let miss = slo_ms.map_or(f64::NAN, |slo| if first > slo { 1.0 } else { 0.0 });
@@ -80,7 +91,7 @@ pub(crate) fn latency_and_miss(process: &Process, lambda: f64, late: f64, slo_ms
     let log = |value: f64| value.max(1e-300).ln() - target;
     let (mut g_lo, mut g_hi) = (log(lo_value), log(hi_value));
     let mut kept = Side::Neither;
-    while hi - lo > LATENCY_TOLERANCE * hi {
+    while hi - lo > tolerance * hi {
         let mut t = (lo * g_hi - hi * g_lo) / (g_hi - g_lo);
         if !(t > lo && t < hi) {
             t = 0.5 * (lo + hi);
