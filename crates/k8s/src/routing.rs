@@ -44,10 +44,10 @@
 //! **Why one Service per configuration, always**, rather than one per
 //! segment (or grouping only services of many segments): the Gateway API
 //! allows [`MAX_BACKENDS`] backends per rule, and large plans have services
-//! of more segments than that (the 11,000-service reference plan: 105
-//! services of up to 28 segments) but few configurations (at most 4 per
-//! service there); one rule for every service keeps one code path, fewer
-//! objects, and a plan change is no worse for it. During a change (see
+//! of more segments than that (the 11,000-service reference plan under the
+//! percentile rule: 105 services, of up to 28 segments) but few
+//! configurations (at most 4 per service there); one rule for every service
+//! keeps one code path, fewer objects, and a plan change is no worse for it. During a change (see
 //! [`crate::plan_transition`]) each state's route weighs each configuration by
 //! the segments that state runs: a new segment's pods join their
 //! configuration's Service as each becomes ready, before the route's weight
