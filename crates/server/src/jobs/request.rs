@@ -328,6 +328,8 @@ mod tests {
             (serde_json::json!({"gpus": ["b200"]}), "field 'gpus'"),
             (serde_json::json!({"gpus": []}), "field 'gpus'"),
             (serde_json::json!({"latency_rule": "fast"}), "field 'latency_rule'"),
+            (serde_json::json!({"arrivals": "cv=0"}), "field 'arrivals'"),
+            (serde_json::json!({"arrivals": "trace=day.csv"}), "field 'arrivals'"),
             (serde_json::json!({"time_limit_s": 0.0}), "field 'time_limit_s'"),
             (serde_json::json!({"time_limit_s": 1e9}), "field 'time_limit_s'"),
         ] {
@@ -335,6 +337,8 @@ mod tests {
             assert!(error.message.starts_with(field), "{}", error.message);
         }
         assert!(serde_json::from_value::<PlanJobRequest>(serde_json::json!({"demo": true, "colour": 1})).is_err());
+        let bursty = request(serde_json::json!({"demo": true, "arrivals": "cv=2"})).unwrap();
+        assert_eq!(bursty.arrivals, Some(ArrivalModel::Renewal { cv: 2.0 }));
     }
 
     #[test]
@@ -345,6 +349,7 @@ mod tests {
         assert_eq!(inputs.services.len(), 6);
         let plan = plan(&checked, &inputs).unwrap();
         assert!(plan.services.iter().all(|report| report.met));
+        assert_eq!(plan.traffic.map(|traffic| traffic.arrivals).as_deref(), Some("poisson"));
         // The stored store has no services: the error says what to do.
         let error = JobInputs::gather(&request(serde_json::json!({})).unwrap(), &store).unwrap_err();
         assert!(error.message.starts_with("no services to plan"), "{}", error.message);
