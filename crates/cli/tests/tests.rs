@@ -2,6 +2,7 @@
 //! working together. One test binary with a module per area (as ripgrep
 //! does), so the program is linked once.
 
+mod autopilot;
 mod colocate;
 mod deploy;
 mod fuzz;

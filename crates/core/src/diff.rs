@@ -430,8 +430,11 @@ fn close_step(
 /// The steps from `old` to `new`, make before break: first every GPU whose
 /// change stops nothing (new GPUs, instances created in free slices), then
 /// the GPUs that stop segments, grouped while no service falls below its
-/// rate in `new` (a GPU that makes a service dip on its own runs alone, and
-/// the dip is reported), GPUs that only tear down last. Within a GPU,
+/// rate in `new` — in the order of their positions, except that a GPU
+/// whose stops would make a service dip waits for the steps whose starts
+/// cover them (a GPU that makes a service dip on its own, whatever runs
+/// before it, runs alone, and the dip is reported) — GPUs that only tear
+/// down last. Within a GPU,
 /// segments stop and instances are destroyed before new ones are created
 /// and started, so every GPU's layout is valid after each operation.
 pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
@@ -503,23 +506,54 @@ pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
         }
         steps.push(Step { gpus: makes.into_iter().map(|(gpu, ..)| gpu).collect(), dips: Vec::new() });
     }
-    for group in [changes, breaks] {
+    for mut remaining in [changes, breaks] {
         let mut current: Vec<GpuChangeSet> = Vec::new();
         let mut stopping: HashMap<String, f64> = HashMap::new();
-        for entry in group {
-            let mut with = stopping.clone();
-            add_all(&mut with, &entry.1, 1.0);
-            if !current.is_empty() && !dips_of(&rates, &provisioned, &with).is_empty() {
-                close_step(&mut current, &rates, &mut provisioned, &mut steps);
-                with = HashMap::new();
-                add_all(&mut with, &entry.1, 1.0);
+        while !remaining.is_empty() {
+            // The first GPU (by position) that joins the step without a dip:
+            // a GPU whose stops the starts of earlier steps cover may go
+            // before one whose stops they do not yet.
+            let fits = remaining.iter().position(|entry| joins_without_dip(&rates, &provisioned, &stopping, &entry.1));
+            match fits {
+                Some(index) => {
+                    let entry = remaining.remove(index);
+                    add_all(&mut stopping, &entry.1, 1.0);
+                    current.push(entry);
+                }
+                None if !current.is_empty() => {
+                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
+                    stopping.clear();
+                }
+                None => {
+                    // Every GPU left dips on its own: the first runs alone.
+                    current.push(remaining.remove(0));
+                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
+                }
             }
-            stopping = with;
-            current.push(entry);
         }
         close_step(&mut current, &rates, &mut provisioned, &mut steps);
     }
     steps
+}
+
+/// Whether the GPU stopping `stopped` can join a step already stopping
+/// `stopping` with no service falling below its rate.
+fn joins_without_dip(
+    rates: &HashMap<&str, f64>,
+    provisioned: &HashMap<String, f64>,
+    stopping: &HashMap<String, f64>,
+    stopped: &[Running],
+) -> bool {
+    let mut own: HashMap<&str, f64> = HashMap::new();
+    for (service, rps) in stopped {
+        *own.entry(service.as_str()).or_default() += rps;
+    }
+    own.iter().all(|(service, rps)| {
+        let Some(&rate_rps) = rates.get(service) else { return true };
+        let left_rps =
+            provisioned.get(*service).copied().unwrap_or(0.0) - stopping.get(*service).copied().unwrap_or(0.0) - rps;
+        left_rps >= rate_rps * (1.0 - 1e-9)
+    })
 }
 
 #[cfg(test)]
@@ -707,6 +741,29 @@ mod tests {
         assert_eq!(steps[1].dips.len(), 1, "{:?}", steps[1].dips);
         assert_eq!(steps[1].dips[0].service, "c");
         assert_eq!(steps[1].dips[0].provisioned_rps, 0.0);
+    }
+
+    #[test]
+    fn a_gpu_waits_for_the_step_that_starts_what_it_stops() {
+        // a moves from 0:0 (given to c) to 0:1, where x, which has another
+        // segment on 0:2, gives up its 3g: 0:1 first, then 0:0, no dip; in
+        // the order of positions a would have none while 0:0 changes.
+        let old = with_rates(plan(vec![
+            gpu(0, 0, vec![instance("7g.80gb", 0, "a", 1)]),
+            gpu(0, 1, vec![instance("4g.40gb", 0, "d", 1), instance("3g.40gb", 4, "x", 1)]),
+            gpu(0, 2, vec![instance("7g.80gb", 0, "x", 1)]),
+        ]));
+        let mut new = plan(vec![
+            gpu(0, 0, vec![instance("7g.80gb", 0, "c", 1)]),
+            gpu(0, 1, vec![instance("4g.40gb", 0, "d", 1), instance("3g.40gb", 4, "a", 1)]),
+            gpu(0, 2, vec![instance("7g.80gb", 0, "x", 1)]),
+        ]);
+        new = with_rates(new);
+        let steps = transition_steps(&old, &new);
+        let order: Vec<Vec<(u32, u32)>> =
+            steps.iter().map(|step| step.gpus.iter().map(|g| (g.node, g.index)).collect()).collect();
+        assert_eq!(order, vec![vec![(0, 1)], vec![(0, 0)]]);
+        assert!(steps.iter().all(|step| step.dips.is_empty()), "{steps:#?}");
     }
 
     #[test]

@@ -145,15 +145,8 @@ impl ServingSystem {
     /// distributions, to a relative precision of 1e-4.
     pub fn predict(&self, service: usize) -> Result<ServicePrediction, ServingError> {
         let served = &self.services[service];
-        let segments: Vec<(&SegmentShape, f64, f64)> = (0..self.segments.len())
-            .filter(|&k| self.segments[k].service == service)
-            .map(|k| (&self.segments[k].shape, self.routed_share(k), served.rate_rps * self.routed_share(k)))
-            .collect();
-        let within = |latency_ms: f64| -> Result<f64, ServingError> {
-            segments.iter().try_fold(0.0, |sum, (shape, share, routed_rps)| {
-                Ok(sum + share * crate::analytic::attainment(shape, *routed_rps, latency_ms)?)
-            })
-        };
+        let segments = self.routed_segments(service);
+        let within = |latency_ms: f64| within_latency(&segments, latency_ms);
         let target = served.percentile / 100.0;
         let attainment = within(served.latency_slo_ms)?;
         // Bracket the percentile latency, then bisect.
@@ -177,6 +170,23 @@ impl ServingSystem {
             }
         }
         Ok(ServicePrediction { latency_ms: high_ms, attainment })
+    }
+
+    /// The share of `service`'s requests the analytic model predicts within
+    /// its latency SLO (Poisson arrivals, random routing to per-process
+    /// queues): [`ServingSystem::predict`]'s attainment, without the
+    /// search for the percentile latency.
+    pub fn predicted_attainment(&self, service: usize) -> Result<f64, ServingError> {
+        within_latency(&self.routed_segments(service), self.services[service].latency_slo_ms)
+    }
+
+    /// `service`'s segments, each with its routed share and rate (req/s).
+    fn routed_segments(&self, service: usize) -> Vec<(&SegmentShape, f64, f64)> {
+        let rate_rps = self.services[service].rate_rps;
+        (0..self.segments.len())
+            .filter(|&k| self.segments[k].service == service)
+            .map(|k| (&self.segments[k].shape, self.routed_share(k), rate_rps * self.routed_share(k)))
+            .collect()
     }
 
     /// The system a plan sets up: its services at their rates and SLOs
@@ -256,6 +266,14 @@ impl ServingSystem {
     }
 }
 
+/// The share of requests within `latency_ms` over `segments` (each with
+/// its routed share and rate).
+fn within_latency(segments: &[(&SegmentShape, f64, f64)], latency_ms: f64) -> Result<f64, ServingError> {
+    segments.iter().try_fold(0.0, |sum, (shape, share, routed_rps)| {
+        Ok(sum + share * crate::analytic::attainment(shape, *routed_rps, latency_ms)?)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +307,15 @@ mod tests {
         assert_eq!(system.routed_share(1), 0.75);
         // 7.5 req/s on 2 × 4 / 20 ms = 400 req/s.
         assert!((system.offered_load(1) - 7.5 / 400.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn predicted_attainment_is_the_predictions_and_falls_with_the_rate() {
+        let system = ServingSystem::new(vec![service("a")], vec![segment(0, 1.0), segment(0, 3.0)]).unwrap();
+        let attainment = system.predicted_attainment(0).unwrap();
+        assert_eq!(attainment, system.predict(0).unwrap().attainment);
+        let busy = ServedService { rate_rps: 390.0, ..service("a") };
+        let loaded = ServingSystem::new(vec![busy], vec![segment(0, 1.0), segment(0, 3.0)]).unwrap();
+        assert!(loaded.predicted_attainment(0).unwrap() < attainment, "{attainment}");
     }
 }

@@ -19,6 +19,9 @@
 //! - `formats::kace`: KACE's colocation measurements (K ≥ 2 workloads
 //!   sharing a GPU under MPS), its published split folders and per-workload
 //!   metric tables.
+//! - `formats::traffic`: traffic files, request rates over time
+//!   (`time_s,service,rate_rps`) read into a
+//!   [`tessera_autopilot::TrafficCurve`] and written from one.
 //! - `fs`: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the
@@ -50,4 +53,5 @@ pub use formats::parvagpu::{
 pub use formats::plan::{parse_plan, plan_json, write_plan_csv, PlanDocument, PLAN_CSV_HEADER, PLAN_VERSION};
 pub use formats::plan_file::{read_plan_file, MapProfiles};
 pub use formats::trace::{read_arrival_trace, TIMESTAMP_COLUMN};
+pub use formats::traffic::{read_traffic_csv, write_traffic_csv, TRAFFIC_HEADER};
 pub use fs::write_atomic;

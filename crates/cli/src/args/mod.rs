@@ -5,6 +5,7 @@
 //! their own, re-exported here; `tessera k8s` and `tessera agent` define
 //! theirs beside their code in `commands::k8s`.
 
+mod autopilot;
 mod bench;
 mod colocate;
 mod deploy;
@@ -23,6 +24,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 use tessera_core::GpuModel;
 
+pub use autopilot::{AutopilotCommand, AutopilotSimulateArgs};
 pub use bench::BenchCommand;
 pub use colocate::{ColocateCommand, ColocationSource};
 pub use deploy::{DeployArgs, DeployCommand};
@@ -147,6 +149,10 @@ pub enum Command {
     /// The node agent of a Kubernetes cluster (a DaemonSet runs it on every
     /// GPU node): applies the node's MIG layout and reports its state.
     Agent(crate::commands::k8s::AgentArgs),
+    /// Keep a running fleet at its SLOs as traffic moves: the controller,
+    /// simulated over a day of traffic.
+    #[command(subcommand)]
+    Autopilot(AutopilotCommand),
     /// Print a shell completion script, e.g. `tessera completions bash >
     /// ~/.local/share/bash-completion/completions/tessera`.
     Completions {

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod autopilot;
 mod bench;
 mod colocate;
 mod deploy;
@@ -42,6 +43,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Report(args) => report::run(&args),
         Command::K8s(command) => k8s::run(command),
         Command::Agent(args) => k8s::agent(args),
+        Command::Autopilot(command) => autopilot::run(command, store),
         Command::Completions { shell } => completions(shell),
     }
 }

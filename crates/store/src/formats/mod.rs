@@ -9,3 +9,4 @@ pub mod plan_file;
 mod points;
 mod table;
 pub mod trace;
+pub mod traffic;

@@ -1,0 +1,142 @@
+//! What one strategy ran over the day: spans of time with the segments
+//! that served and the GPUs held, and the reconfigurations.
+//!
+//! A transition holds every GPU of the old and the new plan from its start
+//! to its end (make before break: both count towards GPU-hours). A step's
+//! segments stop when the step starts and its new segments serve from its
+//! end.
+//!
+//! Each span of a transition remembers the segments that served before it,
+//! so what the transition itself costs (capacity taken away) can be told
+//! from what the traffic would have cost anyway.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+
+use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan};
+
+use crate::transition::Transition;
+
+/// A span of time with the same segments serving.
+#[derive(Debug, Clone)]
+pub(super) struct Span {
+    /// When it starts, seconds.
+    pub start_s: f64,
+    /// When it ends, seconds.
+    pub end_s: f64,
+    /// GPUs held.
+    pub gpus: usize,
+    /// The segments serving, as a plan's GPUs (no service reports).
+    pub serving: Rc<Plan>,
+    /// During a transition: the segments that served before it.
+    pub before: Option<Rc<Plan>>,
+}
+
+/// A reconfiguration.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Reconfigured {
+    /// When it started, seconds.
+    pub time_s: f64,
+    /// GPUs whose MIG layout changed.
+    pub gpus: usize,
+    /// MPS processes started.
+    pub processes: u64,
+}
+
+/// One strategy's day.
+#[derive(Debug, Clone)]
+pub(super) struct Timeline {
+    pub spans: Vec<Span>,
+    pub reconfigurations: Vec<Reconfigured>,
+    /// When the day ends, seconds.
+    end_s: f64,
+}
+
+/// A running segment's place: node, GPU index, `profile@start`.
+type Place = (u32, u32, String);
+
+impl Timeline {
+    /// A day of `end_s` seconds that starts with `plan` running.
+    pub fn new(plan: &Plan, end_s: f64) -> Timeline {
+        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Rc::new(plan.clone()), before: None };
+        Timeline { spans: vec![first], reconfigurations: Vec::new(), end_s }
+    }
+
+    /// `transition` from `old` to `new` starts at `time_s`; returns when it
+    /// ends.
+    pub fn reconfigure(&mut self, time_s: f64, old: &Plan, new: &Plan, transition: &Transition) -> f64 {
+        self.reconfigurations.push(Reconfigured {
+            time_s,
+            gpus: transition.totals.gpus_reconfigured(),
+            processes: transition.totals.processes_restarted,
+        });
+        let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
+        let mut running: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(old).collect();
+        let incoming: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(new).collect();
+        let before = Rc::new(old.clone());
+        let mut at_s = time_s;
+        for timed in &transition.steps {
+            for gpu in &timed.step.gpus {
+                for operation in &gpu.operations {
+                    if let Operation::Stop { instance, .. } = operation {
+                        running.remove(&(gpu.node, gpu.index, instance.clone()));
+                    }
+                }
+            }
+            self.begin(at_s, held.len(), serving_plan(old, &running), Some(before.clone()));
+            at_s += timed.duration_s;
+            for gpu in &timed.step.gpus {
+                for operation in &gpu.operations {
+                    if let Operation::Start { instance, .. } = operation {
+                        let place = (gpu.node, gpu.index, instance.clone());
+                        if let Some(segment) = incoming.get(&place) {
+                            running.insert(place, segment.clone());
+                        }
+                    }
+                }
+            }
+        }
+        self.begin(at_s, new.gpu_count, Rc::new(new.clone()), None);
+        at_s
+    }
+
+    /// A new span from `start_s` (the last one ends there); nothing past
+    /// the day's end.
+    fn begin(&mut self, start_s: f64, gpus: usize, serving: Rc<Plan>, before: Option<Rc<Plan>>) {
+        if start_s >= self.end_s {
+            return;
+        }
+        if let Some(last) = self.spans.last_mut() {
+            last.end_s = start_s;
+        }
+        self.spans.retain(|span| span.end_s > span.start_s);
+        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, before });
+    }
+}
+
+/// Every segment of `plan` by its place, with its GPU.
+fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, InstanceAssignment))> + '_ {
+    plan.gpus.iter().flat_map(|gpu| {
+        gpu.instances.iter().map(move |instance| {
+            let place = (gpu.node, gpu.index, format!("{}@{}", instance.profile, instance.start));
+            (place, (gpu.clone(), instance.clone()))
+        })
+    })
+}
+
+/// The segments of `running` as a plan numbered like `like`.
+fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceAssignment)>) -> Rc<Plan> {
+    let mut gpus: BTreeMap<(u32, u32), GpuAssignment> = BTreeMap::new();
+    for ((node, index, _), (gpu, instance)) in running {
+        gpus.entry((*node, *index))
+            .or_insert_with(|| GpuAssignment { instances: Vec::new(), ..gpu.clone() })
+            .instances
+            .push(instance.clone());
+    }
+    Rc::new(Plan::from_gpus(
+        gpus.into_values().collect(),
+        like.strategy.clone(),
+        like.latency_rule.clone(),
+        like.gpus_per_node,
+    ))
+}

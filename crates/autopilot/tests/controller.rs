@@ -1,0 +1,157 @@
+//! The controller on the demo services: its rules, one by one.
+
+use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings, RateSample};
+use tessera_core::{GpuModel, Plan};
+use tessera_plan::PlanInputs;
+
+fn inputs() -> PlanInputs {
+    PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap()
+}
+
+/// The demo services' SLO rates times `factor`.
+fn rates(factor: f64) -> Vec<f64> {
+    inputs().services().iter().map(|slo| slo.rate_rps * factor).collect()
+}
+
+fn observation(time_s: f64, rates_rps: &[f64]) -> Observation {
+    let samples = rates_rps.iter().map(|&rate_rps| Some(RateSample { rate_rps, observed_at_s: time_s })).collect();
+    Observation { time_s, samples }
+}
+
+fn controller(config: ControllerConfig) -> Controller {
+    Controller::new(inputs(), PlanSettings::default(), config, None).unwrap()
+}
+
+/// Each service's capacity in `plan`, by service name order of the demo.
+fn capacities(plan: &Plan) -> Vec<f64> {
+    inputs()
+        .services()
+        .iter()
+        .map(|slo| plan.services.iter().find(|r| r.service == slo.service).map_or(0.0, |r| r.provisioned_rps))
+        .collect()
+}
+
+#[test]
+fn missing_stale_and_invalid_metrics_hold_the_plan_and_say_so() {
+    let mut controller = controller(ControllerConfig::default());
+    let start = controller.observe(&observation(0.0, &rates(0.5)));
+    assert!(matches!(start.action, Action::Start(_)), "{}", start.reason);
+    let plan = controller.plan().cloned();
+    let forecast = controller.forecast_rps();
+
+    let mut missing = observation(60.0, &rates(2.0));
+    missing.samples[1] = None;
+    let held = controller.observe(&missing);
+    assert_eq!(held.action, Action::Hold);
+    assert!(held.reason.contains("no rate for fraud-check"), "{}", held.reason);
+
+    let mut stale = observation(120.0, &rates(2.0));
+    stale.samples[0] = Some(RateSample { rate_rps: 1000.0, observed_at_s: -1.0 });
+    let held = controller.observe(&stale);
+    assert_eq!(held.action, Action::Hold);
+    assert!(held.reason.contains("stale rates (older than 120 s) for search-ranking (121 s old)"), "{}", held.reason);
+
+    let mut invalid = observation(180.0, &rates(2.0));
+    invalid.samples[2] = Some(RateSample { rate_rps: f64::NAN, observed_at_s: 180.0 });
+    assert_eq!(controller.observe(&invalid).action, Action::Hold);
+    let short = Observation { time_s: 190.0, samples: vec![None] };
+    assert!(controller.observe(&short).reason.contains("1 rate sample for 6 services"));
+    let early = controller.observe(&observation(10.0, &rates(2.0)));
+    assert!(early.reason.contains("not after the previous one"), "{}", early.reason);
+
+    // Nothing moved: no plan change, and the forecast never saw the rates.
+    assert_eq!(controller.plan().cloned(), plan);
+    assert_eq!(controller.forecast_rps(), forecast);
+    let kinds: Vec<ActionKind> = controller.journal().iter().map(|entry| entry.action).collect();
+    assert_eq!(
+        kinds,
+        [ActionKind::Start, ActionKind::Hold, ActionKind::Hold, ActionKind::Hold, ActionKind::Hold, ActionKind::Hold]
+    );
+
+    // Fresh metrics: the doubled rates are acted on at once.
+    let acted = controller.observe(&observation(240.0, &rates(2.0)));
+    assert!(matches!(acted.action, Action::ScaleUp(_)), "{}", acted.reason);
+}
+
+#[test]
+fn a_rise_scales_up_at_once_taking_capacity_from_no_service() {
+    let mut controller = controller(ControllerConfig::default());
+    controller.observe(&observation(0.0, &rates(0.4)));
+    let before = controller.plan().cloned().unwrap();
+    let mut rising = rates(0.4);
+    rising[3] *= 2.5; // photo-tagging
+    let decision = controller.observe(&observation(60.0, &rising));
+    let Action::ScaleUp(change) = &decision.action else { panic!("expected a scale-up: {}", decision.reason) };
+    assert!(decision.reason.contains("photo-tagging"), "{}", decision.reason);
+    assert!(change.transition.duration_s() > 0.0);
+    for (old, new) in capacities(&before).iter().zip(capacities(&change.plan)) {
+        assert!(new >= old * (1.0 - 1e-9), "a service lost capacity: {old} → {new}");
+    }
+    assert!(capacities(&change.plan)[3] >= rising[3] * 1.15, "{:?}", capacities(&change.plan));
+    // While the transition runs, nothing else happens.
+    let during = controller.observe(&observation(61.0, &rising));
+    assert_eq!(during.action, Action::Hold);
+    assert!(during.reason.contains("a transition runs until"), "{}", during.reason);
+    let entry = &controller.journal()[1];
+    assert_eq!(entry.action, ActionKind::ScaleUp);
+    assert_eq!(entry.gpus, change.plan.gpu_count);
+    assert_eq!(entry.transition_s, change.transition.duration_s());
+}
+
+#[test]
+fn a_fall_scales_down_only_after_the_hold() {
+    let config = ControllerConfig { scale_down_hold_s: 600.0, ..ControllerConfig::default() };
+    let mut controller = controller(config);
+    controller.observe(&observation(0.0, &rates(1.0)));
+    let peak_gpus = controller.plan().unwrap().gpu_count;
+    let mut possible_since = None;
+    let mut scaled_down_at = None;
+    for minute in 1..=40 {
+        let time_s = f64::from(minute) * 60.0;
+        let decision = controller.observe(&observation(time_s, &rates(0.3)));
+        match &decision.action {
+            Action::Keep if decision.reason.contains("possible from now") => possible_since = Some(time_s),
+            Action::ScaleDown(change) => {
+                assert!(change.plan.gpu_count < peak_gpus, "{}", decision.reason);
+                scaled_down_at = Some(time_s);
+                break;
+            }
+            Action::Keep => {}
+            other => panic!("unexpected {other:?}: {}", decision.reason),
+        }
+    }
+    let since = possible_since.expect("a scale-down became possible");
+    // The window of three observations holds the old rate for two more
+    // minutes; then the hold runs its ten minutes, and the scale-down waits
+    // beyond while its transition would leave a service without capacity.
+    assert_eq!(since, 180.0);
+    let scaled_down_at = scaled_down_at.expect("a scale-down");
+    assert!(scaled_down_at >= since + 600.0, "{scaled_down_at}");
+    for entry in controller.journal().iter().filter(|entry| entry.time_s > since && entry.time_s < scaled_down_at) {
+        let waiting = entry.reason.contains(" of 10 min") || entry.reason.contains("would dip");
+        assert!(waiting, "{}", entry.reason);
+    }
+    assert!(controller.journal().iter().any(|entry| entry.reason.contains("possible for 5 of 10 min")));
+}
+
+#[test]
+fn the_rate_limit_holds_further_reconfigurations() {
+    let config = ControllerConfig { max_reconfigurations_per_hour: 1, ..ControllerConfig::default() };
+    let mut controller = controller(config);
+    controller.observe(&observation(0.0, &rates(0.3)));
+    assert!(matches!(controller.observe(&observation(600.0, &rates(0.6))).action, Action::ScaleUp(_)));
+    let held = controller.observe(&observation(1200.0, &rates(1.2)));
+    assert_eq!(held.action, Action::Hold);
+    assert!(held.reason.contains("the rate limit of 1 reconfiguration per hour is reached"), "{}", held.reason);
+    // An hour after the first, the next may start.
+    assert!(matches!(controller.observe(&observation(4200.0, &rates(1.2))).action, Action::ScaleUp(_)));
+}
+
+#[test]
+fn a_bad_configuration_is_named() {
+    let bad = |config| Controller::new(inputs(), PlanSettings::default(), config, None).unwrap_err().to_string();
+    let message = bad(ControllerConfig { keep_headroom: 0.3, ..ControllerConfig::default() });
+    assert!(message.starts_with("keep_headroom: 0.3 is not in [0, 0.15]"), "{message}");
+    assert!(bad(ControllerConfig { scale_down_min_gpus: 0, ..ControllerConfig::default() })
+        .starts_with("scale_down_min_gpus"));
+}

@@ -1,0 +1,118 @@
+//! Simulated days on the demo services.
+
+use tessera_autopilot::{
+    simulate_day, ControllerConfig, DayReport, DayRequest, PlanSettings, Sampling, Tally, TrafficCurve, TrafficPoint,
+};
+use tessera_core::GpuModel;
+use tessera_plan::PlanInputs;
+
+fn inputs() -> PlanInputs {
+    PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap()
+}
+
+/// The demo services rising in a straight line from a third of their SLO
+/// rates at 0 h to their SLO rates at `hours`, and falling back as long, a
+/// step a minute.
+fn ramp(inputs: &PlanInputs, hours: f64) -> TrafficCurve {
+    let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+    let minutes = (2.0 * hours * 60.0) as usize;
+    let mut points = Vec::new();
+    for minute in 0..minutes {
+        let time_s = minute as f64 * 60.0;
+        let height = (time_s / 3600.0).min(2.0 * hours - time_s / 3600.0) / hours;
+        for slo in inputs.services() {
+            let rate_rps = slo.rate_rps * (1.0 + 2.0 * height) / 3.0;
+            points.push(TrafficPoint { time_s, service: slo.service.clone(), rate_rps });
+        }
+    }
+    TrafficCurve::new(&names, &points).unwrap()
+}
+
+fn day(inputs: &PlanInputs, traffic: &TrafficCurve, hours: f64) -> DayReport {
+    let request = DayRequest {
+        inputs,
+        settings: PlanSettings::default(),
+        controller: ControllerConfig { scale_down_hold_s: 900.0, ..ControllerConfig::default() },
+        traffic,
+        hours,
+        interval_s: 60.0,
+        sampling: Sampling { window_s: 5.0, warmup_s: 1.0, seed: 0 },
+    };
+    simulate_day(&request, &mut |_| {}).unwrap()
+}
+
+/// The sum over the hours of `figure`.
+fn hourly_sum(hours: &[tessera_autopilot::HourRow], figure: fn(&Tally) -> f64) -> f64 {
+    hours.iter().map(|row| figure(&row.tally)).sum()
+}
+
+#[test]
+fn up_and_down_the_autopilot_follows_demand_within_slo_and_without_loss() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 3.0);
+    let report = day(&inputs, &traffic, 6.0);
+    let (autopilot, fixed, scratch) = (&report.autopilot.totals, &report.static_peak.totals, &report.scratch.totals);
+    assert!(autopilot.gpu_hours < 0.9 * fixed.gpu_hours, "{} vs {}", autopilot.gpu_hours, fixed.gpu_hours);
+    assert!(autopilot.worst_service_attainment.unwrap() >= 0.99, "{autopilot:?}");
+    assert_eq!(autopilot.requests_lost, 0.0);
+    assert!(autopilot.gpus_reconfigured < scratch.gpus_reconfigured, "{autopilot:?} {scratch:?}");
+    // Up, then down: GPUs are added in the first half and released in the
+    // second.
+    let gpus = |hour: usize| report.autopilot.hours[hour].tally.gpu_hours;
+    assert!(gpus(2) > gpus(0) && gpus(5) < gpus(3), "{:?}", report.autopilot.hours);
+    let kinds: Vec<_> = report.journal.iter().map(|entry| entry.action.name()).collect();
+    assert!(kinds.contains(&"scale up") && kinds.contains(&"scale down"), "{kinds:?}");
+    assert_eq!(report.journal.len(), 6 * 60);
+    assert!(report.forecast.checked > 0);
+}
+
+#[test]
+fn the_figures_add_up_and_the_baselines_are_what_they_say() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 1.0);
+    let report = day(&inputs, &traffic, 2.0);
+    for strategy in [&report.autopilot, &report.static_peak, &report.scratch] {
+        let totals = &strategy.totals;
+        assert!((hourly_sum(&strategy.hours, |t| t.gpu_hours) - totals.gpu_hours).abs() < 1e-9);
+        assert!((hourly_sum(&strategy.hours, |t| t.requests) - totals.requests).abs() < 1e-6 * totals.requests);
+        assert!((hourly_sum(&strategy.hours, |t| t.requests_within_slo) - totals.requests_within_slo).abs() < 1.0);
+        let per_service: f64 = strategy.services.iter().map(|s| s.requests).sum();
+        assert!((per_service - totals.requests).abs() < 1e-6 * totals.requests);
+        assert_eq!(strategy.hours.len(), 2);
+    }
+    // Every strategy served the same requests.
+    assert!(
+        (report.autopilot.totals.requests - report.scratch.totals.requests).abs()
+            < 1e-6 * report.scratch.totals.requests
+    );
+    // The static plan holds the same GPUs all day and never changes.
+    let fixed = &report.static_peak;
+    assert_eq!(fixed.totals.reconfigurations, 0);
+    assert_eq!(fixed.totals.gpu_hours, 2.0 * fixed.totals.gpus_max as f64);
+    // The demand is the traffic's.
+    let expected: f64 = traffic.mean_rates_rps(0.0, 3600.0).iter().sum();
+    assert!((report.demand_rps[0] - expected).abs() < 1e-9);
+    // The same request gives the same day.
+    assert_eq!(day(&inputs, &traffic, 2.0), report);
+}
+
+#[test]
+fn traffic_for_other_services_is_refused() {
+    let inputs = inputs();
+    let traffic =
+        TrafficCurve::new(&["x".to_string()], &[TrafficPoint { time_s: 0.0, service: "x".into(), rate_rps: 1.0 }])
+            .unwrap();
+    let request = DayRequest {
+        inputs: &inputs,
+        settings: PlanSettings::default(),
+        controller: ControllerConfig::default(),
+        traffic: &traffic,
+        hours: 1.0,
+        interval_s: 60.0,
+        sampling: Sampling::default(),
+    };
+    let message = simulate_day(&request, &mut |_| {}).unwrap_err().to_string();
+    assert!(message.starts_with("service: the traffic is for x but the services are search-ranking"), "{message}");
+    let short = DayRequest { interval_s: 0.5, ..request };
+    assert!(simulate_day(&short, &mut |_| {}).unwrap_err().to_string().starts_with("interval_s:"));
+}

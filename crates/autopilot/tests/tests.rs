@@ -1,0 +1,4 @@
+//! The autopilot's integration tests: one binary, a module per area.
+
+mod controller;
+mod day;

@@ -1,0 +1,330 @@
+//! `tessera autopilot simulate`: the command line as a day to simulate
+//! (tessera-autopilot's `simulate_day`), the comparison rendered.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tessera_autopilot::{
+    diurnal, simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, DiurnalOptions, ForecastAccuracy,
+    JournalEntry, PlanSettings, ReconfigurationTimes, Sampling, StrategyDay, Tally, TrafficCurve,
+};
+use tessera_core::text::count;
+use tessera_store::{read_traffic_csv, write_traffic_csv};
+
+use crate::args::{AutopilotCommand, AutopilotSimulateArgs, ListFormat};
+use crate::inputs;
+use crate::output::{emit, out, outln};
+use crate::progress::Progress;
+use crate::table::TextTable;
+use crate::terminal::wrap_words;
+
+/// Runs `tessera autopilot …`.
+pub fn run(command: AutopilotCommand, store: Option<&Path>) -> Result<()> {
+    match command {
+        AutopilotCommand::Simulate(args) => simulate(&args, store),
+    }
+}
+
+/// `tessera autopilot simulate`.
+fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
+    let fleet = args.inputs.profiles.gpus.clone();
+    let inputs = inputs::load(&args.inputs, &fleet, store)?;
+    let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+    let (traffic, described) = match &args.traffic {
+        Some(path) => (read_traffic_csv(path, &names)?, format!("the traffic of {}", path.display())),
+        None => {
+            let options = DiurnalOptions {
+                hours: args.hours,
+                peak_to_trough: args.generator.peak_to_trough,
+                bursts_per_day: args.generator.bursts,
+                burst_factor: args.generator.burst_factor,
+                burst_minutes: args.generator.burst_minutes,
+                seed: args.generator.seed,
+                ..DiurnalOptions::default()
+            };
+            let peaks: Vec<(String, f64)> =
+                inputs.services().iter().map(|slo| (slo.service.clone(), slo.rate_rps)).collect();
+            let curve = diurnal(&peaks, &options).context("--diurnal")?;
+            let words = format!(
+                "diurnal traffic (each service peaking at its SLO rate, {}× its trough, {} bursts a day of up to \
+                 ×{}, seed {})",
+                options.peak_to_trough, options.bursts_per_day, options.burst_factor, options.seed
+            );
+            (curve, words)
+        }
+    };
+    if let Some(path) = &args.write_traffic {
+        let mut bytes = Vec::new();
+        write_traffic_csv(&mut bytes, &traffic)?;
+        emit(&bytes, Some(path))?;
+    }
+    let request = DayRequest {
+        inputs: &inputs,
+        settings: PlanSettings {
+            fleet,
+            rule: args.latency_rule,
+            max_procs: args.inputs.max_procs,
+            time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
+            max_gpus: args.max_gpus,
+            ..PlanSettings::default()
+        },
+        controller: controller_config(args),
+        traffic: &traffic,
+        hours: args.hours,
+        interval_s: args.interval_min * 60.0,
+        sampling: Sampling { window_s: args.window_s, warmup_s: args.warmup_s, seed: args.sample_seed },
+    };
+    let report = run_day(&request)?;
+    match args.format {
+        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&DayDocument::new(&report))?),
+        ListFormat::Table => out!("{}", render(&report, &traffic, &described)),
+    }
+}
+
+/// The controller's configuration from the command line.
+fn controller_config(args: &AutopilotSimulateArgs) -> ControllerConfig {
+    ControllerConfig {
+        plan_headroom: args.plan_headroom,
+        keep_headroom: args.keep_headroom,
+        scale_down_min_gpus: args.scale_down_gpus,
+        scale_down_hold_s: args.scale_down_after_min * 60.0,
+        dip_extra_gpus: args.dip_extra_gpus,
+        max_reconfigurations_per_hour: usize::try_from(args.max_reconfigurations_per_hour).unwrap_or(usize::MAX),
+        reconfiguration: ReconfigurationTimes {
+            stop_s: args.stop_s,
+            destroy_s: args.destroy_s,
+            create_s: args.create_s,
+            start_s: args.start_s,
+        },
+        ..ControllerConfig::default()
+    }
+}
+
+/// Simulates the day with a progress bar per phase.
+fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
+    let mut bar: Option<(bool, Progress)> = None;
+    let report = simulate_day(request, &mut |progress| {
+        let (measuring, done, total) = match progress {
+            DayProgress::Deciding { done, total } => (false, done, total),
+            DayProgress::Measuring { done, total } => (true, done, total),
+        };
+        if bar.as_ref().is_none_or(|(phase, _)| *phase != measuring) {
+            let (unit, message) = if measuring {
+                ("pieces", "simulating requests, piece by piece of the day")
+            } else {
+                ("decisions", "deciding: the autopilot and the scratch baseline")
+            };
+            bar = Some((measuring, Progress::bar(total as u64, unit, message.to_string())));
+        }
+        if let Some((_, bar)) = &bar {
+            bar.set_position(done as u64);
+        }
+    });
+    drop(bar);
+    Ok(report?)
+}
+
+/// The day as tables: the comparison, then hour by hour, then the goals.
+fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String {
+    let heading = format!(
+        "{} over {} h of {described}; a decision every {} min; each piece of the day (constant plan and rates) \
+         measured on {} s of simulated Poisson requests after {} s of warm-up, weighted by its requests \
+         ({} pieces, {} requests simulated)",
+        count(traffic.services().len(), "service"),
+        report.hours,
+        report.interval_s / 60.0,
+        report.sampling.window_s,
+        report.sampling.warmup_s,
+        report.pieces_simulated,
+        report.requests_simulated
+    );
+    let mut text = format!("{}\n\n", wrap_words(&heading, "", ""));
+    let days = [&report.autopilot, &report.static_peak, &report.scratch];
+    let static_gpu_hours = report.static_peak.totals.gpu_hours;
+    let mut table = TextTable::new(&["", "autopilot", "static peak", "scratch"]);
+    let figures: [(&str, Figure); 9] = [
+        ("GPU-hours", |t, _| format!("{:.1}", t.gpu_hours)),
+        ("vs static peak", |t, fixed| format!("{:+.1}%", 100.0 * (t.gpu_hours / fixed - 1.0))),
+        ("requests within SLO %", |t, _| percent(t.attainment)),
+        ("worst service %", |t, _| percent(t.worst_service_attainment)),
+        ("worst service", |t, _| t.worst_service.clone().unwrap_or_else(|| "-".to_string())),
+        ("reconfigurations", |t, _| t.reconfigurations.to_string()),
+        ("GPUs reconfigured", |t, _| t.gpus_reconfigured.to_string()),
+        ("processes started", |t, _| t.processes_started.to_string()),
+        ("requests lost", |t, _| format!("{:.0}", t.requests_lost)),
+    ];
+    for (name, figure) in figures {
+        let mut row = vec![name.to_string()];
+        row.extend(days.iter().map(|day| figure(&day.totals, static_gpu_hours)));
+        table.row(row);
+    }
+    text.push_str(&table.render());
+    text.push('\n');
+    let mut hours = TextTable::new(&[
+        "hour",
+        "demand req/s",
+        "autopilot GPU-h",
+        "≤SLO %",
+        "worst %",
+        "GPUs reconf.",
+        "static GPU-h",
+        "scratch GPU-h",
+        "scratch ≤SLO %",
+    ]);
+    for (index, row) in report.autopilot.hours.iter().enumerate() {
+        let tally = &row.tally;
+        let (fixed, scratch) = (&report.static_peak.hours[index].tally, &report.scratch.hours[index].tally);
+        hours.row(vec![
+            row.hour.to_string(),
+            format!("{:.0}", report.demand_rps[index]),
+            format!("{:.2}", tally.gpu_hours),
+            percent(tally.attainment),
+            percent(tally.worst_service_attainment),
+            tally.gpus_reconfigured.to_string(),
+            format!("{:.2}", fixed.gpu_hours),
+            format!("{:.2}", scratch.gpu_hours),
+            percent(scratch.attainment),
+        ]);
+    }
+    text.push_str(&hours.render());
+    text.push('\n');
+    for line in goals(report) {
+        text.push_str(&wrap_words(&line, "", "  "));
+        text.push('\n');
+    }
+    text.push_str(&wrap_words(&forecast_words(&report.forecast), "", "  "));
+    text.push('\n');
+    text
+}
+
+/// One figure of a strategy's day in words, from its totals and the static
+/// baseline's GPU-hours.
+type Figure = fn(&Tally, f64) -> String;
+
+/// The issue's goals, each with its verdict.
+fn goals(report: &DayReport) -> Vec<String> {
+    let (autopilot, fixed, scratch) = (&report.autopilot.totals, &report.static_peak.totals, &report.scratch.totals);
+    let saving = 1.0 - autopilot.gpu_hours / fixed.gpu_hours;
+    let verdict = |met: bool| if met { "met" } else { "NOT met" };
+    let worst = autopilot.worst_service_attainment.unwrap_or(0.0);
+    vec![
+        format!(
+            "GPU-hours {:.1}% below static provisioning at the peak (goal: 25%): {}",
+            100.0 * saving,
+            verdict(saving >= 0.25)
+        ),
+        format!(
+            "every service's requests within its SLO: worst {} {:.2}% (goal: 99%): {}",
+            autopilot.worst_service.as_deref().unwrap_or("-"),
+            100.0 * worst,
+            verdict(worst >= 0.99)
+        ),
+        format!(
+            "requests lost in transitions: {:.0} (goal: none): {}",
+            autopilot.requests_lost,
+            verdict(autopilot.requests_lost == 0.0)
+        ),
+        format!(
+            "GPUs reconfigured: {} against {} replanning from scratch: {}",
+            autopilot.gpus_reconfigured,
+            scratch.gpus_reconfigured,
+            verdict(autopilot.gpus_reconfigured < scratch.gpus_reconfigured)
+        ),
+    ]
+}
+
+/// The forecast's accuracy in words.
+fn forecast_words(accuracy: &ForecastAccuracy) -> String {
+    format!(
+        "forecasts: {} checked against the rate then observed, off by {:.1}% on average, {:.0}% of them short, the \
+         worst by {:.0}%",
+        accuracy.checked,
+        100.0 * accuracy.mean_abs_relative_error,
+        100.0 * accuracy.under_share,
+        100.0 * accuracy.worst_under
+    )
+}
+
+/// A share as a percentage with two decimals, `-` when there is none.
+fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "-".to_string(), |share| format!("{:.2}", 100.0 * share))
+}
+
+/// `tessera autopilot simulate --format json`: the issue's figures at the
+/// top, then every strategy's day, hour by hour, and the journal.
+#[derive(Serialize)]
+struct DayDocument<'a> {
+    gpu_hours: f64,
+    static_peak_gpu_hours: f64,
+    scratch_gpu_hours: f64,
+    attainment: Option<f64>,
+    worst_service_attainment: Option<f64>,
+    worst_service: Option<&'a str>,
+    gpus_reconfigured: usize,
+    scratch_gpus_reconfigured: usize,
+    requests_lost: f64,
+    processes_started: u64,
+    hours: Vec<HourDocument<'a>>,
+    autopilot: &'a StrategyDay,
+    static_peak: &'a StrategyDay,
+    scratch: &'a StrategyDay,
+    journal: &'a [JournalEntry],
+    forecast: &'a ForecastAccuracy,
+    simulated_hours: f64,
+    interval_s: f64,
+    sampling: &'a Sampling,
+    controller: &'a ControllerConfig,
+    pieces_simulated: usize,
+    requests_simulated: u64,
+}
+
+/// One hour of every strategy.
+#[derive(Serialize)]
+struct HourDocument<'a> {
+    hour: usize,
+    demand_rps: f64,
+    autopilot: &'a Tally,
+    static_peak: &'a Tally,
+    scratch: &'a Tally,
+}
+
+impl<'a> DayDocument<'a> {
+    fn new(report: &'a DayReport) -> DayDocument<'a> {
+        let totals = &report.autopilot.totals;
+        let hours = (0..report.autopilot.hours.len())
+            .map(|hour| HourDocument {
+                hour,
+                demand_rps: report.demand_rps[hour],
+                autopilot: &report.autopilot.hours[hour].tally,
+                static_peak: &report.static_peak.hours[hour].tally,
+                scratch: &report.scratch.hours[hour].tally,
+            })
+            .collect();
+        DayDocument {
+            gpu_hours: totals.gpu_hours,
+            static_peak_gpu_hours: report.static_peak.totals.gpu_hours,
+            scratch_gpu_hours: report.scratch.totals.gpu_hours,
+            attainment: totals.attainment,
+            worst_service_attainment: totals.worst_service_attainment,
+            worst_service: totals.worst_service.as_deref(),
+            gpus_reconfigured: totals.gpus_reconfigured,
+            scratch_gpus_reconfigured: report.scratch.totals.gpus_reconfigured,
+            requests_lost: totals.requests_lost,
+            processes_started: totals.processes_started,
+            hours,
+            autopilot: &report.autopilot,
+            static_peak: &report.static_peak,
+            scratch: &report.scratch,
+            journal: &report.journal,
+            forecast: &report.forecast,
+            simulated_hours: report.hours,
+            interval_s: report.interval_s,
+            sampling: &report.sampling,
+            controller: &report.controller,
+            pieces_simulated: report.pieces_simulated,
+            requests_simulated: report.requests_simulated,
+        }
+    }
+}

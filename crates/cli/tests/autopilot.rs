@@ -1,0 +1,112 @@
+//! `tessera autopilot simulate`: the comparison as a table and as JSON, the
+//! traffic written and read back, and bad input.
+
+use serde_json::Value;
+use tempfile::TempDir;
+
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
+
+/// A short day of the demo: two hours, a decision every five minutes, one
+/// second of simulated requests per piece.
+const SHORT: [&str; 10] =
+    ["autopilot", "simulate", "--demo", "--hours", "2", "--interval-min", "5", "--window-s", "1", "--warmup-s"];
+
+fn short_day(extra: &[&str], store: &std::path::Path) -> std::process::Output {
+    let args: Vec<&str> = SHORT.iter().copied().chain(["0.5"]).chain(extra.iter().copied()).collect();
+    tessera(&args, store)
+}
+
+#[test]
+fn the_json_has_the_issues_fields_and_every_hour_of_every_strategy() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = short_day(&["--diurnal", "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let day: Value = serde_json::from_slice(&output.stdout).unwrap();
+    for field in [
+        "gpu_hours",
+        "static_peak_gpu_hours",
+        "scratch_gpu_hours",
+        "attainment",
+        "worst_service_attainment",
+        "gpus_reconfigured",
+        "scratch_gpus_reconfigured",
+        "requests_lost",
+    ] {
+        assert!(day[field].is_number(), "{field}: {}", day[field]);
+    }
+    let hours = day["hours"].as_array().unwrap();
+    assert_eq!(hours.len(), 2);
+    let summed: f64 = hours.iter().map(|hour| hour["autopilot"]["gpu_hours"].as_f64().unwrap()).sum();
+    assert!((summed - day["gpu_hours"].as_f64().unwrap()).abs() < 1e-9);
+    let static_gpus = day["static_peak"]["totals"]["gpus_max"].as_f64().unwrap();
+    assert_eq!(day["static_peak_gpu_hours"].as_f64().unwrap(), 2.0 * static_gpus);
+    assert_eq!(day["journal"].as_array().unwrap().len(), 24, "a decision every 5 min for 2 h");
+    assert_eq!(day["journal"][0]["action"], "start");
+    assert!(day["attainment"].as_f64().unwrap() > 0.9);
+}
+
+#[test]
+fn the_table_compares_the_strategies_and_judges_the_goals() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let output = short_day(&["--diurnal", "--seed", "3"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    for needle in ["autopilot", "static peak", "scratch", "GPU-hours", "demand", "goal: 25%", "forecasts:"] {
+        assert!(text.contains(needle), "{needle:?} not in:\n{text}");
+    }
+    assert!(text.contains("diurnal traffic") && text.contains("seed 3"), "{text}");
+    assert!(text.lines().all(|line| line.chars().count() <= 80), "wider than 80 columns:\n{text}");
+}
+
+#[test]
+fn generated_traffic_written_and_read_back_gives_the_same_day() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let traffic = dir.path().join("traffic.csv");
+    let traffic = traffic.to_str().unwrap();
+    let generated = short_day(&["--diurnal", "--seed", "7", "--write-traffic", traffic, "--format", "json"], &store);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let written = std::fs::read_to_string(traffic).unwrap();
+    assert!(written.starts_with("time_s,service,rate_rps\n0,search-ranking,"), "{}", &written[..80]);
+    let replayed = short_day(&["--traffic", traffic, "--format", "json"], &store);
+    assert!(replayed.status.success(), "{}", stderr(&replayed));
+    let (a, b): (Value, Value) =
+        (serde_json::from_slice(&generated.stdout).unwrap(), serde_json::from_slice(&replayed.stdout).unwrap());
+    for field in ["gpu_hours", "static_peak_gpu_hours", "scratch_gpu_hours", "attainment", "gpus_reconfigured"] {
+        assert_eq!(a[field], b[field], "{field}");
+    }
+}
+
+#[test]
+fn bad_traffic_and_options_are_refused_in_one_line() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let traffic = dir.path().join("traffic.csv");
+    std::fs::write(&traffic, "time_s,service,rate_rps\n0,search-ranking,10\n0,nobody,5\n").unwrap();
+    let path = traffic.to_str().unwrap();
+    fails_with(
+        &["autopilot", "simulate", "--demo", "--traffic", path],
+        &store,
+        &["traffic.csv:3: field 'service': 'nobody' is not among the services"],
+    );
+    std::fs::write(&traffic, "time_s,service,rate_rps\n0,search-ranking,10\n").unwrap();
+    fails_with(
+        &["autopilot", "simulate", "--demo", "--traffic", path],
+        &store,
+        &["traffic.csv:2: service 'fraud-check' has no traffic points"],
+    );
+    usage_error(&["autopilot", "simulate", "--demo"], &store, &["required arguments were not provided"]);
+    usage_error(
+        &["autopilot", "simulate", "--demo", "--traffic", path, "--bursts", "2"],
+        &store,
+        &["cannot be used with"],
+    );
+    usage_error(&["autopilot", "simulate", "--demo", "--diurnal", "--interval-min", "0"], &store, &["positive"]);
+    fails_with(
+        &["autopilot", "simulate", "--demo", "--diurnal", "--keep-headroom", "0.5"],
+        &store,
+        &["keep_headroom: 0.5 is not in [0, 0.15]"],
+    );
+}
