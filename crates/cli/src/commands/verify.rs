@@ -1,5 +1,5 @@
 //! `tessera verify`: the plan checked by [`verify_plan`], its
-//! [`Verification`](tessera_plan::Verification) printed.
+//! [`Verification`] printed.
 
 use std::path::Path;
 
