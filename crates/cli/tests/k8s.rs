@@ -35,7 +35,7 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     // One multi-document file per plan node, that node's objects inside,
-    // and the services' routes (of no one node) in cluster.yaml.
+    // and the Services and routes (of no one node) in cluster.yaml.
     let names: Vec<&str> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
     assert!(names.contains(&"cluster.yaml"), "{names:?}");
     let node_files: Vec<_> = files.iter().filter(|f| !f.ends_with("cluster.yaml")).cloned().collect();
@@ -45,11 +45,26 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert_eq!(stdout(&output), format!("wrote {documents} manifests in {} files to {}\n", files.len(), out.display()));
     let kinds = |kind: &str| texts.iter().map(|t| t.matches(&format!("\nkind: {kind}\n")).count()).sum::<usize>();
     let (claims, routes) = (kinds("ResourceClaim"), kinds("HTTPRoute"));
-    assert!(claims > 0 && claims == kinds("Deployment") && claims == kinds("Service") && routes > 0);
+    assert!(claims > 0 && claims == kinds("Deployment") && routes > 0);
+    // One Service per service and configuration.
+    let planned: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let configurations: std::collections::BTreeSet<String> = planned["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|gpu| {
+            gpu["instances"].as_array().unwrap().iter().map(move |i| {
+                format!("{} {} {} {} {}", i["service"], gpu["gpu_model"], i["profile"], i["batch"], i["procs"])
+            })
+        })
+        .collect();
+    assert_eq!(kinds("Service"), configurations.len());
     assert_eq!(kinds("ConfigMap"), node_files.len());
-    assert_eq!(documents, node_files.len() + 3 * claims + routes);
-    // kubernetes-validate knows the core kinds; routes are checked typed.
-    kubernetes_validate(&node_files);
+    assert_eq!(documents, node_files.len() + 2 * claims + configurations.len() + routes);
+    // kubernetes-validate checks the core kinds (the Services of
+    // cluster.yaml among them) and passes over the routes, which it has no
+    // schema for (checked typed by tessera-k8s's tests).
+    kubernetes_validate(&files);
 
     let output = tessera(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir));
     assert_eq!(stdout(&output).matches("---\n").count(), documents);
@@ -61,8 +76,10 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> =
         std::fs::read_dir(&bare).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(names.len(), node_files.len(), "{names:?}");
-    assert!(!names.iter().any(|n| n == "cluster.yaml"));
+    assert_eq!(names.len(), node_files.len() + 1, "{names:?}");
+    let cluster = std::fs::read_to_string(bare.join("cluster.yaml")).unwrap();
+    assert_eq!(cluster.matches("\nkind: Service\n").count(), configurations.len());
+    assert!(!cluster.contains("HTTPRoute"), "{cluster}");
     let stream = stdout(&tessera(
         &[
             "k8s",

@@ -113,7 +113,7 @@ const CASES: &[Case] = &[
     case("plan --profiles {d}/prof_data --slo {d}/unknown.csv", 1,
          r"^error: service 'shop': no profile for model 'alexnet' on a100-80gb \(profiled models: alpha, beta\)$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv", 1,
-         r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the percentile rule \(99% of requests \(Poisson arrivals, a queue per process\) within 5 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
+         r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the percentile rule \(99% of requests \(queueing included, a queue per process\) within 5 ms\); the fastest is 7g batch 8 x 1 proc at 6\.00 ms$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule queueing", 1,
          r"^error: service 'shop' \(model 'alpha'\): no configuration meets the latency SLO of 5 ms under the queueing rule .*; the fastest is 7g batch 8 x 1 proc at 17\.25 ms$"),
     case("plan --profiles {d}/prof_data --slo {d}/strict.csv --latency-rule parva", 1,
@@ -386,7 +386,10 @@ fn every_error_class_prints_its_cause_once() {
     let output = tessera(&["verify", &one_off, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
-    assert_eq!(stderr(&output), format!("error: {one_off}: 1 violation (under the percentile latency rule)\n"));
+    assert_eq!(
+        stderr(&output),
+        format!("error: {one_off}: 1 violation (under the percentile latency rule, poisson arrivals)\n")
+    );
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(
         error_of(&["--store", &corrupt, "profiles", "list"], &store),

@@ -132,7 +132,11 @@ fn a_csv_plan_reads_back_and_verifies() {
         "{}",
         stderr(&output)
     );
-    assert!(stderr(&output).ends_with("violations (under the percentile latency rule)\n"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).ends_with("violations (under the percentile latency rule, poisson arrivals)\n"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -162,7 +166,7 @@ fn verify_reports_as_json_with_the_same_exit_status() {
     assert_eq!(report["ok"], false);
     assert_eq!(
         stderr(&output),
-        format!("error: {plan}: {} violations (under the percentile latency rule)\n", messages.len())
+        format!("error: {plan}: {} violations (under the percentile latency rule, poisson arrivals)\n", messages.len())
     );
 }
 

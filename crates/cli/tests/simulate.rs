@@ -310,3 +310,44 @@ fn simulate_serve_refuses_bad_traffic_in_one_line() {
     }
     usage_error(&["simulate", "serve", plan, "--discipline", "fastest"], &store, &["fastest"]);
 }
+
+#[test]
+fn a_plan_for_bursty_arrivals_holds_under_them_where_the_poisson_plan_does_not() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let (poisson, _) = demo_plans(&dir, &store);
+    let bursty = dir.path().join("bursty.json");
+    let output =
+        tessera(&["plan", "--demo", "--arrivals", "cv=2", "--format", "json", "-o", bursty.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let read = |path: &Path| -> serde_json::Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let (bursty_plan, poisson_plan) = (read(&bursty), read(&poisson));
+    // The plan says what it was proven under, and bursts cost GPUs.
+    assert_eq!(bursty_plan["traffic"]["arrivals"], "cv=2");
+    assert!(bursty_plan["gpu_count"].as_u64() > poisson_plan["gpu_count"].as_u64(), "{}", bursty_plan["gpu_count"]);
+    // Checked and simulated under the arrivals it records: every service met.
+    let output = tessera(
+        &["verify", bursty.to_str().unwrap(), "--demo", "--simulate", "--seconds", "60", "--format", "json"],
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        (document["arrivals"].as_str(), document["simulation"]["arrivals"].as_str()),
+        (Some("cv=2"), Some("cv=2"))
+    );
+    // The Poisson plan, checked under the same bursts, is refused segment by segment.
+    fails_with(
+        &["verify", poisson.to_str().unwrap(), "--demo", "--arrivals", "cv=2"],
+        &store,
+        &["plan.json: ", "under the percentile latency rule", "violation"],
+    );
+    let output = tessera(&["verify", poisson.to_str().unwrap(), "--demo", "--arrivals", "cv=2"], &store);
+    assert!(stdout(&output).contains("capacity of"), "{}", stdout(&output));
+    // Rules that assume evenly spaced arrivals take no other model.
+    fails_with(
+        &["plan", "--demo", "--latency-rule", "queueing", "--arrivals", "cv=2"],
+        &store,
+        &["the queueing rule assumes evenly spaced arrivals; cv=2 arrivals need the percentile rule"],
+    );
+}

@@ -36,6 +36,7 @@ pub struct Split {
 /// An evaluation protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Protocol {
     /// KACE's published splits: train on a split's training rows, choose
     /// among its test rows.

@@ -26,10 +26,15 @@ pub const MIN_TRAINING_ROWS: usize = 3;
 /// The kinds of model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ModelKind {
-    /// The slowdown model ([`SlowdownModel`]).
+    /// Per-workload retained fractions by gradient-boosted trees.
+    ///
+    /// See [`SlowdownModel`].
     Slowdown,
-    /// KACE's least squares ([`KaceModel`]).
+    /// KACE's least squares on group features.
+    ///
+    /// See [`KaceModel`].
     Kace,
 }
 

@@ -125,6 +125,7 @@ pub struct Query<'a> {
 /// What a recommendation ranks groups by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Risk {
     /// The predicted total.
     Mean,

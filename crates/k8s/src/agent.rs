@@ -13,7 +13,12 @@
 //!
 //! The agent reads its node's part of the plan, its node's ConfigMap, through
 //! the API (or a plan file), and reports the part's id: see
-//! [`crate::node_plan`].
+//! [`crate::node_plan`]. A GPU the part lists without instances is to be
+//! emptied (a plan change no longer uses it, see [`crate::transition`]): its
+//! MIG instances are destroyed like any other layout change, and the plugin
+//! restarted so that the driver stops publishing them. One that is not on
+//! the node any more (lost) or not in MIG mode has nothing to destroy and is
+//! passed over, with an event.
 //!
 //! Each call of [`reconcile_node`] is one pass, without waiting: the agent's
 //! loop calls it again and again. An agent that died mid-layout left its
@@ -30,7 +35,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tessera_core::text::count;
-use tessera_gpu::{apply_node, plan_node_layouts, CommandRunner, DetachedLauncher, MigDevices};
+use tessera_core::Plan;
+use tessera_gpu::{
+    apply_node, installed_gpu, plan_node_layouts, CommandRunner, DetachedLauncher, GpuError, MigDevices,
+};
 use tessera_plan::NodeRef;
 
 use crate::cluster::{typed, Cluster, Kind};
@@ -83,7 +91,7 @@ fn load_plan(
     cluster: &Cluster,
     node: &Value,
     options: &AgentOptions,
-) -> Result<Result<(tessera_core::Plan, Option<u32>), Loaded>, K8sError> {
+) -> Result<Result<(Plan, Option<u32>), Loaded>, K8sError> {
     match &options.plan {
         PlanSource::File(path) => {
             if !path.exists() {
@@ -145,7 +153,7 @@ struct Report {
 
 /// The plan's node number of this node: its place among the plan's node
 /// names, or its `tessera.io/node` label for a plan without names.
-fn plan_node_number(plan: &tessera_core::Plan, node: &Value, name: &str) -> Option<u32> {
+fn plan_node_number(plan: &Plan, node: &Value, name: &str) -> Option<u32> {
     let given = node["metadata"]["labels"][NODE_NUMBER_LABEL].as_str().and_then(|n| n.parse().ok());
     tessera_plan::node_number(plan, name, given)
 }
@@ -224,6 +232,15 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
         return Ok(Outcome::Idle("no GPUs of the plan on this node".into()));
     };
     let restarted = node["metadata"]["annotations"][RESTARTED_ANNOTATION].as_str().map(str::to_string);
+    let plan = match without_nothing_to_destroy(driver, plan, number, on_event) {
+        Ok(plan) => plan,
+        Err(error) => return fail(error.to_string(), restarted),
+    };
+    if !plan.gpus.iter().any(|gpu| gpu.node == number) {
+        let report = Report { state: "success", reason: None, devices: Some("[]".into()), restarted };
+        write_report(cluster, &node, name, &id, &report)?;
+        return Ok(Outcome::Success);
+    }
     let layouts = match plan_node_layouts(driver, &plan, number) {
         Ok(layouts) => layouts,
         Err(error) => return fail(error.to_string(), restarted),
@@ -263,7 +280,13 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
         cluster,
     )?;
     let shown = mig_devices(&slices).remove(name).unwrap_or_default();
-    match compare(&planned, &shown) {
+    // After a change the driver must publish the layout again: instances
+    // destroyed on a GPU now empty would otherwise stay listed.
+    let compared = match compare(&planned, &shown) {
+        Ok(_) if restart => Err("the layout changed".to_string()),
+        compared => compared,
+    };
+    match compared {
         Ok(devices) => {
             let devices = serde_json::to_string(&devices).expect("devices serialize");
             let report = Report { state: "success", reason: None, devices: Some(devices), restarted };
@@ -311,11 +334,42 @@ pub fn reconcile_node<N: CommandRunner + MigDevices>(
     }
 }
 
+/// `plan` without the GPUs of node `number` it empties that have no layout
+/// to destroy: not on the node (lost) or not in MIG mode (each said in an
+/// event). A driver that does not answer is an error.
+fn without_nothing_to_destroy<R: CommandRunner>(
+    driver: &mut R,
+    mut plan: Plan,
+    number: u32,
+    on_event: &mut dyn FnMut(String),
+) -> Result<Plan, K8sError> {
+    let mut passed = Vec::new();
+    for gpu in plan.gpus.iter().filter(|gpu| gpu.node == number && gpu.instances.is_empty()) {
+        match installed_gpu(driver, gpu.index) {
+            Ok(installed) if !installed.mig_enabled => {
+                on_event(format!("GPU {} is to be emptied and is not in MIG mode: nothing to destroy", gpu.index));
+                passed.push(gpu.index);
+            }
+            Ok(_) => {}
+            Err(GpuError::PlanGpu { message, .. }) => {
+                on_event(format!(
+                    "GPU {} is to be emptied but is not there ({message}): nothing to destroy",
+                    gpu.index
+                ));
+                passed.push(gpu.index);
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+    plan.gpus.retain(|gpu| gpu.node != number || !passed.contains(&gpu.index));
+    Ok(plan)
+}
+
 /// The MIG device of each planned instance of node `number`: (GPU, profile,
 /// start) → UUID, read from the driver after the layout is in place.
 fn planned_devices<N: CommandRunner + MigDevices>(
     driver: &mut N,
-    plan: &tessera_core::Plan,
+    plan: &Plan,
     number: u32,
 ) -> Result<Vec<(u32, String, u8, String)>, K8sError> {
     let layouts = plan_node_layouts(driver, plan, number)?;

@@ -10,9 +10,16 @@
 //! (the nodes report `success` for their part's id), the new segments'
 //! claims (pinned to the MIG devices the agents report) and Deployments are
 //! applied, and the step waits until every new Deployment is ready before
-//! the next. A first apply is one step (every GPU is added). Objects are
-//! written in bulk, `concurrency` requests in flight; an object as planned
-//! is not written.
+//! the next, then applies the state's routing. A first apply is one step
+//! (every GPU is added). Objects are written in bulk, `concurrency`
+//! requests in flight; an object as planned is not written.
+//!
+//! GPUs the new plan no longer has are emptied by their agents in their
+//! step (see [`crate::transition`]); a node that is not in the cluster any
+//! more has nothing to empty and is not waited for. An apply that finds
+//! GPUs a run before it emptied in the parts (it was interrupted) first
+//! waits until their agents report the empty layouts, so no node's part is
+//! replaced or pruned before its GPUs are empty.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -25,10 +32,10 @@ use tessera_plan::NodeRef;
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
 use crate::manifests::{
-    manifests, manifests_with, plan_id, state_objects, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY,
+    manifests_with, plan_id, state_objects, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY,
     NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
-use crate::node_plan::{merge_parts, node_parts, recorded_parts};
+use crate::node_plan::{merge_parts, node_parts, recorded_parts, NodePart};
 use crate::options::ExportOptions;
 use crate::pods::PodOptions;
 use crate::routing::GatewayRef;
@@ -371,10 +378,35 @@ fn wait_until_ready(cluster: &Cluster, names: &BTreeSet<String>, options: &Apply
 /// The plan the cluster runs: the union of the nodes' recorded parts, or
 /// an empty plan when none is recorded.
 pub fn running_plan(cluster: &Cluster, namespace: &str, like: &Plan) -> Result<Plan, K8sError> {
-    let parts = recorded_parts(cluster, namespace)?;
-    Ok(merge_parts(&parts).unwrap_or_else(|| {
+    Ok(plan_of_parts(&recorded_parts(cluster, namespace)?, like))
+}
+
+/// The union of `parts`, or an empty plan like `like` without any.
+fn plan_of_parts(parts: &BTreeMap<u32, NodePart>, like: &Plan) -> Plan {
+    merge_parts(parts).unwrap_or_else(|| {
         Plan::from_gpus(Vec::new(), like.strategy.clone(), like.latency_rule.clone(), like.gpus_per_node)
-    }))
+    })
+}
+
+/// Waits until the agents of the nodes whose recorded part empties a GPU
+/// report that part (a run interrupted after handing them their teardown);
+/// nodes no longer in the cluster have nothing to empty.
+fn finish_teardowns(
+    cluster: &Cluster,
+    parts: &BTreeMap<u32, NodePart>,
+    options: &ApplyOptions,
+) -> Result<(), K8sError> {
+    let emptying: BTreeMap<u32, NodeRef> = parts
+        .values()
+        .filter(|part| part.plan.gpus.iter().any(|gpu| gpu.instances.is_empty()))
+        .map(|part| (part.number, part.node.clone()))
+        .collect();
+    if emptying.is_empty() {
+        return Ok(());
+    }
+    let present = plan_nodes(cluster, &emptying)?;
+    let ids: BTreeMap<u32, String> = present.keys().map(|number| (*number, parts[number].id.clone())).collect();
+    wait_for_layouts(cluster, &emptying, &ids, options).map(drop)
 }
 
 /// A state's objects, labelled as the target plan's (every state of a
@@ -410,13 +442,19 @@ fn apply_state(
         .collect();
     let mut actions = apply_kind(cluster, "ConfigMap", &touched, options, on_progress)?;
     let ids = part_ids(state);
-    let waited: BTreeMap<u32, String> =
-        ids.iter().filter(|(n, _)| nodes.contains(n)).map(|(n, id)| (*n, id.clone())).collect();
-    let objects = if options.dry_run {
-        plan_nodes(cluster, &first.nodes)?
+    // A node whose part only empties GPUs and that is not in the cluster any
+    // more has nothing to empty.
+    let present = plan_nodes(cluster, &first.nodes)?;
+    let serving: BTreeSet<u32> = state.gpus.iter().filter(|gpu| !gpu.instances.is_empty()).map(|g| g.node).collect();
+    let waited: BTreeMap<u32, String> = ids
+        .iter()
+        .filter(|(n, _)| nodes.contains(n) && (present.contains_key(n) || serving.contains(n)))
+        .map(|(n, id)| (*n, id.clone()))
+        .collect();
+    let objects = if options.dry_run || waited.is_empty() {
+        present
     } else {
-        wait_for_layouts(cluster, &first.nodes, &waited, options)?;
-        plan_nodes(cluster, &first.nodes)?
+        wait_for_layouts(cluster, &first.nodes, &waited, options)?
     };
     let mut pinned = state_objects(state, &options.export(), &reported_devices(&objects, &ids))?;
     pinned.relabel(target_id);
@@ -449,7 +487,11 @@ pub fn apply_plan(
 ) -> Result<Vec<Action>, K8sError> {
     let target = manifests_with(plan, &options.export(), &BTreeMap::new())?;
     cluster.inventory()?.nodes.check(plan)?;
-    let running = running_plan(cluster, &options.namespace, plan)?;
+    let parts = recorded_parts(cluster, &options.namespace)?;
+    if !options.dry_run {
+        finish_teardowns(cluster, &parts, options)?;
+    }
+    let running = plan_of_parts(&parts, plan);
     let steps = plan_transition(&running, plan);
     let mut actions = Vec::new();
     let mut before = running;
@@ -594,9 +636,12 @@ impl ClusterStatus {
 }
 
 /// How the cluster runs `plan`: per node its layout state, per segment its
-/// pods ready and restarts.
+/// pods ready and restarts. `plan` may be what the cluster records in the
+/// middle of an apply (GPUs being emptied included): nothing is written, so
+/// nothing is refused.
 pub fn cluster_status(cluster: &Cluster, plan: &Plan, namespace: &str) -> Result<ClusterStatus, K8sError> {
-    let planned = manifests(plan, namespace, &BTreeMap::new())?;
+    let workloads = ExportOptions { routes: None, ..ExportOptions::new(namespace) };
+    let planned = state_objects(plan, &workloads, &BTreeMap::new())?;
     let objects = plan_nodes(cluster, &planned.nodes)?;
     let ids = part_ids(plan);
     let nodes = planned

@@ -47,9 +47,15 @@ struct State {
     plugin_restarts: Vec<String>,
     /// Deployments are ready as soon as they are applied.
     ready_on_apply: bool,
-    /// After every write, when kept: the request and the Deployments.
+    /// After every write, when kept: the request and the objects of the
+    /// kinds in [`HISTORY_PLURALS`].
     history: Option<Vec<(String, Vec<Value>)>>,
 }
+
+/// The resources whose objects the history keeps after every write: what
+/// says where traffic goes (Deployments with their readiness, Services,
+/// HTTPRoutes) and what the agents are told and report (ConfigMaps, Nodes).
+const HISTORY_PLURALS: [&str; 5] = ["deployments", "services", "httproutes", "configmaps", "nodes"];
 
 /// The fake API server; stops when dropped.
 pub struct FakeApiServer {
@@ -223,15 +229,20 @@ impl State {
         answer
     }
 
-    /// Keeps the Deployments after a write, when asked to.
+    /// Keeps the objects of [`HISTORY_PLURALS`] after a write, when asked
+    /// to.
     fn record(&mut self, what: String) {
         if self.history.is_none() {
             return;
         }
-        let deployments: Vec<Value> =
-            self.objects.iter().filter(|((p, _, _), _)| p == "deployments").map(|(_, s)| s.object.clone()).collect();
+        let kept: Vec<Value> = self
+            .objects
+            .iter()
+            .filter(|((plural, _, _), _)| HISTORY_PLURALS.contains(&plural.as_str()))
+            .map(|(_, stored)| stored.object.clone())
+            .collect();
         if let Some(history) = self.history.as_mut() {
-            history.push((what, deployments));
+            history.push((what, kept));
         }
     }
 
@@ -594,7 +605,8 @@ impl FakeApiServer {
         lock(&self.state).ready_on_apply = true;
     }
 
-    /// Keeps, from now on, the Deployments after every write (and every
+    /// Keeps, from now on, the Deployments, Services, HTTPRoutes,
+    /// ConfigMaps and Nodes after every write (and every
     /// [`FakeApiServer::set_ready`]), starting with those there now.
     pub fn keep_history(&self) {
         let mut state = lock(&self.state);
@@ -603,7 +615,7 @@ impl FakeApiServer {
     }
 
     /// What [`FakeApiServer::keep_history`] kept: per write, the request
-    /// (`METHOD path`) and every Deployment after it.
+    /// (`METHOD path`) and every object of those kinds after it.
     pub fn history(&self) -> Vec<(String, Vec<Value>)> {
         lock(&self.state).history.clone().unwrap_or_default()
     }

@@ -12,11 +12,13 @@
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
 //!   [`MigDeviceConfig`] sharing it through MPS, a `Deployment` of `procs`
 //!   pods sharing the claim (requests, probes, a rolling update that never
-//!   runs more processes than planned: [`pods`]) and a `Service` over them;
-//!   per service a Gateway API `HTTPRoute` splitting its requests across its
-//!   segments in proportion to their capacities. [`routing`] states the
-//!   serving discipline this sets up (the one tessera-serving models) and
-//!   how a service is served without the Gateway API.
+//!   runs more processes than planned: [`pods`]); per service and
+//!   configuration (GPU model, MIG profile, batch, processes) a `Service`
+//!   over its pods, and per service a Gateway API `HTTPRoute` splitting its
+//!   requests across those Services in proportion to their capacities.
+//!   [`routing`] states the serving discipline this sets up (the one
+//!   tessera-serving models) and how a service is served without the
+//!   Gateway API.
 //! - [`apply_plan`] applies them by server-side apply (field manager
 //!   `tessera`), make before break from the plan the cluster records
 //!   ([`running_plan`]) through the intermediate states of
@@ -59,7 +61,7 @@ pub use inventory::{
     inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
 pub use manifests::{
-    manifests, manifests_with, node_file_name, plan_id, Manifest, Manifests, NodeDevice, PlanObjects,
+    manifests, manifests_with, node_file_name, plan_id, Manifest, Manifests, NodeDevice, PlanObjects, CONFIG_LABEL,
     DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION,
     SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };

@@ -1,10 +1,10 @@
 //! A plan as Kubernetes objects: the plan for the node agents (a
 //! ConfigMap per node, see [`crate::node_plan`]), then per segment a
-//! `ResourceClaim` for its MIG device, a `Deployment` of `procs` pods
-//! sharing it through MPS and a `Service` over those pods, and per service
-//! an `HTTPRoute` weighing its segments by capacity (see [`crate::routing`]
-//! for the serving discipline, and [`crate::pods`] for the pods' requests,
-//! probes and updates).
+//! `ResourceClaim` for its MIG device and a `Deployment` of `procs` pods
+//! sharing it through MPS, per service and configuration a `Service` over
+//! those pods, and per service an `HTTPRoute` weighing its configurations
+//! by capacity (see [`crate::routing`] for the serving discipline, and
+//! [`crate::pods`] for the pods' requests, probes and updates).
 //!
 //! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
 //! `S-nN-gG-P-T` (P without dots). Its claim asks the DRA driver for a MIG
@@ -44,11 +44,11 @@ use tessera_plan::NodeRef;
 
 use crate::error::K8sError;
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
-use crate::names::{profile_part, service_names, stable_hash};
+use crate::names::{config_name, profile_part, service_names, stable_hash};
 use crate::node_plan::{node_config_map, node_parts};
 use crate::options::ExportOptions;
 use crate::pods::{rolling_update, PodOptions};
-use crate::routing::{check_backend_counts, segment_service, service_name, service_route, Backend};
+use crate::routing::{backend_name, backend_service, check_backend_counts, service_route, Backend};
 
 /// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
 /// (prune deletes only those).
@@ -60,6 +60,11 @@ pub const PLAN_ID: &str = "tessera.io/plan-id";
 pub const SERVICE_LABEL: &str = "tessera.io/service";
 /// The segment's Deployment name, on its pods.
 pub const SEGMENT_LABEL: &str = "tessera.io/segment";
+/// A segment's configuration (GPU model, MIG profile, batch, processes:
+/// `a100-80gb-3g40gb-b8-p2`), on its Deployment and pods; with the
+/// service's label it selects a configuration's pods for its Service (see
+/// [`crate::routing`]).
+pub const CONFIG_LABEL: &str = "tessera.io/config";
 /// On nodes of a plan made without cluster node names: the plan's node
 /// number (`kubectl label node NAME tessera.io/node=N`); on the objects of
 /// a node (its ConfigMap, claims, Deployments): the plan node they are for.
@@ -116,7 +121,7 @@ pub enum Manifest {
     ResourceClaim(ResourceClaim),
     /// A segment's processes.
     Deployment(Box<Deployment>),
-    /// A segment's pods behind one address.
+    /// A service's pods of one configuration behind one address.
     Service(Box<Service>),
     /// A service's requests split across its segments.
     HttpRoute(Box<HttpRoute>),
@@ -210,7 +215,7 @@ pub struct Manifests {
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
     /// The objects: the nodes' ConfigMaps, the claims, the Deployments, the
-    /// Services, the HTTPRoutes.
+    /// Services (one per service and configuration), the HTTPRoutes.
     pub objects: Vec<Manifest>,
     /// Names that were changed to be valid Kubernetes names.
     pub notes: Vec<String>,
@@ -226,8 +231,8 @@ impl Manifests {
     /// multi-document file, `node-NAME.yaml` (`node-nN.yaml` on a plan
     /// without node names), with that node's objects in apply order (its
     /// ConfigMap, claims, Deployments); objects of no one node (those
-    /// without a `tessera.io/node` label) in `cluster.yaml`. `kubectl apply
-    /// -f DIR` applies them all.
+    /// without a `tessera.io/node` label: the Services and HTTPRoutes) in
+    /// `cluster.yaml`. `kubectl apply -f DIR` applies them all.
     pub fn files(&self) -> impl Iterator<Item = (String, String)> + '_ {
         let mut groups: BTreeMap<String, Vec<&Manifest>> = BTreeMap::new();
         for object in &self.objects {
@@ -344,6 +349,7 @@ fn claim(
 /// What a segment's Deployment runs.
 struct Workload<'a> {
     instance: &'a InstanceAssignment,
+    config: String,
     image: &'a tessera_core::ServiceImage,
     node: &'a NodeRef,
     claim: String,
@@ -354,6 +360,8 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
     let pods = workload.pods;
     let (requests, limits) = pods.requests_of(&workload.instance.service).requests_and_limits();
     let instance = workload.instance;
+    let mut labels = labels;
+    labels.insert(CONFIG_LABEL.into(), workload.config);
     let mut pod_labels: BTreeMap<String, String> = labels.clone();
     pod_labels.remove(PLAN_ID);
     pod_labels.insert(SEGMENT_LABEL.into(), segment.into());
@@ -435,8 +443,9 @@ fn segment_name(service: &str, gpu: &GpuAssignment, instance: &InstanceAssignmen
 /// plan's id, the services' Kubernetes names, each node's part, the export
 /// options) is decided once for the whole plan, so that a node's objects
 /// are the same whether made alone or with all the others, and a fleet's
-/// objects need not all be in memory at once. The HTTPRoutes, one per
-/// service across its nodes, are made apart ([`PlanObjects::route_objects`]).
+/// objects need not all be in memory at once. The Services and HTTPRoutes,
+/// each over a service's segments across nodes, are made apart
+/// ([`PlanObjects::routing_objects`]).
 pub struct PlanObjects<'a> {
     plan: &'a Plan,
     options: &'a ExportOptions,
@@ -444,6 +453,9 @@ pub struct PlanObjects<'a> {
     plan_id: String,
     names: BTreeMap<String, String>,
     parts: BTreeMap<u32, Plan>,
+    /// Per service (Kubernetes name), per configuration, its summed
+    /// capacity in requests/s.
+    backends: BTreeMap<String, BTreeMap<String, f64>>,
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
     /// Names that were changed to be valid Kubernetes names (one note).
@@ -456,7 +468,9 @@ impl<'a> PlanObjects<'a> {
     /// to its instance. A plan the verifier's structural checks refuse (the
     /// MIG lattice, the fleet) is refused with their reasons. Every service
     /// needs an image (the plan's `images`, from its SLO file's `image` and
-    /// `args` columns); those without one are named in the error.
+    /// `args` columns); those without one are named in the error. With
+    /// routes, a service of more configurations than one route rule may
+    /// weigh is refused, named.
     pub fn new(
         plan: &'a Plan,
         options: &'a ExportOptions,
@@ -489,13 +503,6 @@ impl<'a> PlanObjects<'a> {
                 missing.join(", ")
             )));
         }
-        if options.routes.is_some() {
-            let mut segments: BTreeMap<&str, usize> = BTreeMap::new();
-            for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
-                *segments.entry(instance.service.as_str()).or_default() += 1;
-            }
-            check_backend_counts(segments)?;
-        }
         let mut nodes = BTreeMap::new();
         for gpu in &plan.gpus {
             if let std::collections::btree_map::Entry::Vacant(entry) = nodes.entry(gpu.node) {
@@ -509,11 +516,31 @@ impl<'a> PlanObjects<'a> {
                 .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
                 .collect::<std::collections::BTreeSet<_>>(),
         );
-        Ok(PlanObjects { plan, options, devices, plan_id: plan_id(plan), names, parts: node_parts(plan), nodes, notes })
+        let mut backends: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for gpu in &plan.gpus {
+            for instance in &gpu.instances {
+                let configs = backends.entry(names[&instance.service].clone()).or_default();
+                *configs.entry(config_name(gpu.gpu_model, instance)).or_default() += instance.capacity();
+            }
+        }
+        if options.routes.is_some() {
+            check_backend_counts(backends.iter().map(|(service, configs)| (service.as_str(), configs.len())))?;
+        }
+        Ok(PlanObjects {
+            plan,
+            options,
+            devices,
+            plan_id: plan_id(plan),
+            names,
+            parts: node_parts(plan),
+            backends,
+            nodes,
+            notes,
+        })
     }
 
-    /// Node `number`'s objects: its ConfigMap, then per segment its claim,
-    /// Deployment and Service (none for a node without GPUs in the plan).
+    /// Node `number`'s objects: its ConfigMap, then per segment its claim and
+    /// Deployment (none for a node without GPUs in the plan).
     pub fn node_objects(&self, number: u32) -> Result<Vec<Manifest>, K8sError> {
         let (Some(node), Some(part)) = (self.nodes.get(&number), self.parts.get(&number)) else {
             return Ok(Vec::new());
@@ -521,7 +548,6 @@ impl<'a> PlanObjects<'a> {
         let namespace = self.options.namespace.as_str();
         let mut objects = vec![Manifest::ConfigMap(node_config_map(part, number, node, namespace, &self.plan_id)?)];
         let mut deployments = Vec::new();
-        let mut services = Vec::new();
         for gpu in &part.gpus {
             for instance in &gpu.instances {
                 let service = &self.names[&instance.service];
@@ -537,45 +563,53 @@ impl<'a> PlanObjects<'a> {
                 let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
                 let workload = Workload {
                     instance,
+                    config: config_name(gpu.gpu_model, instance),
                     image: &self.plan.images[&instance.service],
                     node,
                     claim: claim.metadata.name.clone().unwrap_or_default(),
                     pods: &self.options.pods,
                 };
-                let front = segment_service(namespace, &segment, labels.clone(), self.options.pods.port);
-                services.push(Manifest::Service(Box::new(front)));
                 deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
                 objects.push(Manifest::ResourceClaim(claim));
             }
         }
         objects.extend(deployments);
-        objects.extend(services);
         Ok(objects)
     }
 
-    /// Per service an HTTPRoute over its segments' Services, weighted by
-    /// their capacities (none when the options ask for no routes).
-    pub fn route_objects(&self) -> Vec<Manifest> {
-        let Some(gateway) = &self.options.routes else { return Vec::new() };
+    /// The objects over nodes: per service and configuration a Service
+    /// over its pods, then (unless the options ask for no routes) per
+    /// service an HTTPRoute over those Services, weighted by their
+    /// capacities.
+    pub fn routing_objects(&self) -> Vec<Manifest> {
         let namespace = self.options.namespace.as_str();
-        let mut backends: BTreeMap<&str, Vec<Backend>> = BTreeMap::new();
-        for gpu in &self.plan.gpus {
-            for instance in &gpu.instances {
-                let service = self.names[&instance.service].as_str();
-                backends.entry(service).or_default().push(Backend {
-                    service: service_name(&segment_name(service, gpu, instance)),
-                    capacity_rps: instance.capacity(),
-                });
+        let labels_of = |service: &str| {
+            let mut labels = common_labels(&self.plan_id);
+            labels.insert(SERVICE_LABEL.into(), service.to_string());
+            labels
+        };
+        let mut objects: Vec<Manifest> = Vec::new();
+        for (service, configs) in &self.backends {
+            for config in configs.keys() {
+                let mut labels = labels_of(service);
+                labels.insert(CONFIG_LABEL.into(), config.clone());
+                let front = backend_service(namespace, service, config, labels, self.options.pods.port);
+                objects.push(Manifest::Service(Box::new(front)));
             }
         }
-        backends
-            .iter()
-            .map(|(service, backends)| {
-                let mut labels = common_labels(&self.plan_id);
-                labels.insert(SERVICE_LABEL.into(), (*service).to_string());
-                Manifest::HttpRoute(Box::new(service_route(namespace, service, labels, gateway, backends)))
-            })
-            .collect()
+        let Some(gateway) = &self.options.routes else { return objects };
+        for (service, configs) in &self.backends {
+            let backends: Vec<Backend> = configs
+                .iter()
+                .map(|(config, capacity_rps)| Backend {
+                    service: backend_name(service, config),
+                    capacity_rps: *capacity_rps,
+                })
+                .collect();
+            let route = service_route(namespace, service, labels_of(service), gateway, &backends);
+            objects.push(Manifest::HttpRoute(Box::new(route)));
+        }
+        objects
     }
 }
 
@@ -624,11 +658,12 @@ pub(crate) fn state_objects(
 /// Every object `made` makes, in apply order.
 fn all_objects(made: PlanObjects<'_>, options: &ExportOptions) -> Result<Manifests, K8sError> {
     let segments = made.plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
-    let mut objects = Vec::with_capacity(made.nodes.len() + 3 * segments);
+    let routing = made.backends.values().map(|configs| configs.len() + 1).sum::<usize>();
+    let mut objects = Vec::with_capacity(made.nodes.len() + 2 * segments + routing);
     for number in made.nodes.keys() {
         objects.extend(made.node_objects(*number)?);
     }
-    objects.extend(made.route_objects());
+    objects.extend(made.routing_objects());
     objects.sort_by_key(apply_rank);
     Ok(Manifests {
         plan_id: made.plan_id,

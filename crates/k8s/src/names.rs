@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use tessera_core::{GpuModel, InstanceAssignment};
+
 use crate::manifests::SERVICE_LABEL;
 
 /// The longest name part a service contributes, so that object names built
@@ -85,6 +87,15 @@ pub fn profile_part(profile: &str) -> String {
     label_part(&profile.replace('.', ""))
 }
 
+/// A segment's configuration as a name part and label value, everything its
+/// pods' capacity depends on besides the service: the GPU model, the MIG
+/// profile, the batch and the processes, `a100-80gb-3g40gb-b8-p2`: at most
+/// 42 characters (a model id of 10, a profile of 7, two `u32`s), within a
+/// label value's 63.
+pub fn config_name(gpu_model: GpuModel, instance: &InstanceAssignment) -> String {
+    format!("{gpu_model}-{}-b{}-p{}", profile_part(&instance.profile), instance.batch, instance.procs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +131,26 @@ mod tests {
         assert!(notes[0].starts_with("4 services"), "{notes:#?}");
         assert_eq!(profile_part("3g.40gb"), "3g40gb");
         assert_eq!(profile_part("1g.10gb+me"), "1g10gb-me");
+    }
+
+    #[test]
+    fn a_configuration_is_a_label_value_naming_model_profile_batch_and_processes() {
+        let instance = InstanceAssignment {
+            profile: "7g.141gb".into(),
+            size: 7,
+            start: 0,
+            service: "s".into(),
+            model: "m".into(),
+            batch: 1024,
+            procs: 48,
+            throughput_rps: 1.0,
+            latency_ms: 1.0,
+            capacity_rps: None,
+        };
+        assert_eq!(config_name(GpuModel::H200_141GB, &instance), "h200-141gb-7g141gb-b1024-p48");
+        let largest = InstanceAssignment { batch: u32::MAX, procs: u32::MAX, ..instance };
+        let name = config_name(GpuModel::H200_141GB, &largest);
+        assert_eq!(name.len(), 42, "{name}");
+        assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'));
     }
 }

@@ -11,8 +11,9 @@ pub struct ExportOptions {
     /// The namespace of every object.
     pub namespace: String,
     /// The Gateway every service's `HTTPRoute` attaches to; `None`: no
-    /// routes (a cluster without the Gateway API; the per-segment Services
-    /// are still made, see the routing module's docs).
+    /// routes (a cluster without the Gateway API; the Services, one per
+    /// service and configuration, are still made, see the routing module's
+    /// docs).
     pub routes: Option<GatewayRef>,
     /// Requests, port and probes of the pods.
     pub pods: PodOptions,

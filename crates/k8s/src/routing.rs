@@ -1,7 +1,8 @@
-//! Traffic routed as planned: per segment a `Service` selecting exactly
-//! that segment's pods, and per service a Gateway API `HTTPRoute`
-//! (`gateway.networking.k8s.io/v1`) splitting the service's requests
-//! across its segments' Services in proportion to their capacities.
+//! Traffic routed as planned: per service and configuration a `Service`
+//! selecting that service's pods of that configuration, and per service a
+//! Gateway API `HTTPRoute` (`gateway.networking.k8s.io/v1`) splitting the
+//! service's requests across those Services in proportion to their
+//! capacities.
 //!
 //! # The serving discipline
 //!
@@ -9,28 +10,62 @@
 //! "random per-process queues") assumes that a service's requests are split
 //! across its segments in proportion to their capacities, and that within a
 //! segment each MPS process has its own queue and a request goes to one of
-//! them at random. The objects map onto it exactly:
+//! them at random. Put together: each request goes to one of the service's
+//! processes, each process chosen with probability its share of the
+//! service's capacity (a segment's capacity over its `procs` processes).
+//! The objects set up exactly that:
 //!
-//! - Between segments: the `HTTPRoute`'s `backendRefs` carry one weight per
-//!   segment, proportional to its capacity (`capacity_rps` where the plan
+//! - Each pod is one serving process with its own queue: a segment's
+//!   Deployment runs `procs` pods (`replicas = procs`).
+//! - A **configuration** is what a pod's capacity depends on besides its
+//!   service: the GPU model, the MIG profile, the batch and the number of
+//!   MPS processes (the `tessera.io/config` label, e.g.
+//!   `a100-80gb-3g40gb-b8-p2`). Pods of one service and one configuration
+//!   are interchangeable servers of equal capacity (a verified plan records
+//!   the same capacity for every segment of a service and configuration),
+//!   so one `Service` over all of them, picking a ready pod per request,
+//!   gives each the same share: exactly its share of the configuration's
+//!   capacity.
+//! - The `HTTPRoute`'s `backendRefs` carry one weight per configuration,
+//!   proportional to its summed capacity (`capacity_rps` where the plan
 //!   records it, else `throughput_rps`), so the Gateway sends each request
-//!   to a segment with the planned probability.
-//! - Within a segment: the segment's Deployment runs one pod per MPS
-//!   process (`replicas = procs`), each pod one serving process with its
-//!   own queue, all behind the segment's `Service`. The choice among them
-//!   is the Gateway implementation's (Envoy-based ones pick an endpoint per
-//!   request; a uniform random or round-robin pick both keep each process's
-//!   share at `1/procs`, round robin with less variance than the model
-//!   assumes) or, for a client calling the Service directly, kube-proxy's,
-//!   which picks an endpoint uniformly at random per connection: per
-//!   request only when each request opens its own connection.
+//!   to a configuration with the planned probability, and the
+//!   configuration's Service to one of its pods: each process's share of the
+//!   service's requests is its share of the capacity.
+//!
+//! The pick among a Service's pods is the Gateway implementation's
+//! (Envoy-based ones pick an endpoint per request; a uniform random or
+//! round-robin pick both keep each process's share equal, round robin with
+//! less variance than the model assumes) or, for a client calling the
+//! Service directly, kube-proxy's, which picks an endpoint uniformly at
+//! random per connection: per request only when each request opens its own
+//! connection.
+//!
+//! **Why one Service per configuration, always**, rather than one per
+//! segment (or grouping only services of many segments): the Gateway API
+//! allows [`MAX_BACKENDS`] backends per rule, and large plans have services
+//! of more segments than that (the 11,000-service reference plan under the
+//! percentile rule: 105 services, of up to 28 segments) but few
+//! configurations (at most 4 per service there); one rule for every service
+//! keeps one code path, fewer objects, and a plan change is no worse for it. During a change (see
+//! [`crate::plan_transition`]) each state's route weighs each configuration by
+//! the segments that state runs: a new segment's pods join their
+//! configuration's Service as each becomes ready, before the route's weight
+//! rises (they only take load off their peers), and a stopped segment's
+//! weight is taken off the route before its Deployment is deleted (its
+//! peers then get exactly their share once its pods are gone). A segment
+//! whose pods are not all ready leaves its configuration's load spread over
+//! its peers' pods, rather than over its own remaining ones as a
+//! per-segment Service would. A service of more than [`MAX_BACKENDS`]
+//! configurations cannot be weighed by one rule and is refused, named
+//! ([`check_backend_counts`]).
 //!
 //! Without the Gateway API (`ExportOptions::routes` `None`, `--no-routes`)
-//! the per-segment Services are still made, and whoever sends a service's
-//! requests (a client library, a service mesh) must weigh the segments'
-//! Services by the weights [`route_weights`] computes; one Service over all
-//! of a service's pods would split requests evenly across pods of unequal
-//! capacity, which is not the plan.
+//! the per-configuration Services are still made, and whoever sends a
+//! service's requests (a client library, a service mesh) must weigh them by
+//! the weights [`route_weights`] computes from their capacities; one Service
+//! over all of a service's pods would split requests evenly across pods of
+//! unequal capacity, which is not the plan.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -47,7 +82,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::error::K8sError;
-use crate::manifests::SEGMENT_LABEL;
+use crate::manifests::{CONFIG_LABEL, SERVICE_LABEL};
 use crate::names::stable_hash;
 
 /// The port every segment's Service listens on.
@@ -61,20 +96,20 @@ pub const MAX_WEIGHT: i32 = 1_000_000;
 /// `maxItems`).
 pub const MAX_BACKENDS: usize = 16;
 
-/// Refuses routes for services of more segments than one rule may list
-/// ([`MAX_BACKENDS`]), naming them: `(service, segments)`.
+/// Refuses routes for services of more configurations than one rule may
+/// weigh ([`MAX_BACKENDS`]), naming them: `(service, configurations)`.
 pub fn check_backend_counts<'a>(counts: impl IntoIterator<Item = (&'a str, usize)>) -> Result<(), K8sError> {
     let over: Vec<String> = counts
         .into_iter()
-        .filter(|(_, segments)| *segments > MAX_BACKENDS)
-        .map(|(service, segments)| format!("{service} ({segments})"))
+        .filter(|(_, configurations)| *configurations > MAX_BACKENDS)
+        .map(|(service, configurations)| format!("{service} ({configurations})"))
         .collect();
     if over.is_empty() {
         return Ok(());
     }
     Err(K8sError::Plan(format!(
-        "more segments than an HTTPRoute rule may weigh ({MAX_BACKENDS}): {}; export with --no-routes and \
-         weigh the segments' Services in the client",
+        "more configurations (GPU model, MIG profile, batch, processes) than an HTTPRoute rule may weigh \
+         ({MAX_BACKENDS}): {}; export with --no-routes and weigh the configurations' Services in the client",
         over.join(", ")
     )))
 }
@@ -172,40 +207,46 @@ pub fn route_weights(capacities_rps: &[f64]) -> Vec<i32> {
         .collect()
 }
 
-/// A segment's Service name: its Deployment's name when that is a valid
-/// Service name (a DNS-1035 label: starts with a letter), else `s-` before
-/// it, cut with a hash suffix when longer than 63 characters.
-pub fn service_name(segment: &str) -> String {
-    let name = if segment.starts_with(|c: char| c.is_ascii_lowercase()) {
-        segment.to_string()
-    } else {
-        format!("s-{segment}")
-    };
+/// The Service name of a service's pods of one configuration:
+/// `SERVICE-CONFIG` (both already DNS-1123 label parts), `s-` before it
+/// when it does not start with a letter (a Service name is a DNS-1035
+/// label), cut with a hash suffix of the whole when longer than 63
+/// characters.
+pub fn backend_name(service: &str, config: &str) -> String {
+    let whole = format!("{service}-{config}");
+    let name = if whole.starts_with(|c: char| c.is_ascii_lowercase()) { whole.clone() } else { format!("s-{whole}") };
     if name.len() <= 63 {
         return name;
     }
-    let suffix = format!("{:06x}", stable_hash(segment.as_bytes()) & 0xff_ffff);
+    let suffix = format!("{:06x}", stable_hash(whole.as_bytes()) & 0xff_ffff);
     format!("{}-{suffix}", name[..63 - suffix.len() - 1].trim_end_matches('-'))
 }
 
-/// The Service in front of one segment's pods (one per MPS process), on
-/// [`SERVICE_PORT`] forwarding to the pods' `port`.
-pub fn segment_service(
+/// The Service in front of a service's pods of one configuration (one pod
+/// per MPS process of each of its segments; see the module docs), on
+/// [`SERVICE_PORT`] forwarding to the pods' `container_port`. `labels` are
+/// its own; it selects the pods by their [`SERVICE_LABEL`] and
+/// [`CONFIG_LABEL`].
+pub fn backend_service(
     namespace: &str,
-    segment: &str,
+    service: &str,
+    config: &str,
     labels: BTreeMap<String, String>,
     container_port: i32,
 ) -> Service {
     Service {
         metadata: ObjectMeta {
-            name: Some(service_name(segment)),
+            name: Some(backend_name(service, config)),
             namespace: Some(namespace.into()),
             labels: Some(labels),
             ..Default::default()
         },
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".into()),
-            selector: Some(BTreeMap::from([(SEGMENT_LABEL.to_string(), segment.to_string())])),
+            selector: Some(BTreeMap::from([
+                (SERVICE_LABEL.to_string(), service.to_string()),
+                (CONFIG_LABEL.to_string(), config.to_string()),
+            ])),
             // No affinity: each connection picks a pod afresh.
             session_affinity: Some("None".into()),
             ports: Some(vec![ServicePort {
@@ -221,18 +262,21 @@ pub fn segment_service(
     }
 }
 
-/// One backend of a service's route: a segment's Service and its capacity.
+/// One backend of a service's route: the Service over its pods of one
+/// configuration, and their summed capacity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
-    /// The segment's Service name.
+    /// The Service's name ([`backend_name`]).
     pub service: String,
-    /// The segment's capacity in requests/s.
+    /// The configuration's capacity in requests/s: the sum of its
+    /// segments'.
     pub capacity_rps: f64,
 }
 
 /// The `HTTPRoute` of one service (named as the service, `name`): requests
-/// whose path starts with `/NAME` reach its segments' Services with the
-/// prefix replaced by `/`, weighted by [`route_weights`].
+/// whose path starts with `/NAME` reach its configurations' Services
+/// (`backends`) with the prefix replaced by `/`, weighted by
+/// [`route_weights`] of their capacities.
 pub fn service_route(
     namespace: &str,
     name: &str,
@@ -313,10 +357,11 @@ mod tests {
     }
 
     #[test]
-    fn services_of_more_than_16_segments_are_named() {
+    fn services_of_more_than_16_configurations_are_named() {
         assert!(check_backend_counts([("a", 16), ("b", 1)]).is_ok());
         let error = check_backend_counts([("a", 17), ("b", 2), ("c", 40)]).unwrap_err().to_string();
-        assert!(error.starts_with("more segments than an HTTPRoute rule may weigh (16): a (17), c (40); "), "{error}");
+        assert!(error.contains("than an HTTPRoute rule may weigh (16): a (17), c (40); "), "{error}");
+        assert!(!error.contains('\n'), "one line: {error}");
     }
 
     #[test]
@@ -334,10 +379,13 @@ mod tests {
     }
 
     #[test]
-    fn service_names_are_dns_1035_labels() {
-        assert_eq!(service_name("bert-n0-g1-3g40gb-4"), "bert-n0-g1-3g40gb-4");
-        assert_eq!(service_name("3d-n0-g1-3g40gb-4"), "s-3d-n0-g1-3g40gb-4");
-        let long = service_name(&format!("{}-n10000-g15-1g20gb-me-6", "a".repeat(40)));
+    fn backend_names_are_dns_1035_labels_and_stable() {
+        assert_eq!(backend_name("bert", "a100-80gb-3g40gb-b8-p2"), "bert-a100-80gb-3g40gb-b8-p2");
+        assert_eq!(backend_name("3d", "a100-80gb-3g40gb-b8-p2"), "s-3d-a100-80gb-3g40gb-b8-p2");
+        let service = "a".repeat(40);
+        let long = backend_name(&service, "h200-141gb-1g18gb-me-b1024-p48");
         assert!(long.len() <= 63 && !long.ends_with('-'), "{long}");
+        assert_eq!(long, backend_name(&service, "h200-141gb-1g18gb-me-b1024-p48"), "the same name every time");
+        assert_ne!(long, backend_name(&service, "h200-141gb-1g18gb-me-b1024-p24"), "the hash tells them apart");
     }
 }

@@ -15,10 +15,25 @@
 //!   agents reconfigure them, the new segments start and must be ready
 //!   before the next step).
 //!
+//! Each state's objects include its routing (see [`crate::routing`]): a
+//! service's route weighs each configuration by the segments the state
+//! runs, so the drained state's route has taken the stopped segments'
+//! weight off before their Deployments go, and the after state's route
+//! adds the new segments' weight once they are ready.
+//!
+//! A GPU the target no longer has is **emptied**, not left out: from its
+//! step on it stays in the states with no instances, so its node's part
+//! says it is empty and the node's agent destroys its MIG layout (a node the
+//! target no longer uses gets a part of empty GPUs). It leaves the parts
+//! only with the target itself, at the end, once its agent has reported the
+//! empty layout; only then is the ConfigMap of a node the target no longer
+//! uses pruned.
+//!
 //! Nothing else is deleted until the end. Because every state is derived
 //! from the plan the cluster records (the nodes' parts) and the target, a
-//! run interrupted at any point resumes: the GPUs already switched are
-//! unchanged against the target and drop out of the remaining steps.
+//! run interrupted at any point resumes: the GPUs already switched (or
+//! emptied) are unchanged against the target and drop out of the remaining
+//! steps.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -29,6 +44,9 @@ use tessera_core::{transition_steps, Dip, GpuAssignment, InstanceAssignment, Pla
 pub struct TransitionStep {
     /// The GPUs it changes, (node, index).
     pub gpus: Vec<(u32, u32)>,
+    /// Those of them it empties (the target no longer has them): their
+    /// agents destroy their MIG layouts.
+    pub empties: Vec<(u32, u32)>,
     /// Segments it stops, `service on node N GPU G profile@start`.
     pub stops: Vec<String>,
     /// Segments it starts, same form.
@@ -45,7 +63,9 @@ pub struct TransitionStep {
 impl TransitionStep {
     /// The step in words, one line.
     pub fn summary(&self) -> String {
-        let gpus: Vec<String> = self.gpus.iter().map(|(node, index)| format!("{node}:{index}")).collect();
+        let listed = |gpus: &[(u32, u32)]| -> String {
+            gpus.iter().map(|(node, index)| format!("{node}:{index}")).collect::<Vec<_>>().join(" ")
+        };
         let dips = if self.dips.is_empty() {
             "no service below its demand".to_string()
         } else {
@@ -56,9 +76,11 @@ impl TransitionStep {
                 .collect();
             named.join(", ")
         };
+        let empties =
+            if self.empties.is_empty() { String::new() } else { format!(", empty GPUs {}", listed(&self.empties)) };
         format!(
-            "GPUs {}: stop {}, start {}; {dips}",
-            gpus.join(" "),
+            "GPUs {}: stop {}, start {}{empties}; {dips}",
+            listed(&self.gpus),
             if self.stops.is_empty() { "nothing".to_string() } else { self.stops.join(", ") },
             if self.starts.is_empty() { "nothing".to_string() } else { self.starts.join(", ") },
         )
@@ -74,13 +96,21 @@ fn describe(gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
     format!("{} on node {} GPU {} {}@{}", instance.service, gpu.node, gpu.index, instance.profile, instance.start)
 }
 
-/// `state` with the GPUs at `positions` taken from `target` (removed where
-/// `target` has none); services, images and node names of both, the
-/// target's where both have them.
+/// `state` with the GPUs at `positions` taken from `target`, emptied where
+/// `target` has none (see the module docs); services, images and node names
+/// of both, the target's where both have them.
 fn with_gpus(state: &Plan, target: &Plan, positions: &BTreeSet<(u32, u32)>) -> Plan {
-    let mut gpus: Vec<GpuAssignment> =
-        state.gpus.iter().filter(|gpu| !positions.contains(&(gpu.node, gpu.index))).cloned().collect();
-    gpus.extend(target.gpus.iter().filter(|gpu| positions.contains(&(gpu.node, gpu.index))).cloned());
+    let targets: BTreeMap<(u32, u32), &GpuAssignment> = target.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
+    let mut gpus: Vec<GpuAssignment> = Vec::with_capacity(state.gpus.len());
+    for gpu in &state.gpus {
+        let position = (gpu.node, gpu.index);
+        if !positions.contains(&position) {
+            gpus.push(gpu.clone());
+        } else if !targets.contains_key(&position) {
+            gpus.push(GpuAssignment { instances: Vec::new(), ..gpu.clone() });
+        }
+    }
+    gpus.extend(positions.iter().filter_map(|position| targets.get(position)).map(|gpu| (*gpu).clone()));
     gpus.sort_by_key(|gpu| (gpu.node, gpu.index));
     let mut plan = Plan { gpus, ..target.clone() };
     let known: BTreeSet<String> = target.services.iter().map(|s| s.service.clone()).collect();
@@ -149,8 +179,15 @@ pub fn plan_transition(running: &Plan, target: &Plan) -> Vec<TransitionStep> {
                 }
             }
         }
+        let empties = after
+            .gpus
+            .iter()
+            .filter(|gpu| gpu.instances.is_empty() && positions.contains(&(gpu.node, gpu.index)))
+            .map(|gpu| (gpu.node, gpu.index))
+            .collect();
         steps.push(TransitionStep {
             gpus: positions.into_iter().collect(),
+            empties,
             stops,
             starts,
             dips: step.dips,

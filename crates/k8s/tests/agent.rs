@@ -1,11 +1,12 @@
 //! The node agent's state machine against the fake nvidia-smi and the fake
 //! API server: pending → success once the DRA driver shows the planned
-//! devices; failed with the reason; resuming after dying mid-layout.
+//! devices; failed with the reason; resuming after dying mid-layout;
+//! emptying the GPUs its part lists without instances.
 
 use std::path::Path;
 use std::time::Duration;
 
-use tessera_core::Plan;
+use tessera_core::{GpuAssignment, GpuModel, Plan};
 use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{reconcile_node, AgentOptions, Cluster, FakeApiServer, NodeDevice, Outcome, PlanSource};
 
@@ -105,9 +106,7 @@ fn the_layout_is_applied_then_success_once_the_dra_driver_shows_exactly_the_plan
 fn a_gpu_of_another_model_or_with_running_processes_fails_with_the_reason_and_is_retried() {
     let setup = setup();
     let options = agent_options("gpu-a", &setup.dir.path().join("plan.json"));
-    let mut wrong = FakeNvidiaSmi::new()
-        .with_gpu(0, tessera_core::GpuModel::H100_80GB)
-        .with_gpu(1, tessera_core::GpuModel::H100_80GB);
+    let mut wrong = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB).with_gpu(1, GpuModel::H100_80GB);
     let (outcome, _) = pass(&setup, &mut wrong, &options);
     let expected = "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb";
     assert_eq!(outcome, Outcome::Failed(expected.into()));
@@ -169,4 +168,41 @@ fn without_the_dra_plugin_or_a_plan_the_agent_says_so() {
     let missing = AgentOptions { node: "no-such-node".into(), ..options };
     let error = reconcile_node(&setup.cluster, &mut driver, &missing, &mut |_| {}).unwrap_err().to_string();
     assert!(error.ends_with("node 'no-such-node' does not exist (pass the pod's spec.nodeName as --node)"), "{error}");
+}
+
+#[test]
+fn gpus_listed_empty_are_emptied_and_one_no_longer_there_is_passed_over() {
+    let setup = setup();
+    let path = setup.dir.path().join("plan.json");
+    let options = agent_options("gpu-a", &path);
+    let mut driver = driver_for(&setup.plan, 0);
+    pass(&setup, &mut driver, &options);
+    publish_slices(&setup.server, "gpu-a", &mut driver, &setup.plan, 0);
+    assert_eq!(pass(&setup, &mut driver, &options).0, Outcome::Success);
+    let ours: Vec<u32> = setup.plan.gpus.iter().filter(|g| g.node == 0).map(|g| g.index).collect();
+    assert!(ours.iter().all(|&index| !driver.layout(index).is_empty()));
+
+    // The node's part now lists its GPUs empty, and one it does not have.
+    let mut emptied = setup.plan.clone();
+    for gpu in emptied.gpus.iter_mut().filter(|g| g.node == 0) {
+        gpu.instances.clear();
+    }
+    emptied.gpus.push(GpuAssignment { node: 0, index: 7, gpu_model: GpuModel::A100_80GB, instances: Vec::new() });
+    std::fs::write(&path, tessera_store::plan_json(&emptied)).unwrap();
+    let (outcome, events) = pass(&setup, &mut driver, &options);
+    assert!(events.iter().any(|e| e.starts_with("GPU 7 is to be emptied but is not there (")), "{events:#?}");
+    assert!(events.iter().any(|e| e.contains(" -dgi ") || e.contains(" -dci ")), "{events:#?}");
+    assert!(ours.iter().all(|&index| driver.layout(index).is_empty()), "emptied");
+    // The driver must stop publishing the destroyed devices.
+    let Outcome::Pending(reason) = outcome else { panic!("{outcome:?}") };
+    assert_eq!(reason, "waiting for the DRA driver's ResourceSlices: the layout changed");
+    assert_eq!(setup.server.plugin_restarts(), ["gpu-a", "gpu-a"]);
+    // The plugin publishes what the GPUs have: nothing of GPU 7, which it
+    // does not see either.
+    let there = Plan { gpus: emptied.gpus.iter().filter(|g| g.index != 7).cloned().collect(), ..emptied.clone() };
+    publish_slices(&setup.server, "gpu-a", &mut driver, &there, 0);
+    assert_eq!(pass(&setup, &mut driver, &options).0, Outcome::Success);
+    let node = setup.server.get("nodes", "", "gpu-a").unwrap();
+    assert_eq!(node["metadata"]["annotations"]["tessera.io/mig.devices"], "[]");
+    assert_eq!(node["metadata"]["annotations"]["tessera.io/plan-id"], tessera_k8s::plan_id(&emptied));
 }

@@ -58,13 +58,18 @@ fn setup() -> (tempfile::TempDir, FakeApiServer, Cluster, Plan) {
     (dir, server, cluster, plan)
 }
 
-/// The plan's segments and services (one Service per segment, one
-/// HTTPRoute per service).
-fn counts(plan: &Plan) -> (usize, usize) {
+/// The plan's segments, configurations of a service (one Service each) and
+/// services (one HTTPRoute each).
+fn counts(plan: &Plan) -> (usize, usize, usize) {
     let segments = plan.gpus.iter().map(|g| g.instances.len()).sum::<usize>();
-    let services: std::collections::BTreeSet<&str> =
-        plan.gpus.iter().flat_map(|g| &g.instances).map(|i| i.service.as_str()).collect();
-    (segments, services.len())
+    let configurations: std::collections::BTreeSet<(&str, &str, u32, u32)> = plan
+        .gpus
+        .iter()
+        .flat_map(|g| &g.instances)
+        .map(|i| (i.service.as_str(), i.profile.as_str(), i.batch, i.procs))
+        .collect();
+    let services: std::collections::BTreeSet<&str> = configurations.iter().map(|c| c.0).collect();
+    (segments, configurations.len(), services.len())
 }
 
 fn changes(actions: &[Action]) -> BTreeMap<&'static str, usize> {
@@ -82,9 +87,10 @@ fn writes(server: &FakeApiServer) -> Vec<String> {
 #[test]
 fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     let (_dir, server, cluster, plan) = setup();
-    let (segments, services) = counts(&plan);
+    let (segments, configurations, services) = counts(&plan);
+    let objects = 2 + 2 * segments + configurations + services;
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&actions), BTreeMap::from([("created", 2 + 3 * segments + services)]));
+    assert_eq!(changes(&actions), BTreeMap::from([("created", objects)]));
     let writes = writes(&server);
     let kinds: Vec<&str> = writes.iter().map(|w| w.split(' ').nth(1).unwrap()).collect();
     let last_claim = kinds.iter().rposition(|k| *k == "resourceclaims").unwrap();
@@ -98,7 +104,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
     assert!(requests[config_map..claim].iter().any(|r| r == "GET nodes"));
     // Server-side apply as `tessera`: the fake stored the objects.
     assert_eq!(server.list("deployments").len(), segments);
-    assert_eq!(server.list("services").len(), segments);
+    assert_eq!(server.list("services").len(), configurations);
     assert_eq!(server.list("httproutes").len(), services);
     let last_deployment = kinds.iter().rposition(|k| *k == "deployments").unwrap();
     let first_route = kinds.iter().position(|k| *k == "httproutes").unwrap();
@@ -106,7 +112,7 @@ fn apply_writes_in_dependency_order_and_a_second_apply_changes_nothing() {
 
     server.clear_requests();
     let again = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
-    assert_eq!(changes(&again), BTreeMap::from([("unchanged", 2 + 3 * segments + services)]));
+    assert_eq!(changes(&again), BTreeMap::from([("unchanged", objects)]));
     assert_eq!(crate::apply::writes(&server), Vec::<String>::new());
 }
 
@@ -123,12 +129,15 @@ fn a_new_plan_prunes_what_the_old_one_had_deployments_first_claims_last() {
     smaller.gpu_count = smaller.gpus.len();
     agents_done(&server, &smaller);
     let gone = plan.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == "thumbnails").count();
+    let (_, configurations, _) = counts(&plan);
+    let (_, configurations_left, _) = counts(&smaller);
     assert!(gone > 0);
     server.clear_requests();
     let actions = apply_plan(&cluster, &smaller, &options(), &mut |_| {}).unwrap();
     let deleted: Vec<&Action> = actions.iter().filter(|a| a.change == Change::Deleted).collect();
-    // Per segment its Deployment, Service and claim, and the service's route.
-    assert_eq!(deleted.len(), 3 * gone + 1, "{actions:#?}");
+    // Per segment its Deployment and claim, per configuration its Service,
+    // and the service's route.
+    assert_eq!(deleted.len(), 2 * gone + configurations - configurations_left + 1, "{actions:#?}");
     assert!(deleted.iter().all(|a| a.name.starts_with("thumbnails")), "{deleted:#?}");
     let writes = writes(&server);
     let first_patch = writes.iter().position(|w| w.starts_with("PATCH")).unwrap();
@@ -205,7 +214,7 @@ fn an_unreachable_server_is_one_line_naming_context_and_cause() {
 #[test]
 fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it() {
     let (_dir, server, cluster, plan) = setup();
-    let (segments, services) = counts(&plan);
+    let (segments, configurations, services) = counts(&plan);
     server.fail("PATCH", "deployments", 2, 500);
     let one_at_a_time = ApplyOptions { concurrency: 1, ..options() };
     let error = apply_plan(&cluster, &plan, &one_at_a_time, &mut |_| {}).unwrap_err().to_string();
@@ -217,7 +226,7 @@ fn a_server_error_in_the_middle_leaves_what_was_applied_and_a_rerun_completes_it
     let actions = apply_plan(&cluster, &plan, &options(), &mut |_| {}).unwrap();
     assert_eq!(
         changes(&actions),
-        BTreeMap::from([("created", segments - 1 + segments + services), ("unchanged", 3 + segments)])
+        BTreeMap::from([("created", segments - 1 + configurations + services), ("unchanged", 3 + segments)])
     );
     assert_eq!(server.list("deployments").len(), segments);
 }

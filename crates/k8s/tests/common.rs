@@ -2,12 +2,12 @@
 //! node objects, a fake cluster, the fake DRA driver's ResourceSlices and
 //! the schema validator.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tessera_core::{GpuModel, Plan};
 use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
-use tessera_k8s::{Cluster, ClusterOptions, FakeApiServer};
+use tessera_k8s::{Cluster, ClusterOptions, FakeApiServer, Manifests};
 use tessera_plan::{plan, PlanInputs, PlanRequest, Strategy};
 
 /// The demo services planned on A100-80GB (ParvaGPU's strategy: quick),
@@ -91,3 +91,18 @@ pub fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidi
 }
 
 pub use tessera_testkit::kubernetes_validate as validate;
+
+/// Writes the export's files into `dir`; their paths. kubernetes-validate
+/// checks every core object in them and passes over the Gateway API's
+/// HTTPRoutes (of `cluster.yaml`), which it has no schema for, with a
+/// warning: those are checked by their typed round trip.
+pub fn export_files(exported: &Manifests, dir: &Path) -> Vec<PathBuf> {
+    exported
+        .files()
+        .map(|(name, yaml)| {
+            let path = dir.join(name);
+            std::fs::write(&path, yaml).unwrap();
+            path
+        })
+        .collect()
+}

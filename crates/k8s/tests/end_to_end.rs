@@ -11,7 +11,7 @@ use tessera_k8s::{
 
 use crate::agent::agent_options;
 use crate::apply::placed_plan;
-use crate::common::{a100_node, connect, driver_for, fake_cluster, publish_slices, validate};
+use crate::common::{a100_node, connect, driver_for, export_files, fake_cluster, publish_slices, validate};
 
 #[test]
 fn the_demo_plan_runs_as_planned() {
@@ -19,15 +19,7 @@ fn the_demo_plan_runs_as_planned() {
     let (server, cluster) = fake_cluster(&[a100_node("gpu-a", 2), a100_node("gpu-b", 2)], dir.path());
     let plan = placed_plan();
     let exported = manifests(&plan, "tessera", &Default::default()).unwrap();
-    let files: Vec<_> = exported
-        .files()
-        .map(|(name, yaml)| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, yaml).unwrap();
-            path
-        })
-        .collect();
-    validate(&files);
+    validate(&export_files(&exported, dir.path()));
     std::fs::write(dir.path().join("plan.json"), tessera_store::plan_json(&plan)).unwrap();
 
     let applying = {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tessera_k8s::{manifests, Manifest, NodeDevice, DEFAULT_NAMESPACE};
 use tessera_plan::NodeRef;
 
-use crate::common::{demo_plan, validate};
+use crate::common::{demo_plan, export_files, validate};
 
 /// Parses a YAML file of documents and checks that each typed object
 /// gives back the same JSON.
@@ -42,19 +42,23 @@ fn the_demo_plan_exports_objects_that_validate_and_round_trip() {
     let segments = plan.gpus.iter().map(|gpu| gpu.instances.len()).sum::<usize>();
     let routes = exported.of_kind("HTTPRoute").count();
     assert_eq!(routes, plan.images.len());
-    assert_eq!(exported.objects.len(), exported.nodes.len() + 3 * segments + routes);
+    let fronts = exported.of_kind("Service").count();
+    assert!(routes <= fronts && fronts < segments, "a Service per service and configuration");
+    assert_eq!(exported.objects.len(), exported.nodes.len() + 2 * segments + fronts + routes);
     assert!(exported.notes.is_empty(), "{:?}", exported.notes);
     let dir = tempfile::tempdir().unwrap();
-    let mut paths = Vec::new();
+    let mut nodes = 0;
     let mut documents = 0;
     for (name, yaml) in exported.files() {
         let objects = round_trip(&yaml);
         documents += objects.len();
-        // The routes, of no one node, are in cluster.yaml: kubernetes-validate
-        // knows the core kinds only, so the Gateway API's HTTPRoutes are
-        // checked by their typed round trip (and the routing tests).
+        // The Services and routes, of no one node, are in cluster.yaml
+        // (validated below; the Gateway API's HTTPRoutes, which
+        // kubernetes-validate does not know, by their typed round trip and
+        // the routing tests).
         if name == "cluster.yaml" {
-            assert!(objects.iter().all(|o| o["kind"] == "HTTPRoute"), "{name}");
+            assert!(objects.iter().all(|o| o["kind"] == "Service" || o["kind"] == "HTTPRoute"), "{name}");
+            assert_eq!(objects.len(), fronts + routes);
             continue;
         }
         // One file per node, holding that node's objects.
@@ -63,16 +67,14 @@ fn the_demo_plan_exports_objects_that_validate_and_round_trip() {
             objects.iter().all(|o| o["metadata"]["labels"]["tessera.io/node"] == node.trim_start_matches('n')),
             "{name}"
         );
-        let path = dir.path().join(&name);
-        std::fs::write(&path, &yaml).unwrap();
-        paths.push(path);
+        nodes += 1;
     }
     assert_eq!(documents, exported.objects.len());
-    assert_eq!(paths.len(), exported.nodes.len());
+    assert_eq!(nodes, exported.nodes.len());
     // The stream parses into the same documents.
     let documents: Vec<Value> = serde_saphyr::from_multiple(&exported.yaml_stream()).unwrap();
     assert_eq!(documents, exported.objects.iter().map(Manifest::to_value).collect::<Vec<_>>());
-    validate(&paths);
+    validate(&export_files(&exported, dir.path()));
 }
 
 #[test]

@@ -2,17 +2,19 @@
 //! `../shared/tools/scale_catalogue.py`), planned with ParvaGPU's strategy
 //! and exported: one ConfigMap per node, each far under Kubernetes' 1 MiB
 //! limit (sizes are deterministic), whose parts make the plan again; one
-//! note however many services are renamed. Timings are `tessera bench k8s`'s.
+//! note however many services are renamed; every service routed, those of
+//! more segments than a route rule may list (16) included. Timings are
+//! `tessera bench k8s`'s.
 
 use std::collections::BTreeMap;
 
 use tessera_core::{GpuModel, ServiceImage};
-use tessera_k8s::{manifests_with, merge_parts, read_node_part, ExportOptions, MAX_OBJECT_BYTES};
+use tessera_k8s::{manifests_with, merge_parts, read_node_part, ExportOptions, Manifest, MAX_OBJECT_BYTES};
 use tessera_plan::{plan, PlanInputs, PlanRequest, ProfileOrigin, Strategy};
 use tessera_store::{read_profile_dir, read_slo_scenario};
 
 #[test]
-fn every_node_object_of_the_1100_service_plan_is_far_under_1_mib() {
+fn every_node_object_of_the_1100_service_plan_is_far_under_1_mib_and_every_service_is_routed() {
     let dir = tempfile::tempdir().unwrap();
     let Some(catalogue) = tessera_testkit::scale_catalogue(1_100, dir.path()) else { return };
     let gpu = GpuModel::A100_80GB;
@@ -28,10 +30,7 @@ fn every_node_object_of_the_1100_service_plan_is_far_under_1_mib() {
         .collect();
     let inputs = PlanInputs::new(services, catalog, ProfileOrigin::Measured, &[gpu]).unwrap().with_images(images);
     let plan = plan(&PlanRequest { strategy: Strategy::Parva, ..PlanRequest::new(&inputs) }).unwrap().plan;
-    // Many of these services have more segments than one HTTPRoute rule may
-    // weigh (16): routes are refused for them, so the export is without.
-    let without_routes = ExportOptions { routes: None, ..ExportOptions::new("tessera") };
-    let exported = manifests_with(&plan, &without_routes, &BTreeMap::new()).unwrap();
+    let exported = manifests_with(&plan, &ExportOptions::new("tessera"), &BTreeMap::new()).unwrap();
     let mut parts = BTreeMap::new();
     let mut largest = 0;
     for object in exported.of_kind("ConfigMap") {
@@ -44,9 +43,62 @@ fn every_node_object_of_the_1100_service_plan_is_far_under_1_mib() {
     assert!(largest * 8 < MAX_OBJECT_BYTES, "the largest node object is {largest} bytes");
     assert!(exported.objects.iter().all(|o| serde_json::to_vec(&o.to_value()).unwrap().len() < MAX_OBJECT_BYTES));
     assert_eq!(merge_parts(&parts).unwrap().gpus, plan.gpus);
+    check_every_service_is_routed(&plan, &exported);
     // The catalogue's service names hold `_`: renamed, said in one line.
     assert_eq!(exported.notes.len(), 1, "{:?}", exported.notes);
     assert!(exported.notes[0].starts_with("1100 services have other names in Kubernetes"), "{}", exported.notes[0]);
+}
+
+/// Every service has a route of at most 16 backends, each backend a Service
+/// whose selector picks pods of one configuration, and every segment's pods
+/// are behind exactly one backend of its service's route; some services
+/// have more segments than 16.
+fn check_every_service_is_routed(plan: &tessera_core::Plan, exported: &tessera_k8s::Manifests) {
+    let mut segments: BTreeMap<&str, usize> = BTreeMap::new();
+    for instance in plan.gpus.iter().flat_map(|g| &g.instances) {
+        *segments.entry(instance.service.as_str()).or_default() += 1;
+    }
+    assert!(segments.values().any(|n| *n > 16), "some service has more than 16 segments");
+    // The segments of one service and configuration have equal capacities,
+    // so one Service over their pods splits in proportion.
+    let mut capacities: BTreeMap<(&str, String, &str, u32, u32), f64> = BTreeMap::new();
+    for gpu in &plan.gpus {
+        for i in &gpu.instances {
+            let key = (i.service.as_str(), gpu.gpu_model.to_string(), i.profile.as_str(), i.batch, i.procs);
+            let first = *capacities.entry(key).or_insert(i.capacity());
+            assert!((i.capacity() / first - 1.0).abs() < 1e-12, "{}: {} vs {first}", i.service, i.capacity());
+        }
+    }
+    let selectors: BTreeMap<&str, &BTreeMap<String, String>> = exported
+        .objects
+        .iter()
+        .filter_map(|o| match o {
+            Manifest::Service(s) => Some((o.name(), s.spec.as_ref()?.selector.as_ref()?)),
+            _ => None,
+        })
+        .collect();
+    // Per (service, configuration) selector: the backends naming it.
+    let mut routed: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let mut routes = 0;
+    for object in exported.of_kind("HTTPRoute") {
+        let Manifest::HttpRoute(route) = object else { unreachable!() };
+        routes += 1;
+        let backends = route.spec.rules.as_ref().unwrap()[0].backend_refs.as_ref().unwrap();
+        assert!(!backends.is_empty() && backends.len() <= 16, "{}: {} backends", object.name(), backends.len());
+        for backend in backends {
+            let selector = selectors[backend.name.as_str()];
+            assert_eq!(selector["tessera.io/service"], object.name());
+            assert!(backend.weight.unwrap() > 0);
+            *routed.entry((object.name().to_string(), selector["tessera.io/config"].clone())).or_default() += 1;
+        }
+    }
+    assert_eq!(routes, segments.len(), "every service has a route");
+    for object in exported.of_kind("Deployment") {
+        let Manifest::Deployment(deployment) = object else { unreachable!() };
+        let labels = deployment.spec.as_ref().unwrap().template.metadata.as_ref().unwrap().labels.as_ref().unwrap();
+        let key = (labels["tessera.io/service"].clone(), labels["tessera.io/config"].clone());
+        assert_eq!(routed.get(&key), Some(&1), "{}: its pods behind one backend of its route", object.name());
+    }
 }
 
 /// Measures (does not check) `apply_plan` of the plan in

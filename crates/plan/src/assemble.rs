@@ -49,8 +49,8 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
 pub(crate) fn plan_of(request: &Problem<'_>, gpus: Vec<GpuAssignment>, strategy: &str, gpus_per_node: u32) -> Plan {
     let fleet = fleet_use(request, &gpus);
     let services = service_reports(&gpus, request);
-    let traffic = request.rule.arrivals().map(|arrivals| Traffic {
-        arrivals: arrivals.to_string(),
+    let traffic = request.rule.uses_capacity().then(|| Traffic {
+        arrivals: request.arrivals.to_string(),
         discipline: Discipline::RandomPerProcess.name().to_string(),
     });
     Plan {

@@ -85,6 +85,19 @@ pub enum PlanError {
     /// A running plan records a latency rule this build does not know.
     #[error("the running plan's latency rule: {0}")]
     RecordedRule(String),
+    /// A running plan records an arrival model that cannot be rebuilt from
+    /// its name (a trace).
+    #[error("the running plan's arrival model: {0}")]
+    RecordedArrivals(String),
+    /// An arrival model other than Poisson under a rule that assumes evenly
+    /// spaced arrivals.
+    #[error("the {rule} rule assumes evenly spaced arrivals; {arrivals} arrivals need the percentile rule")]
+    ArrivalsNeedPercentile {
+        /// The rule asked for.
+        rule: &'static str,
+        /// The arrival model asked for.
+        arrivals: String,
+    },
     /// The deploy target has no GPU a plan can use.
     #[error("the deploy target has no MIG-capable GPU of a model Tessera knows")]
     EmptyTarget,

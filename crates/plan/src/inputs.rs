@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
 use tessera_core::{GpuModel, ProfileCatalog, ServiceImage, ServiceSlo};
-use tessera_serving::analytic::CapacityCache;
+use tessera_serving::Capacities;
 
 use crate::error::PlanError;
 use crate::estimate::{complete_for_fleet, ProfileOrigin};
@@ -28,7 +28,7 @@ pub struct PlanInputs {
     /// The serving model's capacities computed so far, shared by every plan
     /// and check of these inputs and of inputs for other services over the
     /// same profiles.
-    capacities: CapacityCache,
+    capacities: Capacities,
 }
 
 impl PlanInputs {
@@ -61,7 +61,7 @@ impl PlanInputs {
             gpu_models: fleet.to_vec(),
             notes: estimates.iter().map(ToString::to_string).collect(),
             images: BTreeMap::new(),
-            capacities: CapacityCache::new(),
+            capacities: Capacities::new(),
         })
     }
 
@@ -132,7 +132,7 @@ impl PlanInputs {
     }
 
     /// The serving model's memo of segment capacities.
-    pub(crate) fn capacities(&self) -> &CapacityCache {
+    pub(crate) fn capacities(&self) -> &Capacities {
         &self.capacities
     }
 }

@@ -5,8 +5,9 @@
 //! Under the percentile rule the planners see every point with its
 //! *capacity* in place of its throughput: the highest rate at which its
 //! percentile latency stays within the service's SLO (tessera-serving's
-//! analytic model, Poisson arrivals, random routing to per-process queues,
-//! greedy dynamic batching). Routing is in proportion to capacity, so a
+//! `Capacities`: random routing to per-process queues, greedy dynamic
+//! batching; exact under Poisson arrivals, searched for with the request
+//! simulator under the request's other arrival models). Routing is in proportion to capacity, so a
 //! segment never runs above it; over-provisioning only shortens queues. So
 //! of the points of one instance size only the one with the highest
 //! capacity matters, and the planners get that one per size: the planners'
@@ -17,8 +18,8 @@
 use std::collections::BTreeMap;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
-use tessera_serving::analytic::{attainment, percentile_latency_ms, CapacityCache};
-use tessera_serving::SegmentShape;
+use tessera_serving::analytic::{self, Prediction};
+use tessera_serving::{ArrivalModel, Capacities, SegmentShape};
 
 use crate::error::{unmeetable, PlanError};
 use crate::latency::LatencyRule;
@@ -32,17 +33,10 @@ pub(crate) const PREDICTION_TOLERANCE: f64 = 1e-3;
 pub(crate) struct Judge<'a> {
     /// The rule.
     pub rule: LatencyRule,
+    /// How requests arrive.
+    pub arrivals: &'a ArrivalModel,
     /// Capacities computed so far (shared by every planner of the inputs).
-    pub capacities: &'a CapacityCache,
-}
-
-/// What the serving model predicts of one segment at a routed rate.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Prediction {
-    /// The service's percentile latency at the segment, ms.
-    pub latency_ms: f64,
-    /// The share of the segment's requests within the SLO.
-    pub attainment: f64,
+    pub capacities: &'a Capacities,
 }
 
 impl Judge<'_> {
@@ -99,7 +93,7 @@ impl Judge<'_> {
             return Ok(0.0);
         }
         let shape = shape(profile, point)?;
-        self.capacities.capacity_rps(&shape, slo.percentile, slo.latency_slo_ms).map_err(serving_error)
+        self.capacities.capacity_rps(&shape, slo.percentile, slo.latency_slo_ms, self.arrivals).map_err(serving_error)
     }
 }
 
@@ -115,10 +109,7 @@ pub(crate) fn shape(profile: &ModelProfile, point: &ProfilePoint) -> Result<Segm
 /// The percentile latency and attainment of a segment of `shape` routed
 /// `rate_rps` requests/s of `slo`'s service (Poisson arrivals).
 pub(crate) fn predict(shape: &SegmentShape, rate_rps: f64, slo: &ServiceSlo) -> Result<Prediction, PlanError> {
-    Ok(Prediction {
-        latency_ms: percentile_latency_ms(shape, rate_rps, slo.percentile).map_err(serving_error)?,
-        attainment: attainment(shape, rate_rps, slo.latency_slo_ms).map_err(serving_error)?,
-    })
+    analytic::predict(shape, rate_rps, slo.percentile, slo.latency_slo_ms).map_err(serving_error)
 }
 
 /// The serving model refusing its input: a profile it cannot read.
@@ -133,15 +124,15 @@ pub(crate) mod tests {
     use super::*;
 
     /// One memo for the crate's tests.
-    pub(crate) fn capacities() -> &'static CapacityCache {
-        static CAPACITIES: LazyLock<CapacityCache> = LazyLock::new(CapacityCache::new);
+    pub(crate) fn capacities() -> &'static Capacities {
+        static CAPACITIES: LazyLock<Capacities> = LazyLock::new(Capacities::new);
         &CAPACITIES
     }
 
     impl Judge<'static> {
         /// `rule` with the tests' memo.
         pub(crate) fn plain(rule: LatencyRule) -> Judge<'static> {
-            Judge { rule, capacities: capacities() }
+            Judge { rule, arrivals: &ArrivalModel::Poisson, capacities: capacities() }
         }
     }
 }

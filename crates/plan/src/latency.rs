@@ -29,13 +29,14 @@
 //! can miss their SLO in a real server.
 //!
 //! **`percentile`** (the default) holds a plan to what users judge it by:
-//! the service's `percentile`% of requests, arriving at random (Poisson),
-//! finish within the SLO. A segment may be routed at most its *capacity*:
+//! the service's `percentile`% of requests, arriving at random (Poisson
+//! unless the request names another arrival model), finish within the SLO. A segment may be routed at most its *capacity*:
 //! the highest rate at which its percentile latency — waiting, batch
 //! formation and running, each MPS process with its own queue behind a
 //! random split, greedy dynamic batching — stays within the SLO, computed
-//! exactly by tessera-serving's analytic model (and checked against its
-//! request-level simulator). A service's requests are routed to its
+//! exactly by tessera-serving's analytic model under Poisson arrivals (and
+//! checked against its request-level simulator), searched for with that
+//! simulator under the others. A service's requests are routed to its
 //! segments in proportion to their capacities, so each segment runs at or
 //! below its capacity; over-provisioning only shortens queues, so there is
 //! no provisioning ratio. The planners plan with capacities in place of
@@ -53,8 +54,9 @@ const LATENCY_TOLERANCE: f64 = 1e-9;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum LatencyRule {
-    /// The service's percentile of requests, arriving at random (Poisson),
-    /// within the SLO: queueing, batching and running included.
+    /// The service's percentile of requests, arriving at random (Poisson
+    /// unless told otherwise), within the SLO: queueing, batching and
+    /// running included.
     Percentile,
     /// Fill + wait + run at the routed rate, requests evenly spaced, must
     /// fit in the SLO.
@@ -89,13 +91,6 @@ impl LatencyRule {
         self == LatencyRule::Percentile
     }
 
-    /// The arrival model a plan under this rule was proven under, for the
-    /// plan's record; `None` for the rules that assume evenly spaced
-    /// arrivals.
-    pub(crate) fn arrivals(self) -> Option<&'static str> {
-        self.uses_capacity().then_some("poisson")
-    }
-
     /// ParvaGPU's largest allowed batch latency (ms) for an SLO.
     fn parva_budget_ms(slo_ms: f64) -> f64 {
         slo_ms.trunc() / 2.0 * 0.9
@@ -107,7 +102,7 @@ impl LatencyRule {
         let slo_ms = slo.latency_slo_ms;
         match self {
             LatencyRule::Percentile => {
-                format!("{}% of requests (Poisson arrivals, a queue per process) within {slo_ms} ms", slo.percentile)
+                format!("{}% of requests (queueing included, a queue per process) within {slo_ms} ms", slo.percentile)
             }
             LatencyRule::Queueing => {
                 format!("2 × batch latency + batch fill time ≤ {slo_ms} ms")

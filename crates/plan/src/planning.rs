@@ -2,7 +2,9 @@
 //!
 //! Every default is resolved here and nowhere else: the latency rule (the
 //! one asked for; else, for a replan, the one the running plan records;
-//! else the strategy's [`Strategy::default_rule`]), which strategy runs,
+//! else the strategy's [`Strategy::default_rule`]), the arrival model (the
+//! one asked for; else, for a replan, the one the running plan records;
+//! else Poisson), which strategy runs,
 //! replanning from a running plan, spreading, placing on a deploy target,
 //! and the notes a plan carries. The CLI, the service and the benchmarks
 //! build a request and call [`plan`]; none decides anything of this.
@@ -11,6 +13,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use tessera_core::{GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
+use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
@@ -34,6 +37,9 @@ pub struct PlanRequest<'a> {
     pub strategy: Strategy,
     /// The latency rule; `None` for the default (see the module docs).
     pub rule: Option<LatencyRule>,
+    /// How requests arrive, for the percentile rule's capacities; `None`
+    /// for the default (see the module docs).
+    pub arrivals: Option<ArrivalModel>,
     /// The GPU models the plan may use, with costs and limits (replaced by
     /// the target's GPUs when there is a target).
     pub fleet: Vec<GpuOffer>,
@@ -103,6 +109,7 @@ impl<'a> PlanRequest<'a> {
             inputs,
             strategy: Strategy::default(),
             rule: None,
+            arrivals: None,
             fleet: vec![GpuOffer::plain(GpuModel::A100_80GB)],
             max_procs: DEFAULT_MAX_PROCS,
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
@@ -127,6 +134,28 @@ impl<'a> PlanRequest<'a> {
         }
     }
 
+    /// The arrival model the plan is proven under: the one asked for;
+    /// else, for a replan, the one the running plan records (a recorded
+    /// trace must be asked for again: a plan names it, it does not hold
+    /// it); else Poisson. Only the percentile rule takes one other than
+    /// Poisson.
+    pub fn resolved_arrivals(&self) -> Result<ArrivalModel, PlanError> {
+        let arrivals = match (&self.arrivals, &self.from) {
+            (Some(arrivals), _) => arrivals.clone(),
+            (None, Some(from)) => match &from.current.traffic {
+                Some(traffic) => ArrivalModel::parse(&traffic.arrivals)
+                    .map_err(|error| PlanError::RecordedArrivals(format!("{error}: name the arrivals again")))?,
+                None => ArrivalModel::Poisson,
+            },
+            (None, None) => ArrivalModel::Poisson,
+        };
+        let rule = self.resolved_rule()?;
+        if arrivals != ArrivalModel::Poisson && !rule.uses_capacity() {
+            return Err(PlanError::ArrivalsNeedPercentile { rule: rule.name(), arrivals: arrivals.to_string() });
+        }
+        Ok(arrivals)
+    }
+
     /// The fleet: the target's GPUs priced as the request's fleet prices
     /// them, or the request's fleet.
     pub fn resolved_fleet(&self) -> Result<Vec<GpuOffer>, PlanError> {
@@ -137,7 +166,13 @@ impl<'a> PlanRequest<'a> {
     }
 
     /// What one strategy solves, every default resolved.
-    fn problem<'p>(&self, fleet: Vec<GpuOffer>, inputs: &'p PlanInputs, rule: LatencyRule) -> Problem<'p> {
+    fn problem<'p>(
+        &self,
+        fleet: Vec<GpuOffer>,
+        inputs: &'p PlanInputs,
+        rule: LatencyRule,
+        arrivals: &'p ArrivalModel,
+    ) -> Problem<'p> {
         Problem {
             fleet,
             catalog: inputs.catalog(),
@@ -147,6 +182,7 @@ impl<'a> PlanRequest<'a> {
             gpus_per_node: self.gpus_per_node,
             time_limit: self.time_limit,
             max_gpus: self.max_gpus,
+            arrivals,
             capacities: inputs.capacities(),
         }
     }
@@ -159,6 +195,7 @@ impl PlanRequest<'_> {
     /// asked for a rule it does not implement.
     pub fn check(&self) -> Result<(), PlanError> {
         let rule = self.resolved_rule()?;
+        self.resolved_arrivals()?;
         self.resolved_fleet()?;
         if self.from.is_some() && self.strategy != Strategy::Optimal {
             return Err(PlanError::ReplanNeedsOptimal { strategy: self.strategy.name() });
@@ -185,13 +222,14 @@ fn images_of(inputs: &PlanInputs, current: Option<&Plan>) -> BTreeMap<String, Se
 /// Plans `request` (see the module docs).
 pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let rule = request.resolved_rule()?;
+    let arrivals = request.resolved_arrivals()?;
     let fleet = request.resolved_fleet()?;
     if request.from.is_some() && request.strategy != Strategy::Optimal {
         return Err(PlanError::ReplanNeedsOptimal { strategy: request.strategy.name() });
     }
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
-    let problem = request.problem(fleet, inputs, rule);
+    let problem = request.problem(fleet, inputs, rule, &arrivals);
     let started = Instant::now();
     let (mut plan, replanned) = match &request.from {
         Some(from) => {
@@ -226,6 +264,13 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         }
     };
     plan.notes.extend(inputs.notes().iter().cloned());
+    if arrivals != ArrivalModel::Poisson {
+        plan.notes.push(format!(
+            "capacities under {arrivals} arrivals were searched for with the request simulator, each segment alone \
+             fed them at its rate (a random share of a bursty renewal stream is smoother, so this errs low); \
+             `tessera verify --simulate` judges the whole plan"
+        ));
+    }
     plan.images = images_of(inputs, request.from.as_ref().map(|from| from.current));
     let unproven = plan.optimality.as_ref().is_some_and(|o| !o.proven_optimal);
     if let Some(limit) = request.time_limit.filter(|&limit| unproven && started.elapsed() >= limit) {
@@ -257,10 +302,11 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
 /// fewer GPUs (or costs less).
 pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, PlanError> {
     let rule = request.resolved_rule()?;
+    let arrivals = request.resolved_arrivals()?;
     let fleet = request.resolved_fleet()?;
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
-    solve_relaxation(&request.problem(fleet, inputs, rule))
+    solve_relaxation(&request.problem(fleet, inputs, rule, &arrivals))
 }
 
 /// The inputs completed for `fleet`, when they were completed for other

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use tessera_core::slo::find_duplicate_service;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoint, ServiceSlo};
 
-use tessera_serving::analytic::CapacityCache;
+use tessera_serving::{ArrivalModel, Capacities};
 
 use crate::error::PlanError;
 use crate::judge::Judge;
@@ -51,8 +51,10 @@ pub(crate) struct Problem<'a> {
     /// lower bound exceeds it is refused before any search (1 to
     /// [`MAX_GPUS_LIMIT`]; default [`DEFAULT_MAX_GPUS`]).
     pub max_gpus: u64,
+    /// How requests arrive (the percentile rule's capacities depend on it).
+    pub arrivals: &'a ArrivalModel,
     /// The serving model's memo of segment capacities (the percentile rule).
-    pub capacities: &'a CapacityCache,
+    pub capacities: &'a Capacities,
 }
 
 impl<'a> Problem<'a> {
@@ -71,13 +73,14 @@ impl<'a> Problem<'a> {
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: None,
             max_gpus: DEFAULT_MAX_GPUS,
+            arrivals: &ArrivalModel::Poisson,
             capacities: crate::judge::tests::capacities(),
         }
     }
 
     /// The rule with the serving model's memo.
     pub(crate) fn judge(&self) -> Judge<'a> {
-        Judge { rule: self.rule, capacities: self.capacities }
+        Judge { rule: self.rule, arrivals: self.arrivals, capacities: self.capacities }
     }
 
     /// Checks what every strategy needs: services with unique names, a

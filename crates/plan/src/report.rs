@@ -2,9 +2,13 @@
 
 use std::collections::HashMap;
 
-use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport};
+use rayon::prelude::*;
+use tessera_core::{
+    GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport, ServiceSlo,
+};
+use tessera_serving::{analytic, ArrivalModel};
 
-use crate::judge::{predict, shape, Prediction, PREDICTION_TOLERANCE};
+use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
 
 /// Relative slack when comparing provisioned throughput with a rate, to
@@ -37,14 +41,20 @@ fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
 
 /// One report per service of `request`, in its order, from the instances
 /// of `gpus` as they are written. Instances of services the request does
-/// not have are ignored. Under a capacity rule each segment's percentile
-/// latency and attainment are predicted by the serving model at the rate
-/// routed to it (in proportion to the segments' capacities): the report's
-/// worst latency is the slowest segment's, its attainment the routed
-/// mixture's.
+/// not have are ignored. Under a capacity rule and Poisson arrivals each
+/// segment's percentile latency and attainment are predicted by the
+/// serving model at the rate routed to it (in proportion to the segments'
+/// capacities): the report's worst latency is the slowest segment's, its
+/// attainment the routed mixture's. Under other arrival models nothing is
+/// predicted (the worst latency is the slowest batch's; a segment with a
+/// capacity meets the SLO by construction).
 pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> Vec<ServiceReport> {
     let services = request.services;
     let rule = request.rule;
+    // The analytic model predicts under Poisson arrivals only; under other
+    // models a segment's capacity was found by simulation, and the plan is
+    // judged by `verify --simulate`.
+    let predicting = rule.uses_capacity() && *request.arrivals == ArrivalModel::Poisson;
     let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
     let mut reports: Vec<ServiceReport> = services
         .iter()
@@ -58,7 +68,7 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
             segments: 0,
             met: true,
             percentile: rule.uses_capacity().then_some(slo.percentile),
-            predicted_attainment: rule.uses_capacity().then_some(0.0),
+            predicted_attainment: predicting.then_some(0.0),
         })
         .collect();
     let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
@@ -72,28 +82,20 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
-    // Segments of one service, GPU model and configuration get the same
-    // rate: each is predicted once.
-    let mut predictions: HashMap<(usize, GpuModel, SegmentConfig), Option<Prediction>> = HashMap::new();
+    let predictions = if predicting { predictions(&mine, &reports, request) } else { Vec::new() };
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
-        if rule.uses_capacity() {
+        if predicting {
             let slo = &services[*i];
-            let routed_rps = slo.rate_rps * point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
-            let predicted = *predictions.entry((*i, *model, point.config)).or_insert_with(|| {
-                let profile = request.catalog.get(*model, &slo.model)?;
-                let profiled = profile.point(point.config)?;
-                shape(profile, profiled).and_then(|shape| predict(&shape, routed_rps, slo)).ok()
-            });
-            let Some(predicted) = predicted else {
+            let Some(predicted) = &predictions[*i] else {
                 report.met = false;
                 continue;
             };
-            report.worst_latency_ms = report.worst_latency_ms.max(predicted.latency_ms);
-            report.met &= predicted.latency_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
+            report.worst_latency_ms = predicted.worst_latency_ms;
+            report.met &= predicted.worst_latency_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
             let share = point.throughput_rps / report.provisioned_rps.max(f64::MIN_POSITIVE);
-            report.predicted_attainment =
-                Some(report.predicted_attainment.unwrap_or(0.0) + share * predicted.attainment);
+            let attainment = predicted.attainment.get(&(*model, point.config)).copied().unwrap_or(0.0);
+            report.predicted_attainment = Some(report.predicted_attainment.unwrap_or(0.0) + share * attainment);
         } else {
             let utilization = utilization(report.rate_rps, report.provisioned_rps);
             report.worst_latency_ms = report.worst_latency_ms.max(rule.worst_latency_ms(point, utilization));
@@ -104,4 +106,82 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         report.met &= report.segments > 0 && covers(report.provisioned_rps, report.rate_rps);
     }
     reports
+}
+
+/// What the serving model predicts of one service's segments.
+struct ServicePrediction {
+    /// The percentile latency of its slowest segment, ms.
+    worst_latency_ms: f64,
+    /// The attainment of each of its segments, by GPU model and
+    /// configuration (segments of one service, GPU model and configuration
+    /// get the same rate).
+    attainment: HashMap<(GpuModel, SegmentConfig), f64>,
+}
+
+/// The serving model's prediction for every service of `mine` (service
+/// index, GPU model, point) at the rates routed to its segments, services
+/// in parallel; `None` for a service with a point the catalogue does not
+/// have. The slowest segment's percentile latency needs one search: the
+/// search runs on the segment that meets the SLO least often, and another
+/// segment is searched only when more than the percentile's share of its
+/// requests outlast that latency (so it is slower); its attainment is a
+/// single evaluation.
+fn predictions(
+    mine: &[(usize, GpuModel, ProfilePoint)],
+    reports: &[ServiceReport],
+    request: &Problem<'_>,
+) -> Vec<Option<ServicePrediction>> {
+    let mut routed: Vec<HashMap<(GpuModel, SegmentConfig), f64>> = vec![HashMap::new(); reports.len()];
+    for (i, model, point) in mine {
+        let slo = &request.services[*i];
+        let routed_rps = slo.rate_rps * point.throughput_rps / reports[*i].provisioned_rps.max(f64::MIN_POSITIVE);
+        routed[*i].entry((*model, point.config)).or_insert(routed_rps);
+    }
+    routed
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, segments)| service_prediction(&request.services[i], segments, request))
+        .collect()
+}
+
+/// [`predictions`] of one service, `slo`, whose segments of each GPU model
+/// and configuration are routed the rates of `segments`.
+fn service_prediction(
+    slo: &ServiceSlo,
+    segments: HashMap<(GpuModel, SegmentConfig), f64>,
+    request: &Problem<'_>,
+) -> Option<ServicePrediction> {
+    if segments.len() == 1 {
+        // One configuration: its prediction holds both figures.
+        let ((model, config), routed_rps) = segments.into_iter().next()?;
+        let profile = request.catalog.get(model, &slo.model)?;
+        let predicted = predict(&shape(profile, profile.point(config)?).ok()?, routed_rps, slo).ok()?;
+        let attainment = HashMap::from([((model, config), predicted.attainment)]);
+        return Some(ServicePrediction { worst_latency_ms: predicted.latency_ms, attainment });
+    }
+    let mut read = Vec::with_capacity(segments.len());
+    for ((model, config), routed_rps) in segments {
+        let profile = request.catalog.get(model, &slo.model)?;
+        let shape = shape(profile, profile.point(config)?).ok()?;
+        let attainment = analytic::attainment(&shape, routed_rps, slo.latency_slo_ms).ok()?;
+        read.push(((model, config), shape, routed_rps, attainment));
+    }
+    read.sort_by(|a, b| a.3.total_cmp(&b.3));
+    let mut worst_latency_ms: Option<f64> = None;
+    for (_, shape, routed_rps, _) in &read {
+        let slower = match worst_latency_ms {
+            None => true,
+            Some(worst_ms) if worst_ms.is_finite() => {
+                analytic::attainment(shape, *routed_rps, worst_ms).ok()? * 100.0 < slo.percentile
+            }
+            Some(_) => false,
+        };
+        if slower {
+            let latency_ms = predict(shape, *routed_rps, slo).ok()?.latency_ms;
+            worst_latency_ms = Some(worst_latency_ms.map_or(latency_ms, |worst_ms| worst_ms.max(latency_ms)));
+        }
+    }
+    let worst_latency_ms = worst_latency_ms?;
+    let attainment = read.into_iter().map(|(key, _, _, attainment)| (key, attainment)).collect();
+    Some(ServicePrediction { worst_latency_ms, attainment })
 }

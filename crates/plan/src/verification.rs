@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 use tessera_core::{GpuModel, Plan};
+use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
@@ -23,6 +24,11 @@ pub struct Verification {
     /// The rule it was checked under.
     #[cfg_attr(feature = "openapi", schema(example = "queueing"))]
     pub latency_rule: String,
+    /// The arrival model it was checked under (rules with capacities
+    /// only), e.g. `poisson` or `cv=2`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = "poisson"))]
+    pub arrivals: Option<String>,
     /// The plan's GPUs.
     pub gpus: usize,
     /// The services it was checked against.
@@ -46,12 +52,15 @@ pub struct Finding {
 /// Checks `plan` against `inputs` (completed here for the plan's GPU
 /// models) with at most `max_procs` processes per segment, under `rule`,
 /// else the rule the plan records, else [`LatencyRule::DEFAULT`] (said in
-/// a note: a ParvaGPU deployment map records none). A recorded rule this
-/// build does not know is an error.
+/// a note: a ParvaGPU deployment map records none), and under `arrivals`,
+/// else the arrival model the plan records, else Poisson. A recorded rule
+/// this build does not know, or a recorded trace (a plan names it, it does
+/// not hold it), is an error.
 pub fn verify_plan(
     plan: &Plan,
     inputs: &PlanInputs,
     rule: Option<LatencyRule>,
+    arrivals: Option<&ArrivalModel>,
     max_procs: u32,
 ) -> Result<Verification, PlanError> {
     let mut notes = Vec::new();
@@ -71,7 +80,15 @@ pub fn verify_plan(
     let missing: Vec<GpuModel> = models.into_iter().filter(|model| !inputs.gpu_models().contains(model)).collect();
     let completed = if missing.is_empty() { None } else { Some(inputs.completed_for_more(&missing)?) };
     let inputs = completed.as_ref().unwrap_or(inputs);
-    let request = VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, max_procs };
+    let arrivals = match (arrivals, &plan.traffic) {
+        (Some(arrivals), _) => arrivals.clone(),
+        (None, Some(traffic)) => ArrivalModel::parse(&traffic.arrivals).map_err(|error| {
+            PlanError::RecordedArrivals(format!("{error}: name the arrivals to check the plan under"))
+        })?,
+        (None, None) => ArrivalModel::Poisson,
+    };
+    let request =
+        VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, arrivals: &arrivals, max_procs };
     let violations = verify(plan, &request);
     let unknown_services = violations.iter().any(|violation| matches!(violation, Violation::UnknownService { .. }));
     if plan.latency_rule.is_empty() && unknown_services {
@@ -83,6 +100,7 @@ pub fn verify_plan(
     Ok(Verification {
         ok: violations.is_empty(),
         latency_rule: rule.name().to_string(),
+        arrivals: rule.uses_capacity().then(|| arrivals.to_string()),
         gpus: plan.gpu_count,
         services: inputs.services().len(),
         violations: violations.iter().map(|violation| Finding { message: violation.to_string() }).collect(),
@@ -101,20 +119,20 @@ mod tests {
     fn a_plan_is_checked_under_its_own_rule_and_one_without_a_rule_under_the_default_with_a_note() {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
-        let checked = verify_plan(&planned, &inputs, None, 5).unwrap();
+        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
         assert!(checked.ok && checked.notes.is_empty(), "{checked:?}");
         assert_eq!(checked.latency_rule, LatencyRule::DEFAULT.name());
         planned.latency_rule.clear();
-        let unrecorded = verify_plan(&planned, &inputs, None, 5).unwrap();
+        let unrecorded = verify_plan(&planned, &inputs, None, None, 5).unwrap();
         assert!(unrecorded.notes[0].contains("records no latency rule"), "{:?}", unrecorded.notes);
         // Such a plan's services are its models': a mismatch says so.
         for instance in planned.gpus.iter_mut().flat_map(|gpu| gpu.instances.iter_mut()) {
             instance.service = instance.model.clone();
         }
-        let by_model = verify_plan(&planned, &inputs, None, 5).unwrap();
+        let by_model = verify_plan(&planned, &inputs, None, None, 5).unwrap();
         assert!(by_model.notes.iter().any(|note| note.contains("names models, not services")), "{by_model:?}");
         planned.latency_rule = "fastest".to_string();
-        let error = verify_plan(&planned, &inputs, None, 5).unwrap_err().to_string();
+        let error = verify_plan(&planned, &inputs, None, None, 5).unwrap_err().to_string();
         assert!(error.contains("unknown latency rule 'fastest'"), "{error}");
     }
 
@@ -123,7 +141,7 @@ mod tests {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
         planned.gpu_count += 1;
-        let checked = verify_plan(&planned, &inputs, None, 5).unwrap();
+        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
         let json = serde_json::to_value(&checked).unwrap();
         assert_eq!(json["ok"], false);
         let message = json["violations"][0]["message"].as_str().unwrap();

@@ -15,8 +15,9 @@ use tessera_core::{
     ProfilePoint, SegmentConfig, ServiceSlo,
 };
 
-use tessera_serving::analytic::{percentile_latency_ms, CapacityCache};
+use tessera_serving::analytic;
 use tessera_serving::SegmentShape;
+use tessera_serving::{ArrivalModel, Capacities};
 
 use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
@@ -35,6 +36,9 @@ pub struct VerifyRequest<'a> {
     pub services: &'a [ServiceSlo],
     /// The latency rule every segment must meet.
     pub rule: LatencyRule,
+    /// How requests arrive (the percentile rule's capacities and
+    /// predictions depend on it).
+    pub arrivals: &'a ArrivalModel,
     /// Most MPS processes allowed per segment.
     pub max_procs: u32,
 }
@@ -228,6 +232,24 @@ pub enum Violation {
         /// The serving model's capacity, req/s.
         capacity_rps: f64,
     },
+    /// Under arrivals other than Poisson, the plan routes more to a segment
+    /// than its capacity under them (found by simulation).
+    #[error(
+        "{at}: service '{service}' is routed {routed_rps:.3} req/s here, above this segment's capacity of \
+         {capacity_rps:.3} req/s under {arrivals} arrivals"
+    )]
+    OverCapacity {
+        /// The instance.
+        at: InstanceRef,
+        /// The service.
+        service: String,
+        /// The rate the plan's weights route to the segment, req/s.
+        routed_rps: f64,
+        /// The segment's capacity under the arrival model, req/s.
+        capacity_rps: f64,
+        /// The arrival model, as written.
+        arrivals: String,
+    },
     /// A service's segments do not cover its rate.
     #[error("service '{service}': provisioned {provisioned_rps:.3} req/s < rate {rate_rps} req/s")]
     RateNotCovered {
@@ -293,7 +315,7 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     // Under a capacity rule: the plan's routing weights per service, and
     // the serving model's capacities (memoised for this check only).
     let mut routing_weight: HashMap<&str, f64> = HashMap::new();
-    let capacities = CapacityCache::new();
+    let capacities = Capacities::new();
     let mut served = Vec::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
@@ -311,13 +333,20 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 continue;
             };
             let served_by = if request.rule.uses_capacity() {
-                let Some(shape) = checked_capacity(profile, &point, slo, instance, &at, &capacities, &mut violations)
-                else {
+                let Some(shape) = checked_capacity(
+                    profile,
+                    &point,
+                    slo,
+                    instance,
+                    &at,
+                    (&capacities, request.arrivals),
+                    &mut violations,
+                ) else {
                     continue;
                 };
                 *provisioned_rps.entry(slo.service.as_str()).or_default() += shape.1;
                 *routing_weight.entry(slo.service.as_str()).or_default() += instance.capacity();
-                Served::Capacity { shape: shape.0, weight: instance.capacity() }
+                Served::Capacity { shape: shape.0, capacity_rps: shape.1, weight: instance.capacity() }
             } else {
                 *provisioned_rps.entry(slo.service.as_str()).or_default() += point.throughput_rps;
                 Served::Throughput
@@ -335,12 +364,29 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 let worst_ms = request.rule.worst_latency_ms(&point, utilization);
                 (worst_ms, utilization, request.rule.meets(&point, utilization, slo.latency_slo_ms))
             }
-            Served::Capacity { shape, weight } => {
+            Served::Capacity { capacity_rps, weight, .. } if *request.arrivals != ArrivalModel::Poisson => {
+                let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
+                let over = |rate_rps: f64| rate_rps > capacity_rps * (1.0 + PREDICTION_TOLERANCE);
+                // A weight above the capacity is already a CapacityClaimed.
+                if over(routed_rps) && !over(weight) {
+                    violations.push(Violation::OverCapacity {
+                        at,
+                        service: slo.service.clone(),
+                        routed_rps,
+                        capacity_rps,
+                        arrivals: request.arrivals.to_string(),
+                    });
+                }
+                continue;
+            }
+            Served::Capacity { shape, weight, .. } => {
                 // Requests are routed in proportion to the plan's weights.
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
                 let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
                 let predicted_ms = *predicted.entry(key).or_insert_with(|| {
-                    percentile_latency_ms(&shape, routed_rps, slo.percentile).unwrap_or(f64::INFINITY)
+                    // With the SLO, which bounds the search from above.
+                    analytic::predict(&shape, routed_rps, slo.percentile, slo.latency_slo_ms)
+                        .map_or(f64::INFINITY, |predicted| predicted.latency_ms)
                 });
                 let meets = predicted_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
                 (predicted_ms, routed_rps / point.throughput_rps, meets)
@@ -494,26 +540,28 @@ enum Served {
     Capacity {
         /// The segment as the serving model sees it.
         shape: SegmentShape,
+        /// Its capacity under the request's arrival model, req/s.
+        capacity_rps: f64,
         /// The plan's routing weight of the segment.
         weight: f64,
     },
 }
 
 /// Under a capacity rule: the segment's shape and the serving model's
-/// capacity for `slo`, and a violation when the plan routes more to it than
-/// that (`None` when the model cannot read the profile, said as a
-/// violation).
+/// capacity for `slo` (memoised in `capacities`, under `arrivals`), and a
+/// violation when the plan routes more to it than that (`None` when the
+/// model cannot read the profile, said as a violation).
 fn checked_capacity(
     profile: &ModelProfile,
     point: &ProfilePoint,
     slo: &ServiceSlo,
     instance: &InstanceAssignment,
     at: &InstanceRef,
-    capacities: &CapacityCache,
+    (capacities, arrivals): (&Capacities, &ArrivalModel),
     violations: &mut Vec<Violation>,
 ) -> Option<(SegmentShape, f64)> {
     let read = SegmentShape::from_profile(profile.points(), point.config, point.latency_ms).and_then(|read| {
-        let capacity = capacities.capacity_rps(&read.shape, slo.percentile, slo.latency_slo_ms)?;
+        let capacity = capacities.capacity_rps(&read.shape, slo.percentile, slo.latency_slo_ms, arrivals)?;
         Ok((read.shape, capacity))
     });
     match read {
@@ -552,7 +600,7 @@ mod tests {
     }
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {
-        VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: 5 }
+        VerifyRequest { catalog, services, rule: LatencyRule::Parva, arrivals: &ArrivalModel::Poisson, max_procs: 5 }
     }
 
     #[test]

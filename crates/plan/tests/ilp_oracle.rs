@@ -20,6 +20,7 @@
 
 use good_lp::{microlp, variable, variables, Expression, Solution, SolverModel, Variable};
 use std::time::Duration;
+use tessera_serving::ArrivalModel;
 
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
@@ -130,8 +131,13 @@ fn compare(
             Err(other) => panic!("case {case}: {other}"),
         };
         // The plan is checked first: its GPU count then caps the program's.
-        let check =
-            VerifyRequest { catalog, services: &services, rule: LatencyRule::Parva, max_procs: DEFAULT_MAX_PROCS };
+        let check = VerifyRequest {
+            catalog,
+            services: &services,
+            rule: LatencyRule::Parva,
+            arrivals: &ArrivalModel::Poisson,
+            max_procs: DEFAULT_MAX_PROCS,
+        };
         assert_eq!(verify(&plan, &check), vec![], "case {case}");
         let optimum = ilp_optimum(catalog, gpu, &services, plan.gpu_count as u64)
             .unwrap_or_else(|| panic!("case {case}: the planner serves what the program cannot"));
@@ -207,6 +213,7 @@ fn slo_mixes_over_the_eleven_parvagpu_models_are_mostly_proven_optimal() {
             catalog: &catalog,
             services: &services,
             rule: LatencyRule::Parva,
+            arrivals: &ArrivalModel::Poisson,
             max_procs: DEFAULT_MAX_PROCS,
         };
         assert_eq!(verify(&plan, &check), vec![], "case {case}");

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::builtin_catalog;
 use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+use tessera_serving::ArrivalModel;
 
 use tessera_core::Plan;
 use tessera_plan::{plan, verify, LatencyRule, PlanError, PlanRequest, Strategy, VerifyRequest};
@@ -37,7 +38,10 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
         };
         let optimal_request = PlanRequest { strategy: Strategy::Optimal, ..parva_request.clone() };
         let check = |plan: &Plan, rule| {
-            let violations = verify(plan, &VerifyRequest { catalog, services: &services, rule, max_procs });
+            let violations = verify(
+                plan,
+                &VerifyRequest { catalog, services: &services, rule, arrivals: &ArrivalModel::Poisson, max_procs },
+            );
             assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
             assert!(plan.services.iter().all(|s| s.met), "case {case}");
         };

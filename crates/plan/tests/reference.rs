@@ -6,6 +6,7 @@
 
 use tessera_core::{GpuModel, Lattice, ProfileCatalog};
 use tessera_plan::{plan, relaxation_bound, verify, LatencyRule, Strategy, VerifyRequest};
+use tessera_serving::ArrivalModel;
 
 use crate::common::{measured, request};
 use tessera_store::{read_profile_dir, read_slo_scenario};
@@ -48,6 +49,12 @@ fn check_reference(size: usize, in_22nds: f64, gpus: usize) {
     let optimality = plan.optimality.clone().unwrap();
     assert_eq!(plan.gpu_count, gpus);
     assert!(optimality.proven_optimal && optimality.lower_bound == gpus as f64, "{optimality:?}");
-    let check = VerifyRequest { catalog: &catalog, services: &services, rule: LatencyRule::Parva, max_procs: 5 };
+    let check = VerifyRequest {
+        catalog: &catalog,
+        services: &services,
+        rule: LatencyRule::Parva,
+        arrivals: &ArrivalModel::Poisson,
+        max_procs: 5,
+    };
     assert_eq!(verify(&plan, &check), vec![]);
 }

@@ -6,6 +6,7 @@ use tessera_core::rng::SplitMix64;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, ServiceSlo};
 use tessera_plan::{plan, verify, LatencyRule, PlanInputs, PlanRequest, Planned, ReplanFrom, Strategy, VerifyRequest};
+use tessera_serving::ArrivalModel;
 
 use crate::common::{measured, request};
 
@@ -51,7 +52,7 @@ proptest! {
         let replanned = replan.expect("a replan compares itself with the fresh plan");
         let plan = &plan;
         prop_assert!(plan.gpu_count as u64 <= replanned.fresh.gpu_count as u64 + max_extra_gpus);
-        let violations = verify(plan, &VerifyRequest { catalog: &catalog, services: &new, rule, max_procs: 5 });
+        let violations = verify(plan, &VerifyRequest { catalog: &catalog, services: &new, rule, arrivals: &ArrivalModel::Poisson, max_procs: 5 });
         prop_assert!(violations.is_empty(), "{:?}", violations);
         let (stable, fresh) = (replanned.diff.totals, replanned.fresh_diff.totals);
         prop_assert!(stable.gpus_reconfigured() <= fresh.gpus_reconfigured(), "{:?} vs {:?}", stable, fresh);
@@ -93,7 +94,13 @@ fn replans_of_parvagpu_scenarios_pass_the_verifier() {
                 let replanned = plan(&PlanRequest { from: Some(from), ..limited(&new_inputs) }).unwrap();
                 let violations = verify(
                     &replanned.plan,
-                    &VerifyRequest { catalog: &catalog, services: &new, rule: LatencyRule::Parva, max_procs: 5 },
+                    &VerifyRequest {
+                        catalog: &catalog,
+                        services: &new,
+                        rule: LatencyRule::Parva,
+                        arrivals: &ArrivalModel::Poisson,
+                        max_procs: 5,
+                    },
                 );
                 assert!(violations.is_empty(), "scenario {scenario}, draw {draw}, +{max_extra_gpus}: {violations:?}");
                 assert!(replanned.plan.services.iter().all(|s| s.met), "scenario {scenario}, draw {draw}");

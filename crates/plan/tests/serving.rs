@@ -10,6 +10,7 @@ use tessera_core::rng::SplitMix64;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, VerifyRequest};
+use tessera_serving::ArrivalModel;
 use tessera_serving::{simulate, ServingReport, ServingSystem, SimulationOptions};
 
 /// Plans `services` over `catalog` with every default (the percentile rule).
@@ -21,6 +22,7 @@ fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Pl
         catalog,
         services: inputs.services(),
         rule: LatencyRule::Percentile,
+        arrivals: &ArrivalModel::Poisson,
         max_procs: tessera_plan::DEFAULT_MAX_PROCS,
     };
     assert_eq!(tessera_plan::verify(&planned, &check), vec![]);

@@ -10,9 +10,11 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Discipline {
-    /// What Tessera's deployment sets up: a Kubernetes Service in front of
-    /// the segment's pods (one per MPS process) picks a pod at random, and
-    /// each process keeps its own FIFO queue.
+    /// What Tessera's deployment sets up: each MPS process is a pod with its
+    /// own FIFO queue, and a Kubernetes Service in front of the pods of the
+    /// segment's configuration (all of the service's segments of the same
+    /// GPU model, MIG profile, batch and processes: equal servers) picks a
+    /// pod at random, so each of the segment's processes is as likely.
     #[default]
     #[cfg_attr(feature = "clap", value(name = "random"))]
     RandomPerProcess,

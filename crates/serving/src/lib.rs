@@ -26,6 +26,9 @@
 //! draws), `system`, `histogram` (log-bucketed latency counts), `simulate`
 //! (`queue`: the batching queue; `service`: one service's run; `report`;
 //! `stats`: confidence intervals).
+//! * [`Capacities`] — a segment's capacity at a percentile SLO under any
+//!   arrival model: exact under Poisson ([`analytic`]), searched for with
+//!   the simulator under the others ([`simulated_capacity_rps`]); memoised.
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
 //!   percentile SLO ([`analytic::CapacityCache`] memoises them).
@@ -35,6 +38,7 @@
 
 pub mod analytic;
 mod arrivals;
+mod capacity;
 mod discipline;
 mod error;
 mod histogram;
@@ -45,6 +49,7 @@ mod stream;
 mod system;
 
 pub use arrivals::{ArrivalModel, MAX_CV};
+pub use capacity::{simulated_capacity_rps, Capacities, SIMULATED_REQUESTS, SIMULATED_STEPS};
 pub use discipline::Discipline;
 pub use error::ServingError;
 pub use shape::{ProfiledShape, SegmentShape};

@@ -71,10 +71,13 @@ pub struct GenerateParams {
 /// the theoretical x16 rate per direction (about 32 GB/s for Gen4 and
 /// 64 GB/s for Gen5), rounded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Link {
     /// PCIe 4.0 x16: assumed 25 GB/s effective each way.
+    #[cfg_attr(feature = "clap", value(name = "pcie4"))]
     PcieGen4,
     /// PCIe 5.0 x16: assumed 50 GB/s effective each way.
+    #[cfg_attr(feature = "clap", value(name = "pcie5"))]
     PcieGen5,
 }
 

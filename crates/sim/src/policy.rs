@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which resident buffer leaves first when memory is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Eviction {
     /// Least recently used: the buffer whose last use (compute start) or
     /// arrival is oldest.
@@ -67,12 +68,15 @@ impl std::str::FromStr for Prefetch {
 /// What happens to a buffer after the last operation in the schedule that
 /// uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Retention {
-    /// The client frees it when that operation's compute ends (a dirty
-    /// buffer is first copied back to the host).
+    /// Freed by its client when the compute of its last operation ends (a
+    /// dirty buffer is first copied back to the host).
+    #[cfg_attr(feature = "clap", value(name = "release"))]
     ReleaseAfterLastUse,
-    /// It stays resident, like any cached buffer, until evicted: the
-    /// memory manager is never told the data is dead.
+    /// Stays resident, like any cached buffer, until evicted: the memory
+    /// manager is never told the data is dead.
+    #[cfg_attr(feature = "clap", value(name = "keep"))]
     KeepUntilEvicted,
 }
 

@@ -6,13 +6,13 @@ use anyhow::{bail, Context, Result};
 use tessera_colocate::{evaluate as evaluate_policies, holdout_folds, measured_sizes, p3_folds, tuned_on_test};
 use tessera_colocate::{recommend_trained, suggest, Query, Ranking, Risk, Search, SuggestQuery};
 use tessera_colocate::{Basis, Composition, Suggestion, TrainedModel};
-use tessera_colocate::{ModelFile, ModelKind as Kind, Policy, PolicyScores, Protocol as EvalProtocol, Split};
+use tessera_colocate::{ModelFile, ModelKind, Policy, PolicyScores, Protocol, Split};
 use tessera_core::text::count;
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_store::{read_colocations, read_workload_tables, ColocationImport, Store, StoreError};
 use tessera_store::{TESTING_FILE, TRAINING_FILE};
 
-use crate::args::{ColocateCommand, ColocationSource, ListFormat, ModelKind, Protocol, RiskArg};
+use crate::args::{ColocateCommand, ColocationSource, ListFormat};
 use crate::inputs::{open_existing, store_path};
 use crate::output::{note, out, outln};
 use crate::progress::Progress;
@@ -53,10 +53,6 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                 gpu_memory_gb,
                 top: usize::try_from(top).unwrap_or(usize::MAX),
                 search: None,
-            };
-            let risk = match risk {
-                RiskArg::Mean => Risk::Mean,
-                RiskArg::Lower => Risk::Lower,
             };
             let ranking = recommend_trained(&trained, &pool, &query, risk)?;
             if let Search::Beam { width } = ranking.search {
@@ -112,12 +108,8 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
 }
 
 fn train(kind: ModelKind, rows: &[Colocation], seed: u64) -> Result<TrainedModel> {
-    let kind = match kind {
-        ModelKind::Slowdown => Kind::Slowdown,
-        ModelKind::Kace => Kind::Kace,
-    };
     let _progress = Progress::spinner(format!("training on {}", count(rows.len(), "colocation")));
-    Ok(TrainedModel::train(kind, rows, EvalProtocol::Lofo, seed)?)
+    Ok(TrainedModel::train(kind, rows, Protocol::Lofo, seed)?)
 }
 
 /// The colocations and workloads of `source` (its file or the store), and
@@ -421,15 +413,14 @@ fn evaluate(
     seed: u64,
     format: ListFormat,
 ) -> Result<()> {
-    let (protocol, folds) = match protocol {
+    let folds = match protocol {
         Protocol::P3 => {
             let dir = splits.context("--splits DIR is required with --protocol p3")?;
-            (EvalProtocol::P3, p3_folds(&read_splits(dir)?))
+            p3_folds(&read_splits(dir)?)
         }
         Protocol::Lowo | Protocol::Lofo => {
             let path = data.context("--data FILE is required with --protocol lowo and lofo")?;
-            let protocol = if protocol == Protocol::Lowo { EvalProtocol::Lowo } else { EvalProtocol::Lofo };
-            (protocol, holdout_folds(&read_rows(path)?, protocol))
+            holdout_folds(&read_rows(path)?, protocol)
         }
     };
     let measured = measured_sizes(&folds);
@@ -499,8 +490,8 @@ fn read_splits(dir: &Path) -> Result<Vec<Split>> {
 /// policy's score per split (P3) and its mean, the measured coverage of the
 /// models' intervals, and how often the fallback rule chose instead of the
 /// model.
-fn scores_table(protocol: EvalProtocol, results: &[PolicyScores], folds: &[&str], measured: &[usize]) -> String {
-    let per_fold = protocol == EvalProtocol::P3;
+fn scores_table(protocol: Protocol, results: &[PolicyScores], folds: &[&str], measured: &[usize]) -> String {
+    let per_fold = protocol == Protocol::P3;
     let mut out = String::new();
     for (k, scores) in results[0].scores.iter().enumerate() {
         let size = scores.group_size;

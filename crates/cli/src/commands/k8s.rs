@@ -49,8 +49,9 @@ pub struct ObjectArgs {
     /// namespace.
     #[arg(long, value_name = "NAMESPACE/NAME[:SECTION]", default_value = DEFAULT_GATEWAY)]
     pub gateway: String,
-    /// No HTTPRoutes (a cluster without the Gateway API): each segment's
-    /// Service is still made, and clients must weigh them by capacity.
+    /// No HTTPRoutes (a cluster without the Gateway API): the Services (one
+    /// per service and configuration) are still made, and clients must
+    /// weigh them by capacity.
     #[arg(long, conflicts_with = "gateway")]
     pub no_routes: bool,
     /// CPU each pod requests (a Kubernetes quantity).
@@ -311,17 +312,17 @@ fn export(plan: &Path, output: &Path, options: &ExportOptions) -> Result<()> {
             Ok(objects.len())
         })
         .collect::<Result<_>>()?;
-    // The objects of no one node: the services' routes.
-    let routes = made.route_objects();
-    if !routes.is_empty() {
+    // The objects of no one node: the Services and the services' routes.
+    let routing = made.routing_objects();
+    if !routing.is_empty() {
         let path = output.join("cluster.yaml");
-        std::fs::write(&path, Manifest::yaml_documents(&routes))
+        std::fs::write(&path, Manifest::yaml_documents(&routing))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let files = written.len() + usize::from(!routes.is_empty());
+    let files = written.len() + usize::from(!routing.is_empty());
     outln!(
         "wrote {} in {} to {}",
-        count(written.iter().sum::<usize>() + routes.len(), "manifest"),
+        count(written.iter().sum::<usize>() + routing.len(), "manifest"),
         count(files, "file"),
         output.display()
     )

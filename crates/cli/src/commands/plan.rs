@@ -12,6 +12,7 @@ use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{Format, PlanArgs};
 use crate::commands::diff::comparison_table;
+use crate::commands::serving;
 use crate::inputs;
 use crate::output::{emit, note};
 use crate::progress::Progress;
@@ -35,6 +36,7 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let request = PlanRequest {
         strategy: args.strategy,
         rule: args.latency_rule,
+        arrivals: args.arrivals.as_deref().map(serving::arrival_model).transpose()?,
         fleet: args.inputs.profiles.gpus.clone(),
         max_procs: args.inputs.max_procs,
         gpus_per_node: args.gpus_per_node,

@@ -22,16 +22,13 @@ use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
 /// The simulation options `args` ask for (a `trace=FILE` read here).
-pub fn options(args: &TrafficArgs) -> Result<SimulationOptions> {
-    let arrivals = match args.arrivals.strip_prefix("trace=") {
-        Some(path) => {
-            let path = Path::new(path);
-            let times = read_arrival_trace(path)?;
-            let name =
-                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-            ArrivalModel::trace(name, times).with_context(|| format!("--arrivals {}", args.arrivals))?
-        }
-        None => ArrivalModel::parse(&args.arrivals).with_context(|| format!("--arrivals {}", args.arrivals))?,
+pub fn options(args: &TrafficArgs, plan: &Plan) -> Result<SimulationOptions> {
+    let arrivals = match (&args.arrivals, &plan.traffic) {
+        (Some(text), _) => arrival_model(text)?,
+        (None, Some(traffic)) => ArrivalModel::parse(&traffic.arrivals).with_context(|| {
+            format!("the plan was proven under {} arrivals: name them with --arrivals", traffic.arrivals)
+        })?,
+        (None, None) => ArrivalModel::Poisson,
     };
     let options = SimulationOptions {
         arrivals,
@@ -45,6 +42,20 @@ pub fn options(args: &TrafficArgs) -> Result<SimulationOptions> {
     };
     options.validate()?;
     Ok(options)
+}
+
+/// The arrival model `--arrivals` names, a trace read from its file.
+pub fn arrival_model(text: &str) -> Result<ArrivalModel> {
+    match text.strip_prefix("trace=") {
+        Some(path) => {
+            let path = Path::new(path);
+            let times = read_arrival_trace(path)?;
+            let name =
+                path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            Ok(ArrivalModel::trace(name, times).with_context(|| format!("--arrivals {text}"))?)
+        }
+        None => Ok(ArrivalModel::parse(text).with_context(|| format!("--arrivals {text}"))?),
+    }
 }
 
 /// A simulation of `plan` and what it took.
@@ -93,8 +104,8 @@ pub fn simulate_plan(plan: &Plan, catalog: Option<&ProfileCatalog>, options: &Si
 
 /// `tessera simulate serve`.
 pub fn run(args: &SimulateServeArgs, store: Option<&Path>) -> Result<()> {
-    let options = options(&args.traffic)?;
     let plan = tessera_store::read_plan_file(&args.plan, None)?;
+    let options = options(&args.traffic, &plan)?;
     let catalog = inputs::partial_batch_profiles(args.profiles.as_deref(), args.demo, args.gpu, store)?;
     let mut options = options;
     if args.picture.is_some() {

@@ -6,14 +6,12 @@ use anyhow::{Context, Result};
 use tessera_core::text::count;
 use tessera_gpu::{check_device, execute_schedule, DeviceTarget, ExecuteOptions, ProgramDevice};
 use tessera_sim::gantt_svg;
-use tessera_sim::{execution_plan, Prefetch, Schedule};
-use tessera_sim::{generate, GenerateParams, Link};
-use tessera_sim::{
-    johnson, lower_bound_ns, memory_lower_bound_ns, simulate, Eviction, Policies, Retention, SimResult, Trace,
-};
+use tessera_sim::{execution_plan, Schedule};
+use tessera_sim::{generate, GenerateParams};
+use tessera_sim::{johnson, lower_bound_ns, memory_lower_bound_ns, simulate, Policies, SimResult, Trace};
 use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind};
 
-use crate::args::{EvictionName, LinkName, ListFormat, RetentionName, SchedulerName, SimulateArgs, SimulateCommand};
+use crate::args::{ListFormat, SchedulerName, SimulateArgs, SimulateCommand};
 use crate::output::{emit, note};
 use crate::output::{out, outln};
 use crate::progress::Progress;
@@ -35,16 +33,12 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         format,
     }) = args.command
     {
-        let policies = policies(eviction, prefetch, retention);
+        let policies = Policies { eviction, prefetch, retention };
         return execute(&trace, schedule.as_deref(), scheduler, policies, gpu, program, format);
     }
     if let Some(SimulateCommand::Generate { clients, operations, oversubscription, transfer_ratio, link, seed }) =
         args.command
     {
-        let link = match link {
-            LinkName::Pcie4 => Link::PcieGen4,
-            LinkName::Pcie5 => Link::PcieGen5,
-        };
         let params =
             GenerateParams { clients, operations_per_client: operations, oversubscription, transfer_ratio, link, seed };
         let trace = generate(&params)?;
@@ -61,7 +55,7 @@ pub fn run(args: SimulateArgs) -> Result<()> {
     }
     let path = args.trace.as_deref().context("--trace FILE is required")?;
     let trace = read_trace(path)?;
-    let policies = policies(args.eviction, args.prefetch, args.retention);
+    let policies = Policies { eviction: args.eviction, prefetch: args.prefetch, retention: args.retention };
     let params = GeneticParams {
         population: args.population,
         generations: args.generations,
@@ -108,20 +102,6 @@ pub fn run(args: SimulateArgs) -> Result<()> {
         ListFormat::Table => out!("{}", table(&trace, &result, bounds, &order))?,
     }
     Ok(())
-}
-
-fn policies(eviction: EvictionName, prefetch: Prefetch, retention: RetentionName) -> Policies {
-    Policies {
-        eviction: match eviction {
-            EvictionName::Lru => Eviction::Lru,
-            EvictionName::Belady => Eviction::Belady,
-        },
-        prefetch,
-        retention: match retention {
-            RetentionName::Release => Retention::ReleaseAfterLastUse,
-            RetentionName::Keep => Retention::KeepUntilEvicted,
-        },
-    }
 }
 
 fn scheduler_kind(name: SchedulerName, params: GeneticParams) -> SchedulerKind {

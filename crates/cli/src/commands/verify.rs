@@ -1,12 +1,12 @@
 //! `tessera verify`: the plan checked by [`verify_plan`], its
-//! [`Verification`](tessera_plan::Verification) printed.
+//! [`Verification`] printed.
 
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::verify_plan;
+use tessera_plan::{verify_plan, Verification};
 use tessera_serving::{SimulationOptions, SloVerdict};
 use tessera_store::{read_plan_file, MapProfiles};
 
@@ -36,7 +36,8 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         ));
         (plan.context("the plan was read with the profiles")?, inputs)
     };
-    let checked = verify_plan(&plan, &inputs, args.latency_rule, args.inputs.max_procs)
+    let arrivals = args.traffic.arrivals.as_deref().map(serving::arrival_model).transpose()?;
+    let checked = verify_plan(&plan, &inputs, args.latency_rule, arrivals.as_ref(), args.inputs.max_procs)
         .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));
@@ -56,10 +57,10 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             outln!("{}", serde_json::to_string_pretty(&document)?)?
         }
         ListFormat::Table if checked.ok => outln!(
-            "{path}: OK: {}, {}, every rate covered and every segment within the {} latency rule",
+            "{path}: OK: {}, {}, every rate covered and every segment within the {}",
             count(checked.gpus, "GPU"),
             count(checked.services, "service"),
-            checked.latency_rule
+            rule_words(&checked)
         )?,
         ListFormat::Table => {
             for violation in &checked.violations {
@@ -68,11 +69,7 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         }
     }
     if !checked.ok {
-        bail!(
-            "{path}: {} (under the {} latency rule)",
-            count(checked.violations.len(), "violation"),
-            checked.latency_rule
-        );
+        bail!("{path}: {} (under the {})", count(checked.violations.len(), "violation"), rule_words(&checked));
     }
     let Some((options, simulated)) = simulated else { return Ok(()) };
     if matches!(args.format, ListFormat::Table) {
@@ -96,6 +93,15 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The rule a check was made under, and its arrival model where it has
+/// one: "percentile latency rule, cv=2 arrivals".
+fn rule_words(checked: &Verification) -> String {
+    match &checked.arrivals {
+        Some(arrivals) => format!("{} latency rule, {arrivals} arrivals", checked.latency_rule),
+        None => format!("{} latency rule", checked.latency_rule),
+    }
 }
 
 /// The services `plan` records, as SLOs; an error when it records none (a
@@ -122,7 +128,7 @@ fn recorded_services(plan: &Plan) -> Result<Vec<ServiceSlo>> {
 
 /// `verify --simulate`: the plan's requests simulated one by one.
 fn simulate(args: &VerifyArgs, plan: &Plan, catalog: &ProfileCatalog) -> Result<(SimulationOptions, Simulated)> {
-    let options = serving::options(&args.traffic)?;
+    let options = serving::options(&args.traffic, plan)?;
     let simulated = serving::simulate_plan(plan, Some(catalog), &options)?;
     for line in &simulated.notes {
         note(format_args!("{line}"));

@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use anyhow::Result;
-use tessera_store::{RegisteredWorkload, Store, WorkloadTask};
+use tessera_store::{RegisteredWorkload, Store};
 
-use crate::args::{ListFormat, WorkloadCommand, WorkloadTask as WorkloadTaskArg};
+use crate::args::{ListFormat, WorkloadCommand};
 use crate::inputs::{open_existing, store_path};
 use crate::output::{out, outln};
 use crate::table::TextTable;
@@ -17,10 +17,6 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
     let path = store_path(store)?;
     match command {
         WorkloadCommand::Add { name, family, task, batch, command, throughput_regex } => {
-            let task = match task {
-                WorkloadTaskArg::Inference => WorkloadTask::Inference,
-                WorkloadTaskArg::Training => WorkloadTask::Training,
-            };
             let workload = RegisteredWorkload { name, family, task, batch, command, throughput_regex };
             Store::open(&path)?.register_workload(&workload)?;
             outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;

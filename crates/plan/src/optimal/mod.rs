@@ -230,6 +230,7 @@ mod tests {
     use tessera_core::rng::SplitMix64;
     use tessera_core::synthetic::{builtin_catalog, demo_services};
     use tessera_core::{GpuModel, GpuOffer, ServiceSlo};
+    use tessera_serving::ArrivalModel;
 
     #[test]
     fn demo_is_planned_optimally_and_verifies_under_both_rules() {
@@ -240,7 +241,13 @@ mod tests {
             let plan = plan_optimal(&request).unwrap();
             let optimality = plan.optimality.clone().unwrap();
             assert!(optimality.lower_bound <= plan.gpu_count as f64);
-            let check = VerifyRequest { catalog: &catalog, services: &services, rule, max_procs: 5 };
+            let check = VerifyRequest {
+                catalog: &catalog,
+                services: &services,
+                rule,
+                arrivals: &ArrivalModel::Poisson,
+                max_procs: 5,
+            };
             assert_eq!(verify(&plan, &check), vec![], "{rule}");
             if rule == LatencyRule::Queueing {
                 assert!(plan.services.iter().all(|s| s.met && s.worst_latency_ms <= s.latency_slo_ms));
@@ -315,8 +322,13 @@ mod tests {
             let optimality = plan.optimality.as_ref().unwrap();
             assert_eq!(optimality.objective, "cost");
             assert!(optimality.lower_bound <= plan.total_cost + 1e-9);
-            let check =
-                VerifyRequest { catalog: &catalog, services: &services, rule: LatencyRule::Queueing, max_procs: 5 };
+            let check = VerifyRequest {
+                catalog: &catalog,
+                services: &services,
+                rule: LatencyRule::Queueing,
+                arrivals: &ArrivalModel::Poisson,
+                max_procs: 5,
+            };
             assert_eq!(verify(plan, &check), vec![]);
         }
     }
@@ -350,8 +362,13 @@ mod tests {
                 let plan = plan_optimal(&request).unwrap_or_else(|e| panic!("seed {seed}, {limit} H100: {e}"));
                 let h100 = plan.fleet.iter().find(|f| f.gpu_model == GpuModel::H100_80GB).unwrap();
                 assert!(h100.gpus <= limit, "seed {seed}: {:?}", plan.fleet);
-                let check =
-                    VerifyRequest { catalog: &catalog, services: &services, rule: LatencyRule::Parva, max_procs: 5 };
+                let check = VerifyRequest {
+                    catalog: &catalog,
+                    services: &services,
+                    rule: LatencyRule::Parva,
+                    arrivals: &ArrivalModel::Poisson,
+                    max_procs: 5,
+                };
                 assert_eq!(verify(&plan, &check), vec![], "seed {seed}, {limit} H100");
             }
         }

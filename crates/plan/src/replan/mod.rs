@@ -119,6 +119,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
                     catalog: plan_request.catalog,
                     services: plan_request.services,
                     rule: plan_request.rule,
+                    arrivals: plan_request.arrivals,
                     max_procs: plan_request.max_procs,
                 },
             )
@@ -172,6 +173,7 @@ mod tests {
     use tessera_core::rng::SplitMix64;
     use tessera_core::synthetic::builtin_catalog;
     use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
+    use tessera_serving::ArrivalModel;
 
     /// Replans `services` on the built-in catalogue from `current`.
     fn replan_of(catalog: &ProfileCatalog, services: &[ServiceSlo], current: &Plan, max_extra_gpus: u64) -> Replan {
@@ -182,7 +184,13 @@ mod tests {
         let plan = &replanned.plan;
         let violations = verify(
             plan,
-            &VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: crate::DEFAULT_MAX_PROCS },
+            &VerifyRequest {
+                catalog,
+                services,
+                rule: LatencyRule::Parva,
+                arrivals: &ArrivalModel::Poisson,
+                max_procs: crate::DEFAULT_MAX_PROCS,
+            },
         );
         assert!(violations.is_empty(), "{violations:#?}");
         assert!(plan.services.iter().all(|s| s.met));

@@ -179,7 +179,7 @@ pub(crate) async fn verify_stored(
         .map_err(|e| ApiError::internal(format!("planning job {id}: its stored request is unreadable: {e}")))?;
     let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
     let inputs = inputs.plan_inputs(&fleet).map_err(ApiError::internal)?;
-    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, request.max_procs)).await??;
+    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, None, request.max_procs)).await??;
     Ok(Json(checked))
 }
 
@@ -261,7 +261,7 @@ pub(crate) async fn verify_posted(
     let max_procs = body.max_procs;
     let checked = off_the_workers(move || {
         let inputs = PlanInputs::new(services, catalog, origin, &fleet)?;
-        verify_plan(&plan, &inputs, rule, max_procs)
+        verify_plan(&plan, &inputs, rule, None, max_procs)
     })
     .await??;
     Ok(Json(checked))

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use tessera_core::text::count;
 use tessera_core::{GpuModel, GpuOffer, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
 use tessera_plan::{LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, ReplanFrom, Strategy};
+use tessera_serving::ArrivalModel;
 use tessera_store::Store;
 
 use crate::error::ApiError;
@@ -31,10 +32,18 @@ pub(crate) struct PlanJobRequest {
     /// The fleet, as `tessera plan --gpu`: `MODEL[:cost=C][,count=N]`.
     #[serde(default = "default_fleet")]
     pub gpus: Vec<String>,
-    /// `queueing` or `parva`; by default the strategy's (`queueing` for
-    /// `optimal`, `parva` for `parva`), or for a replan the running plan's.
+    /// `percentile`, `queueing` or `parva`; by default the strategy's
+    /// (`percentile` for `optimal`, `parva` for `parva`), or for a replan the
+    /// running plan's.
     #[serde(default)]
     pub latency_rule: Option<String>,
+    /// How requests arrive, for the percentile rule's capacities, as
+    /// `tessera plan --arrivals`: `poisson`, `cv=X` or
+    /// `onoff=burst:B,on:S,off:S` (a trace only on the command line); by
+    /// default Poisson, or for a replan the running plan's.
+    #[serde(default)]
+    #[schema(example = "cv=2")]
+    pub arrivals: Option<String>,
     /// How long the search may run, seconds.
     #[serde(default = "default_time_limit_s")]
     pub time_limit_s: f64,
@@ -91,6 +100,8 @@ pub(crate) struct CheckedRequest {
     pub fleet: Vec<GpuOffer>,
     /// The latency rule asked for, if any.
     pub rule: Option<LatencyRule>,
+    /// How requests arrive; `None`: the planner's default.
+    pub arrivals: Option<ArrivalModel>,
     /// The time limit.
     pub time_limit: Duration,
     /// Most processes per segment.
@@ -124,6 +135,12 @@ impl PlanJobRequest {
             }
             None => None,
         };
+        let arrivals = match &self.arrivals {
+            Some(text) => {
+                Some(ArrivalModel::parse(text).map_err(|e| ApiError::invalid(format!("field 'arrivals': {e}")))?)
+            }
+            None => None,
+        };
         if !(self.time_limit_s > 0.0 && self.time_limit_s <= MAX_TIME_LIMIT_S) {
             return Err(ApiError::invalid(format!(
                 "field 'time_limit_s': {} is not a time limit in (0, {MAX_TIME_LIMIT_S}] seconds",
@@ -138,6 +155,7 @@ impl PlanJobRequest {
             strategy,
             fleet,
             rule,
+            arrivals,
             time_limit: Duration::from_secs_f64(self.time_limit_s),
             max_procs: self.max_procs,
             gpus_per_node: self.gpus_per_node,
@@ -244,6 +262,7 @@ fn planning_request<'a>(
     PlanRequest {
         strategy: request.strategy,
         rule: request.rule,
+        arrivals: request.arrivals.clone(),
         fleet: request.fleet.clone(),
         max_procs: request.max_procs,
         gpus_per_node: request.gpus_per_node,
@@ -309,6 +328,8 @@ mod tests {
             (serde_json::json!({"gpus": ["b200"]}), "field 'gpus'"),
             (serde_json::json!({"gpus": []}), "field 'gpus'"),
             (serde_json::json!({"latency_rule": "fast"}), "field 'latency_rule'"),
+            (serde_json::json!({"arrivals": "cv=0"}), "field 'arrivals'"),
+            (serde_json::json!({"arrivals": "trace=day.csv"}), "field 'arrivals'"),
             (serde_json::json!({"time_limit_s": 0.0}), "field 'time_limit_s'"),
             (serde_json::json!({"time_limit_s": 1e9}), "field 'time_limit_s'"),
         ] {
@@ -316,6 +337,8 @@ mod tests {
             assert!(error.message.starts_with(field), "{}", error.message);
         }
         assert!(serde_json::from_value::<PlanJobRequest>(serde_json::json!({"demo": true, "colour": 1})).is_err());
+        let bursty = request(serde_json::json!({"demo": true, "arrivals": "cv=2"})).unwrap();
+        assert_eq!(bursty.arrivals, Some(ArrivalModel::Renewal { cv: 2.0 }));
     }
 
     #[test]
@@ -326,6 +349,7 @@ mod tests {
         assert_eq!(inputs.services.len(), 6);
         let plan = plan(&checked, &inputs).unwrap();
         assert!(plan.services.iter().all(|report| report.met));
+        assert_eq!(plan.traffic.map(|traffic| traffic.arrivals).as_deref(), Some("poisson"));
         // The stored store has no services: the error says what to do.
         let error = JobInputs::gather(&request(serde_json::json!({})).unwrap(), &store).unwrap_err();
         assert!(error.message.starts_with("no services to plan"), "{}", error.message);

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use tessera_serving::analytic::{capacity_rps, CapacityCache};
+use tessera_serving::analytic::{attainment, capacity_rps, percentile_latency_ms, predict, CapacityCache};
 
 use super::data::parvagpu_configs;
 
@@ -77,5 +77,51 @@ fn capacity_sweep_timing() {
         "planner sweep, {threads} threads sharing one cache: {} computed, {:.3} s",
         cache.len(),
         start.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+#[ignore = "timing: run with --release -- --ignored --nocapture"]
+#[allow(clippy::disallowed_macros)] // a report, printed to the terminal
+fn prediction_timing() {
+    let Some(configs) = parvagpu_configs() else { return };
+    // What a plan's report asks of every segment: its p99 and attainment
+    // at the rate routed to it, at or below its capacity.
+    let mut cases = Vec::new();
+    for config in &configs {
+        for &slo in &config.slos_ms {
+            let capacity = capacity_rps(&config.shape, 99.0, slo).expect("valid inputs");
+            if capacity > 0.0 {
+                cases.extend([0.5, 0.8, 0.95, 1.0].map(|load| (&config.shape, load * capacity, slo)));
+            }
+        }
+    }
+    let start = Instant::now();
+    let apart: Vec<(f64, f64)> = cases
+        .iter()
+        .map(|&(shape, rate, slo)| {
+            let p99 = percentile_latency_ms(shape, rate, 99.0).expect("valid inputs");
+            (p99, attainment(shape, rate, slo).expect("valid inputs"))
+        })
+        .collect();
+    let apart_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let together: Vec<(f64, f64)> = cases
+        .iter()
+        .map(|&(shape, rate, slo)| {
+            let predicted = predict(shape, rate, 99.0, slo).expect("valid inputs");
+            (predicted.latency_ms, predicted.attainment)
+        })
+        .collect();
+    let together_s = start.elapsed().as_secs_f64();
+    let worst =
+        apart.iter().zip(&together).map(|(a, b)| ((a.0 - b.0).abs() / a.0).max((a.1 - b.1).abs())).fold(0.0, f64::max);
+    println!(
+        "{} predictions (p99 and attainment at 50-100% of capacity): apart {:.3} ms each, predict {:.3} ms each \
+         ({:.2}x), largest difference {worst:.1e}",
+        cases.len(),
+        1e3 * apart_s / cases.len() as f64,
+        1e3 * together_s / cases.len() as f64,
+        apart_s / together_s
     );
 }

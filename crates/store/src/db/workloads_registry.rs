@@ -13,6 +13,7 @@ use crate::error::StoreError;
 /// What a registered workload does; stored as its name (`inference`,
 /// `training`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum WorkloadTask {
     /// Serving requests.
     Inference,

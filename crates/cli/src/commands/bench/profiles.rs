@@ -18,6 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tessera_serving::ArrivalModel;
 
 use anyhow::{bail, Result};
 use tessera_core::rng::SplitMix64;
@@ -235,7 +236,13 @@ fn evaluate(
         match optimal_under_parva(&completed, services) {
             Ok(plan) => {
                 gpus.push(Some(plan.gpu_count));
-                let check = VerifyRequest { catalog, services, rule: LatencyRule::Parva, max_procs: DEFAULT_MAX_PROCS };
+                let check = VerifyRequest {
+                    catalog,
+                    services,
+                    rule: LatencyRule::Parva,
+                    arrivals: &ArrivalModel::Poisson,
+                    max_procs: DEFAULT_MAX_PROCS,
+                };
                 result.violations +=
                     verify(&plan, &check).iter().filter(|v| !matches!(v, Violation::WrongValue { .. })).count();
             }

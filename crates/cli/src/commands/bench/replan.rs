@@ -15,6 +15,7 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
+use tessera_serving::ArrivalModel;
 
 use anyhow::{bail, Result};
 use tessera_core::rng::SplitMix64;
@@ -288,6 +289,7 @@ fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
 }
 
 fn verifies(plan: &Plan, catalog: &ProfileCatalog, services: &[ServiceSlo], rule: LatencyRule) -> bool {
-    let request = VerifyRequest { catalog, services, rule, max_procs: DEFAULT_MAX_PROCS };
+    let request =
+        VerifyRequest { catalog, services, rule, arrivals: &ArrivalModel::Poisson, max_procs: DEFAULT_MAX_PROCS };
     verify(plan, &request).is_empty() && plan.services.iter().all(|s| s.met)
 }

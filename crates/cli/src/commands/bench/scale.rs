@@ -24,6 +24,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use tessera_serving::ArrivalModel;
 
 use anyhow::{bail, Context, Result};
 use tessera_core::rng::SplitMix64;
@@ -112,7 +113,13 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
                 let plan_path = dir.path().join(format!("{}-{size}-{strategy}.json", family.name));
                 let run = run_plan(family, &slo_path, &plan_path, strategy, rule, time_limit_s)?;
                 progress.step();
-                let request = VerifyRequest { catalog: &family.catalog, services: &services, rule, max_procs: 5 };
+                let request = VerifyRequest {
+                    catalog: &family.catalog,
+                    services: &services,
+                    rule,
+                    arrivals: &ArrivalModel::Poisson,
+                    max_procs: 5,
+                };
                 let violations = verify(&run.plan, &request);
                 let met = run.plan.services.iter().filter(|s| s.met).count();
                 let gpus = run.plan.gpu_count;
