@@ -18,7 +18,6 @@
 use std::collections::BTreeMap;
 
 use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
-use tessera_serving::analytic::{self, Prediction};
 use tessera_serving::{ArrivalModel, Capacities, SegmentShape};
 
 use crate::error::{unmeetable, PlanError};
@@ -104,12 +103,6 @@ pub(crate) fn shape(profile: &ModelProfile, point: &ProfilePoint) -> Result<Segm
     SegmentShape::from_profile(profile.points(), point.config, point.latency_ms)
         .map(|read| read.shape)
         .map_err(serving_error)
-}
-
-/// The percentile latency and attainment of a segment of `shape` routed
-/// `rate_rps` requests/s of `slo`'s service (Poisson arrivals).
-pub(crate) fn predict(shape: &SegmentShape, rate_rps: f64, slo: &ServiceSlo) -> Result<Prediction, PlanError> {
-    analytic::predict(shape, rate_rps, slo.percentile, slo.latency_slo_ms).map_err(serving_error)
 }
 
 /// The serving model refusing its input: a profile it cannot read.

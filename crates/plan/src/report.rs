@@ -8,7 +8,7 @@ use tessera_core::{
 };
 use tessera_serving::{analytic, ArrivalModel};
 
-use crate::judge::{predict, shape, PREDICTION_TOLERANCE};
+use crate::judge::{shape, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
 
 /// Relative slack when comparing provisioned throughput with a rate, to
@@ -145,43 +145,21 @@ fn predictions(
 }
 
 /// [`predictions`] of one service, `slo`, whose segments of each GPU model
-/// and configuration are routed the rates of `segments`.
+/// and configuration are routed the rates of `segments`: the serving
+/// model's [`analytic::predict_service`] over them.
 fn service_prediction(
     slo: &ServiceSlo,
     segments: HashMap<(GpuModel, SegmentConfig), f64>,
     request: &Problem<'_>,
 ) -> Option<ServicePrediction> {
-    if segments.len() == 1 {
-        // One configuration: its prediction holds both figures.
-        let ((model, config), routed_rps) = segments.into_iter().next()?;
-        let profile = request.catalog.get(model, &slo.model)?;
-        let predicted = predict(&shape(profile, profile.point(config)?).ok()?, routed_rps, slo).ok()?;
-        let attainment = HashMap::from([((model, config), predicted.attainment)]);
-        return Some(ServicePrediction { worst_latency_ms: predicted.latency_ms, attainment });
-    }
-    let mut read = Vec::with_capacity(segments.len());
+    let mut keys = Vec::with_capacity(segments.len());
+    let mut shapes = Vec::with_capacity(segments.len());
     for ((model, config), routed_rps) in segments {
         let profile = request.catalog.get(model, &slo.model)?;
-        let shape = shape(profile, profile.point(config)?).ok()?;
-        let attainment = analytic::attainment(&shape, routed_rps, slo.latency_slo_ms).ok()?;
-        read.push(((model, config), shape, routed_rps, attainment));
+        shapes.push((shape(profile, profile.point(config)?).ok()?, routed_rps));
+        keys.push((model, config));
     }
-    read.sort_by(|a, b| a.3.total_cmp(&b.3));
-    let mut worst_latency_ms: Option<f64> = None;
-    for (_, shape, routed_rps, _) in &read {
-        let slower = match worst_latency_ms {
-            None => true,
-            Some(worst_ms) if worst_ms.is_finite() => {
-                analytic::attainment(shape, *routed_rps, worst_ms).ok()? * 100.0 < slo.percentile
-            }
-            Some(_) => false,
-        };
-        if slower {
-            let latency_ms = predict(shape, *routed_rps, slo).ok()?.latency_ms;
-            worst_latency_ms = Some(worst_latency_ms.map_or(latency_ms, |worst_ms| worst_ms.max(latency_ms)));
-        }
-    }
-    let worst_latency_ms = worst_latency_ms?;
-    let attainment = read.into_iter().map(|(key, _, _, attainment)| (key, attainment)).collect();
-    Some(ServicePrediction { worst_latency_ms, attainment })
+    let predicted = analytic::predict_service(&shapes, slo.percentile, slo.latency_slo_ms).ok()?;
+    let attainment = keys.into_iter().zip(predicted.attainments).collect();
+    Some(ServicePrediction { worst_latency_ms: predicted.worst_latency_ms, attainment })
 }

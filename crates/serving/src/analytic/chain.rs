@@ -42,6 +42,8 @@ pub(crate) struct Stationary<'p> {
     above: f64,
     /// Mean time between service starts, per unit of mass (ms).
     cycle_ms: f64,
+    /// Of that, the time the process sits idle (ms).
+    idle_ms: f64,
     /// `feed[c] = sum_g m_g b_g(B + c)`, the boundary's direct share of `pi(B + c)`.
     feed: Vec<f64>,
     /// `pbar[d]`: from `x > B`, the chance that the chain censored on
@@ -108,10 +110,12 @@ impl<'p> Stationary<'p> {
         // The boundary's own distribution, for the drift identity.
         let mut drift = 0.0;
         let mut cycle_ms = 0.0;
+        let mut idle_ms = 0.0;
         for (g, a) in arrivals.iter().enumerate() {
             let latency = process.latency_ms(g);
             let idle = a.pmf(0) / lambda;
             cycle_ms += level_mass[g] * (latency + idle);
+            idle_ms += level_mass[g] * idle;
             let mean_left = lambda * latency + a.pmf(0);
             for (y, pi_y) in boundary_states(&rows, &level_mass, process, g) {
                 drift += pi_y * (mean_left - y as f64);
@@ -127,6 +131,7 @@ impl<'p> Stationary<'p> {
             carried: vec![0.0, 0.0],
             above,
             cycle_ms,
+            idle_ms,
             feed,
             pbar,
             largest: 0.0,
@@ -177,6 +182,13 @@ impl<'p> Stationary<'p> {
     /// base of the time-stationary view.
     pub(crate) fn cycle_ms(&self) -> f64 {
         self.cycle_ms
+    }
+
+    /// The share of time the process sits idle: by PASTA, the share of
+    /// arrivals that start a batch at once, alone, and so take exactly
+    /// `S_1` (every other arrival waits first: `P(T > S_1)` is the rest).
+    pub(crate) fn idle_share(&self) -> f64 {
+        self.idle_ms / self.cycle_ms
     }
 
     /// Ramaswami's recursion up to `carry[carries - 1]`.

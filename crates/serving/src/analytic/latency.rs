@@ -410,4 +410,23 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn at_the_first_latency_only_the_idle_arrivals_meet_it() {
+        let shapes = [
+            SegmentShape::new(1, vec![(1, 9.0), (4, 10.0), (16, 12.0), (64, 38.0)]).unwrap(),
+            SegmentShape::new(2, vec![(1, 14.0), (2, 18.0), (4, 24.0), (8, 37.0), (16, 64.0)]).unwrap(),
+        ];
+        let mut scratch = Scratch::default();
+        for shape in &shapes {
+            let process = Process::of(shape);
+            for rho in [0.05, 0.4, 0.9] {
+                let mut chain = Stationary::new(&process, rho * process.full_rate_per_ms()).unwrap();
+                let busy = 1.0 - chain.idle_share();
+                let integrated = miss_probability(&mut chain, process.first_ms(), &mut scratch);
+                assert!(busy > 0.0 && busy <= 1.0, "{shape:?} rho {rho}: busy {busy}");
+                assert!((integrated - busy).abs() < 1e-9, "{shape:?} rho {rho}: {integrated} vs {busy}");
+            }
+        }
+    }
 }

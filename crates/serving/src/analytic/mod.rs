@@ -60,16 +60,22 @@
 //!    states, beyond which arrivals are counted as late: conservative, and
 //!    reached only by absurd SLOs or loads within a hair of full.)
 //! 3. **Searches** (`search`). The percentile latency is the smallest `t`
-//!    with `P(T > t) <= 1 - p/100` (Illinois regula falsi on `t` against
+//!    with `P(T > t) <= 1 - p/100` (Brent's method on `t` against
 //!    `ln P(T > t)`, nearly linear in `t` where the tail is exponential, to a
-//!    relative precision of `1e-9`, from above; with the SLO known to be met,
-//!    `[S_1, slo]` is the first bracket). The capacity is the largest rate with
+//!    relative precision of `1e-9`, from above). Its bracket starts at `S_1`,
+//!    where `P(T > S_1)` is the busy share of time (PASTA: only an arrival
+//!    that finds the process idle takes `S_1`), and, with the SLO known to be
+//!    met, ends at the SLO. The capacity is the largest rate with
 //!    `P(T > slo) <= 1 - p/100`; `P(T > slo)` rises with the rate (checked by
 //!    the tests), and the search (Brent's method on `-ln(1 - rho)` against
 //!    `ln P(T > slo)`, `rho = mu / B`, from a heavy-traffic first guess)
 //!    keeps a bracket whose low end always meets the SLO and stops when the
 //!    bracket is `1e-3` wide (relative): it returns the low end, never above
 //!    the true capacity. Usually 3 to 5 rates are evaluated.
+//! 4. **A service** (`service`): [`predict_service`] tabulates each of its
+//!    segments' queues once, evaluates each at the SLO, and searches for the
+//!    percentile latency on the segment that misses most first, then only
+//!    on a segment whose requests still outlast that latency too often.
 //!
 //! Cost per rate: `O(B^2)` for the roots and ladder heights, `O(B h)` for
 //! the boundary (`h` the Poisson spread above `B`), `O(B t / S_B)` states
@@ -106,8 +112,10 @@ mod latency;
 mod poisson;
 mod process;
 mod search;
+mod service;
 
 pub use cache::CapacityCache;
+pub use service::{predict_service, SegmentsPrediction};
 
 use crate::error::ServingError;
 use crate::shape::SegmentShape;

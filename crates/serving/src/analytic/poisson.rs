@@ -107,38 +107,42 @@ impl Poisson {
             self.sf.push(1.0);
             return;
         }
-        // Walk out from the mode, where the probability is largest, over a
-        // range that surely holds every term above NEGLIGIBLE (beyond
-        // 10 sqrt(mean) + 24 from the mode a term is below 1e-23): down by
-        // p(k-1) = p(k) k / mean, up by p(k+1) = p(k) mean / (k+1) with
-        // tabled reciprocals (no division in the chain); then trim.
+        // Walk out from the mode, where the probability is largest, until
+        // the terms fall below NEGLIGIBLE (they only fall further away from
+        // it): down by p(k-1) = p(k) k / mean, up by p(k+1) = p(k) mean /
+        // (k+1) with tabled reciprocals (no division in the chain). Beyond
+        // 10 sqrt(mean) + 24 from the mode every term is below 1e-23, so
+        // that bounds both walks.
         let mode = mean.floor() as usize;
         let reach = (10.0 * mean.sqrt()) as usize + 24;
-        let lo = mode.saturating_sub(reach);
-        let hi = mode + reach;
-        while self.reciprocal.len() <= hi {
+        while self.reciprocal.len() <= mode + reach {
             let next = self.reciprocal.len().max(1);
             self.reciprocal.push(1.0 / next as f64);
         }
-        self.pmf.resize(hi - lo + 1, 0.0);
         let at_mode = ln_pmf(mode, mean).exp();
         let inverse_mean = 1.0 / mean;
+        // Downwards first, into pmf in reverse, then turned around.
         let mut p = at_mode;
-        self.pmf[mode - lo] = p;
-        for k in (lo + 1..=mode).rev() {
+        let mut k = mode;
+        while k > 0 && mode - k < reach {
             p *= k as f64 * inverse_mean;
-            self.pmf[k - 1 - lo] = p;
+            if p < NEGLIGIBLE {
+                break;
+            }
+            self.pmf.push(p);
+            k -= 1;
         }
+        self.lo = k;
+        self.pmf.reverse();
+        self.pmf.push(at_mode);
         let mut p = at_mode;
-        for (slot, inverse) in self.pmf[mode - lo + 1..].iter_mut().zip(&self.reciprocal[mode + 1..]) {
+        for inverse in &self.reciprocal[mode + 1..=mode + reach] {
             p *= mean * inverse;
-            *slot = p;
+            if p < NEGLIGIBLE {
+                break;
+            }
+            self.pmf.push(p);
         }
-        let first = self.pmf.iter().position(|&p| p >= NEGLIGIBLE).unwrap_or(0);
-        let last = self.pmf.iter().rposition(|&p| p >= NEGLIGIBLE).unwrap_or(first);
-        self.pmf.truncate(last + 1);
-        self.pmf.drain(..first);
-        self.lo = lo + first;
         self.sf.resize(self.pmf.len(), 0.0);
         let mut tail = 0.0;
         for (sf, &p) in self.sf.iter_mut().zip(&self.pmf).rev() {

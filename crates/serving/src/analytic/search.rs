@@ -47,8 +47,8 @@ pub(crate) fn latency_and_miss(
     slo_ms: Option<f64>,
     tolerance: f64,
 ) -> (f64, f64) {
-    let first = process.first_ms();
     if lambda <= 0.0 {
+        let first = process.first_ms();
         let miss = slo_ms.map_or(f64::NAN, |slo| if first > slo { 1.0 } else { 0.0 });
         return (first, miss);
     }
@@ -56,17 +56,34 @@ pub(crate) fn latency_and_miss(
         return (f64::INFINITY, 1.0);
     };
     let mut scratch = Scratch::default();
-    let mut miss = |t: f64| miss_probability(&mut chain, t, &mut scratch);
-    let at_slo = slo_ms.map(|slo| (slo, miss(slo)));
-    // Below S_1 every arrival misses; at S_1 only the idle ones meet it.
-    let at_first = miss(first);
-    let miss_at_slo = at_slo.map_or(f64::NAN, |(_, value)| value);
+    let at_slo = slo_ms.map(|slo| (slo, miss_probability(&mut chain, slo, &mut scratch)));
+    let latency_ms = latency_on(&mut chain, late, at_slo, tolerance, &mut scratch);
+    (latency_ms, at_slo.map_or(f64::NAN, |(_, miss)| miss))
+}
+
+/// The smallest `t` with `P(T > t) <= late` on `chain`, to a relative
+/// precision of `tolerance` (from above); `at_slo`, a `(t, P(T > t))`
+/// already evaluated, bounds the search from above when `P(T > t) <= late`.
+/// Infinite when `t` lies beyond [`MAX_CARRIES`] waiting requests.
+pub(crate) fn latency_on(
+    chain: &mut Stationary<'_>,
+    late: f64,
+    at_slo: Option<(f64, f64)>,
+    tolerance: f64,
+    scratch: &mut Scratch,
+) -> f64 {
+    let process = chain.process();
+    let first = process.first_ms();
+    // Below S_1 every arrival misses; at S_1 only those that find the
+    // process idle meet it.
+    let at_first = 1.0 - chain.idle_share();
     if at_first <= late {
-        return (first, miss_at_slo);
+        return first;
     }
+    let mut miss = |t: f64| miss_probability(chain, t, scratch);
     let (mut lo, mut lo_value) = (first, at_first);
     let known_high = at_slo.filter(|&(slo, value)| slo > first && value <= late);
-    let (mut hi, hi_value) = match known_high {
+    let (hi, hi_value) = match known_high {
         Some(high) => high,
         None => {
             let mut gap = process.full_ms();
@@ -74,7 +91,7 @@ pub(crate) fn latency_and_miss(
                 let t = first + gap;
                 if ((t - first) / process.full_ms()).ceil() * process.batch() as f64 > MAX_CARRIES as f64 {
                     // Beyond what the model tabulates (see MAX_CARRIES).
-                    return (f64::INFINITY, miss_at_slo);
+                    return f64::INFINITY;
                 }
                 let value = miss(t);
                 if value <= late {
@@ -85,41 +102,13 @@ pub(crate) fn latency_and_miss(
             }
         }
     };
-    // Illinois regula falsi on ln P(T > t) - ln late, continuous above S_1
-    // and, the tail being roughly exponential, nearly linear in t.
+    // Brent's method on ln P(T > t) - ln late, continuous above S_1 and,
+    // the tail being roughly exponential, nearly linear in t.
     let target = late.ln();
+    let g = |t: f64| miss(t).max(1e-300).ln() - target;
     let log = |value: f64| value.max(1e-300).ln() - target;
-    let (mut g_lo, mut g_hi) = (log(lo_value), log(hi_value));
-    let mut kept = Side::Neither;
-    while hi - lo > tolerance * hi {
-        let mut t = (lo * g_hi - hi * g_lo) / (g_hi - g_lo);
-        if !(t > lo && t < hi) {
-            t = 0.5 * (lo + hi);
-        }
-        let value = log(miss(t));
-        if value > 0.0 {
-            (lo, g_lo) = (t, value);
-            if kept == Side::Low {
-                g_hi *= 0.5;
-            }
-            kept = Side::Low;
-        } else {
-            (hi, g_hi) = (t, value);
-            if kept == Side::High {
-                g_lo *= 0.5;
-            }
-            kept = Side::High;
-        }
-    }
-    (hi, miss_at_slo)
-}
-
-/// Which end of a bracket the last step moved (Illinois).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    Neither,
-    Low,
-    High,
+    let close = |meets: f64, misses: f64| (meets - misses).abs() <= tolerance * meets;
+    brent(g, (lo, log(lo_value)), (hi, log(hi_value)), close, |meets| 0.25 * tolerance * meets)
 }
 
 /// The largest arrival rate (requests per ms) with `P(T > t_ms) <= late`,
@@ -181,9 +170,27 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
         step = if step > 0.0 { reach.clamp(0.35, 3.0) } else { reach.clamp(-3.0, -0.35) };
         (y, value) = (next, next_value);
     }
-    // Brent's method; b is the best point, [b, c] the bracket, a the previous b.
-    let (mut a, mut fa) = (low, g_low);
-    let (mut b, mut fb) = (high, g_high);
+    let close = |meets: f64, misses: f64| rho_of(misses) <= rho_of(meets) * (1.0 + CAPACITY_TOLERANCE);
+    // A step in y of this size moves the load by a quarter of the tolerance.
+    let step_min = |meets: f64| 0.25 * CAPACITY_TOLERANCE * rho_of(meets) / (1.0 - rho_of(meets));
+    rho_of(brent(g, (low, g_low), (high, g_high), close, step_min)) * full_rate
+}
+
+/// Brent's method (inverse quadratic and secant steps, bisection when they
+/// stall) for the root of `g` in a bracket whose ends `one` and `other`
+/// (each `(x, g(x))`) have values of opposite signs. It keeps an end that
+/// *meets* (`g <= 0`) and one that misses, steps at least `step_min(meets)`,
+/// and returns the end that meets once `close(meets, misses)`.
+fn brent(
+    mut g: impl FnMut(f64) -> f64,
+    one: (f64, f64),
+    other: (f64, f64),
+    close: impl Fn(f64, f64) -> bool,
+    step_min: impl Fn(f64) -> f64,
+) -> f64 {
+    // b is the best point, [b, c] the bracket, a the previous b.
+    let (mut a, mut fa) = one;
+    let (mut b, mut fb) = other;
     let (mut c, mut fc) = (b, fb);
     let mut d = b - a;
     let mut e = d;
@@ -199,12 +206,10 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
             (c, fc) = (a, fa);
         }
         let (meets, misses) = if fb > 0.0 { (c, b) } else { (b, c) };
-        let (rho_meets, rho_misses) = (rho_of(meets), rho_of(misses));
-        if rho_misses <= rho_meets * (1.0 + CAPACITY_TOLERANCE) {
-            return rho_meets * full_rate;
+        if close(meets, misses) {
+            return meets;
         }
-        // A step in y of this size moves the load by a quarter of the tolerance.
-        let step_min = 0.25 * CAPACITY_TOLERANCE * rho_meets / (1.0 - rho_meets);
+        let step_min = step_min(meets);
         let half = 0.5 * (c - b);
         if e.abs() >= step_min && fa.abs() > fb.abs() {
             let s = fb / fa;
