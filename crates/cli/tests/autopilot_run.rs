@@ -145,10 +145,7 @@ fn bad_sources_and_missing_choices_are_refused_in_one_line() {
     );
     usage_error(&joined(&base, &[]), &store, &["required arguments were not provided"]);
     usage_error(
-        &joined(&base, &["--prometheus", "http://p", "--no-wait"]),
-        &store,
-        &["required arguments were not provided"],
-    );
+    usage_error(&joined(&base, &["--prometheus", "http://p", "--no-wait", "--once"]), &store, &["cannot be used with"]);
 }
 
 #[test]

@@ -138,12 +138,12 @@ pub struct AutopilotRunArgs {
     /// The PromQL query of a service's rate in req/s; `{service}` becomes
     /// the service's name. A service whose query answers no series, more
     /// than one, or no number has no rate: the autopilot holds.
-    #[arg(long, value_name = "PROMQL", default_value = DEFAULT_QUERY_TEMPLATE, requires = "prometheus")]
+    #[arg(long, value_name = "PROMQL", default_value = DEFAULT_QUERY_TEMPLATE, conflicts_with = "rates_file")]
     pub query_template: String,
 
     /// Seconds a Prometheus query may take before its service counts as
     /// without a rate.
-    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = parse_positive, requires = "prometheus")]
+    #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = parse_positive, conflicts_with = "rates_file")]
     pub query_timeout_s: f64,
 
     /// Replay a traffic CSV (`time_s,service,rate_rps`, as `autopilot
@@ -155,12 +155,12 @@ pub struct AutopilotRunArgs {
 
     /// Seconds of traffic each rate read from --rates-file averages (as a
     /// PromQL `rate(…[window])` does).
-    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = parse_positive, requires = "rates_file")]
+    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = parse_positive, conflicts_with = "prometheus")]
     pub rates_window_s: f64,
 
     /// With --rates-file: do not wait between decisions; the clock jumps
     /// --interval-s at each (a replay as fast as the controller decides).
-    #[arg(long, requires = "rates_file")]
+    #[arg(long, conflicts_with = "prometheus")]
     pub no_wait: bool,
 
     /// Seconds between decisions; decisions fall on multiples of it of
