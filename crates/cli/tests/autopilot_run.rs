@@ -144,7 +144,6 @@ fn bad_sources_and_missing_choices_are_refused_in_one_line() {
         &["required arguments were not provided"],
     );
     usage_error(&joined(&base, &[]), &store, &["required arguments were not provided"]);
-    usage_error(
     usage_error(&joined(&base, &["--prometheus", "http://p", "--no-wait", "--once"]), &store, &["cannot be used with"]);
 }
 
