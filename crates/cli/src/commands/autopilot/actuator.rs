@@ -21,7 +21,7 @@ pub enum Outcome {
         /// Why, one line.
         error: String,
         /// What the cluster records as running after the failure.
-        running: Option<Plan>,
+        running: Option<Box<Plan>>,
     },
 }
 
@@ -47,7 +47,7 @@ pub enum Actuator {
         /// The connection.
         cluster: Box<Cluster>,
         /// How to apply.
-        options: ApplyOptions,
+        options: Box<ApplyOptions>,
     },
 }
 
@@ -84,7 +84,8 @@ fn apply(cluster: &Cluster, options: &ApplyOptions, plan: &Plan, step: &mut dyn 
         }
     };
     let failed = |error: String| {
-        let running = running_plan(cluster, &options.namespace, plan).ok().filter(|plan| !plan.gpus.is_empty());
+        let running =
+            running_plan(cluster, &options.namespace, plan).ok().filter(|plan| !plan.gpus.is_empty()).map(Box::new);
         Outcome::Failed { error, running }
     };
     let actions = match apply_plan(cluster, plan, options, &mut on_progress) {

@@ -114,7 +114,7 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
             Some(plan) => {
                 let outcome = actuator.act(plan, &mut |step| note(format_args!("{step}")));
                 if let Outcome::Failed { running: Some(running), .. } = &outcome {
-                    controller.adopt(running.clone());
+                    controller.adopt(running.as_ref().clone());
                 }
                 outcome.words()
             }
@@ -163,7 +163,7 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
                 pods,
                 concurrency: 32,
             };
-            Actuator::Kubernetes { cluster: Box::new(args.cluster.connect()?), options }
+            Actuator::Kubernetes { cluster: Box::new(args.cluster.connect()?), options: Box::new(options) }
         }
     })
 }
