@@ -8,8 +8,8 @@ use std::time::Duration;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuAssignment, GpuModel, GpuOffer, Plan, ServiceReport, ServiceSlo};
 use tessera_plan::{
-    plan, GpuPosition, LatencyRule, PlanError, PlanInputs, PlanRequest, Planned, ReplanFrom, DEFAULT_GPUS_PER_NODE,
-    DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
+    plan, GpuPosition, Inventory, LatencyRule, PlanError, PlanInputs, PlanRequest, Planned, ReplanFrom,
+    DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
 };
 use tessera_serving::{ServingError, ServingSystem};
 
@@ -32,6 +32,9 @@ pub struct PlanSettings {
     pub time_limit: Option<Duration>,
     /// Most GPUs a plan may have.
     pub max_gpus: u64,
+    /// The cluster's nodes every plan is placed on (`tessera plan
+    /// --cluster`'s target); `None`: plans number their own nodes.
+    pub target: Option<Inventory>,
 }
 
 impl Default for PlanSettings {
@@ -45,6 +48,7 @@ impl Default for PlanSettings {
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             time_limit: Some(DEFAULT_TIME_LIMIT),
             max_gpus: DEFAULT_MAX_GPUS,
+            target: None,
         }
     }
 }
@@ -113,7 +117,7 @@ impl Planner {
         plan(&self.request(&inputs, Some(from)))
     }
 
-    fn request<'a>(&self, inputs: &'a PlanInputs, from: Option<ReplanFrom<'a>>) -> PlanRequest<'a> {
+    fn request<'a>(&'a self, inputs: &'a PlanInputs, from: Option<ReplanFrom<'a>>) -> PlanRequest<'a> {
         PlanRequest {
             rule: self.settings.rule,
             fleet: self.settings.fleet.clone(),
@@ -121,6 +125,7 @@ impl Planner {
             gpus_per_node: self.settings.gpus_per_node,
             time_limit: self.settings.time_limit,
             max_gpus: self.settings.max_gpus,
+            target: self.settings.target.as_ref(),
             from,
             ..PlanRequest::new(inputs)
         }

@@ -218,7 +218,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
     assert_eq!(
         stdout(&tessera(&["store", "migrate"], &store)),
-        format!("{s}: already at schema version 6, the latest this program knows\n")
+        format!("{s}: already at schema version 7, the latest this program knows\n")
     );
 }
 
@@ -353,9 +353,9 @@ fn store_migrate_says_from_which_version_to_which() {
     let first = tessera(&["store", "migrate"], &store);
     assert!(first.status.success(), "{}", stderr(&first));
     let line = stdout(&first);
-    assert!(line.ends_with("old.sqlite: migrated from schema version 0 to 6\n"), "{line}");
+    assert!(line.ends_with("old.sqlite: migrated from schema version 0 to 7\n"), "{line}");
     let again = stdout(&tessera(&["store", "migrate"], &store));
-    assert!(again.ends_with("old.sqlite: already at schema version 6, the latest this program knows\n"), "{again}");
+    assert!(again.ends_with("old.sqlite: already at schema version 7, the latest this program knows\n"), "{again}");
 }
 
 #[test]

@@ -3,6 +3,7 @@
 //! does), so the program is linked once.
 
 mod autopilot;
+mod autopilot_run;
 mod colocate;
 mod deploy;
 mod fuzz;

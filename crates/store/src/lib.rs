@@ -9,7 +9,7 @@
 //!   loading into a [`tessera_core::ProfileCatalog`]; workload metrics and
 //!   measured colocations, imported atomically and loaded back exactly;
 //!   registered workloads (how to run and measure them) and a journal of
-//!   actions taken on hardware.
+//!   actions taken on hardware; the autopilot's decisions.
 //! - `formats::parvagpu`: ParvaGPU's profile folders, SLO scenario tables
 //!   and deployment map.
 //! - `formats::native`: Tessera's own CSV formats for profiles and SLOs,
@@ -33,8 +33,9 @@ mod formats;
 mod fs;
 
 pub use db::{
-    default_path, ColocationImportSummary, ImportSummary, JobStatus, JournalEntry, KernelMetricsStored, ProfileSummary,
-    RegisteredWorkload, SchemaMigration, Store, StoreCounts, StoredColocation, StoredJob, StoredService, WorkloadTask,
+    default_path, AutopilotDecision, ColocationImportSummary, ImportSummary, JobStatus, JournalEntry,
+    KernelMetricsStored, ProfileSummary, RegisteredWorkload, SchemaMigration, Store, StoreCounts, StoredColocation,
+    StoredJob, StoredService, WorkloadTask,
 };
 pub use error::StoreError;
 pub use formats::container_args::parse_container_args;

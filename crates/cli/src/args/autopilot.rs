@@ -1,12 +1,13 @@
-//! `tessera autopilot`: the controller's options, its day's traffic and
-//! the reconfiguration times of `autopilot simulate`.
+//! `tessera autopilot`: the commands, and the day's traffic and its
+//! measurement of `autopilot simulate` (the controller's options are
+//! `autopilot_run`'s `ControllerArgs`, which `autopilot run` shares).
 
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use tessera_plan::{LatencyRule, DEFAULT_MAX_GPUS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT};
 
-use super::{parse_seconds, InputArgs, ListFormat};
+use super::autopilot_run::{parse_non_negative, parse_positive, ControllerArgs};
+use super::{InputArgs, ListFormat};
 
 /// `tessera autopilot …`.
 #[derive(Debug, Subcommand)]
@@ -19,6 +20,15 @@ pub enum AutopilotCommand {
     /// requests within SLO, GPUs reconfigured, processes started and
     /// requests lost in transitions, per hour and in total.
     Simulate(Box<AutopilotSimulateArgs>),
+    /// Keep a running fleet at its SLOs: every --interval-s, read each
+    /// service's request rate (Prometheus, or a traffic file for tests),
+    /// forecast it, and keep, scale up or scale down the running plan by
+    /// the controller's rules; act on the cluster (make before break) or a
+    /// plan file, or with --dry-run only print. Holds, and says why, on
+    /// missing or stale rates; every decision is journaled in the store.
+    Run(Box<super::AutopilotRunArgs>),
+    /// The decisions `autopilot run` journaled in the store, oldest first.
+    Journal(super::AutopilotJournalArgs),
 }
 
 /// `tessera autopilot simulate`.
@@ -27,17 +37,8 @@ pub struct AutopilotSimulateArgs {
     #[command(flatten)]
     pub inputs: InputArgs,
 
-    /// Latency rule every plan must meet (default: percentile).
-    #[arg(long, value_enum)]
-    pub latency_rule: Option<LatencyRule>,
-
-    /// Seconds one planning may search.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
-    pub time_limit: f64,
-
-    /// Most GPUs a plan may use.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
-    pub max_gpus: u64,
+    #[command(flatten)]
+    pub controller: ControllerArgs,
 
     /// The traffic: a CSV with the header `time_s,service,rate_rps`, each
     /// row a service's rate from that time on (every service from 0 s).
@@ -65,52 +66,6 @@ pub struct AutopilotSimulateArgs {
     /// baseline's replans).
     #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_INTERVAL_S / 60.0, value_parser = parse_positive)]
     pub interval_min: f64,
-
-    /// Plans are made for the forecast plus this share (0.15: +15%).
-    #[arg(long, value_name = "SHARE", default_value_t = tessera_autopilot::DEFAULT_PLAN_HEADROOM, value_parser = parse_non_negative)]
-    pub plan_headroom: f64,
-
-    /// The plan is kept while predicted to meet every SLO at the forecast
-    /// plus this share.
-    #[arg(long, value_name = "SHARE", default_value_t = tessera_autopilot::DEFAULT_KEEP_HEADROOM, value_parser = parse_non_negative)]
-    pub keep_headroom: f64,
-
-    /// A scale-down must release at least this many GPUs.
-    #[arg(long, value_name = "K", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_MIN_GPUS, value_parser = clap::value_parser!(u64).range(1..))]
-    pub scale_down_gpus: u64,
-
-    /// A scale-down must have been possible for this many minutes (at every
-    /// decision) before it is taken.
-    #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_HOLD_S / 60.0, value_parser = parse_non_negative)]
-    pub scale_down_after_min: f64,
-
-    /// Most reconfigurations started in any hour.
-    #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR as u64, value_parser = clap::value_parser!(u64).range(1..))]
-    pub max_reconfigurations_per_hour: u64,
-
-    /// GPUs a replan may keep to avoid a dip (a service below its forecast
-    /// while a step runs): a scale-up may keep every running GPU and add
-    /// this many; a scale-down tries draining each of the this-many-plus-one
-    /// least used GPUs, then releasing up to this many fewer.
-    #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_DIP_EXTRA_GPUS)]
-    pub dip_extra_gpus: u64,
-
-    /// Seconds to stop a GPU's segments.
-    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_STOP_S, value_parser = parse_non_negative)]
-    pub stop_s: f64,
-
-    /// Seconds to destroy one MIG instance.
-    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_DESTROY_S, value_parser = parse_non_negative)]
-    pub destroy_s: f64,
-
-    /// Seconds to create one MIG instance.
-    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_CREATE_S, value_parser = parse_non_negative)]
-    pub create_s: f64,
-
-    /// Seconds from starting a GPU's new segments to their serving (pod
-    /// scheduled, container started, model loaded).
-    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_START_S, value_parser = parse_non_negative)]
-    pub start_s: f64,
 
     /// Measured seconds of traffic simulated for each piece of the day
     /// (each piece weighted by its requests).
@@ -153,20 +108,4 @@ pub struct DiurnalArgs {
     /// Seed of the traffic.
     #[arg(long, default_value_t = 0, conflicts_with = "traffic")]
     pub seed: u64,
-}
-
-/// A finite number above 0.
-fn parse_positive(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(number) if number.is_finite() && number > 0.0 => Ok(number),
-        _ => Err(format!("expected a positive number, got '{value}'")),
-    }
-}
-
-/// A finite number of 0 or more.
-fn parse_non_negative(value: &str) -> Result<f64, String> {
-    match value.parse::<f64>() {
-        Ok(number) if number.is_finite() && number >= 0.0 => Ok(number),
-        _ => Err(format!("expected a number of 0 or more, got '{value}'")),
-    }
 }

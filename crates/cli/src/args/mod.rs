@@ -6,6 +6,7 @@
 //! theirs beside their code in `commands::k8s`.
 
 mod autopilot;
+mod autopilot_run;
 mod bench;
 mod colocate;
 mod deploy;
@@ -25,6 +26,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tessera_core::GpuModel;
 
 pub use autopilot::{AutopilotCommand, AutopilotSimulateArgs};
+pub use autopilot_run::{ApplyTarget, AutopilotJournalArgs, AutopilotRunArgs};
 pub use bench::BenchCommand;
 pub use colocate::{ColocateCommand, ColocationSource};
 pub use deploy::{DeployArgs, DeployCommand};
@@ -150,7 +152,7 @@ pub enum Command {
     /// GPU node): applies the node's MIG layout and reports its state.
     Agent(crate::commands::k8s::AgentArgs),
     /// Keep a running fleet at its SLOs as traffic moves: the controller,
-    /// simulated over a day of traffic.
+    /// simulated over a day of traffic or run live against Prometheus.
     #[command(subcommand)]
     Autopilot(AutopilotCommand),
     /// Print a shell completion script, e.g. `tessera completions bash >

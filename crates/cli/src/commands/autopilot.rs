@@ -1,5 +1,17 @@
 //! `tessera autopilot simulate`: the command line as a day to simulate
 //! (tessera-autopilot's `simulate_day`), the comparison rendered.
+//! `autopilot run` (the live loop) and `autopilot journal` are in
+//! `autopilot/`: `run` wires a rate source (`rates`; `prometheus` over
+//! `http`) to the controller and an `actuator`, with its `metrics`;
+//! `journal` prints what it journaled.
+
+mod actuator;
+mod http;
+mod journal;
+mod metrics;
+mod prometheus;
+mod rates;
+mod run;
 
 use std::path::Path;
 use std::time::Duration;
@@ -8,7 +20,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tessera_autopilot::{
     diurnal, simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, DiurnalOptions, ForecastAccuracy,
-    JournalEntry, PlanSettings, ReconfigurationTimes, Sampling, StrategyDay, Tally, TrafficCurve,
+    JournalEntry, PlanSettings, Sampling, StrategyDay, Tally, TrafficCurve,
 };
 use tessera_core::text::count;
 use tessera_store::{read_traffic_csv, write_traffic_csv};
@@ -24,6 +36,8 @@ use crate::terminal::wrap_words;
 pub fn run(command: AutopilotCommand, store: Option<&Path>) -> Result<()> {
     match command {
         AutopilotCommand::Simulate(args) => simulate(&args, store),
+        AutopilotCommand::Run(args) => run::run(&args, store),
+        AutopilotCommand::Journal(args) => journal::journal(&args, store),
     }
 }
 
@@ -64,13 +78,13 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
         inputs: &inputs,
         settings: PlanSettings {
             fleet,
-            rule: args.latency_rule,
+            rule: args.controller.latency_rule,
             max_procs: args.inputs.max_procs,
-            time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
-            max_gpus: args.max_gpus,
+            time_limit: Duration::try_from_secs_f64(args.controller.time_limit).ok(),
+            max_gpus: args.controller.max_gpus,
             ..PlanSettings::default()
         },
-        controller: controller_config(args),
+        controller: args.controller.config(),
         traffic: &traffic,
         hours: args.hours,
         interval_s: args.interval_min * 60.0,
@@ -80,25 +94,6 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
     match args.format {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&DayDocument::new(&report))?),
         ListFormat::Table => out!("{}", render(&report, &traffic, &described)),
-    }
-}
-
-/// The controller's configuration from the command line.
-fn controller_config(args: &AutopilotSimulateArgs) -> ControllerConfig {
-    ControllerConfig {
-        plan_headroom: args.plan_headroom,
-        keep_headroom: args.keep_headroom,
-        scale_down_min_gpus: args.scale_down_gpus,
-        scale_down_hold_s: args.scale_down_after_min * 60.0,
-        dip_extra_gpus: args.dip_extra_gpus,
-        max_reconfigurations_per_hour: usize::try_from(args.max_reconfigurations_per_hour).unwrap_or(usize::MAX),
-        reconfiguration: ReconfigurationTimes {
-            stop_s: args.stop_s,
-            destroy_s: args.destroy_s,
-            create_s: args.create_s,
-            start_s: args.start_s,
-        },
-        ..ControllerConfig::default()
     }
 }
 

@@ -75,7 +75,7 @@ pub struct ObjectArgs {
 
 impl ObjectArgs {
     /// The routes' Gateway (`None`: no routes) and the pods' options.
-    fn resolve(&self) -> Result<(Option<GatewayRef>, PodOptions)> {
+    pub fn resolve(&self) -> Result<(Option<GatewayRef>, PodOptions)> {
         let routes = if self.no_routes { None } else { Some(self.gateway.parse::<GatewayRef>()?) };
         let requests = Requests::parse(&format!("{},{}", self.cpu, self.memory))?;
         let mut service_requests = BTreeMap::new();

@@ -144,6 +144,23 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     ALTER TABLE services ADD COLUMN percentile REAL NOT NULL DEFAULT 99.0
         CHECK (percentile > 0 AND percentile < 100);
     "#,
+    // v7: the autopilot's decisions, each with its reason, the GPUs before
+    // and after, and the rates it saw and forecast (JSON objects by
+    // service).
+    r#"
+    CREATE TABLE autopilot_decisions (
+        id INTEGER PRIMARY KEY,
+        time_s REAL NOT NULL,
+        action TEXT NOT NULL CHECK (length(action) > 0),
+        reason TEXT NOT NULL,
+        gpus_before INTEGER NOT NULL CHECK (gpus_before >= 0),
+        gpus_after INTEGER NOT NULL CHECK (gpus_after >= 0),
+        observed_rps TEXT NOT NULL DEFAULT '{}',
+        forecast_rps TEXT NOT NULL DEFAULT '{}',
+        outcome TEXT NOT NULL
+    );
+    CREATE INDEX autopilot_decisions_by_time ON autopilot_decisions(time_s);
+    "#,
 ];
 
 /// The schema version this code writes and understands.

@@ -6,8 +6,10 @@
 //! `workloads`, their kernel metrics awaiting them in `kernel_metrics`, the
 //! columns both share with colocation members in `metric_columns`; measured
 //! colocations in `colocations`; registered workloads and the journal in
-//! `workloads_registry`.
+//! `workloads_registry`;
+//! the autopilot's decisions in `autopilot`.
 
+mod autopilot;
 mod colocations;
 #[cfg(test)]
 mod fixtures;
@@ -26,6 +28,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::error::StoreError;
 
+pub use autopilot::AutopilotDecision;
 pub use colocations::{ColocationImportSummary, StoredColocation};
 pub use kernel_metrics::KernelMetricsStored;
 pub use profiles::{ImportSummary, ProfileSummary};

@@ -1,0 +1,103 @@
+//! How the live loop acts on a new plan: not at all (a dry run), a plan
+//! file replaced atomically (for `tessera deploy` on one node), or the
+//! Kubernetes cluster through tessera-k8s's make-before-break apply, its
+//! status checked after.
+
+use std::path::PathBuf;
+
+use tessera_core::Plan;
+use tessera_k8s::{apply_plan, cluster_status, running_plan, ApplyOptions, Change, Cluster, Progress};
+use tessera_store::{plan_json, write_atomic};
+
+/// What became of a new plan.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// It is in place, in words (what was done).
+    Applied(String),
+    /// Nothing was acted on (a dry run).
+    DryRun,
+    /// Acting failed: why, and the plan that runs instead, when known.
+    Failed {
+        /// Why, one line.
+        error: String,
+        /// What the cluster records as running after the failure.
+        running: Option<Box<Plan>>,
+    },
+}
+
+impl Outcome {
+    /// In words, for the journal.
+    pub fn words(&self) -> String {
+        match self {
+            Outcome::Applied(what) => format!("applied: {what}"),
+            Outcome::DryRun => "dry run: nothing done".to_string(),
+            Outcome::Failed { error, .. } => format!("failed: {error}"),
+        }
+    }
+}
+
+/// Where new plans go.
+pub enum Actuator {
+    /// Nowhere: `--dry-run`.
+    DryRun,
+    /// A plan file, replaced atomically.
+    PlanFile(PathBuf),
+    /// The cluster.
+    Kubernetes {
+        /// The connection.
+        cluster: Box<Cluster>,
+        /// How to apply.
+        options: Box<ApplyOptions>,
+    },
+}
+
+impl Actuator {
+    /// Puts `plan` in place, reporting each step of an apply to `step` as
+    /// it begins.
+    pub fn act(&self, plan: &Plan, step: &mut dyn FnMut(&str)) -> Outcome {
+        match self {
+            Actuator::DryRun => Outcome::DryRun,
+            Actuator::PlanFile(path) => match write_atomic(path, &plan_json(plan)) {
+                Ok(()) => Outcome::Applied(format!("wrote {}", path.display())),
+                Err(error) => Outcome::Failed { error: error.to_string(), running: None },
+            },
+            Actuator::Kubernetes { cluster, options } => apply(cluster, options, plan, step),
+        }
+    }
+
+    /// The plan the cluster records (`--apply k8s`), `None` when it
+    /// records none or this is not a cluster.
+    pub fn running(&self) -> Result<Option<Plan>, String> {
+        let Actuator::Kubernetes { cluster, options } = self else { return Ok(None) };
+        let like = Plan::from_gpus(Vec::new(), "", "", 1);
+        let plan = running_plan(cluster, &options.namespace, &like).map_err(|error| error.to_string())?;
+        Ok(Some(plan).filter(|plan| !plan.gpus.is_empty()))
+    }
+}
+
+/// Applies `plan` to the cluster step by step, then checks that the
+/// cluster runs it; on failure, reads back what it runs.
+fn apply(cluster: &Cluster, options: &ApplyOptions, plan: &Plan, step: &mut dyn FnMut(&str)) -> Outcome {
+    let mut on_progress = |progress: &Progress| {
+        if let Progress::Step { number, of, summary } = progress {
+            step(&format!("step {number} of {of}: {summary}"));
+        }
+    };
+    let failed = |error: String| {
+        let running =
+            running_plan(cluster, &options.namespace, plan).ok().filter(|plan| !plan.gpus.is_empty()).map(Box::new);
+        Outcome::Failed { error, running }
+    };
+    let actions = match apply_plan(cluster, plan, options, &mut on_progress) {
+        Ok(actions) => actions,
+        Err(error) => return failed(format!("the apply stopped: {error}")),
+    };
+    let changed = actions.iter().filter(|action| action.change != Change::Unchanged).count();
+    match cluster_status(cluster, plan, &options.namespace) {
+        Ok(status) if status.as_planned() => {
+            Outcome::Applied(format!("{changed} of {} objects changed; the cluster runs it", actions.len()))
+        }
+        Ok(status) => failed(format!("applied, but not as planned: {}", status.differences().join("; "))),
+        Err(error) => failed(format!("applied, but its status cannot be read: {error}")),
+    }
+}

@@ -1,0 +1,214 @@
+//! `tessera autopilot run`: the live loop. It wires a rate source to the
+//! controller (tessera-autopilot's, which makes every decision) and the
+//! controller to an actuator, on a clock; each decision is printed,
+//! journaled in the store and counted in the loop's metrics.
+
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, Context, Result};
+use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings};
+use tessera_core::Plan;
+use tessera_k8s::ApplyOptions;
+use tessera_store::{read_traffic_csv, AutopilotDecision, Store};
+
+use super::actuator::{Actuator, Outcome};
+use super::journal::decision_line;
+use super::metrics::LoopMetrics;
+use super::prometheus::PrometheusRates;
+use super::rates::{FileRates, RateSource};
+use crate::args::{ApplyTarget, AutopilotRunArgs, ListFormat};
+use crate::inputs;
+use crate::output::{note, outln};
+
+/// Every action's name, for the metrics.
+const ACTIONS: [ActionKind; 5] =
+    [ActionKind::Start, ActionKind::Keep, ActionKind::Hold, ActionKind::ScaleUp, ActionKind::ScaleDown];
+
+/// Runs the loop until `--max-decisions` (or for ever).
+pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
+    let actuator = actuator(args)?;
+    let mut fleet = args.inputs.profiles.gpus.clone();
+    let target = match &actuator {
+        Actuator::Kubernetes { cluster, .. } => Some(cluster.inventory()?.nodes),
+        _ => None,
+    };
+    if let Some(target) = &target {
+        fleet = target.offers(&fleet)?;
+    }
+    let inputs = inputs::load(&args.inputs, &fleet, store)?;
+    let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+    let mut source: Box<dyn RateSource> = match (&args.prometheus, &args.rates_file) {
+        (Some(url), _) => Box::new(
+            PrometheusRates::new(
+                url,
+                &args.query_template,
+                Duration::from_secs_f64(args.query_timeout_s),
+                names.clone(),
+            )
+            .map_err(|error| anyhow!(error))?,
+        ),
+        (None, Some(path)) => {
+            Box::new(FileRates::new(read_traffic_csv(path, &names)?, args.rates_window_s, path.display().to_string()))
+        }
+        (None, None) => unreachable!("clap requires --prometheus or --rates-file"),
+    };
+    let running = match &args.plan {
+        Some(path) => Some(inputs::read_sound_plan(path)?),
+        None => actuator.running().map_err(|error| anyhow!("reading the plan the cluster runs: {error}"))?,
+    };
+    let settings = PlanSettings {
+        fleet,
+        rule: args.controller.latency_rule,
+        max_procs: args.inputs.max_procs,
+        time_limit: Duration::try_from_secs_f64(args.controller.time_limit).ok(),
+        max_gpus: args.controller.max_gpus,
+        target,
+        ..PlanSettings::default()
+    };
+    let config = ControllerConfig { max_sample_age_s: args.max_sample_age_s, ..args.controller.config() };
+    let mut controller = Controller::new(inputs, settings, config, running).context("the controller's options")?;
+    let store_file = inputs::store_path(store)?;
+    let mut journal = Store::open(&store_file)?;
+    let metrics = LoopMetrics::new(&ACTIONS.map(ActionKind::name));
+    if let Some(address) = args.metrics_addr {
+        let bound = metrics.serve(address)?;
+        note(format_args!("serving the autopilot's metrics at http://{bound}/metrics"));
+    }
+    note(format_args!(
+        "autopilot: {} services, rates from {}, a decision every {} s, {}; journal in {}",
+        names.len(),
+        source.describe(),
+        args.interval_s,
+        match &actuator {
+            Actuator::DryRun => "dry run (acting on nothing)".to_string(),
+            Actuator::PlanFile(path) => format!("new plans written to {}", path.display()),
+            Actuator::Kubernetes { cluster, options } => {
+                format!("new plans applied to namespace {} of {}", options.namespace, cluster.context())
+            }
+        },
+        store_file.display()
+    ));
+    let limit = if args.once { Some(1) } else { args.max_decisions };
+    let mut clock = Clock::new(args.interval_s, args.no_wait);
+    let mut made = 0u64;
+    while limit.is_none_or(|limit| made < limit) {
+        let (now_s, skipped) = clock.tick();
+        if skipped > 0 {
+            note(format_args!("the last decision overran its interval: {skipped} decision times skipped"));
+        }
+        let rates = source.rates(now_s);
+        let gpus_before = gpu_count(controller.plan());
+        let decision = controller.observe(&Observation { time_s: now_s, samples: rates.samples.clone() });
+        let mut reason = decision.reason.clone();
+        if !rates.faults.is_empty() {
+            reason.push_str(&format!(" ({})", rates.faults.join("; ")));
+        }
+        let new_plan = match &decision.action {
+            Action::Start(plan) => Some(plan),
+            Action::ScaleUp(change) | Action::ScaleDown(change) => Some(&change.plan),
+            Action::Keep | Action::Hold => None,
+        };
+        let outcome = match new_plan {
+            None => "nothing to do".to_string(),
+            Some(plan) => {
+                let outcome = actuator.act(plan, &mut |step| note(format_args!("{step}")));
+                if let Outcome::Failed { running: Some(running), .. } = &outcome {
+                    controller.adopt(running.as_ref().clone());
+                }
+                outcome.words()
+            }
+        };
+        let forecast = controller.forecast_rps();
+        let record = AutopilotDecision {
+            time_s: now_s,
+            action: decision.action.kind().name().to_string(),
+            reason,
+            gpus_before,
+            gpus_after: gpu_count(controller.plan()),
+            observed_rps: names.iter().cloned().zip(rates.samples.iter().map(|s| s.map(|s| s.rate_rps))).collect(),
+            forecast_rps: names.iter().cloned().zip(forecast.iter().copied()).collect(),
+            outcome,
+        };
+        journal.record_autopilot_decision(&record).context("journaling the decision (the loop stops)")?;
+        let observed: Vec<(&str, Option<f64>)> =
+            names.iter().map(String::as_str).zip(rates.samples.iter().map(|s| s.map(|s| s.rate_rps))).collect();
+        let forecast: Vec<(&str, f64)> = names.iter().map(String::as_str).zip(forecast.iter().copied()).collect();
+        metrics.record(now_s, &record.action, record.gpus_after, &observed, &forecast);
+        match args.format {
+            ListFormat::Table => outln!("{}", decision_line(&record))?,
+            ListFormat::Json => outln!("{}", serde_json::to_string(&record)?)?,
+        }
+        made += 1;
+    }
+    Ok(())
+}
+
+/// The actuator `args` ask for.
+fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
+    Ok(match (args.dry_run, args.apply) {
+        (true, _) | (false, None) => Actuator::DryRun,
+        (false, Some(ApplyTarget::PlanFile)) => {
+            Actuator::PlanFile(args.plan_out.clone().context("--apply plan-file needs --plan-out FILE")?)
+        }
+        (false, Some(ApplyTarget::K8s)) => {
+            let (routes, pods) = args.objects.resolve()?;
+            let options = ApplyOptions {
+                namespace: args.namespace.clone(),
+                dry_run: false,
+                force_conflicts: false,
+                layout_timeout: Duration::from_secs(args.apply_timeout),
+                poll: Duration::from_secs(2),
+                routes,
+                pods,
+                concurrency: 32,
+            };
+            Actuator::Kubernetes { cluster: Box::new(args.cluster.connect()?), options: Box::new(options) }
+        }
+    })
+}
+
+/// GPUs of `plan`, 0 without one.
+fn gpu_count(plan: Option<&Plan>) -> usize {
+    plan.map_or(0, |plan| plan.gpu_count)
+}
+
+/// When decisions are made: on the wall clock's multiples of the
+/// interval (sleeping until each), or, replaying a file without waiting,
+/// one interval after the other at once.
+#[derive(Debug, Clone)]
+struct Clock {
+    interval_s: f64,
+    no_wait: bool,
+    next_s: Option<f64>,
+}
+
+impl Clock {
+    fn new(interval_s: f64, no_wait: bool) -> Clock {
+        Clock { interval_s, no_wait, next_s: None }
+    }
+
+    /// The next decision time (seconds since the Unix epoch), after
+    /// sleeping until it, and how many decision times were skipped because
+    /// the last decision overran.
+    fn tick(&mut self) -> (f64, u64) {
+        let now_s = unix_now_s();
+        let mut next_s = self.next_s.unwrap_or_else(|| (now_s / self.interval_s).ceil() * self.interval_s);
+        let mut skipped = 0;
+        if !self.no_wait {
+            if now_s > next_s {
+                let missed = ((now_s - next_s) / self.interval_s).ceil();
+                next_s += missed * self.interval_s;
+                skipped = missed as u64;
+            }
+            std::thread::sleep(Duration::from_secs_f64((next_s - now_s).max(0.0)));
+        }
+        self.next_s = Some(next_s + self.interval_s);
+        (next_s, skipped)
+    }
+}
+
+/// Seconds since the Unix epoch.
+fn unix_now_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |elapsed| elapsed.as_secs_f64())
+}

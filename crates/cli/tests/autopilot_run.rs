@@ -1,0 +1,341 @@
+//! `tessera autopilot run`: a traffic file replayed (decisions, journal,
+//! plan file), bad input, and a real Prometheus scraping a test exporter
+//! whose counters follow the same file — the same decisions; Prometheus
+//! stopped mid-run makes the autopilot hold, and it resumes when
+//! Prometheus is back.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+use tempfile::TempDir;
+use tessera_autopilot::{TrafficCurve, TrafficPoint};
+
+use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
+
+/// Two of the demo's services.
+const SLO: &str =
+    "service,model,rate_rps,latency_ms\nphoto-tagging,resnet50,2500,80\nsearch-ranking,bert-base,600,120\n";
+
+/// Seconds between decisions in these tests.
+const INTERVAL_S: f64 = 2.0;
+
+/// The traffic: low, high from 5 s, low again from 11 s; each change
+/// halfway between two decisions (every 2 s), so a rate averaged over less
+/// than a second before a decision sees one level only.
+const TRAFFIC: &str = "time_s,service,rate_rps\n\
+    0,photo-tagging,800\n0,search-ranking,150\n\
+    5,photo-tagging,6000\n5,search-ranking,1200\n\
+    11,photo-tagging,800\n11,search-ranking,150\n";
+
+/// Decisions the traffic needs: the start, the scale-up, the scale-down
+/// once the window of high rates has passed.
+const DECISIONS: usize = 10;
+
+/// The controller's options of these tests: instant reconfigurations (no
+/// hold while one runs) and scale-downs taken as soon as confirmed.
+const CONTROLLER: [&str; 14] = [
+    "--stop-s",
+    "0",
+    "--destroy-s",
+    "0",
+    "--create-s",
+    "0",
+    "--start-s",
+    "0",
+    "--scale-down-after-min",
+    "0",
+    "--interval-s",
+    "2",
+    "--max-reconfigurations-per-hour",
+    "100",
+];
+
+fn write(dir: &TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+/// The JSON lines of a run's output.
+fn decisions(text: &str) -> Vec<Value> {
+    text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))).collect()
+}
+
+/// (action, GPUs after) of each decision.
+fn actions(decisions: &[Value]) -> Vec<(String, u64)> {
+    decisions.iter().map(|d| (d["action"].as_str().unwrap().to_string(), d["gpus_after"].as_u64().unwrap())).collect()
+}
+
+/// The file replayed at once, as a dry run: its decisions.
+fn replay(dir: &TempDir, store: &Path, extra: &[&str]) -> Vec<Value> {
+    let (slo, traffic) = (write(dir, "slo.csv", SLO), write(dir, "traffic.csv", TRAFFIC));
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json"]);
+    args.extend(CONTROLLER);
+    args.extend(extra);
+    let output = tessera(&args, store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    decisions(&stdout(&output))
+}
+
+#[test]
+fn a_replayed_file_scales_up_early_and_down_late_and_journals_every_decision() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let made = replay(&dir, &store, &["--dry-run"]);
+    assert_eq!(made.len(), DECISIONS);
+    let kinds: Vec<(String, u64)> = actions(&made);
+    assert_eq!(kinds[0].0, "start");
+    let up = kinds.iter().position(|(action, _)| action == "scale up").expect("a scale-up");
+    let down = kinds.iter().position(|(action, _)| action == "scale down").expect("a scale-down");
+    // Up at the first decision after the rise (6 s), down only after the
+    // fall (11 s), and back to the start's GPUs by the end.
+    let time = |index: usize| made[index]["time_s"].as_f64().unwrap() - made[0]["time_s"].as_f64().unwrap();
+    assert_eq!(time(up), 6.0, "{kinds:?}");
+    assert!(time(down) > 11.0, "{kinds:?}");
+    let most = kinds.iter().map(|(_, gpus)| *gpus).max().unwrap();
+    assert!(most > kinds[0].1 && kinds[DECISIONS - 1].1 == kinds[0].1, "{kinds:?}");
+    assert!(kinds[..up].iter().all(|(action, _)| action == "start" || action == "keep"), "{kinds:?}");
+    assert!(made.iter().all(|d| d["outcome"] == "nothing to do" || d["outcome"] == "dry run: nothing done"));
+    assert_eq!(made[3]["observed_rps"]["photo-tagging"], 6000.0);
+    assert!(made[up]["reason"].as_str().unwrap().starts_with("scaling up: "), "{}", made[up]["reason"]);
+
+    let journal = tessera(&["autopilot", "journal", "--format", "json"], &store);
+    assert!(journal.status.success(), "{}", stderr(&journal));
+    let journaled: Value = serde_json::from_slice(&journal.stdout).unwrap();
+    assert_eq!(journaled.as_array().unwrap(), &made);
+    let table = stdout(&tessera(&["autopilot", "journal", "--last", "2"], &store));
+    assert_eq!(table.lines().count(), 2, "{table}");
+    assert!(table.contains("GPUs") && table.contains("Z  "), "{table}");
+}
+
+#[test]
+fn new_plans_go_to_the_plan_file_atomically() {
+    let dir = TempDir::new().unwrap();
+    let out = dir.path().join("running.json");
+    let made = replay(&dir, &store_in(&dir), &["--apply", "plan-file", "--plan-out", out.to_str().unwrap()]);
+    let last_change = made.iter().rev().find(|d| d["action"] != "keep" && d["action"] != "hold").unwrap();
+    assert!(last_change["outcome"].as_str().unwrap().starts_with("applied: wrote "), "{last_change}");
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(plan["gpus"].as_array().unwrap().len() as u64, last_change["gpus_after"].as_u64().unwrap());
+}
+
+#[test]
+fn bad_sources_and_missing_choices_are_refused_in_one_line() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let slo = write(&dir, "slo.csv", SLO);
+    let base = ["autopilot", "run", "--demo", "--slo", &slo, "--dry-run"];
+    fn joined<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+        base.iter().chain(extra).copied().collect()
+    }
+    fails_with(&joined(&base, &["--prometheus", "https://prom:9090"]), &store, &["HTTPS is not supported"]);
+    fails_with(&joined(&base, &["--prometheus", "http://p:9090", "--query-template", "up"]), &store, &["{service}"]);
+    let traffic = write(&dir, "bad.csv", "time_s,service,rate_rps\n0,photo-tagging,1\n0,nobody,2\n");
+    fails_with(&joined(&base, &["--rates-file", &traffic]), &store, &["bad.csv", "nobody"]);
+    usage_error(
+        &["autopilot", "run", "--demo", "--rates-file", &traffic],
+        &store,
+        &["required arguments were not provided"],
+    );
+    usage_error(&joined(&base, &[]), &store, &["required arguments were not provided"]);
+    usage_error(&joined(&base, &["--prometheus", "http://p", "--no-wait", "--once"]), &store, &["cannot be used with"]);
+}
+
+#[test]
+fn an_unreachable_prometheus_makes_it_hold_and_say_why() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let slo = write(&dir, "slo.csv", SLO);
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let args = ["autopilot", "run", "--demo", "--slo", &slo, "--prometheus", &url, "--once", "--dry-run"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let line = stdout(&output);
+    assert!(line.contains("  hold  0 GPUs  holding the plan: no rate for photo-tagging, search-ranking"), "{line}");
+    assert!(line.contains(&format!("photo-tagging, search-ranking: Prometheus at {url} unreachable: ")), "{line}");
+}
+
+/// A port nothing listens on (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Seconds since the Unix epoch.
+fn now_s() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// A test exporter on 127.0.0.1: `tessera_requests_total{service=…}`
+/// counters growing by `curve` from `epoch_s` (Unix seconds; its rate at
+/// 0 s before). Its address.
+fn start_exporter(curve: TrafficCurve, epoch_s: f64) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let started_s = now_s();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = [0u8; 2048];
+            let _ = stream.read(&mut head);
+            let now = now_s();
+            let (from, to) = (started_s - epoch_s, now - epoch_s);
+            let mut body = String::from("# TYPE tessera_requests_total counter\n");
+            for (service, mean) in curve.services().iter().zip(curve.mean_rates_rps(from, to)) {
+                body.push_str(&format!("tessera_requests_total{{service=\"{service}\"}} {}\n", mean * (to - from)));
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    address
+}
+
+/// Prometheus scraping `target` every 250 ms, its data in `data`, its API
+/// on 127.0.0.1:`port`; `None` (after saying why) when it is not
+/// installed.
+fn start_prometheus(dir: &Path, target: &str, port: u16) -> Option<Child> {
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 250ms\n  scrape_timeout: 200ms\nscrape_configs:\n  - job_name: exporter\n    \
+             static_configs:\n      - targets: ['{target}']\n"
+        ),
+    )
+    .unwrap();
+    let spawned = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(dir.join("prometheus.log")).unwrap()))
+        .spawn();
+    let Ok(child) = spawned else {
+        tessera_testkit::tool_missing(
+            "TESSERA_REQUIRE_PROMETHEUS",
+            "prometheus is not installed",
+            "apt-get install prometheus",
+        );
+        return None;
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !ready(port) {
+        assert!(Instant::now() < deadline, "prometheus not ready in 30 s: {}", log(dir));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Some(child)
+}
+
+/// Prometheus' log so far.
+fn log(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+}
+
+/// `true` when `GET /-/ready` answers 200.
+fn ready(port: u16) -> bool {
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = write!(stream, "GET /-/ready HTTP/1.0\r\n\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.0 200") || answer.starts_with("HTTP/1.1 200")
+}
+
+/// The next decision the running autopilot prints (within 20 s).
+fn next(lines: &Receiver<String>) -> Value {
+    let line = lines.recv_timeout(Duration::from_secs(20)).expect("a decision within 20 s");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+#[test]
+fn rates_read_through_prometheus_make_the_file_s_decisions_and_a_stopped_prometheus_holds() {
+    let dir = TempDir::new().unwrap();
+    let names = vec!["photo-tagging".to_string(), "search-ranking".to_string()];
+    let points: Vec<TrafficPoint> = TRAFFIC
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            TrafficPoint {
+                time_s: fields[0].parse().unwrap(),
+                service: fields[1].into(),
+                rate_rps: fields[2].parse().unwrap(),
+            }
+        })
+        .collect();
+    let curve = TrafficCurve::new(&names, &points).unwrap();
+    // The file's 0 s is a decision time at least 6 s away: Prometheus has
+    // started and scraped by then.
+    let epoch_s = ((now_s() + 6.0) / INTERVAL_S).ceil() * INTERVAL_S;
+    let exporter = start_exporter(curve, epoch_s);
+    let port = free_port();
+    let Some(mut prometheus) = start_prometheus(dir.path(), &exporter, port) else { return };
+    let slo = write(&dir, "slo.csv", SLO);
+    let url = format!("http://127.0.0.1:{port}");
+    let query = r#"sum(rate(tessera_requests_total{service="{service}"}[900ms]))"#;
+    let store = dir.path().join("live.sqlite");
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--prometheus", &url, "--query-template", query];
+    args.extend(["--dry-run", "--format", "json", "--max-decisions", "40"]);
+    args.extend(CONTROLLER);
+    let mut autopilot = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(&args)
+        .env("TESSERA_STORE", &store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (sender, lines) = channel();
+    let output = autopilot.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    // Decisions from the file's 0 s on, by their time in the file.
+    let mut live = Vec::new();
+    while live.len() < DECISIONS {
+        let decision = next(&lines);
+        if decision["time_s"].as_f64().unwrap() >= epoch_s {
+            live.push(decision);
+        }
+    }
+    prometheus.kill().unwrap();
+    prometheus.wait().unwrap();
+    let holds: Vec<Value> = (0..2).map(|_| next(&lines)).collect();
+    let mut back = start_prometheus(dir.path(), &exporter, port).unwrap();
+    let resumed = (0..6).map(|_| next(&lines)).find(|d| d["action"] != "hold");
+    let _ = autopilot.kill();
+    let _ = back.kill();
+    let _ = back.wait();
+    let _ = autopilot.wait();
+
+    let replayed = replay(&dir, &dir.path().join("file.sqlite"), &["--dry-run"]);
+    let times: Vec<f64> = live.iter().map(|d| d["time_s"].as_f64().unwrap() - epoch_s).collect();
+    assert_eq!(times, (0..DECISIONS).map(|k| k as f64 * INTERVAL_S).collect::<Vec<_>>(), "no decision time missed");
+    // The file's first decision starts the fleet; the live one started it
+    // before the file's 0 s (on the same rates): the same plan runs.
+    let (file, through_prometheus) = (actions(&replayed), actions(&live));
+    assert_eq!(file[0].1, through_prometheus[0].1, "{file:?}\n{through_prometheus:?}");
+    assert_eq!(file[1..], through_prometheus[1..], "file:\n{file:?}\nthrough Prometheus:\n{through_prometheus:?}");
+    for (read, given) in live.iter().zip(&replayed) {
+        for service in &names {
+            let (read, given) =
+                (read["observed_rps"][service].as_f64().unwrap(), given["observed_rps"][service].as_f64().unwrap());
+            assert!((read - given).abs() <= 0.01 * given, "{service}: {read} req/s read, {given} given");
+        }
+    }
+    for hold in &holds {
+        assert_eq!(hold["action"], "hold", "{hold}");
+        let reason = hold["reason"].as_str().unwrap();
+        assert!(reason.contains(&format!("Prometheus at {url} unreachable")), "{reason}");
+    }
+    let resumed = resumed.expect("a decision other than hold within 6 after Prometheus is back");
+    assert_eq!(resumed["action"], "keep", "{resumed}");
+}
