@@ -257,12 +257,12 @@ fn node_late(
     let (band, q, batch) = (band as i64, q as i64, batch as i64);
     if total.lo() > a_max + q as usize {
         // K >= a + q surely: D(a) = P(n < a) P(N' > q).
-        for (c, w) in weights.iter().enumerate().take(c_last + 1).skip(c_first) {
+        // Folded in order onto `value` (the same sum as a loop, but kept in a register).
+        return weights[c_first..=c_last].iter().zip(c_first..).fold(value, |value, (w, c)| {
             let a = band - c as i64;
             let part = 1.0 - beyond_q * (1.0 - sf_ahead(a)) - sf_ahead(a + batch);
-            value += w * part.max(0.0);
-        }
-        return value;
+            value + w * part.max(0.0)
+        });
     }
     // before[a] = D(a), a = 0..=a_max, by its recursion; b = P(Bin(a + q,
     // beta) = a) in logarithms while it underflows, `below` its running
@@ -298,13 +298,12 @@ fn node_late(
             }
         }
     }
-    for (c, w) in weights.iter().enumerate().take(c_last + 1).skip(c_first) {
+    weights[c_first..=c_last].iter().zip(c_first..).fold(value, |value, (w, c)| {
         let a = band - c as i64;
         let d = if a > 0 { before[a as usize] } else { 0.0 };
         let part = total.sf(a + q) - d - sf_ahead(a + batch);
-        value += w * part.max(0.0);
-    }
-    value
+        value + w * part.max(0.0)
+    })
 }
 
 #[cfg(test)]
