@@ -22,15 +22,16 @@ const SLO: &str =
     "service,model,rate_rps,latency_ms\nphoto-tagging,resnet50,2500,80\nsearch-ranking,bert-base,600,120\n";
 
 /// Seconds between decisions in these tests.
-const INTERVAL_S: f64 = 2.0;
+const INTERVAL_S: f64 = 3.0;
 
-/// The traffic: low, high from 5 s, low again from 11 s; each change
-/// halfway between two decisions (every 2 s), so a rate averaged over less
-/// than a second before a decision sees one level only.
+/// The traffic: low, high from 7.5 s, low again from 16.5 s; each change
+/// halfway between two decisions (every 3 s, time enough for a debug
+/// build's replan on a loaded machine), so a rate read over less than a
+/// second before a decision sees one level only.
 const TRAFFIC: &str = "time_s,service,rate_rps\n\
     0,photo-tagging,800\n0,search-ranking,150\n\
-    5,photo-tagging,6000\n5,search-ranking,1200\n\
-    11,photo-tagging,800\n11,search-ranking,150\n";
+    7.5,photo-tagging,6000\n7.5,search-ranking,1200\n\
+    16.5,photo-tagging,800\n16.5,search-ranking,150\n";
 
 /// Decisions the traffic needs: the start, the scale-up, the scale-down
 /// once the window of high rates has passed.
@@ -50,7 +51,7 @@ const CONTROLLER: [&str; 14] = [
     "--scale-down-after-min",
     "0",
     "--interval-s",
-    "2",
+    "3",
     "--max-reconfigurations-per-hour",
     "100",
 ];
@@ -93,11 +94,11 @@ fn a_replayed_file_scales_up_early_and_down_late_and_journals_every_decision() {
     assert_eq!(kinds[0].0, "start");
     let up = kinds.iter().position(|(action, _)| action == "scale up").expect("a scale-up");
     let down = kinds.iter().position(|(action, _)| action == "scale down").expect("a scale-down");
-    // Up at the first decision after the rise (6 s), down only after the
-    // fall (11 s), and back to the start's GPUs by the end.
+    // Up at the first decision after the rise (9 s), down only after the
+    // fall (16.5 s), and back to the start's GPUs by the end.
     let time = |index: usize| made[index]["time_s"].as_f64().unwrap() - made[0]["time_s"].as_f64().unwrap();
-    assert_eq!(time(up), 6.0, "{kinds:?}");
-    assert!(time(down) > 11.0, "{kinds:?}");
+    assert_eq!(time(up), 9.0, "{kinds:?}");
+    assert!(time(down) > 16.5, "{kinds:?}");
     let most = kinds.iter().map(|(_, gpus)| *gpus).max().unwrap();
     assert!(most > kinds[0].1 && kinds[DECISIONS - 1].1 == kinds[0].1, "{kinds:?}");
     assert!(kinds[..up].iter().all(|(action, _)| action == "start" || action == "keep"), "{kinds:?}");
@@ -182,11 +183,16 @@ fn start_exporter(curve: TrafficCurve, epoch_s: f64) -> String {
         for mut stream in listener.incoming().flatten() {
             let mut head = [0u8; 2048];
             let _ = stream.read(&mut head);
-            let now = now_s();
-            let (from, to) = (started_s - epoch_s, now - epoch_s);
+            // The count at a whole millisecond, stamped with it: Prometheus
+            // stores the exporter's time, not its own scrape's, so the
+            // samples lie exactly on the traffic's line however late the
+            // scrape ran.
+            let now_ms = (now_s() * 1000.0).floor();
+            let (from, to) = (started_s - epoch_s, now_ms / 1000.0 - epoch_s);
             let mut body = String::from("# TYPE tessera_requests_total counter\n");
             for (service, mean) in curve.services().iter().zip(curve.mean_rates_rps(from, to)) {
-                body.push_str(&format!("tessera_requests_total{{service=\"{service}\"}} {}\n", mean * (to - from)));
+                let count = mean * (to - from);
+                body.push_str(&format!("tessera_requests_total{{service=\"{service}\"}} {count} {now_ms}\n"));
             }
             let _ = write!(
                 stream,
@@ -279,7 +285,9 @@ fn rates_read_through_prometheus_make_the_file_s_decisions_and_a_stopped_prometh
     let Some(mut prometheus) = start_prometheus(dir.path(), &exporter, port) else { return };
     let slo = write(&dir, "slo.csv", SLO);
     let url = format!("http://127.0.0.1:{port}");
-    let query = r#"sum(rate(tessera_requests_total{service="{service}"}[900ms]))"#;
+    // The slope of the last two samples (exact on the exporter's line),
+    // as of the decision's time.
+    let query = r#"sum(irate(tessera_requests_total{service="{service}"}[900ms]))"#;
     let store = dir.path().join("live.sqlite");
     let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--prometheus", &url, "--query-template", query];
     args.extend(["--dry-run", "--format", "json", "--max-decisions", "40"]);

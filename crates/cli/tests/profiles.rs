@@ -171,7 +171,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     }
     let info = stdout(&tessera(&["store", "info"], &store));
     let expected = format!(
-        "store                 {s}\nschema version        6\nprofiles              2\nprofile points        9\n\
+        "store                 {s}\nschema version        7\nprofiles              2\nprofile points        9\n\
          workloads measured    4\nworkloads registered  1\ncolocations           3\nimports               2\n\
          journal entries       0\n"
     );

@@ -1,6 +1,6 @@
 //! Rates from Prometheus' HTTP API: one instant query per service
-//! (`/api/v1/query`), its template's `{service}` replaced by the service's
-//! name, answered by one sample. Whatever else comes back (no series,
+//! (`/api/v1/query`, evaluated at the decision's time), its template's
+//! `{service}` replaced by the service's name, answered by one sample. Whatever else comes back (no series,
 //! several, a value that is not a finite rate, an error status, no answer
 //! in time, Prometheus unreachable) is that service's missing sample with
 //! the cause in words.
@@ -41,11 +41,13 @@ impl PrometheusRates {
         self.template.replace("{service}", service)
     }
 
-    /// One service's sample, or why there is none. `Err(Ok(cause))` is a
+    /// One service's sample as of `at_s` (seconds since the Unix epoch:
+    /// the decision's time, so that an answer that comes late still reads
+    /// the rates the decision is about), or why there is none. `Err(Ok(cause))` is a
     /// fault of this query; `Err(Err(cause))` one of Prometheus itself (no
     /// other query is tried).
-    fn sample(&self, service: &str) -> Result<RateSample, Result<String, String>> {
-        let path = format!("/api/v1/query?query={}", query_escape(&self.query(service)));
+    fn sample(&self, service: &str, at_s: f64) -> Result<RateSample, Result<String, String>> {
+        let path = format!("/api/v1/query?query={}&time={at_s:.3}", query_escape(&self.query(service)));
         let (status, body) = self
             .url
             .get(&path, self.timeout)
@@ -59,13 +61,13 @@ impl RateSource for PrometheusRates {
         format!("Prometheus at {} ({})", self.url.text(), self.template)
     }
 
-    fn rates(&mut self, _now_s: f64) -> Rates {
+    fn rates(&mut self, now_s: f64) -> Rates {
         let mut results = Vec::with_capacity(self.services.len());
         let mut down: Option<String> = None;
         for service in &self.services {
             let result = match &down {
                 Some(cause) => Err(cause.clone()),
-                None => match self.sample(service) {
+                None => match self.sample(service, now_s) {
                     Ok(sample) => Ok(sample),
                     Err(Ok(cause)) => Err(cause),
                     Err(Err(cause)) => {
