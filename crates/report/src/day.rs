@@ -39,7 +39,8 @@ const STYLE: &str = ".autopilot-day svg{display:block;margin:6px 0}.axis{stroke:
 .grid{stroke:#e5e7eb;stroke-width:1}.tick{font-size:11px;fill:#4b5563}.target{stroke:#b91c1c;stroke-width:1;\
 stroke-dasharray:4 3}path.gpus{fill:none;stroke-width:2}path.demand{stroke:none;opacity:.45}\
 .day-legend{display:flex;flex-wrap:wrap;gap:6px 18px;font-size:13px;margin:4px 0}.day-legend .swatch{display:inline-block;\
-width:18px;height:4px;vertical-align:3px;margin-right:6px}.autopilot-day h2{font-size:17px;margin:16px 0 4px}";
+width:18px;height:4px;vertical-align:3px;margin-right:6px}.autopilot-day h2{font-size:17px;margin:16px 0 4px}\
+table.day-totals th,table.day-totals td{white-space:nowrap}";
 
 /// A simulated day as series: what [`autopilot_day_html`] draws.
 #[derive(Debug, Clone, PartialEq, Default)]
