@@ -122,7 +122,9 @@ pub struct AutopilotSimulateArgs {
     pub warmup_s: f64,
 
     /// A busy service's window (and warm-up) is shortened to hold about
-    /// this many measured requests, never below 50 of its slowest batches.
+    /// this many measured requests, never below 50 of its slowest batches,
+    /// and not at all while a segment of it runs at 90% of its throughput
+    /// or more.
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
     pub window_requests: u64,
 
