@@ -20,7 +20,7 @@ pub struct RateSample {
 pub struct Observation {
     /// Now, seconds (non-decreasing from one observation to the next).
     pub time_s: f64,
-    /// Each service's latest sample, in [`Controller::services`]' order;
+    /// Each service's latest sample, in [`Controller::services`](super::Controller::services)' order;
     /// `None` when the metrics source has none.
     pub samples: Vec<Option<RateSample>>,
 }
