@@ -44,8 +44,8 @@ pub use controller::{
     DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S, DEFAULT_SCALE_DOWN_MIN_GPUS,
 };
 pub use day::{
-    simulate_day, DayProgress, DayReport, DayRequest, HourRow, Sampling, ServiceDay, StrategyDay, Tally,
-    DEFAULT_INTERVAL_S, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S,
+    simulate_day, DayProgress, DayReport, DayRequest, GpuStep, HourRow, Sampling, ServiceDay, StrategyDay, Tally,
+    DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUESTS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, FULL_WINDOW_LOAD, MIN_WINDOW_BATCHES,
 };
 pub use diurnal::{
     diurnal, DiurnalOptions, DEFAULT_BURSTS_PER_DAY, DEFAULT_BURST_FACTOR, DEFAULT_BURST_MINUTES, DEFAULT_HOURS,

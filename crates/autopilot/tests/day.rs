@@ -36,7 +36,7 @@ fn day(inputs: &PlanInputs, traffic: &TrafficCurve, hours: f64) -> DayReport {
         traffic,
         hours,
         interval_s: 60.0,
-        sampling: Sampling { window_s: 5.0, warmup_s: 1.0, seed: 0 },
+        sampling: Sampling { window_s: 5.0, warmup_s: 1.0, ..Sampling::default() },
     };
     simulate_day(&request, &mut |_| {}).unwrap()
 }

@@ -110,3 +110,21 @@ fn bad_traffic_and_options_are_refused_in_one_line() {
         &["keep_headroom: 0.5 is not in [0, 0.15]"],
     );
 }
+
+#[test]
+fn html_writes_the_days_picture_beside_the_table() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let page = dir.path().join("day.html");
+    let output = short_day(&["--diurnal", "--html", page.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("GPU-hours"), "the table is still printed");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.contains("<svg class=\"day-gpus\""));
+    for strategy in ["autopilot", "static peak", "scratch"] {
+        assert!(html.contains(&format!("<path class=\"gpus\" data-strategy=\"{strategy}\"")), "{strategy}");
+        assert!(html.contains(&format!("<tr data-strategy=\"{strategy}\">")), "{strategy}");
+    }
+    // Two hours: each strategy's worst service drawn for each.
+    assert_eq!(html.matches("<circle class=\"hour\"").count(), 6);
+}

@@ -17,6 +17,9 @@
 //!   as it was beside as it will be (`tessera diff --picture`).
 //! * [`serving_report_html`] — a request-level simulation: per service its
 //!   latency CDF against its SLO and its attainment over time.
+//! * [`autopilot_day_html`] — a simulated day ([`DayPicture`]): the GPUs
+//!   each strategy held against the demand, the worst service hour by
+//!   hour, the totals.
 //! * [`plan_section`] and [`page`] — the pieces, for pages that put a plan
 //!   beside other content (text goes in escaped by
 //!   `tessera_core::text::escape_xml`).
@@ -55,6 +58,7 @@
 //!
 //! Invariant: no I/O; the same plan gives the same bytes.
 
+mod day;
 mod diff;
 mod draw;
 mod gpu_pages;
@@ -64,6 +68,7 @@ mod palette;
 mod services;
 mod serving;
 
+pub use day::{autopilot_day_html, DayPicture, StrategySeries, StrategyTotals};
 pub use diff::diff_report_html;
 pub use draw::plan_svg;
 pub use gpu_pages::GPUS_PER_PAGE;

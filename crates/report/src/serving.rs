@@ -24,7 +24,7 @@ const TOP: f64 = 14.0;
 const BOTTOM: f64 = 34.0;
 
 /// The deepest share the CDF shows: 99.99% (four nines).
-const MAX_NINES: f64 = 4.0;
+pub(crate) const MAX_NINES: f64 = 4.0;
 
 const STYLE: &str = ".charts{display:flex;flex-wrap:wrap;gap:12px}figure.service{margin:0;border:1px solid #ddd;\
 border-radius:6px;padding:6px}figure.service figcaption{font-size:14px;font-weight:600;margin:2px 4px}\
@@ -106,7 +106,7 @@ fn summary_table(report: &ServingReport) -> String {
 }
 
 /// "Nines" of a share: 0.9 → 1, 0.99 → 2, capped at [`MAX_NINES`].
-fn nines(share: f64) -> f64 {
+pub(crate) fn nines(share: f64) -> f64 {
     (-(1.0 - share).max(10f64.powf(-MAX_NINES)).log10()).clamp(0.0, MAX_NINES)
 }
 
@@ -125,7 +125,7 @@ fn cdf_svg(service: &ServiceOutcome) -> String {
          viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\"><title>latency CDF of {}</title>",
         escape_xml(&service.name)
     );
-    share_grid(&mut svg, y);
+    share_grid(&mut svg, LEFT, WIDTH - RIGHT, y);
     for tick in latency_ticks(low_ms, high_ms) {
         let at = x(tick);
         let _ = write!(
@@ -180,7 +180,7 @@ fn timeline_svg(service: &ServiceOutcome) -> String {
          viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\"><title>attainment over time of {}</title>",
         escape_xml(&service.name)
     );
-    share_grid(&mut svg, y);
+    share_grid(&mut svg, LEFT, WIDTH - RIGHT, y);
     let mut path = String::new();
     for (i, (t, share)) in buckets.iter().enumerate() {
         let _ = write!(path, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, x(*t), y(*share));
@@ -200,17 +200,17 @@ fn timeline_svg(service: &ServiceOutcome) -> String {
     svg
 }
 
-/// The horizontal grid of a chart whose height is a share on the nines
-/// scale (`y` places a share), with its labels.
-fn share_grid(svg: &mut String, y: impl Fn(f64) -> f64) {
+/// The horizontal grid, from `left` to `right` px, of a chart whose
+/// height is a share on the nines scale (`y` places a share), with its
+/// labels left of `left`.
+pub(crate) fn share_grid(svg: &mut String, left: f64, right: f64, y: impl Fn(f64) -> f64) {
     for (share, label) in [(0.0, "0%"), (0.9, "90%"), (0.99, "99%"), (0.999, "99.9%"), (0.9999, "99.99%")] {
         let at = y(share);
         let _ = write!(
             svg,
-            "<line class=\"grid\" x1=\"{LEFT}\" x2=\"{:.1}\" y1=\"{at:.1}\" y2=\"{at:.1}\"/>\
+            "<line class=\"grid\" x1=\"{left}\" x2=\"{right:.1}\" y1=\"{at:.1}\" y2=\"{at:.1}\"/>\
              <text class=\"tick\" x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{label}</text>",
-            WIDTH - RIGHT,
-            LEFT - 4.0,
+            left - 4.0,
             at + 3.0
         );
     }

@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use tessera_core::{GpuAssignment, GpuModel, GpuOffer, InstanceAssignment, Plan, ServiceReport};
 use tessera_plan::{LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy};
 use tessera_report::{
-    chromatic_distance, colour_distance, plan_report_html, Palette, GPUS_PER_PAGE, MIN_NEIGHBOUR_DISTANCE,
-    MIN_SHARING_DISTANCE,
+    autopilot_day_html, chromatic_distance, colour_distance, plan_report_html, DayPicture, Palette, StrategySeries,
+    StrategyTotals, GPUS_PER_PAGE, MIN_NEIGHBOUR_DISTANCE, MIN_SHARING_DISTANCE,
 };
 
 use crate::browser::{check_tiles, chromium, run_chromium, screenshot, screenshot_paths, MEASURE};
@@ -192,6 +192,90 @@ fn five_hundred_gpus_are_paged_and_every_page_is_drawn_as_the_first() {
     );
     std::fs::write(&file, &html).unwrap();
     screenshot(&chromium, &format!("file://{}", file.display()), 1440, 900, &screenshot_paths("report-500-gpus.png"));
+}
+
+/// After load, into `#day`: each strategy's step line (its length, its
+/// box), the demand's box, the hours drawn per strategy, the totals' rows,
+/// and whether the page is wider than the window.
+const DAY: &str = r#"<script>
+window.addEventListener('load', () => {
+  const box = e => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; };
+  const chart = document.querySelector('svg.day-gpus');
+  const lines = {};
+  chart.querySelectorAll('path.gpus').forEach(p => lines[p.dataset.strategy] = {length: p.getTotalLength(), box: box(p)});
+  const hours = {};
+  document.querySelectorAll('svg.day-hours g.strategy').forEach(g => hours[g.dataset.strategy] = g.querySelectorAll('circle.hour').length);
+  const pre = document.createElement('pre'); pre.id = 'day';
+  pre.textContent = JSON.stringify({lines, hours, chart: box(chart), demand: box(chart.querySelector('path.demand')),
+    rows: [...document.querySelectorAll('table.day-totals tr[data-strategy]')].map(r => r.dataset.strategy),
+    overflows: document.documentElement.scrollWidth > window.innerWidth});
+  document.body.appendChild(pre);
+});
+</script>"#;
+
+/// A day of 24 hours: demand on a daily cycle, the autopilot's GPUs
+/// following it hour by hour, static provisioning flat at the peak, and
+/// scratch changing every half hour.
+fn a_day() -> DayPicture {
+    let demand = |hour: f64| 2000.0 + 1000.0 * (std::f64::consts::PI * (hour - 14.0) / 12.0).cos();
+    let series = |name: &str, gpus: Vec<(f64, usize)>, worst: f64| StrategySeries {
+        name: name.to_string(),
+        gpus,
+        worst_by_hour: (0..24).map(|hour| Some(worst - 0.0001 * f64::from(hour % 3))).collect(),
+        totals: StrategyTotals { gpu_hours: 100.0, attainment: Some(worst), ..StrategyTotals::default() },
+    };
+    DayPicture {
+        hours: 24.0,
+        demand_rps: (0..24 * 60).map(|minute| (60.0 * f64::from(minute), demand(f64::from(minute) / 60.0))).collect(),
+        strategies: vec![
+            series(
+                "autopilot",
+                (0..24).map(|h| (3600.0 * f64::from(h), (demand(f64::from(h)) / 400.0).ceil() as usize)).collect(),
+                0.995,
+            ),
+            series("static peak", vec![(0.0, 8)], 0.999),
+            series("scratch", (0..48).map(|h| (1800.0 * f64::from(h), 3 + (h % 5) as usize)).collect(), 0.8),
+        ],
+        reference: 1,
+    }
+}
+
+#[test]
+fn the_day_page_draws_every_strategy_against_the_demand_within_the_window() {
+    let Some(chromium) = chromium() else { return };
+    let html = autopilot_day_html(&a_day(), "a day", "a synthetic day", 99.0);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("day.html");
+    std::fs::write(&file, html.replace("</body>", &format!("{DAY}</body>"))).unwrap();
+    let dom = run_chromium(&chromium, &["--dump-dom", "--window-size=1100,960"], &format!("file://{}", file.display()));
+    let day = written(&dom, "day");
+    assert_eq!(day["rows"], json!(["autopilot", "static peak", "scratch"]));
+    assert_eq!(day["hours"], json!({"autopilot": 24, "static peak": 24, "scratch": 24}));
+    assert_eq!(day["overflows"], false, "the page fits a 1100 px window");
+    let chart = &day["chart"];
+    let inside = |b: &Value| {
+        b["left"].as_f64().unwrap() >= chart["left"].as_f64().unwrap() - 0.5
+            && b["right"].as_f64().unwrap() <= chart["right"].as_f64().unwrap() + 0.5
+            && b["top"].as_f64().unwrap() >= chart["top"].as_f64().unwrap() - 0.5
+            && b["bottom"].as_f64().unwrap() <= chart["bottom"].as_f64().unwrap() + 0.5
+    };
+    for name in ["autopilot", "static peak", "scratch"] {
+        let line = &day["lines"][name];
+        assert!(line["length"].as_f64().unwrap() > 500.0, "{name}'s line is drawn across the day: {line}");
+        assert!(inside(&line["box"]), "{name}'s line stays in the chart: {line}");
+    }
+    // Static provisioning is flat: its line has no height.
+    let flat = &day["lines"]["static peak"]["box"];
+    assert!((flat["bottom"].as_f64().unwrap() - flat["top"].as_f64().unwrap()).abs() < 3.0, "{flat}");
+    assert!(inside(&day["demand"]), "the demand stays in the chart");
+    std::fs::write(&file, &html).unwrap();
+    screenshot(
+        &chromium,
+        &format!("file://{}", file.display()),
+        1100,
+        960,
+        &screenshot_paths("autopilot-day-synthetic.png"),
+    );
 }
 
 /// The reference catalogue of `size` services planned (optimal strategy,

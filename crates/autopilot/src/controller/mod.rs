@@ -23,7 +23,9 @@
 //!    when first tried, a cheap estimate (each service's share of GPUs
 //!    scaled by its forecast over its capacity) says so at every decision
 //!    for `scale_down_hold_s`, and a replan then still does, the
-//!    controller takes it.
+//!    controller takes it. A replan that releases too few is not tried
+//!    again on the same plan until the estimate has fallen by another
+//!    `scale_down_min_gpus` GPUs.
 //! 6. **No dip.** A transition dips when, while one of its steps runs, a
 //!    service has less capacity than both its forecast times
 //!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
@@ -77,6 +79,9 @@ pub struct Controller {
     busy_until_s: f64,
     /// Since when a scale-down has been possible at every decision.
     down_since_s: Option<f64>,
+    /// The estimate of the GPUs needed when a replan last released too few
+    /// to scale down (while the same plan runs).
+    refused_estimate: Option<f64>,
     /// When the reconfigurations of the last hour started.
     recent_s: VecDeque<f64>,
     last_time_s: Option<f64>,
@@ -102,6 +107,7 @@ impl Controller {
             plan: running,
             busy_until_s: f64::NEG_INFINITY,
             down_since_s: None,
+            refused_estimate: None,
             recent_s: VecDeque::new(),
             last_time_s: None,
             journal: Vec::new(),
@@ -122,6 +128,7 @@ impl Controller {
     /// decision failed part-way).
     pub fn adopt(&mut self, plan: Plan) {
         self.plan = Some(plan);
+        self.refused_estimate = None;
     }
 
     /// The current forecast, req/s per service.
@@ -322,7 +329,20 @@ impl Controller {
         let estimate = self.replanner().estimated_gpus(running, plan_rps);
         if (running.gpu_count as f64) - estimate < threshold as f64 {
             self.down_since_s = None;
+            self.refused_estimate = None;
             return (Action::Keep, format!("{holds}; no scale-down in sight (about {estimate:.1} GPUs needed)"));
+        }
+        // A replan that released too few is tried again once the estimate
+        // has fallen by as many GPUs again.
+        if let Some(refused) = self.refused_estimate.filter(|refused| estimate > refused - threshold as f64) {
+            return (
+                Action::Keep,
+                format!(
+                    "{holds}; a replan released too few at about {refused:.1} GPUs needed, now {estimate:.1}: \
+                     tried again below {:.1}",
+                    refused - threshold as f64
+                ),
+            );
         }
         // A replan confirms the estimate when a scale-down first looks
         // possible and when it has for long enough; in between, the
@@ -348,6 +368,7 @@ impl Controller {
         let released = running.gpu_count.saturating_sub(candidate.plan.gpu_count);
         if released < threshold {
             self.down_since_s = None;
+            self.refused_estimate = Some(estimate);
             return (Action::Keep, format!("{holds}; a replan would release {}", count(released, "GPU")));
         }
         let Some(waited_s) = waited_s else {
@@ -404,6 +425,7 @@ impl Controller {
     fn commit(&mut self, time_s: f64, candidate: Candidate) -> Reconfiguration {
         let Candidate { plan, transition, fresh_gpus, .. } = candidate;
         self.busy_until_s = time_s + transition.duration_s();
+        self.refused_estimate = None;
         self.recent_s.push_back(time_s);
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }

@@ -20,10 +20,11 @@
 //! the share within the SLO. A service with no segment serving has none of
 //! its requests within its SLO.
 
+use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
 use tessera_core::Plan;
-use tessera_serving::{simulate, SimulationOptions};
+use tessera_serving::{simulate, ServedSegment, ServingSystem, SimulationOptions};
 
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
@@ -34,6 +35,18 @@ use crate::traffic::TrafficCurve;
 pub const DEFAULT_WINDOW_S: f64 = 30.0;
 /// Default unmeasured seconds at the start of each window.
 pub const DEFAULT_WARMUP_S: f64 = 5.0;
+/// Default most measured requests of a service in one window.
+pub const DEFAULT_MAX_REQUESTS: u64 = 20_000;
+/// A shortened window still holds this many of the service's slowest full
+/// batches.
+pub const MIN_WINDOW_BATCHES: f64 = 50.0;
+/// A service with a segment offered this share of its throughput or more
+/// keeps the whole window: a queue near or past its capacity settles
+/// slowly or grows, and what a window measures of it depends on its
+/// length.
+pub const FULL_WINDOW_LOAD: f64 = 0.9;
+/// Pieces simulated between two progress reports.
+const PIECES_PER_REPORT: usize = 16;
 
 /// How each piece of the day is sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -42,14 +55,18 @@ pub struct Sampling {
     pub window_s: f64,
     /// Unmeasured seconds before them.
     pub warmup_s: f64,
+    /// A service's window is shortened to hold about this many measured
+    /// requests (see [`Sampling::service_window_s`]).
+    pub max_requests: u64,
     /// The seed of the windows' arrivals.
     pub seed: u64,
 }
 
 impl Default for Sampling {
-    /// [`DEFAULT_WINDOW_S`] after [`DEFAULT_WARMUP_S`], seed 0.
+    /// [`DEFAULT_WINDOW_S`] after [`DEFAULT_WARMUP_S`], at most
+    /// [`DEFAULT_MAX_REQUESTS`] measured per service, seed 0.
     fn default() -> Self {
-        Sampling { window_s: DEFAULT_WINDOW_S, warmup_s: DEFAULT_WARMUP_S, seed: 0 }
+        Sampling { window_s: DEFAULT_WINDOW_S, warmup_s: DEFAULT_WARMUP_S, max_requests: DEFAULT_MAX_REQUESTS, seed: 0 }
     }
 }
 
@@ -65,7 +82,19 @@ impl Sampling {
                 format!("{} is not a duration of 0 s or more", self.warmup_s),
             ));
         }
+        if self.max_requests == 0 {
+            return Err(AutopilotError::invalid("max_requests", "a window must measure at least one request"));
+        }
         Ok(())
+    }
+
+    /// The measured seconds of a service at `rate_rps` whose slowest full
+    /// batch takes `batch_ms`: `window_s`, shortened to hold about
+    /// `max_requests` requests but never below [`MIN_WINDOW_BATCHES`]
+    /// batches. Its warm-up is `warmup_s` times this over `window_s`.
+    pub fn service_window_s(&self, rate_rps: f64, batch_ms: f64) -> f64 {
+        let floor_s = MIN_WINDOW_BATCHES * batch_ms / 1000.0;
+        (self.max_requests as f64 / rate_rps).max(floor_s).min(self.window_s)
     }
 }
 
@@ -123,6 +152,15 @@ pub(super) fn piece_count(timeline: &Timeline, traffic: &TrafficCurve) -> usize 
     pieces(timeline, traffic).len()
 }
 
+/// What one piece measured.
+struct PieceMeasures {
+    /// Per served service: its index among the planner's services and its
+    /// share of requests within its SLO.
+    attainment: Vec<(usize, f64)>,
+    /// Requests simulated, warm-up included.
+    requests_simulated: u64,
+}
+
 /// Measures `timeline` (see the module documentation); `step` is called
 /// after each piece.
 pub(super) fn measure(
@@ -136,51 +174,105 @@ pub(super) fn measure(
     let services = planner.services().len();
     let empty = HourMeasures { requests: vec![0.0; services], within: vec![0.0; services], ..Default::default() };
     let mut measured = Measured { hours: vec![empty; hours], pieces: 0, requests_simulated: 0 };
-    for piece in pieces(timeline, traffic) {
-        let span = &timeline.spans[piece.span];
-        let hour = ((piece.start_s / 3600.0) as usize).min(hours - 1);
-        let length_s = piece.end_s - piece.start_s;
-        let rates_rps = traffic.rates_rps(piece.start_s);
-        let tally = &mut measured.hours[hour];
-        tally.gpu_s += span.gpus as f64 * length_s;
-        tally.gpus_max = tally.gpus_max.max(span.gpus);
-        let attainment = match planner.system_at(&span.serving, &rates_rps)? {
-            None => Vec::new(),
-            Some((system, indices)) => {
-                let options = SimulationOptions {
-                    seconds: sampling.warmup_s + sampling.window_s,
-                    warmup_s: sampling.warmup_s,
-                    seed: SplitMix64::new(sampling.seed ^ (piece.start_s * 1000.0).round() as u64).next_u64(),
-                    ..SimulationOptions::default()
-                };
-                let report = simulate(&system, &options)?;
-                measured.requests_simulated += report.requests_simulated;
-                let mut attainment = Vec::with_capacity(indices.len());
-                for (served, (outcome, &index)) in report.services.iter().zip(&indices).enumerate() {
-                    let share = match outcome.requests {
-                        0 => system.predicted_attainment(served)?,
-                        requests => outcome.within_slo as f64 / requests as f64,
-                    };
-                    attainment.push((index, share));
-                }
-                attainment
+    let pieces = pieces(timeline, traffic);
+    for chunk in pieces.chunks(PIECES_PER_REPORT) {
+        let simulated: Vec<Result<PieceMeasures, AutopilotError>> = chunk
+            .par_iter()
+            .map(|piece| {
+                let rates_rps = traffic.rates_rps(piece.start_s);
+                simulate_piece(planner, &timeline.spans[piece.span].serving, &rates_rps, piece.start_s, sampling)
+            })
+            .collect();
+        for (piece, simulated) in chunk.iter().zip(simulated) {
+            let simulated = simulated?;
+            let span = &timeline.spans[piece.span];
+            let hour = ((piece.start_s / 3600.0) as usize).min(hours - 1);
+            let length_s = piece.end_s - piece.start_s;
+            let rates_rps = traffic.rates_rps(piece.start_s);
+            let tally = &mut measured.hours[hour];
+            tally.gpu_s += span.gpus as f64 * length_s;
+            tally.gpus_max = tally.gpus_max.max(span.gpus);
+            for (service, &rate_rps) in rates_rps.iter().enumerate() {
+                tally.requests[service] += rate_rps * length_s;
             }
-        };
-        for (service, &rate_rps) in rates_rps.iter().enumerate() {
-            tally.requests[service] += rate_rps * length_s;
+            for (index, share) in simulated.attainment {
+                tally.within[index] += share * rates_rps[index] * length_s;
+            }
+            if let Some(before) = &span.before {
+                let (now_rps, before_rps) = (capacities(planner, &span.serving), capacities(planner, before));
+                let lost_rps: f64 =
+                    (0..services).map(|s| (rates_rps[s].min(before_rps[s]) - now_rps[s]).max(0.0)).sum();
+                tally.lost += lost_rps * length_s;
+            }
+            measured.requests_simulated += simulated.requests_simulated;
+            measured.pieces += 1;
+            step();
         }
-        for (index, share) in attainment {
-            tally.within[index] += share * rates_rps[index] * length_s;
-        }
-        if let Some(before) = &span.before {
-            let (now_rps, before_rps) = (capacities(planner, &span.serving), capacities(planner, before));
-            let lost_rps: f64 = (0..services).map(|s| (rates_rps[s].min(before_rps[s]) - now_rps[s]).max(0.0)).sum();
-            tally.lost += lost_rps * length_s;
-        }
-        measured.pieces += 1;
-        step();
     }
     Ok(measured)
+}
+
+/// Simulates the segments of `serving` at `rates_rps` from `start_s`, each
+/// served service on its own window (see [`Sampling::service_window_s`]).
+fn simulate_piece(
+    planner: &Planner,
+    serving: &Plan,
+    rates_rps: &[f64],
+    start_s: f64,
+    sampling: &Sampling,
+) -> Result<PieceMeasures, AutopilotError> {
+    let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
+        return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0 });
+    };
+    let piece_seed = sampling.seed ^ (start_s * 1000.0).round() as u64;
+    let outcomes: Vec<Result<(usize, f64, u64), AutopilotError>> = indices
+        .par_iter()
+        .enumerate()
+        .map(|(served, &index)| {
+            let alone = service_alone(&system, served)?;
+            let service = &alone.services()[0];
+            let batch_ms = alone
+                .segments()
+                .iter()
+                .map(|segment| segment.shape.latency_ms(segment.shape.max_batch()))
+                .fold(0.0, f64::max);
+            let loaded = (0..alone.segments().len()).any(|segment| alone.offered_load(segment) >= FULL_WINDOW_LOAD);
+            let window_s =
+                if loaded { sampling.window_s } else { sampling.service_window_s(service.rate_rps, batch_ms) };
+            let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
+            let options = SimulationOptions {
+                seconds: warmup_s + window_s,
+                warmup_s,
+                seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),
+                ..SimulationOptions::default()
+            };
+            let report = simulate(&alone, &options)?;
+            let outcome = &report.services[0];
+            let share = match outcome.requests {
+                0 => alone.predicted_attainment(0)?,
+                requests => outcome.within_slo as f64 / requests as f64,
+            };
+            Ok((index, share, report.requests_simulated))
+        })
+        .collect();
+    let mut measures = PieceMeasures { attainment: Vec::with_capacity(indices.len()), requests_simulated: 0 };
+    for outcome in outcomes {
+        let (index, share, requests) = outcome?;
+        measures.attainment.push((index, share));
+        measures.requests_simulated += requests;
+    }
+    Ok(measures)
+}
+
+/// Service `served` of `system` alone with its segments.
+fn service_alone(system: &ServingSystem, served: usize) -> Result<ServingSystem, AutopilotError> {
+    let segments = system
+        .segments()
+        .iter()
+        .filter(|segment| segment.service == served)
+        .map(|segment| ServedSegment { service: 0, ..segment.clone() })
+        .collect();
+    Ok(ServingSystem::new(vec![system.services()[served].clone()], segments)?)
 }
 
 /// Each service's capacity in `plan` (the sum of its segments'), req/s, in

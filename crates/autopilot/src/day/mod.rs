@@ -34,8 +34,10 @@ use crate::traffic::TrafficCurve;
 use crate::transition::Transition;
 use timeline::Timeline;
 
-pub use measure::{Sampling, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S};
-pub use report::{DayReport, HourRow, ServiceDay, StrategyDay, Tally};
+pub use measure::{
+    Sampling, DEFAULT_MAX_REQUESTS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, FULL_WINDOW_LOAD, MIN_WINDOW_BATCHES,
+};
+pub use report::{DayReport, GpuStep, HourRow, ServiceDay, StrategyDay, Tally};
 
 /// Default seconds between decisions (one minute: a burst is met a minute
 /// or two after it starts).

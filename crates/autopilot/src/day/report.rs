@@ -60,6 +60,15 @@ pub struct ServiceDay {
     pub attainment: Option<f64>,
 }
 
+/// GPUs held from a time on (to the next step, or the day's end).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct GpuStep {
+    /// From when, seconds.
+    pub time_s: f64,
+    /// GPUs held.
+    pub gpus: usize,
+}
+
 /// One strategy's day.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StrategyDay {
@@ -69,6 +78,8 @@ pub struct StrategyDay {
     pub hours: Vec<HourRow>,
     /// Service by service, over the day.
     pub services: Vec<ServiceDay>,
+    /// GPUs held over the day, a step each time the number changes.
+    pub gpus_over_time: Vec<GpuStep>,
 }
 
 /// A simulated day: the autopilot and two baselines on the same traffic.
@@ -157,7 +168,13 @@ pub(super) fn strategy_day(names: &[String], timeline: &Timeline, measured: &Mea
             attainment: share(day.within[index], day.requests[index]),
         })
         .collect();
-    StrategyDay { totals, hours, services }
+    let mut gpus_over_time: Vec<GpuStep> = Vec::new();
+    for span in &timeline.spans {
+        if gpus_over_time.last().is_none_or(|last| last.gpus != span.gpus) {
+            gpus_over_time.push(GpuStep { time_s: span.start_s, gpus: span.gpus });
+        }
+    }
+    StrategyDay { totals, hours, services, gpus_over_time }
 }
 
 /// The tally of `measures` with the reconfigurations counted.

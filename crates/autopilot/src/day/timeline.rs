@@ -11,7 +11,7 @@
 //! from what the traffic would have cost anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::rc::Rc;
+use std::sync::Arc;
 
 use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan};
 
@@ -27,9 +27,9 @@ pub(super) struct Span {
     /// GPUs held.
     pub gpus: usize,
     /// The segments serving, as a plan's GPUs (no service reports).
-    pub serving: Rc<Plan>,
+    pub serving: Arc<Plan>,
     /// During a transition: the segments that served before it.
-    pub before: Option<Rc<Plan>>,
+    pub before: Option<Arc<Plan>>,
 }
 
 /// A reconfiguration.
@@ -58,7 +58,7 @@ type Place = (u32, u32, String);
 impl Timeline {
     /// A day of `end_s` seconds that starts with `plan` running.
     pub fn new(plan: &Plan, end_s: f64) -> Timeline {
-        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Rc::new(plan.clone()), before: None };
+        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Arc::new(plan.clone()), before: None };
         Timeline { spans: vec![first], reconfigurations: Vec::new(), end_s }
     }
 
@@ -73,7 +73,7 @@ impl Timeline {
         let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
         let mut running: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(old).collect();
         let incoming: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(new).collect();
-        let before = Rc::new(old.clone());
+        let before = Arc::new(old.clone());
         let mut at_s = time_s;
         for timed in &transition.steps {
             for gpu in &timed.step.gpus {
@@ -96,13 +96,13 @@ impl Timeline {
                 }
             }
         }
-        self.begin(at_s, new.gpu_count, Rc::new(new.clone()), None);
+        self.begin(at_s, new.gpu_count, Arc::new(new.clone()), None);
         at_s
     }
 
     /// A new span from `start_s` (the last one ends there); nothing past
     /// the day's end.
-    fn begin(&mut self, start_s: f64, gpus: usize, serving: Rc<Plan>, before: Option<Rc<Plan>>) {
+    fn begin(&mut self, start_s: f64, gpus: usize, serving: Arc<Plan>, before: Option<Arc<Plan>>) {
         if start_s >= self.end_s {
             return;
         }
@@ -125,7 +125,7 @@ fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, InstanceA
 }
 
 /// The segments of `running` as a plan numbered like `like`.
-fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceAssignment)>) -> Rc<Plan> {
+fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceAssignment)>) -> Arc<Plan> {
     let mut gpus: BTreeMap<(u32, u32), GpuAssignment> = BTreeMap::new();
     for ((node, index, _), (gpu, instance)) in running {
         gpus.entry((*node, *index))
@@ -133,7 +133,7 @@ fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceA
             .instances
             .push(instance.clone());
     }
-    Rc::new(Plan::from_gpus(
+    Arc::new(Plan::from_gpus(
         gpus.into_values().collect(),
         like.strategy.clone(),
         like.latency_rule.clone(),

@@ -76,6 +76,13 @@ pub struct AutopilotSimulateArgs {
     #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_WARMUP_S, value_parser = parse_non_negative)]
     pub warmup_s: f64,
 
+    /// A busy service's window (and warm-up) is shortened to hold about
+    /// this many measured requests, never below 50 of its slowest batches,
+    /// and not at all while a segment of it runs at 90% of its throughput
+    /// or more.
+    #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_REQUESTS, value_parser = clap::value_parser!(u64).range(1..))]
+    pub window_requests: u64,
+
     /// Seed of the simulated requests.
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub sample_seed: u64,
@@ -83,6 +90,12 @@ pub struct AutopilotSimulateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+
+    /// Also write the day's picture to FILE: a self-contained HTML page
+    /// with the GPUs each strategy held against the demand, the worst
+    /// service hour by hour, and the totals.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// The diurnal generator's options (with `--diurnal`; refused with `--traffic`).

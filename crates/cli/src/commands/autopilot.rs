@@ -23,6 +23,7 @@ use tessera_autopilot::{
     JournalEntry, PlanSettings, Sampling, StrategyDay, Tally, TrafficCurve,
 };
 use tessera_core::text::count;
+use tessera_report::{autopilot_day_html, DayPicture, StrategySeries, StrategyTotals};
 use tessera_store::{read_traffic_csv, write_traffic_csv};
 
 use crate::args::{AutopilotCommand, AutopilotSimulateArgs, ListFormat};
@@ -88,9 +89,22 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
         traffic: &traffic,
         hours: args.hours,
         interval_s: args.interval_min * 60.0,
-        sampling: Sampling { window_s: args.window_s, warmup_s: args.warmup_s, seed: args.sample_seed },
+        sampling: Sampling {
+            window_s: args.window_s,
+            warmup_s: args.warmup_s,
+            max_requests: args.window_requests,
+            seed: args.sample_seed,
+        },
     };
     let report = run_day(&request)?;
+    if let Some(path) = &args.html {
+        let title = format!("Autopilot: a simulated day of {}", count(names.len(), "service"));
+        // The hours' chart marks the strictest percentile of the services.
+        let percentile = inputs.services().iter().map(|slo| slo.percentile).fold(0.0, f64::max);
+        let words = heading(&report, &traffic, &described);
+        let page = autopilot_day_html(&day_picture(&report, &traffic), &title, &words, percentile);
+        tessera_store::write_atomic(path, page.as_bytes())?;
+    }
     match args.format {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&DayDocument::new(&report))?),
         ListFormat::Table => out!("{}", render(&report, &traffic, &described)),
@@ -121,21 +135,63 @@ fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
     Ok(report?)
 }
 
-/// The day as tables: the comparison, then hour by hour, then the goals.
-fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String {
-    let heading = format!(
+/// What was simulated and how it was measured, in words.
+fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String {
+    format!(
         "{} over {} h of {described}; a decision every {} min; each piece of the day (constant plan and rates) \
-         measured on {} s of simulated Poisson requests after {} s of warm-up, weighted by its requests \
-         ({} pieces, {} requests simulated)",
+         measured on {} s of simulated Poisson requests per service after {} s of warm-up (both shortened for a \
+         busy service to about {} measured requests, at least {} of its slowest batches, unless a segment of it \
+         runs at {:.0}% of its throughput or more), weighted by its requests ({} pieces, {} requests simulated)",
         count(traffic.services().len(), "service"),
         report.hours,
         report.interval_s / 60.0,
         report.sampling.window_s,
         report.sampling.warmup_s,
+        report.sampling.max_requests,
+        tessera_autopilot::MIN_WINDOW_BATCHES,
+        100.0 * tessera_autopilot::FULL_WINDOW_LOAD,
         report.pieces_simulated,
         report.requests_simulated
-    );
-    let mut text = format!("{}\n\n", wrap_words(&heading, "", ""));
+    )
+}
+
+/// The day's series for its picture: the demand (all services) at every
+/// change of the traffic, and each strategy's GPUs, worst service per hour
+/// and totals.
+fn day_picture(report: &DayReport, traffic: &TrafficCurve) -> DayPicture {
+    let end_s = report.hours * 3600.0;
+    let demand_rps = std::iter::once(0.0)
+        .chain(traffic.change_times(0.0, end_s))
+        .map(|time_s| (time_s, traffic.rates_rps(time_s).iter().sum()))
+        .collect();
+    let series = |name: &str, day: &StrategyDay| StrategySeries {
+        name: name.to_string(),
+        gpus: day.gpus_over_time.iter().map(|step| (step.time_s, step.gpus)).collect(),
+        worst_by_hour: day.hours.iter().map(|row| row.tally.worst_service_attainment).collect(),
+        totals: StrategyTotals {
+            gpu_hours: day.totals.gpu_hours,
+            attainment: day.totals.attainment,
+            worst_service: day.totals.worst_service.clone().zip(day.totals.worst_service_attainment),
+            gpus_reconfigured: day.totals.gpus_reconfigured,
+            processes_started: day.totals.processes_started,
+            requests_lost: day.totals.requests_lost,
+        },
+    };
+    DayPicture {
+        hours: report.hours,
+        demand_rps,
+        strategies: vec![
+            series("autopilot", &report.autopilot),
+            series("static peak", &report.static_peak),
+            series("scratch", &report.scratch),
+        ],
+        reference: 1,
+    }
+}
+
+/// The day as tables: the comparison, then hour by hour, then the goals.
+fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String {
+    let mut text = format!("{}\n\n", wrap_words(&heading(report, traffic, described), "", ""));
     let days = [&report.autopilot, &report.static_peak, &report.scratch];
     let static_gpu_hours = report.static_peak.totals.gpu_hours;
     let mut table = TextTable::new(&["", "autopilot", "static peak", "scratch"]);
