@@ -436,6 +436,8 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
         .map(|_| (0..4).fold(FakeNvidiaSmi::new(), |fake, index| fake.with_gpu(index, GpuModel::A100_80GB)))
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
+    // Each plan the cluster records (the steps of the applies among them).
+    let mut seen: Vec<Plan> = Vec::new();
     let status = loop {
         for (number, node) in NODES.into_iter().enumerate() {
             let options = AgentOptions {
@@ -455,6 +457,10 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
             }
         }
         server.run_deployments(0);
+        let recorded = running_plan(&cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+        if seen.last() != Some(&recorded) {
+            seen.push(recorded);
+        }
         if let Some(status) = autopilot.try_wait().unwrap() {
             break status;
         }
@@ -494,6 +500,22 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
         assert!(segments > 0 && of_service("deployments") == segments, "{service}: {segments} segments");
         assert_eq!(of_service("httproutes"), 1, "{service}");
     }
+    // A GPU kept as it is from one recorded plan to the next stays on its
+    // node and index (one whose instances no other GPU of either plan has).
+    let at = |plan: &Plan, gpu: &tessera_core::GpuAssignment| (plan.node_names[gpu.node as usize].clone(), gpu.index);
+    let mut kept = 0;
+    for pair in seen.windows(2) {
+        let unique = |plan: &Plan, gpu: &tessera_core::GpuAssignment| {
+            plan.gpus.iter().filter(|other| other.instances == gpu.instances).count() == 1
+        };
+        for gpu in pair[1].gpus.iter().filter(|gpu| !gpu.instances.is_empty() && unique(&pair[1], gpu)) {
+            if let Some(old) = pair[0].gpus.iter().find(|old| old.instances == gpu.instances && unique(&pair[0], old)) {
+                assert_eq!(at(&pair[1], gpu), at(&pair[0], old), "a kept GPU moved");
+                kept += 1;
+            }
+        }
+    }
+    assert!(seen.len() > 3 && kept > 0, "{} plans recorded, {kept} GPUs kept", seen.len());
     // The journal has what was printed, outcomes included.
     let journal = tessera(&["autopilot", "journal", "--format", "json"], &store);
     assert!(journal.status.success(), "{}", stderr(&journal));
