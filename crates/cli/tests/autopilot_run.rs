@@ -2,7 +2,8 @@
 //! plan file), bad input, and a real Prometheus scraping a test exporter
 //! whose counters follow the same file — the same decisions; Prometheus
 //! stopped mid-run makes the autopilot hold, and it resumes when
-//! Prometheus is back.
+//! Prometheus is back. Applied to a fake cluster (`--apply k8s`, the
+//! agents played in the test): every new plan runs, the last one recorded.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -11,9 +12,15 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tempfile::TempDir;
 use tessera_autopilot::{TrafficCurve, TrafficPoint};
+use tessera_core::{GpuModel, Plan};
+use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
+use tessera_k8s::{
+    cluster_status, read_node_part, reconcile_node, running_plan, AgentOptions, Cluster, ClusterOptions, FakeApiServer,
+    Outcome as AgentOutcome, PlanSource, SERVICE_LABEL,
+};
 
 use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
 
@@ -346,4 +353,172 @@ fn rates_read_through_prometheus_make_the_file_s_decisions_and_a_stopped_prometh
     }
     let resumed = resumed.expect("a decision other than hold within 6 after Prometheus is back");
     assert_eq!(resumed["action"], "keep", "{resumed}");
+}
+
+/// Plays the DRA driver's kubelet plugin restarting on `node`: one
+/// ResourceSlice with the MIG devices `driver` has on the GPUs of `part`
+/// (node `number` of the plan).
+fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidiaSmi, part: &Plan, number: u32) {
+    let layouts = plan_node_layouts(driver, part, number).unwrap();
+    let mut devices = Vec::new();
+    for gpu in &layouts.gpus {
+        let index = gpu.gpu();
+        for device in driver.mig_devices(index).unwrap() {
+            let live = gpu.deployment.live.instances.iter().find(|i| i.gi_id == device.gi_id).unwrap();
+            devices.push(json!({"name": format!("gpu-{index}-mig-{}-{}", live.profile.replace('.', ""), live.start),
+                "attributes": {"type": {"string": "mig"}, "profile": {"string": live.profile},
+                    "uuid": {"string": device.uuid}, "parentUUID": {"string": format!("GPU-fake-{node}-{index}")}}}));
+        }
+    }
+    server.put(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+        "metadata": {"name": format!("{node}-gpu.nvidia.com")},
+        "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices}}));
+}
+
+/// The GPU nodes of the fake cluster (4 A100-80GB each).
+const NODES: [&str; 3] = ["gpu-a", "gpu-b", "gpu-c"];
+
+#[test]
+fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
+    let dir = TempDir::new().unwrap();
+    let server = FakeApiServer::start();
+    for name in NODES {
+        server.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
+            "kubernetes.io/hostname": name, "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "4",
+            "nvidia.com/gpu.memory": "81920", "nvidia.com/mig.capable": "true"}}}));
+    }
+    let (dra_namespace, dra_label) = ("dra-driver-nvidia-gpu", ("dra-driver-nvidia-gpu-component", "kubelet-plugin"));
+    server.run_dra_plugin(dra_namespace, dra_label.0, dra_label.1, &NODES);
+    let kubeconfig = server.kubeconfig(dir.path());
+    let cluster = Cluster::connect(&ClusterOptions { kubeconfig: Some(kubeconfig.clone()), context: None }).unwrap();
+    let store = store_in(&dir);
+    let (slo, traffic) = (write(&dir, "slo.csv", SLO), write(&dir, "traffic.csv", TRAFFIC));
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
+    // Without images nothing could run: refused before any decision.
+    let mut without_images = args.clone();
+    without_images.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+    fails_with(
+        &without_images,
+        &store,
+        &["error: --apply k8s needs a container image for every service; none for photo-tagging, search-ranking"],
+    );
+    let images = SLO.replacen("latency_ms\n", "latency_ms,image\n", 1).replace(",80\n", ",80,reg.example/resnet:1\n");
+    let slo = write(&dir, "slo.csv", &images.replace(",120\n", ",120,reg.example/bert:1\n"));
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
+    args.extend(["--apply-timeout", "60", "--apply-poll-s", "0.05", "--kubeconfig", kubeconfig.to_str().unwrap()]);
+    args.extend(CONTROLLER);
+    let mut autopilot = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(&args)
+        .env("TESSERA_STORE", &store)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut out, mut err) = (autopilot.stdout.take().unwrap(), autopilot.stderr.take().unwrap());
+    let printed = std::thread::spawn(move || {
+        let mut text = String::new();
+        out.read_to_string(&mut text).unwrap();
+        text
+    });
+    let noted = std::thread::spawn(move || {
+        let mut text = String::new();
+        err.read_to_string(&mut text).unwrap();
+        text
+    });
+    // The agents (each reading its node's ConfigMap, laying out its fake
+    // GPUs) and the Deployment controller, until the autopilot is done.
+    let mut drivers: Vec<FakeNvidiaSmi> = NODES
+        .iter()
+        .map(|_| (0..4).fold(FakeNvidiaSmi::new(), |fake, index| fake.with_gpu(index, GpuModel::A100_80GB)))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    // Each plan the cluster records (the steps of the applies among them).
+    let mut seen: Vec<Plan> = Vec::new();
+    let status = loop {
+        for (number, node) in NODES.into_iter().enumerate() {
+            let options = AgentOptions {
+                node: node.into(),
+                plan: PlanSource::Cluster { namespace: "tessera".into() },
+                force: false,
+                dra_namespace: dra_namespace.into(),
+                dra_plugin_selector: format!("{}={}", dra_label.0, dra_label.1),
+                slices_timeout: Duration::from_secs(300),
+            };
+            let outcome = reconcile_node(&cluster, &mut drivers[number], &options, &mut |_| {});
+            if matches!(outcome, Ok(AgentOutcome::Pending(_))) && server.plugin_restarts().contains(&node.to_string()) {
+                if let Some(map) = server.get("configmaps", "tessera", &format!("tessera-node-{node}")) {
+                    let part = read_node_part(&map).unwrap();
+                    publish_slices(&server, node, &mut drivers[number], &part.plan, part.number);
+                }
+            }
+        }
+        server.run_deployments(0);
+        let recorded = running_plan(&cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+        if seen.last() != Some(&recorded) {
+            seen.push(recorded);
+        }
+        if let Some(status) = autopilot.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the autopilot did not finish in 120 s");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let (printed, noted) = (printed.join().unwrap(), noted.join().unwrap());
+    assert!(status.success(), "{noted}");
+    let made = decisions(&printed);
+    assert_eq!(made.len(), DECISIONS, "{noted}");
+    let kinds = actions(&made);
+    assert!(kinds.iter().any(|(action, _)| action == "scale up"), "{kinds:?}");
+    assert!(kinds.iter().any(|(action, _)| action == "scale down"), "{kinds:?}");
+    for decision in &made {
+        let outcome = decision["outcome"].as_str().unwrap();
+        match decision["action"].as_str().unwrap() {
+            "keep" | "hold" => assert_eq!(outcome, "nothing to do"),
+            _ => assert!(
+                outcome.starts_with("applied: ") && outcome.ends_with("; the cluster runs it"),
+                "{decision}\n{noted}"
+            ),
+        }
+    }
+    // The cluster records the last plan, runs it as planned, and routes
+    // every service.
+    let like = Plan::from_gpus(Vec::new(), "", "", 1);
+    let running = running_plan(&cluster, "tessera", &like).unwrap();
+    assert_eq!(running.gpus.len() as u64, made[DECISIONS - 1]["gpus_after"].as_u64().unwrap());
+    assert!(cluster_status(&cluster, &running, "tessera").unwrap().as_planned());
+    let output = tessera(&["k8s", "status", "--kubeconfig", kubeconfig.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    for service in ["photo-tagging", "search-ranking"] {
+        let of_service = |plural: &str| {
+            server.list(plural).into_iter().filter(|o| o["metadata"]["labels"][SERVICE_LABEL] == service).count()
+        };
+        let segments = running.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == service).count();
+        assert!(segments > 0 && of_service("deployments") == segments, "{service}: {segments} segments");
+        assert_eq!(of_service("httproutes"), 1, "{service}");
+    }
+    // A GPU kept as it is from one recorded plan to the next stays on its
+    // node and index (one whose instances no other GPU of either plan has).
+    let at = |plan: &Plan, gpu: &tessera_core::GpuAssignment| (plan.node_names[gpu.node as usize].clone(), gpu.index);
+    let mut kept = 0;
+    for pair in seen.windows(2) {
+        let unique = |plan: &Plan, gpu: &tessera_core::GpuAssignment| {
+            plan.gpus.iter().filter(|other| other.instances == gpu.instances).count() == 1
+        };
+        for gpu in pair[1].gpus.iter().filter(|gpu| !gpu.instances.is_empty() && unique(&pair[1], gpu)) {
+            if let Some(old) = pair[0].gpus.iter().find(|old| old.instances == gpu.instances && unique(&pair[0], old)) {
+                assert_eq!(at(&pair[1], gpu), at(&pair[0], old), "a kept GPU moved");
+                kept += 1;
+            }
+        }
+    }
+    assert!(seen.len() > 3 && kept > 0, "{} plans recorded, {kept} GPUs kept", seen.len());
+    // The journal has what was printed, outcomes included.
+    let journal = tessera(&["autopilot", "journal", "--format", "json"], &store);
+    assert!(journal.status.success(), "{}", stderr(&journal));
+    let journaled: Value = serde_json::from_slice(&journal.stdout).unwrap();
+    assert_eq!(journaled.as_array().unwrap(), &made);
 }

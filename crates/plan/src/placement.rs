@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use tessera_core::text::count;
-use tessera_core::{GpuModel, GpuOffer, Plan};
+use tessera_core::{GpuAssignment, GpuModel, GpuOffer, Plan};
 
 use crate::error::PlanError;
 
@@ -132,9 +132,13 @@ impl Inventory {
         Ok(offers)
     }
 
-    /// `plan` (made for [`Inventory::offers`]) with each GPU moved onto a
-    /// node and GPU index of its model, nodes filled in name order, and the
-    /// node names recorded.
+    /// `plan` (made for [`Inventory::offers`]) with each GPU on a node and
+    /// GPU index of its model, and the node names recorded. A GPU whose
+    /// position the plan already names (its node number a name of
+    /// [`Plan::node_names`], a node of this target with a GPU of its model
+    /// at its index) stays there, with its node number: a replan numbered
+    /// like the running plan keeps the GPUs it keeps where they run. The
+    /// others fill the free GPUs, nodes in name order.
     pub fn place(&self, plan: &Plan) -> Result<Plan, PlanError> {
         let mut placed = plan.clone();
         let mut slots: BTreeMap<GpuModel, Vec<(&str, u32)>> = BTreeMap::new();
@@ -142,18 +146,32 @@ impl Inventory {
             let list = slots.entry(node.gpu_model).or_default();
             list.extend((0..node.gpu_count).map(|index| (node.name.as_str(), index)));
         }
-        let mut next: BTreeMap<GpuModel, usize> = BTreeMap::new();
-        let mut names: Vec<String> = Vec::new();
-        for gpu in &mut placed.gpus {
-            let taken = next.entry(gpu.gpu_model).or_insert(0);
-            let (name, index) = *slots.get(&gpu.gpu_model).and_then(|list| list.get(*taken)).ok_or_else(|| {
+        let named = |gpu: &GpuAssignment| {
+            let name = plan.node_names.get(gpu.node as usize)?;
+            slots.get(&gpu.gpu_model)?.iter().copied().find(|&slot| slot == (name.as_str(), gpu.index))
+        };
+        let mut positions: Vec<Option<(&str, u32)>> = Vec::with_capacity(plan.gpus.len());
+        for gpu in &plan.gpus {
+            let kept = named(gpu).filter(|slot| !positions.contains(&Some(*slot)));
+            positions.push(kept);
+        }
+        for (at, gpu) in plan.gpus.iter().enumerate() {
+            if positions[at].is_some() {
+                continue;
+            }
+            let list = slots.get(&gpu.gpu_model).map_or(&[][..], Vec::as_slice);
+            let free = list.iter().copied().find(|slot| !positions.contains(&Some(*slot))).ok_or_else(|| {
                 PlanError::Placement(format!(
                     "the plan needs more {} GPUs than the cluster's MIG-capable nodes have ({})",
                     gpu.gpu_model,
-                    slots.get(&gpu.gpu_model).map_or(0, Vec::len)
+                    list.len()
                 ))
             })?;
-            *taken += 1;
+            positions[at] = Some(free);
+        }
+        let mut names: Vec<String> = plan.node_names.clone();
+        for (gpu, position) in placed.gpus.iter_mut().zip(positions) {
+            let (name, index) = position.expect("every GPU was given a position above");
             let number = match names.iter().position(|known| known == name) {
                 Some(number) => number,
                 None => {
@@ -165,6 +183,7 @@ impl Inventory {
                 .map_err(|_| PlanError::Placement("more nodes than a plan can number".to_string()))?;
             gpu.index = index;
         }
+        placed.gpus.sort_by_key(|gpu| (gpu.node, gpu.index));
         placed.gpus_per_node = self.nodes.iter().map(|node| node.gpu_count).max().unwrap_or(1).max(1);
         placed.node_names = names;
         Ok(placed)
@@ -262,5 +281,45 @@ mod tests {
         let too_small = Inventory { nodes: vec![node("gpu-a", GpuModel::A100_80GB, 1, true)], left_out: Vec::new() };
         let error = too_small.place(&placed).unwrap_err().to_string();
         assert!(error.starts_with("the plan needs more a100-80gb GPUs than the cluster's MIG-capable nodes have (1)"));
+    }
+
+    #[test]
+    fn a_replan_onto_a_target_keeps_the_gpus_it_keeps_where_they_run() {
+        use crate::planning::ReplanFrom;
+        use crate::replan::GpuPosition;
+        let target = Inventory {
+            nodes: vec![node("gpu-a", GpuModel::A100_80GB, 4, true), node("gpu-b", GpuModel::A100_80GB, 4, true)],
+            left_out: Vec::new(),
+        };
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let running = plan(&PlanRequest { target: Some(&target), ..PlanRequest::new(&inputs) }).unwrap().plan;
+        // Draining the first GPU: a placement that filled the slots in
+        // order would shift every other GPU down by one.
+        let first = &running.gpus[0];
+        let drained = vec![GpuPosition { node: first.node, index: first.index }];
+        let from = ReplanFrom { current: &running, max_extra_gpus: 1, drained, lost: Vec::new() };
+        let replanned =
+            plan(&PlanRequest { target: Some(&target), from: Some(from), ..PlanRequest::new(&inputs) }).unwrap().plan;
+        target.check(&replanned).unwrap();
+        let at = |plan: &Plan, gpu: &GpuAssignment| (plan.node_names[gpu.node as usize].clone(), gpu.index);
+        let was: BTreeMap<(String, u32), &GpuAssignment> = running.gpus.iter().map(|g| (at(&running, g), g)).collect();
+        assert!(replanned.gpus.iter().all(|g| at(&replanned, g) != at(&running, first)), "{replanned:#?}");
+        let mut kept = 0;
+        for gpu in &replanned.gpus {
+            // A GPU with the very instances of a running one is that one
+            // kept: it must be where that one runs.
+            let same = running.gpus.iter().filter(|old| old.instances == gpu.instances).count();
+            if same == 1 {
+                let old = running.gpus.iter().find(|old| old.instances == gpu.instances).unwrap();
+                assert_eq!(at(&replanned, gpu), at(&running, old), "a kept GPU moved");
+                kept += 1;
+            }
+            if let Some(old) = was.get(&at(&replanned, gpu)) {
+                assert_eq!(old.gpu_model, gpu.gpu_model);
+            }
+        }
+        assert!(kept > 0, "the replan keeps some GPU as it is: {replanned:#?}");
+        // Node numbers stay those of the running plan.
+        assert_eq!(replanned.node_names[..running.node_names.len()], running.node_names[..]);
     }
 }

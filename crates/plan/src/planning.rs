@@ -291,6 +291,11 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         });
     }
     if let Some(target) = request.target {
+        if let Some(from) = &request.from {
+            // The replan numbers its GPUs as the running plan does: the
+            // GPUs it keeps stay on the nodes that plan names.
+            plan.node_names.clone_from(&from.current.node_names);
+        }
         plan = target.place(&plan)?;
     }
     Ok(Planned { plan, replan: replanned })

@@ -207,6 +207,11 @@ pub struct AutopilotRunArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub apply_timeout: u64,
 
+    /// Seconds between `--apply k8s`'s looks at the cluster while it waits
+    /// for the layouts and the new segments.
+    #[arg(long, value_name = "S", default_value_t = 2.0, value_parser = parse_positive)]
+    pub apply_poll_s: f64,
+
     #[command(flatten)]
     pub objects: ObjectArgs,
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings};
 use tessera_core::Plan;
 use tessera_k8s::ApplyOptions;
@@ -38,6 +38,17 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
     }
     let inputs = inputs::load(&args.inputs, &fleet, store)?;
     let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+    if matches!(actuator, Actuator::Kubernetes { .. }) {
+        let missing: Vec<&str> =
+            names.iter().map(String::as_str).filter(|name| !inputs.images().contains_key(*name)).collect();
+        if !missing.is_empty() {
+            bail!(
+                "--apply k8s needs a container image for every service; none for {} (add `image` and `args` \
+                 columns to the SLO file)",
+                missing.join(", ")
+            );
+        }
+    }
     let mut source: Box<dyn RateSource> = match (&args.prometheus, &args.rates_file) {
         (Some(url), _) => Box::new(
             PrometheusRates::new(
@@ -158,7 +169,7 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
                 dry_run: false,
                 force_conflicts: false,
                 layout_timeout: Duration::from_secs(args.apply_timeout),
-                poll: Duration::from_secs(2),
+                poll: Duration::from_secs_f64(args.apply_poll_s),
                 routes,
                 pods,
                 concurrency: 32,
