@@ -46,9 +46,28 @@ pub fn escape_xml(text: &str) -> String {
     escaped
 }
 
+/// A round step for a chart's axis over `span`: 1, 2 or 5 × 10ⁿ, giving
+/// at most about six ticks (a tiny step for a span of 0).
+pub fn tick_step(span: f64) -> f64 {
+    let rough = (span / 5.0).max(1e-9);
+    let magnitude = 10f64.powf(rough.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|&step| step >= rough).unwrap_or(10.0 * magnitude)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn axes_take_round_steps() {
+        assert_eq!(tick_step(110.0), 50.0);
+        assert_eq!(tick_step(9.0), 2.0);
+        assert_eq!(tick_step(7.5), 2.0);
+        assert_eq!(tick_step(1000.0), 200.0);
+        assert_eq!(tick_step(660_000.0), 200_000.0);
+        assert!((tick_step(0.03) - 0.01).abs() < 1e-15);
+        assert!(tick_step(0.0) > 0.0);
+    }
 
     #[test]
     fn numbers_beyond_a_billion_are_scientific() {

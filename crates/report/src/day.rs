@@ -16,7 +16,7 @@
 
 use std::fmt::Write;
 
-use tessera_core::text::escape_xml;
+use tessera_core::text::{escape_xml, tick_step};
 
 use crate::html::styled_page;
 use crate::serving::{nines, share_grid, MAX_NINES};
@@ -178,14 +178,6 @@ fn totals_table(picture: &DayPicture) -> String {
     }
     table.push_str("</table>");
     table
-}
-
-/// A round step for an axis from 0 to `top`: 1, 2 or 5 × 10^k, about five
-/// ticks.
-fn tick_step(top: f64) -> f64 {
-    let raw = (top / 5.0).max(1e-9);
-    let decade = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * decade).find(|&step| step >= raw).unwrap_or(10.0 * decade)
 }
 
 /// A tick label: whole numbers grouped by thousands as `k`.
@@ -411,10 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn axes_take_round_steps() {
-        assert_eq!(tick_step(110.0), 50.0);
-        assert_eq!(tick_step(9.0), 2.0);
-        assert_eq!(tick_step(660_000.0), 200_000.0);
+    fn tick_labels_group_thousands() {
         assert_eq!(tick_label(200_000.0), "200k");
         assert_eq!(tick_label(40.0), "40");
     }

@@ -5,7 +5,7 @@
 //! generic `monospace` font family only.
 
 use std::fmt::Write;
-use tessera_core::text::escape_xml;
+use tessera_core::text::{escape_xml, tick_step};
 
 use crate::result::{EngineKind, SimResult};
 
@@ -74,13 +74,6 @@ pub fn gantt_svg(result: &SimResult, title: &str) -> String {
     svg
 }
 
-/// A 1, 2 or 5 × 10ⁿ step giving at most about six ticks over `span`.
-fn tick_step(span: f64) -> f64 {
-    let rough = span / 5.0;
-    let magnitude = 10f64.powf(rough.log10().floor());
-    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * magnitude).find(|&s| s >= rough).unwrap_or(10.0 * magnitude)
-}
-
 /// Milliseconds with up to three decimals, trailing zeros dropped.
 fn format_ms(ms: f64) -> String {
     let text = format!("{ms:.3}");
@@ -139,10 +132,7 @@ mod tests {
     }
 
     #[test]
-    fn picks_round_tick_steps() {
-        assert_eq!(tick_step(7.5), 2.0);
-        assert_eq!(tick_step(1000.0), 200.0);
-        assert_eq!(tick_step(0.03), 0.01);
+    fn formats_milliseconds_briefly() {
         assert_eq!(format_ms(2.0), "2");
         assert_eq!(format_ms(0.0125), "0.013");
     }
