@@ -104,7 +104,7 @@ mod tests {
             source.rates(now_s).samples.into_iter().map(|s| s.unwrap().rate_rps).collect()
         };
         assert_eq!(rates(&mut source, 5000.0), vec![10.0, 1.0]);
-        assert_eq!(rates(&mut source, 5110.0), vec![25.0, 1.0], "half of the window at each rate");
+        assert_eq!(rates(&mut source, 5110.0), vec![20.0, 1.0], "half of the window at each rate");
         assert_eq!(rates(&mut source, 5200.0), vec![30.0, 1.0]);
         assert_eq!(source.rates(5200.0).samples[0].unwrap().observed_at_s, 5200.0);
     }
