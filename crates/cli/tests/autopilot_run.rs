@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use tempfile::TempDir;
 use tessera_autopilot::{TrafficCurve, TrafficPoint};
 use tessera_core::{GpuModel, Plan};
-use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
+use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{
     cluster_status, read_node_part, reconcile_node, running_plan, AgentOptions, Cluster, ClusterOptions, FakeApiServer,
     Outcome as AgentOutcome, PlanSource, SERVICE_LABEL,
@@ -355,27 +355,6 @@ fn rates_read_through_prometheus_make_the_file_s_decisions_and_a_stopped_prometh
     assert_eq!(resumed["action"], "keep", "{resumed}");
 }
 
-/// Plays the DRA driver's kubelet plugin restarting on `node`: one
-/// ResourceSlice with the MIG devices `driver` has on the GPUs of `part`
-/// (node `number` of the plan).
-fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidiaSmi, part: &Plan, number: u32) {
-    let layouts = plan_node_layouts(driver, part, number).unwrap();
-    let mut devices = Vec::new();
-    for gpu in &layouts.gpus {
-        let index = gpu.gpu();
-        for device in driver.mig_devices(index).unwrap() {
-            let live = gpu.deployment.live.instances.iter().find(|i| i.gi_id == device.gi_id).unwrap();
-            devices.push(json!({"name": format!("gpu-{index}-mig-{}-{}", live.profile.replace('.', ""), live.start),
-                "attributes": {"type": {"string": "mig"}, "profile": {"string": live.profile},
-                    "uuid": {"string": device.uuid}, "parentUUID": {"string": format!("GPU-fake-{node}-{index}")}}}));
-        }
-    }
-    server.put(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {"name": format!("{node}-gpu.nvidia.com")},
-        "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices}}));
-}
-
 /// The GPU nodes of the fake cluster (4 A100-80GB each).
 const NODES: [&str; 3] = ["gpu-a", "gpu-b", "gpu-c"];
 
@@ -452,7 +431,7 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
             if matches!(outcome, Ok(AgentOutcome::Pending(_))) && server.plugin_restarts().contains(&node.to_string()) {
                 if let Some(map) = server.get("configmaps", "tessera", &format!("tessera-node-{node}")) {
                     let part = read_node_part(&map).unwrap();
-                    publish_slices(&server, node, &mut drivers[number], &part.plan, part.number);
+                    server.publish_mig_slices(node, &mut drivers[number], &part.plan, part.number);
                 }
             }
         }
@@ -521,4 +500,25 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
     assert!(journal.status.success(), "{}", stderr(&journal));
     let journaled: Value = serde_json::from_slice(&journal.stdout).unwrap();
     assert_eq!(journaled.as_array().unwrap(), &made);
+    // Every decision but a keep is an event in the namespace, in order,
+    // saying what the journal says; holds are warnings.
+    let mut events = server.list("events");
+    events.sort_by(|a, b| a["eventTime"].as_str().cmp(&b["eventTime"].as_str()));
+    let told: Vec<&Value> = made.iter().filter(|decision| decision["action"] != "keep").collect();
+    assert_eq!(events.len(), told.len(), "{events:#?}");
+    for (event, decision) in events.iter().zip(told) {
+        let reason = match decision["action"].as_str().unwrap() {
+            "start" => "Start",
+            "scale up" => "ScaleUp",
+            "scale down" => "ScaleDown",
+            _ => "Hold",
+        };
+        assert_eq!(event["reason"], reason, "{event}");
+        assert_eq!(event["type"], if reason == "Hold" { "Warning" } else { "Normal" }, "{event}");
+        assert_eq!(event["metadata"]["namespace"], "tessera");
+        assert_eq!(event["reportingController"], "tessera.io/autopilot");
+        let note = event["note"].as_str().unwrap();
+        assert!(note.starts_with(decision["reason"].as_str().unwrap()), "{note}");
+        assert!(note.ends_with(&format!("({})", decision["outcome"].as_str().unwrap())), "{note}");
+    }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use gateway_api::apis::standard::httproutes::HttpRoute;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
+use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -55,6 +56,8 @@ pub enum Kind {
     Service,
     /// `gateway.networking.k8s.io/v1` HTTPRoute.
     HttpRoute,
+    /// `events.k8s.io/v1` Event.
+    Event,
 }
 
 impl Kind {
@@ -69,6 +72,7 @@ impl Kind {
             Kind::Deployment,
             Kind::Service,
             Kind::HttpRoute,
+            Kind::Event,
         ]
         .into_iter()
         .find(|k| k.resource().kind == kind)
@@ -84,6 +88,7 @@ impl Kind {
             Kind::Deployment => ApiResource::erase::<Deployment>(&()),
             Kind::Service => ApiResource::erase::<Service>(&()),
             Kind::HttpRoute => ApiResource::erase::<HttpRoute>(&()),
+            Kind::Event => ApiResource::erase::<Event>(&()),
         }
     }
 }

@@ -21,6 +21,9 @@ pub enum K8sError {
     /// manifests.
     #[error("{0}")]
     Plan(String),
+    /// A decision cannot be recorded as an event.
+    #[error("{0}")]
+    Event(String),
     /// A wait ran out of time.
     #[error("{0}")]
     Timeout(String),

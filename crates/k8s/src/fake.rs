@@ -17,6 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 use serde_json::{json, Map, Value};
+use tessera_core::Plan;
+use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
 
 /// One stored object and who owns its fields.
 #[derive(Debug, Clone)]
@@ -76,6 +78,7 @@ fn resource(plural: &str) -> Option<(&'static str, &'static str, bool)> {
         "resourceslices" => ("resource.k8s.io/v1", "ResourceSlice", false),
         "services" => ("v1", "Service", true),
         "httproutes" => ("gateway.networking.k8s.io/v1", "HTTPRoute", true),
+        "events" => ("events.k8s.io/v1", "Event", true),
         _ => return None,
     })
 }
@@ -90,6 +93,7 @@ fn plural_of(kind: &str) -> &'static str {
         "ResourceClaim" => "resourceclaims",
         "Service" => "services",
         "HTTPRoute" => "httproutes",
+        "Event" => "events",
         _ => "resourceslices",
     }
 }
@@ -592,6 +596,34 @@ impl FakeApiServer {
                 "namespace": namespace, "labels": {label: value}}, "spec": {"nodeName": node, "containers": []}});
             state.put(pod);
         }
+    }
+
+    /// Plays the DRA driver's kubelet plugin restarting on `node`: one
+    /// ResourceSlice with the MIG devices `driver` has on the GPUs of
+    /// `part` (node `number` of the plan).
+    ///
+    /// # Panics
+    /// When `driver` has no layout for `part` (a test's mistake).
+    pub fn publish_mig_slices(&self, node: &str, driver: &mut FakeNvidiaSmi, part: &Plan, number: u32) {
+        let layouts = plan_node_layouts(driver, part, number).expect("the fake driver lays the part out");
+        let mut devices = Vec::new();
+        for gpu in &layouts.gpus {
+            let index = gpu.gpu();
+            for device in driver.mig_devices(index).expect("the fake driver lists its MIG devices") {
+                let live = gpu.deployment.live.instances.iter().find(|i| i.gi_id == device.gi_id);
+                let live = live.expect("every MIG device is an instance of the layout");
+                devices.push(
+                    json!({"name": format!("gpu-{index}-mig-{}-{}", live.profile.replace('.', ""), live.start),
+                    "attributes": {"type": {"string": "mig"}, "profile": {"string": live.profile},
+                        "uuid": {"string": device.uuid}, "parentUUID": {"string": format!("GPU-fake-{node}-{index}")},
+                        "productName": {"string": "NVIDIA A100-SXM4-80GB"}}}),
+                );
+            }
+        }
+        self.put(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+            "metadata": {"name": format!("{node}-gpu.nvidia.com")},
+            "spec": {"driver": "gpu.nvidia.com", "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1}, "devices": devices}}));
     }
 
     /// The nodes whose DRA plugin pod was deleted, in order.

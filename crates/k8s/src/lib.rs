@@ -36,6 +36,7 @@ mod agent;
 mod apply;
 mod cluster;
 mod error;
+mod events;
 #[cfg(any(test, feature = "fake"))]
 mod fake;
 mod inventory;
@@ -55,6 +56,7 @@ pub use apply::{
 };
 pub use cluster::{Cluster, ClusterOptions, Kind, FIELD_MANAGER};
 pub use error::K8sError;
+pub use events::{decision_event, record_decision, DecisionEvent, AUTOPILOT_CONTROLLER};
 #[cfg(any(test, feature = "fake"))]
 pub use fake::FakeApiServer;
 pub use inventory::{

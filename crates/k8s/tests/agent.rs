@@ -11,7 +11,7 @@ use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{reconcile_node, AgentOptions, Cluster, FakeApiServer, NodeDevice, Outcome, PlanSource};
 
 use crate::apply::placed_plan;
-use crate::common::{a100_node, driver_for, fake_cluster, publish_slices, DRA_LABEL, DRA_NAMESPACE};
+use crate::common::{a100_node, driver_for, fake_cluster, DRA_LABEL, DRA_NAMESPACE};
 
 pub fn agent_options(node: &str, plan_path: &Path) -> AgentOptions {
     AgentOptions {
@@ -77,7 +77,7 @@ fn the_layout_is_applied_then_success_once_the_dra_driver_shows_exactly_the_plan
     assert!(matches!(outcome, Outcome::Pending(_)));
     assert_eq!(setup.server.plugin_restarts().len(), 1);
 
-    publish_slices(&setup.server, "gpu-a", &mut driver, &setup.plan, 0);
+    setup.server.publish_mig_slices("gpu-a", &mut driver, &setup.plan, 0);
     let (outcome, _) = pass(&setup, &mut driver, &options);
     assert_eq!(outcome, Outcome::Success);
     let node = setup.server.get("nodes", "", "gpu-a").unwrap();
@@ -147,7 +147,7 @@ fn an_agent_that_dies_mid_layout_leaves_the_node_pending_and_the_next_one_resume
     let (outcome, events) = pass(&setup, &mut driver, &options);
     assert!(events[0].starts_with("resuming an interrupted run: applying the MIG layout of plan "), "{events:#?}");
     assert!(matches!(outcome, Outcome::Pending(_)), "{outcome:?}");
-    publish_slices(&setup.server, "gpu-b", &mut driver, &setup.plan, 1);
+    setup.server.publish_mig_slices("gpu-b", &mut driver, &setup.plan, 1);
     assert_eq!(pass(&setup, &mut driver, &options).0, Outcome::Success);
 }
 
@@ -177,7 +177,7 @@ fn gpus_listed_empty_are_emptied_and_one_no_longer_there_is_passed_over() {
     let options = agent_options("gpu-a", &path);
     let mut driver = driver_for(&setup.plan, 0);
     pass(&setup, &mut driver, &options);
-    publish_slices(&setup.server, "gpu-a", &mut driver, &setup.plan, 0);
+    setup.server.publish_mig_slices("gpu-a", &mut driver, &setup.plan, 0);
     assert_eq!(pass(&setup, &mut driver, &options).0, Outcome::Success);
     let ours: Vec<u32> = setup.plan.gpus.iter().filter(|g| g.node == 0).map(|g| g.index).collect();
     assert!(ours.iter().all(|&index| !driver.layout(index).is_empty()));
@@ -200,7 +200,7 @@ fn gpus_listed_empty_are_emptied_and_one_no_longer_there_is_passed_over() {
     // The plugin publishes what the GPUs have: nothing of GPU 7, which it
     // does not see either.
     let there = Plan { gpus: emptied.gpus.iter().filter(|g| g.index != 7).cloned().collect(), ..emptied.clone() };
-    publish_slices(&setup.server, "gpu-a", &mut driver, &there, 0);
+    setup.server.publish_mig_slices("gpu-a", &mut driver, &there, 0);
     assert_eq!(pass(&setup, &mut driver, &options).0, Outcome::Success);
     let node = setup.server.get("nodes", "", "gpu-a").unwrap();
     assert_eq!(node["metadata"]["annotations"]["tessera.io/mig.devices"], "[]");

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use tessera_core::{GpuModel, Plan};
-use tessera_gpu::{plan_node_layouts, FakeNvidiaSmi, MigDevices};
+use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{Cluster, ClusterOptions, FakeApiServer, Manifests};
 use tessera_plan::{plan, PlanInputs, PlanRequest, Strategy};
 
@@ -66,28 +66,6 @@ pub fn driver_for(plan: &Plan, number: u32) -> FakeNvidiaSmi {
         .iter()
         .filter(|g| g.node == number)
         .fold(FakeNvidiaSmi::new(), |fake, g| fake.with_gpu(g.index, g.gpu_model))
-}
-
-/// Plays the DRA driver's kubelet plugin starting on `node`: one
-/// ResourceSlice with every MIG device the fake driver has on the plan's
-/// GPUs of node `number` (parent UUIDs `GPU-fake-<node>-<index>`).
-pub fn publish_slices(server: &FakeApiServer, node: &str, driver: &mut FakeNvidiaSmi, plan: &Plan, number: u32) {
-    let layouts = plan_node_layouts(driver, plan, number).unwrap();
-    let mut devices = Vec::new();
-    for gpu in &layouts.gpus {
-        let index = gpu.gpu();
-        for device in driver.mig_devices(index).unwrap() {
-            let live = gpu.deployment.live.instances.iter().find(|i| i.gi_id == device.gi_id).unwrap();
-            devices.push(json!({"name": format!("gpu-{index}-mig-{}-{}", live.profile.replace('.', ""), live.start),
-                "attributes": {"type": {"string": "mig"}, "profile": {"string": live.profile},
-                    "uuid": {"string": device.uuid}, "parentUUID": {"string": format!("GPU-fake-{node}-{index}")},
-                    "productName": {"string": "NVIDIA A100-SXM4-80GB"}}}));
-        }
-    }
-    server.put(json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-        "metadata": {"name": format!("{node}-gpu.nvidia.com")},
-        "spec": {"driver": "gpu.nvidia.com", "nodeName": node, "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": devices}}));
 }
 
 pub use tessera_testkit::kubernetes_validate as validate;

@@ -11,7 +11,7 @@ use tessera_k8s::{
 
 use crate::agent::agent_options;
 use crate::apply::placed_plan;
-use crate::common::{a100_node, connect, driver_for, export_files, fake_cluster, publish_slices, validate};
+use crate::common::{a100_node, connect, driver_for, export_files, fake_cluster, validate};
 
 #[test]
 fn the_demo_plan_runs_as_planned() {
@@ -50,7 +50,7 @@ fn the_demo_plan_runs_as_planned() {
             let outcome = reconcile_node(&cluster, &mut drivers[number], &options, &mut |_| {}).unwrap();
             if matches!(outcome, Outcome::Pending(_)) && server.plugin_restarts().contains(&node.to_string()) {
                 // The DRA driver's plugin restarted and publishes what exists.
-                publish_slices(&server, node, &mut drivers[number], &plan, number as u32);
+                server.publish_mig_slices(node, &mut drivers[number], &plan, number as u32);
             }
             done[number] = outcome == Outcome::Success;
         }

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use serde_json::Value;
-use tessera_k8s::{manifests, Manifest, NodeDevice, DEFAULT_NAMESPACE};
+use tessera_k8s::{decision_event, manifests, DecisionEvent, Manifest, NodeDevice, DEFAULT_NAMESPACE};
 use tessera_plan::NodeRef;
 
 use crate::common::{demo_plan, export_files, validate};
@@ -239,6 +239,24 @@ fn named_nodes_pin_pods_by_host_name_and_a_missing_name_is_an_error() {
         let error = manifests(&plan, "t", &BTreeMap::new()).unwrap_err().to_string();
         assert!(error.starts_with("the plan's GPUs on node 1 have no node name (the plan names 1 node)"), "{error}");
     }
+}
+
+#[test]
+fn an_autopilot_decision_event_validates() {
+    let dir = tempfile::TempDir::new().unwrap();
+    let decision = DecisionEvent {
+        time_s: 1_764_000_000.5,
+        reason: "ScaleUp",
+        action: "Reconfigure",
+        note: "scaling up: photo-tagging at 700.0 req/s: 92.10% < 99%",
+        warning: false,
+    };
+    let (name, event) = decision_event(DEFAULT_NAMESPACE, &decision).unwrap();
+    let typed: k8s_openapi::api::events::v1::Event = serde_json::from_value(event.clone()).unwrap();
+    assert_eq!(typed.metadata.name.as_deref(), Some(name.as_str()));
+    let path = dir.path().join("event.yaml");
+    std::fs::write(&path, serde_json::to_string(&event).unwrap()).unwrap();
+    validate(&[path]);
 }
 
 #[test]

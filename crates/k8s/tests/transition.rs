@@ -28,7 +28,7 @@ use tessera_plan::{plan, GpuPosition, PlanInputs, PlanRequest, ReplanFrom};
 
 use crate::agent::agent_options;
 use crate::apply::options;
-use crate::common::{a100_node, connect, fake_cluster, publish_slices};
+use crate::common::{a100_node, connect, fake_cluster};
 
 const NODES: [&str; 3] = ["gpu-a", "gpu-b", "gpu-c"];
 
@@ -109,7 +109,7 @@ fn run_cluster_without(
                 let part =
                     read_node_part(&server.get("configmaps", "tessera", &format!("tessera-node-{node}")).unwrap())
                         .unwrap();
-                publish_slices(server, node, &mut drivers[number], &part.plan, part.number);
+                server.publish_mig_slices(node, &mut drivers[number], &part.plan, part.number);
             }
         }
         // A pod starts only on a node whose agent reports its current part.

@@ -5,8 +5,11 @@
 
 use std::path::PathBuf;
 
+use tessera_autopilot::ActionKind;
 use tessera_core::Plan;
-use tessera_k8s::{apply_plan, cluster_status, running_plan, ApplyOptions, Change, Cluster, Progress};
+use tessera_k8s::{
+    apply_plan, cluster_status, record_decision, running_plan, ApplyOptions, Change, Cluster, DecisionEvent, Progress,
+};
 use tessera_store::{plan_json, write_atomic};
 
 /// What became of a new plan.
@@ -63,6 +66,23 @@ impl Actuator {
             },
             Actuator::Kubernetes { cluster, options } => apply(cluster, options, plan, step),
         }
+    }
+
+    /// Records a decision as a Kubernetes Event (`--apply k8s`; nothing
+    /// otherwise): every decision but a keep, holds and failed acts as
+    /// warnings. `Some(why)` when it could not be recorded.
+    pub fn record(&self, time_s: f64, action: ActionKind, note: &str, failed: bool) -> Option<String> {
+        let Actuator::Kubernetes { cluster, options } = self else { return None };
+        let (reason, done) = match action {
+            ActionKind::Keep => return None,
+            ActionKind::Hold => ("Hold", "Hold"),
+            ActionKind::Start => ("Start", "Reconfigure"),
+            ActionKind::ScaleUp => ("ScaleUp", "Reconfigure"),
+            ActionKind::ScaleDown => ("ScaleDown", "Reconfigure"),
+        };
+        let warning = failed || action == ActionKind::Hold;
+        let event = DecisionEvent { time_s, reason, action: done, note, warning };
+        record_decision(cluster, &options.namespace, &event).err().map(|error| error.to_string())
     }
 
     /// The plan the cluster records (`--apply k8s`), `None` when it

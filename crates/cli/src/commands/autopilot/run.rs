@@ -120,16 +120,20 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
             Action::ScaleUp(change) | Action::ScaleDown(change) => Some(&change.plan),
             Action::Keep | Action::Hold => None,
         };
-        let outcome = match new_plan {
-            None => "nothing to do".to_string(),
+        let (mut outcome, failed) = match new_plan {
+            None => ("nothing to do".to_string(), false),
             Some(plan) => {
                 let outcome = actuator.act(plan, &mut |step| note(format_args!("{step}")));
                 if let Outcome::Failed { running: Some(running), .. } = &outcome {
                     controller.adopt(running.as_ref().clone());
                 }
-                outcome.words()
+                (outcome.words(), matches!(outcome, Outcome::Failed { .. }))
             }
         };
+        let event_note = format!("{reason} ({outcome})");
+        if let Some(error) = actuator.record(now_s, decision.action.kind(), &event_note, failed) {
+            outcome.push_str(&format!("; its event was not recorded: {error}"));
+        }
         let forecast = controller.forecast_rps();
         let record = AutopilotDecision {
             time_s: now_s,
