@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -358,9 +358,9 @@ fn rates_read_through_prometheus_make_the_file_s_decisions_and_a_stopped_prometh
 /// The GPU nodes of the fake cluster (4 A100-80GB each).
 const NODES: [&str; 3] = ["gpu-a", "gpu-b", "gpu-c"];
 
-#[test]
-fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
-    let dir = TempDir::new().unwrap();
+/// A fake cluster of [`NODES`] (three 4-GPU nodes with the DRA driver's
+/// plugin), a kubeconfig for it in `dir` and a client.
+fn fake_gpu_cluster(dir: &TempDir) -> (FakeApiServer, PathBuf, Cluster) {
     let server = FakeApiServer::start();
     for name in NODES {
         server.put(json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {
@@ -368,31 +368,47 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
             "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "4",
             "nvidia.com/gpu.memory": "81920", "nvidia.com/mig.capable": "true"}}}));
     }
-    let (dra_namespace, dra_label) = ("dra-driver-nvidia-gpu", ("dra-driver-nvidia-gpu-component", "kubelet-plugin"));
-    server.run_dra_plugin(dra_namespace, dra_label.0, dra_label.1, &NODES);
+    server.run_dra_plugin(DRA_NAMESPACE, DRA_LABEL.0, DRA_LABEL.1, &NODES);
     let kubeconfig = server.kubeconfig(dir.path());
     let cluster = Cluster::connect(&ClusterOptions { kubeconfig: Some(kubeconfig.clone()), context: None }).unwrap();
-    let store = store_in(&dir);
-    let (slo, traffic) = (write(&dir, "slo.csv", SLO), write(&dir, "traffic.csv", TRAFFIC));
-    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
-    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
-    // Without images nothing could run: refused before any decision.
-    let mut without_images = args.clone();
-    without_images.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
-    fails_with(
-        &without_images,
-        &store,
-        &["error: --apply k8s needs a container image for every service; none for photo-tagging, search-ranking"],
-    );
+    (server, kubeconfig, cluster)
+}
+
+/// The DRA driver's namespace and its kubelet plugin's label in the fake
+/// cluster.
+const DRA_NAMESPACE: &str = "dra-driver-nvidia-gpu";
+const DRA_LABEL: (&str, &str) = ("dra-driver-nvidia-gpu-component", "kubelet-plugin");
+
+/// The demo's two services with images, as `--apply k8s` needs them.
+fn slo_with_images(dir: &TempDir) -> String {
     let images = SLO.replacen("latency_ms\n", "latency_ms,image\n", 1).replace(",80\n", ",80,reg.example/resnet:1\n");
-    let slo = write(&dir, "slo.csv", &images.replace(",120\n", ",120,reg.example/bert:1\n"));
-    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
-    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
-    args.extend(["--apply-timeout", "60", "--apply-poll-s", "0.05", "--kubeconfig", kubeconfig.to_str().unwrap()]);
-    args.extend(CONTROLLER);
+    write(dir, "slo.csv", &images.replace(",120\n", ",120,reg.example/bert:1\n"))
+}
+
+/// What a run of the live loop against a fake cluster left: its exit,
+/// what it printed and noted, and each plan the cluster recorded (the
+/// steps of the applies among them).
+struct ClusterRun {
+    status: std::process::ExitStatus,
+    printed: String,
+    noted: String,
+    seen: Vec<Plan>,
+}
+
+/// Runs `autopilot run` with `args` against the fake cluster, playing its
+/// node agents (each reading its node's ConfigMap, laying out its fake
+/// GPUs, the DRA plugin publishing them) and the Deployment controller
+/// until the loop is done.
+fn run_on_cluster(
+    server: &FakeApiServer,
+    cluster: &Cluster,
+    store: &Path,
+    args: &[&str],
+    on_record: &mut dyn FnMut(&FakeApiServer, &[Plan]),
+) -> ClusterRun {
     let mut autopilot = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(&args)
-        .env("TESSERA_STORE", &store)
+        .args(args)
+        .env("TESSERA_STORE", store)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -408,14 +424,11 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
         err.read_to_string(&mut text).unwrap();
         text
     });
-    // The agents (each reading its node's ConfigMap, laying out its fake
-    // GPUs) and the Deployment controller, until the autopilot is done.
     let mut drivers: Vec<FakeNvidiaSmi> = NODES
         .iter()
         .map(|_| (0..4).fold(FakeNvidiaSmi::new(), |fake, index| fake.with_gpu(index, GpuModel::A100_80GB)))
         .collect();
     let deadline = Instant::now() + Duration::from_secs(120);
-    // Each plan the cluster records (the steps of the applies among them).
     let mut seen: Vec<Plan> = Vec::new();
     let status = loop {
         for (number, node) in NODES.into_iter().enumerate() {
@@ -423,11 +436,11 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
                 node: node.into(),
                 plan: PlanSource::Cluster { namespace: "tessera".into() },
                 force: false,
-                dra_namespace: dra_namespace.into(),
-                dra_plugin_selector: format!("{}={}", dra_label.0, dra_label.1),
+                dra_namespace: DRA_NAMESPACE.into(),
+                dra_plugin_selector: format!("{}={}", DRA_LABEL.0, DRA_LABEL.1),
                 slices_timeout: Duration::from_secs(300),
             };
-            let outcome = reconcile_node(&cluster, &mut drivers[number], &options, &mut |_| {});
+            let outcome = reconcile_node(cluster, &mut drivers[number], &options, &mut |_| {});
             if matches!(outcome, Ok(AgentOutcome::Pending(_))) && server.plugin_restarts().contains(&node.to_string()) {
                 if let Some(map) = server.get("configmaps", "tessera", &format!("tessera-node-{node}")) {
                     let part = read_node_part(&map).unwrap();
@@ -436,9 +449,10 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
             }
         }
         server.run_deployments(0);
-        let recorded = running_plan(&cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+        let recorded = running_plan(cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
         if seen.last() != Some(&recorded) {
             seen.push(recorded);
+            on_record(server, &seen);
         }
         if let Some(status) = autopilot.try_wait().unwrap() {
             break status;
@@ -446,7 +460,41 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
         assert!(Instant::now() < deadline, "the autopilot did not finish in 120 s");
         std::thread::sleep(Duration::from_millis(10));
     };
-    let (printed, noted) = (printed.join().unwrap(), noted.join().unwrap());
+    ClusterRun { status, printed: printed.join().unwrap(), noted: noted.join().unwrap(), seen }
+}
+
+/// The live loop's arguments for `--apply k8s` on the fake cluster.
+fn cluster_args<'a>(slo: &'a str, traffic: &'a str, kubeconfig: &'a str) -> Vec<&'a str> {
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", slo, "--rates-file", traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
+    args.extend(["--apply-timeout", "60", "--apply-poll-s", "0.05", "--kubeconfig", kubeconfig]);
+    args.extend(CONTROLLER);
+    args
+}
+
+#[test]
+fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
+    let dir = TempDir::new().unwrap();
+    let (server, kubeconfig, cluster) = fake_gpu_cluster(&dir);
+    let store = store_in(&dir);
+    let (slo, traffic) = (write(&dir, "slo.csv", SLO), write(&dir, "traffic.csv", TRAFFIC));
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "10", "--format", "json", "--apply", "k8s"]);
+    // Without images nothing could run: refused before any decision.
+    args.extend(["--kubeconfig", kubeconfig.to_str().unwrap()]);
+    fails_with(
+        &args,
+        &store,
+        &["error: --apply k8s needs a container image for every service; none for photo-tagging, search-ranking"],
+    );
+    let slo = slo_with_images(&dir);
+    let ClusterRun { status, printed, noted, seen } = run_on_cluster(
+        &server,
+        &cluster,
+        &store,
+        &cluster_args(&slo, &traffic, kubeconfig.to_str().unwrap()),
+        &mut |_, _| {},
+    );
     assert!(status.success(), "{noted}");
     let made = decisions(&printed);
     assert_eq!(made.len(), DECISIONS, "{noted}");
@@ -521,4 +569,46 @@ fn new_plans_are_applied_to_the_cluster_and_the_cluster_runs_the_last() {
         assert!(note.starts_with(decision["reason"].as_str().unwrap()), "{note}");
         assert!(note.ends_with(&format!("({})", decision["outcome"].as_str().unwrap())), "{note}");
     }
+}
+
+#[test]
+fn a_failed_apply_is_said_warned_of_and_the_next_decisions_act_again() {
+    let dir = TempDir::new().unwrap();
+    let (server, kubeconfig, cluster) = fake_gpu_cluster(&dir);
+    let store = store_in(&dir);
+    let (slo, traffic) = (slo_with_images(&dir), write(&dir, "traffic.csv", TRAFFIC));
+    // Once the first plan runs, the next Deployment written fails.
+    let mut armed = false;
+    let mut fail_once = |server: &FakeApiServer, seen: &[Plan]| {
+        if !armed && seen.last().is_some_and(|plan| !plan.gpus.is_empty()) {
+            server.fail("PATCH", "deployments", 1, 500);
+            armed = true;
+        }
+    };
+    let args = cluster_args(&slo, &traffic, kubeconfig.to_str().unwrap());
+    let ClusterRun { status, printed, noted, .. } = run_on_cluster(&server, &cluster, &store, &args, &mut fail_once);
+    assert!(status.success(), "{noted}");
+    let made = decisions(&printed);
+    assert_eq!(made.len(), DECISIONS, "{noted}");
+    let failed: Vec<usize> = (0..made.len())
+        .filter(|&index| made[index]["outcome"].as_str().unwrap().starts_with("failed: the apply stopped: "))
+        .collect();
+    assert_eq!(failed.len(), 1, "{made:#?}");
+    let failed = failed[0];
+    assert!(made[failed]["outcome"].as_str().unwrap().contains("(500 InternalError)"), "{}", made[failed]);
+    // Later decisions act again, and the cluster ends running the last
+    // plan as planned.
+    assert!(
+        made[failed + 1..].iter().any(|decision| decision["outcome"].as_str().unwrap().starts_with("applied: ")),
+        "{made:#?}"
+    );
+    let running = running_plan(&cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+    assert_eq!(running.gpus.len() as u64, made[DECISIONS - 1]["gpus_after"].as_u64().unwrap());
+    assert!(cluster_status(&cluster, &running, "tessera").unwrap().as_planned());
+    // Its event is a warning saying so.
+    let events = server.list("events");
+    let warned: Vec<&Value> = events.iter().filter(|event| event["type"] == "Warning").collect();
+    let note_of_failed =
+        warned.iter().find(|event| event["note"].as_str().unwrap().contains("failed: the apply stopped"));
+    assert!(note_of_failed.is_some(), "{events:#?}");
 }
