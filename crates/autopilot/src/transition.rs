@@ -126,6 +126,14 @@ impl Transition {
         self.steps.iter().flat_map(|step| &step.step.dips)
     }
 
+    /// `true` when no running segment stops and no MIG instance is
+    /// destroyed: the transition only adds (segments in free slices, new
+    /// GPUs), so nothing that serves is disturbed.
+    pub fn only_adds(&self) -> bool {
+        let disturbs = |op: &Operation| matches!(op, Operation::Stop { .. } | Operation::Destroy { .. });
+        !self.steps.iter().flat_map(|step| &step.step.gpus).flat_map(|gpu| &gpu.operations).any(disturbs)
+    }
+
     /// `true` when nothing changes.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()

@@ -135,16 +135,87 @@ fn a_fall_scales_down_only_after_the_hold() {
 }
 
 #[test]
-fn the_rate_limit_holds_further_reconfigurations() {
-    let config = ControllerConfig { max_reconfigurations_per_hour: 1, ..ControllerConfig::default() };
+fn beyond_the_rate_limit_only_segments_are_added_and_scale_downs_hold() {
+    let config =
+        ControllerConfig { max_reconfigurations_per_hour: 1, scale_down_hold_s: 0.0, ..ControllerConfig::default() };
     let mut controller = controller(config);
-    controller.observe(&observation(0.0, &rates(0.3)));
-    assert!(matches!(controller.observe(&observation(600.0, &rates(0.6))).action, Action::ScaleUp(_)));
-    let held = controller.observe(&observation(1200.0, &rates(1.2)));
+    controller.observe(&observation(0.0, &rates(1.0)));
+    // A fall: the scale-down stops segments, and takes the hour's one
+    // reconfiguration.
+    let mut decisions = Vec::new();
+    for minute in 1..=20 {
+        decisions.push(controller.observe(&observation(f64::from(minute) * 60.0, &rates(0.5))));
+    }
+    let first = decisions.iter().find(|decision| matches!(decision.action, Action::ScaleDown(_)));
+    let first_s = first.expect("a scale-down").time_s;
+    // A further fall holds for the limit; a rise adds segments anyway.
+    for minute in 21..=30 {
+        decisions.push(controller.observe(&observation(f64::from(minute) * 60.0, &rates(0.2))));
+    }
+    let held = decisions.iter().find(|decision| decision.reason.starts_with("holding a scale-down"));
+    let held = held.expect("a scale-down held by the rate limit");
     assert_eq!(held.action, Action::Hold);
     assert!(held.reason.contains("the rate limit of 1 reconfiguration per hour is reached"), "{}", held.reason);
-    // An hour after the first, the next may start.
-    assert!(matches!(controller.observe(&observation(4200.0, &rates(1.2))).action, Action::ScaleUp(_)));
+    for minute in 31..=40 {
+        decisions.push(controller.observe(&observation(f64::from(minute) * 60.0, &rates(1.0))));
+    }
+    let added = decisions.iter().find_map(|decision| match &decision.action {
+        Action::ScaleUp(change) if decision.time_s < first_s + 3600.0 => Some((change, &decision.reason)),
+        _ => None,
+    });
+    let (change, reason) = added.expect("a scale-up within the hour of the scale-down");
+    assert!(change.transition.only_adds(), "{reason}");
+    assert!(reason.contains("reached: segments added"), "{reason}");
+    // Within the hour, no other reconfiguration stops anything.
+    let disturbing = decisions.iter().filter(|decision| match &decision.action {
+        Action::ScaleUp(change) | Action::ScaleDown(change) => !change.transition.only_adds(),
+        _ => false,
+    });
+    assert_eq!(disturbing.map(|decision| decision.time_s).collect::<Vec<_>>(), [first_s]);
+}
+
+#[test]
+fn a_scale_up_takes_back_spare_capacity_only_after_the_hold() {
+    // Rule 5's scale-down is kept out of the way: only scale-ups act.
+    let config =
+        ControllerConfig { scale_down_hold_s: 600.0, scale_down_min_gpus: 1000, ..ControllerConfig::default() };
+    let mut controller = controller(config);
+    controller.observe(&observation(0.0, &rates(0.5)));
+    // A burst on search-ranking (the first service), then back.
+    let mut burst = rates(0.5);
+    burst[0] *= 3.0;
+    let mut capacity_after_burst = 0.0;
+    for minute in 1..=4 {
+        if let Action::ScaleUp(change) = &controller.observe(&observation(f64::from(minute) * 60.0, &burst)).action {
+            capacity_after_burst = capacities(&change.plan)[0];
+        }
+    }
+    assert!(capacity_after_burst >= burst[0] * 1.3, "the burst was met at +30%: {capacity_after_burst}");
+    let mut quiet = rates(0.5);
+    let scale_up_at = |controller: &mut Controller, from_minute: u32, rates_rps: &[f64]| {
+        (from_minute..from_minute + 5).find_map(|minute| {
+            match controller.observe(&observation(f64::from(minute) * 60.0, rates_rps)).action {
+                Action::ScaleUp(change) => Some(capacities(&change.plan)),
+                _ => None,
+            }
+        })
+    };
+    for minute in 5..=9 {
+        controller.observe(&observation(f64::from(minute) * 60.0, &quiet));
+    }
+    // Another service rises before the spare has lasted ten minutes: it
+    // is kept.
+    quiet[3] *= 2.5;
+    let early = scale_up_at(&mut controller, 10, &quiet).expect("a scale-up for photo-tagging");
+    assert!(early[0] >= capacity_after_burst * (1.0 - 1e-9), "{} < {capacity_after_burst}", early[0]);
+    // After the hold, the next scale-up gives it back.
+    for minute in 15..=24 {
+        controller.observe(&observation(f64::from(minute) * 60.0, &quiet));
+    }
+    quiet[1] *= 2.5;
+    let late = scale_up_at(&mut controller, 25, &quiet).expect("a scale-up for fraud-check");
+    assert!(late[0] < capacity_after_burst, "{} >= {capacity_after_burst}", late[0]);
+    assert!(late[0] >= quiet[0] * 1.15, "{} < {}", late[0], quiet[0] * 1.15);
 }
 
 #[test]

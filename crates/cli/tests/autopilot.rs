@@ -128,3 +128,38 @@ fn html_writes_the_days_picture_beside_the_table() {
     // Two hours: each strategy's worst service drawn for each.
     assert_eq!(html.matches("<circle class=\"hour\"").count(), 6);
 }
+
+#[test]
+fn parvagpu_s_scenario_6_over_a_day_keeps_the_issue_s_goals() {
+    // ParvaGPU's eleven models at scenario 6's SLOs (18 GPUs at the peak),
+    // a full day of diurnal traffic with bursts: the goals of the
+    // autopilot, on measured profiles.
+    let Some(parvagpu) = tessera_testkit::shared_data("parvagpu") else { return };
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let (profiles, slo) = (parvagpu.join("prof_data"), parvagpu.join("slo"));
+    let (rates, latency) = (slo.join("SLO_req_rate.csv"), slo.join("SLO_latency.csv"));
+    let args = [
+        "autopilot",
+        "simulate",
+        "--profiles",
+        profiles.to_str().unwrap(),
+        "--slo-rates",
+        rates.to_str().unwrap(),
+        "--slo-latency",
+        latency.to_str().unwrap(),
+        "--scenario",
+        "6",
+        "--diurnal",
+        "--format",
+        "json",
+    ];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let day: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let figure = |field: &str| day[field].as_f64().unwrap();
+    assert!(figure("gpu_hours") <= 0.75 * figure("static_peak_gpu_hours"), "{}", day["autopilot"]["totals"]);
+    assert!(figure("worst_service_attainment") >= 0.99, "{}", day["autopilot"]["totals"]);
+    assert_eq!(figure("requests_lost"), 0.0);
+    assert!(figure("gpus_reconfigured") < figure("scratch_gpus_reconfigured"), "{}", day["autopilot"]["totals"]);
+}

@@ -99,7 +99,7 @@ impl Replanner<'_> {
     /// running GPUs' free slices where they fit, on new GPUs otherwise): no
     /// running segment stops. The planner checks the whole (a replan of it
     /// that changes nothing) and reports its services.
-    fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+    pub fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
         let shortfalls: Vec<(usize, f64)> = up_rps
             .iter()
             .zip(self.capacities_rps(running))

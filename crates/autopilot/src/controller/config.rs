@@ -18,7 +18,7 @@ pub const DEFAULT_SCALE_DOWN_MIN_GPUS: u64 = 1;
 /// Default time a scale-down must have been possible before it is taken,
 /// seconds (30 minutes).
 pub const DEFAULT_SCALE_DOWN_HOLD_S: f64 = 1800.0;
-/// Default most reconfigurations started in any hour.
+/// Default most reconfigurations that stop something started in any hour.
 pub const DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR: usize = 6;
 /// Default oldest a rate sample may be, seconds.
 pub const DEFAULT_MAX_SAMPLE_AGE_S: f64 = 120.0;
@@ -40,9 +40,11 @@ pub struct ControllerConfig {
     /// The fewest GPUs a scale-down must release.
     pub scale_down_min_gpus: u64,
     /// How long a scale-down must have been possible before it is taken,
-    /// seconds.
+    /// and a service's spare capacity must have lasted before a scale-up
+    /// takes it back (rule 4), seconds.
     pub scale_down_hold_s: f64,
-    /// Most reconfigurations started in any hour.
+    /// Most reconfigurations that stop a running segment or destroy a MIG
+    /// instance started in any hour (rule 7).
     pub max_reconfigurations_per_hour: usize,
     /// Oldest a rate sample may be, seconds.
     pub max_sample_age_s: f64,

@@ -14,10 +14,16 @@
 //!    its forecast rate times `1 + keep_headroom` to reach its percentile.
 //! 4. **Scale up early.** When a service falls short there, the controller
 //!    replans from the running plan (the fewest reconfigurations, within
-//!    `max_extra_gpus` of the fresh optimum) for the forecast times
-//!    `1 + plan_headroom`, every service at no less than its capacity in
-//!    the running plan (a scale-up takes capacity from none: scaling down
-//!    is rule 5's).
+//!    `max_extra_gpus` of the fresh optimum): each service falling short
+//!    for its forecast times `1 + 2 × plan_headroom` (a rising rate does
+//!    not call for another scale-up at the next decision), every other for
+//!    its forecast times `1 + plan_headroom` but no less than its capacity
+//!    in the running plan, unless that capacity has been above its
+//!    forecast times `1 + 2 × plan_headroom` at every decision for
+//!    `scale_down_hold_s`: such a service gives its spare back (with many
+//!    services, one always rises somewhere, and spare capacity would
+//!    otherwise only ever grow); a replan giving spare back that dips
+//!    (rule 6) gives way to one keeping it.
 //! 5. **Scale down late.** Otherwise, when a replan for the forecast times
 //!    `1 + plan_headroom` would release at least `scale_down_min_gpus` GPUs
 //!    when first tried, a cheap estimate (each service's share of GPUs
@@ -39,7 +45,10 @@
 //!    `dip_extra_gpus` fewer GPUs (at least `scale_down_min_gpus`), else it
 //!    waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
-//!    reconfigurations start in any hour; beyond, it holds and says so.
+//!    reconfigurations that stop a running segment or destroy a MIG
+//!    instance start in any hour. Beyond, a scale-up only adds segments
+//!    (`added_to`: in free slices or on new GPUs, disturbing nothing that
+//!    serves, and not counted), and anything else holds and says so.
 //!
 //! Every decision is journaled with its reason. A decision to reconfigure
 //! takes effect at once in the controller (the plan it returns is the one
@@ -82,7 +91,10 @@ pub struct Controller {
     /// The estimate of the GPUs needed when a replan last released too few
     /// to scale down (while the same plan runs).
     refused_estimate: Option<f64>,
-    /// When the reconfigurations of the last hour started.
+    /// Per service, since when its capacity has been well above its
+    /// forecast (see [`Controller::scale_up_rates`]).
+    spare_since_s: Vec<Option<f64>>,
+    /// When the rate-limited reconfigurations of the last hour started.
     recent_s: VecDeque<f64>,
     last_time_s: Option<f64>,
     journal: Vec<JournalEntry>,
@@ -99,7 +111,8 @@ impl Controller {
         running: Option<Plan>,
     ) -> Result<Controller, AutopilotError> {
         config.validate()?;
-        let forecaster = Forecaster::new(inputs.services().len(), config.forecast)?;
+        let service_count = inputs.services().len();
+        let forecaster = Forecaster::new(service_count, config.forecast)?;
         Ok(Controller {
             planner: Planner::new(inputs, settings),
             config,
@@ -108,6 +121,7 @@ impl Controller {
             busy_until_s: f64::NEG_INFINITY,
             down_since_s: None,
             refused_estimate: None,
+            spare_since_s: vec![None; service_count],
             recent_s: VecDeque::new(),
             last_time_s: None,
             journal: Vec::new(),
@@ -260,19 +274,21 @@ impl Controller {
         if time_s < self.busy_until_s {
             return (Action::Hold, format!("holding: a transition runs until {:.0} s", self.busy_until_s));
         }
+        self.track_spare_capacity(time_s, &running, &forecast_rps);
         let keep_rps = scaled(&forecast_rps, 1.0 + self.config.keep_headroom);
         let attainment = match self.planner.predicted_attainment(&running, &keep_rps) {
             Ok(attainment) => attainment,
             Err(error) => return (Action::Hold, format!("holding: the serving model cannot judge the plan: {error}")),
         };
-        let short: Vec<String> = self
+        let short: Vec<(usize, String)> = self
             .services()
             .iter()
             .zip(&attainment)
             .zip(&keep_rps)
-            .filter(|((slo, &predicted), _)| predicted < slo.percentile / 100.0)
-            .map(|((slo, predicted), rate)| {
-                format!("{} at {rate:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile)
+            .enumerate()
+            .filter(|(_, ((slo, &predicted), _))| predicted < slo.percentile / 100.0)
+            .map(|(index, ((slo, predicted), rate))| {
+                (index, format!("{} at {rate:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile))
             })
             .collect();
         if short.is_empty() {
@@ -282,32 +298,82 @@ impl Controller {
         let why = format!(
             "predicted within SLO at the forecast +{:.0}%: {}",
             self.config.keep_headroom * 100.0,
-            short.join("; ")
+            short.iter().map(|(_, words)| words.as_str()).collect::<Vec<_>>().join("; ")
         );
-        if let Some(limit) = self.rate_limited(time_s) {
-            return (Action::Hold, format!("holding although {why}: {limit}"));
-        }
-        // No service gives up capacity in a scale-up: the replan has no
-        // segment to take from one, so its transition stops none it needs.
-        let up_rps: Vec<f64> = plan_rps
-            .iter()
-            .zip(self.replanner().capacities_rps(&running))
-            .map(|(rate, capacity)| rate.max(capacity))
-            .collect();
-        let candidate = self.replanner().scale_up(&running, &up_rps, &keep_rps);
+        let up_rps = self.scale_up_rates(time_s, &running, &forecast_rps, &short, true);
+        let kept_rps = self.scale_up_rates(time_s, &running, &forecast_rps, &short, false);
+        let limit = self.rate_limited(time_s);
+        let candidate = match &limit {
+            // Spare is given back only by a transition without a dip.
+            None => match self.replanner().scale_up(&running, &up_rps, &keep_rps) {
+                Ok(dips) if dips.dip.is_some() && up_rps != kept_rps => {
+                    self.replanner().scale_up(&running, &kept_rps, &keep_rps)
+                }
+                tried => tried,
+            },
+            Some(_) => self.replanner().added_to(&running, &kept_rps, &keep_rps),
+        };
         match candidate {
             Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
             Ok(candidate) if candidate.transition.is_empty() => {
                 (Action::Keep, format!("keeping: {why}, but a replan changes nothing"))
             }
-            Ok(candidate) => {
-                let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
-                let reason = format!(
-                    "scaling up: {why}; replanned for the forecast +{:.0}%: {}{dip}",
-                    self.config.plan_headroom * 100.0,
-                    change_words(&running, &candidate)
-                );
-                (Action::ScaleUp(self.commit(time_s, candidate)), reason)
+            Ok(candidate) => match (limit, candidate.transition.only_adds()) {
+                (Some(limit), false) => (Action::Hold, format!("holding although {why}: {limit}")),
+                (limit, _) => {
+                    let how = limit.map_or("replanned".to_string(), |limit| format!("{limit}: segments added"));
+                    let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
+                    let reason = format!("scaling up: {why}; {how}: {}{dip}", change_words(&running, &candidate));
+                    (Action::ScaleUp(self.commit(time_s, candidate)), reason)
+                }
+            },
+        }
+    }
+
+    /// The rates a scale-up at `time_s` plans for (rule 4): a service in
+    /// `short` at the forecast times `1 + 2 × plan_headroom`, every other
+    /// at the forecast times `1 + plan_headroom` and no less than its
+    /// capacity in `running`, unless `give_back` and it has had more than
+    /// `2 × plan_headroom` spare for the scale-down hold.
+    fn scale_up_rates(
+        &self,
+        time_s: f64,
+        running: &Plan,
+        forecast_rps: &[f64],
+        short: &[(usize, String)],
+        give_back: bool,
+    ) -> Vec<f64> {
+        let headroom = self.config.plan_headroom;
+        let capacities_rps = self.replanner().capacities_rps(running);
+        (0..forecast_rps.len())
+            .map(|index| {
+                if short.iter().any(|(short, _)| *short == index) {
+                    return forecast_rps[index] * (1.0 + 2.0 * headroom);
+                }
+                let plan_rps = forecast_rps[index] * (1.0 + headroom);
+                let spare_since_s = self.spare_since_s[index];
+                match give_back
+                    && spare_since_s.is_some_and(|since_s| time_s - since_s >= self.config.scale_down_hold_s)
+                {
+                    true => plan_rps,
+                    false => plan_rps.max(capacities_rps[index]),
+                }
+            })
+            .collect()
+    }
+
+    /// Notes, per service, since when its capacity in `running` has been
+    /// above its forecast times `1 + 2 × plan_headroom` (the spare a
+    /// scale-up takes back after the hold).
+    fn track_spare_capacity(&mut self, time_s: f64, running: &Plan, forecast_rps: &[f64]) {
+        let capacities_rps = self.replanner().capacities_rps(running);
+        let factor = 1.0 + 2.0 * self.config.plan_headroom;
+        let services = self.spare_since_s.iter_mut().zip(capacities_rps).zip(forecast_rps);
+        for ((since_s, capacity_rps), forecast_rps) in services {
+            if capacity_rps > forecast_rps * factor {
+                since_s.get_or_insert(time_s);
+            } else {
+                *since_s = None;
             }
         }
     }
@@ -426,7 +492,9 @@ impl Controller {
         let Candidate { plan, transition, fresh_gpus, .. } = candidate;
         self.busy_until_s = time_s + transition.duration_s();
         self.refused_estimate = None;
-        self.recent_s.push_back(time_s);
+        if !transition.only_adds() {
+            self.recent_s.push_back(time_s);
+        }
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }
     }

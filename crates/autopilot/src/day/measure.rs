@@ -200,8 +200,7 @@ pub(super) fn measure(
             }
             if let Some(before) = &span.before {
                 let (now_rps, before_rps) = (capacities(planner, &span.serving), capacities(planner, before));
-                let lost_rps: f64 =
-                    (0..services).map(|s| (rates_rps[s].min(before_rps[s]) - now_rps[s]).max(0.0)).sum();
+                let lost_rps: f64 = (0..services).map(|s| lost(rates_rps[s], before_rps[s], now_rps[s])).sum();
                 tally.lost += lost_rps * length_s;
             }
             measured.requests_simulated += simulated.requests_simulated;
@@ -277,6 +276,19 @@ fn service_alone(system: &ServingSystem, served: usize) -> Result<ServingSystem,
 
 /// Each service's capacity in `plan` (the sum of its segments'), req/s, in
 /// the planner's order.
+/// Requests per second a service at `rate_rps` loses while a transition
+/// leaves it `now_rps` of the `before_rps` it had: none when the
+/// difference is only the rounding of capacities summed in another order
+/// (a relative 1e-9).
+fn lost(rate_rps: f64, before_rps: f64, now_rps: f64) -> f64 {
+    let shortfall_rps = rate_rps.min(before_rps) - now_rps;
+    if shortfall_rps > 1e-9 * before_rps.max(f64::MIN_POSITIVE) {
+        shortfall_rps
+    } else {
+        0.0
+    }
+}
+
 fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
     let mut capacity_rps = vec![0.0; planner.services().len()];
     for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
@@ -285,4 +297,23 @@ fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
         }
     }
     capacity_rps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lost;
+
+    #[test]
+    fn a_transition_loses_what_it_takes_below_the_rate_and_no_rounding() {
+        // Capacity summed in another order: not a loss.
+        let before_rps = 0.1 + 0.2 + 0.3;
+        let now_rps = 0.3 + 0.2 + 0.1;
+        assert_ne!(before_rps, now_rps);
+        assert_eq!(lost(1.0, before_rps, now_rps), 0.0);
+        // Below both the rate and the old capacity: the difference.
+        assert_eq!(lost(100.0, 80.0, 50.0), 30.0);
+        assert_eq!(lost(60.0, 80.0, 50.0), 10.0);
+        // A rate above the old capacity is the traffic's doing.
+        assert_eq!(lost(100.0, 50.0, 50.0), 0.0);
+    }
 }

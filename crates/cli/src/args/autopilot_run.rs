@@ -46,11 +46,15 @@ pub struct ControllerArgs {
     pub scale_down_gpus: u64,
 
     /// A scale-down must have been possible for this many minutes (at every
-    /// decision) before it is taken.
+    /// decision) before it is taken; a service's spare capacity (above its
+    /// forecast plus twice the plan headroom) must have lasted this
+    /// long before a scale-up takes it back.
     #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_HOLD_S / 60.0, value_parser = parse_non_negative)]
     pub scale_down_after_min: f64,
 
-    /// Most reconfigurations started in any hour.
+    /// Most reconfigurations that stop a running segment started in any
+    /// hour; beyond, a scale-up only adds segments (in free slices or on new
+    /// GPUs) and anything else holds.
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_reconfigurations_per_hour: u64,
 
