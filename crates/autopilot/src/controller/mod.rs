@@ -331,7 +331,8 @@ impl Controller {
     }
 
     /// The rates a scale-up at `time_s` plans for (rule 4): a service in
-    /// `short` at the forecast times `1 + 2 × plan_headroom`, every other
+    /// `short` at the forecast times `1 + 2 × plan_headroom` (never below
+    /// its capacity in `running`), every other
     /// at the forecast times `1 + plan_headroom` and no less than its
     /// capacity in `running`, unless `give_back` and it has had more than
     /// `2 × plan_headroom` spare for the scale-down hold.
@@ -348,7 +349,7 @@ impl Controller {
         (0..forecast_rps.len())
             .map(|index| {
                 if short.iter().any(|(short, _)| *short == index) {
-                    return forecast_rps[index] * (1.0 + 2.0 * headroom);
+                    return (forecast_rps[index] * (1.0 + 2.0 * headroom)).max(capacities_rps[index]);
                 }
                 let plan_rps = forecast_rps[index] * (1.0 + headroom);
                 let spare_since_s = self.spare_since_s[index];
