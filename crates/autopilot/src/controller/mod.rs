@@ -274,7 +274,8 @@ impl Controller {
         if time_s < self.busy_until_s {
             return (Action::Hold, format!("holding: a transition runs until {:.0} s", self.busy_until_s));
         }
-        self.track_spare_capacity(time_s, &running, &forecast_rps);
+        let capacities_rps = self.replanner().capacities_rps(&running);
+        self.track_spare_capacity(time_s, &capacities_rps, &forecast_rps);
         let keep_rps = scaled(&forecast_rps, 1.0 + self.config.keep_headroom);
         let attainment = match self.planner.predicted_attainment(&running, &keep_rps) {
             Ok(attainment) => attainment,
@@ -300,8 +301,8 @@ impl Controller {
             self.config.keep_headroom * 100.0,
             short.iter().map(|(_, words)| words.as_str()).collect::<Vec<_>>().join("; ")
         );
-        let up_rps = self.scale_up_rates(time_s, &running, &forecast_rps, &short, true);
-        let kept_rps = self.scale_up_rates(time_s, &running, &forecast_rps, &short, false);
+        let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
+        let kept_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, false);
         let limit = self.rate_limited(time_s);
         let candidate = match &limit {
             // Spare is given back only by a transition without a dip.
@@ -332,20 +333,19 @@ impl Controller {
 
     /// The rates a scale-up at `time_s` plans for (rule 4): a service in
     /// `short` at the forecast times `1 + 2 × plan_headroom` (never below
-    /// its capacity in `running`), every other
-    /// at the forecast times `1 + plan_headroom` and no less than its
-    /// capacity in `running`, unless `give_back` and it has had more than
+    /// its capacity in the running plan, `capacities_rps`), every other at
+    /// the forecast times `1 + plan_headroom` and no less than its
+    /// capacity, unless `give_back` and it has had more than
     /// `2 × plan_headroom` spare for the scale-down hold.
     fn scale_up_rates(
         &self,
         time_s: f64,
-        running: &Plan,
+        capacities_rps: &[f64],
         forecast_rps: &[f64],
         short: &[(usize, String)],
         give_back: bool,
     ) -> Vec<f64> {
         let headroom = self.config.plan_headroom;
-        let capacities_rps = self.replanner().capacities_rps(running);
         (0..forecast_rps.len())
             .map(|index| {
                 if short.iter().any(|(short, _)| *short == index) {
@@ -363,15 +363,14 @@ impl Controller {
             .collect()
     }
 
-    /// Notes, per service, since when its capacity in `running` has been
-    /// above its forecast times `1 + 2 × plan_headroom` (the spare a
+    /// Notes, per service, since when its capacity in the running plan
+    /// (`capacities_rps`) has been above its forecast times `1 + 2 × plan_headroom` (the spare a
     /// scale-up takes back after the hold).
-    fn track_spare_capacity(&mut self, time_s: f64, running: &Plan, forecast_rps: &[f64]) {
-        let capacities_rps = self.replanner().capacities_rps(running);
+    fn track_spare_capacity(&mut self, time_s: f64, capacities_rps: &[f64], forecast_rps: &[f64]) {
         let factor = 1.0 + 2.0 * self.config.plan_headroom;
         let services = self.spare_since_s.iter_mut().zip(capacities_rps).zip(forecast_rps);
         for ((since_s, capacity_rps), forecast_rps) in services {
-            if capacity_rps > forecast_rps * factor {
+            if *capacity_rps > forecast_rps * factor {
                 since_s.get_or_insert(time_s);
             } else {
                 *since_s = None;
