@@ -41,7 +41,8 @@ mod transition;
 pub use controller::{
     Action, ActionKind, Controller, ControllerConfig, Decision, JournalEntry, Observation, RateSample, Reconfiguration,
     DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS, DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,
-    DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S, DEFAULT_SCALE_DOWN_MIN_GPUS,
+    DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_MAX_TRANSITION_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S,
+    DEFAULT_SCALE_DOWN_MIN_GPUS,
 };
 pub use day::{
     simulate_day, DayProgress, DayReport, DayRequest, GpuStep, HourRow, Sampling, ServiceDay, StrategyDay, Tally,

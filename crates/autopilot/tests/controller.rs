@@ -128,7 +128,7 @@ fn a_fall_scales_down_only_after_the_hold() {
     let scaled_down_at = scaled_down_at.expect("a scale-down");
     assert!(scaled_down_at >= since + 600.0, "{scaled_down_at}");
     for entry in controller.journal().iter().filter(|entry| entry.time_s > since && entry.time_s < scaled_down_at) {
-        let waiting = entry.reason.contains(" of 10 min") || entry.reason.contains("would dip");
+        let waiting = entry.reason.contains(" of 10 min") || entry.reason.contains("waits: it dips");
         assert!(waiting, "{}", entry.reason);
     }
     assert!(controller.journal().iter().any(|entry| entry.reason.contains("possible for 5 of 10 min")));
@@ -216,6 +216,63 @@ fn a_scale_up_takes_back_spare_capacity_only_after_the_hold() {
     let late = scale_up_at(&mut controller, 25, &quiet).expect("a scale-up for fraud-check");
     assert!(late[0] < capacity_after_burst, "{} >= {capacity_after_burst}", late[0]);
     assert!(late[0] >= quiet[0] * 1.15, "{} < {}", late[0], quiet[0] * 1.15);
+}
+
+#[test]
+fn a_long_scale_down_is_taken_in_smaller_steps() {
+    // A deep fall, scaled down with no limit on a transition's time, then
+    // with one below the single step's: the fleet comes down in steps,
+    // each within the limit.
+    let scale_downs = |max_transition_s: f64| {
+        let config = ControllerConfig { scale_down_hold_s: 0.0, max_transition_s, ..ControllerConfig::default() };
+        let mut controller = controller(config);
+        controller.observe(&observation(0.0, &rates(1.0)));
+        let steps: Vec<(usize, f64)> = (1..=60)
+            .filter_map(|minute| match controller.observe(&observation(f64::from(minute) * 60.0, &rates(0.2))).action {
+                Action::ScaleDown(change) => Some((change.plan.gpu_count, change.transition.duration_s())),
+                _ => None,
+            })
+            .collect();
+        steps
+    };
+    let unlimited = scale_downs(1e9);
+    let (first_gpus, first_s) = unlimited[0];
+    let limit_s = first_s - 1.0;
+    let limited = scale_downs(limit_s);
+    assert!(limited.len() > unlimited.len().min(1), "{limited:?} vs {unlimited:?}");
+    assert!(limited[0].0 > first_gpus, "the first step releases fewer: {limited:?} vs {unlimited:?}");
+    assert!(limited.iter().all(|&(_, duration_s)| duration_s <= limit_s), "{limited:?}");
+    assert!(limited.last().unwrap().0 <= unlimited.last().unwrap().0 + 1, "{limited:?} vs {unlimited:?}");
+}
+
+#[test]
+fn a_scale_down_leaves_a_service_that_just_rose_its_capacity() {
+    let config = ControllerConfig { scale_down_hold_s: 600.0, ..ControllerConfig::default() };
+    let mut controller = controller(config);
+    controller.observe(&observation(0.0, &rates(1.0)));
+    // Everything falls; photo-tagging (the fourth service) falls, then
+    // rises back past its capacity while the scale-down's hold runs.
+    let mut falling = rates(0.3);
+    let mut risen_capacity = None;
+    let mut scaled_down = None;
+    for minute in 1..=40 {
+        if minute == 8 {
+            falling[3] = rates(1.3)[3];
+        }
+        let decision = controller.observe(&observation(f64::from(minute) * 60.0, &falling));
+        match decision.action {
+            Action::ScaleUp(change) => risen_capacity = Some(capacities(&change.plan)[3]),
+            Action::ScaleDown(change) if risen_capacity.is_some() => {
+                scaled_down = Some((decision.time_s, capacities(&change.plan)[3]));
+                break;
+            }
+            _ => {}
+        }
+    }
+    let risen_capacity = risen_capacity.expect("a scale-up for photo-tagging");
+    let (at_s, kept) = scaled_down.expect("a scale-down after the rise");
+    assert!(at_s < 8.0 * 60.0 + 600.0, "the scale-up did not restart the hold: {at_s}");
+    assert!(kept >= risen_capacity * (1.0 - 1e-9), "{kept} < {risen_capacity}");
 }
 
 #[test]

@@ -52,30 +52,40 @@ impl Replanner<'_> {
         Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
     }
 
-    /// A replan from `running` for `plan_rps` with `gpu` drained (its
-    /// segments moved elsewhere before it is emptied), with its first dip.
+    /// A replan from `running` for `plan_rps` within `extra_gpus` of the
+    /// fresh optimum with `gpu` drained (its segments moved elsewhere
+    /// before it is emptied), with its first dip.
     fn replan_drained(
         &self,
         running: &Plan,
         plan_rps: &[f64],
         keep_rps: &[f64],
+        extra_gpus: u64,
         gpu: GpuPosition,
     ) -> Result<Candidate, PlanError> {
-        let planned = self.planner.replan(plan_rps, running, self.config.max_extra_gpus, &[gpu])?;
+        let planned = self.planner.replan(plan_rps, running, extra_gpus, &[gpu])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
         Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
     }
 
+    /// Whether `candidate` may be taken as it is: no dip, and a transition
+    /// within [`ControllerConfig::max_transition_s`].
+    pub fn fits(&self, candidate: &Candidate) -> bool {
+        candidate.dip.is_none() && candidate.transition.duration_s() <= self.config.max_transition_s
+    }
+
     /// The scale-up to `up_rps`: the replan with the fewest
-    /// reconfigurations; if it dips, of the replan with room to keep every
-    /// running GPU and add up to [`ControllerConfig::dip_extra_gpus`], the
-    /// running plan with segments added (`added_to`) and the
-    /// replans draining one of the `dip_extra_gpus + 1` least used GPUs, the
-    /// one without a dip on the fewest GPUs (then the fewest reconfigured);
-    /// the first when all dip.
+    /// reconfigurations; if it dips or takes longer than
+    /// [`ControllerConfig::max_transition_s`], of it, the replan with room
+    /// to keep every running GPU and add up to
+    /// [`ControllerConfig::dip_extra_gpus`], the running plan with segments
+    /// added (`added_to`) and the replans draining one of the
+    /// `dip_extra_gpus + 1` least used GPUs, the one without a dip within
+    /// the time on the fewest GPUs (then the fewest reconfigured), else the
+    /// one without a dip on the fewest GPUs; the first when all dip.
     pub fn scale_up(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
         let first = self.replan_for(running, up_rps, keep_rps, self.config.max_extra_gpus)?;
-        if first.dip.is_none() {
+        if self.fits(&first) {
             return Ok(first);
         }
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
@@ -83,14 +93,17 @@ impl Replanner<'_> {
         let added = Some(self.added_to(running, up_rps, keep_rps));
         let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
             .into_iter()
-            .map(|gpu| Some(self.replan_drained(running, up_rps, keep_rps, gpu)));
+            .map(|gpu| Some(self.replan_drained(running, up_rps, keep_rps, self.config.max_extra_gpus, gpu)));
         let best = [wider, added]
             .into_iter()
             .chain(drained)
             .flatten()
             .flatten()
+            .chain([first.clone()])
             .filter(|candidate| candidate.dip.is_none())
-            .min_by_key(|candidate| (candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured()));
+            .min_by_key(|candidate| {
+                (!self.fits(candidate), candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured())
+            });
         Ok(best.unwrap_or(first))
     }
 
@@ -172,26 +185,59 @@ impl Replanner<'_> {
             .collect()
     }
 
-    /// A scale-down from `running` to `plan_rps` that releases at least
-    /// `threshold` GPUs without a dip, in place of `dipping`: draining one
-    /// of the `dip_extra_gpus + 1` least used GPUs (its segments move to
-    /// free room first, then it is torn down), then releasing up to
-    /// `dip_extra_gpus` fewer GPUs; `None` when each dips or releases too
-    /// few.
-    pub fn scale_down_without_dip(
+    /// The scale-down to take from `running` to `plan_rps` in place of
+    /// `first` (the replan within `max_extra_gpus` of the fresh optimum,
+    /// releasing at least `threshold` GPUs) when it dips or takes longer
+    /// than [`ControllerConfig::max_transition_s`]: a replan releasing as
+    /// many GPUs (when only a dip was wrong), then half as many, then half
+    /// again, down to `threshold`; a release whose replan dips is tried
+    /// draining each of the `dip_extra_gpus + 1` least used GPUs (its
+    /// segments move to free room first, then it is torn down). The first
+    /// that fits and releases at least `threshold`; `None` when none does.
+    pub fn scale_down_within_limits(
         &self,
         running: &Plan,
         plan_rps: &[f64],
         keep_rps: &[f64],
         threshold: usize,
+        first: &Candidate,
     ) -> Option<Candidate> {
-        let releases = |tried: &Candidate| running.gpu_count >= tried.plan.gpu_count + threshold;
-        let drains = least_used(running, self.config.dip_extra_gpus as usize + 1)
-            .into_iter()
-            .map(|gpu| self.replan_drained(running, plan_rps, keep_rps, gpu));
-        let fewer = (1..=self.config.dip_extra_gpus)
-            .map(|more| self.replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus + more));
-        drains.chain(fewer).flatten().find(|tried| tried.dip.is_none() && releases(tried))
+        let released = running.gpu_count.saturating_sub(first.plan.gpu_count);
+        let mut releases = Vec::new();
+        if first.transition.duration_s() <= self.config.max_transition_s {
+            releases.push(released);
+        }
+        let mut release = released;
+        while release > threshold {
+            release = (release / 2).max(threshold);
+            releases.push(release);
+        }
+        let least_used = least_used(running, self.config.dip_extra_gpus as usize + 1);
+        let takes = |tried: &Candidate| self.fits(tried) && running.gpu_count >= tried.plan.gpu_count + threshold;
+        for release in releases {
+            let extra_gpus = running.gpu_count.saturating_sub(release + first.fresh_gpus) as u64;
+            let plain = match release == released {
+                true => first.clone(),
+                false => match self.replan_for(running, plan_rps, keep_rps, extra_gpus) {
+                    Ok(plain) => plain,
+                    Err(_) => continue,
+                },
+            };
+            if takes(&plain) {
+                return Some(plain);
+            }
+            if plain.dip.is_none() {
+                continue;
+            }
+            let drained = least_used
+                .iter()
+                .filter_map(|&gpu| self.replan_drained(running, plan_rps, keep_rps, extra_gpus, gpu).ok())
+                .find(takes);
+            if drained.is_some() {
+                return drained;
+            }
+        }
+        None
     }
 }
 

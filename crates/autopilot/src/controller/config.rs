@@ -24,10 +24,13 @@ pub const DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR: usize = 6;
 pub const DEFAULT_MAX_SAMPLE_AGE_S: f64 = 120.0;
 /// Default GPUs a replan may use beyond the fresh optimum.
 pub const DEFAULT_MAX_EXTRA_GPUS: u64 = 0;
-/// Default GPUs a replan may keep to avoid a dip: a scale-up may keep
-/// every running GPU and add this many, a scale-down may release this
-/// many fewer.
+/// Default GPUs a scale-up may add to the running ones to avoid a dip or
+/// a long transition; a scale-down that dips tries draining each of this
+/// many plus one least used GPUs.
 pub const DEFAULT_DIP_EXTRA_GPUS: u64 = 2;
+/// Default longest transition a replan takes when a smaller one will do,
+/// seconds (5 minutes; another transition cannot start while one runs).
+pub const DEFAULT_MAX_TRANSITION_S: f64 = 300.0;
 
 /// How the controller decides (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -50,8 +53,14 @@ pub struct ControllerConfig {
     pub max_sample_age_s: f64,
     /// GPUs a replan may use beyond the fresh optimum.
     pub max_extra_gpus: u64,
-    /// GPUs a replan may keep to avoid a dip (see rule 6).
+    /// GPUs a scale-up may add to the running ones to avoid a dip or a
+    /// long transition; a scale-down that dips tries draining each of this
+    /// many plus one least used GPUs (see rule 6).
     pub dip_extra_gpus: u64,
+    /// A replan whose transition would take longer, seconds, gives way to a
+    /// smaller one (see rule 6): a scale-up keeps the running GPUs, a
+    /// scale-down releases fewer.
+    pub max_transition_s: f64,
     /// How rates are forecast.
     pub forecast: ForecastConfig,
     /// How long reconfigurations take (when the next may start).
@@ -70,6 +79,7 @@ impl Default for ControllerConfig {
             max_sample_age_s: DEFAULT_MAX_SAMPLE_AGE_S,
             max_extra_gpus: DEFAULT_MAX_EXTRA_GPUS,
             dip_extra_gpus: DEFAULT_DIP_EXTRA_GPUS,
+            max_transition_s: DEFAULT_MAX_TRANSITION_S,
             forecast: ForecastConfig::default(),
             reconfiguration: ReconfigurationTimes::default(),
         }
@@ -97,9 +107,11 @@ impl ControllerConfig {
         if self.scale_down_min_gpus == 0 {
             return Err(AutopilotError::invalid("scale_down_min_gpus", "a scale-down must release a GPU at least"));
         }
-        for (field, value) in
-            [("scale_down_hold_s", self.scale_down_hold_s), ("max_sample_age_s", self.max_sample_age_s)]
-        {
+        for (field, value) in [
+            ("scale_down_hold_s", self.scale_down_hold_s),
+            ("max_sample_age_s", self.max_sample_age_s),
+            ("max_transition_s", self.max_transition_s),
+        ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(AutopilotError::invalid(field, format!("{value} is not a duration of 0 s or more")));
             }

@@ -25,24 +25,32 @@
 //!    otherwise only ever grow); a replan giving spare back that dips
 //!    (rule 6) gives way to one keeping it.
 //! 5. **Scale down late.** Otherwise, when a replan for the forecast times
-//!    `1 + plan_headroom` would release at least `scale_down_min_gpus` GPUs
-//!    when first tried, a cheap estimate (each service's share of GPUs
-//!    scaled by its forecast over its capacity) says so at every decision
-//!    for `scale_down_hold_s`, and a replan then still does, the
-//!    controller takes it. A replan that releases too few is not tried
-//!    again on the same plan until the estimate has fallen by another
-//!    `scale_down_min_gpus` GPUs.
-//! 6. **No dip.** A transition dips when, while one of its steps runs, a
-//!    service has less capacity than both its forecast times
-//!    `1 + keep_headroom` and its capacity before. A scale-up that dips is
-//!    tried again with room to keep every running GPU and add up to
+//!    `1 + plan_headroom` (a service that fell short within
+//!    `scale_down_hold_s` keeps its capacity: what a scale-up just gave a
+//!    rising service is not taken back) would release at least
+//!    `scale_down_min_gpus` GPUs when first tried, a cheap estimate (each
+//!    service's share of GPUs scaled by its forecast over its capacity)
+//!    says so at every decision without a service falling short for
+//!    `scale_down_hold_s`, and a replan then still does, the controller
+//!    takes it. Scale-ups in between do not restart the hold (with many
+//!    services, one always rises somewhere), nor does a scale-down: with
+//!    more to release, the next step follows its transition. A replan that
+//!    releases too few is not tried again on the same plan until the
+//!    estimate has fallen by another `scale_down_min_gpus` GPUs.
+//! 6. **No dip, no long transition.** A transition dips when, while one
+//!    of its steps runs, a service has less capacity than both its
+//!    forecast times `1 + keep_headroom` and its capacity before; it is
+//!    long when it takes more than `max_transition_s` (nothing else acts
+//!    while it runs, rule 2). A scale-up that dips or is long is tried
+//!    again with room to keep every running GPU and add up to
 //!    `dip_extra_gpus`, as the running plan untouched with segments added
 //!    for what each service lacks (in free slices or on new GPUs), and
 //!    draining each of the `dip_extra_gpus + 1` least used GPUs (their
-//!    segments move before they are torn down); the one without a dip on
-//!    the fewest GPUs is taken, one with a dip only when all dip. A
-//!    scale-down that dips is tried draining, then releasing up to
-//!    `dip_extra_gpus` fewer GPUs (at least `scale_down_min_gpus`), else it
+//!    segments move before they are torn down); the one without a dip and
+//!    not long on the fewest GPUs is taken, else the one without a dip on
+//!    the fewest, one with a dip only when all dip. A scale-down that dips
+//!    or is long releases half as many GPUs, then half again, down to
+//!    `scale_down_min_gpus` (a release that dips tried draining), else it
 //!    waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
 //!    reconfigurations that stop a running segment or destroy a MIG
@@ -72,8 +80,8 @@ use candidates::{change_words, Candidate, Replanner};
 
 pub use config::{
     ControllerConfig, DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS,
-    DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR, DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_PLAN_HEADROOM, DEFAULT_SCALE_DOWN_HOLD_S,
-    DEFAULT_SCALE_DOWN_MIN_GPUS,
+    DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR, DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_MAX_TRANSITION_S, DEFAULT_PLAN_HEADROOM,
+    DEFAULT_SCALE_DOWN_HOLD_S, DEFAULT_SCALE_DOWN_MIN_GPUS,
 };
 pub use decision::{Action, ActionKind, Decision, JournalEntry, Observation, RateSample, Reconfiguration};
 
@@ -94,6 +102,9 @@ pub struct Controller {
     /// Per service, since when its capacity has been well above its
     /// forecast (see [`Controller::scale_up_rates`]).
     spare_since_s: Vec<Option<f64>>,
+    /// Per service, when it last fell short (see
+    /// [`Controller::scale_down_rates`]).
+    short_at_s: Vec<Option<f64>>,
     /// When the rate-limited reconfigurations of the last hour started.
     recent_s: VecDeque<f64>,
     last_time_s: Option<f64>,
@@ -122,6 +133,7 @@ impl Controller {
             down_since_s: None,
             refused_estimate: None,
             spare_since_s: vec![None; service_count],
+            short_at_s: vec![None; service_count],
             recent_s: VecDeque::new(),
             last_time_s: None,
             journal: Vec::new(),
@@ -292,10 +304,13 @@ impl Controller {
                 (index, format!("{} at {rate:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile))
             })
             .collect();
-        if short.is_empty() {
-            return self.consider_scale_down(time_s, &running, &plan_rps, &keep_rps);
+        for (index, _) in &short {
+            self.short_at_s[*index] = Some(time_s);
         }
-        self.down_since_s = None;
+        if short.is_empty() {
+            let down_rps = self.scale_down_rates(time_s, &capacities_rps, &plan_rps);
+            return self.consider_scale_down(time_s, &running, &down_rps, &keep_rps);
+        }
         let why = format!(
             "predicted within SLO at the forecast +{:.0}%: {}",
             self.config.keep_headroom * 100.0,
@@ -363,6 +378,23 @@ impl Controller {
             .collect()
     }
 
+    /// The rates a scale-down at `time_s` plans for (rule 5): each
+    /// service's `plan_rps`, but no less than its capacity in the running
+    /// plan (`capacities_rps`) for a service that fell short within the
+    /// scale-down hold (what a scale-up just gave a rising service is not
+    /// taken back at once).
+    fn scale_down_rates(&self, time_s: f64, capacities_rps: &[f64], plan_rps: &[f64]) -> Vec<f64> {
+        let recently = |short_at_s: &Option<f64>| {
+            short_at_s.is_some_and(|short_at_s| time_s - short_at_s < self.config.scale_down_hold_s)
+        };
+        (self.short_at_s.iter().zip(capacities_rps).zip(plan_rps))
+            .map(|((short_at_s, &capacity_rps), &plan_rps)| match recently(short_at_s) {
+                true => plan_rps.max(capacity_rps),
+                false => plan_rps,
+            })
+            .collect()
+    }
+
     /// Notes, per service, since when its capacity in the running plan
     /// (`capacities_rps`) has been above its forecast times `1 + 2 × plan_headroom` (the spare a
     /// scale-up takes back after the hold).
@@ -378,13 +410,14 @@ impl Controller {
         }
     }
 
-    /// Every service holds at the forecast: scale down when a replan has
-    /// released enough for long enough, else keep.
+    /// Every service holds at the forecast: scale down to `down_rps` (see
+    /// [`Controller::scale_down_rates`]) when a replan has released enough
+    /// for long enough, else keep.
     fn consider_scale_down(
         &mut self,
         time_s: f64,
         running: &Plan,
-        plan_rps: &[f64],
+        down_rps: &[f64],
         keep_rps: &[f64],
     ) -> (Action, String) {
         let threshold = self.config.scale_down_min_gpus as usize;
@@ -392,7 +425,7 @@ impl Controller {
             "keeping: every service predicted within its SLO at the forecast +{:.0}%",
             self.config.keep_headroom * 100.0
         );
-        let estimate = self.replanner().estimated_gpus(running, plan_rps);
+        let estimate = self.replanner().estimated_gpus(running, down_rps);
         if (running.gpu_count as f64) - estimate < threshold as f64 {
             self.down_since_s = None;
             self.refused_estimate = None;
@@ -424,7 +457,7 @@ impl Controller {
                 ),
             );
         }
-        let candidate = match self.replanner().replan_for(running, plan_rps, keep_rps, self.config.max_extra_gpus) {
+        let candidate = match self.replanner().replan_for(running, down_rps, keep_rps, self.config.max_extra_gpus) {
             Ok(candidate) => candidate,
             Err(error) => {
                 self.down_since_s = None;
@@ -451,13 +484,22 @@ impl Controller {
         if let Some(limit) = self.rate_limited(time_s) {
             return (Action::Hold, format!("holding a scale-down of {}: {limit}", count(released, "GPU")));
         }
-        let candidate = match candidate.dip.clone() {
-            None => candidate,
-            Some(dip) => match self.replanner().scale_down_without_dip(running, plan_rps, keep_rps, threshold) {
-                Some(candidate) => candidate,
-                None => return (Action::Keep, format!("{holds}; a scale-down would dip ({dip}): waiting")),
+        let replanner = self.replanner();
+        let candidate = match replanner.fits(&candidate) {
+            true => candidate,
+            false => match replanner.scale_down_within_limits(running, down_rps, keep_rps, threshold, &candidate) {
+                Some(smaller) => smaller,
+                None => {
+                    let why = candidate.dip.clone().map_or_else(
+                        || format!("its transition takes {:.0} s", candidate.transition.duration_s()),
+                        |dip| format!("it dips: {dip}"),
+                    );
+                    return (Action::Keep, format!("{holds}; a scale-down of {} waits: {why}", count(released, "GPU")));
+                }
             },
         };
+        // The hold stays met: with more to release, the next step may
+        // follow once this transition ends.
         let reason = format!(
             "scaling down: a replan for the forecast +{:.0}% has released at least {} for {:.0} min: {}",
             self.config.plan_headroom * 100.0,
@@ -465,7 +507,6 @@ impl Controller {
             waited_s / 60.0,
             change_words(running, &candidate)
         );
-        self.down_since_s = None;
         (Action::ScaleDown(self.commit(time_s, candidate)), reason)
     }
 

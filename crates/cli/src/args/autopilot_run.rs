@@ -46,9 +46,11 @@ pub struct ControllerArgs {
     pub scale_down_gpus: u64,
 
     /// A scale-down must have been possible for this many minutes (at every
-    /// decision) before it is taken; a service's spare capacity (above its
-    /// forecast plus twice the plan headroom) must have lasted this
-    /// long before a scale-up takes it back.
+    /// decision where no service falls short) before it is taken, and
+    /// leaves a service that fell short this recently its capacity; a
+    /// service's spare capacity (above its forecast plus twice the plan
+    /// headroom) must have lasted this long before a scale-up takes it
+    /// back.
     #[arg(long, value_name = "MIN", default_value_t = tessera_autopilot::DEFAULT_SCALE_DOWN_HOLD_S / 60.0, value_parser = parse_non_negative)]
     pub scale_down_after_min: f64,
 
@@ -58,12 +60,19 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_reconfigurations_per_hour: u64,
 
-    /// GPUs a replan may keep to avoid a dip (a service below its forecast
-    /// while a step runs): a scale-up may keep every running GPU and add
-    /// this many; a scale-down tries draining each of the this-many-plus-one
-    /// least used GPUs, then releasing up to this many fewer.
+    /// GPUs a scale-up may add to the running ones to avoid a dip (a
+    /// service below its forecast while a step runs) or a long transition;
+    /// a scale-down that dips tries draining each of the
+    /// this-many-plus-one least used GPUs.
     #[arg(long, value_name = "N", default_value_t = tessera_autopilot::DEFAULT_DIP_EXTRA_GPUS)]
     pub dip_extra_gpus: u64,
+
+    /// A replan whose transition would take longer than this many seconds
+    /// gives way to a smaller one (no other decision acts while a
+    /// transition runs): a scale-up keeps the running GPUs and adds, a
+    /// scale-down releases half as many GPUs, then half again.
+    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_MAX_TRANSITION_S, value_parser = parse_non_negative)]
+    pub max_transition_s: f64,
 
     /// Seconds to stop a GPU's segments.
     #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_STOP_S, value_parser = parse_non_negative)]
@@ -93,6 +102,7 @@ impl ControllerArgs {
             scale_down_min_gpus: self.scale_down_gpus,
             scale_down_hold_s: self.scale_down_after_min * 60.0,
             dip_extra_gpus: self.dip_extra_gpus,
+            max_transition_s: self.max_transition_s,
             max_reconfigurations_per_hour: usize::try_from(self.max_reconfigurations_per_hour).unwrap_or(usize::MAX),
             reconfiguration: ReconfigurationTimes {
                 stop_s: self.stop_s,
