@@ -251,12 +251,14 @@ fn a_scale_down_leaves_a_service_that_just_rose_its_capacity() {
     let mut controller = controller(config);
     controller.observe(&observation(0.0, &rates(1.0)));
     // Everything falls; photo-tagging (the fourth service) falls, then
-    // rises back past its capacity while the scale-down's hold runs.
+    // rises back past its capacity while the scale-down's hold runs, as
+    // the others fall further (the GPUs needed do not rise).
     let mut falling = rates(0.3);
     let mut risen_capacity = None;
     let mut scaled_down = None;
     for minute in 1..=40 {
         if minute == 8 {
+            falling = rates(0.1);
             falling[3] = rates(1.3)[3];
         }
         let decision = controller.observe(&observation(f64::from(minute) * 60.0, &falling));
@@ -273,6 +275,33 @@ fn a_scale_down_leaves_a_service_that_just_rose_its_capacity() {
     let (at_s, kept) = scaled_down.expect("a scale-down after the rise");
     assert!(at_s < 8.0 * 60.0 + 600.0, "the scale-up did not restart the hold: {at_s}");
     assert!(kept >= risen_capacity * (1.0 - 1e-9), "{kept} < {risen_capacity}");
+}
+
+#[test]
+fn no_scale_down_while_demand_rises() {
+    // Planned for the peak, then a trough; from minute 9 the rates climb
+    // back. The hold is met at about minute 13, but the GPUs needed keep
+    // rising: nothing is released. Flat, the same trough scales down.
+    let day = |climbing: bool| {
+        let config = ControllerConfig { scale_down_hold_s: 600.0, ..ControllerConfig::default() };
+        let mut controller = controller(config);
+        controller.observe(&observation(0.0, &rates(1.0)));
+        let scale_downs = (1..=23)
+            .filter(|&minute| {
+                let factor = if climbing && minute > 8 { 0.2 + 0.05 * f64::from(minute - 8) } else { 0.2 };
+                let decision = controller.observe(&observation(f64::from(minute) * 60.0, &rates(factor)));
+                matches!(decision.action, Action::ScaleDown(_))
+            })
+            .count();
+        let rising = controller.journal().iter().filter(|entry| entry.reason.contains("demand rises")).count();
+        (scale_downs, rising)
+    };
+    let (scale_downs, rising) = day(true);
+    assert_eq!(scale_downs, 0);
+    assert!(rising > 0);
+    let (scale_downs, rising) = day(false);
+    assert!(scale_downs > 0);
+    assert_eq!(rising, 0);
 }
 
 #[test]

@@ -44,12 +44,12 @@ impl Replanner<'_> {
         &self,
         running: &Plan,
         plan_rps: &[f64],
-        keep_rps: &[f64],
+        dip_rps: &[f64],
         extra_gpus: u64,
     ) -> Result<Candidate, PlanError> {
         let planned = self.planner.replan(plan_rps, running, extra_gpus, &[])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
     }
 
     /// A replan from `running` for `plan_rps` within `extra_gpus` of the
@@ -59,13 +59,13 @@ impl Replanner<'_> {
         &self,
         running: &Plan,
         plan_rps: &[f64],
-        keep_rps: &[f64],
+        dip_rps: &[f64],
         extra_gpus: u64,
         gpu: GpuPosition,
     ) -> Result<Candidate, PlanError> {
         let planned = self.planner.replan(plan_rps, running, extra_gpus, &[gpu])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
     }
 
     /// Whether `candidate` may be taken as it is: no dip, and a transition
@@ -83,17 +83,17 @@ impl Replanner<'_> {
     /// `dip_extra_gpus + 1` least used GPUs, the one without a dip within
     /// the time on the fewest GPUs (then the fewest reconfigured), else the
     /// one without a dip on the fewest GPUs; the first when all dip.
-    pub fn scale_up(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
-        let first = self.replan_for(running, up_rps, keep_rps, self.config.max_extra_gpus)?;
+    pub fn scale_up(&self, running: &Plan, up_rps: &[f64], dip_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let first = self.replan_for(running, up_rps, dip_rps, self.config.max_extra_gpus)?;
         if self.fits(&first) {
             return Ok(first);
         }
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
-        let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, keep_rps, room));
-        let added = Some(self.added_to(running, up_rps, keep_rps));
+        let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, dip_rps, room));
+        let added = Some(self.added_to(running, up_rps, dip_rps));
         let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
             .into_iter()
-            .map(|gpu| Some(self.replan_drained(running, up_rps, keep_rps, self.config.max_extra_gpus, gpu)));
+            .map(|gpu| Some(self.replan_drained(running, up_rps, dip_rps, self.config.max_extra_gpus, gpu)));
         let best = [wider, added]
             .into_iter()
             .chain(drained)
@@ -112,7 +112,7 @@ impl Replanner<'_> {
     /// running GPUs' free slices where they fit, on new GPUs otherwise): no
     /// running segment stops. The planner checks the whole (a replan of it
     /// that changes nothing) and reports its services.
-    pub fn added_to(&self, running: &Plan, up_rps: &[f64], keep_rps: &[f64]) -> Result<Candidate, PlanError> {
+    pub fn added_to(&self, running: &Plan, up_rps: &[f64], dip_rps: &[f64]) -> Result<Candidate, PlanError> {
         let shortfalls: Vec<(usize, f64)> = up_rps
             .iter()
             .zip(self.capacities_rps(running))
@@ -125,15 +125,15 @@ impl Replanner<'_> {
         add_in_free_slices(&mut merged, extra.gpus);
         let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64, &[])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, keep_rps))
+        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
     }
 
     /// `plan` as a candidate from `running`: its timed transition and its
-    /// first dip (a service below its rate in `keep_rps` and below its
+    /// first dip (a service below its rate in `dip_rps` and below its
     /// capacity in `running` while a step runs).
-    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, keep_rps: &[f64]) -> Candidate {
+    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, dip_rps: &[f64]) -> Candidate {
         let floor_rps: Vec<f64> =
-            keep_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
+            dip_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
         let transition = Transition::between(running, &plan, &self.config.reconfiguration);
         let dip = self.dip_below(&transition, &floor_rps);
         Candidate { plan, transition, fresh_gpus, dip }
@@ -198,7 +198,7 @@ impl Replanner<'_> {
         &self,
         running: &Plan,
         plan_rps: &[f64],
-        keep_rps: &[f64],
+        dip_rps: &[f64],
         threshold: usize,
         first: &Candidate,
     ) -> Option<Candidate> {
@@ -218,7 +218,7 @@ impl Replanner<'_> {
             let extra_gpus = running.gpu_count.saturating_sub(release + first.fresh_gpus) as u64;
             let plain = match release == released {
                 true => first.clone(),
-                false => match self.replan_for(running, plan_rps, keep_rps, extra_gpus) {
+                false => match self.replan_for(running, plan_rps, dip_rps, extra_gpus) {
                     Ok(plain) => plain,
                     Err(_) => continue,
                 },
@@ -231,7 +231,7 @@ impl Replanner<'_> {
             }
             let drained = least_used
                 .iter()
-                .filter_map(|&gpu| self.replan_drained(running, plan_rps, keep_rps, extra_gpus, gpu).ok())
+                .filter_map(|&gpu| self.replan_drained(running, plan_rps, dip_rps, extra_gpus, gpu).ok())
                 .find(takes);
             if drained.is_some() {
                 return drained;

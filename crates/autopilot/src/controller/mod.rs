@@ -32,14 +32,18 @@
 //!    service's share of GPUs scaled by its forecast over its capacity)
 //!    says so at every decision without a service falling short for
 //!    `scale_down_hold_s`, and a replan then still does, the controller
-//!    takes it. Scale-ups in between do not restart the hold (with many
-//!    services, one always rises somewhere), nor does a scale-down: with
-//!    more to release, the next step follows its transition. A replan that
+//!    takes it, unless the estimate is `scale_down_min_gpus` or more above
+//!    the one of `scale_down_hold_s` before (demand rises: the GPUs would
+//!    soon be added back). Scale-ups
+//!    in between do not restart the hold (with many services, one always
+//!    rises somewhere), nor does a scale-down: with more to release, the
+//!    next step follows its transition. A replan that
 //!    releases too few is not tried again on the same plan until the
 //!    estimate has fallen by another `scale_down_min_gpus` GPUs.
 //! 6. **No dip, no long transition.** A transition dips when, while one
 //!    of its steps runs, a service has less capacity than both its
-//!    forecast times `1 + keep_headroom` and its capacity before; it is
+//!    forecast times `1 + plan_headroom` (a forecast a little short must
+//!    not lose requests) and its capacity before; it is
 //!    long when it takes more than `max_transition_s` (nothing else acts
 //!    while it runs, rule 2). A scale-up that dips or is long is tried
 //!    again with room to keep every running GPU and add up to
@@ -105,6 +109,9 @@ pub struct Controller {
     /// Per service, when it last fell short (see
     /// [`Controller::scale_down_rates`]).
     short_at_s: Vec<Option<f64>>,
+    /// The estimates of the GPUs needed at the scale-down decisions of
+    /// about the last hold, oldest first, with their times (rule 5).
+    recent_estimates: VecDeque<(f64, f64)>,
     /// When the rate-limited reconfigurations of the last hour started.
     recent_s: VecDeque<f64>,
     last_time_s: Option<f64>,
@@ -135,6 +142,7 @@ impl Controller {
             spare_since_s: vec![None; service_count],
             short_at_s: vec![None; service_count],
             recent_s: VecDeque::new(),
+            recent_estimates: VecDeque::new(),
             last_time_s: None,
             journal: Vec::new(),
         })
@@ -309,7 +317,7 @@ impl Controller {
         }
         if short.is_empty() {
             let down_rps = self.scale_down_rates(time_s, &capacities_rps, &plan_rps);
-            return self.consider_scale_down(time_s, &running, &down_rps, &keep_rps);
+            return self.consider_scale_down(time_s, &running, &down_rps, &plan_rps);
         }
         let why = format!(
             "predicted within SLO at the forecast +{:.0}%: {}",
@@ -321,13 +329,13 @@ impl Controller {
         let limit = self.rate_limited(time_s);
         let candidate = match &limit {
             // Spare is given back only by a transition without a dip.
-            None => match self.replanner().scale_up(&running, &up_rps, &keep_rps) {
+            None => match self.replanner().scale_up(&running, &up_rps, &plan_rps) {
                 Ok(dips) if dips.dip.is_some() && up_rps != kept_rps => {
-                    self.replanner().scale_up(&running, &kept_rps, &keep_rps)
+                    self.replanner().scale_up(&running, &kept_rps, &plan_rps)
                 }
                 tried => tried,
             },
-            Some(_) => self.replanner().added_to(&running, &kept_rps, &keep_rps),
+            Some(_) => self.replanner().added_to(&running, &kept_rps, &plan_rps),
         };
         match candidate {
             Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
@@ -418,7 +426,7 @@ impl Controller {
         time_s: f64,
         running: &Plan,
         down_rps: &[f64],
-        keep_rps: &[f64],
+        dip_rps: &[f64],
     ) -> (Action, String) {
         let threshold = self.config.scale_down_min_gpus as usize;
         let holds = format!(
@@ -426,10 +434,22 @@ impl Controller {
             self.config.keep_headroom * 100.0
         );
         let estimate = self.replanner().estimated_gpus(running, down_rps);
+        let hold_ago = self.estimate_hold_ago(time_s, estimate);
         if (running.gpu_count as f64) - estimate < threshold as f64 {
             self.down_since_s = None;
             self.refused_estimate = None;
             return (Action::Keep, format!("{holds}; no scale-down in sight (about {estimate:.1} GPUs needed)"));
+        }
+        // While demand rises (by a scale-down's worth over the hold), GPUs
+        // released now would be added back soon.
+        if let Some((then_s, then)) = hold_ago.filter(|&(_, then)| estimate >= then + threshold as f64) {
+            return (
+                Action::Keep,
+                format!(
+                    "{holds}; demand rises (about {estimate:.1} GPUs needed, {then:.1} {:.0} min ago): no scale-down",
+                    (time_s - then_s) / 60.0
+                ),
+            );
         }
         // A replan that released too few is tried again once the estimate
         // has fallen by as many GPUs again.
@@ -457,7 +477,7 @@ impl Controller {
                 ),
             );
         }
-        let candidate = match self.replanner().replan_for(running, down_rps, keep_rps, self.config.max_extra_gpus) {
+        let candidate = match self.replanner().replan_for(running, down_rps, dip_rps, self.config.max_extra_gpus) {
             Ok(candidate) => candidate,
             Err(error) => {
                 self.down_since_s = None;
@@ -487,7 +507,7 @@ impl Controller {
         let replanner = self.replanner();
         let candidate = match replanner.fits(&candidate) {
             true => candidate,
-            false => match replanner.scale_down_within_limits(running, down_rps, keep_rps, threshold, &candidate) {
+            false => match replanner.scale_down_within_limits(running, down_rps, dip_rps, threshold, &candidate) {
                 Some(smaller) => smaller,
                 None => {
                     let why = candidate.dip.clone().map_or_else(
@@ -508,6 +528,19 @@ impl Controller {
             change_words(running, &candidate)
         );
         (Action::ScaleDown(self.commit(time_s, candidate)), reason)
+    }
+
+    /// Notes `estimate` (GPUs needed, rule 5) at `time_s`, and answers the
+    /// latest one noted at least `scale_down_hold_s` earlier (else the
+    /// oldest), with its time.
+    fn estimate_hold_ago(&mut self, time_s: f64, estimate: f64) -> Option<(f64, f64)> {
+        let hold_s = self.config.scale_down_hold_s;
+        while self.recent_estimates.get(1).is_some_and(|&(then_s, _)| time_s - then_s >= hold_s) {
+            self.recent_estimates.pop_front();
+        }
+        let hold_ago = self.recent_estimates.front().copied();
+        self.recent_estimates.push_back((time_s, estimate));
+        hold_ago
     }
 
     /// Why a reconfiguration may not start now, if the rate limit says so.
