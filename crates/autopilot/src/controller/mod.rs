@@ -34,28 +34,27 @@
 //!    `scale_down_hold_s`, and a replan then still does, the controller
 //!    takes it, unless the estimate is `scale_down_min_gpus` or more above
 //!    the one of `scale_down_hold_s` before (demand rises: the GPUs would
-//!    soon be added back). Scale-ups
-//!    in between do not restart the hold (with many services, one always
-//!    rises somewhere), nor does a scale-down: with more to release, the
-//!    next step follows its transition. A replan that
-//!    releases too few is not tried again on the same plan until the
-//!    estimate has fallen by another `scale_down_min_gpus` GPUs.
+//!    soon be added back). Scale-ups in between do not restart the hold
+//!    (with many services, one always rises somewhere), nor does a
+//!    scale-down: with more to release, the next step follows its
+//!    transition. A replan that releases too few is not tried again on
+//!    the same plan until the estimate has fallen by another
+//!    `scale_down_min_gpus` GPUs.
 //! 6. **No dip, no long transition.** A transition dips when, while one
 //!    of its steps runs, a service has less capacity than both its
 //!    forecast times `1 + plan_headroom` (a forecast a little short must
-//!    not lose requests) and its capacity before; it is
-//!    long when it takes more than `max_transition_s` (nothing else acts
-//!    while it runs, rule 2). A scale-up that dips or is long is tried
-//!    again with room to keep every running GPU and add up to
-//!    `dip_extra_gpus`, as the running plan untouched with segments added
-//!    for what each service lacks (in free slices or on new GPUs), and
-//!    draining each of the `dip_extra_gpus + 1` least used GPUs (their
-//!    segments move before they are torn down); the one without a dip and
-//!    not long on the fewest GPUs is taken, else the one without a dip on
-//!    the fewest, one with a dip only when all dip. A scale-down that dips
-//!    or is long releases half as many GPUs, then half again, down to
-//!    `scale_down_min_gpus` (a release that dips tried draining), else it
-//!    waits.
+//!    not lose requests) and its capacity before; it is long when it takes
+//!    more than `max_transition_s` (nothing else acts while it runs, rule
+//!    2). A scale-up that dips or is long is tried again with room to keep
+//!    every running GPU and add up to `dip_extra_gpus`, as the running plan
+//!    untouched with segments added for what each service lacks (in free
+//!    slices or on new GPUs), and draining each of the `dip_extra_gpus + 1`
+//!    least used GPUs (their segments move before they are torn down); the
+//!    one without a dip and not long on the fewest GPUs is taken, else the
+//!    one without a dip on the fewest, one with a dip only when all dip. A
+//!    scale-down that dips or is long releases half as many GPUs, then half
+//!    again, down to `scale_down_min_gpus` (a release that dips tried
+//!    draining), else it waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
 //!    reconfigurations that stop a running segment or destroy a MIG
 //!    instance start in any hour. Beyond, a scale-up only adds segments
@@ -404,8 +403,9 @@ impl Controller {
     }
 
     /// Notes, per service, since when its capacity in the running plan
-    /// (`capacities_rps`) has been above its forecast times `1 + 2 × plan_headroom` (the spare a
-    /// scale-up takes back after the hold).
+    /// (`capacities_rps`) has been above its forecast times
+    /// `1 + 2 × plan_headroom` (the spare a scale-up takes back after the
+    /// hold).
     fn track_spare_capacity(&mut self, time_s: f64, capacities_rps: &[f64], forecast_rps: &[f64]) {
         let factor = 1.0 + 2.0 * self.config.plan_headroom;
         let services = self.spare_since_s.iter_mut().zip(capacities_rps).zip(forecast_rps);
@@ -446,7 +446,8 @@ impl Controller {
             return (
                 Action::Keep,
                 format!(
-                    "{holds}; demand rises (about {estimate:.1} GPUs needed, {then:.1} {:.0} min ago): no scale-down",
+                    "{holds}; demand rises (about {estimate:.1} GPUs needed, against {then:.1} {:.0} min ago): \
+                     no scale-down",
                     (time_s - then_s) / 60.0
                 ),
             );
