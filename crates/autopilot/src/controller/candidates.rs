@@ -133,7 +133,7 @@ impl Replanner<'_> {
     /// capacity in `running` while a step runs).
     fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, dip_rps: &[f64]) -> Candidate {
         let floor_rps: Vec<f64> =
-            dip_rps.iter().zip(self.capacities_rps(running)).map(|(keep, capacity)| keep.min(capacity)).collect();
+            dip_rps.iter().zip(self.capacities_rps(running)).map(|(dip, capacity)| dip.min(capacity)).collect();
         let transition = Transition::between(running, &plan, &self.config.reconfiguration);
         let dip = self.dip_below(&transition, &floor_rps);
         Candidate { plan, transition, fresh_gpus, dip }

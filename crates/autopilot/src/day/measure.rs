@@ -274,8 +274,6 @@ fn service_alone(system: &ServingSystem, served: usize) -> Result<ServingSystem,
     Ok(ServingSystem::new(vec![system.services()[served].clone()], segments)?)
 }
 
-/// Each service's capacity in `plan` (the sum of its segments'), req/s, in
-/// the planner's order.
 /// Requests per second a service at `rate_rps` loses while a transition
 /// leaves it `now_rps` of the `before_rps` it had: none when the
 /// difference is only the rounding of capacities summed in another order
@@ -289,6 +287,8 @@ fn lost(rate_rps: f64, before_rps: f64, now_rps: f64) -> f64 {
     }
 }
 
+/// Each service's capacity in `plan` (the sum of its segments'), req/s, in
+/// the planner's order.
 fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
     let mut capacity_rps = vec![0.0; planner.services().len()];
     for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
