@@ -134,6 +134,13 @@ impl Transition {
         !self.steps.iter().flat_map(|step| &step.step.gpus).flat_map(|gpu| &gpu.operations).any(disturbs)
     }
 
+    /// `true` when no GPU's MIG layout changes and no GPU is added or
+    /// removed: only which service's processes run on instances that stay
+    /// (or none of it changes).
+    pub fn keeps_layouts(&self) -> bool {
+        self.totals.gpus_reconfigured() == 0
+    }
+
     /// `true` when nothing changes.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()

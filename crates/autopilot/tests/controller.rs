@@ -166,12 +166,39 @@ fn beyond_the_rate_limit_only_segments_are_added_and_scale_downs_hold() {
     let (change, reason) = added.expect("a scale-up within the hour of the scale-down");
     assert!(change.transition.only_adds(), "{reason}");
     assert!(reason.contains("reached: segments added"), "{reason}");
-    // Within the hour, no other reconfiguration stops anything.
+    // Within the hour, no other reconfiguration stops anything but a swap
+    // (no MIG layout changes).
     let disturbing = decisions.iter().filter(|decision| match &decision.action {
-        Action::ScaleUp(change) | Action::ScaleDown(change) => !change.transition.only_adds(),
+        Action::ScaleUp(change) | Action::ScaleDown(change) => {
+            !change.transition.only_adds() && !change.transition.keeps_layouts()
+        }
         _ => false,
     });
     assert_eq!(disturbing.map(|decision| decision.time_s).collect::<Vec<_>>(), [first_s]);
+}
+
+#[test]
+fn a_burst_is_met_by_swapping_spare_instances_without_a_layout_change() {
+    let mut controller = controller(ControllerConfig::default());
+    controller.observe(&observation(0.0, &rates(1.0)));
+    let start = controller.plan().cloned().unwrap();
+    // Every service but the first falls to half its rate, not yet for
+    // long enough to scale down.
+    let mut fallen = rates(0.5);
+    fallen[0] = rates(1.0)[0];
+    for minute in 1..=10 {
+        let kept = controller.observe(&observation(f64::from(minute) * 60.0, &fallen));
+        assert!(matches!(kept.action, Action::Keep), "{}", kept.reason);
+    }
+    // The first bursts: their spare instances serve it, no GPU changes.
+    fallen[0] = rates(1.4)[0];
+    let burst = controller.observe(&observation(660.0, &fallen));
+    let Action::ScaleUp(change) = &burst.action else { panic!("{}", burst.reason) };
+    assert!(burst.reason.contains("instances swapped"), "{}", burst.reason);
+    assert!(change.transition.keeps_layouts() && !change.transition.only_adds(), "{}", burst.reason);
+    assert_eq!(change.plan.gpu_count, start.gpu_count);
+    assert!(capacities(&change.plan)[0] > capacities(&start)[0], "{}", burst.reason);
+    assert_eq!(controller.journal().last().unwrap().gpus_reconfigured, 0);
 }
 
 #[test]

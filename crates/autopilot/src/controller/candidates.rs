@@ -107,6 +107,18 @@ impl Replanner<'_> {
         Ok(best.unwrap_or(first))
     }
 
+    /// The swap to `swap_rps`: the replan from `running` with the fewest
+    /// reconfigurations and no GPU bound, taken only when it changes no
+    /// GPU's MIG layout and adds none (instances that stay change service:
+    /// only processes restart) and does not dip; `None` otherwise.
+    pub fn swapped(&self, running: &Plan, swap_rps: &[f64], dip_rps: &[f64]) -> Option<Candidate> {
+        let planned = self.planner.replan(swap_rps, running, running.gpu_count as u64, &[]).ok()?;
+        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
+        let candidate = self.candidate(running, planned.plan, fresh_gpus, dip_rps);
+        let swaps = !candidate.transition.is_empty() && candidate.transition.keeps_layouts();
+        (swaps && candidate.dip.is_none()).then_some(candidate)
+    }
+
     /// `running` with segments added for what each service lacks of
     /// `up_rps` (a fresh plan of the shortfalls, its segments put in the
     /// running GPUs' free slices where they fit, on new GPUs otherwise): no
@@ -268,4 +280,41 @@ pub(super) fn change_words(old: &Plan, new: &Candidate) -> String {
         count(new.transition.totals.processes_restarted, "process"),
         new.transition.duration_s()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_core::GpuModel;
+    use tessera_plan::PlanInputs;
+
+    use super::*;
+    use crate::planner::PlanSettings;
+
+    #[test]
+    fn a_swap_hands_spare_instances_to_a_short_service_and_changes_no_layout() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
+        let planner = Planner::new(inputs, PlanSettings::default());
+        let config = ControllerConfig::default();
+        let replanner = Replanner { planner: &planner, config: &config };
+        let running = planner.fresh(&rates_rps).unwrap();
+        let before_rps = replanner.capacities_rps(&running);
+
+        // The first service rises past its capacity while every other
+        // falls to half its rate: their spare instances can serve it.
+        let mut swap_rps: Vec<f64> = rates_rps.iter().map(|rate| rate * 0.5).collect();
+        swap_rps[0] = before_rps[0] * 1.2;
+        let swap = replanner.swapped(&running, &swap_rps, &swap_rps).expect("a swap");
+        assert!(swap.transition.keeps_layouts() && !swap.transition.only_adds());
+        assert!(swap.transition.totals.processes_restarted > 0);
+        assert_eq!(swap.plan.gpu_count, running.gpu_count);
+        let after_rps = replanner.capacities_rps(&swap.plan);
+        for (index, (&after, &wanted)) in after_rps.iter().zip(&swap_rps).enumerate() {
+            assert!(after >= wanted * (1.0 - 1e-9), "service {index}: {after} < {wanted}");
+        }
+
+        // When every service rises, no instance is spare: no swap.
+        let risen_rps: Vec<f64> = before_rps.iter().map(|capacity| capacity * 1.2).collect();
+        assert!(replanner.swapped(&running, &risen_rps, &risen_rps).is_none());
+    }
 }

@@ -13,8 +13,15 @@
 //!    model predicts every service's share of requests within its SLO at
 //!    its forecast rate times `1 + keep_headroom` to reach its percentile.
 //! 4. **Scale up early.** When a service falls short there, the controller
-//!    replans from the running plan (the fewest reconfigurations, within
-//!    `max_extra_gpus` of the fresh optimum): each service falling short
+//!    first tries a swap: the replan with the fewest reconfigurations for
+//!    each short service as below and every other as rule 5 would plan it,
+//!    taken when it changes no GPU's MIG layout, adds no GPU and does not
+//!    dip (rule 6). Instances of services with spare over their forecast
+//!    times `1 + plan_headroom` change service, only processes restart,
+//!    and the fleet meets a burst without growing, or releasing later what
+//!    it grew by. Else it replans from the running plan (the fewest
+//!    reconfigurations, within `max_extra_gpus` of the fresh optimum):
+//!    each service falling short
 //!    for its forecast times `1 + 2 × plan_headroom` (a rising rate does
 //!    not call for another scale-up at the next decision), every other for
 //!    its forecast times `1 + plan_headroom` but no less than its capacity
@@ -57,9 +64,10 @@
 //!    draining), else it waits.
 //! 7. **Rate limit.** At most `max_reconfigurations_per_hour`
 //!    reconfigurations that stop a running segment or destroy a MIG
-//!    instance start in any hour. Beyond, a scale-up only adds segments
-//!    (`added_to`: in free slices or on new GPUs, disturbing nothing that
-//!    serves, and not counted), and anything else holds and says so.
+//!    instance start in any hour, swaps (rule 4) aside. Beyond, a scale-up
+//!    that finds no swap only adds segments (`added_to`: in free slices or
+//!    on new GPUs, disturbing nothing that serves, and not counted), and
+//!    anything else holds and says so.
 //!
 //! Every decision is journaled with its reason. A decision to reconfigure
 //! takes effect at once in the controller (the plan it returns is the one
@@ -79,6 +87,7 @@ use tessera_plan::PlanInputs;
 use crate::error::AutopilotError;
 use crate::forecast::{ForecastAccuracy, Forecaster};
 use crate::planner::{PlanSettings, Planner};
+use crate::transition::Transition;
 use candidates::{change_words, Candidate, Replanner};
 
 pub use config::{
@@ -326,25 +335,33 @@ impl Controller {
         let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
         let kept_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, false);
         let limit = self.rate_limited(time_s);
-        let candidate = match &limit {
+        let swap_rps = self.swap_rates(time_s, &capacities_rps, &forecast_rps, &short, &plan_rps);
+        let candidate = match (self.replanner().swapped(&running, &swap_rps, &plan_rps), &limit) {
+            (Some(swap), _) => Ok(swap),
             // Spare is given back only by a transition without a dip.
-            None => match self.replanner().scale_up(&running, &up_rps, &plan_rps) {
+            (None, None) => match self.replanner().scale_up(&running, &up_rps, &plan_rps) {
                 Ok(dips) if dips.dip.is_some() && up_rps != kept_rps => {
                     self.replanner().scale_up(&running, &kept_rps, &plan_rps)
                 }
                 tried => tried,
             },
-            Some(_) => self.replanner().added_to(&running, &kept_rps, &plan_rps),
+            (None, Some(_)) => self.replanner().added_to(&running, &kept_rps, &plan_rps),
         };
         match candidate {
             Err(error) => (Action::Hold, format!("holding although {why}: the replan failed: {error}")),
             Ok(candidate) if candidate.transition.is_empty() => {
                 (Action::Keep, format!("keeping: {why}, but a replan changes nothing"))
             }
-            Ok(candidate) => match (limit, candidate.transition.only_adds()) {
+            Ok(candidate) => match (limit, exempt_from_the_limit(&candidate.transition)) {
                 (Some(limit), false) => (Action::Hold, format!("holding although {why}: {limit}")),
                 (limit, _) => {
-                    let how = limit.map_or("replanned".to_string(), |limit| format!("{limit}: segments added"));
+                    let how = match limit {
+                        _ if !candidate.transition.only_adds() && candidate.transition.keeps_layouts() => {
+                            "instances swapped".to_string()
+                        }
+                        Some(limit) => format!("{limit}: segments added"),
+                        None => "replanned".to_string(),
+                    };
                     let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
                     let reason = format!("scaling up: {why}; {how}: {}{dip}", change_words(&running, &candidate));
                     (Action::ScaleUp(self.commit(time_s, candidate)), reason)
@@ -383,6 +400,25 @@ impl Controller {
                 }
             })
             .collect()
+    }
+
+    /// The rates a swap at `time_s` plans for (rule 4): each service in
+    /// `short` as a scale-up plans it, every other as a scale-down would
+    /// (its `plan_rps`, or its capacity if it fell short within the hold).
+    fn swap_rates(
+        &self,
+        time_s: f64,
+        capacities_rps: &[f64],
+        forecast_rps: &[f64],
+        short: &[(usize, String)],
+        plan_rps: &[f64],
+    ) -> Vec<f64> {
+        let mut swap_rps = self.scale_down_rates(time_s, capacities_rps, plan_rps);
+        let up_rps = self.scale_up_rates(time_s, capacities_rps, forecast_rps, short, false);
+        for &(index, _) in short {
+            swap_rps[index] = up_rps[index];
+        }
+        swap_rps
     }
 
     /// The rates a scale-down at `time_s` plans for (rule 5): each
@@ -567,12 +603,18 @@ impl Controller {
         let Candidate { plan, transition, fresh_gpus, .. } = candidate;
         self.busy_until_s = time_s + transition.duration_s();
         self.refused_estimate = None;
-        if !transition.only_adds() {
+        if !exempt_from_the_limit(&transition) {
             self.recent_s.push_back(time_s);
         }
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }
     }
+}
+
+/// Whether `transition` is left out of the rate limit (rule 7): it only
+/// adds, or it changes no GPU's MIG layout (a swap, rule 4).
+fn exempt_from_the_limit(transition: &Transition) -> bool {
+    transition.only_adds() || transition.keeps_layouts()
 }
 
 /// Whether `sample` is older than `max_age_s` at `time_s` (or of no

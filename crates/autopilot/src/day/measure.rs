@@ -13,11 +13,13 @@
 //! numbers: differences between strategies are not sampling noise).
 //!
 //! **Requests lost** are those a transition takes capacity from: while it
-//! runs, a service whose serving segments' capacity is below both its rate
-//! and the capacity it had before the transition loses the difference
-//! (requests per second, times the piece's length). A rate above the old
-//! capacity too is the traffic's doing, not the transition's: it shows in
-//! the share within the SLO. A service with no segment serving has none of
+//! runs, a service whose serving segments' capacity is below its rate, the
+//! capacity it had before the transition and the capacity it has after it
+//! loses the difference (requests per second, times the piece's length):
+//! make before break should never serve less than both plans. A rate above
+//! the old capacity is the traffic's doing, and one above the new capacity
+//! the new plan's: either shows in the share within the SLO, as everything
+//! a piece serves late does. A service with no segment serving has none of
 //! its requests within its SLO.
 
 use rayon::prelude::*;
@@ -198,9 +200,11 @@ pub(super) fn measure(
             for (index, share) in simulated.attainment {
                 tally.within[index] += share * rates_rps[index] * length_s;
             }
-            if let Some(before) = &span.before {
-                let (now_rps, before_rps) = (capacities(planner, &span.serving), capacities(planner, before));
-                let lost_rps: f64 = (0..services).map(|s| lost(rates_rps[s], before_rps[s], now_rps[s])).sum();
+            if let Some((before, after)) = &span.between {
+                let now_rps = capacities(planner, &span.serving);
+                let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
+                let lost_rps: f64 =
+                    (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();
                 tally.lost += lost_rps * length_s;
             }
             measured.requests_simulated += simulated.requests_simulated;
@@ -275,11 +279,12 @@ fn service_alone(system: &ServingSystem, served: usize) -> Result<ServingSystem,
 }
 
 /// Requests per second a service at `rate_rps` loses while a transition
-/// leaves it `now_rps` of the `before_rps` it had: none when the
+/// from `before_rps` of capacity to `after_rps` leaves it `now_rps`: what
+/// it lacks below all three (see the module documentation), none when the
 /// difference is only the rounding of capacities summed in another order
 /// (a relative 1e-9).
-fn lost(rate_rps: f64, before_rps: f64, now_rps: f64) -> f64 {
-    let shortfall_rps = rate_rps.min(before_rps) - now_rps;
+fn lost(rate_rps: f64, before_rps: f64, after_rps: f64, now_rps: f64) -> f64 {
+    let shortfall_rps = rate_rps.min(before_rps).min(after_rps) - now_rps;
     if shortfall_rps > 1e-9 * before_rps.max(f64::MIN_POSITIVE) {
         shortfall_rps
     } else {
@@ -304,16 +309,20 @@ mod tests {
     use super::lost;
 
     #[test]
-    fn a_transition_loses_what_it_takes_below_the_rate_and_no_rounding() {
+    fn a_transition_loses_what_it_takes_below_both_plans_and_the_rate_and_no_rounding() {
         // Capacity summed in another order: not a loss.
         let before_rps = 0.1 + 0.2 + 0.3;
         let now_rps = 0.3 + 0.2 + 0.1;
         assert_ne!(before_rps, now_rps);
-        assert_eq!(lost(1.0, before_rps, now_rps), 0.0);
-        // Below both the rate and the old capacity: the difference.
-        assert_eq!(lost(100.0, 80.0, 50.0), 30.0);
-        assert_eq!(lost(60.0, 80.0, 50.0), 10.0);
+        assert_eq!(lost(1.0, before_rps, before_rps, now_rps), 0.0);
+        // Below the rate and both plans: the difference.
+        assert_eq!(lost(100.0, 80.0, 90.0, 50.0), 30.0);
+        assert_eq!(lost(60.0, 80.0, 90.0, 50.0), 10.0);
         // A rate above the old capacity is the traffic's doing.
-        assert_eq!(lost(100.0, 50.0, 50.0), 0.0);
+        assert_eq!(lost(100.0, 50.0, 90.0, 50.0), 0.0);
+        // A scale-down's step at the new plan's capacity takes nothing the
+        // new plan would serve: a rate above it is the new plan's shortfall.
+        assert_eq!(lost(100.0, 90.0, 60.0, 60.0), 0.0);
+        assert_eq!(lost(100.0, 90.0, 60.0, 55.0), 5.0);
     }
 }

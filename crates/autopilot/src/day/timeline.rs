@@ -6,9 +6,10 @@
 //! segments stop when the step starts and its new segments serve from its
 //! end.
 //!
-//! Each span of a transition remembers the segments that served before it,
-//! so what the transition itself costs (capacity taken away) can be told
-//! from what the traffic would have cost anyway.
+//! Each span of a transition remembers the segments that served before it
+//! and those that serve after it, so what the transition itself costs
+//! (capacity neither plan lacks) can be told from what the traffic or the
+//! new plan would have cost anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -28,8 +29,9 @@ pub(super) struct Span {
     pub gpus: usize,
     /// The segments serving, as a plan's GPUs (no service reports).
     pub serving: Arc<Plan>,
-    /// During a transition: the segments that served before it.
-    pub before: Option<Arc<Plan>>,
+    /// During a transition: the segments that served before it and those
+    /// that serve after it.
+    pub between: Option<(Arc<Plan>, Arc<Plan>)>,
 }
 
 /// A reconfiguration.
@@ -58,7 +60,7 @@ type Place = (u32, u32, String);
 impl Timeline {
     /// A day of `end_s` seconds that starts with `plan` running.
     pub fn new(plan: &Plan, end_s: f64) -> Timeline {
-        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Arc::new(plan.clone()), before: None };
+        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Arc::new(plan.clone()), between: None };
         Timeline { spans: vec![first], reconfigurations: Vec::new(), end_s }
     }
 
@@ -73,7 +75,7 @@ impl Timeline {
         let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
         let mut running: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(old).collect();
         let incoming: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(new).collect();
-        let before = Arc::new(old.clone());
+        let between = (Arc::new(old.clone()), Arc::new(new.clone()));
         let mut at_s = time_s;
         for timed in &transition.steps {
             for gpu in &timed.step.gpus {
@@ -83,7 +85,7 @@ impl Timeline {
                     }
                 }
             }
-            self.begin(at_s, held.len(), serving_plan(old, &running), Some(before.clone()));
+            self.begin(at_s, held.len(), serving_plan(old, &running), Some(between.clone()));
             at_s += timed.duration_s;
             for gpu in &timed.step.gpus {
                 for operation in &gpu.operations {
@@ -96,13 +98,13 @@ impl Timeline {
                 }
             }
         }
-        self.begin(at_s, new.gpu_count, Arc::new(new.clone()), None);
+        self.begin(at_s, new.gpu_count, between.1, None);
         at_s
     }
 
     /// A new span from `start_s` (the last one ends there); nothing past
     /// the day's end.
-    fn begin(&mut self, start_s: f64, gpus: usize, serving: Arc<Plan>, before: Option<Arc<Plan>>) {
+    fn begin(&mut self, start_s: f64, gpus: usize, serving: Arc<Plan>, between: Option<(Arc<Plan>, Arc<Plan>)>) {
         if start_s >= self.end_s {
             return;
         }
@@ -110,7 +112,7 @@ impl Timeline {
             last.end_s = start_s;
         }
         self.spans.retain(|span| span.end_s > span.start_s);
-        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, before });
+        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, between });
     }
 }
 
