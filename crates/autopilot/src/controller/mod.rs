@@ -335,7 +335,7 @@ impl Controller {
         let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
         let kept_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, false);
         let limit = self.rate_limited(time_s);
-        let swap_rps = self.swap_rates(time_s, &capacities_rps, &forecast_rps, &short, &plan_rps);
+        let swap_rps = self.swap_rates(time_s, &capacities_rps, &plan_rps, &short, &kept_rps);
         let candidate = match (self.replanner().swapped(&running, &swap_rps, &plan_rps), &limit) {
             (Some(swap), _) => Ok(swap),
             // Spare is given back only by a transition without a dip.
@@ -355,12 +355,9 @@ impl Controller {
             Ok(candidate) => match (limit, exempt_from_the_limit(&candidate.transition)) {
                 (Some(limit), false) => (Action::Hold, format!("holding although {why}: {limit}")),
                 (limit, _) => {
-                    let how = match limit {
-                        _ if !candidate.transition.only_adds() && candidate.transition.keeps_layouts() => {
-                            "instances swapped".to_string()
-                        }
-                        Some(limit) => format!("{limit}: segments added"),
-                        None => "replanned".to_string(),
+                    let how = match !candidate.transition.only_adds() && candidate.transition.keeps_layouts() {
+                        true => "instances swapped".to_string(),
+                        false => limit.map_or("replanned".to_string(), |limit| format!("{limit}: segments added")),
                     };
                     let dip = candidate.dip.as_ref().map_or(String::new(), |dip| format!("; it dips: {dip}"));
                     let reason = format!("scaling up: {why}; {how}: {}{dip}", change_words(&running, &candidate));
@@ -403,18 +400,18 @@ impl Controller {
     }
 
     /// The rates a swap at `time_s` plans for (rule 4): each service in
-    /// `short` as a scale-up plans it, every other as a scale-down would
-    /// (its `plan_rps`, or its capacity if it fell short within the hold).
+    /// `short` at its scale-up rate in `up_rps`, every other as a
+    /// scale-down would (its `plan_rps`, or its capacity if it fell short
+    /// within the hold).
     fn swap_rates(
         &self,
         time_s: f64,
         capacities_rps: &[f64],
-        forecast_rps: &[f64],
-        short: &[(usize, String)],
         plan_rps: &[f64],
+        short: &[(usize, String)],
+        up_rps: &[f64],
     ) -> Vec<f64> {
         let mut swap_rps = self.scale_down_rates(time_s, capacities_rps, plan_rps);
-        let up_rps = self.scale_up_rates(time_s, capacities_rps, forecast_rps, short, false);
         for &(index, _) in short {
             swap_rps[index] = up_rps[index];
         }
