@@ -56,6 +56,14 @@ fn the_table_compares_the_strategies_and_judges_the_goals() {
     for needle in ["autopilot", "static peak", "scratch", "GPU-hours", "demand", "goal: 25%", "forecasts:"] {
         assert!(text.contains(needle), "{needle:?} not in:\n{text}");
     }
+    let row = |name: &str| -> Vec<f64> {
+        let line = text.lines().find(|line| line.starts_with(name)).unwrap_or_else(|| panic!("no {name:?} row"));
+        line[name.len()..].split_whitespace().map(|figure| figure.parse().unwrap()).collect()
+    };
+    let (most_held, gpu_hours) = (row("most GPUs held"), row("GPU-hours"));
+    assert_eq!(most_held.len(), 3, "one figure per strategy: {most_held:?}");
+    assert_eq!(most_held[1] * 2.0, gpu_hours[1], "static holds its GPUs both hours");
+    assert!(gpu_hours[0] <= most_held[0] * 2.0 && gpu_hours[2] <= most_held[2] * 2.0, "{most_held:?}");
     assert!(text.contains("diurnal traffic") && text.contains("seed 3"), "{text}");
     assert!(text.lines().all(|line| line.chars().count() <= 80), "wider than 80 columns:\n{text}");
 }

@@ -195,9 +195,10 @@ fn render(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String
     let days = [&report.autopilot, &report.static_peak, &report.scratch];
     let static_gpu_hours = report.static_peak.totals.gpu_hours;
     let mut table = TextTable::new(&["", "autopilot", "static peak", "scratch"]);
-    let figures: [(&str, Figure); 9] = [
+    let figures: [(&str, Figure); 10] = [
         ("GPU-hours", |t, _| format!("{:.1}", t.gpu_hours)),
         ("vs static peak", |t, fixed| format!("{:+.1}%", 100.0 * (t.gpu_hours / fixed - 1.0))),
+        ("most GPUs held", |t, _| t.gpus_max.to_string()),
         ("requests within SLO %", |t, _| percent(t.attainment)),
         ("worst service %", |t, _| percent(t.worst_service_attainment)),
         ("worst service", |t, _| t.worst_service.clone().unwrap_or_else(|| "-".to_string())),
