@@ -21,13 +21,13 @@
 //!    and the fleet meets a burst without growing, or releasing later what
 //!    it grew by. Else it replans from the running plan (the fewest
 //!    reconfigurations, within `max_extra_gpus` of the fresh optimum):
-//!    each service falling short
-//!    for its forecast times `1 + 2 × plan_headroom` (a rising rate does
-//!    not call for another scale-up at the next decision), every other for
-//!    its forecast times `1 + plan_headroom` but no less than its capacity
-//!    in the running plan, unless that capacity has been above its
-//!    forecast times `1 + 2 × plan_headroom` at every decision for
-//!    `scale_down_hold_s`: such a service gives its spare back (with many
+//!    every service for its forecast times `1 + plan_headroom` but no less
+//!    than its capacity in the running plan (a short service gets no more
+//!    than that: capacity kept is given back only after the hold, so more
+//!    for each short service would ratchet every rising service above its
+//!    need and the fleet's peak with it), unless that capacity has been
+//!    above its forecast times `1 + 2 × plan_headroom` at every decision
+//!    for `scale_down_hold_s`: such a service gives its spare back (with many
 //!    services, one always rises somewhere, and spare capacity would
 //!    otherwise only ever grow); a replan giving spare back that dips
 //!    (rule 6) gives way to one keeping it.
@@ -367,12 +367,11 @@ impl Controller {
         }
     }
 
-    /// The rates a scale-up at `time_s` plans for (rule 4): a service in
-    /// `short` at the forecast times `1 + 2 × plan_headroom` (never below
-    /// its capacity in the running plan, `capacities_rps`), every other at
-    /// the forecast times `1 + plan_headroom` and no less than its
-    /// capacity, unless `give_back` and it has had more than
-    /// `2 × plan_headroom` spare for the scale-down hold.
+    /// The rates a scale-up at `time_s` plans for (rule 4): each service at
+    /// the forecast times `1 + plan_headroom` and no less than its capacity
+    /// in the running plan (`capacities_rps`), unless `give_back`, it is
+    /// not in `short` and it has had more than `2 × plan_headroom` spare
+    /// for the scale-down hold.
     fn scale_up_rates(
         &self,
         time_s: f64,
@@ -384,12 +383,11 @@ impl Controller {
         let headroom = self.config.plan_headroom;
         (0..forecast_rps.len())
             .map(|index| {
-                if short.iter().any(|(short, _)| *short == index) {
-                    return (forecast_rps[index] * (1.0 + 2.0 * headroom)).max(capacities_rps[index]);
-                }
                 let plan_rps = forecast_rps[index] * (1.0 + headroom);
                 let spare_since_s = self.spare_since_s[index];
+                let is_short = short.iter().any(|(short, _)| *short == index);
                 match give_back
+                    && !is_short
                     && spare_since_s.is_some_and(|since_s| time_s - since_s >= self.config.scale_down_hold_s)
                 {
                     true => plan_rps,
