@@ -23,9 +23,9 @@
 //!    reconfigurations, within `max_extra_gpus` of the fresh optimum):
 //!    every service for its forecast times `1 + plan_headroom` but no less
 //!    than its capacity in the running plan (a short service gets no more
-//!    than that: capacity kept is given back only after the hold, so more
-//!    for each short service would ratchet every rising service above its
-//!    need and the fleet's peak with it), unless that capacity has been
+//!    than the others: capacity kept is given back only after the hold,
+//!    so more would stay above its need for that long), unless that
+//!    capacity has been
 //!    above its forecast times `1 + 2 × plan_headroom` at every decision
 //!    for `scale_down_hold_s`: such a service gives its spare back (with many
 //!    services, one always rises somewhere, and spare capacity would
