@@ -355,14 +355,16 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
         }
     }
     // Segments of one service, GPU model, configuration and weight get the
-    // same rate: each is predicted once.
-    let mut predicted: HashMap<(&str, GpuModel, SegmentConfig, u64), f64> = HashMap::new();
+    // same rate: each is judged once (`None`: within the SLO; else its
+    // predicted percentile latency).
+    let mut judged: HashMap<(&str, GpuModel, SegmentConfig, u64), Option<f64>> = HashMap::new();
     for (at, gpu_model, slo, point, served_by) in served {
-        let (worst_ms, utilization, meets) = match served_by {
+        // A segment that misses: its worst latency and utilization.
+        let missed = match served_by {
             Served::Throughput => {
                 let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
-                let worst_ms = request.rule.worst_latency_ms(&point, utilization);
-                (worst_ms, utilization, request.rule.meets(&point, utilization, slo.latency_slo_ms))
+                let meets = request.rule.meets(&point, utilization, slo.latency_slo_ms);
+                (!meets).then(|| (request.rule.worst_latency_ms(&point, utilization), utilization))
             }
             Served::Capacity { capacity_rps, weight, .. } if *request.arrivals != ArrivalModel::Poisson => {
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
@@ -383,16 +385,23 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 // Requests are routed in proportion to the plan's weights.
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
                 let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
-                let predicted_ms = *predicted.entry(key).or_insert_with(|| {
-                    // With the SLO, which bounds the search from above.
-                    analytic::predict(&shape, routed_rps, slo.percentile, slo.latency_slo_ms)
-                        .map_or(f64::INFINITY, |predicted| predicted.latency_ms)
+                let latency_ms = *judged.entry(key).or_insert_with(|| {
+                    // Whether the percentile is within the SLO is one
+                    // evaluation of the queue; the latency is searched for
+                    // only to report a miss.
+                    let bound_ms = slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
+                    match analytic::meets_percentile(&shape, routed_rps, slo.percentile, bound_ms) {
+                        Ok(true) => None,
+                        _ => Some(
+                            analytic::percentile_latency_ms(&shape, routed_rps, slo.percentile)
+                                .unwrap_or(f64::INFINITY),
+                        ),
+                    }
                 });
-                let meets = predicted_ms <= slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
-                (predicted_ms, routed_rps / point.throughput_rps, meets)
+                latency_ms.map(|latency_ms| (latency_ms, routed_rps / point.throughput_rps))
             }
         };
-        if !meets {
+        if let Some((worst_ms, utilization)) = missed {
             violations.push(Violation::Latency {
                 at,
                 service: slo.service.clone(),

@@ -152,6 +152,30 @@ pub fn attainment(shape: &SegmentShape, rate_rps: f64, latency_slo_ms: f64) -> R
     Ok(1.0 - miss)
 }
 
+/// Whether a segment of `shape` serving `rate_rps` (Poisson arrivals)
+/// keeps its `percentile`-th percentile latency within `latency_ms`:
+/// `P(T > latency_ms) <= 1 - percentile / 100`, the same verdict as
+/// [`percentile_latency_ms`]` <= latency_ms` from one evaluation of the
+/// queue instead of a search (what a check needs; false when the
+/// processes cannot keep up).
+///
+/// # Errors
+/// A rate or latency that is negative or not finite, a percentile outside
+/// `(0, 100)`.
+pub fn meets_percentile(
+    shape: &SegmentShape,
+    rate_rps: f64,
+    percentile: f64,
+    latency_ms: f64,
+) -> Result<bool, ServingError> {
+    check_rate(rate_rps)?;
+    let late = check_percentile(percentile)?;
+    check_slo(latency_ms)?;
+    let process = Process::of(shape);
+    let miss = search::miss_at(&process, per_process_per_ms(shape, rate_rps), latency_ms, &mut Scratch::default());
+    Ok(miss <= late)
+}
+
 /// What the model predicts of a segment at one rate: its percentile
 /// latency and its attainment of an SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]

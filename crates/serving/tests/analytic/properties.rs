@@ -2,7 +2,7 @@
 //! ParvaGPU's profiles: M/D/1's exact waiting times, monotone in rate,
 //! capacity bounds, conservative capacities, refusals, the cache.
 
-use tessera_serving::analytic::{attainment, capacity_rps, percentile_latency_ms, CapacityCache};
+use tessera_serving::analytic::{attainment, capacity_rps, meets_percentile, percentile_latency_ms, CapacityCache};
 use tessera_serving::{SegmentShape, ServingError};
 
 use super::data::parvagpu_configs;
@@ -74,6 +74,25 @@ fn sample_shapes() -> Vec<SegmentShape> {
         shapes.extend(configs.iter().step_by(97).map(|c| c.shape.clone()));
     }
     shapes
+}
+
+#[test]
+fn the_one_evaluation_check_agrees_with_the_searched_percentile() {
+    for shape in sample_shapes() {
+        let full_rps = shape.throughput_rps();
+        for (load, percentile) in [(0.0, 99.0), (0.3, 99.0), (0.8, 95.0), (0.95, 99.9)] {
+            let rate_rps = load * full_rps;
+            let latency_ms = percentile_latency_ms(&shape, rate_rps, percentile).unwrap();
+            let meets = |t_ms: f64| meets_percentile(&shape, rate_rps, percentile, t_ms).unwrap();
+            assert!(meets(latency_ms * (1.0 + 1e-6)), "{shape:?} load {load}: {latency_ms} ms should meet");
+            if latency_ms > shape.latency_ms(1) {
+                assert!(!meets(latency_ms * (1.0 - 1e-6)), "{shape:?} load {load}: below {latency_ms} ms should miss");
+            }
+        }
+        // Beyond what the processes serve nothing meets.
+        assert!(!meets_percentile(&shape, 1.01 * full_rps, 99.0, 1e9).unwrap(), "{shape:?}");
+    }
+    assert!(meets_percentile(&sample_shapes()[0], -1.0, 99.0, 10.0).is_err());
 }
 
 #[test]
