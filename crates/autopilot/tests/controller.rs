@@ -202,6 +202,34 @@ fn a_burst_is_met_by_swapping_spare_instances_without_a_layout_change() {
 }
 
 #[test]
+fn a_burst_is_met_from_the_headroom_other_services_hold() {
+    let mut controller = controller(ControllerConfig::default());
+    controller.observe(&observation(0.0, &rates(1.0)));
+    let start = controller.plan().cloned().unwrap();
+    // The others ease by 10%: what they hold over their forecast +15% is
+    // too little for the burst below, what they hold over the keep test's
+    // +5% is enough.
+    let mut steady = rates(0.9);
+    steady[0] = rates(1.0)[0];
+    for minute in 1..=10 {
+        let kept = controller.observe(&observation(f64::from(minute) * 60.0, &steady));
+        assert!(matches!(kept.action, Action::Keep), "{}", kept.reason);
+    }
+    let mut burst = steady.clone();
+    burst[0] *= 1.4;
+    let decision = controller.observe(&observation(660.0, &burst));
+    let Action::ScaleUp(change) = &decision.action else { panic!("{}", decision.reason) };
+    assert!(decision.reason.contains("instances swapped"), "{}", decision.reason);
+    assert_eq!(change.plan.gpu_count, start.gpu_count);
+    assert_eq!(controller.journal().last().unwrap().gpus_reconfigured, 0);
+    let after = capacities(&change.plan);
+    assert!(after[0] >= burst[0] * 1.15 * (1.0 - 1e-9), "{after:?}");
+    for (index, (&capacity, &rate)) in after.iter().zip(&steady).enumerate().skip(1) {
+        assert!(capacity >= rate * 1.05 * (1.0 - 1e-9), "service {index}: {capacity} < {rate} + 5%");
+    }
+}
+
+#[test]
 fn a_scale_up_takes_back_spare_capacity_only_after_the_hold() {
     // Rule 5's scale-down is kept out of the way: only scale-ups act.
     let config =

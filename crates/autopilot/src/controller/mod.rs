@@ -14,12 +14,16 @@
 //!    its forecast rate times `1 + keep_headroom` to reach its percentile.
 //! 4. **Scale up early.** When a service falls short there, the controller
 //!    first tries a swap: the replan with the fewest reconfigurations for
-//!    each short service as below and every other as rule 5 would plan it,
-//!    taken when it changes no GPU's MIG layout, adds no GPU and does not
-//!    dip (rule 6). Instances of services with spare over their forecast
-//!    times `1 + plan_headroom` change service, only processes restart,
-//!    and the fleet meets a burst without growing, or releasing later what
-//!    it grew by. Else it replans from the running plan (the fewest
+//!    each short service as below and every other at what rule 3 asks of
+//!    it, its forecast times `1 + keep_headroom` (its capacity if it fell
+//!    short within `scale_down_hold_s`), taken when it changes no GPU's MIG
+//!    layout, adds no GPU and leaves no service below its swap rate (or
+//!    its capacity before, when lower) while a step runs. Instances of
+//!    services with spare over what the keep test needs change service,
+//!    only processes restart, and the fleet meets a burst or a rise from
+//!    the headroom it holds, without growing, or releasing later what it
+//!    grew by; a service that gave too much falls short at a later
+//!    decision and is swapped back in the same way. Else it replans from the running plan (the fewest
 //!    reconfigurations, within `max_extra_gpus` of the fresh optimum):
 //!    every service for its forecast times `1 + plan_headroom` but no less
 //!    than its capacity in the running plan (a short service gets no more
@@ -335,8 +339,8 @@ impl Controller {
         let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
         let kept_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, false);
         let limit = self.rate_limited(time_s);
-        let swap_rps = self.swap_rates(time_s, &capacities_rps, &plan_rps, &short, &kept_rps);
-        let candidate = match (self.replanner().swapped(&running, &swap_rps, &plan_rps), &limit) {
+        let swap_rps = self.swap_rates(time_s, &capacities_rps, &keep_rps, &short, &kept_rps);
+        let candidate = match (self.replanner().swapped(&running, &swap_rps, &swap_rps), &limit) {
             (Some(swap), _) => Ok(swap),
             // Spare is given back only by a transition without a dip.
             (None, None) => match self.replanner().scale_up(&running, &up_rps, &plan_rps) {
@@ -398,18 +402,18 @@ impl Controller {
     }
 
     /// The rates a swap at `time_s` plans for (rule 4): each service in
-    /// `short` at its scale-up rate in `up_rps`, every other as a
-    /// scale-down would (its `plan_rps`, or its capacity if it fell short
-    /// within the hold).
+    /// `short` at its scale-up rate in `up_rps`, every other at what the
+    /// keep test asks of it (`keep_rps`), or its capacity if it fell short
+    /// within the hold.
     fn swap_rates(
         &self,
         time_s: f64,
         capacities_rps: &[f64],
-        plan_rps: &[f64],
+        keep_rps: &[f64],
         short: &[(usize, String)],
         up_rps: &[f64],
     ) -> Vec<f64> {
-        let mut swap_rps = self.scale_down_rates(time_s, capacities_rps, plan_rps);
+        let mut swap_rps = self.scale_down_rates(time_s, capacities_rps, keep_rps);
         for &(index, _) in short {
             swap_rps[index] = up_rps[index];
         }
