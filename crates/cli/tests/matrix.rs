@@ -385,7 +385,11 @@ fn every_error_class_prints_its_cause_once() {
     let one_off = file("one-off.json", json.replacen("\"latency_ms\": ", "\"latency_ms\": 1", 1).as_bytes());
     let output = tessera(&["verify", &one_off, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
-    assert_eq!(stdout(&output).lines().count(), 1, "{}", stdout(&output));
+    // The violation, once, then every service as the check saw it.
+    let printed = stdout(&output);
+    assert_eq!(printed.lines().filter(|line| line.starts_with("violation: ")).count(), 1, "{printed}");
+    assert!(printed.lines().nth(2).is_some_and(|header| header.starts_with("service ")), "{printed}");
+    assert_eq!(printed.lines().count(), 3 + 6, "{printed}");
     assert_eq!(
         stderr(&output),
         format!("error: {one_off}: 1 violation (under the percentile latency rule, poisson arrivals)\n")

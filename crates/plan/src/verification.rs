@@ -11,7 +11,8 @@ use tessera_serving::ArrivalModel;
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
 use crate::latency::LatencyRule;
-use crate::verify::{verify, VerifyRequest, Violation};
+use crate::service_check::ServiceCheck;
+use crate::verify::{verify_services, VerifyRequest, Violation};
 
 /// What checking a plan found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -35,6 +36,10 @@ pub struct Verification {
     pub services: usize,
     /// Every violation, one line each.
     pub violations: Vec<Finding>,
+    /// Every service as the check sees it, in the SLOs' order: what its
+    /// segments provide and, under the percentile rule with Poisson
+    /// arrivals, its predicted percentile latency and attainment.
+    pub by_service: Vec<ServiceCheck>,
     /// How the check was made, when a reader should know (e.g. the rule
     /// of a plan that records none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -89,7 +94,7 @@ pub fn verify_plan(
     };
     let request =
         VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, arrivals: &arrivals, max_procs };
-    let violations = verify(plan, &request);
+    let (violations, by_service) = verify_services(plan, &request);
     let unknown_services = violations.iter().any(|violation| matches!(violation, Violation::UnknownService { .. }));
     if plan.latency_rule.is_empty() && unknown_services {
         notes.push(
@@ -104,6 +109,7 @@ pub fn verify_plan(
         gpus: plan.gpu_count,
         services: inputs.services().len(),
         violations: violations.iter().map(|violation| Finding { message: violation.to_string() }).collect(),
+        by_service,
         notes,
     })
 }
@@ -146,5 +152,51 @@ mod tests {
         assert_eq!(json["ok"], false);
         let message = json["violations"][0]["message"].as_str().unwrap();
         assert!(message.starts_with("gpu_count is"), "{message}");
+    }
+
+    #[test]
+    fn every_service_is_predicted_as_the_plan_reports_it() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
+        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        assert_eq!(checked.by_service.len(), inputs.services().len());
+        for (check, slo) in checked.by_service.iter().zip(inputs.services()) {
+            let report = planned.services.iter().find(|report| report.service == slo.service).unwrap();
+            assert_eq!((check.service.as_str(), check.rate_rps), (slo.service.as_str(), slo.rate_rps));
+            assert!(check.met && check.percentile == Some(slo.percentile), "{check:?}");
+            // Recomputed from the profiles, the same serving model.
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs();
+            assert!(close(check.provisioned_rps, report.provisioned_rps), "{check:?} vs {report:?}");
+            assert!(close(check.worst_latency_ms.unwrap(), report.worst_latency_ms), "{check:?} vs {report:?}");
+            let attainment = check.predicted_attainment.unwrap();
+            assert!(close(attainment, report.predicted_attainment.unwrap()), "{check:?} vs {report:?}");
+            assert!(attainment >= slo.percentile / 100.0 && check.worst_latency_ms.unwrap() <= slo.latency_slo_ms);
+        }
+    }
+
+    #[test]
+    fn a_service_is_judged_by_the_rule_it_is_checked_under() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let request = PlanRequest { rule: Some(LatencyRule::Parva), ..PlanRequest::new(&inputs) };
+        let parva = plan(&request).unwrap().plan;
+        // Under its own rule: the rule's worst latency, nothing predicted.
+        let checked = verify_plan(&parva, &inputs, None, None, 5).unwrap();
+        assert!(checked.ok);
+        for check in &checked.by_service {
+            assert!(check.met && check.percentile.is_none() && check.predicted_attainment.is_none(), "{check:?}");
+            assert!(check.worst_latency_ms.unwrap() <= check.latency_slo_ms, "{check:?}");
+        }
+        // Under the percentile rule, ParvaGPU's rule claims more than the
+        // serving model's capacities, and packs some services past their
+        // percentile: each is named by a violation, and the predictions say
+        // which fall short.
+        let strict = verify_plan(&parva, &inputs, Some(LatencyRule::Percentile), None, 5).unwrap();
+        let missed: Vec<&ServiceCheck> = strict.by_service.iter().filter(|check| !check.met).collect();
+        assert!(!strict.ok && !missed.is_empty(), "{strict:?}");
+        for check in &missed {
+            let quoted = format!("'{}'", check.service);
+            assert!(strict.violations.iter().any(|finding| finding.message.contains(&quoted)), "{check:?}");
+        }
+        assert!(missed.iter().any(|check| check.predicted_attainment.is_some_and(|a| a < 0.99)), "{missed:?}");
     }
 }

@@ -11,8 +11,8 @@ use std::fmt;
 
 use tessera_core::layout::validate_layout;
 use tessera_core::{
-    GpuAssignment, GpuModel, InstanceAssignment, LayoutError, ModelProfile, Placement, Plan, ProfileCatalog,
-    ProfilePoint, SegmentConfig, ServiceSlo,
+    GpuAssignment, InstanceAssignment, LayoutError, ModelProfile, Placement, Plan, ProfileCatalog, ProfilePoint,
+    SegmentConfig, ServiceSlo,
 };
 
 use tessera_serving::analytic;
@@ -23,6 +23,7 @@ use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
 use crate::report::{covers, utilization};
+use crate::service_check::{service_checks, SegmentFigures, SegmentKey, ServiceCheck};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
@@ -262,6 +263,22 @@ pub enum Violation {
     },
 }
 
+impl Violation {
+    /// The service whose objective it breaks, if it names one (a latency
+    /// or capacity beyond the rule, a rate not covered, a segment running
+    /// another model).
+    pub fn service(&self) -> Option<&str> {
+        match self {
+            Violation::ModelMismatch { service, .. }
+            | Violation::Latency { service, .. }
+            | Violation::CapacityClaimed { service, .. }
+            | Violation::OverCapacity { service, .. }
+            | Violation::RateNotCovered { service, .. } => Some(service),
+            _ => None,
+        }
+    }
+}
+
 /// The checks that need no profiles and no SLOs: the GPU count, the fleet
 /// (models it offers, its count limits), each GPU listed once and holding
 /// an instance, and each GPU's layout on the MIG lattice (profiles of its
@@ -309,6 +326,21 @@ fn check_gpu_structure(gpu: &GpuAssignment, positions: &mut HashSet<(u32, u32)>,
 
 /// Every violation of `plan` against `request`; empty when the plan is sound.
 pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
+    check(plan, request, None)
+}
+
+/// [`verify`], and every service's figures as the verifier sees them
+/// (see [`ServiceCheck`]), in `request.services`' order.
+pub fn verify_services(plan: &Plan, request: &VerifyRequest<'_>) -> (Vec<Violation>, Vec<ServiceCheck>) {
+    let mut figures = SegmentFigures::default();
+    let violations = check(plan, request, Some(&mut figures));
+    let checks = service_checks(request, &violations, figures);
+    (violations, checks)
+}
+
+/// The checks of [`verify`], noting each service's segments in `figures`
+/// when asked.
+fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut SegmentFigures<'a>>) -> Vec<Violation> {
     let mut violations = check_plan_structure(plan);
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
@@ -357,14 +389,19 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
     // Segments of one service, GPU model, configuration and weight get the
     // same rate: each is judged once (`None`: within the SLO; else its
     // predicted percentile latency).
-    let mut judged: HashMap<(&str, GpuModel, SegmentConfig, u64), Option<f64>> = HashMap::new();
+    let mut judged: HashMap<SegmentKey<'a>, Option<f64>> = HashMap::new();
     for (at, gpu_model, slo, point, served_by) in served {
         // A segment that misses: its worst latency and utilization.
         let missed = match served_by {
             Served::Throughput => {
                 let utilization = utilization(slo.rate_rps, provisioned_rps[slo.service.as_str()]);
+                let worst_ms = request.rule.worst_latency_ms(&point, utilization);
+                if let Some(figures) = figures.as_deref_mut() {
+                    let slowest = figures.rule_worst_ms.entry(slo.service.as_str()).or_insert(worst_ms);
+                    *slowest = slowest.max(worst_ms);
+                }
                 let meets = request.rule.meets(&point, utilization, slo.latency_slo_ms);
-                (!meets).then(|| (request.rule.worst_latency_ms(&point, utilization), utilization))
+                (!meets).then_some((worst_ms, utilization))
             }
             Served::Capacity { capacity_rps, weight, .. } if *request.arrivals != ArrivalModel::Poisson => {
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
@@ -385,6 +422,9 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 // Requests are routed in proportion to the plan's weights.
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
                 let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
+                if let Some(figures) = figures.as_deref_mut() {
+                    figures.note_routed(key, &shape, routed_rps);
+                }
                 let latency_ms = *judged.entry(key).or_insert_with(|| {
                     // Whether the percentile is within the SLO is one
                     // evaluation of the queue; the latency is searched for
@@ -412,6 +452,9 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
                 utilization,
             });
         }
+    }
+    if let Some(figures) = figures {
+        figures.provisioned_rps = provisioned_rps.clone();
     }
     for slo in request.services {
         let provisioned = provisioned_rps.get(slo.service.as_str()).copied().unwrap_or(0.0);

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_core::text::count;
+use tessera_core::text::{count, number};
 use tessera_core::{Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{verify_plan, Verification};
 use tessera_serving::{SimulationOptions, SloVerdict};
@@ -14,6 +14,7 @@ use crate::args::{ListFormat, VerifyArgs};
 use crate::commands::serving::{self, Simulated};
 use crate::inputs;
 use crate::output::{note, out, outln};
+use crate::table::TextTable;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let path = args.plan.display();
@@ -56,16 +57,19 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             }
             outln!("{}", serde_json::to_string_pretty(&document)?)?
         }
-        ListFormat::Table if checked.ok => outln!(
-            "{path}: OK: {}, {}, every rate covered and every segment within the {}",
-            count(checked.gpus, "GPU"),
-            count(checked.services, "service"),
-            rule_words(&checked)
-        )?,
         ListFormat::Table => {
+            if checked.ok {
+                outln!(
+                    "{path}: OK: {}, {}, every rate covered and every segment within the {}",
+                    count(checked.gpus, "GPU"),
+                    count(checked.services, "service"),
+                    rule_words(&checked)
+                )?;
+            }
             for violation in &checked.violations {
                 outln!("violation: {}", violation.message)?;
             }
+            out!("\n{}", services_table(&checked))?;
         }
     }
     if !checked.ok {
@@ -93,6 +97,43 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Every service as the check saw it: rate, what its segments provide,
+/// SLO and, under the percentile rule with Poisson arrivals, the predicted
+/// percentile latency and share within the SLO (else the rule's worst
+/// latency, or nothing where the simulation is the judge).
+fn services_table(checked: &Verification) -> String {
+    let predicted = checked.by_service.iter().any(|check| check.predicted_attainment.is_some());
+    let latency_header = if predicted { "predicted ms" } else { "worst ms" };
+    let mut header = vec!["service", "req/s", "provided", "slo ms"];
+    if checked.arrivals.is_some() {
+        header.push("at");
+    }
+    header.push(latency_header);
+    if predicted {
+        header.push("within slo");
+    }
+    header.push("met");
+    let mut table = TextTable::new(&header);
+    for check in &checked.by_service {
+        let mut row = vec![
+            check.service.clone(),
+            number(check.rate_rps, 1),
+            number(check.provisioned_rps, 1),
+            number(check.latency_slo_ms, 1),
+        ];
+        if checked.arrivals.is_some() {
+            row.push(check.percentile.map_or_else(|| "-".to_string(), |percentile| format!("p{percentile}")));
+        }
+        row.push(check.worst_latency_ms.map_or_else(|| "-".to_string(), |ms| number(ms, 1)));
+        if predicted {
+            row.push(check.predicted_attainment.map_or_else(|| "-".to_string(), |a| format!("{:.2}%", 100.0 * a)));
+        }
+        row.push(if check.met { "yes" } else { "NO" }.to_string());
+        table.row(row);
+    }
+    table.render()
 }
 
 /// The rule a check was made under, and its arrival model where it has
