@@ -3,6 +3,7 @@
 mod analytic;
 mod arrivals;
 mod azure;
+mod measured;
 mod plan;
 mod simulate;
 mod speed;

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Serves a ParvaGPU-like model on one GPU under Poisson arrivals, as Tessera's serving model assumes.
+
+Checks Tessera's serving model against a real GPU. It runs one server process
+(one MPS process of a segment) on the one GPU it sees (set
+CUDA_VISIBLE_DEVICES to a GPU index or a MIG UUID) with the discipline the
+model assumes: one FIFO queue; whenever the process is free it takes every
+waiting request, up to its largest batch, runs them as one batch, and every
+request in it completes when the batch does. Each batch size is captured as
+a CUDA graph (as a serving runtime would run a compiled engine), so a batch
+costs one launch.
+
+1. Profile: every batch size 1..--batch, run back to back (--profile-runs
+   each after a warm-up), its mean latency: the profile Tessera reads.
+2. Serve: for each --utilisation u, Poisson arrivals at u times the full
+   batch's throughput for --seconds, a busy-waiting loop dispatching as
+   above; the first --warmup-s seconds' requests are not counted.
+
+Writes one JSON object (--output, else stdout): the GPU, the profile, and per
+level the offered rate, the requests counted, their p50/p90/p99/p99.9
+latency (ms from arrival to its batch's completion), the batches run by
+size and their mean service time. Only reads the GPU's settings.
+
+    python3 examples/workloads/torch_serve.py --model resnet50 --batch 16 \
+        --utilisation 0.5,0.8,0.95 --seconds 30 --output resnet50.json
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+
+def build(model: str, device: torch.device):
+    """The model (random weights: no download) and a function making its input batch."""
+    if model in ("resnet50", "densenet121", "mobilenetv2", "vgg16"):
+        import torchvision
+
+        constructor = {
+            "resnet50": torchvision.models.resnet50,
+            "densenet121": torchvision.models.densenet121,
+            "mobilenetv2": torchvision.models.mobilenet_v2,
+            "vgg16": torchvision.models.vgg16,
+        }[model]
+        net = constructor(weights=None).to(device).half().eval().to(memory_format=torch.channels_last)
+
+        def inputs(batch: int) -> torch.Tensor:
+            x = torch.randn(batch, 3, 224, 224, device=device, dtype=torch.half)
+            return x.contiguous(memory_format=torch.channels_last)
+
+        return net, inputs
+    if model == "bert":
+        from transformers import BertConfig, BertModel
+
+        net = BertModel(BertConfig()).to(device).half().eval()
+
+        def inputs(batch: int) -> torch.Tensor:
+            return torch.randint(0, 30000, (batch, 128), device=device)
+
+        return net, inputs
+    raise SystemExit(f"unknown model {model!r}: use resnet50, densenet121, mobilenetv2, vgg16 or bert")
+
+
+def capture(net, inputs, max_batch: int):
+    """One CUDA graph per batch size 1..max_batch, sharing one input buffer and one memory pool."""
+    static = inputs(max_batch)
+    graphs = {}
+    pool = None
+    side = torch.cuda.Stream()
+    with torch.inference_mode():
+        for batch in range(1, max_batch + 1):
+            view = static[:batch]
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    net(view)
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool):
+                net(view)
+            pool = graph.pool()
+            graphs[batch] = graph
+    torch.cuda.synchronize()
+    return graphs
+
+
+def run_batch(graph) -> None:
+    graph.replay()
+    torch.cuda.synchronize()
+
+
+def profile(graphs, runs: int) -> list:
+    rows = []
+    for batch, graph in graphs.items():
+        for _ in range(max(10, runs // 5)):
+            run_batch(graph)
+        times_ms = np.empty(runs)
+        for i in range(runs):
+            started = time.perf_counter()
+            run_batch(graph)
+            times_ms[i] = (time.perf_counter() - started) * 1000.0
+        rows.append(
+            {
+                "batch": batch,
+                "latency_ms": float(times_ms.mean()),
+                "p50_ms": float(np.percentile(times_ms, 50)),
+                "p99_ms": float(np.percentile(times_ms, 99)),
+            }
+        )
+    return rows
+
+
+def serve(graphs, max_batch: int, rate_rps: float, seconds: float, warmup_s: float, rng) -> dict:
+    """Poisson arrivals at rate_rps for `seconds`, served FIFO in batches of up to max_batch."""
+    gaps = rng.exponential(1.0 / rate_rps, size=int(rate_rps * seconds * 1.2) + 100)
+    arrivals = np.cumsum(gaps)
+    arrivals = arrivals[arrivals < seconds]
+    n = len(arrivals)
+    done = np.empty(n)
+    batch_counts = np.zeros(max_batch + 1, dtype=np.int64)
+    batch_time_s = np.zeros(max_batch + 1)
+    most_waiting = 0
+    # Time between a batch's completion and the next batch's start while
+    # requests were already waiting: the loop's own dispatch overhead.
+    dispatch_gap_s = 0.0
+    dispatch_gaps = 0
+    last_finished = None
+    head = 0
+    clock = time.perf_counter
+    origin = clock()
+    while head < n:
+        now = clock() - origin
+        arrived = int(np.searchsorted(arrivals, now, side="right"))
+        if arrived == head:
+            due = arrivals[head]
+            while clock() - origin < due:
+                pass
+            continue
+        most_waiting = max(most_waiting, arrived - head)
+        batch = min(arrived - head, max_batch)
+        started = clock()
+        if last_finished is not None and arrivals[head] <= last_finished - origin:
+            dispatch_gap_s += started - last_finished
+            dispatch_gaps += 1
+        run_batch(graphs[batch])
+        finished = last_finished = clock()
+        done[head : head + batch] = finished - origin
+        batch_counts[batch] += 1
+        batch_time_s[batch] += finished - started
+        head += batch
+    counted = arrivals >= warmup_s
+    latency_ms = (done - arrivals)[counted] * 1000.0
+    span_s = seconds - warmup_s
+    ran = batch_counts > 0
+    return {
+        "rate_rps": rate_rps,
+        "arrived_rps": float(counted.sum() / span_s),
+        "requests": int(counted.sum()),
+        "p50_ms": float(np.percentile(latency_ms, 50)),
+        "p90_ms": float(np.percentile(latency_ms, 90)),
+        "p99_ms": float(np.percentile(latency_ms, 99)),
+        "p999_ms": float(np.percentile(latency_ms, 99.9)),
+        "mean_ms": float(latency_ms.mean()),
+        "most_waiting": most_waiting,
+        "dispatch_gap_us": dispatch_gap_s / dispatch_gaps * 1e6 if dispatch_gaps else None,
+        "batches": {str(b): int(batch_counts[b]) for b in range(1, max_batch + 1) if ran[b]},
+        "service_ms_by_batch": {
+            str(b): float(batch_time_s[b] / batch_counts[b] * 1000.0) for b in range(1, max_batch + 1) if ran[b]
+        },
+    }
+
+
+def gpu_facts() -> dict:
+    query = "name,driver_version,mig.mode.current,clocks.max.sm"
+    try:
+        line = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader", "-i", "0"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError) as error:
+        line = f"nvidia-smi failed: {error}"
+    return {"nvidia_smi": line, "torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="resnet50")
+    parser.add_argument("--batch", type=int, default=16, help="the largest batch a process runs")
+    parser.add_argument("--utilisation", default="0.5,0.8,0.95", help="offered load per level, of full-batch throughput")
+    parser.add_argument("--seconds", type=float, default=30.0, help="arrivals per level")
+    parser.add_argument("--warmup-s", type=float, default=3.0, help="requests arriving earlier are not counted")
+    parser.add_argument("--profile-runs", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", help="JSON file (default: stdout)")
+    args = parser.parse_args()
+    levels = [float(u) for u in args.utilisation.split(",")]
+    if args.batch < 1 or not all(0.0 < u < 1.0 for u in levels) or args.seconds <= args.warmup_s:
+        raise SystemExit("--batch must be at least 1, each --utilisation in (0, 1), --seconds above --warmup-s")
+    if not torch.cuda.is_available():
+        raise SystemExit("no CUDA device visible (check CUDA_VISIBLE_DEVICES)")
+
+    torch.backends.cudnn.benchmark = True
+    device = torch.device("cuda")
+    net, inputs = build(args.model, device)
+    graphs = capture(net, inputs, args.batch)
+    # Clocks up before anything is measured.
+    warm_until = time.perf_counter() + 3.0
+    while time.perf_counter() < warm_until:
+        run_batch(graphs[args.batch])
+    rows = profile(graphs, args.profile_runs)
+    full_rps = args.batch * 1000.0 / rows[-1]["latency_ms"]
+    rng = np.random.default_rng(args.seed)
+    served = []
+    for utilisation in levels:
+        level = serve(graphs, args.batch, utilisation * full_rps, args.seconds, args.warmup_s, rng)
+        level["utilisation"] = utilisation
+        served.append(level)
+        print(
+            f"{args.model} b{args.batch} at {utilisation:.2f}: {level['arrived_rps']:.0f} req/s, "
+            f"p50 {level['p50_ms']:.3f} ms, p99 {level['p99_ms']:.3f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+    result = {
+        "gpu": gpu_facts(),
+        "model": args.model,
+        "max_batch": args.batch,
+        "procs": 1,
+        "discipline": "one FIFO queue, a free process takes up to max_batch waiting requests",
+        "seconds": args.seconds,
+        "warmup_s": args.warmup_s,
+        "seed": args.seed,
+        "profile": rows,
+        "levels": served,
+    }
+    text = json.dumps(result, indent=1)
+    if args.output:
+        with open(args.output, "w") as out:
+            out.write(text + "\n")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
