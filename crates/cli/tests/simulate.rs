@@ -351,3 +351,54 @@ fn a_plan_for_bursty_arrivals_holds_under_them_where_the_poisson_plan_does_not()
         &["the queueing rule assumes evenly spaced arrivals; cv=2 arrivals need the percentile rule"],
     );
 }
+
+/// A serving run measured on a lent H200 (the serving tests' fixture).
+fn measured_run() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../serving/tests/fixtures/h200/resnet50-25s.json")
+}
+
+#[test]
+fn simulate_measured_puts_a_gpu_run_beside_the_model() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let run = measured_run();
+    let args = ["simulate", "measured", run.to_str().unwrap(), "--simulated-runs", "3"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let rows: Vec<&str> = text.lines().filter(|line| line.starts_with("resnet50")).collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    // The 0.5 load: measured 1.663 ms median and 2.413 ms p99 on the GPU.
+    assert!(rows[0].contains(" 0.50 ") && rows[0].contains("1.663") && rows[0].contains("2.413"), "{text}");
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("p99 of 3 simulated runs as long as the measured one"), "{text}");
+
+    let json =
+        tessera(&["simulate", "measured", run.to_str().unwrap(), "--simulated-runs", "2", "--format", "json"], &store);
+    assert!(json.status.success(), "{}", stderr(&json));
+    let runs: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    let level = &runs[0]["levels"][1];
+    assert_eq!(level["measured"]["utilisation"], 0.8);
+    let (model, measured) = (level["model_p99_ms"].as_f64().unwrap(), level["measured"]["p99_ms"].as_f64().unwrap());
+    assert!((model / measured - 1.0).abs() < 0.05, "model p99 {model} against measured {measured}");
+    let range = level["simulated_p99_range_ms"].as_array().unwrap();
+    assert!(range[0].as_f64().unwrap() <= range[1].as_f64().unwrap(), "{level}");
+}
+
+#[test]
+fn simulate_measured_refuses_a_file_that_is_not_a_run() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, r#"{"version": 3, "gpus": []}"#).unwrap();
+    fails_with(
+        &["simulate", "measured", plan.to_str().unwrap()],
+        &store,
+        &["not a measured serving run", "missing field `model`"],
+    );
+    usage_error(
+        &["simulate", "measured", measured_run().to_str().unwrap(), "--simulated-runs", "0"],
+        &store,
+        &["--simulated-runs"],
+    );
+}

@@ -25,10 +25,13 @@
 //! generators), `sampling` (exponential, gamma, hyperexponential and alias
 //! draws), `system`, `histogram` (log-bucketed latency counts), `simulate`
 //! (`queue`: the batching queue; `service`: one service's run; `report`;
-//! `stats`: confidence intervals).
+//! `stats`: confidence intervals), `measured` (a run measured on a GPU).
 //! * [`Capacities`] — a segment's capacity at a percentile SLO under any
 //!   arrival model: exact under Poisson ([`analytic`]), searched for with
 //!   the simulator under the others ([`simulated_capacity_rps`]); memoised.
+//! * [`MeasuredServing`] — a serving run measured on a GPU and the model's
+//!   percentiles for the same profile and rate
+//!   ([`MeasuredServing::compare_with_model`]).
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
 //!   percentile SLO ([`analytic::CapacityCache`] memoises them).
@@ -42,6 +45,7 @@ mod capacity;
 mod discipline;
 mod error;
 mod histogram;
+mod measured;
 mod sampling;
 mod shape;
 mod simulate;
@@ -52,6 +56,7 @@ pub use arrivals::{ArrivalModel, MAX_CV};
 pub use capacity::{simulated_capacity_rps, Capacities, SIMULATED_REQUESTS, SIMULATED_STEPS};
 pub use discipline::Discipline;
 pub use error::ServingError;
+pub use measured::{LevelComparison, MeasuredBatch, MeasuredLevel, MeasuredServing};
 pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,

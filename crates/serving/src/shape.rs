@@ -88,7 +88,7 @@ impl SegmentShape {
         config: SegmentConfig,
         full_latency_ms: f64,
     ) -> Result<ProfiledShape, ServingError> {
-        let mut partial: Vec<(u32, f64)> = points
+        let partial: Vec<(u32, f64)> = points
             .iter()
             .filter(|p| {
                 p.config.size_gpcs == config.size_gpcs
@@ -97,6 +97,20 @@ impl SegmentShape {
             })
             .map(|p| (p.config.batch, p.latency_ms))
             .collect();
+        SegmentShape::conservative(config.procs, config.batch, full_latency_ms, partial)
+    }
+
+    /// A shape from its processes, its full batch `max_batch` at
+    /// `full_latency_ms` and the profiled `(batch, latency_ms)` points of
+    /// smaller batches, read conservatively: each capped at the full
+    /// batch's latency, then raised to the latency of any smaller batch.
+    pub fn conservative(
+        procs: u32,
+        max_batch: u32,
+        full_latency_ms: f64,
+        mut partial: Vec<(u32, f64)>,
+    ) -> Result<ProfiledShape, ServingError> {
+        partial.retain(|&(batch, _)| batch < max_batch);
         partial.sort_by_key(|&(batch, _)| batch);
         let (mut adjusted, mut floor_ms) = (0, 0.0f64);
         for (_, latency_ms) in &mut partial {
@@ -108,8 +122,8 @@ impl SegmentShape {
             floor_ms = kept;
         }
         let partial_batches = partial.len();
-        partial.push((config.batch, full_latency_ms));
-        Ok(ProfiledShape { shape: SegmentShape::new(config.procs, partial)?, partial_batches, adjusted })
+        partial.push((max_batch, full_latency_ms));
+        Ok(ProfiledShape { shape: SegmentShape::new(procs, partial)?, partial_batches, adjusted })
     }
 
     /// MPS processes.

@@ -36,7 +36,9 @@ pub use profile::ProfileCommand;
 pub use profiles::{GridArgs, ProfileFormat, ProfilesCommand};
 pub use report::{ReportArgs, ReportFormat};
 pub use serve::ServeArgs;
-pub use simulate::{SchedulerName, SimulateArgs, SimulateCommand, SimulateServeArgs, TrafficArgs};
+pub use simulate::{
+    SchedulerName, SimulateArgs, SimulateCommand, SimulateMeasuredArgs, SimulateServeArgs, TrafficArgs,
+};
 pub use store::StoreCommand;
 pub use workload::WorkloadCommand;
 

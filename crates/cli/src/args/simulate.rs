@@ -71,6 +71,12 @@ pub enum SimulateCommand {
     /// requests within the SLO (attainment) and goodput, per segment its
     /// utilisation (`tessera verify --simulate` also fails on a miss).
     Serve(SimulateServeArgs),
+    /// Compare serving runs measured on a GPU
+    /// (examples/workloads/torch_serve.py's JSON) with the serving model: per
+    /// load, the measured and predicted p50, p99 and p99.9 for the measured
+    /// profile and arrival rate, and the p99s the model's own runs of the
+    /// same length reach.
+    Measured(SimulateMeasuredArgs),
     /// Write a synthetic trace (JSON) to stdout.
     Generate {
         /// Clients.
@@ -131,6 +137,21 @@ pub enum SimulateCommand {
         #[arg(long, value_enum, default_value_t = ListFormat::Table)]
         format: ListFormat,
     },
+}
+
+/// `tessera simulate measured`.
+#[derive(Debug, Args)]
+pub struct SimulateMeasuredArgs {
+    /// Measured runs (JSON, as examples/workloads/torch_serve.py writes them).
+    #[arg(value_name = "RUN", required = true)]
+    pub runs: Vec<PathBuf>,
+    /// Simulated runs per load, each as long as the measured one, for the
+    /// range of p99s one run of that length gives under the model.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub simulated_runs: u64,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+    pub format: ListFormat,
 }
 
 /// `tessera simulate serve`.

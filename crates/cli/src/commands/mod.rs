@@ -6,6 +6,7 @@ mod colocate;
 mod deploy;
 mod diff;
 pub mod k8s;
+mod measured;
 mod plan;
 mod profile;
 mod profiles;
@@ -32,6 +33,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Colocate(command) => colocate::run(command, store),
         Command::Simulate(args) => match args.command {
             Some(SimulateCommand::Serve(serve)) => serving::run(&serve, store),
+            Some(SimulateCommand::Measured(measured)) => measured::run(&measured),
             _ => simulate::run(args),
         },
         Command::Bench(command) => bench::run(command),

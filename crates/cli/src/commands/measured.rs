@@ -1,0 +1,110 @@
+//! `tessera simulate measured`: serving runs measured on a GPU beside the
+//! serving model's predictions for the same profile and arrival rate (the
+//! comparison is tessera-serving's [`MeasuredServing::compare_with_model`];
+//! this module reads the runs and renders it).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tessera_serving::{LevelComparison, MeasuredServing};
+
+use crate::args::{ListFormat, SimulateMeasuredArgs};
+use crate::output::{emit, out};
+use crate::table::TextTable;
+use crate::terminal::wrap_words;
+
+/// One run's comparison, as `--format json` writes it.
+#[derive(Serialize)]
+struct ComparedRun {
+    /// The file it was read from.
+    file: String,
+    model: String,
+    max_batch: u32,
+    procs: u32,
+    seconds: f64,
+    levels: Vec<LevelComparison>,
+}
+
+pub fn run(args: &SimulateMeasuredArgs) -> Result<()> {
+    let mut compared = Vec::with_capacity(args.runs.len());
+    for path in &args.runs {
+        let measured = read_measured(path)?;
+        let levels = measured
+            .compare_with_model(args.simulated_runs)
+            .with_context(|| format!("{}: the model cannot read this run", path.display()))?;
+        compared.push(ComparedRun {
+            file: path.display().to_string(),
+            model: measured.model,
+            max_batch: measured.max_batch,
+            procs: measured.procs,
+            seconds: measured.seconds,
+            levels,
+        });
+    }
+    match args.format {
+        ListFormat::Json => {
+            let mut json = serde_json::to_vec_pretty(&compared)?;
+            json.push(b'\n');
+            emit(&json, None)
+        }
+        ListFormat::Table => out!("{}", render(&compared, args.simulated_runs)),
+    }
+}
+
+/// The measured run at `path`.
+fn read_measured(path: &Path) -> Result<MeasuredServing> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    MeasuredServing::from_json(&text).with_context(|| {
+        format!("{}: not a measured serving run (examples/workloads/torch_serve.py's JSON)", path.display())
+    })
+}
+
+/// A row per measured load, then what the columns mean.
+fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
+    let mut table = TextTable::new(&[
+        "model",
+        "batch",
+        "procs",
+        "load",
+        "s",
+        "req/s",
+        "requests",
+        "p50",
+        "model",
+        "p99",
+        "model",
+        "model's runs",
+        "p99.9",
+        "model",
+    ]);
+    for run in compared {
+        for level in &run.levels {
+            let measured = &level.measured;
+            let (low, high) = level.simulated_p99_range_ms;
+            table.row(vec![
+                run.model.clone(),
+                run.max_batch.to_string(),
+                run.procs.to_string(),
+                format!("{:.2}", measured.utilisation),
+                format!("{}", run.seconds),
+                format!("{:.0}", measured.arrived_rps),
+                measured.requests.to_string(),
+                format!("{:.3}", measured.p50_ms),
+                format!("{:.3}", level.model_p50_ms),
+                format!("{:.3}", measured.p99_ms),
+                format!("{:.3}", level.model_p99_ms),
+                format!("{low:.3}–{high:.3}"),
+                format!("{:.3}", measured.p999_ms),
+                format!("{:.3}", level.model_p999_ms),
+            ]);
+        }
+    }
+    let legend = format!(
+        "latencies in ms, measured then the model's: its exact percentiles for the measured profile (every batch's \
+         mean latency, read conservatively) at the measured rate under Poisson arrivals, and the lowest–highest p99 \
+         of {simulated_runs} simulated runs as long as the measured one (one run's p99 is one draw); load: offered \
+         rate over the full batch's throughput"
+    );
+    format!("{}{}\n", table.render(), wrap_words(&legend, "", ""))
+}

@@ -1,0 +1,174 @@
+//! The model against a real GPU: a serving run measured on hardware
+//! (`examples/workloads/torch_serve.py` writes one) beside what the model
+//! predicts for the same profile and arrival rate.
+
+use serde::{Deserialize, Serialize};
+
+use crate::analytic;
+use crate::error::ServingError;
+use crate::shape::SegmentShape;
+use crate::simulate::{simulate, SimulationOptions};
+use crate::system::{ServedSegment, ServedService, ServingSystem};
+
+/// One measured run: a model served by `procs` processes with batches of up
+/// to `max_batch`, its profile, and the latency percentiles measured at
+/// several loads under Poisson arrivals (the JSON `torch_serve.py` writes;
+/// fields it writes beside these are ignored).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct MeasuredServing {
+    /// The model served.
+    pub model: String,
+    /// The largest batch a process runs.
+    pub max_batch: u32,
+    /// Processes serving from one queue each (the script runs one).
+    pub procs: u32,
+    /// Seconds of arrivals per load.
+    pub seconds: f64,
+    /// Requests arriving before this (seconds) were not counted.
+    pub warmup_s: f64,
+    /// The profile: every batch size's mean latency, measured back to back.
+    pub profile: Vec<MeasuredBatch>,
+    /// The loads served.
+    pub levels: Vec<MeasuredLevel>,
+}
+
+/// One profiled batch size.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct MeasuredBatch {
+    /// Requests in the batch.
+    pub batch: u32,
+    /// Its mean latency, ms.
+    pub latency_ms: f64,
+}
+
+/// One load served and what was measured.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct MeasuredLevel {
+    /// The offered rate over the full batch's throughput.
+    pub utilisation: f64,
+    /// The arrival rate counted, req/s.
+    pub arrived_rps: f64,
+    /// Requests counted (after the warm-up).
+    pub requests: u64,
+    /// Measured median latency, ms.
+    pub p50_ms: f64,
+    /// Measured 99th percentile latency, ms.
+    pub p99_ms: f64,
+    /// Measured 99.9th percentile latency, ms.
+    pub p999_ms: f64,
+}
+
+/// What the model says of one measured load.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelComparison {
+    /// The load as measured.
+    pub measured: MeasuredLevel,
+    /// The model's median latency at the measured rate, ms (exact).
+    pub model_p50_ms: f64,
+    /// The model's 99th percentile latency, ms (exact).
+    pub model_p99_ms: f64,
+    /// The model's 99.9th percentile latency, ms (exact).
+    pub model_p999_ms: f64,
+    /// The lowest and highest p99 (ms) of the model's own runs as long as
+    /// the measured one (its seconds and warm-up): how far one run's p99
+    /// strays from the exact one.
+    pub simulated_p99_range_ms: (f64, f64),
+}
+
+impl MeasuredServing {
+    /// Parses the JSON of a measured run (fields beside the run's are
+    /// ignored); what the model needs is checked by [`Self::shape`] and
+    /// [`Self::compare_with_model`].
+    ///
+    /// # Errors
+    /// Text that is not JSON of the run's shape, naming the field and place.
+    pub fn from_json(text: &str) -> Result<MeasuredServing, ServingError> {
+        serde_json::from_str(text).map_err(|error| ServingError::invalid("run", error.to_string()))
+    }
+
+    /// The segment the run measured, its profile read as Tessera reads any
+    /// profile: every batch's latency raised to any smaller batch's and
+    /// capped at the full batch's ([`SegmentShape::conservative`]).
+    ///
+    /// # Errors
+    /// No processes, a profile without the full batch, or a latency that is
+    /// not positive.
+    pub fn shape(&self) -> Result<SegmentShape, ServingError> {
+        let full = self.profile.iter().find(|p| p.batch == self.max_batch).ok_or_else(|| {
+            ServingError::invalid("profile", format!("the full batch ({}) was not profiled", self.max_batch))
+        })?;
+        let partial: Vec<(u32, f64)> =
+            self.profile.iter().filter(|p| p.batch < self.max_batch).map(|p| (p.batch, p.latency_ms)).collect();
+        Ok(SegmentShape::conservative(self.procs, self.max_batch, full.latency_ms, partial)?.shape)
+    }
+
+    /// Each measured load beside the model's percentiles at its measured
+    /// rate and the p99 range of `runs` simulated runs of the same length
+    /// (seeds `0..runs`).
+    ///
+    /// # Errors
+    /// As [`MeasuredServing::shape`]; no loads, `runs` of 0, a rate that is
+    /// not positive, a warm-up not shorter than the run.
+    pub fn compare_with_model(&self, runs: u64) -> Result<Vec<LevelComparison>, ServingError> {
+        let shape = self.shape()?;
+        if self.levels.is_empty() {
+            return Err(ServingError::invalid("levels", "no load was measured"));
+        }
+        if runs == 0 {
+            return Err(ServingError::invalid("runs", "at least one simulated run is needed"));
+        }
+        self.levels
+            .iter()
+            .map(|level| {
+                if !(level.arrived_rps.is_finite() && level.arrived_rps > 0.0) {
+                    return Err(ServingError::invalid(
+                        "arrived_rps",
+                        format!("{} at load {} is not a positive rate", level.arrived_rps, level.utilisation),
+                    ));
+                }
+                let at = |percentile| analytic::percentile_latency_ms(&shape, level.arrived_rps, percentile);
+                Ok(LevelComparison {
+                    measured: level.clone(),
+                    model_p50_ms: at(50.0)?,
+                    model_p99_ms: at(99.0)?,
+                    model_p999_ms: at(99.9)?,
+                    simulated_p99_range_ms: self.simulated_p99_range_ms(&shape, level, runs)?,
+                })
+            })
+            .collect()
+    }
+
+    fn simulated_p99_range_ms(
+        &self,
+        shape: &SegmentShape,
+        level: &MeasuredLevel,
+        runs: u64,
+    ) -> Result<(f64, f64), ServingError> {
+        // The SLO only counts attainment, which is not compared here.
+        let service = ServedService {
+            name: self.model.clone(),
+            rate_rps: level.arrived_rps,
+            latency_slo_ms: level.p99_ms,
+            percentile: 99.0,
+        };
+        let segment = ServedSegment { service: 0, shape: shape.clone(), weight: 1.0, label: "measured".into() };
+        let system = ServingSystem::new(vec![service], vec![segment])?;
+        let mut range = (f64::INFINITY, 0.0f64);
+        for seed in 0..runs {
+            let options = SimulationOptions {
+                seconds: self.seconds,
+                warmup_s: self.warmup_s,
+                seed,
+                ..SimulationOptions::default()
+            };
+            let report = simulate(&system, &options)?;
+            let p99_ms = report.services[0]
+                .measures
+                .as_ref()
+                .map(|measures| measures.p99_ms)
+                .ok_or_else(|| ServingError::invalid("seconds", "a simulated run measured no request"))?;
+            range = (range.0.min(p99_ms), range.1.max(p99_ms));
+        }
+        Ok(range)
+    }
+}
