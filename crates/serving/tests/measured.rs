@@ -17,8 +17,9 @@
 //! 1.7 (resnet50) and 2.3 (bert) times the model's, beyond any of the
 //! model's own runs of that length: there the queue amplifies what the
 //! model leaves out (about 10 µs of dispatch between batches, batches
-//! 0.3–0.5% slower than profiled, occasional stalls). The test prints those
-//! rows; the README quotes them.
+//! 0.3–0.5% slower than profiled, occasional stalls). `tessera simulate
+//! measured crates/serving/tests/fixtures/h200/*.json` prints every row; the
+//! README quotes them.
 
 use tessera_serving::MeasuredServing;
 
@@ -49,30 +50,13 @@ fn parse(name: &str, json: &str) -> MeasuredServing {
 }
 
 #[test]
-#[allow(clippy::disallowed_macros)] // the table, printed to the terminal
 fn the_model_predicts_the_latency_percentiles_measured_on_a_real_gpu() {
-    println!("model     batch  load  s    req/s  requests   p50 ms meas/model    p99 ms meas/model [runs]     p99.9 ms meas/model");
     let mut held = 0;
     for (name, json) in GPU_RUNS {
         let measured = parse(name, json);
         for compared in measured.compare_with_model(RUNS).unwrap() {
             let level = &compared.measured;
             let (low, high) = compared.simulated_p99_range_ms;
-            println!(
-                "{:<9} {:>5}  {:.2} {:>3} {:>7.0} {:>9}   {:>6.3} / {:<6.3}     {:>6.3} / {:<6.3} [{low:.2}–{high:.2}]   {:>6.3} / {:<6.3}",
-                measured.model,
-                measured.max_batch,
-                level.utilisation,
-                measured.seconds,
-                level.arrived_rps,
-                level.requests,
-                level.p50_ms,
-                compared.model_p50_ms,
-                level.p99_ms,
-                compared.model_p99_ms,
-                level.p999_ms,
-                compared.model_p999_ms
-            );
             if level.utilisation > HELD_UP_TO_LOAD {
                 continue;
             }
