@@ -3,54 +3,28 @@
 //! serving model predicts of a plan at other rates.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use tessera_core::slo::DEFAULT_PERCENTILE;
-use tessera_core::{GpuAssignment, GpuModel, GpuOffer, Plan, ServiceReport, ServiceSlo};
+use tessera_core::{GpuAssignment, Plan, ServiceReport, ServiceSlo};
 use tessera_plan::{
-    plan, GpuPosition, Inventory, LatencyRule, PlanError, PlanInputs, PlanRequest, Planned, ReplanFrom,
-    DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, DEFAULT_TIME_LIMIT,
+    plan, Arrivals, GpuPosition, Inventory, PlanError, PlanInputs, PlanOptions, PlanRequest, Planned, ReplanFrom,
 };
-use tessera_serving::{ServingError, ServingSystem};
+use tessera_serving::{ArrivalModel, ServingError, ServingSystem};
 
 /// The lowest rate a service is planned for, req/s: a service at no
 /// traffic keeps one (small) segment, ready for its next request.
 pub const MIN_PLAN_RATE_RPS: f64 = 0.01;
 
-/// How plans are made: what `tessera plan` takes besides the services.
-#[derive(Debug, Clone, PartialEq)]
+/// How plans are made: `tessera plan`'s options (one type for every
+/// surface, [`PlanOptions`]) and where plans are placed.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct PlanSettings {
-    /// The GPU models the plans may use, with costs and limits.
-    pub fleet: Vec<GpuOffer>,
-    /// The latency rule; `None` for the planner's default (`percentile`).
-    pub rule: Option<LatencyRule>,
-    /// Most MPS processes per segment.
-    pub max_procs: u32,
-    /// GPUs per node, for numbering nodes.
-    pub gpus_per_node: u32,
-    /// How long one planning may search; `None` for no limit.
-    pub time_limit: Option<Duration>,
-    /// Most GPUs a plan may have.
-    pub max_gpus: u64,
+    /// The planning options (fleet, strategy, rule, arrivals, limits);
+    /// arrivals from a trace must have been read into a model.
+    pub options: PlanOptions,
     /// The cluster's nodes every plan is placed on (`tessera plan
     /// --cluster`'s target); `None`: plans number their own nodes.
     pub target: Option<Inventory>,
-}
-
-impl Default for PlanSettings {
-    /// The planner's defaults: one A100-80GB model at cost 1, its default
-    /// rule, processes, node size, time limit and GPU ceiling.
-    fn default() -> Self {
-        PlanSettings {
-            fleet: vec![GpuOffer::plain(GpuModel::A100_80GB)],
-            rule: None,
-            max_procs: DEFAULT_MAX_PROCS,
-            gpus_per_node: DEFAULT_GPUS_PER_NODE,
-            time_limit: Some(DEFAULT_TIME_LIMIT),
-            max_gpus: DEFAULT_MAX_GPUS,
-            target: None,
-        }
-    }
 }
 
 /// The inputs (services and profiles) with the settings plans are made
@@ -85,7 +59,7 @@ impl Planner {
     /// A fresh plan of the services at `rates_rps`.
     pub fn fresh(&self, rates_rps: &[f64]) -> Result<Plan, PlanError> {
         let inputs = self.inputs.for_services(self.services_at(rates_rps));
-        Ok(plan(&self.request(&inputs, None))?.plan)
+        Ok(plan(&self.request(&inputs, None)?)?.plan)
     }
 
     /// A fresh plan of some services only: each `(index, rate_rps)` is a
@@ -99,7 +73,7 @@ impl Planner {
             })
             .collect();
         let inputs = self.inputs.for_services(subset);
-        Ok(plan(&self.request(&inputs, None))?.plan)
+        Ok(plan(&self.request(&inputs, None)?)?.plan)
     }
 
     /// A replan of the services at `rates_rps` from `current`, with the
@@ -114,21 +88,17 @@ impl Planner {
     ) -> Result<Planned, PlanError> {
         let inputs = self.inputs.for_services(self.services_at(rates_rps));
         let from = ReplanFrom { current, max_extra_gpus, drained: drained.to_vec(), lost: Vec::new() };
-        plan(&self.request(&inputs, Some(from)))
+        plan(&self.request(&inputs, Some(from))?)
     }
 
-    fn request<'a>(&'a self, inputs: &'a PlanInputs, from: Option<ReplanFrom<'a>>) -> PlanRequest<'a> {
-        PlanRequest {
-            rule: self.settings.rule,
-            fleet: self.settings.fleet.clone(),
-            max_procs: self.settings.max_procs,
-            gpus_per_node: self.settings.gpus_per_node,
-            time_limit: self.settings.time_limit,
-            max_gpus: self.settings.max_gpus,
-            target: self.settings.target.as_ref(),
-            from,
-            ..PlanRequest::new(inputs)
-        }
+    /// The planner's request for `inputs` under the settings.
+    fn request<'a>(
+        &'a self,
+        inputs: &'a PlanInputs,
+        from: Option<ReplanFrom<'a>>,
+    ) -> Result<PlanRequest<'a>, PlanError> {
+        let request = self.settings.options.request(inputs, from)?;
+        Ok(PlanRequest { target: self.settings.target.as_ref(), ..request })
     }
 
     /// The serving system `plan`'s segments set up when the services
@@ -163,19 +133,52 @@ impl Planner {
         Ok(Some((system, indices)))
     }
 
-    /// What the serving model predicts of `plan` at `rates_rps` (each at
-    /// least [`MIN_PLAN_RATE_RPS`]): each service's share of requests
-    /// within its SLO, in the services' order (0 for a service the plan
-    /// does not serve).
-    pub fn predicted_attainment(&self, plan: &Plan, rates_rps: &[f64]) -> Result<Vec<f64>, ServingError> {
+    /// The arrival model plans are made under and traffic is simulated
+    /// with: the options', else Poisson.
+    pub fn arrivals(&self) -> ArrivalModel {
+        match &self.settings.options.arrivals {
+            Some(Arrivals::Model(model)) => model.clone(),
+            _ => ArrivalModel::Poisson,
+        }
+    }
+
+    /// The services `plan` is predicted to leave short of their SLOs at
+    /// `rates_rps` (each at least [`MIN_PLAN_RATE_RPS`]), each with the
+    /// words why, in the services' order (`None`: met). Under Poisson
+    /// arrivals the serving model predicts each service's share within
+    /// its SLO exactly; under another arrival model, which has no closed
+    /// form, a service falls short above its capacity in the plan (each
+    /// segment's capacity was searched for under that model with the
+    /// request simulator). A service the plan does not serve falls short.
+    pub fn shortfalls(&self, plan: &Plan, rates_rps: &[f64]) -> Result<Vec<Option<String>>, ServingError> {
         let floored: Vec<f64> = rates_rps.iter().map(|rate| rate.max(MIN_PLAN_RATE_RPS)).collect();
+        let arrivals = self.arrivals();
+        if arrivals != ArrivalModel::Poisson {
+            let shortfalls = self.services().iter().zip(&floored).map(|(slo, &rate_rps)| {
+                let report = plan.services.iter().find(|report| report.service == slo.service);
+                let capacity_rps = report.map_or(0.0, |report| report.provisioned_rps);
+                (rate_rps > capacity_rps).then(|| {
+                    format!(
+                        "{} at {rate_rps:.1} req/s: above its capacity of {capacity_rps:.1} req/s under {arrivals} \
+                         arrivals",
+                        slo.service
+                    )
+                })
+            });
+            return Ok(shortfalls.collect());
+        }
         let mut attainment = vec![0.0; self.services().len()];
         if let Some((system, indices)) = self.system_at(plan, &floored)? {
             for (served, &index) in indices.iter().enumerate() {
                 attainment[index] = system.predicted_attainment(served)?;
             }
         }
-        Ok(attainment)
+        let shortfalls = self.services().iter().zip(&attainment).zip(&floored).map(|((slo, &predicted), rate_rps)| {
+            (predicted < slo.percentile / 100.0).then(|| {
+                format!("{} at {rate_rps:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile)
+            })
+        });
+        Ok(shortfalls.collect())
     }
 }
 
@@ -193,5 +196,35 @@ fn served_report(slo: &ServiceSlo, rate_rps: f64) -> ServiceReport {
         met: true,
         percentile: Some(slo.percentile),
         predicted_attainment: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn under_bursty_arrivals_a_service_falls_short_above_its_capacity() {
+        let inputs = PlanInputs::demo(&[tessera_plan::DEFAULT_GPU_MODEL]).unwrap();
+        let poisson = Planner::new(inputs.clone(), PlanSettings::default());
+        let rates: Vec<f64> = poisson.services().iter().map(|slo| slo.rate_rps).collect();
+        let plan = poisson.fresh(&rates).unwrap();
+        let cv2 = ArrivalModel::Renewal { cv: 2.0 };
+        let options = PlanOptions { arrivals: Some(Arrivals::Model(cv2.clone())), ..PlanOptions::default() };
+        let bursty = Planner::new(inputs, PlanSettings { options, target: None });
+        assert_eq!(bursty.arrivals(), cv2);
+        assert!(bursty.shortfalls(&plan, &rates).unwrap().iter().all(Option::is_none));
+        let first = &poisson.services()[0].service;
+        let capacity_rps = plan.services.iter().find(|report| &report.service == first).unwrap().provisioned_rps;
+        let mut over = rates.clone();
+        over[0] = capacity_rps * 1.01;
+        let shortfalls = bursty.shortfalls(&plan, &over).unwrap();
+        let words = shortfalls[0].as_deref().expect("above its capacity");
+        assert!(words.contains("above its capacity") && words.contains("under cv=2 arrivals"), "{words}");
+        assert!(shortfalls[1..].iter().all(Option::is_none), "{shortfalls:?}");
+        // Under Poisson the serving model judges: past the capacity the
+        // percentile is missed.
+        let judged = poisson.shortfalls(&plan, &over).unwrap();
+        assert!(judged[0].as_deref().is_some_and(|words| words.contains('<')), "{judged:?}");
     }
 }

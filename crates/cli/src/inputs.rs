@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use tessera_core::synthetic::{builtin_catalog, demo_images, demo_services};
 use tessera_core::text::count;
 use tessera_core::{GpuModel, GpuOffer, ProfileCatalog, ServiceSlo, SourcedProfile};
-use tessera_plan::{PlanInputs, ProfileOrigin};
+use tessera_plan::{PlanInputs, ProfileOrigin, DEFAULT_GPU_MODEL};
 use tessera_store::{
     read_profile_dir, read_service_images, read_slo_csv, read_slo_scenario, read_sourced_profiles_csv, Store,
 };
@@ -47,9 +47,9 @@ pub fn load(args: &InputArgs, fleet: &[GpuOffer], store: Option<&Path>) -> Resul
     if !slos_given(args) {
         bail!("no SLOs given: pass --slo FILE, or --slo-rates FILE --slo-latency FILE --scenario K, or --demo");
     }
-    let (catalog, origin, predicted) = load_catalog(&args.profiles, args.demo, store)?;
+    let (catalog, origin, predicted) = load_catalog(&args.profiles, first_gpu(fleet), args.demo, store)?;
     let gpu_models: Vec<GpuModel> = fleet.iter().map(|offer| offer.model).collect();
-    let mut services = load_services(slos, &catalog, args.profiles.first_gpu())?;
+    let mut services = load_services(slos, &catalog, first_gpu(fleet))?;
     if let Some(percentile) = slos.slo_percentile {
         services = services.into_iter().map(|slo| slo.with_percentile(percentile)).collect::<Result<_, _>>()?;
     }
@@ -82,22 +82,29 @@ pub fn load_with_services(
     store: Option<&Path>,
     services: impl FnOnce(&ProfileCatalog) -> Result<Vec<ServiceSlo>>,
 ) -> Result<PlanInputs> {
-    let (catalog, origin, _) = load_catalog(&args.profiles, args.demo, store)?;
+    let (catalog, origin, _) = load_catalog(&args.profiles, first_gpu(fleet), args.demo, store)?;
     let gpu_models: Vec<GpuModel> = fleet.iter().map(|offer| offer.model).collect();
     let services = services(&catalog)?;
     Ok(PlanInputs::new(services, catalog, origin, &gpu_models)?)
 }
 
-/// Profiles from `--profiles`, the built-in example (`--demo`), or the
-/// store, whether they are measured, and how many of their points are
-/// predicted (a completed profile CSV).
+/// The first GPU model of `fleet` (the one a ParvaGPU profile folder or
+/// deployment map is on), or the default.
+pub fn first_gpu(fleet: &[GpuOffer]) -> GpuModel {
+    fleet.first().map_or(DEFAULT_GPU_MODEL, |offer| offer.model)
+}
+
+/// Profiles from `--profiles` (a ParvaGPU folder measured on `gpu`), the
+/// built-in example (`--demo`), or the store, whether they are measured,
+/// and how many of their points are predicted (a completed profile CSV).
 fn load_catalog(
     source: &ProfileSource,
+    gpu: GpuModel,
     demo: bool,
     store: Option<&Path>,
 ) -> Result<(ProfileCatalog, ProfileOrigin, usize)> {
     if let Some(path) = &source.profiles {
-        let profiles = read_sourced_profiles(path, source.first_gpu())?;
+        let profiles = read_sourced_profiles(path, gpu)?;
         let predicted = profiles.iter().flat_map(|p| p.points()).filter(|p| !p.is_measured()).count();
         let catalog = profiles.iter().map(SourcedProfile::planning_profile).collect();
         return Ok((catalog, ProfileOrigin::Measured, predicted));

@@ -1,14 +1,12 @@
 //! `tessera report` and `tessera serve` end to end: the report of a demo
 //! plan, and the service started, asked, and stopped by SIGTERM.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::util::{stdout, store_in, tessera};
+use crate::util::{ask, serve, stdout, store_in, tessera, SERVE_TOKEN};
 
 #[test]
 fn report_draws_every_instance_of_a_plan_as_html_or_svg() {
@@ -36,37 +34,11 @@ fn report_draws_every_instance_of_a_plan_as_html_or_svg() {
     assert_eq!(svg.matches("<g class=\"tile\"").count(), instances);
 }
 
-/// Sends one HTTP/1.1 request to `address` and returns the whole answer.
-fn ask(address: &str, request: &str) -> String {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    answer
-}
-
 #[test]
 fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
     let dir = TempDir::new().unwrap();
     let store = store_in(&dir);
-    let token = dir.path().join("token");
-    std::fs::write(&token, "a-token-of-twenty-chars\n").unwrap();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--token-file", token.to_str().unwrap()])
-        .env("TESSERA_STORE", &store)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = lines.next().expect("the server says where it listens").unwrap();
-        if let Some(rest) = line.strip_prefix("note: serving ") {
-            let url = rest.split(" on http://").nth(1).unwrap();
-            break url.split('/').next().unwrap().to_string();
-        }
-    };
+    let (mut server, address, lines) = serve(&dir, &store);
     assert!(address.starts_with("127.0.0.1:"), "{address}");
     let health = ask(&address, "GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n");
     assert!(health.starts_with("HTTP/1.1 200 OK"), "{health}");
@@ -144,28 +116,6 @@ fn bench_serve_runs_a_small_load_on_loopback_and_loses_nothing() {
     assert!(!store.exists(), "bench serve wrote {}", store.display());
 }
 
-/// A `tessera serve` on loopback over `store` with `token`, and its address.
-fn serve(store: &std::path::Path, token: &std::path::Path) -> (std::process::Child, String) {
-    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--token-file", token.to_str().unwrap()])
-        .env("TESSERA_STORE", store)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
-    let address = loop {
-        let line = lines.next().expect("the server says where it listens").unwrap();
-        if let Some(rest) = line.strip_prefix("note: serving ") {
-            let url = rest.split(" on http://").nth(1).unwrap();
-            break url.split('/').next().unwrap().to_string();
-        }
-    };
-    // Keep draining the log so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (server, address)
-}
-
 /// The JSON body of `method path` (with `body`) on `address`, bearer
 /// `token`, and its status.
 fn call(address: &str, token: &str, method: &str, path: &str, body: &str) -> (u16, serde_json::Value) {
@@ -186,10 +136,10 @@ fn call(address: &str, token: &str, method: &str, path: &str, body: &str) -> (u1
 fn the_cli_and_the_service_make_the_same_plan_and_verify_it_in_the_same_form() {
     let dir = TempDir::new().unwrap();
     let store = store_in(&dir);
-    let token = "a-token-of-twenty-chars";
-    let token_file = dir.path().join("token");
-    std::fs::write(&token_file, token).unwrap();
-    let (mut server, address) = serve(&store, &token_file);
+    let token = SERVE_TOKEN;
+    let (mut server, address, lines) = serve(&dir, &store);
+    // Keep draining the log so the server never blocks on a full pipe.
+    std::thread::spawn(move || lines.for_each(drop));
     for (strategy, gpu) in [("optimal", "a100-80gb"), ("parva", "a100-80gb"), ("optimal", "h100-80gb")] {
         let cli = tessera(&["plan", "--demo", "--strategy", strategy, "--gpu", gpu, "--format", "json"], &store);
         assert!(cli.status.success(), "{}", String::from_utf8_lossy(&cli.stderr));

@@ -9,6 +9,7 @@ mod deploy;
 mod fuzz;
 mod k8s;
 mod matrix;
+mod options;
 mod plan;
 mod profile;
 mod profile_to_colocate;

@@ -1,7 +1,10 @@
 //! Helpers shared by the end-to-end tests of the `tessera` binary.
 
+use std::io::{BufRead, BufReader, Lines, Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::time::Duration;
 
 use tempfile::TempDir;
 
@@ -19,6 +22,43 @@ pub fn run_with_env(args: &[&str], env: &[(&str, &Path)]) -> Output {
 /// Runs the binary with `store` as its store.
 pub fn tessera(args: &[&str], store: &Path) -> Output {
     run_with_env(args, &[("TESSERA_STORE", store)])
+}
+
+/// The token [`serve`] starts the server with.
+pub const SERVE_TOKEN: &str = "a-token-of-twenty-chars";
+
+/// `tessera serve` on a free loopback port with `store` and the token
+/// [`SERVE_TOKEN`] (its file in `dir`): the process, its address and the
+/// rest of its log.
+pub fn serve(dir: &TempDir, store: &Path) -> (Child, String, Lines<BufReader<ChildStderr>>) {
+    let token = dir.path().join("token");
+    std::fs::write(&token, format!("{SERVE_TOKEN}\n")).unwrap();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--token-file", token.to_str().unwrap()])
+        .env("TESSERA_STORE", store)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("the server says where it listens").unwrap();
+        if let Some(rest) = line.strip_prefix("note: serving ") {
+            let url = rest.split(" on http://").nth(1).unwrap();
+            break url.split('/').next().unwrap().to_string();
+        }
+    };
+    (server, address, lines)
+}
+
+/// Sends one HTTP/1.1 request to `address` and returns the whole answer.
+pub fn ask(address: &str, request: &str) -> String {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
 }
 
 /// The command's standard output.

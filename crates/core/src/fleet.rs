@@ -26,14 +26,24 @@ impl GpuOffer {
 }
 
 impl fmt::Display for GpuOffer {
+    /// The text [`GpuOffer::from_str`] reads, with only the settings that
+    /// differ from [`GpuOffer::plain`]: `a100-80gb`,
+    /// `h100-80gb:cost=1.6,count=16`, `a30-24gb:count=4`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:cost={}", self.model, self.cost)?;
-        if let Some(limit) = self.limit {
-            write!(f, ",count={limit}")?;
+        write!(f, "{}", self.model)?;
+        let cost = (self.cost != 1.0).then(|| format!("cost={}", self.cost));
+        let count = self.limit.map(|limit| format!("count={limit}"));
+        let settings: Vec<String> = cost.into_iter().chain(count).collect();
+        if !settings.is_empty() {
+            write!(f, ":{}", settings.join(","))?;
         }
         Ok(())
     }
 }
+
+// An offer travels as its text (`"h100-80gb:cost=1.6,count=16"`), as on
+// the command line.
+crate::serde_as_text!(GpuOffer);
 
 impl FromStr for GpuOffer {
     type Err = CoreError;
@@ -77,6 +87,19 @@ mod tests {
         assert_eq!(offer, GpuOffer { model: GpuModel::H100_80GB, cost: 1.6, limit: Some(16) });
         assert_eq!("a100-80gb".parse::<GpuOffer>().unwrap(), GpuOffer::plain(GpuModel::A100_80GB));
         assert_eq!(offer.to_string().parse::<GpuOffer>().unwrap(), offer);
+        for text in ["a100-80gb", "a30-24gb:count=4", "h100-80gb:cost=1.6", "h100-80gb:cost=1.6,count=16"] {
+            assert_eq!(text.parse::<GpuOffer>().unwrap().to_string(), text, "the canonical text round-trips");
+        }
+    }
+
+    #[test]
+    fn travels_as_its_text() {
+        let offer: GpuOffer = "h100-80gb:cost=1.6,count=16".parse().unwrap();
+        let json = serde_json::to_string(&offer).unwrap();
+        assert_eq!(json, "\"h100-80gb:cost=1.6,count=16\"");
+        assert_eq!(serde_json::from_str::<GpuOffer>(&json).unwrap(), offer);
+        let error = serde_json::from_str::<GpuOffer>("\"v100\"").unwrap_err().to_string();
+        assert!(error.contains("v100"), "{error}");
     }
 
     #[test]

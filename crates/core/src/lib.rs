@@ -19,6 +19,9 @@ pub mod slo;
 pub mod synthetic;
 pub mod text;
 
+#[doc(hidden)]
+pub use serde as __serde;
+
 pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
 pub use diff::{
     diff_plans, transition_steps, DiffTotals, Dip, GpuChange, GpuDiff, GpuOperations, Operation, PlanDiff, ServiceDiff,

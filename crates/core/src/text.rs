@@ -54,6 +54,29 @@ pub fn tick_step(span: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * magnitude).find(|&step| step >= rough).unwrap_or(10.0 * magnitude)
 }
 
+/// Implements serde's `Serialize` and `Deserialize` for a type through its
+/// text form, the one people type: serialized with `Display`, read back
+/// with `FromStr` (whose error becomes the message). For types such as
+/// GPU offers and positions that travel in JSON as they are written on
+/// the command line.
+#[macro_export]
+macro_rules! serde_as_text {
+    ($type:ty) => {
+        impl $crate::__serde::Serialize for $type {
+            fn serialize<S: $crate::__serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        impl<'de> $crate::__serde::Deserialize<'de> for $type {
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <String as $crate::__serde::Deserialize>::deserialize(deserializer)?;
+                text.parse().map_err(<D::Error as $crate::__serde::de::Error>::custom)
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -82,6 +82,19 @@ pub enum PlanError {
         /// The strategy asked for.
         strategy: &'static str,
     },
+    /// A planning option out of its range (the command line's parsers
+    /// refuse these; JSON has none).
+    #[error("{field}: {message}")]
+    InvalidOption {
+        /// The option, as its JSON field is named.
+        field: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// Arrivals from a trace file that was not read before planning (the
+    /// edge reads files; the planner does not).
+    #[error("arrivals from trace {0}: the trace must be read before planning (a trace is a command-line option)")]
+    TraceNotRead(String),
     /// A running plan records a latency rule this build does not know.
     #[error("the running plan's latency rule: {0}")]
     RecordedRule(String),

@@ -164,6 +164,9 @@ impl LatencyRule {
     }
 }
 
+// A rule travels by its name, in plans, options and the API.
+tessera_core::serde_as_text!(LatencyRule);
+
 impl fmt::Display for LatencyRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -70,6 +70,7 @@ mod optimal;
 mod options;
 mod parva;
 mod placement;
+mod plan_options;
 mod planning;
 mod problem;
 mod replan;
@@ -91,7 +92,10 @@ pub use inputs::PlanInputs;
 pub use latency::LatencyRule;
 pub use optimal::{RelaxationBound, DEFAULT_TIME_LIMIT};
 pub use placement::{node_number, Inventory, NodeRef, TargetNode};
-pub use planning::{plan, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom};
+pub use plan_options::{Arrivals, PlanOptions, ReplanOptions, DEFAULT_GPU_MODEL};
+pub use planning::{
+    plan, recorded_arrivals, recorded_rule, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom,
+};
 pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use replan::{align_to, reseat, GpuPosition};
 pub use service_check::ServiceCheck;

@@ -12,16 +12,17 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use tessera_core::{GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
+use tessera_core::{diff_plans, GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
 use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
 use crate::latency::LatencyRule;
-use crate::optimal::{plan_optimal, relaxation_bound as solve_relaxation, RelaxationBound, DEFAULT_TIME_LIMIT};
+use crate::optimal::{plan_optimal, relaxation_bound as solve_relaxation, RelaxationBound};
 use crate::parva::plan_parva;
 use crate::placement::Inventory;
-use crate::problem::{Problem, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS};
+use crate::plan_options::PlanOptions;
+use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
 use crate::spread::spread_segments;
 use crate::strategy::Strategy;
@@ -99,23 +100,23 @@ pub struct ReplanComparison {
 }
 
 impl<'a> PlanRequest<'a> {
-    /// The defaults: the `optimal` strategy under its default rule, one
-    /// unlimited A100-80GB model at cost 1, [`DEFAULT_MAX_PROCS`]
-    /// processes, [`DEFAULT_GPUS_PER_NODE`] GPUs per node, a
-    /// [`DEFAULT_TIME_LIMIT`], at most [`DEFAULT_MAX_GPUS`] GPUs, no spread,
-    /// no replan, no target.
+    /// The defaults of [`PlanOptions::default`] (the `optimal` strategy
+    /// under its default rule on one unlimited A100-80GB model), no
+    /// replan, no target.
     pub fn new(inputs: &'a PlanInputs) -> PlanRequest<'a> {
+        let options = PlanOptions::default();
+        let time_limit = options.time_limit();
         PlanRequest {
             inputs,
-            strategy: Strategy::default(),
-            rule: None,
+            strategy: options.strategy,
+            rule: options.latency_rule,
             arrivals: None,
-            fleet: vec![GpuOffer::plain(GpuModel::A100_80GB)],
-            max_procs: DEFAULT_MAX_PROCS,
-            gpus_per_node: DEFAULT_GPUS_PER_NODE,
-            time_limit: Some(DEFAULT_TIME_LIMIT),
-            max_gpus: DEFAULT_MAX_GPUS,
-            spread: false,
+            fleet: options.gpus,
+            max_procs: options.max_procs,
+            gpus_per_node: options.gpus_per_node,
+            time_limit,
+            max_gpus: options.max_gpus,
+            spread: options.spread,
             from: None,
             target: None,
         }
@@ -123,15 +124,11 @@ impl<'a> PlanRequest<'a> {
 
     /// The rule the plan is made under (see the module docs).
     pub fn resolved_rule(&self) -> Result<LatencyRule, PlanError> {
-        if let Some(rule) = self.rule {
-            return Ok(rule);
-        }
-        match &self.from {
-            Some(from) if !from.current.latency_rule.is_empty() => {
-                from.current.latency_rule.parse().map_err(PlanError::RecordedRule)
-            }
-            _ => Ok(self.strategy.default_rule()),
-        }
+        let recorded = match &self.from {
+            Some(from) => recorded_rule(from.current)?,
+            None => None,
+        };
+        Ok(self.rule.or(recorded).unwrap_or(self.strategy.default_rule()))
     }
 
     /// The arrival model the plan is proven under: the one asked for;
@@ -140,15 +137,11 @@ impl<'a> PlanRequest<'a> {
     /// it); else Poisson. Only the percentile rule takes one other than
     /// Poisson.
     pub fn resolved_arrivals(&self) -> Result<ArrivalModel, PlanError> {
-        let arrivals = match (&self.arrivals, &self.from) {
-            (Some(arrivals), _) => arrivals.clone(),
-            (None, Some(from)) => match &from.current.traffic {
-                Some(traffic) => ArrivalModel::parse(&traffic.arrivals)
-                    .map_err(|error| PlanError::RecordedArrivals(format!("{error}: name the arrivals again")))?,
-                None => ArrivalModel::Poisson,
-            },
-            (None, None) => ArrivalModel::Poisson,
+        let recorded = match (&self.arrivals, &self.from) {
+            (None, Some(from)) => recorded_arrivals(from.current)?,
+            _ => None,
         };
+        let arrivals = self.arrivals.clone().or(recorded).unwrap_or(ArrivalModel::Poisson);
         let rule = self.resolved_rule()?;
         if arrivals != ArrivalModel::Poisson && !rule.uses_capacity() {
             return Err(PlanError::ArrivalsNeedPercentile { rule: rule.name(), arrivals: arrivals.to_string() });
@@ -186,6 +179,24 @@ impl<'a> PlanRequest<'a> {
             capacities: inputs.capacities(),
         }
     }
+}
+
+/// The latency rule `plan` records, if any (a ParvaGPU deployment map
+/// records none); a name this build does not know is an error.
+pub fn recorded_rule(plan: &Plan) -> Result<Option<LatencyRule>, PlanError> {
+    match plan.latency_rule.as_str() {
+        "" => Ok(None),
+        name => name.parse().map(Some).map_err(PlanError::RecordedRule),
+    }
+}
+
+/// The arrival model `plan` records, if any; a recorded trace is an error
+/// (a plan names a trace, it does not hold it: it must be named again).
+pub fn recorded_arrivals(plan: &Plan) -> Result<Option<ArrivalModel>, PlanError> {
+    let Some(traffic) = &plan.traffic else { return Ok(None) };
+    ArrivalModel::parse(&traffic.arrivals)
+        .map(Some)
+        .map_err(|error| PlanError::RecordedArrivals(format!("{error}: name the arrivals again")))
 }
 
 impl PlanRequest<'_> {
@@ -231,7 +242,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let inputs = completed.as_ref().unwrap_or(request.inputs);
     let problem = request.problem(fleet, inputs, rule, &arrivals);
     let started = Instant::now();
-    let (mut plan, replanned) = match &request.from {
+    let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
             let removed: Vec<GpuPosition> = from.drained.iter().chain(&from.lost).copied().collect();
             let replanned = replan(&ReplanRequest {
@@ -281,6 +292,11 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     }
     if request.spread {
         let unspread = spread_segments(&mut plan);
+        if let (Some(comparison), Some(from)) = (&mut replanned, &request.from) {
+            // Trading segments restarts them: the replan's diff is the
+            // spread plan's.
+            comparison.diff = diff_plans(from.current, &plan);
+        }
         plan.notes.push(if unspread.is_empty() {
             "spread: every service with several segments runs on at least two GPUs".to_string()
         } else {

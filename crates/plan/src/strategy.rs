@@ -66,6 +66,9 @@ impl Strategy {
     }
 }
 
+// A strategy travels by its name, in plans, options and the API.
+tessera_core::serde_as_text!(Strategy);
+
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -11,6 +11,7 @@ use tessera_serving::ArrivalModel;
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
 use crate::latency::LatencyRule;
+use crate::planning::{recorded_arrivals, recorded_rule};
 use crate::service_check::ServiceCheck;
 use crate::verify::{verify_services, VerifyRequest, Violation};
 
@@ -69,36 +70,29 @@ pub fn verify_plan(
     max_procs: u32,
 ) -> Result<Verification, PlanError> {
     let mut notes = Vec::new();
-    let rule = match (rule, plan.latency_rule.as_str()) {
-        (Some(rule), _) => rule,
-        (None, "") => {
-            notes.push(format!(
-                "the plan records no latency rule (a ParvaGPU deployment map): checked under the {} rule, \
-                 `tessera plan`'s default; ask for the parva rule to check it under ParvaGPU's own",
-                LatencyRule::DEFAULT
-            ));
+    let recorded = if rule.is_none() { recorded_rule(plan)? } else { None };
+    let rule = rule.or(recorded).unwrap_or_else(|| {
+        notes.push(format!(
+            "the plan records no latency rule (a ParvaGPU deployment map): checked under the {} rule, \
+             `tessera plan`'s default; ask for the parva rule to check it under ParvaGPU's own",
             LatencyRule::DEFAULT
-        }
-        (None, recorded) => recorded.parse().map_err(PlanError::RecordedRule)?,
-    };
+        ));
+        LatencyRule::DEFAULT
+    });
     let models: BTreeSet<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect();
     let missing: Vec<GpuModel> = models.into_iter().filter(|model| !inputs.gpu_models().contains(model)).collect();
     let completed = if missing.is_empty() { None } else { Some(inputs.completed_for_more(&missing)?) };
     let inputs = completed.as_ref().unwrap_or(inputs);
-    let arrivals = match (arrivals, &plan.traffic) {
-        (Some(arrivals), _) => arrivals.clone(),
-        (None, Some(traffic)) => ArrivalModel::parse(&traffic.arrivals).map_err(|error| {
-            PlanError::RecordedArrivals(format!("{error}: name the arrivals to check the plan under"))
-        })?,
-        (None, None) => ArrivalModel::Poisson,
-    };
+    let recorded = if arrivals.is_none() { recorded_arrivals(plan)? } else { None };
+    let arrivals = arrivals.cloned().or(recorded).unwrap_or(ArrivalModel::Poisson);
     let request =
         VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, arrivals: &arrivals, max_procs };
     let (violations, by_service) = verify_services(plan, &request);
     let unknown_services = violations.iter().any(|violation| matches!(violation, Violation::UnknownService { .. }));
     if plan.latency_rule.is_empty() && unknown_services {
         notes.push(
-            "a ParvaGPU deployment map names models, not services: each instance serves the service named after              its model, so the SLOs must name services after their models (ParvaGPU's scenario files do)"
+            "a ParvaGPU deployment map names models, not services: each instance serves the service named after \
+             its model, so the SLOs must name services after their models (ParvaGPU's scenario files do)"
                 .to_string(),
         );
     }

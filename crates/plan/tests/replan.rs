@@ -108,3 +108,26 @@ fn replans_of_parvagpu_scenarios_pass_the_verifier() {
         }
     }
 }
+
+/// A replan may spread its services: the diff it reports is the diff of
+/// the plan it returns (trading segments restarts them).
+#[test]
+fn a_spread_replan_reports_the_diff_of_the_spread_plan() {
+    let catalog = builtin_catalog();
+    let gpu = GpuModel::A100_80GB;
+    let old = catalogue(24, 7);
+    let old_inputs = measured(&old, &catalog, gpu);
+    let current = plan(&request(&old_inputs, gpu, Strategy::Optimal, LatencyRule::Parva)).unwrap().plan;
+    let new: Vec<ServiceSlo> = old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * 1.1, ..s.clone() }).collect();
+    let new_inputs = measured(&new, &catalog, gpu);
+    let from = ReplanFrom { current: &current, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+    let Planned { plan: spread, replan } = plan(&PlanRequest {
+        from: Some(from),
+        spread: true,
+        ..request(&new_inputs, gpu, Strategy::Optimal, LatencyRule::Parva)
+    })
+    .unwrap();
+    let replan = replan.expect("a replan compares itself with the fresh plan");
+    assert_eq!(replan.diff, tessera_core::diff_plans(&current, &spread));
+    assert!(spread.notes.iter().any(|note| note.starts_with("spread:")), "{:?}", spread.notes);
+}

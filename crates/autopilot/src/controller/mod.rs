@@ -309,21 +309,12 @@ impl Controller {
         let capacities_rps = self.replanner().capacities_rps(&running);
         self.track_spare_capacity(time_s, &capacities_rps, &forecast_rps);
         let keep_rps = scaled(&forecast_rps, 1.0 + self.config.keep_headroom);
-        let attainment = match self.planner.predicted_attainment(&running, &keep_rps) {
-            Ok(attainment) => attainment,
+        let shortfalls = match self.planner.shortfalls(&running, &keep_rps) {
+            Ok(shortfalls) => shortfalls,
             Err(error) => return (Action::Hold, format!("holding: the serving model cannot judge the plan: {error}")),
         };
-        let short: Vec<(usize, String)> = self
-            .services()
-            .iter()
-            .zip(&attainment)
-            .zip(&keep_rps)
-            .enumerate()
-            .filter(|(_, ((slo, &predicted), _))| predicted < slo.percentile / 100.0)
-            .map(|(index, ((slo, predicted), rate))| {
-                (index, format!("{} at {rate:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile))
-            })
-            .collect();
+        let short: Vec<(usize, String)> =
+            shortfalls.into_iter().enumerate().filter_map(|(index, words)| Some((index, words?))).collect();
         for (index, _) in &short {
             self.short_at_s[*index] = Some(time_s);
         }

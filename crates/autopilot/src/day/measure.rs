@@ -4,7 +4,8 @@
 //! The day is cut wherever the segments serving change, a service's rate
 //! changes, or an hour ends; within a piece both are constant. Each piece
 //! is measured by simulating a sampled window of traffic at its rates
-//! (Poisson arrivals, `warmup_s` unmeasured then `window_s` measured) on
+//! (the arrival model plans are made under, Poisson by default; `warmup_s`
+//! unmeasured then `window_s` measured) on
 //! its segments, and each service's measured share within its SLO is
 //! weighted by the requests the piece holds (its rate times its length).
 //! A service with too few requests in the window for one to be measured
@@ -244,6 +245,7 @@ fn simulate_piece(
                 if loaded { sampling.window_s } else { sampling.service_window_s(service.rate_rps, batch_ms) };
             let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
             let options = SimulationOptions {
+                arrivals: planner.arrivals(),
                 seconds: warmup_s + window_s,
                 warmup_s,
                 seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),

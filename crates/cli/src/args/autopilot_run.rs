@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use clap::{ArgGroup, Args, ValueEnum};
 use tessera_autopilot::{ControllerConfig, ReconfigurationTimes};
 use tessera_k8s::DEFAULT_NAMESPACE;
-use tessera_plan::{LatencyRule, DEFAULT_MAX_GPUS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT};
+use tessera_plan::PlanOptions;
 
-use super::{parse_seconds, InputArgs, ListFormat};
+use super::{InputArgs, ListFormat};
 use crate::commands::k8s::{ClusterArgs, ObjectArgs};
 
 /// The default PromQL query of a service's rate, req/s (`{service}` is
@@ -20,17 +20,9 @@ pub const DEFAULT_QUERY_TEMPLATE: &str = r#"sum(rate(tessera_requests_total{serv
 /// `autopilot run`).
 #[derive(Debug, Clone, Args)]
 pub struct ControllerArgs {
-    /// Latency rule every plan must meet (default: percentile).
-    #[arg(long, value_enum)]
-    pub latency_rule: Option<LatencyRule>,
-
-    /// Seconds one planning may search.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds)]
-    pub time_limit: f64,
-
-    /// Most GPUs a plan may use.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
-    pub max_gpus: u64,
+    /// How every plan and replan is made (`tessera plan`'s options).
+    #[command(flatten)]
+    pub plan: PlanOptions,
 
     /// Plans are made for the forecast plus this share (0.15: +15%).
     #[arg(long, value_name = "SHARE", default_value_t = tessera_autopilot::DEFAULT_PLAN_HEADROOM, value_parser = parse_non_negative)]

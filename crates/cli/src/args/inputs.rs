@@ -1,14 +1,13 @@
-//! What `tessera plan` and `tessera verify` read: the profiles (the store,
-//! a file or the built-in example) on a fleet of GPU models, the SLOs, and
-//! the process limit.
+//! What `tessera plan`, `tessera verify` and the autopilot read: the
+//! profiles (the store, a file or the built-in example) and the SLOs. The
+//! fleet they are read for is a planning option (`--gpu`,
+//! [`tessera_plan::PlanOptions`]).
 
 use std::path::PathBuf;
 
 use clap::Args;
-use tessera_core::{GpuModel, GpuOffer};
-use tessera_plan::DEFAULT_MAX_PROCS;
 
-/// What `plan` and `verify` read: profiles, SLOs and the process limit.
+/// What `plan`, `verify` and the autopilot read: profiles and SLOs.
 #[derive(Debug, Clone, Args)]
 pub struct InputArgs {
     /// Use the built-in example (synthetic profiles and six services); no
@@ -21,10 +20,6 @@ pub struct InputArgs {
 
     #[command(flatten)]
     pub slos: SloSource,
-
-    /// Most MPS processes per segment.
-    #[arg(long, default_value_t = DEFAULT_MAX_PROCS, value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_procs: u32,
 }
 
 /// Where profiles come from.
@@ -35,21 +30,6 @@ pub struct ProfileSource {
     /// profile CSV file.
     #[arg(long, value_name = "DIR|FILE")]
     pub profiles: Option<PathBuf>,
-
-    /// A GPU model of the fleet, with an optional cost per GPU and count
-    /// limit; repeat for a mixed fleet (the objective becomes total cost):
-    /// `--gpu a100-80gb:cost=1.0 --gpu h100-80gb:cost=1.6,count=16`. GPU
-    /// models without profiles of a model get estimated ones (said in the
-    /// output).
-    #[arg(long = "gpu", value_name = "MODEL[:cost=C][,count=N]", default_value = "a100-80gb", value_parser = parse_offer)]
-    pub gpus: Vec<GpuOffer>,
-}
-
-impl ProfileSource {
-    /// The first GPU model named.
-    pub fn first_gpu(&self) -> GpuModel {
-        self.gpus.first().map_or(GpuModel::A100_80GB, |offer| offer.model)
-    }
 }
 
 /// Where SLOs come from.
@@ -78,10 +58,6 @@ pub struct SloSource {
     /// (default 99).
     #[arg(long, value_name = "P", value_parser = parse_percentile)]
     pub slo_percentile: Option<f64>,
-}
-
-fn parse_offer(value: &str) -> Result<GpuOffer, String> {
-    value.parse().map_err(|error: tessera_core::CoreError| error.to_string())
 }
 
 fn parse_percentile(value: &str) -> Result<f64, String> {

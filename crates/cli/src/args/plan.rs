@@ -3,46 +3,21 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, ValueEnum};
-use tessera_plan::{
-    GpuPosition, LatencyRule, Strategy, DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_TIME_LIMIT, MAX_GPUS_LIMIT,
-};
+use clap::{ArgGroup, Args, ValueEnum};
+use tessera_core::GpuOffer;
+use tessera_plan::{LatencyRule, PlanOptions, ReplanOptions, DEFAULT_GPU_MODEL, DEFAULT_MAX_PROCS};
 
-use super::{parse_seconds, InputArgs, ListFormat, TrafficArgs};
+use super::{InputArgs, ListFormat, TrafficArgs};
 
 /// `tessera plan`.
 #[derive(Debug, Clone, Args)]
+#[command(group(ArgGroup::new("replan_options").args(["max_extra_gpus", "drain", "lost"]).multiple(true).requires("from")))]
 pub struct PlanArgs {
     #[command(flatten)]
     pub inputs: InputArgs,
 
-    /// Planning strategy.
-    #[arg(long, value_enum, default_value_t = Strategy::default())]
-    pub strategy: Strategy,
-
-    /// Latency rule every segment must meet. Default: the strategy's
-    /// (percentile for optimal, parva for parva); with --from, the running
-    /// plan's.
-    #[arg(long, value_enum)]
-    pub latency_rule: Option<LatencyRule>,
-
-    /// How requests arrive, for the percentile rule's capacities (the
-    /// syntax of `simulate serve --arrivals`): `poisson` (exact, the
-    /// analytic model), `cv=X`, `onoff=...` or `trace=FILE` (each
-    /// configuration's capacity searched for with the request simulator).
-    /// Default: poisson; with --from, the running plan's.
-    #[arg(long, value_name = "MODEL")]
-    pub arrivals: Option<String>,
-
-    /// Seconds the optimal strategy may search before returning its best
-    /// plan with the gap to its lower bound (more than a duration holds,
-    /// e.g. 1e20, means no limit).
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIME_LIMIT.as_secs_f64(), value_parser = parse_seconds, allow_negative_numbers = true)]
-    pub time_limit: f64,
-
-    /// GPUs per node, for numbering nodes.
-    #[arg(long, default_value_t = DEFAULT_GPUS_PER_NODE, value_parser = clap::value_parser!(u32).range(1..))]
-    pub gpus_per_node: u32,
+    #[command(flatten)]
+    pub options: PlanOptions,
 
     /// Plan onto the GPU nodes of a Kubernetes cluster (`tessera k8s
     /// inventory`): the fleet is its MIG-capable GPUs (costs from --gpu),
@@ -53,40 +28,17 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub kube: crate::commands::k8s::ClusterArgs,
 
-    /// Most GPUs a plan may use, all GPU models together: a service or SLO
-    /// set that needs more is refused at once, naming the service.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_GPUS, value_parser = clap::value_parser!(u64).range(1..=MAX_GPUS_LIMIT))]
-    pub max_gpus: u64,
-
     /// Replan from the plan that runs (JSON or CSV as `tessera plan` writes
     /// it): every SLO met within --max-extra-gpus of a fresh plan's GPUs,
     /// then the fewest GPUs whose MIG layout changes, the fewest instances
     /// created or destroyed, the fewest processes started. The latency rule
-    /// defaults to the plan's.
+    /// and arrivals default to the plan's.
     #[arg(long, value_name = "CURRENT", conflicts_with = "cluster")]
     pub from: Option<PathBuf>,
 
-    /// With --from: GPUs the replan may use beyond the fresh optimum.
-    #[arg(long, value_name = "K", default_value_t = 0, requires = "from")]
-    pub max_extra_gpus: u64,
-
-    /// Spread services over GPUs: a service with several segments gets them
-    /// on at least two GPUs (so one lost GPU never takes all of it), by
-    /// trading segments between instances of the same profile — layouts,
-    /// GPUs and every SLO stay as planned. Services that cannot be spread are
-    /// named in the plan's notes.
-    #[arg(long, conflicts_with = "from")]
-    pub spread: bool,
-
-    /// With --from: a GPU of the plan to drain (`NODE:GPU`, e.g. `0:3`); its
-    /// services move to the rest of the fleet. Repeat for more.
-    #[arg(long, value_name = "NODE:GPU", requires = "from", value_parser = parse_position)]
-    pub drain: Vec<GpuPosition>,
-
-    /// With --from: a GPU of the plan that failed (`NODE:GPU`); its
-    /// services are replanned onto the rest. Repeat for more.
-    #[arg(long, value_name = "NODE:GPU", requires = "from", value_parser = parse_position)]
-    pub lost: Vec<GpuPosition>,
+    /// With --from: how to replan.
+    #[command(flatten)]
+    pub replan: ReplanOptions,
 
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -113,13 +65,6 @@ pub enum Format {
     ParvagpuCsv,
 }
 
-fn parse_position(value: &str) -> Result<GpuPosition, String> {
-    let parsed = value.split_once(':').and_then(|(node, index)| Some((node.parse().ok()?, index.parse().ok()?)));
-    parsed
-        .map(|(node, index)| GpuPosition { node, index })
-        .ok_or_else(|| format!("expected NODE:GPU as whole numbers, e.g. 0:3, got '{value}'"))
-}
-
 /// `tessera verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -130,6 +75,15 @@ pub struct VerifyArgs {
 
     #[command(flatten)]
     pub inputs: InputArgs,
+
+    /// The GPU model a ParvaGPU deployment map or profile folder is on
+    /// (the first named), and the models to estimate profiles for.
+    #[arg(long = "gpu", value_name = "MODEL[:cost=C][,count=N]", default_values_t = [GpuOffer::plain(DEFAULT_GPU_MODEL)])]
+    pub gpus: Vec<GpuOffer>,
+
+    /// Most MPS processes a segment may have.
+    #[arg(long, default_value_t = DEFAULT_MAX_PROCS, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_procs: u32,
 
     /// Latency rule; default: the one recorded in the plan, or `percentile`
     /// (`tessera plan`'s default) for a ParvaGPU deployment map, which

@@ -14,7 +14,6 @@ mod rates;
 mod run;
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -27,6 +26,7 @@ use tessera_report::{autopilot_day_html, DayPicture, StrategySeries, StrategyTot
 use tessera_store::{read_traffic_csv, write_traffic_csv};
 
 use crate::args::{AutopilotCommand, AutopilotSimulateArgs, ListFormat};
+use crate::commands::serving;
 use crate::inputs;
 use crate::output::{emit, out, outln};
 use crate::progress::Progress;
@@ -44,8 +44,7 @@ pub fn run(command: AutopilotCommand, store: Option<&Path>) -> Result<()> {
 
 /// `tessera autopilot simulate`.
 fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
-    let fleet = args.inputs.profiles.gpus.clone();
-    let inputs = inputs::load(&args.inputs, &fleet, store)?;
+    let inputs = inputs::load(&args.inputs, &args.controller.plan.gpus, store)?;
     let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
     let (traffic, described) = match &args.traffic {
         Some(path) => (read_traffic_csv(path, &names)?, format!("the traffic of {}", path.display())),
@@ -77,14 +76,7 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
     }
     let request = DayRequest {
         inputs: &inputs,
-        settings: PlanSettings {
-            fleet,
-            rule: args.controller.latency_rule,
-            max_procs: args.inputs.max_procs,
-            time_limit: Duration::try_from_secs_f64(args.controller.time_limit).ok(),
-            max_gpus: args.controller.max_gpus,
-            ..PlanSettings::default()
-        },
+        settings: PlanSettings { options: serving::with_trace_read(&args.controller.plan)?, target: None },
         controller: args.controller.config(),
         traffic: &traffic,
         hours: args.hours,

@@ -2,12 +2,11 @@
 //! rendered.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::Result;
 use tessera_core::text::count;
 use tessera_core::Plan;
-use tessera_plan::{plan, Inventory, PlanRequest, Planned, ReplanComparison, ReplanFrom};
+use tessera_plan::{plan, Inventory, PlanRequest, Planned, ReplanComparison};
 use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{Format, PlanArgs};
@@ -22,37 +21,20 @@ use crate::terminal::wrap_words;
 pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
     let target = if args.cluster { Some(cluster_inventory(args)?) } else { None };
     let fleet = match &target {
-        Some(target) => target.offers(&args.inputs.profiles.gpus)?,
-        None => args.inputs.profiles.gpus.clone(),
+        Some(target) => target.offers(&args.options.gpus)?,
+        None => args.options.gpus.clone(),
     };
     let inputs = inputs::load(&args.inputs, &fleet, store)?;
     let current = match &args.from {
         Some(path) => {
-            let map_profiles = MapProfiles { gpu: args.inputs.profiles.first_gpu(), catalog: inputs.catalog() };
+            let map_profiles = MapProfiles { gpu: inputs::first_gpu(&args.options.gpus), catalog: inputs.catalog() };
             Some(read_plan_file(path, Some(map_profiles))?)
         }
         None => None,
     };
-    let request = PlanRequest {
-        strategy: args.strategy,
-        rule: args.latency_rule,
-        arrivals: args.arrivals.as_deref().map(serving::arrival_model).transpose()?,
-        fleet: args.inputs.profiles.gpus.clone(),
-        max_procs: args.inputs.max_procs,
-        gpus_per_node: args.gpus_per_node,
-        // More seconds than a Duration holds means no limit.
-        time_limit: Duration::try_from_secs_f64(args.time_limit).ok(),
-        max_gpus: args.max_gpus,
-        spread: args.spread,
-        from: current.as_ref().map(|current| ReplanFrom {
-            current,
-            max_extra_gpus: args.max_extra_gpus,
-            drained: args.drain.clone(),
-            lost: args.lost.clone(),
-        }),
-        target: target.as_ref(),
-        ..PlanRequest::new(&inputs)
-    };
+    let options = serving::with_trace_read(&args.options)?;
+    let from = current.as_ref().map(|current| args.replan.from(current));
+    let request = PlanRequest { target: target.as_ref(), ..options.request(&inputs, from)? };
     let progress = Progress::spinner(match &current {
         Some(current) => format!(
             "replanning {} services from a plan of {}",
@@ -62,9 +44,9 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         None => format!(
             "planning {} services ({} strategy, {})",
             inputs.services().len(),
-            args.strategy,
+            args.options.strategy,
             match request.time_limit {
-                Some(_) => format!("up to {:.0} s", args.time_limit),
+                Some(_) => format!("up to {:.0} s", args.options.time_limit_s),
                 None => "no time limit".to_string(),
             }
         ),

@@ -6,11 +6,12 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog};
+use tessera_plan::{recorded_arrivals, Arrivals, PlanOptions};
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions, SloVerdict};
 use tessera_store::read_arrival_trace;
 
@@ -23,12 +24,9 @@ use crate::terminal::wrap_words;
 
 /// The simulation options `args` ask for (a `trace=FILE` read here).
 pub fn options(args: &TrafficArgs, plan: &Plan) -> Result<SimulationOptions> {
-    let arrivals = match (&args.arrivals, &plan.traffic) {
-        (Some(text), _) => arrival_model(text)?,
-        (None, Some(traffic)) => ArrivalModel::parse(&traffic.arrivals).with_context(|| {
-            format!("the plan was proven under {} arrivals: name them with --arrivals", traffic.arrivals)
-        })?,
-        (None, None) => ArrivalModel::Poisson,
+    let arrivals = match &args.arrivals {
+        Some(text) => arrival_model(text)?,
+        None => recorded_arrivals(plan).context("name the arrivals with --arrivals")?.unwrap_or(ArrivalModel::Poisson),
     };
     let options = SimulationOptions {
         arrivals,
@@ -46,16 +44,33 @@ pub fn options(args: &TrafficArgs, plan: &Plan) -> Result<SimulationOptions> {
 
 /// The arrival model `--arrivals` names, a trace read from its file.
 pub fn arrival_model(text: &str) -> Result<ArrivalModel> {
-    match text.strip_prefix("trace=") {
-        Some(path) => {
-            let path = Path::new(path);
+    let arrivals: Arrivals =
+        text.parse().map_err(|error: String| anyhow!(error)).with_context(|| format!("--arrivals {text}"))?;
+    read_arrivals(&arrivals).with_context(|| format!("--arrivals {text}"))
+}
+
+/// The arrival model `arrivals` names, a trace read from its file.
+pub fn read_arrivals(arrivals: &Arrivals) -> Result<ArrivalModel> {
+    match arrivals {
+        Arrivals::Model(model) => Ok(model.clone()),
+        Arrivals::TraceFile(path) => {
             let times = read_arrival_trace(path)?;
             let name =
                 path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-            Ok(ArrivalModel::trace(name, times).with_context(|| format!("--arrivals {text}"))?)
+            Ok(ArrivalModel::trace(name, times)?)
         }
-        None => Ok(ArrivalModel::parse(text).with_context(|| format!("--arrivals {text}"))?),
     }
+}
+
+/// `options` with arrivals from a trace file read into a model (the
+/// planner reads no file).
+pub fn with_trace_read(options: &PlanOptions) -> Result<PlanOptions> {
+    let mut options = options.clone();
+    if let Some(arrivals) = &options.arrivals {
+        let model = read_arrivals(arrivals).with_context(|| format!("--arrivals {arrivals}"))?;
+        options.arrivals = Some(Arrivals::Model(model));
+    }
+    Ok(options)
 }
 
 /// A simulation of `plan` and what it took.

@@ -18,15 +18,15 @@ use crate::table::TextTable;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let path = args.plan.display();
-    let gpu = args.inputs.profiles.first_gpu();
+    let gpu = inputs::first_gpu(&args.gpus);
     let (plan, inputs) = if inputs::slos_given(&args.inputs) {
-        let inputs = inputs::load(&args.inputs, &args.inputs.profiles.gpus, store)?;
+        let inputs = inputs::load(&args.inputs, &args.gpus, store)?;
         (read_plan_file(&args.plan, Some(MapProfiles { gpu, catalog: inputs.catalog() }))?, inputs)
     } else {
         // No SLOs given: the plan is checked against the services it
         // records (a ParvaGPU map records none).
         let mut plan = None;
-        let inputs = inputs::load_with_services(&args.inputs, &args.inputs.profiles.gpus, store, |catalog| {
+        let inputs = inputs::load_with_services(&args.inputs, &args.gpus, store, |catalog| {
             let read = read_plan_file(&args.plan, Some(MapProfiles { gpu, catalog }))?;
             let services = recorded_services(&read).map_err(|error| anyhow::anyhow!("{path}: {error:#}"))?;
             plan = Some(read);
@@ -38,7 +38,7 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         (plan.context("the plan was read with the profiles")?, inputs)
     };
     let arrivals = args.traffic.arrivals.as_deref().map(serving::arrival_model).transpose()?;
-    let checked = verify_plan(&plan, &inputs, args.latency_rule, arrivals.as_ref(), args.inputs.max_procs)
+    let checked = verify_plan(&plan, &inputs, args.latency_rule, arrivals.as_ref(), args.max_procs)
         .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));

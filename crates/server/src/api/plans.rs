@@ -106,9 +106,11 @@ fn job_body(state: &AppState, job: StoredJob) -> Result<JobBody, ApiError> {
         (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub(crate) async fn create_plan(
     State(state): State<AppState>,
-    ApiJson(request): ApiJson<PlanJobRequest>,
+    ApiJson(body): ApiJson<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<Response, ApiError> {
-    let checked = request.check()?;
+    let request = PlanJobRequest::from_body(body).map_err(ApiError::invalid)?;
+    request.check()?;
+    let checked = request.clone();
     state.inner.jobs.reserve(state.inner.config.max_jobs)?;
     let request_json = serde_json::to_string(&request).map_err(|e| ApiError::internal(e.to_string()))?;
     let for_store = checked.clone();
@@ -179,7 +181,7 @@ pub(crate) async fn verify_stored(
         .map_err(|e| ApiError::internal(format!("planning job {id}: its stored request is unreadable: {e}")))?;
     let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
     let inputs = inputs.plan_inputs(&fleet).map_err(ApiError::internal)?;
-    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, None, request.max_procs)).await??;
+    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, None, request.options.max_procs)).await??;
     Ok(Json(checked))
 }
 

@@ -6,164 +6,128 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
 use tessera_core::text::count;
-use tessera_core::{GpuModel, GpuOffer, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
-use tessera_plan::{LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, ReplanFrom, Strategy};
-use tessera_serving::ArrivalModel;
+use tessera_core::{GpuModel, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
+use tessera_plan::{Arrivals, PlanError, PlanInputs, PlanOptions, PlanRequest, ProfileOrigin, ReplanOptions};
 use tessera_store::Store;
 
 use crate::error::ApiError;
 
-/// What `POST /v1/plans` asks: the planner's options, as `tessera plan`'s.
-#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+/// What `POST /v1/plans` asks: `tessera plan`'s options (one type,
+/// [`PlanOptions`], with the same names and defaults), the inputs (the
+/// demo's or the store's) and the running plan to replan from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 #[schema(example = json!({"demo": true, "strategy": "optimal", "gpus": ["a100-80gb"], "time_limit_s": 5.0}))]
 pub(crate) struct PlanJobRequest {
     /// Plan the built-in demo (synthetic profiles, six services) instead of
     /// the stored services and profiles.
-    #[serde(default)]
     pub demo: bool,
-    /// `optimal` (fewest GPUs or lowest cost, with a proven bound) or `parva`
-    /// (ParvaGPU's heuristic).
-    #[serde(default = "default_strategy")]
-    #[schema(example = "optimal")]
-    pub strategy: String,
-    /// The fleet, as `tessera plan --gpu`: `MODEL[:cost=C][,count=N]`.
-    #[serde(default = "default_fleet")]
-    pub gpus: Vec<String>,
-    /// `percentile`, `queueing` or `parva`; by default the strategy's
-    /// (`percentile` for `optimal`, `parva` for `parva`), or for a replan the
-    /// running plan's.
-    #[serde(default)]
-    pub latency_rule: Option<String>,
-    /// How requests arrive, for the percentile rule's capacities, as
-    /// `tessera plan --arrivals`: `poisson`, `cv=X` or
-    /// `onoff=burst:B,on:S,off:S` (a trace only on the command line); by
-    /// default Poisson, or for a replan the running plan's.
-    #[serde(default)]
-    #[schema(example = "cv=2")]
-    pub arrivals: Option<String>,
-    /// How long the search may run, seconds.
-    #[serde(default = "default_time_limit_s")]
-    pub time_limit_s: f64,
-    /// Most MPS processes per segment.
-    #[serde(default = "default_max_procs")]
-    pub max_procs: u32,
-    /// GPUs per node, for numbering nodes.
-    #[serde(default = "default_gpus_per_node")]
-    pub gpus_per_node: u32,
-    /// Most GPUs the plan may use.
-    #[serde(default = "default_max_gpus")]
-    pub max_gpus: u64,
+    /// How to plan.
+    #[serde(flatten)]
+    pub options: PlanOptions,
     /// Replan from the plan of this done job (the plan that runs now), as
     /// `tessera plan --from`: every SLO met, at most the fresh optimum's GPUs
     /// plus `max_extra_gpus`, then the fewest GPUs reconfigured, instances
     /// created or destroyed, and processes started. `optimal` only.
-    #[serde(default)]
     pub from_plan: Option<u64>,
-    /// With `from_plan`: GPUs the replan may use beyond the fresh optimum.
-    #[serde(default)]
-    pub max_extra_gpus: u64,
-}
-
-fn default_strategy() -> String {
-    Strategy::default().name().to_string()
-}
-fn default_fleet() -> Vec<String> {
-    vec![GpuModel::A100_80GB.id().to_string()]
-}
-fn default_time_limit_s() -> f64 {
-    tessera_plan::DEFAULT_TIME_LIMIT.as_secs_f64()
-}
-fn default_max_procs() -> u32 {
-    tessera_plan::DEFAULT_MAX_PROCS
-}
-fn default_gpus_per_node() -> u32 {
-    tessera_plan::DEFAULT_GPUS_PER_NODE
-}
-fn default_max_gpus() -> u64 {
-    tessera_plan::DEFAULT_MAX_GPUS
+    /// With `from_plan`: how to replan.
+    #[serde(flatten)]
+    pub replan: ReplanOptions,
 }
 
 /// The longest time limit a job may ask for, seconds.
 pub(crate) const MAX_TIME_LIMIT_S: f64 = 3600.0;
 
-/// A request's options, parsed.
-#[derive(Debug, Clone)]
-pub(crate) struct CheckedRequest {
-    /// Whether it plans the demo.
-    pub demo: bool,
-    /// The strategy.
-    pub strategy: Strategy,
-    /// The fleet.
-    pub fleet: Vec<GpuOffer>,
-    /// The latency rule asked for, if any.
-    pub rule: Option<LatencyRule>,
-    /// How requests arrive; `None`: the planner's default.
-    pub arrivals: Option<ArrivalModel>,
-    /// The time limit.
-    pub time_limit: Duration,
-    /// Most processes per segment.
-    pub max_procs: u32,
-    /// GPUs per node.
-    pub gpus_per_node: u32,
-    /// Most GPUs.
-    pub max_gpus: u64,
-    /// The job whose plan to replan from.
-    pub from_plan: Option<u64>,
-    /// GPUs a replan may use beyond the fresh optimum.
-    pub max_extra_gpus: u64,
-}
-
 impl PlanJobRequest {
-    /// The options parsed, or a 422 naming the field.
-    pub(crate) fn check(&self) -> Result<CheckedRequest, ApiError> {
-        let strategy: Strategy =
-            self.strategy.parse().map_err(|e: String| ApiError::invalid(format!("field 'strategy': {e}")))?;
-        if self.gpus.is_empty() {
-            return Err(ApiError::invalid("field 'gpus': name at least one GPU model, e.g. \"a100-80gb\""));
+    /// Reads a request from the fields of its JSON body; an error names
+    /// the field (`field 'strategy': unknown strategy 'best' …`), an
+    /// unknown field included.
+    pub(crate) fn from_body(mut body: Map<String, Value>) -> Result<PlanJobRequest, String> {
+        let demo = take_field(&mut body, "demo")?.unwrap_or(false);
+        let from_plan = take_field::<Option<u64>>(&mut body, "from_plan")?.flatten();
+        let options = take_part::<PlanOptions>(&mut body)?;
+        let replan = take_part::<ReplanOptions>(&mut body)?;
+        if let Some(unknown) = body.keys().next() {
+            let known: Vec<String> = field_names(&PlanJobRequest::default()).into_iter().collect();
+            return Err(format!("field '{unknown}': not a field of a plan job (known: {})", known.join(", ")));
         }
-        let fleet = self
-            .gpus
-            .iter()
-            .map(|text| text.parse::<GpuOffer>().map_err(|e| ApiError::invalid(format!("field 'gpus': {e}"))))
-            .collect::<Result<Vec<_>, _>>()?;
-        let rule = match &self.latency_rule {
-            Some(name) => {
-                Some(name.parse::<LatencyRule>().map_err(|e| ApiError::invalid(format!("field 'latency_rule': {e}")))?)
-            }
-            None => None,
-        };
-        let arrivals = match &self.arrivals {
-            Some(text) => {
-                Some(ArrivalModel::parse(text).map_err(|e| ApiError::invalid(format!("field 'arrivals': {e}")))?)
-            }
-            None => None,
-        };
-        if !(self.time_limit_s > 0.0 && self.time_limit_s <= MAX_TIME_LIMIT_S) {
+        Ok(PlanJobRequest { demo, options, from_plan, replan })
+    }
+
+    /// Refuses, naming the field, what no job may ask: options out of
+    /// their ranges (as the command line's parsers refuse them), a time
+    /// limit above [`MAX_TIME_LIMIT_S`], a trace (a file the service does
+    /// not read), replan options without a plan to replan from.
+    pub(crate) fn check(&self) -> Result<(), ApiError> {
+        self.options.check().map_err(|error| match error {
+            PlanError::InvalidOption { field, message } => ApiError::invalid(format!("field '{field}': {message}")),
+            other => ApiError::invalid(other.to_string()),
+        })?;
+        if self.options.time_limit_s > MAX_TIME_LIMIT_S {
             return Err(ApiError::invalid(format!(
                 "field 'time_limit_s': {} is not a time limit in (0, {MAX_TIME_LIMIT_S}] seconds",
-                self.time_limit_s
+                tessera_core::text::number(self.options.time_limit_s, 3)
             )));
         }
-        if self.gpus_per_node == 0 {
-            return Err(ApiError::invalid("field 'gpus_per_node': must be at least 1"));
+        if let Some(Arrivals::TraceFile(path)) = &self.options.arrivals {
+            return Err(ApiError::invalid(format!(
+                "field 'arrivals': trace={} is a file on the command line (tessera plan --arrivals); a job takes \
+                 poisson, cv=X or onoff=…",
+                path.display()
+            )));
         }
-        Ok(CheckedRequest {
-            demo: self.demo,
-            strategy,
-            fleet,
-            rule,
-            arrivals,
-            time_limit: Duration::from_secs_f64(self.time_limit_s),
-            max_procs: self.max_procs,
-            gpus_per_node: self.gpus_per_node,
-            max_gpus: self.max_gpus,
-            from_plan: self.from_plan,
-            max_extra_gpus: self.max_extra_gpus,
-        })
+        if self.from_plan.is_none() && self.replan.is_set() {
+            return Err(ApiError::invalid(
+                "field 'from_plan': max_extra_gpus, drain and lost replan a running plan: name its job in from_plan",
+            ));
+        }
+        Ok(())
     }
+
+    /// The job's time limit (at most [`MAX_TIME_LIMIT_S`] once checked).
+    pub(crate) fn time_limit(&self) -> Duration {
+        self.options.time_limit().unwrap_or(Duration::from_secs_f64(MAX_TIME_LIMIT_S))
+    }
+}
+
+/// A stored request reads as a posted one.
+impl<'de> Deserialize<'de> for PlanJobRequest {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        PlanJobRequest::from_body(Map::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The JSON field names of `value` (a struct serialized with every field).
+fn field_names<T: Serialize>(value: &T) -> Vec<String> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(fields)) => fields.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Field `name` of `body`, taken out; an error names it.
+fn take_field<T: DeserializeOwned>(body: &mut Map<String, Value>, name: &str) -> Result<Option<T>, String> {
+    body.remove(name)
+        .map(|value| serde_json::from_value(value).map_err(|error| format!("field '{name}': {error}")))
+        .transpose()
+}
+
+/// The fields of a `T` in `body`, taken out and read as one (the others
+/// at their defaults); an error names the field.
+fn take_part<T: DeserializeOwned + Serialize + Default>(body: &mut Map<String, Value>) -> Result<T, String> {
+    let mut part = Map::new();
+    for name in field_names(&T::default()) {
+        if let Some(value) = body.remove(&name) {
+            // Read alone first, so that the error names the field.
+            let alone = Map::from_iter([(name.clone(), value.clone())]);
+            serde_json::from_value::<T>(Value::Object(alone)).map_err(|error| format!("field '{name}': {error}"))?;
+            part.insert(name, value);
+        }
+    }
+    serde_json::from_value(Value::Object(part)).map_err(|error| error.to_string())
 }
 
 /// What a job plans from, stored with it so its plan can be verified
@@ -192,8 +156,8 @@ impl JobInputs {
     /// store's: a store without services or profiles is a 422 saying what
     /// to add), checked against the request as the planner will see it (a
     /// request it would refuse is a 422 now, not a failed job later).
-    pub(crate) fn gather(request: &CheckedRequest, store: &Store) -> Result<JobInputs, ApiError> {
-        let fleet: Vec<GpuModel> = request.fleet.iter().map(|offer| offer.model).collect();
+    pub(crate) fn gather(request: &PlanJobRequest, store: &Store) -> Result<JobInputs, ApiError> {
+        let fleet = request.options.gpu_models();
         let inputs = if request.demo {
             PlanInputs::demo(&fleet)?
         } else {
@@ -221,7 +185,7 @@ impl JobInputs {
             None => None,
         };
         let current_plan = current.as_ref().map(|(_, plan)| plan);
-        planning_request(request, &inputs, current_plan).check()?;
+        planning_request(request, &inputs, current_plan)?.check()?;
         Ok(JobInputs {
             services: inputs.services().to_vec(),
             profiles: inputs.catalog().iter().cloned().collect(),
@@ -255,27 +219,11 @@ impl JobInputs {
 /// The planner's request for `request` over `inputs`, replanning from
 /// `current` when given.
 fn planning_request<'a>(
-    request: &CheckedRequest,
+    request: &PlanJobRequest,
     inputs: &'a PlanInputs,
     current: Option<&'a Plan>,
-) -> PlanRequest<'a> {
-    PlanRequest {
-        strategy: request.strategy,
-        rule: request.rule,
-        arrivals: request.arrivals.clone(),
-        fleet: request.fleet.clone(),
-        max_procs: request.max_procs,
-        gpus_per_node: request.gpus_per_node,
-        time_limit: Some(request.time_limit),
-        max_gpus: request.max_gpus,
-        from: current.map(|current| ReplanFrom {
-            current,
-            max_extra_gpus: request.max_extra_gpus,
-            drained: Vec::new(),
-            lost: Vec::new(),
-        }),
-        ..PlanRequest::new(inputs)
-    }
+) -> Result<PlanRequest<'a>, PlanError> {
+    request.options.request(inputs, current.map(|current| request.replan.from(current)))
 }
 
 /// The plan of done job `id`: a 404 when there is no such job, a 422 when
@@ -289,12 +237,11 @@ fn current_plan(store: &Store, id: u64) -> Result<Plan, ApiError> {
 
 /// Plans `inputs` as `request` asks (a replan when they hold the plan that
 /// runs); the error is the planner's one-line message.
-pub(crate) fn plan(request: &CheckedRequest, inputs: &JobInputs) -> Result<Plan, String> {
-    let fleet: Vec<GpuModel> = request.fleet.iter().map(|offer| offer.model).collect();
-    let plan_inputs = inputs.plan_inputs(&fleet)?;
+pub(crate) fn plan(request: &PlanJobRequest, inputs: &JobInputs) -> Result<Plan, String> {
+    let plan_inputs = inputs.plan_inputs(&request.options.gpu_models())?;
     let current = inputs.current.as_ref();
-    let planned = tessera_plan::plan(&planning_request(request, &plan_inputs, current.map(|(_, plan)| plan)))
-        .map_err(|e| e.to_string())?;
+    let planning = planning_request(request, &plan_inputs, current.map(|(_, plan)| plan)).map_err(|e| e.to_string())?;
+    let planned = tessera_plan::plan(&planning).map_err(|e| e.to_string())?;
     let mut plan = planned.plan;
     if let (Some((id, current)), Some(replan)) = (current, &planned.replan) {
         plan.notes.push(format!(
@@ -313,16 +260,19 @@ pub(crate) fn plan(request: &CheckedRequest, inputs: &JobInputs) -> Result<Plan,
 mod tests {
     use super::*;
 
-    fn request(json: serde_json::Value) -> Result<CheckedRequest, ApiError> {
-        serde_json::from_value::<PlanJobRequest>(json).unwrap().check()
+    fn request(json: serde_json::Value) -> Result<PlanJobRequest, ApiError> {
+        let serde_json::Value::Object(body) = json else { panic!("a body is an object") };
+        let request = PlanJobRequest::from_body(body).map_err(ApiError::invalid)?;
+        request.check()?;
+        Ok(request)
     }
 
     #[test]
     fn requests_are_checked_field_by_field() {
         let checked = request(serde_json::json!({"demo": true})).unwrap();
-        assert_eq!((checked.strategy, checked.rule, checked.fleet.len()), (Strategy::Optimal, None, 1));
+        assert_eq!(checked.options, PlanOptions::default());
         let parva = request(serde_json::json!({"strategy": "parva", "gpus": ["h100-80gb:cost=2,count=3"]})).unwrap();
-        assert_eq!((parva.strategy, parva.fleet[0].limit), (Strategy::Parva, Some(3)));
+        assert_eq!((parva.options.strategy, parva.options.gpus[0].limit), (tessera_plan::Strategy::Parva, Some(3)));
         for (body, field) in [
             (serde_json::json!({"strategy": "best"}), "field 'strategy'"),
             (serde_json::json!({"gpus": ["b200"]}), "field 'gpus'"),
@@ -332,13 +282,33 @@ mod tests {
             (serde_json::json!({"arrivals": "trace=day.csv"}), "field 'arrivals'"),
             (serde_json::json!({"time_limit_s": 0.0}), "field 'time_limit_s'"),
             (serde_json::json!({"time_limit_s": 1e9}), "field 'time_limit_s'"),
+            (serde_json::json!({"max_procs": 0}), "field 'max_procs'"),
+            (serde_json::json!({"max_gpus": 0}), "field 'max_gpus'"),
+            (serde_json::json!({"gpus_per_node": 0}), "field 'gpus_per_node'"),
+            (serde_json::json!({"drain": ["3"]}), "field 'drain'"),
+            (serde_json::json!({"lost": ["0:1"]}), "field 'from_plan'"),
+            (serde_json::json!({"demo": 1}), "field 'demo'"),
+            (serde_json::json!({"demo": true, "colour": 1}), "field 'colour'"),
         ] {
-            let error = request(body).unwrap_err();
-            assert!(error.message.starts_with(field), "{}", error.message);
+            let error = request(body.clone()).unwrap_err();
+            assert!(error.message.starts_with(field), "{body}: {}", error.message);
         }
-        assert!(serde_json::from_value::<PlanJobRequest>(serde_json::json!({"demo": true, "colour": 1})).is_err());
-        let bursty = request(serde_json::json!({"demo": true, "arrivals": "cv=2"})).unwrap();
-        assert_eq!(bursty.arrivals, Some(ArrivalModel::Renewal { cv: 2.0 }));
+        let bursty = request(serde_json::json!({"demo": true, "arrivals": "cv=2", "spread": true})).unwrap();
+        assert_eq!(bursty.options.arrivals, Some(Arrivals::Model(tessera_serving::ArrivalModel::Renewal { cv: 2.0 })));
+        assert!(bursty.options.spread);
+    }
+
+    #[test]
+    fn a_stored_request_reads_back_as_it_was_posted() {
+        let posted = request(serde_json::json!({"demo": true, "gpus": ["a30-24gb:count=4"], "from_plan": 3,
+            "drain": ["0:1"], "max_extra_gpus": 2}))
+        .unwrap();
+        let stored = serde_json::to_string(&posted).unwrap();
+        assert_eq!(serde_json::from_str::<PlanJobRequest>(&stored).unwrap(), posted);
+        // A request stored before spread, drain and lost existed still reads.
+        let old = r#"{"demo":true,"strategy":"optimal","gpus":["a100-80gb"],"latency_rule":null,"arrivals":null,
+            "time_limit_s":10.0,"max_procs":5,"gpus_per_node":8,"max_gpus":100000,"from_plan":null,"max_extra_gpus":0}"#;
+        assert!(serde_json::from_str::<PlanJobRequest>(old).unwrap().demo);
     }
 
     #[test]
@@ -350,6 +320,9 @@ mod tests {
         let plan = plan(&checked, &inputs).unwrap();
         assert!(plan.services.iter().all(|report| report.met));
         assert_eq!(plan.traffic.map(|traffic| traffic.arrivals).as_deref(), Some("poisson"));
+        let spread = request(serde_json::json!({"demo": true, "time_limit_s": 30.0, "spread": true})).unwrap();
+        let plan = super::plan(&spread, &JobInputs::gather(&spread, &store).unwrap()).unwrap();
+        assert!(plan.notes.iter().any(|note| note.starts_with("spread:")), "{:?}", plan.notes);
         // The stored store has no services: the error says what to do.
         let error = JobInputs::gather(&request(serde_json::json!({})).unwrap(), &store).unwrap_err();
         assert!(error.message.starts_with("no services to plan"), "{}", error.message);

@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use tessera_core::Plan;
 
-use crate::jobs::request::{plan, CheckedRequest, JobInputs};
+use crate::jobs::request::{plan, JobInputs, PlanJobRequest};
 use crate::state::AppState;
 
 /// Runs job `id` (already stored as queued, its place reserved): waits for
 /// a worker, plans on a blocking thread within the time limit and grace,
 /// stores the plan or the reason it failed.
-pub(crate) async fn run_job(state: AppState, id: u64, request: CheckedRequest, inputs: JobInputs) {
+pub(crate) async fn run_job(state: AppState, id: u64, request: PlanJobRequest, inputs: JobInputs) {
     let shared = &state.inner;
     let permit = match shared.jobs.worker().await {
         Some(permit) => permit,
@@ -27,8 +27,8 @@ pub(crate) async fn run_job(state: AppState, id: u64, request: CheckedRequest, i
     }
     shared.metrics.job_started();
     let started = Instant::now();
-    shared.jobs.started(id, started, request.time_limit);
-    let allowed = request.time_limit + shared.config.job_grace;
+    shared.jobs.started(id, started, request.time_limit());
+    let allowed = request.time_limit() + shared.config.job_grace;
     let planning = tokio::task::spawn_blocking(move || {
         let planned = plan(&request, &inputs);
         drop(permit);

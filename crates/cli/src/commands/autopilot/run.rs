@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings};
 use tessera_core::Plan;
 use tessera_k8s::ApplyOptions;
+use tessera_plan::PlanOptions;
 use tessera_store::{read_traffic_csv, AutopilotDecision, Store};
 
 use super::actuator::{Actuator, Outcome};
@@ -18,6 +19,7 @@ use super::metrics::LoopMetrics;
 use super::prometheus::PrometheusRates;
 use super::rates::{FileRates, RateSource};
 use crate::args::{ApplyTarget, AutopilotRunArgs, ListFormat};
+use crate::commands::serving;
 use crate::inputs;
 use crate::output::{note, outln};
 
@@ -28,7 +30,7 @@ const ACTIONS: [ActionKind; 5] =
 /// Runs the loop until `--max-decisions` (or for ever).
 pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
     let actuator = actuator(args)?;
-    let mut fleet = args.inputs.profiles.gpus.clone();
+    let mut fleet = args.controller.plan.gpus.clone();
     let target = match &actuator {
         Actuator::Kubernetes { cluster, .. } => Some(cluster.inventory()?.nodes),
         _ => None,
@@ -68,15 +70,8 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         Some(path) => Some(inputs::read_sound_plan(path)?),
         None => actuator.running().map_err(|error| anyhow!("reading the plan the cluster runs: {error}"))?,
     };
-    let settings = PlanSettings {
-        fleet,
-        rule: args.controller.latency_rule,
-        max_procs: args.inputs.max_procs,
-        time_limit: Duration::try_from_secs_f64(args.controller.time_limit).ok(),
-        max_gpus: args.controller.max_gpus,
-        target,
-        ..PlanSettings::default()
-    };
+    let options = PlanOptions { gpus: fleet, ..serving::with_trace_read(&args.controller.plan)? };
+    let settings = PlanSettings { options, target };
     let config = ControllerConfig { max_sample_age_s: args.max_sample_age_s, ..args.controller.config() };
     let mut controller = Controller::new(inputs, settings, config, running).context("the controller's options")?;
     let store_file = inputs::store_path(store)?;
