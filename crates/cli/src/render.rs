@@ -2,7 +2,7 @@
 //! (its deployment map); the file formats are tessera-store's.
 
 use anyhow::Result;
-use tessera_core::text::{count, number};
+use tessera_core::text::{count, number, percent};
 use tessera_core::Plan;
 
 use crate::args::Format;
@@ -39,8 +39,15 @@ fn plan_table(plan: &Plan) -> String {
             None => format!("{} × {}", f.gpus, f.gpu_model),
         })
         .collect();
+    let proven_under = match (&plan.traffic, plan.margin) {
+        (Some(traffic), Some(margin)) => {
+            format!(", {} arrivals, margin {}", traffic.arrivals, percent(margin))
+        }
+        (Some(traffic), None) => format!(", {} arrivals", traffic.arrivals),
+        _ => String::new(),
+    };
     let mut out = format!(
-        "{} ({}), {} used\nstrategy {}, latency rule {}\n",
+        "{} ({}), {} used\nstrategy {}, latency rule {}{proven_under}\n",
         count(plan.gpu_count, "GPU"),
         fleet.join(" + "),
         count(plan.compute_slices_used(), "compute slice"),

@@ -95,8 +95,8 @@ fn dry_run_prints_commands_and_apply_needs_nvidia_smi() {
     assert!(stdout.contains("nvidia-smi mig -i 0 -cgi "), "{stdout}");
     assert!(stdout.contains("-cci") && stdout.contains("nvidia-cuda-mps-control -d"), "{stdout}");
     // The demo's workloads are not registered: placeholders and how to register them.
-    assert!(stdout.contains("# no registered workload for model bert-base batch 2: `tessera workload add NAME --family bert-base --task inference --batch 2 --command '…'`"), "{stdout}");
-    assert!(stdout.contains("sh -c '<command of a workload for bert-base batch 2>' >>"), "{stdout}");
+    assert!(stdout.contains("# no registered workload for model bert-base batch 4: `tessera workload add NAME --family bert-base --task inference --batch 4 --command '…'`"), "{stdout}");
+    assert!(stdout.contains("sh -c '<command of a workload for bert-base batch 4>' >>"), "{stdout}");
 
     // Fitted to 80 columns, the same commands with ` \` continuations.
     let store = dir.path().join("store.sqlite");

@@ -370,8 +370,8 @@ fn every_error_class_prints_its_cause_once() {
     let plan = dir.path().join("plan.json").display().to_string();
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", &plan], &store).status.success());
     let json = std::fs::read_to_string(&plan).unwrap();
-    let newer = file("newer.json", json.replace("\"version\": 2,", "\"version\": 9,").as_bytes());
-    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads versions 1 to 2)");
+    let newer = file("newer.json", json.replace("\"version\": 3,", "\"version\": 9,").as_bytes());
+    let expected = format!("error: {newer}: plan version 9 is not supported (this build reads versions 1 to 3)");
     assert_eq!(error_of(&["verify", &newer, "--demo"], &store), expected);
     assert_eq!(error_of(&["deploy", &newer, "--node", "0"], &store), expected);
     let misspelt = file("misspelt.json", json.replacen("\"batch\"", "\"batch_size\"", 1).as_bytes());
@@ -389,10 +389,12 @@ fn every_error_class_prints_its_cause_once() {
     let printed = stdout(&output);
     assert_eq!(printed.lines().filter(|line| line.starts_with("violation: ")).count(), 1, "{printed}");
     assert!(printed.lines().nth(2).is_some_and(|header| header.starts_with("service ")), "{printed}");
-    assert_eq!(printed.lines().count(), 3 + 6, "{printed}");
+    // A violation, a blank line, the header (on two lines at 80 columns)
+    // and a row per service.
+    assert_eq!(printed.lines().count(), 4 + 6, "{printed}");
     assert_eq!(
         stderr(&output),
-        format!("error: {one_off}: 1 violation (under the percentile latency rule, poisson arrivals)\n")
+        format!("error: {one_off}: 1 violation (under the percentile latency rule, poisson arrivals, margin 6%)\n")
     );
     let corrupt = file("corrupt.sqlite", b"this is not an SQLite database, it is text long enough to be read");
     assert_eq!(

@@ -14,11 +14,11 @@ fn demo_plans_with_no_files_and_verifies() {
     let output = tessera(&["plan", "--demo", "--wide"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let table = stdout(&output);
-    assert!(table.starts_with("6 GPUs (6 × a100-80gb), 39 compute slices used\n"), "{table}");
-    assert!(table.contains("latency rule percentile"), "{table}");
-    assert!(table.contains("[4g thumbnails b32×1]"), "{table}");
+    assert!(table.starts_with("6 GPUs (6 × a100-80gb), 42 compute slices used\n"), "{table}");
+    assert!(table.contains("latency rule percentile, poisson arrivals, margin 6%"), "{table}");
+    assert!(table.contains("[3g thumbnails b32×1]"), "{table}");
     assert!(
-        table.contains("lower bound on gpus: 6: proven optimal") && table.contains("2×2g b8×1 + 1×1g b8×1"),
+        table.contains("lower bound on gpus: 6: proven optimal") && table.contains("1×3g b32×1 + 3×1g b8×1"),
         "{table}"
     );
     assert!(!table.contains(" NO"), "every demo service is met: {table}");
@@ -147,7 +147,7 @@ fn verify_reports_as_json_with_the_same_exit_status() {
     let plan = plan.to_str().unwrap();
     assert!(tessera(&["plan", "--demo", "--format", "json", "-o", plan], &store).status.success());
     let json = std::fs::read_to_string(plan).unwrap();
-    assert!(json.starts_with("{\n  \"version\": 2,\n"), "{json}");
+    assert!(json.starts_with("{\n  \"version\": 3,\n"), "{json}");
     let output = tessera(&["verify", plan, "--demo", "--format", "json"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -166,7 +166,10 @@ fn verify_reports_as_json_with_the_same_exit_status() {
     assert_eq!(report["ok"], false);
     assert_eq!(
         stderr(&output),
-        format!("error: {plan}: {} violations (under the percentile latency rule, poisson arrivals)\n", messages.len())
+        format!(
+            "error: {plan}: {} violations (under the percentile latency rule, poisson arrivals, margin 6%)\n",
+            messages.len()
+        )
     );
 }
 

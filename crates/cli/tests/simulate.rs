@@ -385,6 +385,43 @@ fn simulate_measured_puts_a_gpu_run_beside_the_model() {
     assert!(range[0].as_f64().unwrap() <= range[1].as_f64().unwrap(), "{level}");
 }
 
+/// On every run measured on a GPU up to 0.95 of full-batch throughput, the
+/// rate the planner would route (its default margin) for a p99 SLO equal
+/// to the measured p99 is at most the rate the GPU was measured at: the
+/// planner never promises a latency at a rate where the GPU did not
+/// deliver it.
+#[test]
+fn the_planner_never_routes_more_than_the_gpu_served_at_the_latency_it_measured() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let fixtures = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../serving/tests/fixtures/h200");
+    let mut runs: Vec<String> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|entry| entry.unwrap().path().to_str().unwrap().to_string())
+        .filter(|path| path.ends_with(".json"))
+        .collect();
+    runs.sort();
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    let mut args = vec!["simulate", "measured", "--simulated-runs", "1", "--format", "json"];
+    args.extend(runs.iter().map(String::as_str));
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let compared: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let mut levels = 0;
+    for run in compared.as_array().unwrap() {
+        for level in
+            run["levels"].as_array().unwrap().iter().filter(|l| l["measured"]["utilisation"].as_f64() <= Some(0.95))
+        {
+            let capacity = level["capacity_rps_at_measured_p99"].as_f64().unwrap();
+            let arrived = level["measured"]["arrived_rps"].as_f64().unwrap();
+            assert!(capacity <= arrived, "{}: {capacity} req/s routed for a measured {arrived} req/s", run["file"]);
+            assert_eq!(level["margin"].as_f64(), Some(tessera_plan::DEFAULT_MARGIN));
+            levels += 1;
+        }
+    }
+    assert!(levels >= 10, "{levels} levels");
+}
+
 #[test]
 fn simulate_measured_refuses_a_file_that_is_not_a_run() {
     let dir = TempDir::new().unwrap();

@@ -6,6 +6,7 @@ mod autopilot;
 mod autopilot_run;
 mod colocate;
 mod deploy;
+mod docs;
 mod fuzz;
 mod k8s;
 mod matrix;

@@ -94,7 +94,7 @@ fn a_dash_output_is_standard_output() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
-    assert!(stdout(&output).starts_with("{\n  \"version\": 2,"), "{}", stdout(&output));
+    assert!(stdout(&output).starts_with("{\n  \"version\": 3,"), "{}", stdout(&output));
     assert!(!dir.path().join("-").exists(), "no file named '-'");
 }
 

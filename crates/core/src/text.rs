@@ -12,6 +12,12 @@ pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> St
     format!("{n} {noun}{suffix}")
 }
 
+/// A share as a percentage to a tenth, without a trailing `.0`:
+/// `percent(0.06)` is `6%`, `percent(0.025)` is `2.5%`.
+pub fn percent(share: f64) -> String {
+    format!("{}%", (1000.0 * share).round() / 10.0)
+}
+
 /// `x` with `decimals` decimals, or in scientific notation (`1.5e300`) from
 /// a billion on, so that no absurd input prints hundreds of digits.
 pub fn number(x: f64, decimals: usize) -> String {

@@ -84,6 +84,7 @@ fn part_of(plan: &Plan, mut gpus: Vec<GpuAssignment>, reports: &HashMap<&str, &S
         node_names: Vec::new(),
         images: services.iter().filter_map(|s| plan.images.get(*s).map(|i| ((*s).to_string(), i.clone()))).collect(),
         traffic: plan.traffic.clone(),
+        margin: plan.margin,
         gpus,
     }
 }

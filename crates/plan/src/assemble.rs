@@ -49,6 +49,7 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
 pub(crate) fn plan_of(request: &Problem<'_>, gpus: Vec<GpuAssignment>, strategy: &str, gpus_per_node: u32) -> Plan {
     let fleet = fleet_use(request, &gpus);
     let services = service_reports(&gpus, request);
+    let margin = request.rule.uses_capacity().then_some(request.margin);
     let traffic = request.rule.uses_capacity().then(|| Traffic {
         arrivals: request.arrivals.to_string(),
         discipline: Discipline::RandomPerProcess.name().to_string(),
@@ -58,6 +59,7 @@ pub(crate) fn plan_of(request: &Problem<'_>, gpus: Vec<GpuAssignment>, strategy:
         fleet,
         services,
         traffic,
+        margin,
         ..Plan::from_gpus(gpus, strategy, request.rule.name(), gpus_per_node)
     }
 }

@@ -111,6 +111,14 @@ pub enum PlanError {
         /// The arrival model asked for.
         arrivals: String,
     },
+    /// A robustness margin under a rule without capacities.
+    #[error(
+        "the {rule} rule has no capacities for a margin to slow; a margin needs the percentile rule (or --margin 0)"
+    )]
+    MarginNeedsPercentile {
+        /// The rule asked for.
+        rule: &'static str,
+    },
     /// The deploy target has no GPU a plan can use.
     #[error("the deploy target has no MIG-capable GPU of a model Tessera knows")]
     EmptyTarget,

@@ -34,6 +34,9 @@ pub(crate) struct Judge<'a> {
     pub rule: LatencyRule,
     /// How requests arrive.
     pub arrivals: &'a ArrivalModel,
+    /// The robustness margin: capacities hold with every batch this share
+    /// slower than profiled.
+    pub margin: f64,
     /// Capacities computed so far (shared by every planner of the inputs).
     pub capacities: &'a Capacities,
 }
@@ -81,17 +84,18 @@ impl Judge<'_> {
 
     /// The capacity (req/s) of `point` of `profile` for `slo` under the
     /// percentile rule: the highest routed rate at which its percentile
-    /// latency is within the SLO (0 when none is).
+    /// latency is within the SLO with every batch `margin` slower than
+    /// profiled (0 when none is).
     pub(crate) fn capacity_rps(
         &self,
         profile: &ModelProfile,
         point: &ProfilePoint,
         slo: &ServiceSlo,
     ) -> Result<f64, PlanError> {
-        if point.latency_ms > slo.latency_slo_ms {
+        if point.latency_ms * (1.0 + self.margin) > slo.latency_slo_ms {
             return Ok(0.0);
         }
-        let shape = shape(profile, point)?;
+        let shape = shape(profile, point)?.slowed_by(self.margin);
         self.capacities.capacity_rps(&shape, slo.percentile, slo.latency_slo_ms, self.arrivals).map_err(serving_error)
     }
 }
@@ -125,7 +129,7 @@ pub(crate) mod tests {
     impl Judge<'static> {
         /// `rule` with the tests' memo.
         pub(crate) fn plain(rule: LatencyRule) -> Judge<'static> {
-            Judge { rule, arrivals: &ArrivalModel::Poisson, capacities: capacities() }
+            Judge { rule, arrivals: &ArrivalModel::Poisson, margin: 0.0, capacities: capacities() }
         }
     }
 }

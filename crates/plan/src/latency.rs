@@ -50,6 +50,16 @@ use tessera_core::{ProfilePoint, ServiceSlo};
 /// Relative tolerance of latency comparisons (floating-point noise).
 const LATENCY_TOLERANCE: f64 = 1e-9;
 
+/// The default robustness margin of the percentile rule: plans meet every
+/// SLO with every batch this share slower than profiled. 6%: a GPU 5%
+/// slower than its profile, plus the 1% a lent H200 measured between
+/// profiling and serving (batches 0.3-0.5% slower, about 10 µs of dispatch
+/// between batches); see docs/margins.md for what it costs and keeps.
+pub const DEFAULT_MARGIN: f64 = 0.06;
+
+/// The largest margin a plan may ask for.
+pub const MAX_MARGIN: f64 = 1.0;
+
 /// A rule that decides whether a segment meets a latency SLO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -73,6 +83,20 @@ impl LatencyRule {
     /// otherwise: the `optimal` strategy's, and the one a plan that records
     /// no rule (a ParvaGPU deployment map) is checked under.
     pub const DEFAULT: LatencyRule = LatencyRule::Percentile;
+
+    /// The robustness margin a plan under this rule is made with when none
+    /// is asked for (and, for a replan, none recorded): [`DEFAULT_MARGIN`]
+    /// under the percentile rule, whose capacities sit where one more
+    /// percent of batch time breaks the percentile; none under the rules
+    /// without capacities (ParvaGPU's and evenly spaced arrivals), which
+    /// take none.
+    pub fn default_margin(self) -> f64 {
+        if self.uses_capacity() {
+            DEFAULT_MARGIN
+        } else {
+            0.0
+        }
+    }
 
     /// The rule's name on the command line and in plans.
     pub fn name(self) -> &'static str {

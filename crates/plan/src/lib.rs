@@ -89,16 +89,18 @@ pub use complete::{
 pub use error::{PlanError, UnmeetableSlo};
 pub use estimate::{complete_for_fleet, Estimate, EstimateSource, ProfileOrigin};
 pub use inputs::PlanInputs;
-pub use latency::LatencyRule;
+pub use latency::{LatencyRule, DEFAULT_MARGIN, MAX_MARGIN};
 pub use optimal::{RelaxationBound, DEFAULT_TIME_LIMIT};
 pub use placement::{node_number, Inventory, NodeRef, TargetNode};
+#[cfg(feature = "clap")]
+pub use plan_options::parse_margin;
 pub use plan_options::{Arrivals, PlanOptions, ReplanOptions, DEFAULT_GPU_MODEL};
 pub use planning::{
     plan, recorded_arrivals, recorded_rule, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom,
 };
 pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use replan::{align_to, reseat, GpuPosition};
-pub use service_check::ServiceCheck;
+pub use service_check::{ServiceCheck, TOLERANCE_RANGE};
 pub use strategy::Strategy;
-pub use verification::{verify_plan, Finding, Verification};
+pub use verification::{verify_plan, CheckOptions, Finding, Verification};
 pub use verify::{check_structure, verify, verify_structure, InstanceRef, VerifyRequest, Violation};

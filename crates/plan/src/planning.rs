@@ -4,7 +4,9 @@
 //! one asked for; else, for a replan, the one the running plan records;
 //! else the strategy's [`Strategy::default_rule`]), the arrival model (the
 //! one asked for; else, for a replan, the one the running plan records;
-//! else Poisson), which strategy runs,
+//! else Poisson), the robustness margin (the one asked for; else, for a
+//! replan, the one the running plan records; else the rule's
+//! [`LatencyRule::default_margin`]), which strategy runs,
 //! replanning from a running plan, spreading, placing on a deploy target,
 //! and the notes a plan carries. The CLI, the service and the benchmarks
 //! build a request and call [`plan`]; none decides anything of this.
@@ -12,12 +14,13 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use tessera_core::text::number;
 use tessera_core::{diff_plans, GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
 use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
-use crate::latency::LatencyRule;
+use crate::latency::{LatencyRule, MAX_MARGIN};
 use crate::optimal::{plan_optimal, relaxation_bound as solve_relaxation, RelaxationBound};
 use crate::parva::plan_parva;
 use crate::placement::Inventory;
@@ -41,6 +44,10 @@ pub struct PlanRequest<'a> {
     /// How requests arrive, for the percentile rule's capacities; `None`
     /// for the default (see the module docs).
     pub arrivals: Option<ArrivalModel>,
+    /// The robustness margin of the percentile rule's capacities (every
+    /// batch this share slower than profiled); `None` for the default (see
+    /// the module docs).
+    pub margin: Option<f64>,
     /// The GPU models the plan may use, with costs and limits (replaced by
     /// the target's GPUs when there is a target).
     pub fleet: Vec<GpuOffer>,
@@ -111,6 +118,7 @@ impl<'a> PlanRequest<'a> {
             strategy: options.strategy,
             rule: options.latency_rule,
             arrivals: None,
+            margin: options.margin,
             fleet: options.gpus,
             max_procs: options.max_procs,
             gpus_per_node: options.gpus_per_node,
@@ -149,6 +157,26 @@ impl<'a> PlanRequest<'a> {
         Ok(arrivals)
     }
 
+    /// The robustness margin the plan is proven under: the one asked for;
+    /// else, for a replan, the one the running plan records; else the
+    /// rule's [`LatencyRule::default_margin`]. A margin above 0 needs a
+    /// rule with capacities (the percentile rule).
+    pub fn resolved_margin(&self) -> Result<f64, PlanError> {
+        let rule = self.resolved_rule()?;
+        let recorded = self.from.as_ref().and_then(|from| from.current.margin);
+        let margin = self.margin.or(recorded).unwrap_or(rule.default_margin());
+        if !(0.0..=MAX_MARGIN).contains(&margin) {
+            return Err(PlanError::InvalidOption {
+                field: "margin",
+                message: format!("{} is not a share in [0, {MAX_MARGIN}]", number(margin, 3)),
+            });
+        }
+        if margin > 0.0 && !rule.uses_capacity() {
+            return Err(PlanError::MarginNeedsPercentile { rule: rule.name() });
+        }
+        Ok(margin)
+    }
+
     /// The fleet: the target's GPUs priced as the request's fleet prices
     /// them, or the request's fleet.
     pub fn resolved_fleet(&self) -> Result<Vec<GpuOffer>, PlanError> {
@@ -164,7 +192,7 @@ impl<'a> PlanRequest<'a> {
         fleet: Vec<GpuOffer>,
         inputs: &'p PlanInputs,
         rule: LatencyRule,
-        arrivals: &'p ArrivalModel,
+        (arrivals, margin): (&'p ArrivalModel, f64),
     ) -> Problem<'p> {
         Problem {
             fleet,
@@ -176,6 +204,7 @@ impl<'a> PlanRequest<'a> {
             time_limit: self.time_limit,
             max_gpus: self.max_gpus,
             arrivals,
+            margin,
             capacities: inputs.capacities(),
         }
     }
@@ -207,6 +236,7 @@ impl PlanRequest<'_> {
     pub fn check(&self) -> Result<(), PlanError> {
         let rule = self.resolved_rule()?;
         self.resolved_arrivals()?;
+        self.resolved_margin()?;
         self.resolved_fleet()?;
         if self.from.is_some() && self.strategy != Strategy::Optimal {
             return Err(PlanError::ReplanNeedsOptimal { strategy: self.strategy.name() });
@@ -234,13 +264,14 @@ fn images_of(inputs: &PlanInputs, current: Option<&Plan>) -> BTreeMap<String, Se
 pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let rule = request.resolved_rule()?;
     let arrivals = request.resolved_arrivals()?;
+    let margin = request.resolved_margin()?;
     let fleet = request.resolved_fleet()?;
     if request.from.is_some() && request.strategy != Strategy::Optimal {
         return Err(PlanError::ReplanNeedsOptimal { strategy: request.strategy.name() });
     }
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
-    let problem = request.problem(fleet, inputs, rule, &arrivals);
+    let problem = request.problem(fleet, inputs, rule, (&arrivals, margin));
     let started = Instant::now();
     let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
@@ -324,10 +355,11 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
 pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, PlanError> {
     let rule = request.resolved_rule()?;
     let arrivals = request.resolved_arrivals()?;
+    let margin = request.resolved_margin()?;
     let fleet = request.resolved_fleet()?;
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
-    solve_relaxation(&request.problem(fleet, inputs, rule, &arrivals))
+    solve_relaxation(&request.problem(fleet, inputs, rule, (&arrivals, margin)))
 }
 
 /// The inputs completed for `fleet`, when they were completed for other

@@ -53,6 +53,9 @@ pub(crate) struct Problem<'a> {
     pub max_gpus: u64,
     /// How requests arrive (the percentile rule's capacities depend on it).
     pub arrivals: &'a ArrivalModel,
+    /// The robustness margin of the percentile rule's capacities: every
+    /// batch this share slower than profiled (0 under other rules).
+    pub margin: f64,
     /// The serving model's memo of segment capacities (the percentile rule).
     pub capacities: &'a Capacities,
 }
@@ -74,13 +77,14 @@ impl<'a> Problem<'a> {
             time_limit: None,
             max_gpus: DEFAULT_MAX_GPUS,
             arrivals: &ArrivalModel::Poisson,
+            margin: 0.0,
             capacities: crate::judge::tests::capacities(),
         }
     }
 
     /// The rule with the serving model's memo.
     pub(crate) fn judge(&self) -> Judge<'a> {
-        Judge { rule: self.rule, arrivals: self.arrivals, capacities: self.capacities }
+        Judge { rule: self.rule, arrivals: self.arrivals, margin: self.margin, capacities: self.capacities }
     }
 
     /// Checks what every strategy needs: services with unique names, a

@@ -156,7 +156,7 @@ fn service_prediction(
     let mut shapes = Vec::with_capacity(segments.len());
     for ((model, config), routed_rps) in segments {
         let profile = request.catalog.get(model, &slo.model)?;
-        shapes.push((shape(profile, profile.point(config)?).ok()?, routed_rps));
+        shapes.push((shape(profile, profile.point(config)?).ok()?.slowed_by(request.margin), routed_rps));
         keys.push((model, config));
     }
     let predicted = analytic::predict_service(&shapes, slo.percentile, slo.latency_slo_ms).ok()?;

@@ -10,8 +10,9 @@ use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
-use crate::latency::LatencyRule;
+use crate::latency::{LatencyRule, DEFAULT_MARGIN};
 use crate::planning::{recorded_arrivals, recorded_rule};
+use crate::problem::DEFAULT_MAX_PROCS;
 use crate::service_check::ServiceCheck;
 use crate::verify::{verify_services, VerifyRequest, Violation};
 
@@ -31,6 +32,11 @@ pub struct Verification {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(example = "poisson"))]
     pub arrivals: Option<String>,
+    /// The robustness margin it was checked with (rules with capacities
+    /// only): every batch this share slower than profiled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(example = 0.05))]
+    pub margin: Option<f64>,
     /// The plan's GPUs.
     pub gpus: usize,
     /// The services it was checked against.
@@ -55,20 +61,40 @@ pub struct Finding {
     pub message: String,
 }
 
+/// How to check a plan: each `None` is what the plan records, else the
+/// default ([`verify_plan`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CheckOptions<'a> {
+    /// The latency rule.
+    pub rule: Option<LatencyRule>,
+    /// How requests arrive.
+    pub arrivals: Option<&'a ArrivalModel>,
+    /// The robustness margin (every batch this share slower than
+    /// profiled).
+    pub margin: Option<f64>,
+    /// Most MPS processes per segment.
+    pub max_procs: u32,
+}
+
+impl Default for CheckOptions<'_> {
+    /// Everything as the plan records it, at most [`DEFAULT_MAX_PROCS`]
+    /// processes.
+    fn default() -> Self {
+        CheckOptions { rule: None, arrivals: None, margin: None, max_procs: DEFAULT_MAX_PROCS }
+    }
+}
+
 /// Checks `plan` against `inputs` (completed here for the plan's GPU
-/// models) with at most `max_procs` processes per segment, under `rule`,
-/// else the rule the plan records, else [`LatencyRule::DEFAULT`] (said in
-/// a note: a ParvaGPU deployment map records none), and under `arrivals`,
-/// else the arrival model the plan records, else Poisson. A recorded rule
-/// this build does not know, or a recorded trace (a plan names it, it does
-/// not hold it), is an error.
-pub fn verify_plan(
-    plan: &Plan,
-    inputs: &PlanInputs,
-    rule: Option<LatencyRule>,
-    arrivals: Option<&ArrivalModel>,
-    max_procs: u32,
-) -> Result<Verification, PlanError> {
+/// models) with at most `options.max_procs` processes per segment, under
+/// the rule asked, else the rule the plan records, else
+/// [`LatencyRule::DEFAULT`] (said in a note: a ParvaGPU deployment map
+/// records none); under the arrivals asked, else the arrival model the
+/// plan records, else Poisson; and with the margin asked, else the one the
+/// plan records, else none (said in a note under a capacity rule). A
+/// recorded rule this build does not know, or a recorded trace (a plan
+/// names it, it does not hold it), is an error.
+pub fn verify_plan(plan: &Plan, inputs: &PlanInputs, options: CheckOptions<'_>) -> Result<Verification, PlanError> {
+    let CheckOptions { rule, arrivals, margin, max_procs } = options;
     let mut notes = Vec::new();
     let recorded = if rule.is_none() { recorded_rule(plan)? } else { None };
     let rule = rule.or(recorded).unwrap_or_else(|| {
@@ -85,8 +111,27 @@ pub fn verify_plan(
     let inputs = completed.as_ref().unwrap_or(inputs);
     let recorded = if arrivals.is_none() { recorded_arrivals(plan)? } else { None };
     let arrivals = arrivals.cloned().or(recorded).unwrap_or(ArrivalModel::Poisson);
-    let request =
-        VerifyRequest { catalog: inputs.catalog(), services: inputs.services(), rule, arrivals: &arrivals, max_procs };
+    let margin = match (margin, plan.margin) {
+        (Some(margin), _) | (None, Some(margin)) => margin,
+        (None, None) => {
+            if rule.uses_capacity() {
+                notes.push(format!(
+                    "the plan records no margin: checked at the profiled speed (margin 0); plans are made now with \
+                     --margin {DEFAULT_MARGIN}, and each service's tolerance says how much slower it may run"
+                ));
+            }
+            0.0
+        }
+    };
+    let margin = if rule.uses_capacity() { margin } else { 0.0 };
+    let request = VerifyRequest {
+        catalog: inputs.catalog(),
+        services: inputs.services(),
+        rule,
+        arrivals: &arrivals,
+        max_procs,
+        margin,
+    };
     let (violations, by_service) = verify_services(plan, &request);
     let unknown_services = violations.iter().any(|violation| matches!(violation, Violation::UnknownService { .. }));
     if plan.latency_rule.is_empty() && unknown_services {
@@ -100,6 +145,7 @@ pub fn verify_plan(
         ok: violations.is_empty(),
         latency_rule: rule.name().to_string(),
         arrivals: rule.uses_capacity().then(|| arrivals.to_string()),
+        margin: rule.uses_capacity().then_some(margin),
         gpus: plan.gpu_count,
         services: inputs.services().len(),
         violations: violations.iter().map(|violation| Finding { message: violation.to_string() }).collect(),
@@ -119,20 +165,20 @@ mod tests {
     fn a_plan_is_checked_under_its_own_rule_and_one_without_a_rule_under_the_default_with_a_note() {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
-        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        let checked = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         assert!(checked.ok && checked.notes.is_empty(), "{checked:?}");
         assert_eq!(checked.latency_rule, LatencyRule::DEFAULT.name());
         planned.latency_rule.clear();
-        let unrecorded = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        let unrecorded = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         assert!(unrecorded.notes[0].contains("records no latency rule"), "{:?}", unrecorded.notes);
         // Such a plan's services are its models': a mismatch says so.
         for instance in planned.gpus.iter_mut().flat_map(|gpu| gpu.instances.iter_mut()) {
             instance.service = instance.model.clone();
         }
-        let by_model = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        let by_model = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         assert!(by_model.notes.iter().any(|note| note.contains("names models, not services")), "{by_model:?}");
         planned.latency_rule = "fastest".to_string();
-        let error = verify_plan(&planned, &inputs, None, None, 5).unwrap_err().to_string();
+        let error = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap_err().to_string();
         assert!(error.contains("unknown latency rule 'fastest'"), "{error}");
     }
 
@@ -141,7 +187,7 @@ mod tests {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let mut planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
         planned.gpu_count += 1;
-        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        let checked = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         let json = serde_json::to_value(&checked).unwrap();
         assert_eq!(json["ok"], false);
         let message = json["violations"][0]["message"].as_str().unwrap();
@@ -152,7 +198,7 @@ mod tests {
     fn every_service_is_predicted_as_the_plan_reports_it() {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let planned = plan(&PlanRequest::new(&inputs)).unwrap().plan;
-        let checked = verify_plan(&planned, &inputs, None, None, 5).unwrap();
+        let checked = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         assert_eq!(checked.by_service.len(), inputs.services().len());
         for (check, slo) in checked.by_service.iter().zip(inputs.services()) {
             let report = planned.services.iter().find(|report| report.service == slo.service).unwrap();
@@ -174,7 +220,7 @@ mod tests {
         let request = PlanRequest { rule: Some(LatencyRule::Parva), ..PlanRequest::new(&inputs) };
         let parva = plan(&request).unwrap().plan;
         // Under its own rule: the rule's worst latency, nothing predicted.
-        let checked = verify_plan(&parva, &inputs, None, None, 5).unwrap();
+        let checked = verify_plan(&parva, &inputs, CheckOptions::default()).unwrap();
         assert!(checked.ok);
         for check in &checked.by_service {
             assert!(check.met && check.percentile.is_none() && check.predicted_attainment.is_none(), "{check:?}");
@@ -184,7 +230,12 @@ mod tests {
         // serving model's capacities, and packs some services past their
         // percentile: each is named by a violation, and the predictions say
         // which fall short.
-        let strict = verify_plan(&parva, &inputs, Some(LatencyRule::Percentile), None, 5).unwrap();
+        let strict = verify_plan(
+            &parva,
+            &inputs,
+            CheckOptions { rule: Some(LatencyRule::Percentile), ..CheckOptions::default() },
+        )
+        .unwrap();
         let missed: Vec<&ServiceCheck> = strict.by_service.iter().filter(|check| !check.met).collect();
         assert!(!strict.ok && !missed.is_empty(), "{strict:?}");
         for check in &missed {

@@ -42,6 +42,9 @@ pub struct VerifyRequest<'a> {
     pub arrivals: &'a ArrivalModel,
     /// Most MPS processes allowed per segment.
     pub max_procs: u32,
+    /// The robustness margin capacities must hold under (every batch this
+    /// share slower than profiled; capacity rules only).
+    pub margin: f64,
 }
 
 /// Where in a plan a violation is.
@@ -371,7 +374,7 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
                     slo,
                     instance,
                     &at,
-                    (&capacities, request.arrivals),
+                    (&capacities, request.arrivals, request.margin),
                     &mut violations,
                 ) else {
                     continue;
@@ -430,10 +433,11 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
                     // evaluation of the queue; the latency is searched for
                     // only to report a miss.
                     let bound_ms = slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
-                    match analytic::meets_percentile(&shape, routed_rps, slo.percentile, bound_ms) {
+                    let slowed = shape.slowed_by(request.margin);
+                    match analytic::meets_percentile(&slowed, routed_rps, slo.percentile, bound_ms) {
                         Ok(true) => None,
                         _ => Some(
-                            analytic::percentile_latency_ms(&shape, routed_rps, slo.percentile)
+                            analytic::percentile_latency_ms(&slowed, routed_rps, slo.percentile)
                                 .unwrap_or(f64::INFINITY),
                         ),
                     }
@@ -599,21 +603,23 @@ enum Served {
     },
 }
 
-/// Under a capacity rule: the segment's shape and the serving model's
-/// capacity for `slo` (memoised in `capacities`, under `arrivals`), and a
-/// violation when the plan routes more to it than that (`None` when the
-/// model cannot read the profile, said as a violation).
+/// Under a capacity rule: the segment's shape as profiled and the serving
+/// model's capacity for `slo` with every batch `margin` slower (memoised
+/// in `capacities`, under `arrivals`), and a violation when the plan routes
+/// more to it than that (`None` when the model cannot read the profile,
+/// said as a violation).
 fn checked_capacity(
     profile: &ModelProfile,
     point: &ProfilePoint,
     slo: &ServiceSlo,
     instance: &InstanceAssignment,
     at: &InstanceRef,
-    (capacities, arrivals): (&Capacities, &ArrivalModel),
+    (capacities, arrivals, margin): (&Capacities, &ArrivalModel, f64),
     violations: &mut Vec<Violation>,
 ) -> Option<(SegmentShape, f64)> {
     let read = SegmentShape::from_profile(profile.points(), point.config, point.latency_ms).and_then(|read| {
-        let capacity = capacities.capacity_rps(&read.shape, slo.percentile, slo.latency_slo_ms, arrivals)?;
+        let slowed = read.shape.slowed_by(margin);
+        let capacity = capacities.capacity_rps(&slowed, slo.percentile, slo.latency_slo_ms, arrivals)?;
         Ok((read.shape, capacity))
     });
     match read {
@@ -652,7 +658,14 @@ mod tests {
     }
 
     fn request<'a>(catalog: &'a ProfileCatalog, services: &'a [ServiceSlo]) -> VerifyRequest<'a> {
-        VerifyRequest { catalog, services, rule: LatencyRule::Parva, arrivals: &ArrivalModel::Poisson, max_procs: 5 }
+        VerifyRequest {
+            catalog,
+            services,
+            rule: LatencyRule::Parva,
+            arrivals: &ArrivalModel::Poisson,
+            max_procs: 5,
+            margin: 0.0,
+        }
     }
 
     #[test]

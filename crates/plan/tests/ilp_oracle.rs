@@ -137,6 +137,7 @@ fn compare(
             rule: LatencyRule::Parva,
             arrivals: &ArrivalModel::Poisson,
             max_procs: DEFAULT_MAX_PROCS,
+            margin: 0.0,
         };
         assert_eq!(verify(&plan, &check), vec![], "case {case}");
         let optimum = ilp_optimum(catalog, gpu, &services, plan.gpu_count as u64)
@@ -215,6 +216,7 @@ fn slo_mixes_over_the_eleven_parvagpu_models_are_mostly_proven_optimal() {
             rule: LatencyRule::Parva,
             arrivals: &ArrivalModel::Poisson,
             max_procs: DEFAULT_MAX_PROCS,
+            margin: 0.0,
         };
         assert_eq!(verify(&plan, &check), vec![], "case {case}");
         let optimality = plan.optimality.expect("the optimal strategy reports its bound");

@@ -40,7 +40,14 @@ fn check_random_plans(catalog: &ProfileCatalog, gpu: GpuModel, cases: usize, see
         let check = |plan: &Plan, rule| {
             let violations = verify(
                 plan,
-                &VerifyRequest { catalog, services: &services, rule, arrivals: &ArrivalModel::Poisson, max_procs },
+                &VerifyRequest {
+                    catalog,
+                    services: &services,
+                    rule,
+                    arrivals: &ArrivalModel::Poisson,
+                    max_procs,
+                    margin: 0.0,
+                },
             );
             assert!(violations.is_empty(), "case {case} ({services:?}): {violations:#?}");
             assert!(plan.services.iter().all(|s| s.met), "case {case}");

@@ -55,6 +55,7 @@ fn check_reference(size: usize, in_22nds: f64, gpus: usize) {
         rule: LatencyRule::Parva,
         arrivals: &ArrivalModel::Poisson,
         max_procs: 5,
+        margin: 0.0,
     };
     assert_eq!(verify(&plan, &check), vec![]);
 }

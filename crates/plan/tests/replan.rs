@@ -52,7 +52,7 @@ proptest! {
         let replanned = replan.expect("a replan compares itself with the fresh plan");
         let plan = &plan;
         prop_assert!(plan.gpu_count as u64 <= replanned.fresh.gpu_count as u64 + max_extra_gpus);
-        let violations = verify(plan, &VerifyRequest { catalog: &catalog, services: &new, rule, arrivals: &ArrivalModel::Poisson, max_procs: 5 });
+        let violations = verify(plan, &VerifyRequest { catalog: &catalog, services: &new, rule, arrivals: &ArrivalModel::Poisson, max_procs: 5 , margin: 0.0});
         prop_assert!(violations.is_empty(), "{:?}", violations);
         let (stable, fresh) = (replanned.diff.totals, replanned.fresh_diff.totals);
         prop_assert!(stable.gpus_reconfigured() <= fresh.gpus_reconfigured(), "{:?} vs {:?}", stable, fresh);
@@ -100,6 +100,7 @@ fn replans_of_parvagpu_scenarios_pass_the_verifier() {
                         rule: LatencyRule::Parva,
                         arrivals: &ArrivalModel::Poisson,
                         max_procs: 5,
+                        margin: 0.0,
                     },
                 );
                 assert!(violations.is_empty(), "scenario {scenario}, draw {draw}, +{max_extra_gpus}: {violations:?}");

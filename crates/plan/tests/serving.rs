@@ -1,10 +1,12 @@
-//! Plans made under the default rule keep their promise under random
-//! traffic: every service of ParvaGPU's six scenarios, of random SLO mixes
-//! over its eleven models and of the 1,100-service reference catalogue is
-//! predicted to keep at least its percentile of requests within its SLO,
+//! Plans made under the default rule and margin keep their promise under
+//! random traffic on a GPU slower than profiled by the margin: every
+//! service of ParvaGPU's six scenarios, of random SLO mixes over its eleven
+//! models and of the 1,100-service reference catalogue is predicted to
+//! keep at least its percentile of requests within its SLO with every
+//! batch the plan's margin slower, its tolerance is at least that margin,
 //! and the request-level simulator (tessera-serving, Poisson arrivals, the
-//! deployment's routing) agrees: no service's attainment is statistically
-//! below its percentile.
+//! deployment's routing, every batch that much slower) agrees: no
+//! service's attainment is statistically below its percentile.
 
 use tessera_core::rng::SplitMix64;
 use tessera_core::slo::DEFAULT_PERCENTILE;
@@ -24,8 +26,20 @@ fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Pl
         rule: LatencyRule::Percentile,
         arrivals: &ArrivalModel::Poisson,
         max_procs: tessera_plan::DEFAULT_MAX_PROCS,
+        margin: planned.margin.expect("a plan under the percentile rule records its margin"),
     };
+    assert_eq!(check.margin, tessera_plan::DEFAULT_MARGIN);
     assert_eq!(tessera_plan::verify(&planned, &check), vec![]);
+    // Each service tolerates at least the margin, and the check under a
+    // margin beyond the smallest tolerance fails.
+    let checked = tessera_plan::verify_plan(&planned, &inputs, tessera_plan::CheckOptions::default()).unwrap();
+    let tolerances: Vec<f64> = checked.by_service.iter().map(|check| check.tolerance.unwrap()).collect();
+    let least = tolerances.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(least >= check.margin - 1e-3, "tolerances {tolerances:?} below the margin {}", check.margin);
+    if least < tessera_plan::TOLERANCE_RANGE.1 {
+        let beyond = tessera_plan::CheckOptions { margin: Some(least + 0.01), ..tessera_plan::CheckOptions::default() };
+        assert!(!tessera_plan::verify_plan(&planned, &inputs, beyond).unwrap().ok, "a margin past {least} fails");
+    }
     planned
 }
 
@@ -37,11 +51,17 @@ fn predicted_to_keep_its_promise(plan: &Plan, what: &str) {
     }
 }
 
-/// Simulates `plan` (Poisson arrivals, the deployment's routing) for one
-/// replication of `seconds`, a tenth of it warm-up.
+/// Simulates `plan` (Poisson arrivals, the deployment's routing, every
+/// batch the plan's margin slower than profiled) for one replication of
+/// `seconds`, a tenth of it warm-up.
 fn simulated(plan: &Plan, catalog: &ProfileCatalog, seconds: f64) -> ServingReport {
     let (system, _) = ServingSystem::from_plan(plan, Some(catalog), DEFAULT_PERCENTILE).unwrap();
-    let options = SimulationOptions { seconds, warmup_s: seconds / 10.0, ..SimulationOptions::default() };
+    let options = SimulationOptions {
+        seconds,
+        warmup_s: seconds / 10.0,
+        slowdown: plan.margin.unwrap_or(0.0),
+        ..SimulationOptions::default()
+    };
     simulate(&system, &options).unwrap()
 }
 

@@ -32,7 +32,7 @@ async fn import_services_plan_verify_and_report_end_to_end() {
     let job = wait_job(&mut client, id).await;
     assert_eq!(job["status"], "done", "{job}");
     let plan = &job["plan"];
-    assert_eq!(plan["version"], 2);
+    assert_eq!(plan["version"], 3);
     assert_eq!(plan["images"]["search-ranking"]["image"], "registry.example/serve:1", "{plan}");
     let instances: usize =
         plan["gpus"].as_array().unwrap().iter().map(|gpu| gpu["instances"].as_array().unwrap().len()).sum();

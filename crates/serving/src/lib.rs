@@ -60,7 +60,7 @@ pub use measured::{LevelComparison, MeasuredBatch, MeasuredLevel, MeasuredServin
 pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
-    SloVerdict, TimelineBucket, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
+    SloVerdict, TimelineBucket, WindowsMet, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
 };
 pub use stream::ArrivalStream;
 pub use system::{ServedSegment, ServedService, ServicePrediction, ServingSystem};

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::analytic;
+use crate::arrivals::ArrivalModel;
+use crate::capacity::Capacities;
 use crate::error::ServingError;
 use crate::shape::SegmentShape;
 use crate::simulate::{simulate, SimulationOptions};
@@ -73,6 +75,14 @@ pub struct LevelComparison {
     /// the measured one (its seconds and warm-up): how far one run's p99
     /// strays from the exact one.
     pub simulated_p99_range_ms: (f64, f64),
+    /// The margin of the capacity below (every batch this share slower
+    /// than profiled).
+    pub margin: f64,
+    /// The rate a planner would route to this segment, under that margin,
+    /// for a p99 SLO equal to the p99 the GPU measured (the model's
+    /// capacity, Poisson arrivals): above the measured rate, the planner
+    /// would promise a latency where the GPU did not deliver it.
+    pub capacity_rps_at_measured_p99: f64,
 }
 
 impl MeasuredServing {
@@ -109,8 +119,9 @@ impl MeasuredServing {
     /// # Errors
     /// As [`MeasuredServing::shape`]; no loads, `runs` of 0, a rate that is
     /// not positive, a warm-up not shorter than the run.
-    pub fn compare_with_model(&self, runs: u64) -> Result<Vec<LevelComparison>, ServingError> {
+    pub fn compare_with_model(&self, runs: u64, margin: f64) -> Result<Vec<LevelComparison>, ServingError> {
         let shape = self.shape()?;
+        let capacities = Capacities::new();
         if self.levels.is_empty() {
             return Err(ServingError::invalid("levels", "no load was measured"));
         }
@@ -133,6 +144,13 @@ impl MeasuredServing {
                     model_p99_ms: at(99.0)?,
                     model_p999_ms: at(99.9)?,
                     simulated_p99_range_ms: self.simulated_p99_range_ms(&shape, level, runs)?,
+                    margin,
+                    capacity_rps_at_measured_p99: capacities.capacity_rps(
+                        &shape.slowed_by(margin),
+                        99.0,
+                        level.p99_ms,
+                        &ArrivalModel::Poisson,
+                    )?,
                 })
             })
             .collect()

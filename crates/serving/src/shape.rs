@@ -126,6 +126,15 @@ impl SegmentShape {
         Ok(ProfiledShape { shape: SegmentShape::new(procs, partial)?, partial_batches, adjusted })
     }
 
+    /// The same segment with every batch `margin` slower (each latency ×
+    /// `1 + margin`; a negative margin is faster): a GPU slower than its
+    /// profile, or a plan's robustness margin.
+    pub fn slowed_by(&self, margin: f64) -> SegmentShape {
+        let factor = 1.0 + margin;
+        let batch_latencies = self.batch_latencies.iter().map(|&(batch, ms)| (batch, ms * factor)).collect();
+        SegmentShape { procs: self.procs, batch_latencies }
+    }
+
     /// MPS processes.
     pub fn procs(&self) -> u32 {
         self.procs
@@ -171,6 +180,10 @@ mod tests {
         assert_eq!(shape.latency_ms(3), 25.0);
         assert_eq!(shape.latency_ms(5), 40.0);
         assert!((shape.throughput_rps() - 2.0 * 8.0 * 1000.0 / 40.0).abs() < 1e-9);
+        let slowed = shape.slowed_by(0.05);
+        assert_eq!(slowed.batch_latencies().len(), 4);
+        assert!((slowed.latency_ms(3) - 25.0 * 1.05).abs() < 1e-12);
+        assert!((slowed.throughput_rps() * 1.05 - shape.throughput_rps()).abs() < 1e-9);
     }
 
     #[test]

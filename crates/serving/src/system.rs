@@ -189,6 +189,17 @@ impl ServingSystem {
             .collect()
     }
 
+    /// The same system with every batch of every segment `margin` slower
+    /// (see [`SegmentShape::slowed_by`]); routing weights unchanged.
+    pub fn slowed_by(&self, margin: f64) -> ServingSystem {
+        let segments = self
+            .segments
+            .iter()
+            .map(|segment| ServedSegment { shape: segment.shape.slowed_by(margin), ..segment.clone() })
+            .collect();
+        ServingSystem { services: self.services.clone(), segments }
+    }
+
     /// The system a plan sets up: its services at their rates and SLOs
     /// (each with the percentile the plan records for it, else
     /// `percentile`, e.g. 99.0), one segment per MIG instance.

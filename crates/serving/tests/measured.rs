@@ -54,7 +54,7 @@ fn the_model_predicts_the_latency_percentiles_measured_on_a_real_gpu() {
     let mut held = 0;
     for (name, json) in GPU_RUNS {
         let measured = parse(name, json);
-        for compared in measured.compare_with_model(RUNS).unwrap() {
+        for compared in measured.compare_with_model(RUNS, 0.0).unwrap() {
             let level = &compared.measured;
             let (low, high) = compared.simulated_p99_range_ms;
             if level.utilisation > HELD_UP_TO_LOAD {
@@ -81,14 +81,14 @@ fn the_model_predicts_the_latency_percentiles_measured_on_a_real_gpu() {
 fn a_run_the_model_cannot_read_is_refused_naming_the_field() {
     let mut measured = parse("resnet50-25s", GPU_RUNS[5].1);
     measured.profile.retain(|p| p.batch != measured.max_batch);
-    let error = measured.compare_with_model(1).unwrap_err().to_string();
+    let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
     assert_eq!(error, "profile: the full batch (16) was not profiled");
     let mut measured = parse("resnet50-25s", GPU_RUNS[5].1);
     measured.levels[1].arrived_rps = 0.0;
-    let error = measured.compare_with_model(1).unwrap_err().to_string();
+    let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
     assert!(error.starts_with("arrived_rps: 0 at load 0.8"), "{error}");
     measured.levels.clear();
-    assert_eq!(measured.compare_with_model(1).unwrap_err().to_string(), "levels: no load was measured");
+    assert_eq!(measured.compare_with_model(1, 0.0).unwrap_err().to_string(), "levels: no load was measured");
     let error = MeasuredServing::from_json(&GPU_RUNS[5].1.replace("\"arrived_rps\"", "\"rate\"")).unwrap_err();
     assert!(error.to_string().starts_with("run: missing field `arrived_rps`"), "{error}");
 }

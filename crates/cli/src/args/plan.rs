@@ -91,6 +91,12 @@ pub struct VerifyArgs {
     #[arg(long, value_enum)]
     pub latency_rule: Option<LatencyRule>,
 
+    /// Robustness margin to check the percentile rule's capacities with
+    /// (every batch this share slower than profiled); default: the one the
+    /// plan records, else 0.
+    #[arg(long, value_name = "SHARE", value_parser = tessera_plan::parse_margin)]
+    pub margin: Option<f64>,
+
     /// Output format: a line per violation, or JSON with the violations as
     /// data (the exit status is 1 on a violation either way).
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]

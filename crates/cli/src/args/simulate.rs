@@ -10,6 +10,7 @@ use tessera_core::GpuModel;
 use tessera_serving::{Discipline, SimulationOptions};
 use tessera_sim::{Eviction, Link, Retention};
 
+use super::autopilot_run::parse_positive;
 use super::{parse_gpu, ListFormat};
 
 /// `tessera simulate`.
@@ -225,6 +226,18 @@ pub struct TrafficArgs {
     /// Independent replications (for confidence intervals).
     #[arg(long, default_value_t = SimulationOptions::default().replications, value_parser = clap::value_parser!(u32).range(1..))]
     pub replications: u32,
+
+    /// Seconds of each window in which attainment is also judged (whole
+    /// windows after the warm-up): each service's share of windows that
+    /// meet its percentile, as an operator's dashboard measures SLOs.
+    #[arg(long, value_name = "S", default_value_t = 60.0, value_parser = parse_positive)]
+    pub window_s: f64,
+
+    /// Run every batch this share slower than profiled (0.05: 5% slower,
+    /// a GPU a little slower than its profile; a plan's margin is the
+    /// slowdown it is proven to bear). Default: the profiled speed.
+    #[arg(long, value_name = "SHARE", default_value_t = SimulationOptions::default().slowdown, allow_negative_numbers = true)]
+    pub slowdown: f64,
 }
 
 /// The schedulers by name. Not `tessera_sim::SchedulerKind` itself: its

@@ -7,6 +7,8 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
+use tessera_core::text::percent;
+use tessera_plan::DEFAULT_MARGIN;
 use tessera_serving::{LevelComparison, MeasuredServing};
 
 use crate::args::{ListFormat, SimulateMeasuredArgs};
@@ -31,7 +33,7 @@ pub fn run(args: &SimulateMeasuredArgs) -> Result<()> {
     for path in &args.runs {
         let measured = read_measured(path)?;
         let levels = measured
-            .compare_with_model(args.simulated_runs)
+            .compare_with_model(args.simulated_runs, DEFAULT_MARGIN)
             .with_context(|| format!("{}: the model cannot read this run", path.display()))?;
         compared.push(ComparedRun {
             file: path.display().to_string(),
@@ -77,6 +79,7 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
         "model's runs",
         "p99.9",
         "model",
+        "capacity",
     ]);
     for run in compared {
         for level in &run.levels {
@@ -97,6 +100,7 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
                 format!("{low:.3}–{high:.3}"),
                 format!("{:.3}", measured.p999_ms),
                 format!("{:.3}", level.model_p999_ms),
+                format!("{:.0}", level.capacity_rps_at_measured_p99),
             ]);
         }
     }
@@ -104,7 +108,10 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
         "latencies in ms, measured then the model's: its exact percentiles for the measured profile (every batch's \
          mean latency, read conservatively) at the measured rate under Poisson arrivals, and the lowest–highest p99 \
          of {simulated_runs} simulated runs as long as the measured one (one run's p99 is one draw); load: offered \
-         rate over the full batch's throughput"
+         rate over the full batch's throughput; capacity: the rate (req/s) the planner would route to this segment, \
+         with its default margin of {}, for a p99 SLO equal to the measured p99 (at most the measured rate, or the \
+         planner promises what the GPU did not deliver)",
+        percent(DEFAULT_MARGIN)
     );
     format!("{}{}\n", table.render(), wrap_words(&legend, "", ""))
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use serde::Serialize;
 use tessera_core::slo::DEFAULT_PERCENTILE;
-use tessera_core::text::count;
+use tessera_core::text::{count, number, percent};
 use tessera_core::{Plan, ProfileCatalog};
 use tessera_plan::{recorded_arrivals, Arrivals, PlanOptions};
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions, SloVerdict};
@@ -37,6 +37,8 @@ pub fn options(args: &TrafficArgs, plan: &Plan) -> Result<SimulationOptions> {
         seed: args.seed,
         replications: args.replications,
         timeline_bucket_s: None,
+        window_s: Some(args.window_s),
+        slowdown: args.slowdown,
     };
     options.validate()?;
     Ok(options)
@@ -153,8 +155,13 @@ fn file_name(path: &Path) -> String {
 /// The traffic model in words, for headings.
 pub fn describe(options: &SimulationOptions) -> String {
     format!(
-        "{} arrivals, {} routing within segments{}, {} s ({} s warm-up) × {}, seed {}",
+        "{} arrivals{}, {} routing within segments{}, {} s ({} s warm-up) × {}, seed {}",
         options.arrivals,
+        if options.slowdown == 0.0 {
+            String::new()
+        } else {
+            format!(", every batch {} slower than profiled", percent(options.slowdown))
+        },
         options.discipline,
         if options.max_queue_delay_ms > 0.0 {
             format!(", batches wait up to {} ms", options.max_queue_delay_ms)
@@ -171,14 +178,19 @@ pub fn describe(options: &SimulationOptions) -> String {
 /// The report as a table per service, then the totals.
 pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
     let report = &simulated.report;
-    let mut table =
-        TextTable::new(&["service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "met"]);
+    let mut table = TextTable::new(&[
+        "service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "windows", "met",
+    ]);
     for outcome in &report.services {
         let slo_ms = outcome.latency_slo_ms;
+        let windows = outcome
+            .windows
+            .filter(|windows| windows.windows > 0)
+            .map_or_else(|| "-".to_string(), |windows| format!("{}/{}", windows.met, windows.windows));
         let Some(measures) = &outcome.measures else {
             let mut row = vec![outcome.name.clone(), "0".to_string()];
             row.extend(["-"; 5].map(String::from));
-            row.extend([format!("{slo_ms}"), "-".to_string(), "-".to_string()]);
+            row.extend([format!("{slo_ms}"), "-".to_string(), windows, "-".to_string()]);
             table.row(row);
             continue;
         };
@@ -192,12 +204,17 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
             format!("{:.1}", measures.p999_ms),
             format!("{slo_ms}"),
             format!("{:.1}", outcome.goodput_rps),
+            windows,
             measures.verdict.word().to_string(),
         ]);
     }
     let utilisation: Vec<f64> = report.segments.iter().map(|segment| segment.utilisation).collect();
     let (low, high) = utilisation.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &u| (l.min(u), h.max(u)));
-    let heading = format!("{}; latencies in ms, goodput in requests/s within SLO", describe(options));
+    let heading = format!(
+        "{}; latencies in ms, goodput in requests/s within SLO, windows of {} s meeting the percentile",
+        describe(options),
+        options.window_s.map_or_else(|| "-".to_string(), |window_s| number(window_s, 0))
+    );
     let mut text = format!("{}\n{}", wrap_words(&heading, "", ""), table.render());
     text.push_str(&format!(
         "all requests: {} within SLO{}; segments {:.0}–{:.0}% busy\n",
@@ -229,6 +246,7 @@ pub struct SimulationDocument<'a> {
     warmup_s: f64,
     seed: u64,
     replications: u32,
+    slowdown: f64,
     simulated_requests_per_s: f64,
     notes: &'a [String],
     #[serde(flatten)]
@@ -246,6 +264,7 @@ impl<'a> SimulationDocument<'a> {
             warmup_s: options.warmup_s,
             seed: options.seed,
             replications: options.replications,
+            slowdown: options.slowdown,
             simulated_requests_per_s: simulated.requests_per_s(),
             notes: &simulated.notes,
             report: &simulated.report,

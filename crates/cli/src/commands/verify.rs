@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use tessera_core::text::{count, number};
+use tessera_core::text::{count, number, percent};
 use tessera_core::{Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{verify_plan, Verification};
+use tessera_plan::{verify_plan, CheckOptions, Verification};
 use tessera_serving::{SimulationOptions, SloVerdict};
 use tessera_store::{read_plan_file, MapProfiles};
 
@@ -38,8 +38,13 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         (plan.context("the plan was read with the profiles")?, inputs)
     };
     let arrivals = args.traffic.arrivals.as_deref().map(serving::arrival_model).transpose()?;
-    let checked = verify_plan(&plan, &inputs, args.latency_rule, arrivals.as_ref(), args.max_procs)
-        .map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
+    let options = CheckOptions {
+        rule: args.latency_rule,
+        arrivals: arrivals.as_ref(),
+        margin: args.margin,
+        max_procs: args.max_procs,
+    };
+    let checked = verify_plan(&plan, &inputs, options).map_err(|error| anyhow::anyhow!("{path}: {error}"))?;
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));
     }
@@ -102,7 +107,9 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
 /// Every service as the check saw it: rate, what its segments provide,
 /// SLO and, under the percentile rule with Poisson arrivals, the predicted
 /// percentile latency and share within the SLO (else the rule's worst
-/// latency, or nothing where the simulation is the judge).
+/// latency, or nothing where the simulation is the judge), its tolerance
+/// (how much slower than profiled its batches may run) and its busiest
+/// segment's load.
 fn services_table(checked: &Verification) -> String {
     let predicted = checked.by_service.iter().any(|check| check.predicted_attainment.is_some());
     let latency_header = if predicted { "predicted ms" } else { "worst ms" };
@@ -112,7 +119,7 @@ fn services_table(checked: &Verification) -> String {
     }
     header.push(latency_header);
     if predicted {
-        header.push("within slo");
+        header.extend(["within slo", "tolerance", "load"]);
     }
     header.push("met");
     let mut table = TextTable::new(&header);
@@ -129,6 +136,8 @@ fn services_table(checked: &Verification) -> String {
         row.push(check.worst_latency_ms.map_or_else(|| "-".to_string(), |ms| number(ms, 1)));
         if predicted {
             row.push(check.predicted_attainment.map_or_else(|| "-".to_string(), |a| format!("{:.2}%", 100.0 * a)));
+            row.push(check.tolerance.map_or_else(|| "-".to_string(), tolerance_words));
+            row.push(check.busiest_load.map_or_else(|| "-".to_string(), |load| number(load, 2)));
         }
         row.push(if check.met { "yes" } else { "NO" }.to_string());
         table.row(row);
@@ -136,13 +145,24 @@ fn services_table(checked: &Verification) -> String {
     table.render()
 }
 
-/// The rule a check was made under, and its arrival model where it has
-/// one: "percentile latency rule, cv=2 arrivals".
+/// A tolerance as a signed percentage of batch time: `+5.8%`, `-1.2%`,
+/// `≥ +200%` at the top of the searched range.
+fn tolerance_words(tolerance: f64) -> String {
+    let at_top = tolerance >= tessera_plan::TOLERANCE_RANGE.1;
+    format!("{}{:+.1}%", if at_top { "≥ " } else { "" }, 100.0 * tolerance)
+}
+
+/// The rule a check was made under, and its arrival model and margin where
+/// it has them: "percentile latency rule, poisson arrivals, margin 5%".
 fn rule_words(checked: &Verification) -> String {
-    match &checked.arrivals {
-        Some(arrivals) => format!("{} latency rule, {arrivals} arrivals", checked.latency_rule),
-        None => format!("{} latency rule", checked.latency_rule),
+    let mut words = format!("{} latency rule", checked.latency_rule);
+    if let Some(arrivals) = &checked.arrivals {
+        words.push_str(&format!(", {arrivals} arrivals"));
     }
+    if let Some(margin) = checked.margin.filter(|margin| *margin > 0.0) {
+        words.push_str(&format!(", margin {}", percent(margin)));
+    }
+    words
 }
 
 /// The services `plan` records, as SLOs; an error when it records none (a

@@ -247,6 +247,7 @@ mod tests {
                 rule,
                 arrivals: &ArrivalModel::Poisson,
                 max_procs: 5,
+                margin: 0.0,
             };
             assert_eq!(verify(&plan, &check), vec![], "{rule}");
             if rule == LatencyRule::Queueing {
@@ -328,6 +329,7 @@ mod tests {
                 rule: LatencyRule::Queueing,
                 arrivals: &ArrivalModel::Poisson,
                 max_procs: 5,
+                margin: 0.0,
             };
             assert_eq!(verify(plan, &check), vec![]);
         }
@@ -368,6 +370,7 @@ mod tests {
                     rule: LatencyRule::Parva,
                     arrivals: &ArrivalModel::Poisson,
                     max_procs: 5,
+                    margin: 0.0,
                 };
                 assert_eq!(verify(&plan, &check), vec![], "seed {seed}, {limit} H100");
             }

@@ -121,6 +121,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
                     rule: plan_request.rule,
                     arrivals: plan_request.arrivals,
                     max_procs: plan_request.max_procs,
+                    margin: plan_request.margin,
                 },
             )
             .is_empty()
@@ -190,6 +191,7 @@ mod tests {
                 rule: LatencyRule::Parva,
                 arrivals: &ArrivalModel::Poisson,
                 max_procs: crate::DEFAULT_MAX_PROCS,
+                margin: 0.0,
             },
         );
         assert!(violations.is_empty(), "{violations:#?}");

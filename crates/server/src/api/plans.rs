@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use tessera_core::synthetic::{builtin_catalog, demo_services};
 use tessera_core::{GpuModel, Plan};
-use tessera_plan::{verify_plan, PlanInputs, ProfileOrigin, Verification};
+use tessera_plan::{verify_plan, CheckOptions, PlanInputs, ProfileOrigin, Verification};
 use tessera_store::{parse_plan, PlanDocument, StoredJob};
 
 use crate::api::{off_the_workers, tags, ApiJson, ApiPath};
@@ -181,7 +181,10 @@ pub(crate) async fn verify_stored(
         .map_err(|e| ApiError::internal(format!("planning job {id}: its stored request is unreadable: {e}")))?;
     let fleet: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect::<BTreeSet<_>>().into_iter().collect();
     let inputs = inputs.plan_inputs(&fleet).map_err(ApiError::internal)?;
-    let checked = off_the_workers(move || verify_plan(&plan, &inputs, None, None, request.options.max_procs)).await??;
+    let checked = off_the_workers(move || {
+        verify_plan(&plan, &inputs, CheckOptions { max_procs: request.options.max_procs, ..CheckOptions::default() })
+    })
+    .await??;
     Ok(Json(checked))
 }
 
@@ -263,7 +266,7 @@ pub(crate) async fn verify_posted(
     let max_procs = body.max_procs;
     let checked = off_the_workers(move || {
         let inputs = PlanInputs::new(services, catalog, origin, &fleet)?;
-        verify_plan(&plan, &inputs, rule, None, max_procs)
+        verify_plan(&plan, &inputs, CheckOptions { rule, max_procs, ..CheckOptions::default() })
     })
     .await??;
     Ok(Json(checked))

@@ -30,7 +30,8 @@ use crate::error::ServingError;
 use crate::system::ServingSystem;
 
 pub use report::{
-    CdfPoint, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SloVerdict, TimelineBucket, WorstService,
+    CdfPoint, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SloVerdict, TimelineBucket, WindowsMet,
+    WorstService,
 };
 pub use service::MAX_WAITING;
 pub use stats::Interval;
@@ -68,12 +69,20 @@ pub struct SimulationOptions {
     /// When set, attainment is also counted per bucket of this many
     /// seconds of arrival time.
     pub timeline_bucket_s: Option<f64>,
+    /// When set, attainment is also judged per window of this many seconds
+    /// after the warm-up (whole windows only), as operators measure SLOs:
+    /// each service's share of windows meeting its percentile.
+    pub window_s: Option<f64>,
+    /// Every batch runs this share slower than its segment's shape says
+    /// (0.05: 5% slower, as a GPU slower than its profile; negative:
+    /// faster), in `(-1, 10]`.
+    pub slowdown: f64,
 }
 
 impl Default for SimulationOptions {
     /// Poisson arrivals, random routing to per-process queues, no batching
     /// delay, 60 s with a 10 s warm-up, seed 0, one replication, no
-    /// timeline.
+    /// timeline, batches at their profiled speed.
     fn default() -> Self {
         SimulationOptions {
             arrivals: ArrivalModel::Poisson,
@@ -84,6 +93,8 @@ impl Default for SimulationOptions {
             seed: 0,
             replications: 1,
             timeline_bucket_s: None,
+            window_s: None,
+            slowdown: 0.0,
         }
     }
 }
@@ -107,6 +118,23 @@ impl SimulationOptions {
                 format!("{} is not a non-negative delay", self.max_queue_delay_ms),
             ));
         }
+        if let Some(window_s) = self.window_s {
+            if !(window_s.is_finite() && window_s > 0.0) {
+                return Err(ServingError::invalid("window_s", format!("{window_s} is not a positive duration")));
+            }
+            if (self.seconds - self.warmup_s) / window_s > MAX_TIMELINE_BUCKETS as f64 {
+                return Err(ServingError::invalid(
+                    "window_s",
+                    format!("{window_s} s makes more than {MAX_TIMELINE_BUCKETS} windows of a {} s run", self.seconds),
+                ));
+            }
+        }
+        if !(self.slowdown > -1.0 && self.slowdown <= 10.0) {
+            return Err(ServingError::invalid(
+                "slowdown",
+                format!("{} is not a share in (-1, 10] (0.05: every batch 5% slower)", self.slowdown),
+            ));
+        }
         if self.replications == 0 {
             return Err(ServingError::invalid("replications", "at least one replication is needed"));
         }
@@ -125,6 +153,11 @@ impl SimulationOptions {
             }
         }
         Ok(())
+    }
+
+    /// Whole measurement windows after the warm-up (0 without windows).
+    pub(crate) fn whole_windows(&self) -> usize {
+        self.window_s.map_or(0, |window_s| ((self.seconds - self.warmup_s) / window_s + 1e-9).floor() as usize)
     }
 
     /// Timeline buckets covering the run (0 without a timeline).
@@ -155,6 +188,13 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
             ),
         ));
     }
+    let slowed;
+    let system = if options.slowdown == 0.0 {
+        system
+    } else {
+        slowed = system.slowed_by(options.slowdown);
+        &slowed
+    };
     let units = if options.replications == 1 { BATCHES } else { 1 };
     let summaries: Vec<Result<report::ServiceSummary, ServingError>> = (0..services)
         .into_par_iter()

@@ -66,6 +66,29 @@ pub struct ServiceOutcome {
     pub measures: Option<ServiceMeasures>,
     /// Attainment over time (warm-up included), when asked for.
     pub timeline: Vec<TimelineBucket>,
+    /// With windows asked for: how many of its windows (whole ones after
+    /// the warm-up with requests, in every replication) kept the service's
+    /// percentile within its SLO, as operators measure SLOs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub windows: Option<WindowsMet>,
+}
+
+/// How many of a service's measurement windows met its percentile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct WindowsMet {
+    /// A window's length, seconds.
+    pub window_s: f64,
+    /// Windows counted: whole ones after the warm-up with requests.
+    pub windows: u64,
+    /// Those whose attainment reached the percentile.
+    pub met: u64,
+}
+
+impl WindowsMet {
+    /// The share of windows met; `None` without windows.
+    pub fn share(&self) -> Option<f64> {
+        (self.windows > 0).then(|| self.met as f64 / self.windows as f64)
+    }
 }
 
 /// What a run says of a service's SLO.
@@ -208,8 +231,15 @@ pub(super) fn summarise_service(
     let mut segments: Vec<(usize, SegmentTally)> = Vec::new();
     let mut simulated = 0;
     let mut units = Vec::new();
+    let mut windows = options.window_s.map(|window_s| WindowsMet { window_s, windows: 0, met: 0 });
     for run in runs {
         simulated += run.simulated;
+        if let Some(windows) = &mut windows {
+            for [requests, within] in run.windows.iter().filter(|[requests, _]| *requests > 0) {
+                windows.windows += 1;
+                windows.met += u64::from(*within as f64 >= *requests as f64 * service.percentile / 100.0);
+            }
+        }
         for (bucket, [requests, within]) in timeline.iter_mut().zip(&run.timeline) {
             bucket.requests += requests;
             bucket.within_slo += within;
@@ -239,6 +269,7 @@ pub(super) fn summarise_service(
         goodput_rps: all.within_slo as f64 / measured_s,
         measures: measures(&all, &units, service.percentile),
         timeline,
+        windows,
     };
     ServiceSummary { outcome, segments, simulated }
 }

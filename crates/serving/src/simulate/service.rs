@@ -33,6 +33,9 @@ pub(super) struct ServiceRun {
     pub(super) units: Vec<Unit>,
     /// `[requests, within SLO]` per timeline bucket, warm-up included.
     pub(super) timeline: Vec<[u64; 2]>,
+    /// `[requests, within SLO]` per whole measurement window after the
+    /// warm-up (none unless windows are asked for).
+    pub(super) windows: Vec<[u64; 2]>,
     /// Per segment of the service, in the system's order.
     pub(super) segments: Vec<(usize, SegmentTally)>,
 }
@@ -77,6 +80,8 @@ struct Recorder {
     units: Vec<Unit>,
     buckets_per_s: f64,
     timeline: Vec<[u64; 2]>,
+    windows_per_s: f64,
+    windows: Vec<[u64; 2]>,
 }
 
 /// A queue's reports, into the service's recorder and its segment's tally.
@@ -99,6 +104,11 @@ impl Sink for Report<'_> {
         }
         if arrival_s < recorder.warmup_s {
             return;
+        }
+        let window = ((arrival_s - recorder.warmup_s) * recorder.windows_per_s) as usize;
+        if let Some(counts) = recorder.windows.get_mut(window) {
+            counts[0] += 1;
+            counts[1] += u64::from(within);
         }
         let unit = (((arrival_s - recorder.warmup_s) * recorder.unit_scale) as usize).min(recorder.units.len() - 1);
         let unit = &mut recorder.units[unit];
@@ -174,6 +184,8 @@ pub(super) fn run_service(
         units: vec![Unit::default(); units],
         buckets_per_s: options.timeline_bucket_s.map_or(0.0, |bucket_s| 1.0 / bucket_s),
         timeline: vec![[0, 0]; timeline_buckets],
+        windows_per_s: options.window_s.map_or(0.0, |window_s| 1.0 / window_s),
+        windows: vec![[0, 0]; options.whole_windows()],
     };
     let (mut simulated, mut waiting) = (0u64, 0usize);
     loop {
@@ -232,6 +244,7 @@ pub(super) fn run_service(
         simulated,
         units: recorder.units,
         timeline: recorder.timeline,
+        windows: recorder.windows,
         segments: segments.into_iter().map(|segment| (segment.index, segment.tally)).collect(),
     })
 }

@@ -23,15 +23,15 @@ use crate::formats::table::{Cell, Table};
 
 /// The plan JSON version this build writes. Version 2 added the traffic a
 /// plan was proven under, each segment's routed capacity and each
-/// service's percentile and predicted attainment; this build reads
-/// versions 1 and 2.
-pub const PLAN_VERSION: u32 = 2;
+/// service's percentile and predicted attainment; version 3 the robustness
+/// margin. This build reads versions 1 to 3.
+pub const PLAN_VERSION: u32 = 3;
 
 /// The oldest plan JSON version this build reads.
 const OLDEST_PLAN_VERSION: u32 = 1;
 
 /// The columns of Tessera's plan CSV, in the order they are written.
-pub const PLAN_CSV_HEADER: [&str; 14] = [
+pub const PLAN_CSV_HEADER: [&str; 15] = [
     "node",
     "gpu_index",
     "gpu_model",
@@ -46,11 +46,12 @@ pub const PLAN_CSV_HEADER: [&str; 14] = [
     "latency_ms",
     "latency_rule",
     "capacity_rps",
+    "margin",
 ];
 
 /// The columns of [`PLAN_CSV_HEADER`] a plan CSV may leave out (files
 /// written before they existed).
-const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 1] = ["capacity_rps"];
+const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 2] = ["capacity_rps", "margin"];
 
 /// What a plan read from a CSV file says produced it: the CSV does not
 /// record the strategy.
@@ -133,6 +134,7 @@ pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
             instance.latency_ms.to_string(),
             plan.latency_rule.clone(),
             instance.capacity_rps.map_or_else(String::new, |capacity| capacity.to_string()),
+            plan.margin.map_or_else(String::new, |margin| margin.to_string()),
         ]
     })
 }
@@ -172,6 +174,7 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
         .map(|name| table.require(name))
         .collect::<Result<Vec<_>, _>>()?;
     let capacity = table.optional("capacity_rps")?;
+    let margin_column = table.optional("margin")?;
     let [node, index, gpu_model, profile, size, start, service, model, batch, procs, throughput, latency, rule] =
         columns[..]
     else {
@@ -179,8 +182,23 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
     };
     let mut gpus: Vec<GpuAssignment> = Vec::new();
     let mut latency_rule: Option<(&str, u64)> = None;
+    let mut margin: Option<(Option<f64>, u64)> = None;
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
+        if let Some(margin_cell) = margin_column.map(cell) {
+            let read = if margin_cell.text.is_empty() { None } else { Some(margin_cell.non_negative()?) };
+            match margin {
+                None => margin = Some((read, record.line)),
+                Some((first, line)) if first != read => {
+                    return Err(margin_cell.error(format!(
+                        "'{}' differs from '{}' on line {line}",
+                        margin_cell.text,
+                        first.map_or_else(String::new, |first| first.to_string())
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
         let rule_cell = cell(rule);
         match latency_rule {
             None => latency_rule = Some((rule_cell.name()?, record.line)),
@@ -218,7 +236,8 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
     }
     let latency_rule = latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string());
     let gpus_per_node = gpus.iter().map(|gpu| gpu.index.saturating_add(1)).max().unwrap_or(1);
-    Ok(Plan::from_gpus(gpus, UNRECORDED_STRATEGY, latency_rule, gpus_per_node))
+    let margin = margin.and_then(|(margin, _)| margin);
+    Ok(Plan { margin, ..Plan::from_gpus(gpus, UNRECORDED_STRATEGY, latency_rule, gpus_per_node) })
 }
 
 #[cfg(test)]
@@ -297,6 +316,7 @@ mod tests {
             )]
             .into(),
             traffic: Some(tessera_core::Traffic { arrivals: "poisson".into(), discipline: "random".into() }),
+            margin: Some(0.06),
         }
     }
 
@@ -316,7 +336,7 @@ mod tests {
     fn json_round_trips_exactly_with_the_version_first() {
         let dir = tempfile::tempdir().unwrap();
         let json = plan_json(&plan());
-        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 2,\n  \"gpu_count\": 2,"));
+        assert!(String::from_utf8_lossy(&json).starts_with("{\n  \"version\": 3,\n  \"gpu_count\": 2,"));
         assert!(json.ends_with(b"}\n"));
         let path = write(dir.path(), "plan.json", &json);
         assert_eq!(read_plan_file(&path, None).unwrap(), plan());
@@ -337,9 +357,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error_of =
             |name: &str, bytes: &[u8]| read_plan_file(&write(dir.path(), name, bytes), None).unwrap_err().to_string();
-        let message = error_of("v3.json", &json_with(|value| value["version"] = 3.into()));
+        let message = error_of("v4.json", &json_with(|value| value["version"] = 4.into()));
         assert!(
-            message.ends_with("v3.json: plan version 3 is not supported (this build reads versions 1 to 2)"),
+            message.ends_with("v4.json: plan version 4 is not supported (this build reads versions 1 to 3)"),
             "{message}"
         );
         let message = error_of("text.json", &json_with(|value| value["version"] = "1".into()));
@@ -373,6 +393,7 @@ mod tests {
         );
         let fleet: Vec<(GpuModel, u64)> = read.fleet.iter().map(|f| (f.gpu_model, f.gpus)).collect();
         assert_eq!(fleet, [(GpuModel::A100_80GB, 1), (GpuModel::H100_80GB, 1)]);
+        assert_eq!(read.margin, Some(0.06), "the margin travels in its column");
         assert_eq!(read_plan_file(&path, None).unwrap(), read);
     }
 
@@ -394,6 +415,8 @@ mod tests {
             message.contains("p.csv:3: field 'gpu_model': node 0 gpu 0 is a100-80gb on an earlier line"),
             "{message}"
         );
+        let message = error_of(good.replacen(",0.06\n", ",0.05\n", 2).replacen(",0.05\n", ",0.06\n", 1));
+        assert!(message.contains("p.csv:3: field 'margin': '0.05' differs from '0.06' on line 2"), "{message}");
         let message = error_of(good.replacen(",8,2,", ",eight,2,", 1));
         assert!(message.contains("p.csv:2: field 'batch': expected a whole number, got 'eight'"), "{message}");
         let message = error_of(good.replacen("a100-80gb", "v100", 1));

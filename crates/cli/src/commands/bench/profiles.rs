@@ -242,6 +242,7 @@ fn evaluate(
                     rule: LatencyRule::Parva,
                     arrivals: &ArrivalModel::Poisson,
                     max_procs: DEFAULT_MAX_PROCS,
+                    margin: 0.0,
                 };
                 result.violations +=
                     verify(&plan, &check).iter().filter(|v| !matches!(v, Violation::WrongValue { .. })).count();

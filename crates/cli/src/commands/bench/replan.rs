@@ -289,7 +289,13 @@ fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
 }
 
 fn verifies(plan: &Plan, catalog: &ProfileCatalog, services: &[ServiceSlo], rule: LatencyRule) -> bool {
-    let request =
-        VerifyRequest { catalog, services, rule, arrivals: &ArrivalModel::Poisson, max_procs: DEFAULT_MAX_PROCS };
+    let request = VerifyRequest {
+        catalog,
+        services,
+        rule,
+        arrivals: &ArrivalModel::Poisson,
+        max_procs: DEFAULT_MAX_PROCS,
+        margin: 0.0,
+    };
     verify(plan, &request).is_empty() && plan.services.iter().all(|s| s.met)
 }

@@ -119,6 +119,7 @@ pub fn run(parvagpu: &Path, sizes: &[usize], seed: u64, rule: LatencyRule, time_
                     rule,
                     arrivals: &ArrivalModel::Poisson,
                     max_procs: 5,
+                    margin: 0.0,
                 };
                 let violations = verify(&run.plan, &request);
                 let met = run.plan.services.iter().filter(|s| s.met).count();
