@@ -303,11 +303,18 @@ fn simulate_serve_refuses_bad_traffic_in_one_line() {
         (vec!["--arrivals", "onoff=burst:2"], vec!["--arrivals onoff=burst:2", "on is missing"]),
         (vec!["--arrivals", &trace], vec!["bad-trace.csv:3: field 'TIMESTAMP'", "'noon'"]),
         (vec!["--seconds", "0"], vec!["seconds: 0 is not a positive duration"]),
+        (vec!["--seconds", "5", "--warmup", "10"], vec!["warmup_s: 10 s is not in [0, 5)"]),
+        (vec!["--slowdown", "-1"], vec!["slowdown: -1 is not a share in (-1, 10]"]),
     ] {
         let mut command = vec!["simulate", "serve", plan, "--demo"];
         command.extend(args);
         fails_with(&command, &store, &needles);
     }
+    // A short run without a warm-up asked for gets a sixth of it, not 10 s.
+    let short = tessera(&["simulate", "serve", plan, "--demo", "--seconds", "5", "--format", "json"], &store);
+    assert!(short.status.success(), "{}", stderr(&short));
+    let document: serde_json::Value = serde_json::from_str(&stdout(&short)).unwrap();
+    assert!((document["warmup_s"].as_f64().unwrap() - 5.0 / 6.0).abs() < 1e-9, "{}", document["warmup_s"]);
     usage_error(&["simulate", "serve", plan, "--discipline", "fastest"], &store, &["fastest"]);
 }
 

@@ -112,9 +112,7 @@ pub enum PlanError {
         arrivals: String,
     },
     /// A robustness margin under a rule without capacities.
-    #[error(
-        "the {rule} rule has no capacities for a margin to slow; a margin needs the percentile rule (or --margin 0)"
-    )]
+    #[error("the {rule} rule has no capacities for a margin to slow: a margin above 0 needs the percentile rule")]
     MarginNeedsPercentile {
         /// The rule asked for.
         rule: &'static str,

@@ -387,6 +387,17 @@ mod tests {
     }
 
     #[test]
+    fn the_margin_defaults_by_rule_and_needs_capacities() {
+        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
+        let margin = |options: PlanOptions| options.request(&inputs, None).unwrap().resolved_margin();
+        assert_eq!(margin(PlanOptions::default()), Ok(crate::latency::DEFAULT_MARGIN));
+        let parva = PlanOptions { latency_rule: Some(LatencyRule::Parva), ..PlanOptions::default() };
+        assert_eq!(margin(parva.clone()), Ok(0.0), "the parva rule takes no margin");
+        let asked = PlanOptions { margin: Some(0.05), ..parva };
+        assert_eq!(margin(asked), Err(PlanError::MarginNeedsPercentile { rule: "parva" }));
+    }
+
+    #[test]
     fn replan_options_travel_as_text() {
         let options: ReplanOptions =
             serde_json::from_value(serde_json::json!({"drain": ["0:3"], "lost": ["1:0"]})).unwrap();

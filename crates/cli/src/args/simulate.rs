@@ -215,9 +215,10 @@ pub struct TrafficArgs {
     #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().seconds)]
     pub seconds: f64,
 
-    /// Seconds at the start whose requests are not measured.
-    #[arg(long, value_name = "S", default_value_t = SimulationOptions::default().warmup_s)]
-    pub warmup: f64,
+    /// Seconds at the start whose requests are not measured. Default: 10,
+    /// or a sixth of a run shorter than a minute.
+    #[arg(long, value_name = "S")]
+    pub warmup: Option<f64>,
 
     /// Seed: the same seed gives the same figures.
     #[arg(long, default_value_t = SimulationOptions::default().seed)]

@@ -33,7 +33,8 @@ pub fn options(args: &TrafficArgs, plan: &Plan) -> Result<SimulationOptions> {
         discipline: args.discipline,
         max_queue_delay_ms: args.max_queue_delay_ms,
         seconds: args.seconds,
-        warmup_s: args.warmup,
+        // A warm-up the user did not set never swallows a short run.
+        warmup_s: args.warmup.unwrap_or_else(|| SimulationOptions::default().warmup_s.min(args.seconds / 6.0)),
         seed: args.seed,
         replications: args.replications,
         timeline_bucket_s: None,
