@@ -148,10 +148,10 @@ impl Planner {
     /// arrivals the serving model predicts each service's share within
     /// its SLO exactly, at the profiled speed (a running plan may spend
     /// its robustness margin on traffic before a scale-up); under another
-    /// arrival model, which has no closed
-    /// form, a service falls short above its capacity in the plan (each
-    /// segment's capacity was searched for under that model with the
-    /// request simulator). A service the plan does not serve falls short.
+    /// arrival model, which has no closed form, a service falls short
+    /// above its capacity in the plan (each segment's capacity was
+    /// searched for under that model with the request simulator). A
+    /// service the plan does not serve falls short.
     pub fn shortfalls(&self, plan: &Plan, rates_rps: &[f64]) -> Result<Vec<Option<String>>, ServingError> {
         let floored: Vec<f64> = rates_rps.iter().map(|rate| rate.max(MIN_PLAN_RATE_RPS)).collect();
         let arrivals = self.arrivals();

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
+use tessera_core::text::percent;
 use tessera_core::{GpuModel, Plan};
 use tessera_serving::ArrivalModel;
 
@@ -117,7 +118,8 @@ pub fn verify_plan(plan: &Plan, inputs: &PlanInputs, options: CheckOptions<'_>) 
             if rule.uses_capacity() {
                 notes.push(format!(
                     "the plan records no margin: checked at the profiled speed (margin 0); plans are made now with \
-                     --margin {DEFAULT_MARGIN}, and each service's tolerance says how much slower it may run"
+                     a margin of {}, and each service's tolerance says how much slower it may run",
+                    percent(DEFAULT_MARGIN)
                 ));
             }
             0.0
