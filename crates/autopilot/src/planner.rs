@@ -198,6 +198,8 @@ fn served_report(slo: &ServiceSlo, rate_rps: f64) -> ServiceReport {
         met: true,
         percentile: Some(slo.percentile),
         predicted_attainment: None,
+        tolerance: None,
+        busiest_load: None,
     }
 }
 

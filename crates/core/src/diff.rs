@@ -711,6 +711,8 @@ mod tests {
                 met: true,
                 percentile: None,
                 predicted_attainment: None,
+                tolerance: None,
+                busiest_load: None,
             })
             .collect();
         plan

@@ -191,6 +191,19 @@ pub struct ServiceReport {
     /// within the SLO (0 to 1) at the service's rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_attainment: Option<f64>,
+    /// Under a percentile rule and Poisson arrivals: the largest uniform
+    /// slowdown of its batches (a share of their profiled latency: 0.05 is
+    /// 5% slower) at which every segment of it still meets its SLO at the
+    /// rate routed to it; negative when it misses at the profiled speed.
+    /// A service whose tolerance is below the plan's margin sits on the
+    /// edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<f64>,
+    /// Under a percentile rule and Poisson arrivals: the offered load of
+    /// its busiest segment, the rate routed to it over its full-batch
+    /// throughput as profiled (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub busiest_load: Option<f64>,
 }
 
 impl ServiceReport {

@@ -79,6 +79,7 @@ mod round;
 mod service_check;
 mod spread;
 mod strategy;
+mod tolerance;
 mod verification;
 mod verify;
 
@@ -100,7 +101,8 @@ pub use planning::{
 };
 pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use replan::{align_to, reseat, GpuPosition};
-pub use service_check::{ServiceCheck, TOLERANCE_RANGE};
+pub use service_check::ServiceCheck;
 pub use strategy::Strategy;
+pub use tolerance::TOLERANCE_RANGE;
 pub use verification::{verify_plan, CheckOptions, Finding, Verification};
 pub use verify::{check_structure, verify, verify_structure, InstanceRef, VerifyRequest, Violation};

@@ -6,10 +6,11 @@ use rayon::prelude::*;
 use tessera_core::{
     GpuAssignment, GpuModel, InstanceAssignment, ProfilePoint, SegmentConfig, ServiceReport, ServiceSlo,
 };
-use tessera_serving::{analytic, ArrivalModel};
+use tessera_serving::{analytic, ArrivalModel, SegmentShape};
 
 use crate::judge::{shape, PREDICTION_TOLERANCE};
 use crate::problem::Problem;
+use crate::tolerance::{busiest_load, tolerance};
 
 /// Relative slack when comparing provisioned throughput with a rate, to
 /// absorb floating-point summation order (1 part in 10⁹).
@@ -69,6 +70,8 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
             met: true,
             percentile: rule.uses_capacity().then_some(slo.percentile),
             predicted_attainment: predicting.then_some(0.0),
+            tolerance: None,
+            busiest_load: None,
         })
         .collect();
     let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
@@ -83,6 +86,11 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
         reports[*i].segments += 1;
     }
     let predictions = if predicting { predictions(&mine, &reports, request) } else { Vec::new() };
+    for (report, predicted) in reports.iter_mut().zip(&predictions) {
+        if let Some(predicted) = predicted {
+            (report.tolerance, report.busiest_load) = (predicted.tolerance, predicted.busiest_load);
+        }
+    }
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
         if predicting {
@@ -116,6 +124,10 @@ struct ServicePrediction {
     /// configuration (segments of one service, GPU model and configuration
     /// get the same rate).
     attainment: HashMap<(GpuModel, SegmentConfig), f64>,
+    /// Its tolerance: the largest slowdown of its batches it bears.
+    tolerance: Option<f64>,
+    /// The offered load of its busiest segment.
+    busiest_load: Option<f64>,
 }
 
 /// The serving model's prediction for every service of `mine` (service
@@ -146,20 +158,30 @@ fn predictions(
 
 /// [`predictions`] of one service, `slo`, whose segments of each GPU model
 /// and configuration are routed the rates of `segments`: the serving
-/// model's [`analytic::predict_service`] over them.
+/// model's [`analytic::predict_service`] over them with every batch the
+/// request's margin slower, and the tolerance and busiest load of them as
+/// profiled.
 fn service_prediction(
     slo: &ServiceSlo,
     segments: HashMap<(GpuModel, SegmentConfig), f64>,
     request: &Problem<'_>,
 ) -> Option<ServicePrediction> {
     let mut keys = Vec::with_capacity(segments.len());
-    let mut shapes = Vec::with_capacity(segments.len());
+    let mut profiled = Vec::with_capacity(segments.len());
     for ((model, config), routed_rps) in segments {
         let profile = request.catalog.get(model, &slo.model)?;
-        shapes.push((shape(profile, profile.point(config)?).ok()?.slowed_by(request.margin), routed_rps));
+        profiled.push((shape(profile, profile.point(config)?).ok()?, routed_rps));
         keys.push((model, config));
     }
-    let predicted = analytic::predict_service(&shapes, slo.percentile, slo.latency_slo_ms).ok()?;
+    let margined: Vec<(SegmentShape, f64)> =
+        profiled.iter().map(|(shape, routed_rps)| (shape.slowed_by(request.margin), *routed_rps)).collect();
+    let predicted = analytic::predict_service(&margined, slo.percentile, slo.latency_slo_ms).ok()?;
     let attainment = keys.into_iter().zip(predicted.attainments).collect();
-    Some(ServicePrediction { worst_latency_ms: predicted.worst_latency_ms, attainment })
+    let segments = || profiled.iter().map(|(shape, routed_rps)| (shape, *routed_rps));
+    Some(ServicePrediction {
+        worst_latency_ms: predicted.worst_latency_ms,
+        attainment,
+        tolerance: tolerance(slo, segments()),
+        busiest_load: busiest_load(segments()),
+    })
 }

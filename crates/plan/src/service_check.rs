@@ -11,7 +11,7 @@ use serde::Serialize;
 use tessera_core::{GpuModel, SegmentConfig, ServiceSlo};
 use tessera_serving::{analytic, SegmentShape};
 
-use crate::judge::PREDICTION_TOLERANCE;
+use crate::tolerance::{busiest_load, tolerance};
 use crate::verify::{VerifyRequest, Violation};
 
 /// One service as the verifier sees it.
@@ -46,7 +46,7 @@ pub struct ServiceCheck {
     /// largest uniform slowdown of its batches (a share of their profiled
     /// latency: 0.05 is 5% slower) at which every segment of it still
     /// meets its percentile SLO at the rate routed to it; negative when it
-    /// misses at the profiled speed. Searched in [`TOLERANCE_RANGE`] to
+    /// misses at the profiled speed. Searched in [`crate::TOLERANCE_RANGE`] to
     /// within 0.1%.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<f64>,
@@ -59,14 +59,6 @@ pub struct ServiceCheck {
     /// is within the rule.
     pub met: bool,
 }
-
-/// The slowdowns a service's tolerance is searched among: from twice as
-/// fast to three times as slow as profiled.
-pub const TOLERANCE_RANGE: (f64, f64) = (-0.5, 2.0);
-
-/// Bisections of the tolerance search: the range halved this often is
-/// within 0.1% (of the latency).
-const TOLERANCE_STEPS: u32 = 12;
 
 /// Segments of one service, GPU model, configuration and routing weight:
 /// they get the same rate, so they are predicted once.
@@ -129,8 +121,8 @@ pub(crate) fn service_checks(
                     .map(|(worst_ms, _)| worst_ms)
                     .or_else(|| figures.rule_worst_ms.get(name).copied()),
                 predicted_attainment: predicted.and_then(|(_, attainment)| attainment),
-                tolerance: segments.and_then(|segments| tolerance(slo, segments)),
-                busiest_load: segments.and_then(|segments| busiest_load(segments)),
+                tolerance: segments.and_then(|segments| tolerance(slo, segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
+                busiest_load: segments.and_then(|segments| busiest_load(segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
                 met: !flagged.contains(name),
             }
         })
@@ -150,43 +142,4 @@ fn predicted(slo: &ServiceSlo, segments: &[(SegmentShape, f64, usize)], margin: 
     let within_rps: f64 = weights.zip(&prediction.attainments).map(|(weight, attainment)| weight * attainment).sum();
     let attainment = (routed_rps > 0.0).then(|| within_rps / routed_rps);
     Some((prediction.worst_latency_ms, attainment))
-}
-
-/// The tolerance of `slo`'s `segments` (each with its shape as profiled
-/// and the rate routed to it): the smallest over its segments with traffic
-/// of the largest slowdown in [`TOLERANCE_RANGE`] at which the segment
-/// meets the percentile, by bisection (each step one evaluation of the
-/// queue); `None` without traffic or when the model refuses a segment.
-fn tolerance(slo: &ServiceSlo, segments: &[(SegmentShape, f64, usize)]) -> Option<f64> {
-    let bound_ms = slo.latency_slo_ms * (1.0 + PREDICTION_TOLERANCE);
-    let mut tolerance: Option<f64> = None;
-    for (shape, routed_rps, _) in segments.iter().filter(|(_, routed_rps, _)| *routed_rps > 0.0) {
-        let meets = |slowdown: f64| {
-            analytic::meets_percentile(&shape.slowed_by(slowdown), *routed_rps, slo.percentile, bound_ms)
-        };
-        let (mut low, mut high) = TOLERANCE_RANGE;
-        let segment = if meets(high).ok()? {
-            high
-        } else if !meets(low).ok()? {
-            low
-        } else {
-            for _ in 0..TOLERANCE_STEPS {
-                let middle = 0.5 * (low + high);
-                if meets(middle).ok()? {
-                    low = middle;
-                } else {
-                    high = middle;
-                }
-            }
-            low
-        };
-        tolerance = Some(tolerance.map_or(segment, |tolerance: f64| tolerance.min(segment)));
-    }
-    tolerance
-}
-
-/// The offered load of the busiest of `segments`: the rate routed to it
-/// over its full-batch throughput as profiled; `None` without segments.
-fn busiest_load(segments: &[(SegmentShape, f64, usize)]) -> Option<f64> {
-    segments.iter().map(|(shape, routed_rps, _)| routed_rps / shape.throughput_rps()).reduce(f64::max)
 }

@@ -213,6 +213,11 @@ mod tests {
             let attainment = check.predicted_attainment.unwrap();
             assert!(close(attainment, report.predicted_attainment.unwrap()), "{check:?} vs {report:?}");
             assert!(attainment >= slo.percentile / 100.0 && check.worst_latency_ms.unwrap() <= slo.latency_slo_ms);
+            // The plan records the tolerance and load the check finds, and
+            // the tolerance covers the margin it was planned under.
+            assert_eq!((report.tolerance, report.busiest_load), (check.tolerance, check.busiest_load));
+            assert!(report.tolerance.unwrap() >= planned.margin.unwrap(), "{report:?}");
+            assert!((0.0..=1.0).contains(&report.busiest_load.unwrap()), "{report:?}");
         }
     }
 

@@ -242,6 +242,8 @@ pub(crate) mod tests {
             met: true,
             percentile: None,
             predicted_attainment: None,
+            tolerance: None,
+            busiest_load: None,
         };
         Plan {
             services: vec![report("search", 50.0), report("chat<&>", 80.0), report("a-service-with-a-long-name", 25.0)],

@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(html.matches(r#"<svg class="gpu""#).count(), 2);
         assert_eq!(html.matches("<tr data-service=").count(), 3);
         assert!(html.contains(
-            r#"<td>search</td><td>bert-base</td><td>50.00</td><td>100.00</td><td>50%</td><td>60.00</td><td>100.00</td><td>—</td><td>1</td><td class="met">yes</td>"#
+            r#"<td>search</td><td>bert-base</td><td>50.00</td><td>100.00</td><td>50%</td><td>60.00</td><td>100.00</td><td>—</td><td>—</td><td>1</td><td class="met">yes</td>"#
         ));
         assert!(html.contains("2 GPUs · strategy optimal") && html.contains("3 services, all met"));
         assert!(html.contains("<h2>Node 0 <span"));

@@ -10,9 +10,9 @@
 //! * [`plan_svg`] — the tiles alone, one SVG document.
 //! * [`plan_report_html`] — the whole report, usable at any size: first an
 //!   overview (GPUs by model and node, the services' utilisation as a
-//!   histogram, the services not met), then the GPUs [`GPUS_PER_PAGE`] to a
-//!   page with a legend of the page's services, then the service table
-//!   under a search box.
+//!   histogram, the services not met, those closest to their edge), then
+//!   the GPUs [`GPUS_PER_PAGE`] to a page with a legend of the page's
+//!   services, then the service table under a search box.
 //! * [`diff_report_html`] — two plans side by side: every GPU that changes,
 //!   as it was beside as it will be (`tessera diff --picture`).
 //! * [`serving_report_html`] — a request-level simulation: per service its
@@ -42,7 +42,9 @@
 //! `table.fleet` (a `tr` per GPU model, `data-gpu-model`),
 //! `svg.histogram` (a `g.bucket` per utilisation tenth, with `data-bucket`
 //! and `data-services`) and `table.unmet` (a `tr` per service not met, with
-//! `data-service`) or `p.all-met`; the GPUs a `section.gpu-pages` with
+//! `data-service`) or `p.all-met`, and, when services record a tolerance,
+//! `table.edge` (a `tr` per service closest to its edge, least tolerant
+//! first, with `data-service`); the GPUs a `section.gpu-pages` with
 //! `data-per-page`, `data-gpus` and, once the script runs, `data-page`, whose
 //! `p.pager .shown` says which GPUs are on screen, `div.legend` has a
 //! `span[data-service]` per service on screen and `div.gpu-page` the node
@@ -61,6 +63,7 @@
 mod day;
 mod diff;
 mod draw;
+mod edge;
 mod gpu_pages;
 mod html;
 mod overview;

@@ -1,12 +1,14 @@
 //! The report's first screen, the same size whatever the plan's: GPUs per
-//! model and node, the services' utilisation as a histogram, and the
-//! services that miss their SLO.
+//! model and node, the services' utilisation as a histogram, the services
+//! that miss their SLO and those closest to their edge.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 use tessera_core::text::{count, escape_xml};
 use tessera_core::{GpuModel, Plan, ServiceReport};
+
+use crate::edge::write_edge;
 
 /// Height of the histogram's tallest bar, px.
 const BAR_MAX_PX: f64 = 90.0;
@@ -29,6 +31,7 @@ pub(crate) fn write_overview(out: &mut String, plan: &Plan, utilisation: &HashMa
     write_histogram(out, plan, utilisation);
     out.push_str("</div><div>");
     write_unmet(out, plan);
+    write_edge(out, plan);
     out.push_str("</div></section>\n");
 }
 

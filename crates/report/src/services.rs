@@ -11,19 +11,22 @@ use std::fmt::Write;
 use tessera_core::text::escape_xml;
 use tessera_core::{Plan, ServiceReport};
 
+use crate::edge::tolerance_text;
+
 /// Rows in one block of the table.
 pub(crate) const ROWS_PER_BLOCK: usize = 250;
 
 /// The columns: header and width (percent of the table).
-const COLUMNS: [(&str, u32); 10] = [
-    ("service", 21),
-    ("model", 18),
+const COLUMNS: [(&str, u32); 11] = [
+    ("service", 18),
+    ("model", 15),
     ("rate (req/s)", 9),
     ("provisioned (req/s)", 10),
     ("utilisation", 8),
     ("worst latency (ms)", 9),
     ("SLO (ms)", 7),
     ("predicted within SLO", 8),
+    ("tolerance", 6),
     ("segments", 5),
     ("met", 5),
 ];
@@ -61,9 +64,10 @@ pub(crate) fn write_service_table(out: &mut String, plan: &Plan, utilisation: &H
                 utilisation.get(report.service.as_str()).map_or("—".to_string(), |u| format!("{:.0}%", u * 100.0));
             let name = escape_xml(&report.service);
             let predicted = predicted_cell(report);
+            let tolerance = report.tolerance.map_or_else(|| "—".to_string(), tolerance_text);
             let _ = write!(
                 out,
-                r#"<tr data-service="{name}"><td>{name}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{util}</td><td>{:.2}</td><td>{:.2}</td><td>{predicted}</td><td>{}</td><td class="{}">{}</td></tr>"#,
+                r#"<tr data-service="{name}"><td>{name}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{util}</td><td>{:.2}</td><td>{:.2}</td><td>{predicted}</td><td>{tolerance}</td><td>{}</td><td class="{}">{}</td></tr>"#,
                 escape_xml(&report.model),
                 report.rate_rps,
                 report.provisioned_rps,

@@ -99,6 +99,9 @@ struct PlanMetrics {
     worst_latency_seconds: Family<ServiceLabels, FloatGauge>,
     latency_slo_seconds: Family<ServiceLabels, FloatGauge>,
     predicted_attainment: Family<ServiceLabels, FloatGauge>,
+    tolerance: Family<ServiceLabels, FloatGauge>,
+    busiest_load: Family<ServiceLabels, FloatGauge>,
+    margin: FloatGauge,
     free_compute_slices: Family<GpuLabels, Gauge>,
     instance_compute_slices: Family<InstanceLabels, Gauge>,
     instance_utilisation: Family<InstanceLabels, FloatGauge>,
@@ -157,6 +160,21 @@ impl Metrics {
             "service_predicted_attainment_ratio",
             "Share of a service's requests the current plan predicts within its latency SLO (percentile rule, Poisson arrivals)",
             plan.predicted_attainment.clone(),
+        );
+        registry.register(
+            "service_tolerance_ratio",
+            "Largest uniform slowdown of a service's batches (0.05: 5% slower than profiled) at which the current plan still meets its SLO (percentile rule, Poisson arrivals)",
+            plan.tolerance.clone(),
+        );
+        registry.register(
+            "service_busiest_load_ratio",
+            "Offered load of a service's busiest segment under the current plan: routed rate over full-batch throughput as profiled",
+            plan.busiest_load.clone(),
+        );
+        registry.register(
+            "plan_margin_ratio",
+            "Slowdown of every batch the current plan was made to bear (NaN when it records none)",
+            plan.margin.clone(),
         );
         registry.register(
             "gpu_free_compute_slices",
@@ -233,12 +251,15 @@ impl Metrics {
         let (bound, gap) = plan.optimality.as_ref().map_or((f64::NAN, f64::NAN), |o| (o.lower_bound, o.gap));
         metrics.lower_bound.set(bound);
         metrics.gap.set(gap);
+        metrics.margin.set(plan.margin.unwrap_or(f64::NAN));
         for family in [
             &metrics.demanded_rps,
             &metrics.provisioned_rps,
             &metrics.worst_latency_seconds,
             &metrics.latency_slo_seconds,
             &metrics.predicted_attainment,
+            &metrics.tolerance,
+            &metrics.busiest_load,
         ] {
             family.clear();
         }
@@ -254,6 +275,12 @@ impl Metrics {
             metrics.latency_slo_seconds.get_or_create(&labels).set(report.latency_slo_ms / 1000.0);
             if let Some(attainment) = report.predicted_attainment {
                 metrics.predicted_attainment.get_or_create(&labels).set(attainment);
+            }
+            if let Some(tolerance) = report.tolerance {
+                metrics.tolerance.get_or_create(&labels).set(tolerance);
+            }
+            if let Some(load) = report.busiest_load {
+                metrics.busiest_load.get_or_create(&labels).set(load);
             }
             if let Some(u) = report.utilisation() {
                 utilisation.insert(report.service.as_str(), u);
@@ -330,13 +357,14 @@ mod tests {
         metrics.job_started();
         metrics.job_finished("done", Some(0.5));
         let plan: Plan = serde_json::from_value(serde_json::json!({
-            "gpu_count": 1, "strategy": "optimal", "latency_rule": "percentile", "gpus_per_node": 8,
+            "gpu_count": 1, "strategy": "optimal", "latency_rule": "percentile", "gpus_per_node": 8, "margin": 0.06,
             "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
                 {"profile": "3g.40gb", "size": 3, "start": 4, "service": "chat", "model": "gpt2", "batch": 4,
                  "procs": 2, "throughput_rps": 100.0, "latency_ms": 10.0}]}],
             "services": [{"service": "chat", "model": "gpt2", "rate_rps": 50.0, "latency_slo_ms": 200.0,
                 "provisioned_rps": 100.0, "worst_latency_ms": 40.0, "segments": 1, "met": true,
-                "percentile": 99.0, "predicted_attainment": 0.995}]
+                "percentile": 99.0, "predicted_attainment": 0.995,
+                "tolerance": 0.072, "busiest_load": 0.93}]
         }))
         .unwrap();
         metrics.set_plan(7, &plan);
@@ -347,9 +375,12 @@ mod tests {
             r#"tessera_planning_jobs_total{status="done"} 1"#,
             "tessera_plan_id 7",
             "tessera_plan_gpus 1",
+            "tessera_plan_margin_ratio 0.06",
             r#"tessera_service_provisioned_rps{service="chat",model="gpt2"} 100.0"#,
             r#"tessera_service_worst_latency_seconds{service="chat",model="gpt2"} 0.04"#,
             r#"tessera_service_predicted_attainment_ratio{service="chat",model="gpt2"} 0.995"#,
+            r#"tessera_service_tolerance_ratio{service="chat",model="gpt2"} 0.072"#,
+            r#"tessera_service_busiest_load_ratio{service="chat",model="gpt2"} 0.93"#,
             r#"tessera_gpu_free_compute_slices{node="0",gpu="0",gpu_model="a100-80gb"} 4"#,
             r#"tessera_mig_instance_utilisation_ratio{node="0",gpu="0",GPU_I_PROFILE="3g.40gb",start_slice="4",service="chat",model="gpt2"} 0.5"#,
         ] {

@@ -59,6 +59,8 @@ fn five_hundred_gpus() -> Plan {
             met: tenant != 7,
             percentile: None,
             predicted_attainment: None,
+            tolerance: None,
+            busiest_load: None,
         })
         .collect();
     Plan { services, ..Plan::from_gpus(gpus, "optimal", "queueing", 8) }

@@ -43,6 +43,8 @@ fn report(service: &str, model: &str, rate_rps: f64, latency_slo_ms: f64) -> Ser
         met: true,
         percentile: None,
         predicted_attainment: None,
+        tolerance: None,
+        busiest_load: None,
     }
 }
 

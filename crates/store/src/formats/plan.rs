@@ -300,6 +300,8 @@ mod tests {
                 met: true,
                 percentile: Some(99.5),
                 predicted_attainment: Some(0.997),
+                tolerance: Some(0.071),
+                busiest_load: Some(0.93),
             }],
             optimality: Some(Optimality {
                 objective: "cost".into(),
