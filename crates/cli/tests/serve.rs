@@ -27,7 +27,11 @@ fn report_draws_every_instance_of_a_plan_as_html_or_svg() {
     // demo's GPUs fit on the first).
     let markup = &html[..html.find("<script type=\"application/json\"").unwrap()];
     assert_eq!(markup.matches("<g class=\"tile\"").count(), instances);
-    assert_eq!(markup.matches("<tr data-service=").count(), json["services"].as_array().unwrap().len());
+    let service_table = markup.split("<section class=\"service-list\">").nth(1).unwrap();
+    assert_eq!(service_table.matches("<tr data-service=").count(), json["services"].as_array().unwrap().len());
+    // The overview lists the five services closest to their edge.
+    let edge = markup.split("<table class=\"edge\">").nth(1).unwrap().split("</table>").next().unwrap();
+    assert_eq!(edge.matches("<tr data-service=").count(), 5, "{edge}");
     assert!(html.contains("proven optimal") && !html.contains("src="));
     let svg = stdout(&tessera(&["report", plan.to_str().unwrap(), "--format", "svg"], &store));
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));

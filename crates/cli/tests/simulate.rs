@@ -256,6 +256,18 @@ fn simulate_serve_measures_every_service_of_a_plan_the_same_way_for_a_seed() {
     assert_eq!(page.matches("<figure class=\"service\"").count(), 6, "one figure per service");
     assert!(page.contains("class=\"cdf\"") && page.contains("class=\"slo\""));
 
+    // Judged in 10-s windows: the three whole ones after the 10-s warm-up.
+    for service in serve(&["--window-s", "10"])["services"].as_array().unwrap() {
+        let windows = &service["windows"];
+        assert_eq!((windows["window_s"].as_f64(), windows["windows"].as_u64()), (Some(10.0), Some(3)), "{service}");
+        assert!(windows["met"].as_u64().unwrap() <= 3, "{service}");
+        let (worst, p5) = (windows["worst_attainment"].as_f64().unwrap(), windows["p5_attainment"].as_f64().unwrap());
+        assert!(worst <= p5 && p5 <= 1.0, "{service}");
+    }
+    let table = tessera(&["simulate", "serve", plan, "--demo", "--seconds", "40", "--window-s", "10"], &store);
+    assert!(stdout(&table).contains("win95") && stdout(&table).contains("3/3"), "{}", stdout(&table));
+    assert!(page.contains("<th>windows met</th>"), "the picture's table counts windows");
+
     // Burstier arrivals than Poisson at the same rates: fewer requests within the SLO.
     let bursty = serve(&["--arrivals", "cv=4"]);
     assert!(

@@ -206,7 +206,18 @@ pub struct ServiceReport {
     pub busiest_load: Option<f64>,
 }
 
+/// The precision tolerances are found to (a share of batch time), from
+/// below: a tolerance this close under a margin may be the margin itself.
+pub const TOLERANCE_PRECISION: f64 = 1e-3;
+
 impl ServiceReport {
+    /// Whether the service bears every batch `margin` slower than profiled
+    /// (its tolerance reaches the margin, to [`TOLERANCE_PRECISION`]);
+    /// `None` when it records no tolerance.
+    pub fn bears(&self, margin: f64) -> Option<bool> {
+        self.tolerance.map(|tolerance| tolerance + TOLERANCE_PRECISION >= margin)
+    }
+
     /// The share of its provisioned throughput the service's rate uses
     /// (rate / provisioned; every segment of a service runs at it), or
     /// `None` when nothing is provisioned.

@@ -3,10 +3,14 @@
 
 /// `n` and `noun`, in the plural unless `n` is 1: `count(1, "GPU")` is
 /// `1 GPU`, `count(3, "process")` is `3 processes`. English regular plurals
-/// only: `-s`, `-x`, `-sh`, `-ch` take `-es`, every other noun `-s`.
+/// only: `-s`, `-x`, `-sh`, `-ch` take `-es`, a consonant and `-y` take
+/// `-ies`, every other noun `-s`.
 pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> String {
     if n.try_into().is_ok_and(|n: u64| n == 1) {
         return format!("1 {noun}");
+    }
+    if let Some(stem) = noun.strip_suffix('y').filter(|stem| !stem.ends_with(['a', 'e', 'i', 'o', 'u'])) {
+        return format!("{n} {stem}ies");
     }
     let suffix = if ["s", "x", "sh", "ch"].iter().any(|end| noun.ends_with(end)) { "es" } else { "s" };
     format!("{n} {noun}{suffix}")
@@ -123,5 +127,7 @@ mod tests {
         assert_eq!(count(3u64, "process"), "3 processes");
         assert_eq!(count(1u8, "process"), "1 process");
         assert_eq!(count(12u32, "batch"), "12 batches");
+        assert_eq!(count(2u32, "partial-batch latency"), "2 partial-batch latencies");
+        assert_eq!(count(2u32, "day"), "2 days");
     }
 }

@@ -121,8 +121,10 @@ pub(crate) fn service_checks(
                     .map(|(worst_ms, _)| worst_ms)
                     .or_else(|| figures.rule_worst_ms.get(name).copied()),
                 predicted_attainment: predicted.and_then(|(_, attainment)| attainment),
-                tolerance: segments.and_then(|segments| tolerance(slo, segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
-                busiest_load: segments.and_then(|segments| busiest_load(segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
+                tolerance: segments
+                    .and_then(|segments| tolerance(slo, segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
+                busiest_load: segments
+                    .and_then(|segments| busiest_load(segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
                 met: !flagged.contains(name),
             }
         })

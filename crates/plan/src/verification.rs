@@ -216,7 +216,7 @@ mod tests {
             // The plan records the tolerance and load the check finds, and
             // the tolerance covers the margin it was planned under.
             assert_eq!((report.tolerance, report.busiest_load), (check.tolerance, check.busiest_load));
-            assert!(report.tolerance.unwrap() >= planned.margin.unwrap(), "{report:?}");
+            assert_eq!(report.bears(planned.margin.unwrap()), Some(true), "{report:?}");
             assert!((0.0..=1.0).contains(&report.busiest_load.unwrap()), "{report:?}");
         }
     }

@@ -1,5 +1,6 @@
 //! Helpers shared by the planner's integration tests.
 
+use tessera_core::rng::SplitMix64;
 use tessera_core::{GpuModel, GpuOffer, ProfileCatalog, ServiceSlo};
 use tessera_plan::{LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy};
 
@@ -25,4 +26,18 @@ pub fn request(inputs: &PlanInputs, gpu: GpuModel, strategy: Strategy, rule: Lat
         time_limit: None,
         ..PlanRequest::new(inputs)
     }
+}
+
+/// A random SLO mix over `models`: `count` services named `s0`, `s1`, …,
+/// each a model drawn from `models`, a rate drawn in `rates_rps` and a
+/// latency SLO in 60–1,500 ms.
+pub fn random_mix(rng: &mut SplitMix64, models: &[String], count: usize, rates_rps: (f64, f64)) -> Vec<ServiceSlo> {
+    (0..count)
+        .map(|i| {
+            let model = &models[rng.below(models.len())];
+            let rate_rps = rng.uniform(rates_rps.0, rates_rps.1);
+            let latency_ms = rng.uniform(60.0, 1500.0);
+            ServiceSlo::new(format!("s{i}"), model.clone(), rate_rps, latency_ms).unwrap()
+        })
+        .collect()
 }

@@ -108,17 +108,9 @@ fn plans_of_random_slo_mixes_over_the_eleven_models_keep_their_promise() {
     let models: Vec<String> = catalog.models(GpuModel::A100_80GB).map(str::to_string).collect();
     let mut rng = SplitMix64::new(22);
     for mix in 0..8 {
-        let services: Vec<ServiceSlo> = (0..1 + rng.below(11))
-            .map(|i| {
-                let model = &models[rng.below(models.len())];
-                let rate_rps = rng.uniform(20.0, 4000.0);
-                let latency_ms = rng.uniform(60.0, 1500.0);
-                ServiceSlo::new(format!("s{i}"), model.clone(), rate_rps, latency_ms).unwrap()
-            })
-            .collect();
-        let inputs =
-            PlanInputs::new(services.clone(), catalog.clone(), ProfileOrigin::Measured, &[GpuModel::A100_80GB])
-                .unwrap();
+        let count = 1 + rng.below(11);
+        let services = crate::common::random_mix(&mut rng, &models, count, (20.0, 4000.0));
+        let inputs = crate::common::measured(&services, &catalog, GpuModel::A100_80GB);
         // A mix may ask for what no configuration can do: that is said.
         match plan(&PlanRequest::new(&inputs)) {
             Ok(planned) => keeps_its_promise(&planned.plan, &catalog, 120.0, &format!("mix {mix} ({services:?})")),

@@ -5,6 +5,7 @@
 
 mod common;
 mod ilp_oracle;
+mod independent;
 mod random_slos;
 mod reference;
 mod replan;

@@ -26,7 +26,7 @@ pub(crate) fn write_edge(out: &mut String, plan: &Plan) {
     }
     tolerant.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.service.cmp(&b.0.service)));
     let margin = plan.margin.unwrap_or(0.0);
-    let below = tolerant.iter().filter(|(_, tolerance)| *tolerance < margin).count();
+    let below = tolerant.iter().filter(|(report, _)| report.bears(margin) == Some(false)).count();
     let _ = write!(
         out,
         "<h2>Closest to the edge</h2><p class=\"edge-summary\">{}</p><table class=\"edge\"><thead><tr>\
@@ -35,7 +35,7 @@ pub(crate) fn write_edge(out: &mut String, plan: &Plan) {
     );
     for (report, tolerance) in tolerant.iter().take(EDGE_LISTED) {
         let name = escape_xml(&report.service);
-        let class = if *tolerance < margin { "missed" } else { "met" };
+        let class = if report.bears(margin) == Some(false) { "missed" } else { "met" };
         let load = report.busiest_load.map_or_else(|| "—".to_string(), |load| format!("{:.1}%", 100.0 * load));
         let _ = write!(
             out,
@@ -61,7 +61,9 @@ fn summary(margin: Option<f64>, below: usize, of: usize) -> String {
     } else {
         format!("{} of {of} bear less.", counted(below, "service"))
     };
-    format!("{promise} {bearing} Tolerance: the largest slowdown of its batches a service bears and still meets its SLO.")
+    format!(
+        "{promise} {bearing} Tolerance: the largest slowdown of its batches a service bears and still meets its SLO."
+    )
 }
 
 /// A tolerance as a signed percentage of batch time: `+7.1%`.
@@ -99,14 +101,17 @@ mod tests {
 
     #[test]
     fn the_least_tolerant_come_first_and_those_below_the_margin_are_marked() {
-        let tolerances = [Some(0.2), Some(0.031), None, Some(0.07), Some(-0.01), Some(0.5), Some(0.09), Some(0.3)];
+        // 5.96% is within the search's precision of the margin: it bears it.
+        let tolerances = [Some(0.2), Some(0.031), None, Some(0.0596), Some(-0.01), Some(0.5), Some(0.09), Some(0.3)];
         let html = edge(&with_tolerances(&tolerances, Some(0.06)));
-        let order: Vec<&str> =
-            html.match_indices("<tr data-service=\"").map(|(at, _)| html[at + 18..].split('"').next().unwrap()).collect();
+        let order: Vec<&str> = html
+            .match_indices("<tr data-service=\"")
+            .map(|(at, _)| html[at + 18..].split('"').next().unwrap())
+            .collect();
         assert_eq!(order, ["s4", "s1", "s3", "s6", "s0"], "{html}");
         assert!(html.contains("batches 6.0% slower"), "{html}");
         assert!(html.contains("2 services of 7 bear less."), "{html}");
-        assert!(html.contains(r#"<td class="missed">-1.0%</td>"#) && html.contains(r#"<td class="met">+7.0%</td>"#));
+        assert!(html.contains(r#"<td class="missed">-1.0%</td>"#) && html.contains(r#"<td class="met">+6.0%</td>"#));
         assert!(html.contains("<td>90.0%</td>"), "{html}");
     }
 

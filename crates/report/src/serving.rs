@@ -67,11 +67,14 @@ pub fn serving_report_html(report: &ServingReport, title: &str, traffic: &str) -
     styled_page(title, &[], STYLE, &body)
 }
 
-/// One row per service: requests, attainment, percentiles, SLO, met.
+/// One row per service: requests, attainment, percentiles, SLO, windows
+/// met and the attainment 95% of them reach (when windows were judged),
+/// met.
 fn summary_table(report: &ServingReport) -> String {
     let mut table = String::from(
         "<table class=\"serving\"><tr><th>service</th><th>requests</th><th>within SLO</th><th>p50 ms</th>\
-         <th>p99 ms</th><th>p99.9 ms</th><th>SLO ms</th><th>target</th><th>met</th></tr>",
+         <th>p99 ms</th><th>p99.9 ms</th><th>SLO ms</th><th>target</th><th>windows met</th>\
+         <th>95% of windows reach</th><th>met</th></tr>",
     );
     for service in &report.services {
         let _ = write!(
@@ -81,11 +84,18 @@ fn summary_table(report: &ServingReport) -> String {
             escape_xml(&service.name),
             service.requests
         );
+        let counted = service.windows.filter(|windows| windows.windows > 0);
+        let windows =
+            counted.map_or_else(|| "—".to_string(), |windows| format!("{} of {}", windows.met, windows.windows));
+        let reached = counted
+            .and_then(|windows| windows.p5_attainment)
+            .map_or_else(|| "—".to_string(), |attainment| format!("{:.2}%", 100.0 * attainment));
         match &service.measures {
             Some(measures) => {
                 let _ = write!(
                     table,
-                    "<td>{:.2}%</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}%</td><td class=\"{}\">{}</td></tr>",
+                    "<td>{:.2}%</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}%</td><td>{windows}</td>\
+                     <td>{reached}</td><td class=\"{}\">{}</td></tr>",
                     100.0 * measures.attainment,
                     measures.p50_ms,
                     measures.p99_ms,
@@ -97,7 +107,7 @@ fn summary_table(report: &ServingReport) -> String {
                 );
             }
             None => {
-                let _ = write!(table, "<td colspan=\"7\" class=\"muted\">no request measured</td></tr>");
+                let _ = write!(table, "<td colspan=\"9\" class=\"muted\">no request measured</td></tr>");
             }
         }
     }

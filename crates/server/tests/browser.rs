@@ -190,7 +190,7 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
     let tile = Regex::new(r#"<g class="tile" data-service="([^"]*)" data-profile="[^"]*" data-start="(\d+)""#).unwrap();
     assert_eq!(tile.captures_iter(&dom).count(), instances(plan).len(), "one tile per instance");
     let row = Regex::new(
-        r#"<tr data-service="([^"]*)"><td>[^<]*</td><td>([^<]*)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td><td>([\d.]+)% of ([\d.]+)%</td><td>(\d+)</td><td class="[a-z]+">(yes|no)</td></tr>"#,
+        r#"<tr data-service="([^"]*)"><td>[^<]*</td><td>([^<]*)</td><td>([\d.]+)</td><td>([\d.]+)</td><td>[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td><td>([\d.]+)% of ([\d.]+)%</td><td>([+-][\d.]+)%</td><td>(\d+)</td><td class="[a-z]+">(yes|no)</td></tr>"#,
     )
     .unwrap();
     let rows: Vec<_> = row.captures_iter(&dom).collect();
@@ -206,9 +206,22 @@ async fn the_plan_page_shows_every_instance_at_its_start_slice_and_the_service_t
         let predicted = 100.0 * report["predicted_attainment"].as_f64().unwrap();
         assert_eq!(row[7].to_string(), format!("{predicted:.2}"), "predicted_attainment");
         assert_eq!(row[8].parse::<f64>().unwrap(), report["percentile"].as_f64().unwrap());
-        assert_eq!(row[9].parse::<u64>().unwrap(), report["segments"].as_u64().unwrap());
-        assert_eq!(&row[10] == "yes", report["met"].as_bool().unwrap());
+        let tolerance = 100.0 * report["tolerance"].as_f64().unwrap();
+        assert_eq!(row[9].to_string(), format!("{tolerance:+.1}"), "tolerance");
+        assert_eq!(row[10].parse::<u64>().unwrap(), report["segments"].as_u64().unwrap());
+        assert_eq!(&row[11] == "yes", report["met"].as_bool().unwrap());
     }
+    // The overview lists the least tolerant services first.
+    let edge =
+        dom.split(r#"<table class="edge">"#).nth(1).expect("the overview has the services closest to their edge");
+    let edge = edge.split("</table>").next().unwrap();
+    let least = services
+        .iter()
+        .min_by(|a, b| a["tolerance"].as_f64().unwrap().total_cmp(&b["tolerance"].as_f64().unwrap()))
+        .unwrap();
+    let first = edge.split(r#"<tr data-service=""#).nth(1).unwrap().split('"').next().unwrap();
+    assert_eq!(first, least["service"].as_str().unwrap(), "{edge}");
+    assert_eq!(edge.matches("<tr data-service=").count(), services.len().min(5));
 
     // Where Chromium laid the tiles out: each over its own memory slices.
     let html = client.get("/").await.unwrap().text();

@@ -180,18 +180,19 @@ pub fn describe(options: &SimulationOptions) -> String {
 pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
     let report = &simulated.report;
     let mut table = TextTable::new(&[
-        "service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "windows", "met",
+        "service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "windows", "win95", "met",
     ]);
     for outcome in &report.services {
         let slo_ms = outcome.latency_slo_ms;
-        let windows = outcome
-            .windows
-            .filter(|windows| windows.windows > 0)
-            .map_or_else(|| "-".to_string(), |windows| format!("{}/{}", windows.met, windows.windows));
+        let counted = outcome.windows.filter(|windows| windows.windows > 0);
+        let windows = counted.map_or_else(|| "-".to_string(), |windows| format!("{}/{}", windows.met, windows.windows));
+        let win95 = counted
+            .and_then(|windows| windows.p5_attainment)
+            .map_or_else(|| "-".to_string(), |attainment| format!("{:.2}", 100.0 * attainment));
         let Some(measures) = &outcome.measures else {
             let mut row = vec![outcome.name.clone(), "0".to_string()];
             row.extend(["-"; 5].map(String::from));
-            row.extend([format!("{slo_ms}"), "-".to_string(), windows, "-".to_string()]);
+            row.extend([format!("{slo_ms}"), "-".to_string(), windows, win95, "-".to_string()]);
             table.row(row);
             continue;
         };
@@ -206,13 +207,15 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
             format!("{slo_ms}"),
             format!("{:.1}", outcome.goodput_rps),
             windows,
+            win95,
             measures.verdict.word().to_string(),
         ]);
     }
     let utilisation: Vec<f64> = report.segments.iter().map(|segment| segment.utilisation).collect();
     let (low, high) = utilisation.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &u| (l.min(u), h.max(u)));
     let heading = format!(
-        "{}; latencies in ms, goodput in requests/s within SLO, windows of {} s meeting the percentile",
+        "{}; latencies in ms, goodput in requests/s within SLO, windows of {} s meeting the percentile, \
+         win95 = the attainment (%) 95% of them reach",
         describe(options),
         options.window_s.map_or_else(|| "-".to_string(), |window_s| number(window_s, 0))
     );

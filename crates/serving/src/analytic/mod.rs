@@ -176,6 +176,35 @@ pub fn meets_percentile(
     Ok(miss <= late)
 }
 
+/// The largest uniform slowdown `s` in `range` of a segment's batches
+/// (every batch `1 + s` times its profiled latency; negative is faster) at
+/// which a segment of `shape` serving `rate_rps` (Poisson arrivals) keeps
+/// its `percentile`-th percentile latency within `latency_ms`: the same
+/// verdict as [`meets_percentile`] on `shape.slowed_by(s)`, to within
+/// 0.1% (of batch time) from below. `range.0` when it misses even there,
+/// `range.1` when it meets there.
+///
+/// # Errors
+/// A rate or latency that is negative or not finite, a percentile outside
+/// `(0, 100)`, a range that is not `-1 < low < high` and finite.
+pub fn tolerance(
+    shape: &SegmentShape,
+    rate_rps: f64,
+    percentile: f64,
+    latency_ms: f64,
+    range: (f64, f64),
+) -> Result<f64, ServingError> {
+    check_rate(rate_rps)?;
+    let late = check_percentile(percentile)?;
+    check_slo(latency_ms)?;
+    let (low, high) = range;
+    if !(low.is_finite() && high.is_finite() && -1.0 < low && low < high) {
+        return Err(ServingError::invalid("range", format!("({low}, {high}) is not -1 < low < high")));
+    }
+    let process = Process::of(shape);
+    Ok(search::tolerance(&process, per_process_per_ms(shape, rate_rps), late, latency_ms, range))
+}
+
 /// What the model predicts of a segment at one rate: its percentile
 /// latency and its attainment of an SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]

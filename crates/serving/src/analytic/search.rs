@@ -4,6 +4,7 @@
 use super::chain::{Stationary, MAX_CARRIES};
 use super::latency::{miss_probability, Scratch};
 use super::process::Process;
+use tessera_core::plan::TOLERANCE_PRECISION;
 
 /// Relative width at which the capacity search stops: the capacity it
 /// returns is the lower end of a bracket this narrow around the true one.
@@ -174,6 +175,55 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
     // A step in y of this size moves the load by a quarter of the tolerance.
     let step_min = |meets: f64| 0.25 * CAPACITY_TOLERANCE * rho_of(meets) / (1.0 - rho_of(meets));
     rho_of(brent(g, (low, g_low), (high, g_high), close, step_min)) * full_rate
+}
+
+/// The largest slowdown `s` in `[low, high]` (every batch `1 + s` times
+/// its profiled latency) at which `P(T > t_ms) <= late` at `lambda`
+/// requests per ms, to [`TOLERANCE_PRECISION`] from below: `low` when it
+/// misses there, `high` when it meets there (`-1 < low < high`).
+///
+/// A process whose batches all take `c` times longer serves `lambda` as
+/// the profiled one serves `lambda c` with every latency `c` times longer,
+/// so `P(T_s > t) = P(T_0(lambda c) > t / c)`: the process is tabulated
+/// once. The search starts at the profiled speed (most segments meet
+/// there), caps the bracket where the full batches stop keeping up, and
+/// shrinks it by Brent's method on `ln P(T > t) - ln late`.
+pub(crate) fn tolerance(process: &Process, lambda: f64, late: f64, t_ms: f64, (low, high): (f64, f64)) -> f64 {
+    if lambda <= 0.0 {
+        // Only a lone request's latency counts.
+        return (t_ms / process.first_ms() - 1.0).clamp(low, high);
+    }
+    let mut scratch = Scratch::default();
+    let target = late.ln();
+    let mut g = |slowdown: f64| {
+        let factor = 1.0 + slowdown;
+        miss_at(process, lambda * factor, t_ms / factor, &mut scratch).max(1e-300).ln() - target
+    };
+    // At or past this slowdown the full batches cannot keep up: it misses.
+    let unstable = process.full_rate_per_ms() / lambda - 1.0;
+    if unstable <= low {
+        return low;
+    }
+    let start = 0.0_f64.clamp(low, high.min(unstable));
+    let at_start = g(start);
+    let (meets, misses) = if at_start <= 0.0 {
+        let (top, at_top) = if high < unstable { (high, g(high)) } else { (unstable, -target) };
+        if at_top <= 0.0 {
+            return high;
+        }
+        ((start, at_start), (top, at_top))
+    } else {
+        if start <= low {
+            return low;
+        }
+        let at_low = g(low);
+        if at_low > 0.0 {
+            return low;
+        }
+        ((low, at_low), (start, at_start))
+    };
+    let close = |meets: f64, misses: f64| (misses - meets).abs() <= TOLERANCE_PRECISION;
+    brent(g, meets, misses, close, |_| 0.25 * TOLERANCE_PRECISION)
 }
 
 /// Brent's method (inverse quadratic and secant steps, bisection when they

@@ -73,7 +73,8 @@ pub struct ServiceOutcome {
     pub windows: Option<WindowsMet>,
 }
 
-/// How many of a service's measurement windows met its percentile.
+/// How many of a service's measurement windows met its percentile, and
+/// how low its windows' attainment went.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct WindowsMet {
     /// A window's length, seconds.
@@ -82,9 +83,41 @@ pub struct WindowsMet {
     pub windows: u64,
     /// Those whose attainment reached the percentile.
     pub met: u64,
+    /// The least attainment of a window; `None` without windows.
+    pub worst_attainment: Option<f64>,
+    /// The attainment that 95% of the windows reach or exceed (the
+    /// windows' 5th percentile, the lower one where it falls between two);
+    /// `None` without windows. "At least 98% in 95% of one-minute windows"
+    /// is this at 0.98 or more.
+    pub p5_attainment: Option<f64>,
 }
 
 impl WindowsMet {
+    /// The windows of `window_s` seconds whose `[requests, within SLO]`
+    /// are `counts` (windows without requests are left out), judged at
+    /// `percentile` (%).
+    pub(super) fn from_counts(window_s: f64, counts: &[[u64; 2]], percentile: f64) -> WindowsMet {
+        let mut attainments: Vec<f64> = counts
+            .iter()
+            .filter(|[requests, _]| *requests > 0)
+            .map(|[requests, within]| *within as f64 / *requests as f64)
+            .collect();
+        attainments.sort_by(f64::total_cmp);
+        let met = counts
+            .iter()
+            .filter(|[requests, within]| *requests > 0 && *within as f64 >= *requests as f64 * percentile / 100.0)
+            .count();
+        // Windows from this index up are at least 95% of them.
+        let fifth = (0.05 * attainments.len() as f64 + 1e-9).floor() as usize;
+        WindowsMet {
+            window_s,
+            windows: attainments.len() as u64,
+            met: met as u64,
+            worst_attainment: attainments.first().copied(),
+            p5_attainment: attainments.get(fifth).copied(),
+        }
+    }
+
     /// The share of windows met; `None` without windows.
     pub fn share(&self) -> Option<f64> {
         (self.windows > 0).then(|| self.met as f64 / self.windows as f64)
@@ -231,15 +264,10 @@ pub(super) fn summarise_service(
     let mut segments: Vec<(usize, SegmentTally)> = Vec::new();
     let mut simulated = 0;
     let mut units = Vec::new();
-    let mut windows = options.window_s.map(|window_s| WindowsMet { window_s, windows: 0, met: 0 });
+    let mut window_counts: Vec<[u64; 2]> = Vec::new();
     for run in runs {
         simulated += run.simulated;
-        if let Some(windows) = &mut windows {
-            for [requests, within] in run.windows.iter().filter(|[requests, _]| *requests > 0) {
-                windows.windows += 1;
-                windows.met += u64::from(*within as f64 >= *requests as f64 * service.percentile / 100.0);
-            }
-        }
+        window_counts.extend(&run.windows);
         for (bucket, [requests, within]) in timeline.iter_mut().zip(&run.timeline) {
             bucket.requests += requests;
             bucket.within_slo += within;
@@ -269,7 +297,7 @@ pub(super) fn summarise_service(
         goodput_rps: all.within_slo as f64 / measured_s,
         measures: measures(&all, &units, service.percentile),
         timeline,
-        windows,
+        windows: options.window_s.map(|window_s| WindowsMet::from_counts(window_s, &window_counts, service.percentile)),
     };
     ServiceSummary { outcome, segments, simulated }
 }
@@ -361,4 +389,28 @@ fn measures(all: &Unit, units: &[Unit], percentile: f64) -> Option<ServiceMeasur
         p99_ci_ms: interval_95(p99_ms, &unit_p99s, 0.0, f64::INFINITY),
         cdf,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_count_those_met_and_the_attainment_95_percent_of_them_reach() {
+        // Twenty windows with requests: 17 at 100%, one at 99%, one at
+        // 98.5%, one at 90%; and one without requests, left out.
+        let mut counts = vec![[100, 100]; 17];
+        counts.extend([[100, 99], [200, 197], [0, 0], [10, 9]]);
+        let windows = WindowsMet::from_counts(60.0, &counts, 99.0);
+        assert_eq!((windows.windows, windows.met), (20, 18));
+        assert_eq!(windows.worst_attainment, Some(0.9));
+        // The fifth percentile of 20 windows is the second lowest: 19 of
+        // them (95%) reach it.
+        assert_eq!(windows.p5_attainment, Some(0.985));
+        assert_eq!(windows.share(), Some(0.9));
+        let few = WindowsMet::from_counts(60.0, &counts[17..], 99.0);
+        assert_eq!((few.windows, few.p5_attainment), (3, Some(0.9)), "under 20 windows the worst one counts");
+        let none = WindowsMet::from_counts(60.0, &[[0, 0]], 99.0);
+        assert_eq!((none.windows, none.worst_attainment, none.p5_attainment, none.share()), (0, None, None, None));
+    }
 }

@@ -2,7 +2,9 @@
 //! ParvaGPU's profiles: M/D/1's exact waiting times, monotone in rate,
 //! capacity bounds, conservative capacities, refusals, the cache.
 
-use tessera_serving::analytic::{attainment, capacity_rps, meets_percentile, percentile_latency_ms, CapacityCache};
+use tessera_serving::analytic::{
+    attainment, capacity_rps, meets_percentile, percentile_latency_ms, tolerance, CapacityCache,
+};
 use tessera_serving::{SegmentShape, ServingError};
 
 use super::data::parvagpu_configs;
@@ -93,6 +95,36 @@ fn the_one_evaluation_check_agrees_with_the_searched_percentile() {
         assert!(!meets_percentile(&shape, 1.01 * full_rps, 99.0, 1e9).unwrap(), "{shape:?}");
     }
     assert!(meets_percentile(&sample_shapes()[0], -1.0, 99.0, 10.0).is_err());
+}
+
+#[test]
+fn the_tolerance_is_the_edge_of_the_slowed_shapes_verdict() {
+    const RANGE: (f64, f64) = (-0.5, 2.0);
+    for shape in sample_shapes() {
+        let full_rps = shape.throughput_rps();
+        for (load, percentile, slo_factor) in [(0.3, 99.0, 3.0), (0.8, 95.0, 2.0), (0.9, 99.0, 4.0), (0.0, 99.0, 1.5)] {
+            let rate_rps = load * full_rps;
+            let latency_ms = slo_factor * shape.latency_ms(shape.max_batch());
+            let found = tolerance(&shape, rate_rps, percentile, latency_ms, RANGE).unwrap();
+            let meets =
+                |slowdown: f64| meets_percentile(&shape.slowed_by(slowdown), rate_rps, percentile, latency_ms).unwrap();
+            let case = format!("{shape:?} load {load} p{percentile} SLO {latency_ms} ms: tolerance {found}");
+            assert!((RANGE.0..=RANGE.1).contains(&found), "{case}");
+            if found > RANGE.0 {
+                assert!(meets(found), "{case} should meet there");
+            }
+            if found < RANGE.1 {
+                assert!(!meets(found + 1.01e-3), "{case}: 0.1% slower should miss");
+            }
+        }
+        // At a load the full batches cannot carry even as profiled, it
+        // misses at every slowdown down to the range's floor.
+        let over = tolerance(&shape, 1.01 * full_rps, 99.0, 1e6, (0.0, 1.0)).unwrap();
+        assert_eq!(over, 0.0, "{shape:?}");
+    }
+    let shape = &sample_shapes()[0];
+    assert!(tolerance(shape, 1.0, 99.0, 10.0, (0.5, 0.5)).is_err());
+    assert!(tolerance(shape, 1.0, 99.0, 10.0, (-1.0, 0.5)).is_err());
 }
 
 #[test]

@@ -1,15 +1,20 @@
-//! `tessera bench slo`: plans judged by the traffic they meet.
+//! `tessera bench slo`: plans judged by the traffic they meet, on a GPU as
+//! fast as profiled and on GPUs a little slower.
 //!
 //! Every plan is made for the services' rates (or, for the uniform-headroom
 //! baseline, for every rate times `1 + h`), then simulated request by
-//! request at the services' real rates under Poisson arrivals, a renewal
-//! process with coefficient of variation 2, and a production trace scaled
-//! to each service's rate. Columns: GPUs; the share of all requests within
-//! their SLO and the worst service's share under each arrival process; the
-//! worst gap between a service's planned and simulated percentile latency
-//! (plans that predict one); planning time. The simulation is
-//! tessera-serving's: random routing to segments by the plan's capacities,
-//! a FIFO queue per MPS process, greedy dynamic batching.
+//! request at the services' real rates: under Poisson arrivals with every
+//! batch as fast as profiled, 3% and 5% slower; and at the profiled speed
+//! under a renewal process with coefficient of variation 2 and a
+//! production trace scaled to each service's rate. Columns: GPUs; per
+//! Poisson speed the share of all requests within their SLO, the worst
+//! service's share and the worst service's one-minute window attainment
+//! that 95% of its windows reach; the same two shares under the bursty
+//! arrivals; the worst gap between a service's planned and simulated
+//! percentile latency (plans that predict one); planning time. The
+//! simulation is tessera-serving's: random routing to segments by the
+//! plan's capacities, a FIFO queue per MPS process, greedy dynamic
+//! batching.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -17,7 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
-use tessera_plan::{plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, DEFAULT_TIME_LIMIT};
+use tessera_plan::{
+    plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, DEFAULT_MARGIN, DEFAULT_TIME_LIMIT,
+};
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
 use tessera_store::{read_arrival_trace, read_profile_dir, read_slo_scenario};
 
@@ -43,26 +50,53 @@ pub struct SloBench<'a> {
     pub seed: u64,
 }
 
+/// Slowdowns of every batch the Poisson simulations run at: the profiled
+/// speed, 3% and 5% slower.
+const SLOWDOWNS: [f64; 3] = [0.0, 0.03, 0.05];
+
+/// Margins the percentile rule plans with, beside its default.
+const MARGINS: [f64; 3] = [0.0, 0.02, 0.05];
+
+/// Uniform headrooms of the baseline, percent: every rate planned this
+/// much higher under the percentile rule at margin 0.
+const HEADROOMS_PERCENT: [u32; 4] = [3, 5, 10, 20];
+
+/// Length of the windows each service is judged in, seconds.
+const WINDOW_S: f64 = 60.0;
+
 /// One way of making a plan.
 struct Variant {
     name: String,
     strategy: Strategy,
     rule: LatencyRule,
+    /// The robustness margin asked (`None`: the rule's default).
+    margin: Option<f64>,
     /// Rates are planned at `1 + headroom` times the real ones.
     headroom: f64,
 }
 
-/// The plans compared: ParvaGPU's, the optimum under each rule, and the
-/// optimum under the default rule with uniform headroom.
+/// The plans compared: ParvaGPU's; the optimum under each rule, under the
+/// percentile rule with each margin; and the optimum at margin 0 with
+/// uniform headroom.
 fn variants() -> Vec<Variant> {
-    let variant = |name: &str, strategy, rule, headroom| Variant { name: name.to_string(), strategy, rule, headroom };
-    let mut variants = vec![variant("parva", Strategy::Parva, LatencyRule::Parva, 0.0)];
+    let variant = |name: String, strategy, rule, margin, headroom| Variant { name, strategy, rule, margin, headroom };
+    let mut variants = vec![variant("parva".into(), Strategy::Parva, LatencyRule::Parva, None, 0.0)];
     for rule in LatencyRule::ALL {
-        variants.push(variant(&format!("optimal, {rule}"), Strategy::Optimal, rule, 0.0));
+        if rule == LatencyRule::Percentile {
+            for margin in MARGINS {
+                let name = format!("optimal, {rule}, margin {}", percent_of(margin));
+                variants.push(variant(name, Strategy::Optimal, rule, Some(margin), 0.0));
+            }
+            let name = format!("optimal, {rule}, margin {} (default)", percent_of(DEFAULT_MARGIN));
+            variants.push(variant(name, Strategy::Optimal, rule, None, 0.0));
+        } else {
+            variants.push(variant(format!("optimal, {rule}"), Strategy::Optimal, rule, None, 0.0));
+        }
     }
-    for percent in [5, 10, 20, 40] {
-        let name = format!("optimal, queueing, +{percent}%");
-        variants.push(variant(&name, Strategy::Optimal, LatencyRule::Queueing, f64::from(percent) / 100.0));
+    for headroom in HEADROOMS_PERCENT {
+        let name = format!("optimal, percentile, margin 0%, +{headroom}%");
+        let headroom = f64::from(headroom) / 100.0;
+        variants.push(variant(name, Strategy::Optimal, LatencyRule::Percentile, Some(0.0), headroom));
     }
     variants
 }
@@ -74,23 +108,41 @@ struct Case {
     seconds: f64,
 }
 
+/// One simulation of every plan: its arrivals and batch slowdown.
+struct Run {
+    arrivals: ArrivalModel,
+    slowdown: f64,
+}
+
+impl Run {
+    /// The column names' prefix.
+    fn label(&self) -> String {
+        match (&self.arrivals, self.slowdown) {
+            (ArrivalModel::Poisson, 0.0) => "profiled".to_string(),
+            (ArrivalModel::Poisson, slowdown) => format!("+{}", percent_of(slowdown)),
+            (ArrivalModel::Trace { .. }, _) => "trace".to_string(),
+            (other, _) => other.to_string(),
+        }
+    }
+
+    /// Whether the run reports window attainment.
+    fn windowed(&self) -> bool {
+        self.arrivals == ArrivalModel::Poisson
+    }
+}
+
 pub fn run(bench: &SloBench<'_>) -> Result<()> {
     let cases = cases(bench)?;
-    let trace = read_arrival_trace(bench.trace).ok();
-    if trace.is_none() {
-        note(format_args!("{} is absent or unreadable; the trace column is left out", bench.trace.display()));
-    }
-    let mut arrivals = vec![ArrivalModel::Poisson, ArrivalModel::Renewal { cv: 2.0 }];
-    if let Some(times) = trace {
-        let name = bench.trace.file_name().map_or_else(|| "trace".to_string(), |n| n.to_string_lossy().into_owned());
-        arrivals.push(ArrivalModel::trace(name, times)?);
-    }
+    let runs = runs(bench)?;
     let variants = variants();
     let progress = Progress::bar((cases.len() * variants.len()) as u64, "plans", String::new());
     let mut header = vec!["input".to_string(), "plan".to_string(), "GPUs".to_string()];
-    for model in &arrivals {
-        header.push(format!("{} all %", short(model)));
-        header.push(format!("{} worst %", short(model)));
+    for run in &runs {
+        header.push(format!("{} all %", run.label()));
+        header.push(format!("{} worst %", run.label()));
+        if run.windowed() {
+            header.push(format!("{} win95 %", run.label()));
+        }
     }
     header.extend(["p99 gap %".to_string(), "plan s".to_string()]);
     let mut table = TextTable::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
@@ -105,11 +157,14 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
                     row.push(made.gpu_count.to_string());
                     let (system, _) = ServingSystem::from_plan(&made, Some(case.inputs.catalog()), DEFAULT_PERCENTILE)?;
                     let mut gap = None;
-                    for model in &arrivals {
+                    for run in &runs {
                         let options = SimulationOptions {
-                            arrivals: model.clone(),
+                            arrivals: run.arrivals.clone(),
+                            slowdown: run.slowdown,
                             seconds: case.seconds,
                             warmup_s: case.seconds / 6.0,
+                            window_s: (run.windowed() && case.seconds / 6.0 + WINDOW_S <= case.seconds)
+                                .then_some(WINDOW_S),
                             seed: bench.seed,
                             ..SimulationOptions::default()
                         };
@@ -119,7 +174,10 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
                         simulated_requests += report.requests_simulated;
                         row.push(percent(report.attainment));
                         row.push(percent(report.worst.as_ref().map(|worst| worst.attainment)));
-                        if made.traffic.is_some() && *model == ArrivalModel::Poisson {
+                        if run.windowed() {
+                            row.push(percent(worst_window_p5(&report)));
+                        }
+                        if made.traffic.is_some() && run.arrivals == ArrivalModel::Poisson && run.slowdown == 0.0 {
                             gap = Some(worst_gap(&system, &report)?);
                         }
                     }
@@ -128,7 +186,7 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
                 }
                 Err(error) => {
                     row.push(format!("no plan: {error}"));
-                    row.extend(std::iter::repeat_n("-".to_string(), 2 * arrivals.len() + 2));
+                    row.extend(std::iter::repeat_n("-".to_string(), header.len() - 3));
                 }
             }
             table.row(row);
@@ -140,7 +198,11 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
         "a100-80gb, up to 5 processes, optimal time limit {} s; plans simulated at the services' real rates \
          (random routing by capacity, a queue per MPS process, greedy batching), {} s per scenario and {} s per \
          catalogue (a sixth warm-up), seed {}; all % = requests within their SLO, worst % = the worst service's; \
-         +h% = every rate planned at 1 + h times; cv=2 = renewal arrivals with coefficient of variation 2",
+         profiled, +3%, +5% = Poisson arrivals with every batch as fast as profiled, 3% and 5% slower; win95 % = \
+         the worst service's attainment in {WINDOW_S} s windows that 95% of its windows reach (- without a whole \
+         window); margin m = capacities with every batch m slower; +h% = every rate planned at 1 + h times; \
+         cv=2 and trace at the profiled speed: renewal arrivals with coefficient of variation 2, and the trace \
+         scaled to each service's rate",
         DEFAULT_TIME_LIMIT.as_secs_f64(),
         bench.seconds,
         bench.seconds / 10.0,
@@ -154,6 +216,23 @@ pub fn run(bench: &SloBench<'_>) -> Result<()> {
         simulated_wall.as_secs_f64(),
         simulated_requests as f64 / simulated_wall.as_secs_f64().max(1e-9) / 1e6
     )
+}
+
+/// The simulations every plan gets: Poisson at each slowdown, then
+/// coefficient of variation 2 and the trace (when readable) at the
+/// profiled speed.
+fn runs(bench: &SloBench<'_>) -> Result<Vec<Run>> {
+    let mut runs: Vec<Run> =
+        SLOWDOWNS.iter().map(|&slowdown| Run { arrivals: ArrivalModel::Poisson, slowdown }).collect();
+    runs.push(Run { arrivals: ArrivalModel::Renewal { cv: 2.0 }, slowdown: 0.0 });
+    match read_arrival_trace(bench.trace) {
+        Ok(times) => {
+            let name = bench.trace.file_name().map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+            runs.push(Run { arrivals: ArrivalModel::trace(name, times)?, slowdown: 0.0 });
+        }
+        Err(error) => note(format_args!("{error}; the trace columns are left out")),
+    }
+    Ok(runs)
 }
 
 /// ParvaGPU's scenarios, then the reference catalogues.
@@ -198,7 +277,12 @@ fn plan_case(case: &Case, variant: &Variant) -> Result<(Plan, Duration)> {
         .map(|slo| ServiceSlo { rate_rps: slo.rate_rps * (1.0 + variant.headroom), ..slo.clone() })
         .collect();
     let inputs = case.inputs.for_services(scaled);
-    let request = PlanRequest { strategy: variant.strategy, rule: Some(variant.rule), ..PlanRequest::new(&inputs) };
+    let request = PlanRequest {
+        strategy: variant.strategy,
+        rule: Some(variant.rule),
+        margin: variant.margin,
+        ..PlanRequest::new(&inputs)
+    };
     let started = Instant::now();
     let mut made = plan(&request)?.plan;
     let planning = started.elapsed();
@@ -224,15 +308,28 @@ fn worst_gap(system: &ServingSystem, report: &ServingReport) -> Result<f64> {
     Ok(worst)
 }
 
-/// An arrival model's column name.
-fn short(model: &ArrivalModel) -> String {
-    match model {
-        ArrivalModel::Trace { .. } => "trace".to_string(),
-        other => other.to_string(),
-    }
+/// The least, over services with windows, of the attainment 95% of a
+/// service's windows reach; `None` without windows.
+fn worst_window_p5(report: &ServingReport) -> Option<f64> {
+    report
+        .services
+        .iter()
+        .filter_map(|outcome| outcome.windows.as_ref().and_then(|windows| windows.p5_attainment))
+        .reduce(f64::min)
 }
 
 /// A share as a percentage with two decimals, or `-`.
 fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".to_string(), |share| format!("{:.2}", 100.0 * share))
+}
+
+/// A share as a whole percentage when it is one (`6%`), else with one
+/// decimal (`2.5%`).
+fn percent_of(share: f64) -> String {
+    let percent = 100.0 * share;
+    if (percent - percent.round()).abs() < 1e-9 {
+        format!("{percent:.0}%")
+    } else {
+        format!("{percent:.1}%")
+    }
 }
