@@ -14,7 +14,7 @@
 use tessera_core::rng::SplitMix64;
 
 use crate::error::AutopilotError;
-use crate::traffic::{TrafficCurve, TrafficPoint};
+use tessera_core::{TrafficCurve, TrafficPoint};
 
 /// Default hours of a generated curve.
 pub const DEFAULT_HOURS: f64 = 24.0;
@@ -164,7 +164,7 @@ pub fn diurnal(services: &[(String, f64)], options: &DiurnalOptions) -> Result<T
         }
     }
     let names: Vec<String> = services.iter().map(|(name, _)| name.clone()).collect();
-    TrafficCurve::new(&names, &points)
+    Ok(TrafficCurve::new(&names, &points)?)
 }
 
 #[cfg(test)]

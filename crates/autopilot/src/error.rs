@@ -1,5 +1,6 @@
 //! The crate's one error type.
 
+use tessera_core::CoreError;
 use tessera_plan::PlanError;
 use tessera_serving::ServingError;
 
@@ -7,18 +8,10 @@ use tessera_serving::ServingError;
 /// simulating a day.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum AutopilotError {
-    /// A traffic point that cannot be used: `index` is its position among
-    /// the points given (so a reader of a file can name its line), `None`
-    /// when the problem is the curve as a whole (a service without points).
-    #[error("{field}: {message}")]
-    Traffic {
-        /// The point's position among those given, when one is at fault.
-        index: Option<usize>,
-        /// The field at fault: `time_s`, `service` or `rate_rps`.
-        field: &'static str,
-        /// What is wrong, with the value.
-        message: String,
-    },
+    /// Traffic that cannot be used (a point, or a curve for other
+    /// services than those planned).
+    #[error(transparent)]
+    Traffic(#[from] CoreError),
     /// An option out of its range, named by its field.
     #[error("{field}: {message}")]
     Invalid {

@@ -1,9 +1,9 @@
 //! Tessera's autopilot: keeping a running plan at its SLOs as request
 //! rates move through the day.
 //!
-//! * [`TrafficCurve`] (`traffic`) — piecewise-constant request rates per
-//!   service, checked; [`diurnal`] (`diurnal`) draws daily cycles with a
-//!   phase per service, noise and bursts, deterministic by seed.
+//! * [`diurnal`] (`diurnal`) — daily cycles of request rates (a
+//!   `tessera_core::TrafficCurve`) with a phase per service, noise and
+//!   bursts, deterministic by seed.
 //! * [`Forecaster`] (`forecast`) — each service's rate over the next
 //!   interval (the larger of a short window's highest rate and a smoothed
 //!   trend projected ahead), with how far its forecasts were off.
@@ -35,7 +35,6 @@ mod error;
 mod forecast;
 mod free_slices;
 mod planner;
-mod traffic;
 mod transition;
 
 pub use controller::{
@@ -58,7 +57,6 @@ pub use forecast::{
     DEFAULT_TREND_SMOOTHING, DEFAULT_WINDOW,
 };
 pub use planner::{PlanSettings, MIN_PLAN_RATE_RPS};
-pub use traffic::{TrafficCurve, TrafficPoint};
 pub use transition::{
     ReconfigurationTimes, TimedStep, Transition, DEFAULT_CREATE_S, DEFAULT_DESTROY_S, DEFAULT_START_S, DEFAULT_STOP_S,
 };

@@ -97,7 +97,7 @@ impl Planner {
         inputs: &'a PlanInputs,
         from: Option<ReplanFrom<'a>>,
     ) -> Result<PlanRequest<'a>, PlanError> {
-        let request = self.settings.options.request(inputs, from)?;
+        let request = PlanRequest::from_options(&self.settings.options, inputs, from)?;
         Ok(PlanRequest { target: self.settings.target.as_ref(), ..request })
     }
 

@@ -1,9 +1,8 @@
 //! Simulated days on the demo services.
 
-use tessera_autopilot::{
-    simulate_day, ControllerConfig, DayReport, DayRequest, PlanSettings, Sampling, Tally, TrafficCurve, TrafficPoint,
-};
+use tessera_autopilot::{simulate_day, ControllerConfig, DayReport, DayRequest, PlanSettings, Sampling, Tally};
 use tessera_core::GpuModel;
+use tessera_core::{TrafficCurve, TrafficPoint};
 use tessera_plan::PlanInputs;
 
 fn inputs() -> PlanInputs {

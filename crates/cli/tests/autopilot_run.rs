@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use tessera_autopilot::{TrafficCurve, TrafficPoint};
 use tessera_core::{GpuModel, Plan};
+use tessera_core::{TrafficCurve, TrafficPoint};
 use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{
     cluster_status, read_node_part, reconcile_node, running_plan, AgentOptions, Cluster, ClusterOptions, FakeApiServer,

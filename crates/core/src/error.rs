@@ -44,6 +44,18 @@ pub enum CoreError {
     /// A MIG layout that the hardware would reject.
     #[error(transparent)]
     Layout(#[from] LayoutError),
+    /// A traffic point that cannot be used: `index` is its position among
+    /// the points given (so a reader of a file can name its line), `None`
+    /// when the problem is the curve as a whole (a service without points).
+    #[error("{field}: {message}")]
+    Traffic {
+        /// The point's position among those given, when one is at fault.
+        index: Option<usize>,
+        /// The field at fault: `time_s`, `service` or `rate_rps`.
+        field: &'static str,
+        /// What is wrong, with the value.
+        message: String,
+    },
 }
 
 impl CoreError {

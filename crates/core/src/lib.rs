@@ -18,6 +18,7 @@ pub mod rng;
 pub mod slo;
 pub mod synthetic;
 pub mod text;
+pub mod traffic;
 
 #[doc(hidden)]
 pub use serde as __serde;
@@ -37,3 +38,4 @@ pub use profile::{
     ModelProfile, PointSource, ProfileCatalog, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
 };
 pub use slo::{ServiceImage, ServiceSlo};
+pub use traffic::{TrafficCurve, TrafficPoint};

@@ -16,6 +16,24 @@ pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> St
     format!("{n} {noun}{suffix}")
 }
 
+/// `n` with thousands separated by commas: `23,782`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (position, digit) in digits.chars().enumerate() {
+        if position > 0 && (digits.len() - position).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// `n` and `noun` as [`count`] says them, `n` grouped: `23,782 GPUs`.
+pub fn counted(n: usize, noun: &str) -> String {
+    count(n, noun).replacen(&n.to_string(), &grouped(n as u64), 1)
+}
+
 /// A share as a percentage to a tenth, without a trailing `.0`:
 /// `percent(0.06)` is `6%`, `percent(0.025)` is `2.5%`.
 pub fn percent(share: f64) -> String {
@@ -127,6 +145,11 @@ mod tests {
         assert_eq!(count(3u64, "process"), "3 processes");
         assert_eq!(count(1u8, "process"), "1 process");
         assert_eq!(count(12u32, "batch"), "12 batches");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(23_782), "23,782");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+        assert_eq!((counted(1, "GPU"), counted(23_782, "GPU")), ("1 GPU".to_string(), "23,782 GPUs".to_string()));
         assert_eq!(count(2u32, "partial-batch latency"), "2 partial-batch latencies");
         assert_eq!(count(2u32, "day"), "2 days");
     }

@@ -44,10 +44,10 @@ use tessera_plan::NodeRef;
 use crate::cluster::{typed, Cluster, Kind};
 use crate::error::K8sError;
 use crate::inventory::{mig_devices, SliceDevice};
-use crate::manifests::{
-    plan_id, NodeDevice, DEVICES_ANNOTATION, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, STATE_LABEL,
-};
+use crate::labels::{DEVICES_ANNOTATION, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, STATE_LABEL};
+use crate::manifests::NodeDevice;
 use crate::mig_config::DRA_DRIVER;
+use crate::names::plan_id;
 use crate::node_plan::{node_config_map_name, read_node_part};
 
 /// The plan whose ResourceSlices the agent restarted the DRA driver's

@@ -31,10 +31,11 @@ use tessera_plan::NodeRef;
 
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
-use crate::manifests::{
-    manifests_with, plan_id, state_objects, Manifest, Manifests, NodeDevice, DEVICES_ANNOTATION, MANAGED_BY,
-    NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
+use crate::labels::{
+    DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
+use crate::manifests::{manifests_with, state_objects, Manifest, Manifests, NodeDevice};
+use crate::names::plan_id;
 use crate::node_plan::{merge_parts, node_parts, recorded_parts, NodePart};
 use crate::options::ExportOptions;
 use crate::pods::PodOptions;
@@ -671,7 +672,7 @@ pub fn cluster_status(cluster: &Cluster, plan: &Plan, namespace: &str) -> Result
     for object in planned.of_kind("Deployment") {
         let Manifest::Deployment(deployment) = object else { continue };
         let planned_procs = deployment.spec.as_ref().and_then(|s| s.replicas).unwrap_or(0);
-        let service = deployment.metadata.labels.as_ref().and_then(|l| l.get(crate::manifests::SERVICE_LABEL)).cloned();
+        let service = deployment.metadata.labels.as_ref().and_then(|l| l.get(crate::labels::SERVICE_LABEL)).cloned();
         let live = live_deployments.get(object.name());
         let restarts = restarts_by_segment.get(object.name()).copied().unwrap_or(0);
         segments.push(SegmentStatus {

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
-use crate::manifests::MANAGED_BY;
+use crate::labels::MANAGED_BY;
 
 /// The controller the autopilot's events name as reporting them.
 pub const AUTOPILOT_CONTROLLER: &str = "tessera.io/autopilot";

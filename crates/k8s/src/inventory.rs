@@ -11,7 +11,7 @@ use k8s_openapi::api::resource::v1::ResourceSlice;
 use tessera_core::text::count;
 use tessera_plan::{Inventory, TargetNode};
 
-use crate::manifests::NODE_NUMBER_LABEL;
+use crate::labels::NODE_NUMBER_LABEL;
 use crate::mig_config::DRA_DRIVER;
 
 /// GPU Feature Discovery's label of a node's GPU product.

@@ -40,6 +40,7 @@ mod events;
 #[cfg(any(test, feature = "fake"))]
 mod fake;
 mod inventory;
+mod labels;
 mod manifests;
 mod mig_config;
 mod names;
@@ -62,12 +63,13 @@ pub use fake::FakeApiServer;
 pub use inventory::{
     inventory, ClusterInventory, SliceDevice, COUNT_LABEL, MEMORY_LABEL, MIG_CAPABLE_LABEL, PRODUCT_LABEL,
 };
-pub use manifests::{
-    manifests, manifests_with, node_file_name, plan_id, Manifest, Manifests, NodeDevice, PlanObjects, CONFIG_LABEL,
-    DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY, REASON_ANNOTATION,
-    SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
+pub use labels::{
+    CONFIG_LABEL, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY,
+    REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };
+pub use manifests::{manifests, manifests_with, node_file_name, Manifest, Manifests, NodeDevice, PlanObjects};
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
+pub use names::plan_id;
 pub use node_plan::{
     merge_parts, node_config_map_name, node_part, node_parts, node_plan_id, read_node_part, recorded_parts, NodePart,
     MAX_OBJECT_BYTES, NODE_CONFIG_MAP_PREFIX, NODE_KEY, NODE_NAME_KEY,

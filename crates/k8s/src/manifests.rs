@@ -43,52 +43,16 @@ use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
 use tessera_plan::NodeRef;
 
 use crate::error::K8sError;
+use crate::labels::{CONFIG_LABEL, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL};
 use crate::mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
-use crate::names::{config_name, profile_part, service_names, stable_hash};
+use crate::names::{config_name, plan_id, profile_part, service_names, stable_hash};
 use crate::node_plan::{node_config_map, node_parts};
 use crate::options::ExportOptions;
 use crate::pods::{rolling_update, PodOptions};
 use crate::routing::{backend_name, backend_service, check_backend_counts, service_route, Backend};
 
-/// `app.kubernetes.io/managed-by`, `tessera` on every object Tessera makes
-/// (prune deletes only those).
-pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
-/// The plan an object belongs to (label), and the plan a node's state is
-/// about (annotation).
-pub const PLAN_ID: &str = "tessera.io/plan-id";
-/// The service a segment serves (its Kubernetes name).
-pub const SERVICE_LABEL: &str = "tessera.io/service";
-/// The segment's Deployment name, on its pods.
-pub const SEGMENT_LABEL: &str = "tessera.io/segment";
-/// A segment's configuration (GPU model, MIG profile, batch, processes:
-/// `a100-80gb-3g40gb-b8-p2`), on its Deployment and pods; with the
-/// service's label it selects a configuration's pods for its Service (see
-/// [`crate::routing`]).
-pub const CONFIG_LABEL: &str = "tessera.io/config";
-/// On nodes of a plan made without cluster node names: the plan's node
-/// number (`kubectl label node NAME tessera.io/node=N`); on the objects of
-/// a node (its ConfigMap, claims, Deployments): the plan node they are for.
-pub const NODE_NUMBER_LABEL: &str = "tessera.io/node";
-/// A node's MIG layout state, written by its agent: `pending`, `success`
-/// or `failed` (as mig-manager's `nvidia.com/mig.config.state`).
-pub const STATE_LABEL: &str = "tessera.io/mig.state";
-/// Why a node's state is `pending` or `failed`.
-pub const REASON_ANNOTATION: &str = "tessera.io/mig.reason";
-/// The MIG devices a node's agent made for the plan (JSON, [`NodeDevice`]s).
-pub const DEVICES_ANNOTATION: &str = "tessera.io/mig.devices";
-/// The key of a node's ConfigMap holding its part of the plan (Tessera's
-/// versioned JSON).
-pub const PLAN_KEY: &str = "plan.json";
-/// The namespace Tessera uses unless told otherwise.
-pub const DEFAULT_NAMESPACE: &str = "tessera";
-
-/// A plan's id: a stable hash of its JSON, 16 hex digits.
-pub fn plan_id(plan: &Plan) -> String {
-    format!("{:016x}", stable_hash(&tessera_store::plan_json(plan)))
-}
-
 /// One MIG device a node's agent made for a planned instance, as it
-/// reports it in [`DEVICES_ANNOTATION`].
+/// reports it in [`DEVICES_ANNOTATION`](crate::DEVICES_ANNOTATION).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeDevice {
     /// The GPU's index on the node.

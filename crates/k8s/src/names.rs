@@ -1,12 +1,12 @@
 //! Kubernetes names for Tessera's services, made deterministically: the
 //! same service always gets the same name, and a name that had to change is
-//! said in a note.
+//! said in a note; and a plan's id, a stable hash of its JSON.
 
 use std::collections::{BTreeMap, HashMap};
 
-use tessera_core::{GpuModel, InstanceAssignment};
+use tessera_core::{GpuModel, InstanceAssignment, Plan};
 
-use crate::manifests::SERVICE_LABEL;
+use crate::labels::SERVICE_LABEL;
 
 /// The longest name part a service contributes, so that object names built
 /// from it stay within a label value's 63 characters.
@@ -94,6 +94,11 @@ pub fn profile_part(profile: &str) -> String {
 /// label value's 63.
 pub fn config_name(gpu_model: GpuModel, instance: &InstanceAssignment) -> String {
     format!("{gpu_model}-{}-b{}-p{}", profile_part(&instance.profile), instance.batch, instance.procs)
+}
+
+/// A plan's id: a stable hash of its JSON, 16 hex digits.
+pub fn plan_id(plan: &Plan) -> String {
+    format!("{:016x}", stable_hash(&tessera_store::plan_json(plan)))
 }
 
 #[cfg(test)]

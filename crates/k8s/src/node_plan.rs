@@ -24,7 +24,8 @@ use tessera_plan::NodeRef;
 
 use crate::cluster::{Cluster, Kind};
 use crate::error::K8sError;
-use crate::manifests::{plan_id, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY};
+use crate::labels::{MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY};
+use crate::names::plan_id;
 
 /// The prefix of every node's ConfigMap: `tessera-node-NAME` on a plan
 /// with node names, `tessera-node-nN` on one without.

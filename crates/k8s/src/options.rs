@@ -1,7 +1,7 @@
 //! How a plan becomes objects beyond the plan itself: the namespace, the
 //! routing and what every pod gets.
 
-use crate::manifests::DEFAULT_NAMESPACE;
+use crate::labels::DEFAULT_NAMESPACE;
 use crate::pods::PodOptions;
 use crate::routing::GatewayRef;
 

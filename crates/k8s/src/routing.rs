@@ -82,7 +82,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::error::K8sError;
-use crate::manifests::{CONFIG_LABEL, SERVICE_LABEL};
+use crate::labels::{CONFIG_LABEL, SERVICE_LABEL};
 use crate::names::stable_hash;
 
 /// The port every segment's Service listens on.

@@ -3,8 +3,8 @@
 //! profiles. Declared once, here: the command-line flags (behind the
 //! `clap` feature), the JSON fields (serde) and their OpenAPI schema
 //! (behind `openapi`) are derived from these structs, every default is a
-//! constant of this crate, and [`PlanOptions::request`] is the one place
-//! options become a [`PlanRequest`].
+//! constant of this crate, and [`PlanRequest::from_options`] is the one
+//! place options become a [`PlanRequest`](crate::PlanRequest).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -13,14 +13,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tessera_core::text::number;
-use tessera_core::{GpuModel, GpuOffer, Plan};
+use tessera_core::{GpuModel, GpuOffer};
 use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
-use crate::inputs::PlanInputs;
 use crate::latency::{LatencyRule, MAX_MARGIN};
 use crate::optimal::DEFAULT_TIME_LIMIT;
-use crate::planning::{PlanRequest, ReplanFrom};
 use crate::problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 use crate::replan::GpuPosition;
 use crate::strategy::Strategy;
@@ -172,36 +170,6 @@ impl PlanOptions {
         }
         Ok(())
     }
-
-    /// The planner's request for `inputs` under these options, replanning
-    /// from `from` when given. Arrivals from a trace file must have been
-    /// read first (see [`Arrivals::TraceFile`]): this crate reads no file.
-    pub fn request<'a>(
-        &self,
-        inputs: &'a PlanInputs,
-        from: Option<ReplanFrom<'a>>,
-    ) -> Result<PlanRequest<'a>, PlanError> {
-        self.check()?;
-        let arrivals = match &self.arrivals {
-            None => None,
-            Some(Arrivals::Model(model)) => Some(model.clone()),
-            Some(Arrivals::TraceFile(path)) => return Err(PlanError::TraceNotRead(path.display().to_string())),
-        };
-        Ok(PlanRequest {
-            strategy: self.strategy,
-            rule: self.latency_rule,
-            arrivals,
-            margin: self.margin,
-            fleet: self.gpus.clone(),
-            max_procs: self.max_procs,
-            gpus_per_node: self.gpus_per_node,
-            time_limit: self.time_limit(),
-            max_gpus: self.max_gpus,
-            spread: self.spread,
-            from,
-            ..PlanRequest::new(inputs)
-        })
-    }
 }
 
 /// How to replan from the plan that runs: the options of `tessera plan
@@ -233,16 +201,6 @@ impl ReplanOptions {
     /// Whether any option asks for something (they need a running plan).
     pub fn is_set(&self) -> bool {
         self != &ReplanOptions::default()
-    }
-
-    /// Replanning from `current` as these options ask.
-    pub fn from<'a>(&self, current: &'a Plan) -> ReplanFrom<'a> {
-        ReplanFrom {
-            current,
-            max_extra_gpus: self.max_extra_gpus,
-            drained: self.drain.clone(),
-            lost: self.lost.clone(),
-        }
     }
 }
 
@@ -381,20 +339,6 @@ mod tests {
         assert_eq!(arrivals.trace_file(), Some(Path::new("day.csv")));
         assert_eq!(arrivals.to_string(), "trace=day.csv");
         assert!("trace=".parse::<Arrivals>().is_err());
-        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
-        let options = PlanOptions { arrivals: Some(arrivals), ..PlanOptions::default() };
-        assert!(matches!(options.request(&inputs, None), Err(PlanError::TraceNotRead(_))));
-    }
-
-    #[test]
-    fn the_margin_defaults_by_rule_and_needs_capacities() {
-        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
-        let margin = |options: PlanOptions| options.request(&inputs, None).unwrap().resolved_margin();
-        assert_eq!(margin(PlanOptions::default()), Ok(crate::latency::DEFAULT_MARGIN));
-        let parva = PlanOptions { latency_rule: Some(LatencyRule::Parva), ..PlanOptions::default() };
-        assert_eq!(margin(parva.clone()), Ok(0.0), "the parva rule takes no margin");
-        let asked = PlanOptions { margin: Some(0.05), ..parva };
-        assert_eq!(margin(asked), Err(PlanError::MarginNeedsPercentile { rule: "parva" }));
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::latency::{LatencyRule, MAX_MARGIN};
 use crate::optimal::{plan_optimal, relaxation_bound as solve_relaxation, RelaxationBound};
 use crate::parva::plan_parva;
 use crate::placement::Inventory;
-use crate::plan_options::PlanOptions;
+use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
 use crate::spread::spread_segments;
@@ -83,6 +83,18 @@ pub struct ReplanFrom<'a> {
     pub lost: Vec<GpuPosition>,
 }
 
+impl<'a> ReplanFrom<'a> {
+    /// Replanning from `current` as `options` ask.
+    pub fn new(current: &'a Plan, options: &ReplanOptions) -> ReplanFrom<'a> {
+        ReplanFrom {
+            current,
+            max_extra_gpus: options.max_extra_gpus,
+            drained: options.drain.clone(),
+            lost: options.lost.clone(),
+        }
+    }
+}
+
 /// A plan, and for a replan how it compares with planning from scratch.
 #[derive(Debug, Clone)]
 pub struct Planned {
@@ -128,6 +140,37 @@ impl<'a> PlanRequest<'a> {
             from: None,
             target: None,
         }
+    }
+
+    /// The request for `inputs` under `options`, replanning from `from`
+    /// when given: the one place options become a request. Arrivals from
+    /// a trace file must have been read first (see
+    /// [`Arrivals::TraceFile`]): this crate reads no file.
+    pub fn from_options(
+        options: &PlanOptions,
+        inputs: &'a PlanInputs,
+        from: Option<ReplanFrom<'a>>,
+    ) -> Result<PlanRequest<'a>, PlanError> {
+        options.check()?;
+        let arrivals = match &options.arrivals {
+            None => None,
+            Some(Arrivals::Model(model)) => Some(model.clone()),
+            Some(Arrivals::TraceFile(path)) => return Err(PlanError::TraceNotRead(path.display().to_string())),
+        };
+        Ok(PlanRequest {
+            strategy: options.strategy,
+            rule: options.latency_rule,
+            arrivals,
+            margin: options.margin,
+            fleet: options.gpus.clone(),
+            max_procs: options.max_procs,
+            gpus_per_node: options.gpus_per_node,
+            time_limit: options.time_limit(),
+            max_gpus: options.max_gpus,
+            spread: options.spread,
+            from,
+            ..PlanRequest::new(inputs)
+        })
     }
 
     /// The rule the plan is made under (see the module docs).
@@ -371,4 +414,29 @@ fn completed_for(inputs: &PlanInputs, fleet: &[GpuOffer]) -> Result<Option<PlanI
         return Ok(None);
     }
     inputs.completed_for_more(&missing).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan_options::DEFAULT_GPU_MODEL;
+
+    #[test]
+    fn a_trace_file_must_be_read_before_planning() {
+        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
+        let options = PlanOptions { arrivals: Some("trace=day.csv".parse().unwrap()), ..PlanOptions::default() };
+        assert!(matches!(PlanRequest::from_options(&options, &inputs, None), Err(PlanError::TraceNotRead(_))));
+    }
+
+    #[test]
+    fn the_margin_defaults_by_rule_and_needs_capacities() {
+        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
+        let margin =
+            |options: PlanOptions| PlanRequest::from_options(&options, &inputs, None).unwrap().resolved_margin();
+        assert_eq!(margin(PlanOptions::default()), Ok(crate::latency::DEFAULT_MARGIN));
+        let parva = PlanOptions { latency_rule: Some(LatencyRule::Parva), ..PlanOptions::default() };
+        assert_eq!(margin(parva.clone()), Ok(0.0), "the parva rule takes no margin");
+        let asked = PlanOptions { margin: Some(0.05), ..parva };
+        assert_eq!(margin(asked), Err(PlanError::MarginNeedsPercentile { rule: "parva" }));
+    }
 }

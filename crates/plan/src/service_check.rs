@@ -11,8 +11,8 @@ use serde::Serialize;
 use tessera_core::{GpuModel, SegmentConfig, ServiceSlo};
 use tessera_serving::{analytic, SegmentShape};
 
+use crate::latency::LatencyRule;
 use crate::tolerance::{busiest_load, tolerance};
-use crate::verify::{VerifyRequest, Violation};
 
 /// One service as the verifier sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -91,32 +91,40 @@ impl<'a> SegmentFigures<'a> {
     }
 }
 
-/// Every service of `request` as the verifier sees it, in its order, from
-/// what the check noted (`figures`) and found (`violations`); the serving
-/// model's predictions run for services in parallel.
-pub(crate) fn service_checks(
-    request: &VerifyRequest<'_>,
-    violations: &[Violation],
-    figures: SegmentFigures<'_>,
-) -> Vec<ServiceCheck> {
+/// What the service checks are judged by: the services, in their order,
+/// the rule, the margin, and the services a violation names.
+pub(crate) struct Judged<'a> {
+    /// The services.
+    pub services: &'a [ServiceSlo],
+    /// The rule they are checked under.
+    pub rule: LatencyRule,
+    /// Every batch this share slower than profiled.
+    pub margin: f64,
+    /// The services some violation names.
+    pub flagged: HashSet<&'a str>,
+}
+
+/// Every service of `judged` as the verifier sees it, in its order, from
+/// what the check noted (`figures`); the serving model's predictions run
+/// for services in parallel.
+pub(crate) fn service_checks(judged: &Judged<'_>, figures: SegmentFigures<'_>) -> Vec<ServiceCheck> {
     let mut routed: HashMap<&str, Vec<(SegmentShape, f64, usize)>> = HashMap::new();
     for ((service, ..), shape, routed_rps, segments) in figures.routed {
         routed.entry(service).or_default().push((shape, routed_rps, segments));
     }
-    let flagged: HashSet<&str> = violations.iter().filter_map(Violation::service).collect();
-    request
+    judged
         .services
         .par_iter()
         .map(|slo| {
             let name = slo.service.as_str();
             let segments = routed.get(name);
-            let predicted = segments.and_then(|segments| predicted(slo, segments, request.margin));
+            let predicted = segments.and_then(|segments| predicted(slo, segments, judged.margin));
             ServiceCheck {
                 service: slo.service.clone(),
                 rate_rps: slo.rate_rps,
                 provisioned_rps: figures.provisioned_rps.get(name).copied().unwrap_or(0.0),
                 latency_slo_ms: slo.latency_slo_ms,
-                percentile: request.rule.uses_capacity().then_some(slo.percentile),
+                percentile: judged.rule.uses_capacity().then_some(slo.percentile),
                 worst_latency_ms: predicted
                     .map(|(worst_ms, _)| worst_ms)
                     .or_else(|| figures.rule_worst_ms.get(name).copied()),
@@ -125,7 +133,7 @@ pub(crate) fn service_checks(
                     .and_then(|segments| tolerance(slo, segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
                 busiest_load: segments
                     .and_then(|segments| busiest_load(segments.iter().map(|(shape, rps, _)| (shape, *rps)))),
-                met: !flagged.contains(name),
+                met: !judged.flagged.contains(name),
             }
         })
         .collect()

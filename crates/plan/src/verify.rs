@@ -23,7 +23,7 @@ use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
 use crate::report::{covers, utilization};
-use crate::service_check::{service_checks, SegmentFigures, SegmentKey, ServiceCheck};
+use crate::service_check::{service_checks, Judged, SegmentFigures, SegmentKey, ServiceCheck};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
@@ -337,7 +337,13 @@ pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
 pub fn verify_services(plan: &Plan, request: &VerifyRequest<'_>) -> (Vec<Violation>, Vec<ServiceCheck>) {
     let mut figures = SegmentFigures::default();
     let violations = check(plan, request, Some(&mut figures));
-    let checks = service_checks(request, &violations, figures);
+    let judged = Judged {
+        services: request.services,
+        rule: request.rule,
+        margin: request.margin,
+        flagged: violations.iter().filter_map(Violation::service).collect(),
+    };
+    let checks = service_checks(&judged, figures);
     (violations, checks)
 }
 

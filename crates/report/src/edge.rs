@@ -6,10 +6,8 @@
 
 use std::fmt::Write;
 
-use tessera_core::text::escape_xml;
+use tessera_core::text::{counted, escape_xml};
 use tessera_core::{Plan, ServiceReport};
-
-use crate::overview::counted;
 
 /// At most this many services are listed, least tolerant first.
 pub(crate) const EDGE_LISTED: usize = 5;

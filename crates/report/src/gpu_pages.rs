@@ -12,11 +12,10 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use tessera_core::text::{count, escape_xml};
+use tessera_core::text::{count, escape_xml, grouped};
 use tessera_core::{GpuAssignment, Plan};
 
 use crate::draw::{geometry_json, gpu_width_px, write_gpu, GPU_HEIGHT_PX};
-use crate::overview::grouped;
 use crate::palette::Palette;
 
 /// GPUs on one page.

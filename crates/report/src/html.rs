@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
-use tessera_core::text::escape_xml;
+use tessera_core::text::{counted, escape_xml, grouped};
 use tessera_core::Plan;
 
 use crate::draw::{utilisation_by_service, SVG_STYLE};
 use crate::gpu_pages::{write_data_and_script, write_gpu_pages};
-use crate::overview::{counted, grouped, write_overview};
+use crate::overview::write_overview;
 use crate::palette::Palette;
 use crate::services::{write_service_table, SERVICES_STYLE};
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-use tessera_core::text::{count, escape_xml};
+use tessera_core::text::{counted, escape_xml, grouped};
 use tessera_core::{GpuModel, Plan, ServiceReport};
 
 use crate::edge::write_edge;
@@ -234,24 +234,6 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// `n` and `noun` as [`count`] says them, `n` grouped: `23,782 GPUs`.
-pub(crate) fn counted(n: usize, noun: &str) -> String {
-    count(n, noun).replacen(&n.to_string(), &grouped(n as u64), 1)
-}
-
-/// `n` with thousands separated by commas: `23,782`.
-pub(crate) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (position, digit) in digits.chars().enumerate() {
-        if position > 0 && (digits.len() - position).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(digit);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,15 +244,6 @@ mod tests {
         let mut out = String::new();
         write_overview(&mut out, plan, &utilisation_by_service(plan));
         out
-    }
-
-    #[test]
-    fn numbers_are_grouped_in_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(23_782), "23,782");
-        assert_eq!(grouped(1_234_567), "1,234,567");
-        assert_eq!((counted(1, "GPU"), counted(23_782, "GPU")), ("1 GPU".to_string(), "23,782 GPUs".to_string()));
     }
 
     #[test]

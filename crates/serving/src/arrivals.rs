@@ -6,7 +6,6 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use crate::error::ServingError;
-use crate::stream::ArrivalStream;
 
 /// The largest coefficient of variation a renewal model accepts.
 pub const MAX_CV: f64 = 10.0;
@@ -177,19 +176,6 @@ impl ArrivalModel {
                 Ok(())
             }
         }
-    }
-
-    /// The arrival instants (seconds from 0) of one service at mean rate
-    /// `rate_rps`: an endless, increasing stream determined by `seed` and
-    /// `stream` (e.g. the service's index). A trace starts at an offset
-    /// into itself drawn from the seed, at a random point of that gap, and
-    /// wraps around at its end.
-    pub fn stream(&self, rate_rps: f64, seed: u64, stream: u64) -> Result<ArrivalStream, ServingError> {
-        self.validate()?;
-        if !(rate_rps.is_finite() && rate_rps > 0.0) {
-            return Err(ServingError::invalid("rate_rps", format!("{rate_rps} is not a positive rate")));
-        }
-        Ok(ArrivalStream::new(self, rate_rps, seed, stream))
     }
 }
 

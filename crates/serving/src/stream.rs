@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tessera_core::rng::SplitMix64;
 
 use crate::arrivals::ArrivalModel;
+use crate::error::ServingError;
 use crate::sampling::{exponential, index_below, stream_seed, unit, Gamma, Hyperexponential};
 
 /// Keeps arrival streams apart from the other streams of a seed.
@@ -138,6 +139,21 @@ impl Iterator for ArrivalStream {
 
     fn next(&mut self) -> Option<f64> {
         Some(self.next_s())
+    }
+}
+
+impl ArrivalModel {
+    /// The arrival instants (seconds from 0) of one service at mean rate
+    /// `rate_rps`: an endless, increasing stream determined by `seed` and
+    /// `stream` (e.g. the service's index). A trace starts at an offset
+    /// into itself drawn from the seed, at a random point of that gap, and
+    /// wraps around at its end.
+    pub fn stream(&self, rate_rps: f64, seed: u64, stream: u64) -> Result<ArrivalStream, ServingError> {
+        self.validate()?;
+        if !(rate_rps.is_finite() && rate_rps > 0.0) {
+            return Err(ServingError::invalid("rate_rps", format!("{rate_rps} is not a positive rate")));
+        }
+        Ok(ArrivalStream::new(self, rate_rps, seed, stream))
     }
 }
 

@@ -21,7 +21,7 @@
 //!   metric tables.
 //! - `formats::traffic`: traffic files, request rates over time
 //!   (`time_s,service,rate_rps`) read into a
-//!   [`tessera_autopilot::TrafficCurve`] and written from one.
+//!   [`tessera_core::TrafficCurve`] and written from one.
 //! - `fs`: atomic file writes.
 //!
 //! Every error is a [`StoreError`] whose message is one line naming the

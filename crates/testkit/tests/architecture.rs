@@ -2,8 +2,10 @@
 //! against every crate's `Cargo.toml` (the Tessera crates it depends on)
 //! and `clippy.toml` (pure crates have none of their own: the workspace's
 //! refuses them I/O; edge crates have one that lifts it), and it must name
-//! every crate of the workspace, as rust-analyzer checks its own
-//! architecture invariants.
+//! every crate of the workspace; the edges its "Never" list forbids must
+//! not exist even through other crates; and no crate's files import one
+//! another in a cycle — as rust-analyzer checks its own architecture
+//! invariants.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,7 @@ fn root() -> PathBuf {
 fn claims(document: &str) -> BTreeMap<String, Claim> {
     let section = document.split("\n## Dependencies\n").nth(1).expect("ARCHITECTURE.md has a Dependencies section");
     let section = section.split("\n## ").next().unwrap_or(section);
+    let section = section.split("\n### ").next().unwrap_or(section);
     let mut claims = BTreeMap::new();
     for line in section.lines().filter(|line| line.starts_with("- `")) {
         let (name, rest) = line[3..].split_once("` (").unwrap_or_else(|| panic!("unreadable line: {line}"));
@@ -147,6 +150,222 @@ fn the_graph_runs_one_way() {
     }
 }
 
+/// The "Never" section's lines: `` - `a` never depends on `b`, `c`. ``
+/// (text before the first name after "on" is commentary).
+fn never_edges(document: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let section = document.split("\n### Never\n").nth(1).expect("ARCHITECTURE.md has a Never section");
+    let section = section.split("\n#").next().unwrap_or(section);
+    let mut never: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in section.lines().filter(|line| line.starts_with("- `")) {
+        let (name, rest) = line[3..].split_once("` never depends on ").unwrap_or_else(|| panic!("unreadable: {line}"));
+        let forbidden: BTreeSet<String> = rest.split('`').skip(1).step_by(2).map(str::to_string).collect();
+        assert!(!forbidden.is_empty(), "{line}: names no crate");
+        never.entry(name.to_string()).or_default().extend(forbidden);
+    }
+    never
+}
+
+/// Every crate `name` reaches through `depends_on`, itself excluded.
+fn reachable(name: &str, depends_on: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut stack: Vec<&str> = vec![name];
+    while let Some(next) = stack.pop() {
+        for dependency in depends_on.get(next).into_iter().flatten() {
+            if seen.insert(dependency.clone()) {
+                stack.push(dependency);
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn no_edge_the_document_forbids_exists_even_through_other_crates() {
+    let never = never_edges(&std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap());
+    let crates = crates();
+    let depends_on: BTreeMap<String, BTreeSet<String>> =
+        crates.iter().map(|(name, (manifest, _))| (name.clone(), tessera_dependencies(manifest))).collect();
+    let mut broken = Vec::new();
+    for (name, forbidden) in &never {
+        assert!(crates.contains_key(name), "the Never list names '{name}', not a crate of the workspace");
+        let reached = reachable(name, &depends_on);
+        for crate_name in forbidden {
+            assert!(crates.contains_key(crate_name), "'{name}' never depends on '{crate_name}', not a crate");
+            if reached.contains(crate_name) {
+                broken.push(format!("{name} depends on {crate_name}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "edges ARCHITECTURE.md forbids:\n{}", broken.join("\n"));
+}
+
+/// A source file's module path inside its crate: `src/lib.rs` is `[]`,
+/// `src/a.rs` and `src/a/mod.rs` are `[a]`, `src/a/b.rs` is `[a, b]`.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative.iter().map(|part| part.to_string_lossy().into_owned()).collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        parts.pop();
+    }
+    parts
+}
+
+/// Every `.rs` file under `dir`.
+fn source_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(source_files(&path));
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// A file's code without its tests (everything from its first
+/// `#[cfg(test)]`) and without line comments.
+fn code_of(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or(text);
+    text.lines().map(|line| line.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
+}
+
+/// The paths a `use` tree or a path expression names, from just after
+/// `crate::`, `super::` or `self::` in `code` at `at`: `a::b::{c, d::e}`
+/// gives `[a, b, c]` and `[a, b, d, e]`.
+fn paths_at(code: &str, at: usize) -> Vec<Vec<String>> {
+    fn tree(chars: &[char], mut at: usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+        let skip_spaces = |at: &mut usize| {
+            while chars.get(*at).is_some_and(|c| c.is_whitespace()) {
+                *at += 1;
+            }
+        };
+        let mut path = prefix;
+        loop {
+            skip_spaces(&mut at);
+            if chars.get(at) == Some(&'{') {
+                at += 1;
+                loop {
+                    at = tree(chars, at, path.clone(), out);
+                    skip_spaces(&mut at);
+                    match chars.get(at) {
+                        Some(',') => at += 1,
+                        Some('}') => return at + 1,
+                        _ => return at,
+                    }
+                    skip_spaces(&mut at);
+                    if chars.get(at) == Some(&'}') {
+                        return at + 1;
+                    }
+                }
+            }
+            let start = at;
+            while chars.get(at).is_some_and(|c| c.is_alphanumeric() || *c == '_') {
+                at += 1;
+            }
+            if at == start {
+                out.push(path);
+                return at;
+            }
+            path.push(chars[start..at].iter().collect());
+            skip_spaces(&mut at);
+            if chars.get(at) == Some(&':') && chars.get(at + 1) == Some(&':') {
+                at += 2;
+            } else {
+                out.push(path);
+                return at;
+            }
+        }
+    }
+    let chars: Vec<char> = code[at..].chars().collect();
+    let mut out = Vec::new();
+    tree(&chars, 0, Vec::new(), &mut out);
+    out
+}
+
+/// The crate's files as a graph: each file's module path and the module
+/// paths of the files its code names through `crate::`, `super::` and
+/// `self::` (the deepest file each path names; itself left out).
+fn file_graph(src: &Path) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let files: BTreeMap<Vec<String>, PathBuf> =
+        source_files(src).into_iter().map(|file| (module_path(src, &file), file)).collect();
+    let mut graph = BTreeMap::new();
+    for (module, file) in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let mut uses = BTreeSet::new();
+        for (at, keyword) in code.match_indices("::").filter_map(|(at, _)| {
+            let before = &code[..at];
+            ["crate", "super", "self"]
+                .into_iter()
+                .find(|keyword| {
+                    before.ends_with(keyword)
+                        && !before[..before.len() - keyword.len()]
+                            .ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':')
+                })
+                .map(|keyword| (at + 2, keyword))
+        }) {
+            let base: Vec<String> = match keyword {
+                "crate" => Vec::new(),
+                "super" => module[..module.len().saturating_sub(1)].to_vec(),
+                _ => module.clone(),
+            };
+            for path in paths_at(&code, at) {
+                let mut full = base.clone();
+                for part in path {
+                    if part == "super" {
+                        full.pop();
+                    } else {
+                        full.push(part);
+                    }
+                }
+                let target = (0..=full.len()).rev().map(|len| &full[..len]).find(|prefix| files.contains_key(*prefix));
+                if let Some(target) = target.filter(|target| *target != module.as_slice()) {
+                    uses.insert(target.to_vec());
+                }
+            }
+        }
+        graph.insert(module.clone(), uses);
+    }
+    graph
+}
+
+/// The files of `graph` that lie on a cycle, as their module paths.
+fn on_cycles(graph: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> BTreeSet<Vec<String>> {
+    // A file is on a cycle when it reaches itself.
+    graph
+        .keys()
+        .filter(|start| {
+            let mut seen: BTreeSet<&Vec<String>> = BTreeSet::new();
+            let mut stack: Vec<&Vec<String>> = graph[*start].iter().collect();
+            while let Some(next) = stack.pop() {
+                if next == *start {
+                    return true;
+                }
+                if seen.insert(next) {
+                    stack.extend(graph.get(next).into_iter().flatten());
+                }
+            }
+            false
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn no_crate_has_files_that_import_one_another_in_a_cycle() {
+    let mut cycles = Vec::new();
+    for name in crates().keys() {
+        let src = root().join("crates").join(name).join("src");
+        let on = on_cycles(&file_graph(&src));
+        if !on.is_empty() {
+            let names: Vec<String> = on.iter().map(|module| module.join("::")).collect();
+            cycles.push(format!("{name}: {}", names.join(", ")));
+        }
+    }
+    assert!(cycles.is_empty(), "files on an import cycle:\n{}", cycles.join("\n"));
+}
+
 #[test]
 fn the_parsers_read_what_they_are_given() {
     let document = "x\n## Dependencies\n\n- `a` (pure): on nothing.\n- `b` (edge): on `a` (for `f`) and `c`.\n\
@@ -157,4 +376,19 @@ fn the_parsers_read_what_they_are_given() {
     let manifest = "[dependencies]\ntessera-core.workspace = true\ntessera-plan = { workspace = true }\nx = 1\n\
                     [dev-dependencies]\ntessera-testkit.workspace = true\n";
     assert_eq!(tessera_dependencies(manifest), ["core".to_string(), "plan".to_string()].into());
+    let never = never_edges("x\n### Never\n\n- `a` never depends on `b`, `c`.\n- `a` never depends on `d`.\n## Next\n");
+    assert_eq!(never["a"], ["b", "c", "d"].map(str::to_string).into());
+    let depends_on: BTreeMap<String, BTreeSet<String>> = [("a", vec!["b"]), ("b", vec!["c"]), ("c", vec![])]
+        .map(|(name, on)| (name.to_string(), on.into_iter().map(str::to_string).collect()))
+        .into();
+    assert_eq!(reachable("a", &depends_on), ["b", "c"].map(str::to_string).into());
+    let code = "use crate::a::{b::C, d};\nfn f() { super::e::f(); }";
+    let at = code.find("crate::").unwrap() + 7;
+    let paths: Vec<String> = paths_at(code, at).iter().map(|path| path.join("::")).collect();
+    assert_eq!(paths, ["a::b::C", "a::d"]);
+    let module = |path: &str| path.split("::").filter(|part| !part.is_empty()).map(str::to_string).collect::<Vec<_>>();
+    let graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = [("a", vec!["b"]), ("b", vec!["a"]), ("c", vec!["a"])]
+        .map(|(name, on)| (module(name), on.into_iter().map(module).collect()))
+        .into();
+    assert_eq!(on_cycles(&graph), [module("a"), module("b")].into());
 }

@@ -32,7 +32,7 @@ use tessera_serving::{simulate, ServedSegment, ServingSystem, SimulationOptions}
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
 use crate::planner::Planner;
-use crate::traffic::TrafficCurve;
+use tessera_core::TrafficCurve;
 
 /// Default measured seconds of each sampled window.
 pub const DEFAULT_WINDOW_S: f64 = 30.0;

@@ -30,8 +30,8 @@ use crate::controller::{Action, Controller, ControllerConfig, Observation, RateS
 use crate::error::AutopilotError;
 use crate::forecast::Forecaster;
 use crate::planner::{PlanSettings, Planner};
-use crate::traffic::TrafficCurve;
 use crate::transition::Transition;
+use tessera_core::{CoreError, TrafficCurve};
 use timeline::Timeline;
 
 pub use measure::{
@@ -97,7 +97,7 @@ impl DayRequest<'_> {
         self.controller.validate()?;
         let names: Vec<&str> = self.inputs.services().iter().map(|slo| slo.service.as_str()).collect();
         if self.traffic.services() != names.as_slice() {
-            return Err(AutopilotError::Traffic {
+            return Err(AutopilotError::Traffic(CoreError::Traffic {
                 index: None,
                 field: "service",
                 message: format!(
@@ -105,7 +105,7 @@ impl DayRequest<'_> {
                     self.traffic.services().join(", "),
                     names.join(", ")
                 ),
-            });
+            }));
         }
         Ok(())
     }

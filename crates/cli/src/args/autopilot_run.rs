@@ -9,8 +9,8 @@ use tessera_autopilot::{ControllerConfig, ReconfigurationTimes};
 use tessera_k8s::DEFAULT_NAMESPACE;
 use tessera_plan::PlanOptions;
 
+use super::{ClusterArgs, ObjectArgs};
 use super::{InputArgs, ListFormat};
-use crate::commands::k8s::{ClusterArgs, ObjectArgs};
 
 /// The default PromQL query of a service's rate, req/s (`{service}` is
 /// replaced by the service's name).

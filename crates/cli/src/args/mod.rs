@@ -11,6 +11,7 @@ mod bench;
 mod colocate;
 mod deploy;
 mod inputs;
+mod k8s;
 mod plan;
 mod profile;
 mod profiles;
@@ -31,6 +32,7 @@ pub use bench::BenchCommand;
 pub use colocate::{ColocateCommand, ColocationSource};
 pub use deploy::{DeployArgs, DeployCommand};
 pub use inputs::{InputArgs, ProfileSource, SloSource};
+pub use k8s::{AgentArgs, ClusterArgs, K8sCommand, ObjectArgs};
 pub use plan::{DiffArgs, Format, PlanArgs, VerifyArgs};
 pub use profile::ProfileCommand;
 pub use profiles::{GridArgs, ProfileFormat, ProfilesCommand};
@@ -149,10 +151,10 @@ pub enum Command {
     /// Run plans on a Kubernetes cluster: inventory, manifests, apply,
     /// status.
     #[command(subcommand)]
-    K8s(crate::commands::k8s::K8sCommand),
+    K8s(K8sCommand),
     /// The node agent of a Kubernetes cluster (a DaemonSet runs it on every
     /// GPU node): applies the node's MIG layout and reports its state.
-    Agent(crate::commands::k8s::AgentArgs),
+    Agent(AgentArgs),
     /// Keep a running fleet at its SLOs as traffic moves: the controller,
     /// simulated over a day of traffic or run live against Prometheus.
     #[command(subcommand)]

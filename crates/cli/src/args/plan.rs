@@ -26,7 +26,7 @@ pub struct PlanArgs {
     pub cluster: bool,
 
     #[command(flatten)]
-    pub kube: crate::commands::k8s::ClusterArgs,
+    pub kube: super::ClusterArgs,
 
     /// Replan from the plan that runs (JSON or CSV as `tessera plan` writes
     /// it): every SLO met within --max-extra-gpus of a fresh plan's GPUs,

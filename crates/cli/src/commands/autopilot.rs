@@ -19,9 +19,10 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tessera_autopilot::{
     diurnal, simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, DiurnalOptions, ForecastAccuracy,
-    JournalEntry, PlanSettings, Sampling, StrategyDay, Tally, TrafficCurve,
+    JournalEntry, PlanSettings, Sampling, StrategyDay, Tally,
 };
 use tessera_core::text::count;
+use tessera_core::TrafficCurve;
 use tessera_report::{autopilot_day_html, DayPicture, StrategySeries, StrategyTotals};
 use tessera_store::{read_traffic_csv, write_traffic_csv};
 

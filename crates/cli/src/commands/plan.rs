@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use tessera_core::text::count;
 use tessera_core::Plan;
-use tessera_plan::{plan, Inventory, PlanRequest, Planned, ReplanComparison};
+use tessera_plan::{plan, Inventory, PlanRequest, Planned, ReplanComparison, ReplanFrom};
 use tessera_store::{read_plan_file, MapProfiles};
 
 use crate::args::{Format, PlanArgs};
@@ -33,8 +33,8 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
         None => None,
     };
     let options = serving::with_trace_read(&args.options)?;
-    let from = current.as_ref().map(|current| args.replan.from(current));
-    let request = PlanRequest { target: target.as_ref(), ..options.request(&inputs, from)? };
+    let from = current.as_ref().map(|current| ReplanFrom::new(current, &args.replan));
+    let request = PlanRequest { target: target.as_ref(), ..PlanRequest::from_options(&options, &inputs, from)? };
     let progress = Progress::spinner(match &current {
         Some(current) => format!(
             "replanning {} services from a plan of {}",

@@ -11,7 +11,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use tessera_core::text::count;
 use tessera_core::{GpuModel, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
-use tessera_plan::{Arrivals, PlanError, PlanInputs, PlanOptions, PlanRequest, ProfileOrigin, ReplanOptions};
+use tessera_plan::{
+    Arrivals, PlanError, PlanInputs, PlanOptions, PlanRequest, ProfileOrigin, ReplanFrom, ReplanOptions,
+};
 use tessera_store::Store;
 
 use crate::error::ApiError;
@@ -223,7 +225,11 @@ fn planning_request<'a>(
     inputs: &'a PlanInputs,
     current: Option<&'a Plan>,
 ) -> Result<PlanRequest<'a>, PlanError> {
-    request.options.request(inputs, current.map(|current| request.replan.from(current)))
+    PlanRequest::from_options(
+        &request.options,
+        inputs,
+        current.map(|current| ReplanFrom::new(current, &request.replan)),
+    )
 }
 
 /// The plan of done job `id`: a 404 when there is no such job, a 422 when

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use tessera_autopilot::{AutopilotError, TrafficCurve, TrafficPoint};
+use tessera_core::{CoreError, TrafficCurve, TrafficPoint};
 
 use crate::error::StoreError;
 use crate::formats::table::{Cell, Table};
@@ -33,7 +33,7 @@ pub fn read_traffic_csv(path: &Path, services: &[String]) -> Result<TrafficCurve
         });
     }
     TrafficCurve::new(services, &points).map_err(|error| match error {
-        AutopilotError::Traffic { index: Some(index), field, message } => StoreError::Parse {
+        CoreError::Traffic { index: Some(index), field, message } => StoreError::Parse {
             path: path.to_path_buf(),
             line: table.rows[index].line,
             field: field.to_string(),
@@ -44,7 +44,7 @@ pub fn read_traffic_csv(path: &Path, services: &[String]) -> Result<TrafficCurve
             path: path.to_path_buf(),
             line: table.rows.last().map_or(1, |record| record.line),
             reason: match other {
-                AutopilotError::Traffic { message, .. } => message,
+                CoreError::Traffic { message, .. } => message,
                 other => other.to_string(),
             },
         },

@@ -3,7 +3,8 @@
 //! that cannot be read is a missing sample with its cause, never an
 //! error: the controller holds on it and the journal says why.
 
-use tessera_autopilot::{RateSample, TrafficCurve};
+use tessera_autopilot::RateSample;
+use tessera_core::TrafficCurve;
 
 /// What a source answered at one decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -87,7 +88,7 @@ impl RateSource for FileRates {
 
 #[cfg(test)]
 mod tests {
-    use tessera_autopilot::TrafficPoint;
+    use tessera_core::TrafficPoint;
 
     use super::*;
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::error::AutopilotError;
+use crate::error::CoreError;
 
 /// One step of a service's rate: from `time_s` on, until the service's
 /// next point, `service` receives `rate_rps` requests per second.
@@ -31,10 +31,10 @@ impl TrafficCurve {
     /// The curve of `services` (in that order) from `points`. A point at
     /// fault is named by its index among `points`; a service without
     /// points by name.
-    pub fn new(services: &[String], points: &[TrafficPoint]) -> Result<TrafficCurve, AutopilotError> {
+    pub fn new(services: &[String], points: &[TrafficPoint]) -> Result<TrafficCurve, CoreError> {
         let mut steps: Vec<Vec<(f64, f64)>> = vec![Vec::new(); services.len()];
         for (index, point) in points.iter().enumerate() {
-            let fault = |field, message: String| AutopilotError::Traffic { index: Some(index), field, message };
+            let fault = |field, message: String| CoreError::Traffic { index: Some(index), field, message };
             if !(point.time_s.is_finite() && point.time_s >= 0.0) {
                 return Err(fault("time_s", format!("{} is not a time of 0 s or later", point.time_s)));
             }
@@ -72,7 +72,7 @@ impl TrafficCurve {
             }
         }
         if let Some(missing) = steps.iter().position(Vec::is_empty) {
-            return Err(AutopilotError::Traffic {
+            return Err(CoreError::Traffic {
                 index: None,
                 field: "service",
                 message: format!("service '{}' has no traffic points", services[missing]),
@@ -195,7 +195,7 @@ mod tests {
     #[test]
     fn a_bad_point_is_named_by_its_index_and_field() {
         let fault = |points: &[TrafficPoint]| match TrafficCurve::new(&names(), points).unwrap_err() {
-            AutopilotError::Traffic { index, field, message } => (index, field, message),
+            CoreError::Traffic { index, field, message } => (index, field, message),
             other => panic!("{other}"),
         };
         let (index, field, message) = fault(&[point(0.0, "a", 1.0), point(0.0, "c", 1.0)]);
