@@ -161,14 +161,14 @@ pub struct PlanDiff {
 type InstanceKey<'a> = (&'a str, u8);
 
 /// What runs in an instance: service, model, batch, processes.
-type SegmentKey<'a> = (&'a str, &'a str, u32, u32);
+pub(crate) type SegmentKey<'a> = (&'a str, &'a str, u32, u32);
 
 /// What runs in an instance.
-fn segment_of(instance: &InstanceAssignment) -> SegmentKey<'_> {
+pub(crate) fn segment_of(instance: &InstanceAssignment) -> SegmentKey<'_> {
     (&instance.service, &instance.model, instance.batch, instance.procs)
 }
 
-fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
+pub(crate) fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
     gpu.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect()
 }
 
@@ -290,277 +290,11 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> PlanDiff {
     PlanDiff { gpus, services, totals }
 }
 
-/// One operation on one GPU during a transition.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-pub enum Operation {
-    /// Stop a segment's MPS processes.
-    Stop {
-        /// The instance, `profile@start`.
-        instance: String,
-        /// Its service.
-        service: String,
-    },
-    /// Destroy a MIG instance.
-    Destroy {
-        /// The instance, `profile@start`.
-        instance: String,
-    },
-    /// Create a MIG instance.
-    Create {
-        /// The instance, `profile@start`.
-        instance: String,
-    },
-    /// Start a segment's MPS processes.
-    Start {
-        /// The instance, `profile@start`.
-        instance: String,
-        /// Its service.
-        service: String,
-        /// Requests per batch.
-        batch: u32,
-        /// MPS processes.
-        procs: u32,
-    },
-}
-
-impl std::fmt::Display for Operation {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Operation::Stop { instance, service } => write!(f, "stop {service} on {instance}"),
-            Operation::Destroy { instance } => write!(f, "destroy {instance}"),
-            Operation::Create { instance } => write!(f, "create {instance}"),
-            Operation::Start { instance, service, batch, procs } => {
-                write!(f, "start {service} b{batch}×{procs} on {instance}")
-            }
-        }
-    }
-}
-
-/// The operations of one GPU in one step, in order: stops, destroys,
-/// creates, starts.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GpuOperations {
-    /// Node number.
-    pub node: u32,
-    /// GPU index within the node.
-    pub index: u32,
-    /// What to do, in order.
-    pub operations: Vec<Operation>,
-}
-
-/// A service below its rate while a step runs.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Dip {
-    /// The service.
-    pub service: String,
-    /// Its rate in the new plan, req/s.
-    pub rate_rps: f64,
-    /// What its running segments provide while the step runs, req/s.
-    pub provisioned_rps: f64,
-}
-
-/// One step of a transition: GPUs changed together.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Step {
-    /// Each GPU's operations.
-    pub gpus: Vec<GpuOperations>,
-    /// Services below their rate while the step runs.
-    pub dips: Vec<Dip>,
-}
-
-/// A segment in a transition's bookkeeping: service and throughput.
-type Running = (String, f64);
-
-/// One GPU's operations with the segments they stop and start.
-type GpuChangeSet = (GpuOperations, Vec<Running>, Vec<Running>);
-
-/// Adds `sign` × each segment's throughput to its service's total.
-fn add_all(totals: &mut HashMap<String, f64>, segments: &[Running], sign: f64) {
-    for (service, rps) in segments {
-        *totals.entry(service.clone()).or_default() += sign * rps;
-    }
-}
-
-/// The services below their rate while `stopping` is stopped.
-fn dips_of(
-    rates: &HashMap<&str, f64>,
-    provisioned: &HashMap<String, f64>,
-    stopping: &HashMap<String, f64>,
-) -> Vec<Dip> {
-    let mut dips: Vec<Dip> = stopping
-        .iter()
-        .filter_map(|(service, stopped_rps)| {
-            let rate_rps = *rates.get(service.as_str())?;
-            let provisioned_rps = provisioned.get(service).copied().unwrap_or(0.0) - stopped_rps;
-            (provisioned_rps < rate_rps * (1.0 - 1e-9)).then(|| Dip {
-                service: service.clone(),
-                rate_rps,
-                provisioned_rps,
-            })
-        })
-        .collect();
-    dips.sort_by(|a, b| a.service.cmp(&b.service));
-    dips
-}
-
-/// Ends the step of the GPUs in `current` (if any): its dips, then what it
-/// stops and starts counted as done.
-fn close_step(
-    current: &mut Vec<GpuChangeSet>,
-    rates: &HashMap<&str, f64>,
-    provisioned: &mut HashMap<String, f64>,
-    steps: &mut Vec<Step>,
-) {
-    if current.is_empty() {
-        return;
-    }
-    let mut stopping = HashMap::new();
-    for (_, stopped, _) in current.iter() {
-        add_all(&mut stopping, stopped, 1.0);
-    }
-    let dips = dips_of(rates, provisioned, &stopping);
-    for (_, stopped, started) in current.iter() {
-        add_all(provisioned, stopped, -1.0);
-        add_all(provisioned, started, 1.0);
-    }
-    steps.push(Step { gpus: current.drain(..).map(|(gpu, ..)| gpu).collect(), dips });
-}
-
-/// The steps from `old` to `new`, make before break: first every GPU whose
-/// change stops nothing (new GPUs, instances created in free slices), then
-/// the GPUs that stop segments, grouped while no service falls below its
-/// rate in `new` — in the order of their positions, except that a GPU
-/// whose stops would make a service dip waits for the steps whose starts
-/// cover them (a GPU that makes a service dip on its own, whatever runs
-/// before it, runs alone, and the dip is reported) — GPUs that only tear
-/// down last. Within a GPU,
-/// segments stop and instances are destroyed before new ones are created
-/// and started, so every GPU's layout is valid after each operation.
-pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
-    let rates: HashMap<&str, f64> = new.services.iter().map(|s| (s.service.as_str(), s.rate_rps)).collect();
-    let mut provisioned: HashMap<String, f64> = HashMap::new();
-    for instance in old.gpus.iter().flat_map(|g| &g.instances) {
-        *provisioned.entry(instance.service.clone()).or_default() += instance.capacity();
-    }
-    let old_gpus: BTreeMap<(u32, u32), &GpuAssignment> = old.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
-    let new_gpus: BTreeMap<(u32, u32), &GpuAssignment> = new.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
-    let positions: BTreeSet<(u32, u32)> = old_gpus.keys().chain(new_gpus.keys()).copied().collect();
-    // Per GPU: its operations, what it stops and what it starts.
-    let mut makes: Vec<GpuChangeSet> = Vec::new();
-    let mut changes: Vec<GpuChangeSet> = Vec::new();
-    let mut breaks: Vec<GpuChangeSet> = Vec::new();
-    for (node, index) in positions {
-        let before = old_gpus.get(&(node, index)).map_or(&[][..], |g| &g.instances[..]);
-        let after = new_gpus.get(&(node, index)).map_or(&[][..], |g| &g.instances[..]);
-        let same_model = match (old_gpus.get(&(node, index)), new_gpus.get(&(node, index))) {
-            (Some(a), Some(b)) => a.gpu_model == b.gpu_model,
-            _ => true,
-        };
-        let name = |i: &InstanceAssignment| format!("{}@{}", i.profile, i.start);
-        let find = |list: &[InstanceAssignment], i: &InstanceAssignment| {
-            list.iter().find(|o| same_model && o.profile == i.profile && o.start == i.start).cloned()
-        };
-        let mut operations = Vec::new();
-        let mut stopped: Vec<Running> = Vec::new();
-        let mut started: Vec<Running> = Vec::new();
-        for instance in before {
-            if find(after, instance).is_none_or(|n| segment_of(&n) != segment_of(instance)) {
-                operations.push(Operation::Stop { instance: name(instance), service: instance.service.clone() });
-                stopped.push((instance.service.clone(), instance.capacity()));
-            }
-        }
-        for instance in before.iter().filter(|i| find(after, i).is_none()) {
-            operations.push(Operation::Destroy { instance: name(instance) });
-        }
-        for instance in after.iter().filter(|i| find(before, i).is_none()) {
-            operations.push(Operation::Create { instance: name(instance) });
-        }
-        for instance in after {
-            if find(before, instance).is_none_or(|o| segment_of(&o) != segment_of(instance)) {
-                operations.push(Operation::Start {
-                    instance: name(instance),
-                    service: instance.service.clone(),
-                    batch: instance.batch,
-                    procs: instance.procs,
-                });
-                started.push((instance.service.clone(), instance.capacity()));
-            }
-        }
-        if operations.is_empty() {
-            continue;
-        }
-        let entry = (GpuOperations { node, index, operations }, stopped, started);
-        if entry.1.is_empty() {
-            makes.push(entry);
-        } else if entry.2.is_empty() {
-            breaks.push(entry);
-        } else {
-            changes.push(entry);
-        }
-    }
-    let mut steps = Vec::new();
-    if !makes.is_empty() {
-        for (_, _, started) in &makes {
-            add_all(&mut provisioned, started, 1.0);
-        }
-        steps.push(Step { gpus: makes.into_iter().map(|(gpu, ..)| gpu).collect(), dips: Vec::new() });
-    }
-    for mut remaining in [changes, breaks] {
-        let mut current: Vec<GpuChangeSet> = Vec::new();
-        let mut stopping: HashMap<String, f64> = HashMap::new();
-        while !remaining.is_empty() {
-            // The first GPU (by position) that joins the step without a dip:
-            // a GPU whose stops the starts of earlier steps cover may go
-            // before one whose stops they do not yet.
-            let fits = remaining.iter().position(|entry| joins_without_dip(&rates, &provisioned, &stopping, &entry.1));
-            match fits {
-                Some(index) => {
-                    let entry = remaining.remove(index);
-                    add_all(&mut stopping, &entry.1, 1.0);
-                    current.push(entry);
-                }
-                None if !current.is_empty() => {
-                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
-                    stopping.clear();
-                }
-                None => {
-                    // Every GPU left dips on its own: the first runs alone.
-                    current.push(remaining.remove(0));
-                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
-                }
-            }
-        }
-        close_step(&mut current, &rates, &mut provisioned, &mut steps);
-    }
-    steps
-}
-
-/// Whether the GPU stopping `stopped` can join a step already stopping
-/// `stopping` with no service falling below its rate.
-fn joins_without_dip(
-    rates: &HashMap<&str, f64>,
-    provisioned: &HashMap<String, f64>,
-    stopping: &HashMap<String, f64>,
-    stopped: &[Running],
-) -> bool {
-    let mut own: HashMap<&str, f64> = HashMap::new();
-    for (service, rps) in stopped {
-        *own.entry(service.as_str()).or_default() += rps;
-    }
-    own.iter().all(|(service, rps)| {
-        let Some(&rate_rps) = rates.get(service) else { return true };
-        let left_rps =
-            provisioned.get(*service).copied().unwrap_or(0.0) - stopping.get(*service).copied().unwrap_or(0.0) - rps;
-        left_rps >= rate_rps * (1.0 - 1e-9)
-    })
-}
-
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn instance(profile: &str, start: u8, service: &str, procs: u32) -> InstanceAssignment {
+    pub(crate) fn instance(profile: &str, start: u8, service: &str, procs: u32) -> InstanceAssignment {
         let size = profile.as_bytes()[0] - b'0';
         InstanceAssignment {
             profile: profile.to_string(),
@@ -576,15 +310,15 @@ mod tests {
         }
     }
 
-    fn gpu(node: u32, index: u32, instances: Vec<InstanceAssignment>) -> GpuAssignment {
+    pub(crate) fn gpu(node: u32, index: u32, instances: Vec<InstanceAssignment>) -> GpuAssignment {
         GpuAssignment { node, index, gpu_model: GpuModel::A100_80GB, instances }
     }
 
-    fn plan(gpus: Vec<GpuAssignment>) -> Plan {
+    pub(crate) fn plan(gpus: Vec<GpuAssignment>) -> Plan {
         Plan::from_gpus(gpus, "optimal", "parva", 8)
     }
 
-    fn old() -> Plan {
+    pub(crate) fn old() -> Plan {
         plan(vec![
             gpu(0, 0, vec![instance("4g.40gb", 0, "a", 2), instance("3g.40gb", 4, "b", 1)]),
             gpu(0, 1, vec![instance("7g.80gb", 0, "c", 3)]),
@@ -638,155 +372,5 @@ mod tests {
         assert_eq!(changes, [GpuChange::Unchanged, GpuChange::Removed, GpuChange::Added]);
         assert_eq!((diff.totals.gpus_added, diff.totals.gpus_removed, diff.totals.gpus_reconfigured()), (1, 1, 2));
         assert_eq!((diff.totals.instances_created, diff.totals.instances_destroyed), (1, 1));
-    }
-
-    /// Applies `step` to `plan`'s instances, checking every GPU's layout.
-    fn apply(plan: &mut Plan, step: &Step) {
-        for gpu_ops in &step.gpus {
-            let at = plan.gpus.iter().position(|g| (g.node, g.index) == (gpu_ops.node, gpu_ops.index));
-            let at = at.unwrap_or_else(|| {
-                plan.gpus.push(gpu(gpu_ops.node, gpu_ops.index, Vec::new()));
-                plan.gpus.len() - 1
-            });
-            let gpu = &mut plan.gpus[at];
-            for operation in &gpu_ops.operations {
-                let key = |text: &str| {
-                    let (profile, start) = text.split_once('@').unwrap();
-                    (profile.to_string(), start.parse::<u8>().unwrap())
-                };
-                match operation {
-                    Operation::Stop { instance, service } => {
-                        let (profile, start) = key(instance);
-                        let found =
-                            gpu.instances.iter_mut().find(|i| i.profile == profile && i.start == start).unwrap();
-                        assert_eq!(&found.service, service);
-                        found.service = String::new();
-                    }
-                    Operation::Destroy { instance } => {
-                        let (profile, start) = key(instance);
-                        gpu.instances.retain(|i| !(i.profile == profile && i.start == start));
-                    }
-                    Operation::Create { instance } => {
-                        let (profile, start) = key(instance);
-                        gpu.instances.push(crate::diff::tests::instance(&profile, start, "", 1));
-                    }
-                    Operation::Start { instance, service, procs, .. } => {
-                        let (profile, start) = key(instance);
-                        let found =
-                            gpu.instances.iter_mut().find(|i| i.profile == profile && i.start == start).unwrap();
-                        found.service = service.clone();
-                        found.procs = *procs;
-                    }
-                }
-                let placements: Vec<crate::layout::Placement> = gpu
-                    .instances
-                    .iter()
-                    .map(|i| crate::layout::Placement {
-                        profile: gpu.gpu_model.spec().profile_by_name(&i.profile).unwrap(),
-                        start: i.start,
-                    })
-                    .collect();
-                crate::layout::validate_layout(gpu.gpu_model, &placements).unwrap();
-            }
-        }
-        plan.gpus.retain(|g| !g.instances.is_empty());
-        plan.gpus.sort_by_key(|g| (g.node, g.index));
-    }
-
-    fn with_rates(mut plan: Plan) -> Plan {
-        let mut rates: BTreeMap<String, f64> = BTreeMap::new();
-        for i in plan.gpus.iter().flat_map(|g| &g.instances) {
-            *rates.entry(i.service.clone()).or_default() += i.throughput_rps;
-        }
-        plan.services = rates
-            .into_iter()
-            .map(|(service, rate_rps)| crate::plan::ServiceReport {
-                service,
-                model: "m".to_string(),
-                rate_rps,
-                latency_slo_ms: 100.0,
-                provisioned_rps: rate_rps,
-                worst_latency_ms: 10.0,
-                segments: 1,
-                met: true,
-                percentile: None,
-                predicted_attainment: None,
-                tolerance: None,
-                busiest_load: None,
-            })
-            .collect();
-        plan
-    }
-
-    #[test]
-    fn steps_make_before_break_keep_layouts_valid_and_reach_the_new_plan() {
-        let old = with_rates(old());
-        let mut new = old.clone();
-        // GPU 0:1 is reconfigured (c moves to two 3g), a new GPU 0:2 runs d.
-        new.gpus[1].instances = vec![instance("4g.40gb", 0, "c", 3), instance("3g.40gb", 4, "c", 3)];
-        new.gpus.push(gpu(0, 2, vec![instance("7g.80gb", 0, "d", 1)]));
-        let new = with_rates(new);
-        let steps = transition_steps(&old, &new);
-        assert_eq!(steps.len(), 2, "{steps:#?}");
-        assert_eq!((steps[0].gpus[0].node, steps[0].gpus[0].index), (0, 2), "the new GPU comes first");
-        let mut state = old.clone();
-        for step in &steps {
-            apply(&mut state, step);
-        }
-        let layout = |p: &Plan| p.gpus.iter().map(|g| (g.node, g.index, layout_of(g))).collect::<Vec<_>>();
-        let mut expected = new.clone();
-        expected.gpus.iter_mut().for_each(|g| g.instances.sort_by_key(|i| i.start));
-        state.gpus.iter_mut().for_each(|g| g.instances.sort_by_key(|i| i.start));
-        assert_eq!(layout(&state), layout(&expected));
-        // c needs 300 req/s in the new plan and has only its 0:1 segment:
-        // it dips to nothing while 0:1 is reconfigured.
-        assert_eq!(steps[1].dips.len(), 1, "{:?}", steps[1].dips);
-        assert_eq!(steps[1].dips[0].service, "c");
-        assert_eq!(steps[1].dips[0].provisioned_rps, 0.0);
-    }
-
-    #[test]
-    fn a_gpu_waits_for_the_step_that_starts_what_it_stops() {
-        // a moves from 0:0 (given to c) to 0:1, where x, which has another
-        // segment on 0:2, gives up its 3g: 0:1 first, then 0:0, no dip; in
-        // the order of positions a would have none while 0:0 changes.
-        let old = with_rates(plan(vec![
-            gpu(0, 0, vec![instance("7g.80gb", 0, "a", 1)]),
-            gpu(0, 1, vec![instance("4g.40gb", 0, "d", 1), instance("3g.40gb", 4, "x", 1)]),
-            gpu(0, 2, vec![instance("7g.80gb", 0, "x", 1)]),
-        ]));
-        let mut new = plan(vec![
-            gpu(0, 0, vec![instance("7g.80gb", 0, "c", 1)]),
-            gpu(0, 1, vec![instance("4g.40gb", 0, "d", 1), instance("3g.40gb", 4, "a", 1)]),
-            gpu(0, 2, vec![instance("7g.80gb", 0, "x", 1)]),
-        ]);
-        new = with_rates(new);
-        let steps = transition_steps(&old, &new);
-        let order: Vec<Vec<(u32, u32)>> =
-            steps.iter().map(|step| step.gpus.iter().map(|g| (g.node, g.index)).collect()).collect();
-        assert_eq!(order, vec![vec![(0, 1)], vec![(0, 0)]]);
-        assert!(steps.iter().all(|step| step.dips.is_empty()), "{steps:#?}");
-    }
-
-    #[test]
-    fn a_service_with_spare_capacity_elsewhere_does_not_dip() {
-        let old = with_rates(plan(vec![
-            gpu(0, 0, vec![instance("7g.80gb", 0, "a", 1)]),
-            gpu(0, 1, vec![instance("7g.80gb", 0, "a", 1)]),
-        ]));
-        // a needs only 100 req/s now; 0:1 is given back.
-        let mut new = old.clone();
-        new.gpus.truncate(1);
-        new.services[0].rate_rps = 100.0;
-        let steps = transition_steps(&old, &new);
-        assert_eq!(steps.len(), 1);
-        assert!(steps[0].dips.is_empty());
-        assert_eq!(
-            steps[0].gpus[0].operations,
-            vec![
-                Operation::Stop { instance: "7g.80gb@0".to_string(), service: "a".to_string() },
-                Operation::Destroy { instance: "7g.80gb@0".to_string() },
-            ]
-        );
     }
 }

@@ -19,15 +19,13 @@ pub mod slo;
 pub mod synthetic;
 pub mod text;
 pub mod traffic;
+pub mod transition;
 
 #[doc(hidden)]
 pub use serde as __serde;
 
 pub use colocation::{Colocation, GroupMember, WorkloadMetrics, KERNEL_METRIC_NAMES};
-pub use diff::{
-    diff_plans, transition_steps, DiffTotals, Dip, GpuChange, GpuDiff, GpuOperations, Operation, PlanDiff, ServiceDiff,
-    Step,
-};
+pub use diff::{diff_plans, DiffTotals, GpuChange, GpuDiff, PlanDiff, ServiceDiff};
 pub use error::{CoreError, LayoutError};
 pub use fleet::GpuOffer;
 pub use gpu::{GpuModel, GpuSpec, MigProfile};
@@ -39,3 +37,4 @@ pub use profile::{
 };
 pub use slo::{ServiceImage, ServiceSlo};
 pub use traffic::{TrafficCurve, TrafficPoint};
+pub use transition::{transition_steps, Dip, GpuOperations, Operation, Step};
