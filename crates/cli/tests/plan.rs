@@ -327,7 +327,8 @@ fn a_misspelt_optional_column_is_an_error_not_ignored() {
     fails_with(&["plan", "--demo", "--slo", slo.to_str().unwrap()], &store_in(&dir), &["slo.csv:1", "modle", "model"]);
 }
 
-/// The README's own example: the built-in profiles with the services of
+/// The README's own example (`plan --demo --slo examples/services.csv`): the
+/// built-in profiles with the services of
 /// `examples/services.csv`.
 #[test]
 fn the_example_services_plan_on_the_demo_profiles_and_verify() {

@@ -35,12 +35,12 @@ use crate::rules::Rule;
 use crate::selection::Calibration;
 
 /// Candidate groups up to which every group is scored (quoted in the CLI's
-/// `--help` and the README).
+/// `--help` and the colocation guide, docs/colocation.md).
 pub const EXHAUSTIVE_MAX_GROUPS: u128 = 100_000;
 
 /// Partial groups the beam search keeps after each added partner, or the
 /// number of groups asked for if more (quoted in the CLI's `--help` and the
-/// README).
+/// colocation guide, docs/colocation.md).
 pub const BEAM_WIDTH: usize = 256;
 
 /// One member's predicted throughput in a recommended group.

@@ -18,8 +18,8 @@
 //! model's own runs of that length: there the queue amplifies what the
 //! model leaves out (about 10 µs of dispatch between batches, batches
 //! 0.3–0.5% slower than profiled, occasional stalls). `tessera simulate
-//! measured crates/serving/tests/fixtures/h200/*.json` prints every row; the
-//! README quotes them.
+//! measured crates/serving/tests/fixtures/h200/*.json` prints every row;
+//! docs/serving-model.md quotes them.
 
 use tessera_serving::MeasuredServing;
 
