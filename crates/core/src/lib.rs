@@ -3,7 +3,9 @@
 //!
 //! Invariant: this crate does no I/O and holds no global mutable state.
 //! Everything here is data in, data out; parsers and the store live in
-//! `tessera-store`, decisions in `tessera-plan`.
+//! `tessera-store`, planning decisions in `tessera-plan`. What follows from
+//! two plans alone is here: their difference (`diff`) and the
+//! make-before-break order of the change (`transition`).
 
 pub mod colocation;
 pub mod diff;
