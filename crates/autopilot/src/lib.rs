@@ -27,6 +27,48 @@
 //! Invariant: no I/O; the same inputs and seeds give the same decisions
 //! and figures (planning under a time limit aside: the planner may stop
 //! at a different plan on a slower machine).
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** private modules, root re-exports. Traffic is
+//! tessera-core's `TrafficCurve`; `diurnal` draws daily cycles
+//! (peak over trough, a phase per service, noise, bursts) by seed;
+//! `forecast` the `Forecaster` (the larger of a short window's highest rate
+//! and Holt's trend projected ahead) and its `ForecastAccuracy`; `planner`
+//! the services at given rates planned fresh or replanned from a running
+//! plan under `PlanSettings` (tessera-plan's `PlanOptions`, placed on a
+//! cluster's nodes when it names a target `Inventory`), the arrival model
+//! the day's traffic is simulated with (the options'), and what the serving
+//! model predicts of a plan at given rates (its shortfalls: exact under
+//! Poisson, a rate above the plan's capacity under another model); `transition` a `Transition` (core's
+//! make-before-break steps timed by `ReconfigurationTimes`); `controller` the
+//! `Controller`, a state machine fed an `Observation` (each service's
+//! `RateSample`) per interval, answering a `Decision` (`Action`: start, keep,
+//! hold, scale up, scale down, with the new plan and its transition) with its
+//! reason, journaled (`JournalEntry`): hold on missing or stale metrics and
+//! while a transition runs, keep while the serving model predicts every SLO
+//! met at the forecast, scale up early (first a swap: instances of
+//! services with spare over what the keep test needs change service, no MIG
+//! layout changes; else a short service planned for the forecast plus the
+//! headroom, no other giving up capacity unless it has been spare for the
+//! hold, and never in a transition that dips; a replan that dips or takes
+//! longer than `max_transition_s` retried wider, then as GPUs added to the
+//! untouched plan), scale down late (a replan releasing enough GPUs for long
+//! enough while the GPUs needed do not rise, a service short within the
+//! hold keeping its capacity; half as
+//! many released, then half again, rather than dip or take long), a rate limit on reconfigurations that stop something (beyond it a
+//! scale-up only swaps or adds segments: `free_slices`). `day` is `simulate_day`: the
+//! controller over a traffic curve, one decision per interval, against static
+//! provisioning at the peak and replanning from scratch (`timeline`: spans of
+//! serving segments and GPUs held, both plans' during a transition; `measure`:
+//! each piece of constant segments and rates simulated, each service alone on
+//! a sampled window (shortened for a busy service unless it runs near
+//! capacity; pieces and services in parallel with rayon) and weighted by its
+//! requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
+//! type: `AutopilotError`.
 
 mod controller;
 mod day;

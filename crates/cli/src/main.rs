@@ -1,5 +1,51 @@
 //! `tessera`: the command-line front end. Parsing, loading, rendering and
 //! exit codes live here; every decision is made by the library crates.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! `args` (clap: conflicting options are refused by clap, usage errors print
+//! clap's whole message with status 2; one module per command family, see
+//! below), `inputs` (where profiles and SLOs come
+//! from: `--profiles`, `--demo`, the store opened read-only), `commands/*`
+//! (one module per subcommand; `profile/` holds `run`/`colocate` in
+//! `alone.rs`, `kernels.rs` and `segments.rs`; `diff.rs` the plan diff and
+//! the replan comparison `plan --from` prints; `serving.rs` the request-level simulation of a plan, `simulate serve`
+//! and `verify --simulate`; `measured.rs` `simulate measured`, serving runs measured on a GPU beside the model; `autopilot.rs` `autopilot simulate`, and in
+//! `autopilot/` the live loop `autopilot run` (`run.rs` wires a `RateSource`
+//! — `rates.rs`: the trait and a traffic file replayed; `prometheus.rs`:
+//! instant queries over the minimal HTTP/1.0 client of `http.rs` — to the
+//! controller and an `actuator.rs`: dry run, plan file, or tessera-k8s's
+//! apply and status, and each decision but a keep as a Kubernetes Event; `metrics.rs` its own `/metrics`; `journal.rs` `autopilot
+//! journal`); `bench/` the benchmarks, `slo.rs` among them),
+//! `render` (a plan as a table, JSON or CSV), `table` (aligned tables fitted
+//! to the terminal: cells wrap between words, tiles or path components; a
+//! word too long is cut with an ellipsis; numbers never), `terminal` (the
+//! width: `--wide`, `COLUMNS`, the terminal, else 80; wrapping prose and shell
+//! commands, whose continuation lines still run when pasted), `output` (the
+//! one way to print: `outln!`, `out!`, `emit` for whole documents with `-o
+//! FILE` written atomically or `-o -`, `note` for stderr) and `progress` (a
+//! spinner or bar on stderr, drawn only on a terminal, cleared when dropped).
+//!
+//! `args/mod.rs` holds `Cli`, the commands, the global options (and their
+//! hiding from the help of commands that ignore them) and what several
+//! commands share (`ListFormat`, the value parsers of GPU models and seconds);
+//! each other module of `args/` holds one command family's arguments: `plan`
+//! (plan, verify, diff), `inputs` (the profiles, SLOs and fleet those read),
+//! `profiles`, `profile`, `workload`, `store`, `colocate`, `simulate`,
+//! `bench`, `deploy`, `serve`, `report`, `autopilot` and `autopilot_run`
+//! (`autopilot run` and `journal`, and the controller's options both
+//! `autopilot` commands take); `k8s` and `agent` keep theirs
+//! beside their code in `commands/k8s.rs`. A library enum that is a
+//! command-line value derives `clap::ValueEnum` behind its crate's optional
+//! `clap` feature, which only the binary turns on: plan's `Strategy` and
+//! `LatencyRule`, serving's `Discipline`, sim's `Eviction`, `Retention` and
+//! `Link`, colocate's `ModelKind`, `Protocol` and `Risk`, store's
+//! `WorkloadTask`. None is mirrored in the binary; `SchedulerName` only names
+//! sim's schedulers, because `SchedulerKind::Genetic` carries its parameters
+//! (`--population`, `--generations`, `--seed`).
 
 mod args;
 mod commands;

@@ -10,6 +10,46 @@
 //! Invariant: no I/O, no global state; deterministic for a given seed (the
 //! evaluation trains folds on threads, whose results do not depend on
 //! their order).
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** private modules, root re-exports. `features` turns a group
+//! (K ≥ 2 workloads) into KACE's group features, and a member beside its
+//! partners into one of three `FeatureSet`s (raw metrics, physical
+//! percentages with the group's sums, the member's shares and ratios, or
+//! both; each with the partners' sums and maxima and K, none depending on the
+//! members' order) with each feature's monotone direction; `linear` z-scoring
+//! and least squares (Householder QR); `gbm` a deterministic gradient-boosted
+//! regression-tree learner with monotone constraints; `groups` builds groups
+//! of 3 and more from measured pairs (added delays, or multiplied slowdowns to
+//! test that assumption); `models` puts `KaceModel` (group total only) and
+//! `SlowdownModel` (an ensemble predicting each member's log slowdown beside
+//! its partners, learned from every measured group of any size; a size not
+//! measured predicted from pairs, delays added, its `Basis` said; retained
+//! fractions clipped to 1; a pooled variant predicts each pair of a fixed pool
+//! once) behind `ThroughputModel`; `rules` the one-line baselines; `range` the
+//! training workloads' range; `folds` the protocols (P3, LOWO, LOFO), their
+//! folds, the candidates of one group size (measured, or built from pairs:
+//! `GroupSource`) and how a choice is scored, beneath both `selection` and
+//! `evaluate`; `selection` chooses the slowdown model's configurations (the
+//! best of each feature view, 3 of a grid of 9, scored at every size
+//! measured), the per-group-size fallback rule (only when better beyond two
+//! standard errors) and the split-conformal interval calibration per group
+//! size on inner folds of the training rows; `model_file` the `TrainedModel`
+//! (model, selection, range, sizes trained on) and its versioned JSON
+//! document; `evaluate` the nested evaluation (each fold trains the product's
+//! procedure on its own rows, folds on threads) at each group size with
+//! interval coverage and fallbacks counted, and the figures tuned on the test
+//! rows for comparison; `recommend` ranks partner groups for a target by the
+//! prediction or the interval's lower end, or by the fallback rule (every
+//! group up to 100,000 candidates, a beam search beyond, said so), with how
+//! the size is predicted, a target out of range and clipped members flagged;
+//! `suggest` the measurements that could most change a recommendation, and
+//! the learning curve that checks them against random ones; `plot` that curve
+//! as SVG. Error type: `ColocateError`.
 
 mod error;
 mod evaluate;

@@ -6,6 +6,47 @@
 //! `tessera-store`, planning decisions in `tessera-plan`. What follows from
 //! two plans alone is here: their difference (`diff`) and the
 //! make-before-break order of the change (`transition`).
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! `gpu` is the static table of GPU models (`GpuModel`, `GpuSpec`) and their
+//! MIG profiles (`MigProfile`: name, compute and memory slices, valid starts,
+//! maximum count, memory, NVIDIA's profile ids), with the driver's facts (the
+//! product word and a board's memory): a new GPU model is a `GpuModel`
+//! variant, its row of the table (matched in `GpuModel::spec`) and its
+//! relative speed in `synthetic` (the products `nvidia-smi` and GPU Feature
+//! Discovery report map to it in tessera-gpu's `gpu_model_from_name`). `layout`
+//! is the placement lattice: `Lattice` enumerates a model's maximal layouts,
+//! answers "is this multiset of sizes (`SizeCounts`) realizable?" with a hash
+//! lookup, and realizes a multiset into explicit starts; `validate_layout`
+//! checks any set of (profile, start). `packing` gives, in closed form, the
+//! fewest GPUs of a model that hold a multiset of instances, and a packing
+//! that achieves it. `profile` holds `SegmentConfig`, `ProfilePoint`,
+//! `ModelProfile` (validated, sorted, no duplicates), `ProfileCatalog` and
+//! `SourcedProfile` (each point measured or predicted with its conservative
+//! bounds, plus the configurations measured out of memory; planners see its
+//! `planning_profile`);
+//! `slo` the `ServiceSlo`; `fleet` the `GpuOffer` (model, cost, limit); `plan`
+//! the serialisable `Plan` (unknown fields refused); `colocation` the
+//! `WorkloadMetrics` and `Colocation` groups the colocation crate learns from.
+//! `diff` compares two plans of one fleet (`diff_plans` → `PlanDiff`: per GPU
+//! unchanged / services changed / layout changed / added / removed, per
+//! service segments kept, added, removed, and `DiffTotals`); `transition`
+//! orders the change make before break (`transition_steps` → `Step`s of
+//! per-GPU `Operation`s, each step starting new segments before it stops
+//! what they replace, with the services whose capacity dips).
+//! `synthetic` is the documented analytic profile model behind the built-in
+//! example data; `rng` a seeded SplitMix64 (unbiased `below`) for synthetic
+//! inputs, price sampling, the GBM and the genetic algorithm; `text::count`
+//! writes "1 GPU", "2 GPUs" (`counted` "23,782 GPUs"). `traffic` is the
+//! `TrafficCurve` (piecewise-constant request rates per service, checked:
+//! every service from 0 s, its points in time order; a point at fault named
+//! by its index so a file reader can name its line), which the autopilot
+//! follows and the store's traffic files hold. Error type: `CoreError`, with
+//! `LayoutError` beside it in `error`.
 
 pub mod colocation;
 pub mod diff;

@@ -50,6 +50,137 @@
 //! for its time limit). The modules form no cycle: shared types sit in a
 //! module below those that use them, and a folder's `mod.rs` uses its
 //! files, never they it.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** every module is private; callers use the root. The
+//! planning options every surface takes are one type, `PlanOptions`
+//! (`plan_options`: the fleet, process limit, strategy, rule, arrivals, time
+//! limit, node size, GPU ceiling and spread, with `ReplanOptions` for a
+//! replan), declared once with its command-line flags (feature `clap`), JSON
+//! fields (serde) and OpenAPI schema (feature `openapi`); the `plan` command,
+//! the autopilot's commands and the service's plan-job body flatten it, and
+//! `PlanOptions::request` is where options become a request (a CLI test
+//! checks the three surfaces name the same set). The one
+//! way to plan is `plan(&PlanRequest)`: a `PlanRequest` over `PlanInputs`
+//! (services and profiles completed for the fleet, with notes and images;
+//! `PlanInputs::demo` is the built-in example) names a `Strategy`, the rule
+//! (`None`: the running plan's for a replan, else `Strategy::default_rule`),
+//! the fleet and limits, and optionally `from` (a `ReplanFrom`: the running
+//! plan, drained and lost GPUs) and `target` (a deploy target's
+//! `Inventory`). `strategy`, `inputs` and `planning` hold them: every default
+//! and the strategy dispatch are decided there, and nowhere above; "asked,
+//! else recorded in the running plan, else the default" reads a plan's
+//! records through `recorded_rule` and `recorded_arrivals`, for planning,
+//! verifying and simulating alike. The one way
+//! to check a plan is `verify_plan` → `Verification` (`verification`: the
+//! rule asked, recorded, or `LatencyRule::DEFAULT` with a note; its JSON is
+//! the CLI's and the service's). `relaxation_bound` is the LP bound for the
+//! benchmarks. `problem` is what one strategy solves once every default is
+//! resolved (the fleet, completed catalogue, services, rule, process limit,
+//! time limit, GPU ceiling), its checks (the ceiling from a one-pass bound,
+//! before any search) and `usable_points` (the points a planner may run:
+//! within the process limit and the instance's memory). `placement` is the
+//! pure half of every deploy target: an `Inventory` of `TargetNode`s, the
+//! fleet it offers, placing a plan on its nodes (`Plan::node_names`),
+//! checking a plan against it, and `NodeRef`/`node_number` (which node a
+//! plan's node number means). Profile completion (`complete_profiles`,
+//! `suggest_measurements` and their types) is the other front door.
+//! `latency` defines the rules: `percentile` (the default,
+//! `LatencyRule::DEFAULT`: a segment serves at most its *capacity*, the
+//! highest Poisson rate at which its service's percentile of requests meets
+//! the SLO under tessera-serving's analytic model), `queueing` (fill + wait +
+//! run at the routed rate within the SLO, requests evenly spaced, so each
+//! configuration has a maximum provisioning ratio) and `parva` (batch latency
+//! < 0.45 × ⌊SLO⌋). `judge` pairs a rule and the robustness margin (every
+//! batch that share slower than profiled: `LatencyRule::default_margin`,
+//! recorded in the plan, resolved in `planning` like the rule) with the
+//! capacities' memo
+//! (`CapacityCache`, carried by `PlanInputs` and shared by every plan and
+//! verification of the same inputs): under `percentile` the planners see each
+//! instance size's best point with its capacity in place of its throughput,
+//! and the verifier recomputes every recorded `capacity_rps`. The `parva` strategy is
+//! `configure` (ParvaGPU's segment configurator) + `allocate` (its best-fit
+//! allocator on the real lattice, then dissolving of small GPUs), wired in
+//! `parva`. The `optimal` strategy is `options` (every minimal mix of segments
+//! per service, and the mixes priced within a budget), `cover` (each service's
+//! cheapest cover at given prices per instance size: a small integer knapsack
+//! per size set, the relaxation's pricing step), `lp` (a dense simplex for
+//! the master problems, a handful of columns), `bound` (the linear-programming
+//! relaxation solved exactly: prices per (GPU model, size) with every maximal
+//! layout at most one GPU, Kelley's cutting planes with in–out stabilization;
+//! the master's dual is the relaxed plan), `round` (the relaxed plan purified
+//! to at most one split service per price, the split ones chosen exactly
+//! given the rest), `objective` (GPUs or cost, then slack, then segments),
+//! `fleet_model` (the fleet's GPU models as the searches see them — cost,
+//! packer, limit — and the packed cost of instances on them; `round`, `branch`
+//! and `optimal` all use it, none of them another's types), `optimal` (the
+//! rounded relaxation and a local search from several starts within the count
+//! limits, every phase under the time limit) and `branch` (best-bound-first
+//! branch and bound with the relaxation at every node, reduced-cost fixing,
+//! fleets included). `optimal` is a folder: `mod.rs` drives the phases;
+//! `table` holds every service's options per model (only the cheapest once
+//! the time is up, widened for the local search) and the choices indexing
+//! them; `bounds` the relaxation over the covers, the compute bound, their
+//! best rounded up to a cost a plan can have and the proofs that a fleet is
+//! too small (`relaxation_bound`); `candidates` the mixes priced within a room
+//! of a service's cheapest cover, shared by the rounding and the branch and
+//! bound; `rounded` the relaxation's solution made whole (the first start);
+//! `local_search` the starts' repair within the limits and the
+//! single-service moves; `finish` the chosen mixes packed into a plan,
+//! checked, never worse than `parva`, with its optimality. `assemble` turns
+//! per-GPU segment lists into a `Plan`; `report` the per-service summaries;
+//! `verify` checks any plan against the lattice, the profiles (memory
+//! included), the SLOs and the fleet it records, listing every `Violation`
+//! (a segment judged by one evaluation of the serving model at its SLO);
+//! `service_check` is each service as that check sees it (`ServiceCheck`:
+//! provided throughput, the predicted percentile latency and attainment or
+//! the rule's worst latency, its tolerance — the largest uniform slowdown it
+//! bears — and its busiest segment's load), the `by_service` of a
+//! `Verification`;
+//! `estimate` completes a catalogue for a fleet (measured profiles
+//! transferred between GPU models of the same shape; the synthetic model only
+//! for the built-in example) and says what it estimated. `complete` predicts
+//! the unmeasured configurations of a profile grid from a model's measured
+//! ones: `interface` (the grid, method, request and the answer: per model
+//! its completed profile, each prediction with intervals and memory
+//! feasibility), `completion` (`complete_profiles`: the fits, the intervals
+//! and the predictions), `model` (a latency model — floor, own compute, shared capacity —
+//! fitted by robust Levenberg–Marquardt under a prior learned across models,
+//! with linearised leave-one-out residuals), `residual` (kernel smoothing of
+//! its residuals near measurements), `interpolate` (the log-space baseline),
+//! `memory` (feasibility inferred only from measured configurations that need
+//! at least as much memory; a best guess of memory use for suggestions only),
+//! `suggest` (a space-filling start, then what may raise the front of
+//! efficiency against latency) and `linalg` (Cholesky). Intervals are
+//! calibrated on the pooled leave-one-out residuals. `replan` plans new SLOs
+//! from a running plan with the fewest changes: every kept GPU keeps its
+//! layout and its still-usable segments, services short of their rate take
+//! free instances and instances others can spare, the residual goes to
+//! `plan_optimal` on new GPUs (moved into one kept GPU's unused slices where
+//! it fits), and while over the GPU bound the most wasteful kept GPUs are
+//! dissolved; the result competes with the fresh optimum `align_to`'d to the
+//! old numbering, rebuilt on old layouts that hold it (`keep_layouts`) and
+//! `reseat`ed, and the one that changes least (by `DiffTotals::churn`) wins.
+//! It calls the `optimal` strategy only through `plan_optimal`. `replan` is
+//! a folder: `mod.rs` compares the stable plan with the fresh one; `inherit`
+//! turns the running plan into work GPUs; `stable` runs the rounds and the
+//! dissolving; `fill` moves segments within kept layouts (releasing
+//! over-provisioning, covering deficits, handing out leftovers); `residual`
+//! plans the rest on new GPUs and `absorb` moves new GPUs into kept ones'
+//! unused slices; `assemble` numbers the work GPUs into a plan; `align`
+//! (`align_to`, `reseat`) and `keep_layouts` bring the fresh plan close to the
+//! running one; beneath them `work` (work GPUs, the per-service ledger),
+//! `candidates` (the configurations a service may run) and `position`
+//! (`GpuPosition`). `spread`
+//! (`PlanRequest::spread`, `plan --spread`) trades segments between same-profile instances of GPUs of
+//! one model until no service with several segments sits on one GPU: layouts,
+//! GPU count and every service's segments unchanged. Error type:
+//! `PlanError` (every service that cannot be served is named, not only the
+//! first).
 
 mod allocate;
 mod assemble;

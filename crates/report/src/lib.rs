@@ -59,6 +59,42 @@
 //! 0) and `filter()` (applies the search box).
 //!
 //! Invariant: no I/O; the same plan gives the same bytes.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** private modules, root re-exports: `plan_svg` (the tiles
+//! alone, one SVG document), `plan_report_html` (the whole page),
+//! `diff_report_html` (two plans side by side), `serving_report_html`,
+//! `autopilot_day_html` (a simulated day, from plain series: `DayPicture`), the
+//! pieces a page is built from (`plan_section`, `page`), `Palette` (every
+//! service's colour, for every page) and `GPUS_PER_PAGE`. `draw`
+//! draws one GPU as its memory slices with a compute band under them; each
+//! MIG instance is a tile over the memory slices from its start slice
+//! (compute slice `c` sits under memory slice `c`), coloured by service, with
+//! its profile, service, batch × processes and its service's utilisation;
+//! `serving` the page of a request-level simulation (`serving_report_html`:
+//! per service its latency CDF on a "nines" scale with the SLO and the
+//! percentile marked, and attainment over time); `day` the page of a
+//! simulated day (each strategy's GPUs held as a step line over the demand,
+//! its worst service hour by hour on the nines scale, the totals); `palette` gives each service its colour: 36 light OKLab swatches, a
+//! service's first choice from a hash of its name, services drawn next to
+//! each other (on one GPU or on GPUs next in plan order) at least ΔE 0.08
+//! apart; `html` assembles the report; `overview` its first screen (GPUs by
+//! model, the services' utilisation histogram, the services not met);
+//! `gpu_pages` the GPUs a page at a time — the first page drawn in the HTML,
+//! every GPU as compact JSON in the page, and `report.js` (inline) drawing
+//! the other pages from it exactly as `draw` does, paging, and searching the
+//! GPUs and the table; `services` the service table in blocks the browser
+//! lays out only when on screen (`content-visibility`); `diff` draws two
+//! plans side by side for `tessera diff --picture` (each GPU that changes,
+//! old beside new, one palette for both). The DOM's classes and `data-*`
+//! attributes are part of the interface (the crate docs list them): the
+//! browser tests read them. It is a crate of its own, not a module of the
+//! server, so `tessera report` and the service draw the same pictures without
+//! the report depending on an HTTP stack, and under the pure crates' rules.
 
 mod day;
 mod diff;

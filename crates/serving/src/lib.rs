@@ -38,6 +38,49 @@
 //!
 //! Invariant: no I/O, no global state; the same inputs and seed give the
 //! same results on every machine.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** private modules and root re-exports, plus the public
+//! `analytic` module. The serving model: how requests meet a plan, in one
+//! place for the planner, the verifier, the simulator and the reports.
+//! `shape` is a `SegmentShape` (MPS processes, the largest batch, and the
+//! latency of each batch size a process may run: a partial batch runs at the
+//! profiled latency of the smallest profiled batch that holds it;
+//! `SegmentShape::from_profile` builds it from a catalogue and
+//! `SegmentShape::conservative` from any profiled points, saying what they
+//! had to raise to keep latency non-decreasing); `arrivals` the
+//! `ArrivalModel`s (Poisson, a renewal process of a given coefficient of
+//! variation, an on/off burst process, a replayed trace) and their
+//! command-line syntax; `stream` their generators; `sampling` the random
+//! variates (on `core::rng::SplitMix64`); `discipline` how requests reach a
+//! segment's processes (`Discipline`: random per-process queues, what the
+//! deployment sets up, and join-shortest-queue, round-robin and one shared
+//! queue); `system` a `ServingSystem` (services, their segments and routing
+//! weights; `from_plan` weighs segments by their recorded capacities, and
+//! `predict` gives a service's analytic percentile latency and attainment);
+//! `simulate` the request-level simulator (`queue` a batching FIFO queue in
+//! front of its processes, `service` one service's run in one replication,
+//! `report` the summed `ServingReport`, `stats` Student's t intervals over
+//! replications or batches of a run), services simulated on threads (rayon)
+//! with streams of their own so the result does not depend on the thread
+//! count; `histogram` log-bucketed latencies; `measured` a serving run measured
+//! on a GPU (`MeasuredServing`, the JSON `examples/workloads/torch_serve.py`
+//! writes) beside the model's percentiles for its profile and rate. `analytic` is the exact
+//! percentile latency of one process under Poisson arrivals and greedy
+//! dynamic batching (`chain` the queue at batch starts, `ladder` the
+//! full-batch random walk's ladder heights, `latency` `P(T > t)`, `poisson`
+//! windowed Poisson terms, `process` a process's latency levels, `search`
+//! the two searches: latency at a percentile, capacity at an SLO; `predict`
+//! both figures of a segment from one tabulation) and `CapacityCache`, its
+//! memo. `capacity` is `Capacities`, the memo the planner and the verifier
+//! share: a segment's capacity under any arrival model, the analytic one
+//! under Poisson and, under the others, a search with the simulator (the
+//! segment alone fed the model, a trial passing on the lower end of its
+//! attainment's interval). Error type: `ServingError`.
 
 pub mod analytic;
 mod arrivals;

@@ -77,6 +77,34 @@
 //! [`execution_plan`] turns a simulated run into commands for an executor
 //! (copies, write-backs, computes, frees; each with the commands of other
 //! engines it must wait for), which `tessera-gpu` runs on a GPU.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! **API boundary:** private modules, root re-exports. `trace` is the JSON
+//! trace schema (a GPU's memory and copy engines; clients as chains of
+//! operations over persistent buffers, clean or dirty, and ephemeral bytes),
+//! validated so that every time fits the `u64` ns clock, with its
+//! oversubscription (persistent bytes over the memory beside the largest
+//! scratch). `schedule` is a checked order of operations; `workload` compiles a
+//! trace once (buffers numbered, times in ns) and resolves it under a schedule;
+//! `engine` the discrete-event simulator (one compute, one H2D and one D2H
+//! engine; `memory` the resident set), which records intervals and frees for
+//! `simulate` and only totals for a search, and can save checkpoints and
+//! resume from one for any schedule that agrees up to the furthest position a
+//! decision looked at; `policy` eviction (LRU, Belady), prefetch (none,
+//! passive, active, lookahead-k) and retention; `result` makespan, stalls,
+//! bytes, engine intervals and frees; `bound` the plain lower bound and
+//! Johnson's rule, `memory_bound` the memory-aware bound (client-switch waits
+//! as a min-cost flow; memory × time); `schedulers` round-robin, Johnson per
+//! round, the weight-based greedy, client-by-client orders, the genetic
+//! algorithm (generations simulated in parallel with rayon, local search
+//! resuming from checkpoints) and exhaustive search; `execution` a simulated
+//! run as commands for an executor (`ExecutionPlan`); `generate` synthetic
+//! traces from a table of public model figures; `gantt` an SVG chart. The
+//! crate docs list every modelling choice. Error type: `SimError`.
 
 #![warn(missing_docs)]
 

@@ -6,6 +6,25 @@
 //! line straight to the terminal (past the test harness's capture), and
 //! where the data is expected — `TESSERA_REQUIRE_SHARED_DATA=1`, which
 //! `.ci/run` sets — a missing file fails the test instead.
+//!
+//! # Design notes
+//!
+//! A tour of the modules; ARCHITECTURE.md holds the crate's invariants and
+//! the tests that enforce them.
+//!
+//! A dev-dependency only: `kubernetes_validate(files)` validates manifests
+//! against Kubernetes 1.34's schemas in strict mode with PyPI's
+//! `kubernetes-validate` (skipping visibly when absent, failing under
+//! `TESSERA_REQUIRE_KUBERNETES_VALIDATE=1`, which `.ci/run` sets after
+//! installing it); `shared_data(relative)` finds a file of
+//! `../shared/data` for a test, or prints a visible `skipping:` line (past the
+//! test harness's capture) and returns `None`; under
+//! `TESSERA_REQUIRE_SHARED_DATA=1`, which `.ci/run` sets when the folder is
+//! there, a missing file fails the test instead; `tool_missing(variable,
+//! what, install)` does the same for any external tool a test runs
+//! (Chromium under `TESSERA_REQUIRE_BROWSER=1`, promtool under
+//! `TESSERA_REQUIRE_PROMTOOL=1`; `.ci/run` installs both with apt-get when
+//! missing and sets both).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
