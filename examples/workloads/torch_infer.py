@@ -7,8 +7,14 @@ or --seconds pass, and prints its throughput the way Tessera reads it:
 
     tessera:throughput=<samples per second>
 
-once a second and once more when it stops (SIGTERM or SIGINT). Warm-up
-batches are not counted. Register it with, for example:
+once a second and once more when it stops (SIGTERM or SIGINT), followed by
+the spread of its batch times (each batch timed from its launch to its
+synchronisation), which `tessera profile` records beside the mean:
+
+    tessera:latency_p50_ms=<median ms>
+    tessera:latency_p99_ms=<99th percentile ms>
+
+Warm-up batches are not counted. Register it with, for example:
 
     tessera workload add mlp-b32 --family mlp --task inference --batch 32 \
         --command "python3 examples/workloads/torch_infer.py --model mlp --batch {batch}"
@@ -78,11 +84,14 @@ def main() -> int:
         torch.cuda.synchronize()
         started = last_report = time.perf_counter()
         samples = 0
+        batch_ms = []
         while not stop:
+            launched = time.perf_counter()
             model(inputs)
             torch.cuda.synchronize()
             samples += args.batch
             now = time.perf_counter()
+            batch_ms.append((now - launched) * 1000.0)
             if now - last_report >= 1.0:
                 print(f"tessera:throughput={samples / (now - started):.3f}", flush=True)
                 last_report = now
@@ -91,6 +100,10 @@ def main() -> int:
     elapsed = time.perf_counter() - started
     if samples:
         print(f"tessera:throughput={samples / elapsed:.3f}", flush=True)
+        batch_ms.sort()
+        percentile = lambda p: batch_ms[min(len(batch_ms) - 1, int(p / 100.0 * len(batch_ms)))]
+        print(f"tessera:latency_p50_ms={percentile(50):.6f}", flush=True)
+        print(f"tessera:latency_p99_ms={percentile(99):.6f}", flush=True)
     return 0
 
 

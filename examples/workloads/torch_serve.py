@@ -11,7 +11,8 @@ a CUDA graph (as a serving runtime would run a compiled engine), so a batch
 costs one launch.
 
 1. Profile: every batch size 1..--batch, run back to back (--profile-runs
-   each after a warm-up), its mean latency: the profile Tessera reads.
+   each after a warm-up), its mean, median and 99th percentile latency: the
+   profile Tessera reads, with the spread of its batch times.
 2. Serve: for each --utilisation u, Poisson arrivals at u times the full
    batch's throughput for --seconds, a busy-waiting loop dispatching as
    above; the first --warmup-s seconds' requests are not counted.
@@ -19,7 +20,10 @@ costs one launch.
 Writes one JSON object (--output, else stdout): the GPU, the profile, and per
 level the offered rate, the requests counted, their p50/p90/p99/p99.9
 latency (ms from arrival to its batch's completion), the batches run by
-size and their mean service time. Only reads the GPU's settings.
+size and their mean service time, and the mean dispatch gap between a
+batch's completion and the next one's start while requests waited.
+`tessera simulate measured` reads the serving slowdown from the full
+batch's service time against its profile. Only reads the GPU's settings.
 
     python3 examples/workloads/torch_serve.py --model resnet50 --batch 16 \
         --utilisation 0.5,0.8,0.95 --seconds 30 --output resnet50.json

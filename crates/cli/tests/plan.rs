@@ -327,6 +327,72 @@ fn a_misspelt_optional_column_is_an_error_not_ignored() {
     fails_with(&["plan", "--demo", "--slo", slo.to_str().unwrap()], &store_in(&dir), &["slo.csv:1", "modle", "model"]);
 }
 
+/// A profile that carries the spread of its batch times, its dispatch gap
+/// and its serving slowdown plans smaller capacities than the same profile
+/// without them, and `verify` judges the plan with them.
+#[test]
+fn a_profile_with_batch_timing_plans_with_it() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let header = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms";
+    let rows = [(1, 1, 4.0), (1, 2, 5.0), (1, 4, 7.0), (1, 8, 12.0), (7, 1, 1.0), (7, 4, 1.5), (7, 8, 2.0)];
+    let plain: String = rows
+        .iter()
+        .map(|(size, batch, ms)| format!("a100-80gb,m,{size},{batch},1,{},{ms}\n", f64::from(*batch) * 1000.0 / ms))
+        .collect();
+    let timed: String = plain
+        .lines()
+        .map(|row| {
+            let ms: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+            format!("{row},{},{},0.01,0.004\n", ms, ms * 1.05)
+        })
+        .collect();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nshop,m,3000,40\n").unwrap();
+    let plan_with = |name: &str, text: &str| {
+        let profiles = dir.path().join(name);
+        std::fs::write(&profiles, text).unwrap();
+        let plan = dir.path().join(format!("{name}.json"));
+        let args = ["plan", "--profiles", profiles.to_str().unwrap(), "--slo", slo.to_str().unwrap()];
+        let output = tessera(&[&args[..], &["--format", "json", "-o", plan.to_str().unwrap()]].concat(), &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        let verified = tessera(&["verify", plan.to_str().unwrap(), "--profiles", profiles.to_str().unwrap()], &store);
+        assert!(verified.status.success(), "{}{}", stdout(&verified), stderr(&verified));
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&plan).unwrap()).unwrap();
+        let instances: Vec<serde_json::Value> = json["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|gpu| gpu["instances"].as_array().unwrap().clone())
+            .collect();
+        let capacities: std::collections::BTreeMap<(u64, u64), f64> = instances
+            .iter()
+            .map(|i| ((i["size"].as_u64().unwrap(), i["batch"].as_u64().unwrap()), i["capacity_rps"].as_f64().unwrap()))
+            .collect();
+        (capacities, plan)
+    };
+    let (plain, plain_plan) = plan_with("plain.csv", &format!("{header}\n{plain}"));
+    let (timed, timed_plan) = plan_with(
+        "timed.csv",
+        &format!("{header},latency_p50_ms,latency_p99_ms,dispatch_gap_ms,serving_slowdown\n{timed}"),
+    );
+    let common: Vec<_> = plain.keys().filter(|key| timed.contains_key(key)).collect();
+    assert!(!common.is_empty(), "{plain:?} {timed:?}");
+    for key in common {
+        assert!(timed[key] < plain[key], "{key:?}: {} against {} req/s", timed[key], plain[key]);
+    }
+    // Judged without its timing, the timed plan still holds (its capacities are smaller).
+    let plain_profiles = dir.path().join("plain.csv");
+    let output =
+        tessera(&["verify", timed_plan.to_str().unwrap(), "--profiles", plain_profiles.to_str().unwrap()], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The plan made without timing claims more than the timed profile allows.
+    let timed_profiles = dir.path().join("timed.csv");
+    let output =
+        tessera(&["verify", plain_plan.to_str().unwrap(), "--profiles", timed_profiles.to_str().unwrap()], &store);
+    assert!(!output.status.success(), "{}", stdout(&output));
+}
+
 /// The README's own example (`plan --demo --slo examples/services.csv`): the
 /// built-in profiles with the services of
 /// `examples/services.csv`.

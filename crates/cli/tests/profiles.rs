@@ -171,7 +171,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     }
     let info = stdout(&tessera(&["store", "info"], &store));
     let expected = format!(
-        "store                 {s}\nschema version        7\nprofiles              2\nprofile points        9\n\
+        "store                 {s}\nschema version        8\nprofiles              2\nprofile points        9\n\
          workloads measured    4\nworkloads registered  1\ncolocations           3\nimports               2\n\
          journal entries       0\n"
     );
@@ -218,7 +218,7 @@ fn the_store_shows_and_removes_what_it_holds() {
     crate::util::usage_error(&["colocate", "remove"], &store, &["required"]);
     assert_eq!(
         stdout(&tessera(&["store", "migrate"], &store)),
-        format!("{s}: already at schema version 7, the latest this program knows\n")
+        format!("{s}: already at schema version 8, the latest this program knows\n")
     );
 }
 
@@ -353,9 +353,9 @@ fn store_migrate_says_from_which_version_to_which() {
     let first = tessera(&["store", "migrate"], &store);
     assert!(first.status.success(), "{}", stderr(&first));
     let line = stdout(&first);
-    assert!(line.ends_with("old.sqlite: migrated from schema version 0 to 7\n"), "{line}");
+    assert!(line.ends_with("old.sqlite: migrated from schema version 0 to 8\n"), "{line}");
     let again = stdout(&tessera(&["store", "migrate"], &store));
-    assert!(again.ends_with("old.sqlite: already at schema version 7, the latest this program knows\n"), "{again}");
+    assert!(again.ends_with("old.sqlite: already at schema version 8, the latest this program knows\n"), "{again}");
 }
 
 #[test]

@@ -79,7 +79,7 @@ fn serve_answers_on_loopback_and_stops_gracefully_on_sigterm() {
     assert!(answered("/healthz", 200) && answered("/v1/plans", 401) && answered("/v1/plans", 202), "{log:?}");
     // The job ran or was failed cleanly; nothing is left running.
     let info = stdout(&tessera(&["store", "info", "--format", "json"], &store));
-    assert!(info.contains("\"schema_version\": 7"), "{info}");
+    assert!(info.contains("\"schema_version\": 8"), "{info}");
 }
 
 #[test]

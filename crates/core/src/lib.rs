@@ -28,7 +28,8 @@
 //! `ModelProfile` (validated, sorted, no duplicates), `ProfileCatalog` and
 //! `SourcedProfile` (each point measured or predicted with its conservative
 //! bounds, plus the configurations measured out of memory; planners see its
-//! `planning_profile`);
+//! `planning_profile`); `timing` the optional `BatchTiming` of a point (the
+//! spread of its batch times, its dispatch gap, its serving slowdown);
 //! `slo` the `ServiceSlo`; `fleet` the `GpuOffer` (model, cost, limit); `plan`
 //! the serialisable `Plan` (unknown fields refused); `colocation` the
 //! `WorkloadMetrics` and `Colocation` groups the colocation crate learns from.
@@ -61,6 +62,7 @@ pub mod rng;
 pub mod slo;
 pub mod synthetic;
 pub mod text;
+pub mod timing;
 pub mod traffic;
 pub mod transition;
 
@@ -79,5 +81,6 @@ pub use profile::{
     ModelProfile, PointSource, ProfileCatalog, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
 };
 pub use slo::{ServiceImage, ServiceSlo};
+pub use timing::BatchTiming;
 pub use traffic::{TrafficCurve, TrafficPoint};
 pub use transition::{transition_steps, Dip, GpuOperations, Operation, Step};

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 use crate::error::CoreError;
 use crate::gpu::GpuModel;
+use crate::timing::BatchTiming;
 
 /// The knobs of one segment: instance size, batch size and MPS processes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
@@ -42,6 +43,10 @@ pub struct ProfilePoint {
     /// Device memory the whole segment needs (all processes), in GB, when
     /// known; planners skip a point that needs more than its instance has.
     pub memory_gb: Option<f64>,
+    /// The spread of its batch times, its dispatch gap and its serving
+    /// slowdown, where measured ([`ProfilePoint::with_timing`]).
+    #[serde(default, skip_serializing_if = "BatchTiming::is_empty")]
+    pub timing: BatchTiming,
 }
 
 impl ProfilePoint {
@@ -72,7 +77,14 @@ impl ProfilePoint {
                 return Err(CoreError::invalid("memory_gb", "a non-negative number", memory));
             }
         }
-        Ok(ProfilePoint { config, throughput_rps, latency_ms, memory_gb })
+        Ok(ProfilePoint { config, throughput_rps, latency_ms, memory_gb, timing: BatchTiming::default() })
+    }
+
+    /// The point with what was measured of its batch times beside their
+    /// mean ([`BatchTiming::check`]ed).
+    pub fn with_timing(self, timing: BatchTiming) -> Result<Self, CoreError> {
+        timing.check()?;
+        Ok(ProfilePoint { timing, ..self })
     }
 
     /// Throughput per compute slice, the configurator's efficiency measure.

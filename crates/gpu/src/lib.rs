@@ -191,4 +191,5 @@ pub use segments::{
 pub use workload::FakeWorkloadRunner;
 pub use workload::{
     DeviceTarget, RunningWorkload, ShellWorkloadRunner, WorkloadOutput, WorkloadRunner, THROUGHPUT_PREFIX,
+    TIMING_PREFIXES,
 };

@@ -4,11 +4,13 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use tessera_core::BatchTiming;
+
 use crate::error::GpuError;
 use crate::mps::{quit_daemon, start_daemon, MPS_CONTROL};
 use crate::runner::CommandRunner;
 use crate::sampler::{GpuSample, GpuSampler};
-use crate::workload::{parse_throughput, DeviceTarget, RunningWorkload, WorkloadOutput, WorkloadRunner};
+use crate::workload::{parse_throughput, parse_timing, DeviceTarget, RunningWorkload, WorkloadOutput, WorkloadRunner};
 
 /// Bytes per GB (decimal, as the store's `memory_gb`).
 const BYTES_PER_GB: f64 = 1e9;
@@ -202,13 +204,30 @@ pub fn measure_group(
 ) -> Result<Vec<f64>, GpuError> {
     let commands: Vec<(&str, Option<&str>)> =
         options.members.iter().map(|m| (m.command.as_str(), m.throughput_regex.as_deref())).collect();
-    measure_colocation(runner, workloads, &commands, &options.mps, options.duration, options.active_thread_percentage)
+    let readings = measure_colocation(
+        runner,
+        workloads,
+        &commands,
+        &options.mps,
+        options.duration,
+        options.active_thread_percentage,
+    )?;
+    Ok(readings.into_iter().map(|reading| reading.throughput_rps).collect())
+}
+
+/// What one workload of a colocation reported.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Reading {
+    /// Its throughput, samples/s.
+    pub throughput_rps: f64,
+    /// What it printed of its batch times ([`parse_timing`]).
+    pub timing: BatchTiming,
 }
 
 /// Runs `commands` (each with its optional throughput regex) together
 /// under a private MPS control daemon for `duration`, with
 /// `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` when given, then stops them and
-/// returns each one's throughput, in order. The daemon is always quit, and
+/// returns each one's throughput and batch timing, in order. The daemon is always quit, and
 /// every started workload stopped, also on error.
 pub(crate) fn measure_colocation(
     runner: &mut dyn CommandRunner,
@@ -217,7 +236,7 @@ pub(crate) fn measure_colocation(
     mps: &MpsDirs,
     duration: Duration,
     active_thread_percentage: Option<u32>,
-) -> Result<Vec<f64>, GpuError> {
+) -> Result<Vec<Reading>, GpuError> {
     if let Some(p) = active_thread_percentage.filter(|p| !(1..=100).contains(p)) {
         return Err(GpuError::Spawn {
             program: MPS_CONTROL.to_string(),
@@ -238,9 +257,9 @@ pub(crate) fn measure_colocation(
     let result = run_together(launcher, commands, &env, duration);
     // Workloads are stopped (or dropped, which stops them) by now.
     let quit = daemon.quit();
-    let throughputs = result?;
+    let readings = result?;
     quit?;
-    Ok(throughputs)
+    Ok(readings)
 }
 
 fn run_together(
@@ -248,7 +267,7 @@ fn run_together(
     commands: &[(&str, Option<&str>)],
     env: &[(String, String)],
     duration: Duration,
-) -> Result<Vec<f64>, GpuError> {
+) -> Result<Vec<Reading>, GpuError> {
     // Dropping a running workload stops it, so an early return cleans up.
     let mut running: Vec<Box<dyn RunningWorkload>> = Vec::with_capacity(commands.len());
     for (command, _) in commands {
@@ -256,7 +275,11 @@ fn run_together(
     }
     std::thread::sleep(duration);
     let outputs: Vec<Result<WorkloadOutput, GpuError>> = running.iter_mut().map(|w| w.stop()).collect();
-    commands.iter().zip(outputs).map(|((command, regex), output)| throughput_of(command, *regex, &output?)).collect()
+    let read = |command: &str, regex: Option<&str>, output: WorkloadOutput| -> Result<Reading, GpuError> {
+        let throughput_rps = throughput_of(command, regex, &output)?;
+        Ok(Reading { throughput_rps, timing: parse_timing(command, &output.stdout)? })
+    };
+    commands.iter().zip(outputs).map(|((command, regex), output)| read(command, *regex, output?)).collect()
 }
 
 #[cfg(test)]

@@ -8,7 +8,10 @@
 //! control daemon, which is always quit. A segment's throughput is the sum
 //! of its processes' throughputs; its latency is the time one batch takes
 //! in the slowest process, `1000 × batch / throughput` ms, as the
-//! workloads run batches back to back. A configuration whose workload
+//! workloads run batches back to back. A workload that prints its batch
+//! times' median and 99th percentile (and its dispatch gap) gives the point
+//! its [`tessera_core::BatchTiming`]: each part the most any of its
+//! processes reported. A configuration whose workload
 //! fails (out of memory, typically) is infeasible: it is left out of the
 //! profile and reported, as ParvaGPU's profiles leave such points out.
 
@@ -17,7 +20,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tessera_core::{GpuModel, ModelProfile, ProfilePoint, SegmentConfig};
+use tessera_core::{BatchTiming, GpuModel, ModelProfile, ProfilePoint, SegmentConfig};
 
 use crate::error::GpuError;
 use crate::installed::{installed_gpu, InstalledGpu};
@@ -190,18 +193,29 @@ fn measure_point(
     let commands: Vec<(&str, Option<&str>)> =
         (0..config.procs).map(|_| (command.as_str(), sweep.throughput_regex.as_deref())).collect();
     let mps = point_dirs(&sweep.mps_root, config, target.device.clone());
-    let throughputs = match measure_colocation(runner, launcher, &commands, &mps, sweep.duration, None) {
-        Ok(throughputs) => throughputs,
+    let readings = match measure_colocation(runner, launcher, &commands, &mps, sweep.duration, None) {
+        Ok(readings) => readings,
         Err(GpuError::Workload { message, .. }) => return Ok(PointOutcome::Infeasible(message)),
         Err(other) => return Err(other),
     };
-    let slowest = throughputs.iter().copied().fold(f64::INFINITY, f64::min);
+    let slowest = readings.iter().map(|reading| reading.throughput_rps).fold(f64::INFINITY, f64::min);
     if !(slowest.is_finite() && slowest > 0.0) {
         return Ok(PointOutcome::Infeasible("a process reported no throughput".to_string()));
     }
-    let total: f64 = throughputs.iter().sum();
+    let total: f64 = readings.iter().map(|reading| reading.throughput_rps).sum();
     let latency_ms = 1000.0 * f64::from(config.batch) / slowest;
+    // Each part of the timing from the process that reported the most of it.
+    let most = |part: fn(&BatchTiming) -> Option<f64>| {
+        readings.iter().filter_map(|reading| part(&reading.timing)).reduce(f64::max)
+    };
+    let timing = BatchTiming {
+        latency_p50_ms: most(|timing| timing.latency_p50_ms),
+        latency_p99_ms: most(|timing| timing.latency_p99_ms),
+        dispatch_gap_ms: most(|timing| timing.dispatch_gap_ms),
+        serving_slowdown: None,
+    };
     ProfilePoint::new(config, total, latency_ms, None)
+        .and_then(|point| point.with_timing(timing))
         .map(PointOutcome::Measured)
         .map_err(|error| GpuError::Workload { command, message: format!("{config}: {error}") })
 }
@@ -455,6 +469,12 @@ mod tests {
         // Per process, in order: 1g b4 ×1, ×2; 1g b8 ×1, ×2 (one out of memory); 3g b4 ×1, ×2; 3g b8 ×1, ×2.
         let oom = WorkloadOutput { status: Some(1), stdout: String::new(), stderr: "CUDA out of memory".into() };
         let t = FakeWorkloadRunner::throughput;
+        // The two processes of 3g b4 ×2 print their batch times too.
+        let timed = |rps: f64, p50_ms: f64, p99_ms: f64| {
+            let mut output = t(rps);
+            output.stdout += &format!("tessera:latency_p50_ms={p50_ms}\ntessera:latency_p99_ms={p99_ms}\n");
+            output
+        };
         let outputs = [
             t(100.0),
             t(90.0),
@@ -463,8 +483,8 @@ mod tests {
             t(140.0),
             oom,
             t(300.0),
-            t(280.0),
-            t(250.0),
+            timed(280.0, 14.0, 15.5),
+            timed(250.0, 15.8, 16.2),
             t(500.0),
             t(400.0),
             t(420.0),
@@ -500,6 +520,13 @@ mod tests {
             ]
         );
         assert!(matches!(&outcomes[3].1, PointOutcome::Infeasible(m) if m.contains("CUDA out of memory")));
+        // Each part of the timing is the most its processes reported; the others carry none.
+        let PointOutcome::Measured(timed) = &outcomes[5].1 else { panic!("{:?}", outcomes[5]) };
+        assert_eq!((timed.timing.latency_p50_ms, timed.timing.latency_p99_ms), (Some(15.8), Some(16.2)));
+        assert!(timed.timing.dispatch_gap_ms.is_none());
+        assert!(outcomes.iter().enumerate().all(|(index, (_, outcome))| index == 5
+            || matches!(outcome, PointOutcome::Measured(p) if p.timing.is_empty())
+            || matches!(outcome, PointOutcome::Infeasible(_))));
         // Every process saw its instance and its point's own MPS daemon, which was quit.
         let (command, env) = &launcher.started[6];
         assert_eq!(command, "python serve.py --batch 4");

@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use regex::Regex;
+use tessera_core::BatchTiming;
 
 use crate::error::{one_line, GpuError};
 use crate::signal::{signal_group, GroupSignal};
@@ -266,6 +267,38 @@ pub fn parse_throughput(command: &str, stdout: &str, regex: Option<&str>) -> Res
     }
 }
 
+/// The lines a workload may print (the last of each counts) to report
+/// what it measured of its batch times beside their mean: the median and
+/// 99th percentile run time of one batch, and a busy process's time
+/// between batches, each in ms.
+pub const TIMING_PREFIXES: [&str; 3] =
+    ["tessera:latency_p50_ms=", "tessera:latency_p99_ms=", "tessera:dispatch_gap_ms="];
+
+/// What a workload printed of its batch times ([`TIMING_PREFIXES`]);
+/// nothing for a workload that prints none of those lines. `command`
+/// names the workload in errors.
+pub fn parse_timing(command: &str, stdout: &str) -> Result<BatchTiming, GpuError> {
+    let error = |message: String| GpuError::Workload { command: command.to_string(), message };
+    let last = |prefix: &str| -> Result<Option<f64>, GpuError> {
+        match stdout.lines().rev().find_map(|line| line.trim().strip_prefix(prefix)).map(str::trim) {
+            None => Ok(None),
+            Some(text) => match text.parse::<f64>() {
+                Ok(value) if value.is_finite() => Ok(Some(value)),
+                _ => Err(error(format!("'{prefix}{text}': not a number of ms"))),
+            },
+        }
+    };
+    let [p50, p99, gap] = TIMING_PREFIXES;
+    let timing = BatchTiming {
+        latency_p50_ms: last(p50)?,
+        latency_p99_ms: last(p99)?,
+        dispatch_gap_ms: last(gap)?,
+        serving_slowdown: None,
+    };
+    timing.check().map_err(|problem| error(problem.to_string()))?;
+    Ok(timing)
+}
+
 /// Hands out scripted outputs in order, one per started workload, and
 /// records what was started. Starting more workloads than scripted fails.
 #[cfg(any(test, feature = "fake"))]
@@ -352,6 +385,22 @@ mod tests {
         assert!(error.contains("python train.py") && !error.contains('\n'), "{error}");
         assert!(parse_throughput("w", "tessera:throughput=fast\n", None).is_err());
         assert!(parse_throughput("w", "tessera:throughput=-1\n", None).is_err());
+    }
+
+    #[test]
+    fn timing_lines_are_optional_and_checked() {
+        assert!(parse_timing("w", "tessera:throughput=10\n").unwrap().is_empty());
+        let out = "tessera:latency_p50_ms=1.0\ntessera:latency_p50_ms=1.5\n tessera:latency_p99_ms=1.75\n\
+                   tessera:dispatch_gap_ms=0.01\n";
+        let timing = parse_timing("w", out).unwrap();
+        assert_eq!(
+            (timing.latency_p50_ms, timing.latency_p99_ms, timing.dispatch_gap_ms),
+            (Some(1.5), Some(1.75), Some(0.01))
+        );
+        let error = parse_timing("python serve.py", "tessera:latency_p99_ms=slow\n").unwrap_err().to_string();
+        assert!(error.contains("python serve.py") && error.contains("latency_p99_ms=slow"), "{error}");
+        let crossed = parse_timing("w", "tessera:latency_p50_ms=2\ntessera:latency_p99_ms=1\n").unwrap_err();
+        assert!(crossed.to_string().contains("no smaller than latency_p50_ms"), "{crossed}");
     }
 
     #[test]

@@ -92,10 +92,10 @@ impl Judge<'_> {
         point: &ProfilePoint,
         slo: &ServiceSlo,
     ) -> Result<f64, PlanError> {
-        if point.latency_ms * (1.0 + self.margin) > slo.latency_slo_ms {
+        let shape = shape(profile, point)?.slowed_by(self.margin);
+        if shape.latency_ms(shape.max_batch()) > slo.latency_slo_ms {
             return Ok(0.0);
         }
-        let shape = shape(profile, point)?.slowed_by(self.margin);
         self.capacities.capacity_rps(&shape, slo.percentile, slo.latency_slo_ms, self.arrivals).map_err(serving_error)
     }
 }

@@ -37,6 +37,7 @@ fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
         throughput_rps: instance.capacity(),
         latency_ms: instance.latency_ms,
         memory_gb: None,
+        timing: tessera_core::BatchTiming::default(),
     }
 }
 

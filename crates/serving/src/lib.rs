@@ -52,7 +52,11 @@
 //! profiled latency of the smallest profiled batch that holds it;
 //! `SegmentShape::from_profile` builds it from a catalogue and
 //! `SegmentShape::conservative` from any profiled points, saying what they
-//! had to raise to keep latency non-decreasing); `arrivals` the
+//! had to raise to keep latency non-decreasing; where the profile carries a
+//! `BatchTiming`, each batch is slowed by its serving slowdown and followed
+//! by its dispatch gap, and the shape's `p99_ratio` spreads its run times:
+//! the analytic model charges every request that share of a full batch,
+//! the simulator draws each batch's run time around its mean); `arrivals` the
 //! `ArrivalModel`s (Poisson, a renewal process of a given coefficient of
 //! variation, an on/off burst process, a replayed trace) and their
 //! command-line syntax; `stream` their generators; `sampling` the random

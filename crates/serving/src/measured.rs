@@ -2,7 +2,10 @@
 //! (`examples/workloads/torch_serve.py` writes one) beside what the model
 //! predicts for the same profile and arrival rate.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use tessera_core::BatchTiming;
 
 use crate::analytic;
 use crate::arrivals::ArrivalModel;
@@ -41,6 +44,12 @@ pub struct MeasuredBatch {
     pub batch: u32,
     /// Its mean latency, ms.
     pub latency_ms: f64,
+    /// Its median latency, ms, where measured.
+    #[serde(default)]
+    pub p50_ms: Option<f64>,
+    /// Its 99th percentile latency, ms, where measured.
+    #[serde(default)]
+    pub p99_ms: Option<f64>,
 }
 
 /// One load served and what was measured.
@@ -58,6 +67,23 @@ pub struct MeasuredLevel {
     pub p99_ms: f64,
     /// Measured 99.9th percentile latency, ms.
     pub p999_ms: f64,
+    /// The mean time between one batch's end and the next one's start in a
+    /// busy process, µs, where measured.
+    #[serde(default)]
+    pub dispatch_gap_us: Option<f64>,
+    /// Each batch size's mean run time while serving, ms, by batch size,
+    /// where measured.
+    #[serde(default)]
+    pub service_ms_by_batch: Option<BTreeMap<String, f64>>,
+}
+
+impl MeasuredLevel {
+    /// How much slower the full batch (`max_batch`, profiled at
+    /// `profiled_ms`) ran while serving than profiled, where measured.
+    fn serving_slowdown(&self, max_batch: u32, profiled_ms: f64) -> Option<f64> {
+        let served_ms = self.service_ms_by_batch.as_ref()?.get(&max_batch.to_string())?;
+        Some(served_ms / profiled_ms - 1.0)
+    }
 }
 
 /// What the model says of one measured load.
@@ -83,6 +109,14 @@ pub struct LevelComparison {
     /// capacity, Poisson arrivals): above the measured rate, the planner
     /// would promise a latency where the GPU did not deliver it.
     pub capacity_rps_at_measured_p99: f64,
+    /// How much slower the full batch ran while serving than profiled
+    /// (0.004: 0.4%), where the run measured it.
+    pub serving_slowdown: Option<f64>,
+    /// The model's 99th percentile latency, ms, with what this load
+    /// measured of serving folded into the profile as a profile carries it
+    /// ([`BatchTiming`]: the serving slowdown, a faster serving counting as
+    /// the profile, and the dispatch gap), where it measured either.
+    pub model_p99_served_ms: Option<f64>,
 }
 
 impl MeasuredServing {
@@ -98,18 +132,43 @@ impl MeasuredServing {
 
     /// The segment the run measured, its profile read as Tessera reads any
     /// profile: every batch's latency raised to any smaller batch's and
-    /// capped at the full batch's ([`SegmentShape::conservative`]).
+    /// capped at the full batch's ([`SegmentShape::conservative`]), its
+    /// batches spread as the profile's percentiles say
+    /// ([`SegmentShape::p99_ratio`]).
     ///
     /// # Errors
     /// No processes, a profile without the full batch, or a latency that is
     /// not positive.
     pub fn shape(&self) -> Result<SegmentShape, ServingError> {
+        self.shape_with(None, None)
+    }
+
+    /// [`Self::shape`] with every batch `serving_slowdown` slower and the
+    /// dispatch gap added, as a [`BatchTiming`] carrying them would give.
+    fn shape_with(
+        &self,
+        serving_slowdown: Option<f64>,
+        dispatch_gap_ms: Option<f64>,
+    ) -> Result<SegmentShape, ServingError> {
+        let timing = |batch: &MeasuredBatch| BatchTiming {
+            latency_p50_ms: batch.p50_ms,
+            latency_p99_ms: batch.p99_ms,
+            dispatch_gap_ms,
+            serving_slowdown,
+        };
         let full = self.profile.iter().find(|p| p.batch == self.max_batch).ok_or_else(|| {
             ServingError::invalid("profile", format!("the full batch ({}) was not profiled", self.max_batch))
         })?;
-        let partial: Vec<(u32, f64)> =
-            self.profile.iter().filter(|p| p.batch < self.max_batch).map(|p| (p.batch, p.latency_ms)).collect();
-        Ok(SegmentShape::conservative(self.procs, self.max_batch, full.latency_ms, partial)?.shape)
+        let partial: Vec<(u32, f64)> = self
+            .profile
+            .iter()
+            .filter(|p| p.batch < self.max_batch)
+            .map(|p| (p.batch, timing(p).serving_ms(p.latency_ms)))
+            .collect();
+        let p99_ratio = self.profile.iter().map(|p| timing(p).p99_ratio(p.latency_ms)).fold(1.0, f64::max);
+        let read =
+            SegmentShape::conservative(self.procs, self.max_batch, timing(full).serving_ms(full.latency_ms), partial)?;
+        read.shape.with_p99_ratio(p99_ratio)
     }
 
     /// Each measured load beside the model's percentiles at its measured
@@ -121,6 +180,7 @@ impl MeasuredServing {
     /// not positive, a warm-up not shorter than the run.
     pub fn compare_with_model(&self, runs: u64, margin: f64) -> Result<Vec<LevelComparison>, ServingError> {
         let shape = self.shape()?;
+        let full_ms = shape.latency_ms(self.max_batch);
         let capacities = Capacities::new();
         if self.levels.is_empty() {
             return Err(ServingError::invalid("levels", "no load was measured"));
@@ -138,6 +198,14 @@ impl MeasuredServing {
                     ));
                 }
                 let at = |percentile| analytic::percentile_latency_ms(&shape, level.arrived_rps, percentile);
+                let serving_slowdown = level.serving_slowdown(self.max_batch, full_ms);
+                let dispatch_gap_ms = level.dispatch_gap_us.map(|us| us / 1000.0);
+                let model_p99_served_ms = if serving_slowdown.is_some() || dispatch_gap_ms.is_some() {
+                    let served = self.shape_with(serving_slowdown, dispatch_gap_ms)?;
+                    Some(analytic::percentile_latency_ms(&served, level.arrived_rps, 99.0)?)
+                } else {
+                    None
+                };
                 Ok(LevelComparison {
                     measured: level.clone(),
                     model_p50_ms: at(50.0)?,
@@ -151,6 +219,8 @@ impl MeasuredServing {
                         level.p99_ms,
                         &ArrivalModel::Poisson,
                     )?,
+                    serving_slowdown,
+                    model_p99_served_ms,
                 })
             })
             .collect()

@@ -1,6 +1,6 @@
 //! How one segment serves requests.
 
-use tessera_core::{ProfilePoint, SegmentConfig};
+use tessera_core::{BatchTiming, ProfilePoint, SegmentConfig};
 
 use crate::error::ServingError;
 
@@ -20,13 +20,18 @@ pub struct ProfiledShape {
 /// running batches of at most `max_batch` requests; a batch of `k` requests
 /// takes the latency of the smallest profiled batch size `>= k` (measured
 /// with `procs` processes running side by side, so an idle neighbour never
-/// makes a process faster: a conservative reading of the profile).
+/// makes a process faster: a conservative reading of the profile). Where
+/// the profile measured it, one batch in a hundred runs up to
+/// [`SegmentShape::p99_ratio`] times that latency.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SegmentShape {
     procs: u32,
     /// `(batch, latency_ms)` sorted by batch, strictly increasing batches,
     /// the last one `max_batch`.
     batch_latencies: Vec<(u32, f64)>,
+    /// A batch's 99th percentile run time over its mean latency, at least
+    /// 1 (1: every batch runs exactly its latency).
+    p99_ratio: f64,
 }
 
 impl SegmentShape {
@@ -67,7 +72,19 @@ impl SegmentShape {
                 }
             }
         }
-        Ok(SegmentShape { procs, batch_latencies })
+        Ok(SegmentShape { procs, batch_latencies, p99_ratio: 1.0 })
+    }
+
+    /// The same segment whose batches spread: one in a hundred runs up to
+    /// `p99_ratio` times its latency (at least 1 and finite).
+    pub fn with_p99_ratio(self, p99_ratio: f64) -> Result<SegmentShape, ServingError> {
+        if !(p99_ratio.is_finite() && p99_ratio >= 1.0) {
+            return Err(ServingError::invalid(
+                "p99_ratio",
+                format!("{p99_ratio} is not a ratio of a batch's p99 to its mean (at least 1)"),
+            ));
+        }
+        Ok(SegmentShape { p99_ratio, ..self })
     }
 
     /// A shape that knows only its full batch's latency: every partial
@@ -83,21 +100,32 @@ impl SegmentShape {
     /// any smaller batch (profiling noise never makes a batch faster than a
     /// smaller one). Without smaller batches every partial batch runs as
     /// long as the full one.
+    ///
+    /// Where the points carry a [`BatchTiming`], each batch keeps its
+    /// process busy for [`BatchTiming::serving_ms`] (its serving slowdown
+    /// and dispatch gap added), and the shape's
+    /// [`SegmentShape::p99_ratio`] is the largest of its batches'.
     pub fn from_profile(
         points: &[ProfilePoint],
         config: SegmentConfig,
         full_latency_ms: f64,
     ) -> Result<ProfiledShape, ServingError> {
-        let partial: Vec<(u32, f64)> = points
-            .iter()
-            .filter(|p| {
+        let batches = || {
+            points.iter().filter(|p| {
                 p.config.size_gpcs == config.size_gpcs
                     && p.config.procs == config.procs
-                    && p.config.batch < config.batch
+                    && p.config.batch <= config.batch
             })
-            .map(|p| (p.config.batch, p.latency_ms))
+        };
+        let partial: Vec<(u32, f64)> = batches()
+            .filter(|p| p.config.batch < config.batch)
+            .map(|p| (p.config.batch, p.timing.serving_ms(p.latency_ms)))
             .collect();
-        SegmentShape::conservative(config.procs, config.batch, full_latency_ms, partial)
+        let full_timing = batches().find(|p| p.config == config).map_or(BatchTiming::default(), |p| p.timing);
+        let p99_ratio = batches().map(|p| p.timing.p99_ratio(p.latency_ms)).fold(1.0, f64::max);
+        let read =
+            SegmentShape::conservative(config.procs, config.batch, full_timing.serving_ms(full_latency_ms), partial)?;
+        Ok(ProfiledShape { shape: read.shape.with_p99_ratio(p99_ratio)?, ..read })
     }
 
     /// A shape from its processes, its full batch `max_batch` at
@@ -132,7 +160,13 @@ impl SegmentShape {
     pub fn slowed_by(&self, margin: f64) -> SegmentShape {
         let factor = 1.0 + margin;
         let batch_latencies = self.batch_latencies.iter().map(|&(batch, ms)| (batch, ms * factor)).collect();
-        SegmentShape { procs: self.procs, batch_latencies }
+        SegmentShape { procs: self.procs, batch_latencies, p99_ratio: self.p99_ratio }
+    }
+
+    /// A batch's 99th percentile run time over its mean latency (1 unless
+    /// the profile measured a spread).
+    pub fn p99_ratio(&self) -> f64 {
+        self.p99_ratio
     }
 
     /// MPS processes.
@@ -207,6 +241,31 @@ mod tests {
         assert_eq!((read.partial_batches, read.adjusted, read.shape.procs()), (3, 1, 2));
         let alone = SegmentShape::from_profile(&[], SegmentConfig { size_gpcs: 2, batch: 8, procs: 2 }, 50.0).unwrap();
         assert_eq!((alone.shape.latency_ms(1), alone.partial_batches), (50.0, 0));
+    }
+
+    #[test]
+    fn measured_timing_slows_batches_and_spreads_them() {
+        let point = |batch, latency_ms: f64, p99_ms: f64| {
+            let config = SegmentConfig { size_gpcs: 1, batch, procs: 1 };
+            let timing = BatchTiming {
+                latency_p99_ms: Some(p99_ms),
+                dispatch_gap_ms: Some(0.01),
+                serving_slowdown: Some(0.004),
+                ..BatchTiming::default()
+            };
+            ProfilePoint::new(config, f64::from(batch) * 1000.0 / latency_ms, latency_ms, None)
+                .unwrap()
+                .with_timing(timing)
+                .unwrap()
+        };
+        let points = [point(1, 1.0, 1.06), point(2, 2.0, 2.02), point(4, 3.0, 3.03)];
+        let read =
+            SegmentShape::from_profile(&points, SegmentConfig { size_gpcs: 1, batch: 2, procs: 1 }, 2.0).unwrap();
+        let busy = |ms: f64| ms * 1.004 + 0.01;
+        assert_eq!(read.shape.batch_latencies(), &[(1, busy(1.0)), (2, busy(2.0))]);
+        // The largest p99 ratio of its batches (batch 4 is not among them).
+        assert!((read.shape.p99_ratio() - 1.06).abs() < 1e-12);
+        assert_eq!(read.shape.slowed_by(0.05).p99_ratio(), read.shape.p99_ratio());
     }
 
     #[test]

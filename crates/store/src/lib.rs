@@ -64,7 +64,8 @@
 //! service's `If-Match` — with their plans and journal, in `db/services.rs`,
 //! v6 each service's percentile, v7 the autopilot's decisions in
 //! `db/autopilot.rs`: `AutopilotDecision` with its reason, GPUs before and
-//! after, observed and forecast rates as JSON, and its outcome), WAL, one transaction per import or removal,
+//! after, observed and forecast rates as JSON, and its outcome, v8 each
+//! profile point's batch timing), WAL, one transaction per import or removal,
 //! `open_read_only` for commands that only read (no migration, no write), and
 //! a colocation identical to a stored one not stored again. `fs::write_atomic`
 //! writes through a uniquely named temporary file, fsync, rename and a

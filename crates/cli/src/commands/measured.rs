@@ -77,6 +77,7 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
         "p99",
         "model",
         "model's runs",
+        "served",
         "p99.9",
         "model",
         "capacity",
@@ -98,6 +99,7 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
                 format!("{:.3}", measured.p99_ms),
                 format!("{:.3}", level.model_p99_ms),
                 format!("{low:.3}–{high:.3}"),
+                level.model_p99_served_ms.map_or("-".to_string(), |ms| format!("{ms:.3}")),
                 format!("{:.3}", measured.p999_ms),
                 format!("{:.3}", level.model_p999_ms),
                 format!("{:.0}", level.capacity_rps_at_measured_p99),
@@ -106,8 +108,10 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
     }
     let legend = format!(
         "latencies in ms, measured then the model's: its exact percentiles for the measured profile (every batch's \
-         mean latency, read conservatively) at the measured rate under Poisson arrivals, and the lowest–highest p99 \
-         of {simulated_runs} simulated runs as long as the measured one (one run's p99 is one draw); load: offered \
+         mean latency, read conservatively, spread as its p99 says) at the measured rate under Poisson arrivals, and \
+         the lowest–highest p99 of {simulated_runs} simulated runs as long as the measured one (one run's p99 is one \
+         draw); served: the model's p99 with the dispatch gap and serving slowdown this load measured (- where it \
+         measured neither); load: offered \
          rate over the full batch's throughput; capacity: the rate (req/s) the planner would route to this segment, \
          with its default margin of {}, for a p99 SLO equal to the measured p99 (at most the measured rate, or the \
          planner promises what the GPU did not deliver)",

@@ -67,6 +67,7 @@ pub(super) fn plan_residual(request: &Problem<'_>, gpus: &[WorkGpu]) -> Result<V
                             throughput_rps: instance.capacity(),
                             latency_ms: instance.latency_ms,
                             memory_gb: None,
+                            timing: tessera_core::BatchTiming::default(),
                         },
                     }),
                 })

@@ -46,6 +46,19 @@ pub(crate) struct PointBody {
     pub latency_ms: f64,
     /// Device memory of the whole segment, GB, when known.
     pub memory_gb: Option<f64>,
+    /// The median run time of one batch, ms, where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p50_ms: Option<f64>,
+    /// The 99th percentile run time of one batch, ms, where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_p99_ms: Option<f64>,
+    /// A busy process's mean time between batches, ms, where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dispatch_gap_ms: Option<f64>,
+    /// How much slower batches ran while serving than profiled (0.004:
+    /// 0.4%), where measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving_slowdown: Option<f64>,
 }
 
 /// One profile with its points.
@@ -155,6 +168,10 @@ fn profile_body(profile: &ModelProfile) -> ProfileBody {
                 throughput_rps: point.throughput_rps,
                 latency_ms: point.latency_ms,
                 memory_gb: point.memory_gb,
+                latency_p50_ms: point.timing.latency_p50_ms,
+                latency_p99_ms: point.timing.latency_p99_ms,
+                dispatch_gap_ms: point.timing.dispatch_gap_ms,
+                serving_slowdown: point.timing.serving_slowdown,
             })
             .collect(),
     }

@@ -92,6 +92,8 @@ pub(crate) fn miss_probability_at(
     resolution: Resolution,
 ) -> f64 {
     let process = chain.process();
+    // The queue of mean latencies must meet what the allowance leaves.
+    let t_ms = t_ms - process.allowance_ms();
     let batch = process.batch();
     let first = process.first_ms();
     let full = process.full_ms();

@@ -8,10 +8,18 @@ use crate::shape::SegmentShape;
 /// strictly increase from level to level (profiled batches with equal
 /// latencies are merged into one level); the last level's top is the
 /// largest batch `B`.
+///
+/// A shape whose batches spread ([`SegmentShape::p99_ratio`] `r > 1`) is
+/// modelled as the queue of its mean latencies, every request's latency
+/// then taken `(r - 1) S_B` longer (its *allowance*): its own batch may run
+/// up to its 99th percentile, the largest batch's excess bounding every
+/// smaller batch's. Exact for a lone request; at load the queue's wait is
+/// a sum of many batches, whose spread averages out.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Process {
     top: Vec<usize>,
     latency_ms: Vec<f64>,
+    allowance_ms: f64,
 }
 
 impl Process {
@@ -33,7 +41,19 @@ impl Process {
                 }
             }
         }
-        Process { top, latency_ms }
+        let allowance_ms = (shape.p99_ratio() - 1.0) * latency_ms.last().copied().unwrap_or(0.0);
+        Process { top, latency_ms, allowance_ms }
+    }
+
+    /// What every request's latency is taken longer than the queue of mean
+    /// latencies gives, ms (0 unless the batches spread).
+    pub(crate) fn allowance_ms(&self) -> f64 {
+        self.allowance_ms
+    }
+
+    /// A lone request's latency: `S_1` and the allowance.
+    pub(crate) fn lone_ms(&self) -> f64 {
+        self.first_ms() + self.allowance_ms
     }
 
     /// The number of latency levels.
@@ -91,10 +111,12 @@ impl Process {
         self.batch() as f64 / self.full_ms()
     }
 
-    /// The numbers that decide the process's queue, as bit patterns: each
-    /// level's top batch and latency (for memoisation).
+    /// The numbers that decide the process's latencies, as bit patterns:
+    /// each level's top batch and latency, then `(0, allowance)` (for
+    /// memoisation).
     pub(crate) fn key(&self) -> Vec<(u32, u64)> {
-        self.top.iter().zip(&self.latency_ms).map(|(&top, latency)| (top as u32, latency.to_bits())).collect()
+        let levels = self.top.iter().zip(&self.latency_ms).map(|(&top, latency)| (top as u32, latency.to_bits()));
+        levels.chain([(0, self.allowance_ms.to_bits())]).collect()
     }
 }
 

@@ -20,7 +20,7 @@ pub(crate) const PREDICTION_TOLERANCE: f64 = 1e-6;
 /// `P(T > t_ms)` at `lambda` requests per ms (1 when the process cannot keep up).
 pub(crate) fn miss_at(process: &Process, lambda: f64, t_ms: f64, scratch: &mut Scratch) -> f64 {
     if lambda <= 0.0 {
-        return if process.first_ms() > t_ms { 1.0 } else { 0.0 };
+        return if process.lone_ms() > t_ms { 1.0 } else { 0.0 };
     }
     match Stationary::new(process, lambda) {
         Some(mut chain) => miss_probability(&mut chain, t_ms, scratch),
@@ -49,7 +49,7 @@ pub(crate) fn latency_and_miss(
     tolerance: f64,
 ) -> (f64, f64) {
     if lambda <= 0.0 {
-        let first = process.first_ms();
+        let first = process.lone_ms();
         let miss = slo_ms.map_or(f64::NAN, |slo| if first > slo { 1.0 } else { 0.0 });
         return (first, miss);
     }
@@ -74,9 +74,9 @@ pub(crate) fn latency_on(
     scratch: &mut Scratch,
 ) -> f64 {
     let process = chain.process();
-    let first = process.first_ms();
-    // Below S_1 every arrival misses; at S_1 only those that find the
-    // process idle meet it.
+    let first = process.lone_ms();
+    // Below S_1 (and the allowance) every arrival misses; there only those
+    // that find the process idle meet it.
     let at_first = 1.0 - chain.idle_share();
     if at_first <= late {
         return first;
@@ -124,7 +124,7 @@ pub(crate) fn latency_on(
 /// the queue switches between a small-batch and a full-batch regime), and
 /// returns the low end once the bracket's loads are within the tolerance.
 pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
-    if process.first_ms() > t_ms {
+    if process.lone_ms() > t_ms {
         return 0.0;
     }
     let full_rate = process.full_rate_per_ms();
@@ -140,7 +140,7 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
     // request that finds x waiting leaves about x S_B / B later.
     let batch = process.batch() as f64;
     let full = process.full_ms();
-    let theta = -late.ln() * full / (batch * (t_ms - full).max(0.5 * full));
+    let theta = -late.ln() * full / (batch * (t_ms - process.allowance_ms() - full).max(0.5 * full));
     let guess = (theta / theta.exp_m1()).clamp(0.3, 1.0 - 1e-9);
     // Then outwards, by secant steps (at least 0.35 and at most 3 in y),
     // until the root is bracketed.
@@ -191,7 +191,7 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
 pub(crate) fn tolerance(process: &Process, lambda: f64, late: f64, t_ms: f64, (low, high): (f64, f64)) -> f64 {
     if lambda <= 0.0 {
         // Only a lone request's latency counts.
-        return (t_ms / process.first_ms() - 1.0).clamp(low, high);
+        return (t_ms / process.lone_ms() - 1.0).clamp(low, high);
     }
     let mut scratch = Scratch::default();
     let target = late.ln();

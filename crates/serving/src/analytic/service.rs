@@ -35,7 +35,7 @@ impl Queue<'_> {
         match &mut self.chain {
             Some(chain) => miss_probability(chain, t_ms, scratch),
             None if self.overloaded => 1.0,
-            None if self.process.first_ms() > t_ms => 1.0,
+            None if self.process.lone_ms() > t_ms => 1.0,
             None => 0.0,
         }
     }
@@ -45,7 +45,7 @@ impl Queue<'_> {
         match &mut self.chain {
             Some(chain) => latency_on(chain, late, Some(at_slo), PREDICTION_TOLERANCE, scratch),
             None if self.overloaded => f64::INFINITY,
-            None => self.process.first_ms(),
+            None => self.process.lone_ms(),
         }
     }
 }

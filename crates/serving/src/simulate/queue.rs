@@ -10,7 +10,13 @@
 
 use std::collections::VecDeque;
 
+use tessera_core::rng::SplitMix64;
+
+use crate::sampling::Normal;
 use crate::shape::SegmentShape;
+
+/// The standard normal's 99th percentile.
+const Z_99: f64 = 2.326_347_874_040_841;
 
 /// How one segment's processes batch: latencies per batch size and the
 /// batching delay. Shared by all the segment's queues.
@@ -22,13 +28,23 @@ pub(super) struct Batching {
     max_batch: usize,
     /// How long an idle process waits for its batch to fill, s.
     delay_s: f64,
+    /// The log-normal spread of a batch's run time around its latency
+    /// (the `sigma` of a factor of mean 1); 0: every batch runs exactly
+    /// its latency.
+    spread_sigma: f64,
 }
 
 impl Batching {
     /// The batching of `shape` with a queueing delay of `delay_s` seconds.
+    /// A shape whose batches spread ([`SegmentShape::p99_ratio`] `r > 1`)
+    /// runs each batch its latency times a log-normal factor of mean 1
+    /// whose 99th percentile is `r`.
     pub(super) fn new(shape: &SegmentShape, delay_s: f64) -> Batching {
         let latencies = shape.batch_latencies().iter().map(|&(batch, ms)| (batch, ms, ms / 1000.0)).collect::<Vec<_>>();
-        Batching { latencies, max_batch: shape.max_batch() as usize, delay_s }
+        // exp(Z_99 sigma - sigma^2 / 2) = r, the smaller root (at most Z_99).
+        let discriminant = (Z_99 * Z_99 - 2.0 * shape.p99_ratio().ln()).max(0.0);
+        let spread_sigma = Z_99 - discriminant.sqrt();
+        Batching { latencies, max_batch: shape.max_batch() as usize, delay_s, spread_sigma }
     }
 
     /// The latency (ms, s) of a batch of `k` requests: that of the smallest
@@ -60,19 +76,25 @@ struct Process {
 }
 
 /// A FIFO queue of waiting requests (their arrival instants: a ring
-/// buffer) and the processes that take batches from it.
+/// buffer) and the processes that take batches from it, with its own
+/// stream of draws for batches whose run time spreads.
 #[derive(Debug, Clone)]
 pub(super) struct BatchQueue {
     waiting: VecDeque<f64>,
     processes: Vec<Process>,
+    rng: SplitMix64,
+    normal: Normal,
 }
 
 impl BatchQueue {
-    /// An empty queue served by `processes` processes, all free at 0.
-    pub(super) fn new(processes: usize) -> BatchQueue {
+    /// An empty queue served by `processes` processes, all free at 0,
+    /// drawing spread run times from `seed`.
+    pub(super) fn new(processes: usize, seed: u64) -> BatchQueue {
         BatchQueue {
             waiting: VecDeque::with_capacity(64),
             processes: vec![Process { free_at_s: 0.0, batch: 0 }; processes],
+            rng: SplitMix64::new(seed),
+            normal: Normal::default(),
         }
     }
 
@@ -129,7 +151,12 @@ impl BatchQueue {
             while k < take && self.waiting[k] <= start_s {
                 k += 1;
             }
-            let (run_ms, run_s) = batching.latency(k);
+            let (mut run_ms, mut run_s) = batching.latency(k);
+            if batching.spread_sigma > 0.0 {
+                let sigma = batching.spread_sigma;
+                let factor = (sigma * self.normal.sample(&mut self.rng) - 0.5 * sigma * sigma).exp();
+                (run_ms, run_s) = (run_ms * factor, run_s * factor);
+            }
             let end_s = start_s + run_s;
             self.processes[process] = Process { free_at_s: end_s, batch: k };
             for arrival_s in self.waiting.drain(..k) {
@@ -164,7 +191,7 @@ mod tests {
 
     fn run(processes: usize, shape: &SegmentShape, delay_s: f64, arrivals: &[f64]) -> Log {
         let batching = Batching::new(shape, delay_s);
-        let (mut queue, mut log) = (BatchQueue::new(processes), Log::default());
+        let (mut queue, mut log) = (BatchQueue::new(processes, 0), Log::default());
         for &arrival in arrivals {
             queue.advance(arrival, &batching, &mut log);
             queue.push(arrival);
@@ -271,7 +298,7 @@ mod tests {
         let log = run(2, &shape, 0.0, &[0.0, 0.001, 0.002]);
         // Two run at once; the third waits for the first to finish.
         assert_eq!(log.batches, vec![(0.0, 1), (0.001, 1), (0.010, 1)]);
-        let mut queue = BatchQueue::new(2);
+        let mut queue = BatchQueue::new(2, 0);
         let batching = Batching::new(&shape, 0.0);
         let mut sink = Log::default();
         for arrival in [0.0, 0.001, 0.002] {

@@ -18,10 +18,12 @@ use crate::system::ServingSystem;
 /// stops (8 bytes each: 80 MB).
 pub const MAX_WAITING: usize = 10_000_000;
 
-/// Labels that keep a run's streams apart: a replication's seed, and a
-/// service's routing draws (its arrivals use `stream`'s own label).
+/// Labels that keep a run's streams apart: a replication's seed, a
+/// service's routing draws and its queues' run-time draws (its arrivals
+/// use `stream`'s own label).
 const REPLICATION_LABEL: u64 = 1;
 const ROUTING_LABEL: u64 = 2;
+const SPREAD_LABEL: u64 = 3;
 
 /// What one service's run measured.
 #[derive(Debug, Clone)]
@@ -159,9 +161,11 @@ pub(super) fn run_service(
         .filter(|(_, segment)| segment.service == service)
         .map(|(index, segment)| {
             let procs = segment.shape.procs() as usize;
+            let segment_seed = stream_seed(seed, index as u64, SPREAD_LABEL);
+            let queue_seed = |queue: usize| stream_seed(segment_seed, queue as u64, SPREAD_LABEL);
             let queues = match options.discipline {
-                Discipline::SharedQueue => vec![BatchQueue::new(procs)],
-                _ => (0..procs).map(|_| BatchQueue::new(1)).collect(),
+                Discipline::SharedQueue => vec![BatchQueue::new(procs, queue_seed(0))],
+                _ => (0..procs).map(|queue| BatchQueue::new(1, queue_seed(queue))).collect(),
             };
             SegmentState {
                 index,

@@ -235,3 +235,32 @@ fn the_cache_remembers_per_process_and_is_shared_by_clones() {
     assert_eq!(cache.len(), 2);
     assert!(cache.capacity_rps(&one, 0.0, 60.0).is_err());
 }
+
+#[test]
+fn a_spread_of_batch_times_lengthens_every_latency_by_its_allowance() {
+    // Batches whose p99 is 4% above their mean: every latency 4% of S_B longer.
+    let shape = SegmentShape::new(2, vec![(1, 5.0), (4, 9.0), (8, 15.0)]).unwrap();
+    let spread = shape.clone().with_p99_ratio(1.04).unwrap();
+    let allowance_ms = 0.04 * 15.0;
+    for rate_rps in [0.0, 300.0, 900.0] {
+        let (plain, spread_ms) = (
+            percentile_latency_ms(&shape, rate_rps, 99.0).unwrap(),
+            percentile_latency_ms(&spread, rate_rps, 99.0).unwrap(),
+        );
+        assert!((spread_ms - plain - allowance_ms).abs() < 1e-6 * spread_ms, "{rate_rps}: {spread_ms} vs {plain}");
+        let (at, shifted) =
+            (attainment(&spread, rate_rps, 60.0).unwrap(), attainment(&shape, rate_rps, 60.0 - allowance_ms).unwrap());
+        assert!((at - shifted).abs() < 1e-12, "{rate_rps}: {at} vs {shifted}");
+    }
+    let (spread_capacity, shifted) =
+        (capacity_rps(&spread, 99.0, 60.0).unwrap(), capacity_rps(&shape, 99.0, 60.0 - allowance_ms).unwrap());
+    assert!((spread_capacity / shifted - 1.0).abs() < 1e-9, "{spread_capacity} vs {shifted}");
+    assert!(spread_capacity < capacity_rps(&shape, 99.0, 60.0).unwrap());
+    // A lone request meets an SLO only with its allowance; a slower GPU scales both.
+    assert_eq!(capacity_rps(&spread, 99.0, 5.0 + allowance_ms / 2.0).unwrap(), 0.0);
+    let tolerated = tolerance(&spread, 600.0, 99.0, 60.0, (-0.5, 2.0)).unwrap();
+    assert!(meets_percentile(&spread.slowed_by(tolerated), 600.0, 99.0, 60.0).unwrap());
+    assert!(!meets_percentile(&spread.slowed_by(tolerated + 0.002), 600.0, 99.0, 60.0).unwrap());
+    assert!(tolerated < tolerance(&shape, 600.0, 99.0, 60.0, (-0.5, 2.0)).unwrap());
+    assert!(shape.with_p99_ratio(0.99).unwrap_err().to_string().starts_with("p99_ratio:"));
+}

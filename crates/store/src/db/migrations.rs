@@ -161,6 +161,14 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX autopilot_decisions_by_time ON autopilot_decisions(time_s);
     "#,
+    // v8: what a profile point measured of its batch times beside their
+    // mean (each NULL where not measured).
+    r#"
+    ALTER TABLE profiles ADD COLUMN latency_p50_ms REAL NULL CHECK (latency_p50_ms IS NULL OR latency_p50_ms > 0);
+    ALTER TABLE profiles ADD COLUMN latency_p99_ms REAL NULL CHECK (latency_p99_ms IS NULL OR latency_p99_ms > 0);
+    ALTER TABLE profiles ADD COLUMN dispatch_gap_ms REAL NULL CHECK (dispatch_gap_ms IS NULL OR dispatch_gap_ms >= 0);
+    ALTER TABLE profiles ADD COLUMN serving_slowdown REAL NULL;
+    "#,
 ];
 
 /// The schema version this code writes and understands.

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use rusqlite::{params, Connection, OptionalExtension, Params};
-use tessera_core::{GpuModel, ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
+use tessera_core::{BatchTiming, GpuModel, ModelProfile, ProfileCatalog, ProfilePoint, SegmentConfig};
 
 use super::Store;
 use crate::error::StoreError;
@@ -78,8 +78,9 @@ impl Store {
             let mut insert = transaction
                 .prepare(
                     "INSERT INTO profiles (gpu_model, model, size_gpcs, batch, procs, \
-                     throughput_rps, latency_ms, memory_gb, import_id) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                     throughput_rps, latency_ms, memory_gb, import_id, \
+                     latency_p50_ms, latency_p99_ms, dispatch_gap_ms, serving_slowdown) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
                 )
                 .map_err(preparing())?;
             for profile in profiles {
@@ -101,6 +102,10 @@ impl Store {
                             point.latency_ms,
                             point.memory_gb,
                             import_id,
+                            point.timing.latency_p50_ms,
+                            point.timing.latency_p99_ms,
+                            point.timing.dispatch_gap_ms,
+                            point.timing.serving_slowdown,
                         ])
                         .map_err(sqlite(about(&format!("inserting point {}", point.config), profile)))?;
                 }
@@ -117,7 +122,8 @@ impl Store {
             .conn
             .prepare(
                 "SELECT gpu_model, model, size_gpcs, batch, procs, throughput_rps, \
-                 latency_ms, memory_gb FROM profiles \
+                 latency_ms, memory_gb, latency_p50_ms, latency_p99_ms, dispatch_gap_ms, \
+                 serving_slowdown FROM profiles \
                  WHERE ?1 IS NULL OR gpu_model = ?1 \
                  ORDER BY gpu_model, model, size_gpcs, batch, procs",
             )
@@ -131,6 +137,12 @@ impl Store {
                     throughput_rps: row.get(5)?,
                     latency_ms: row.get(6)?,
                     memory_gb: row.get(7)?,
+                    timing: BatchTiming {
+                        latency_p50_ms: row.get(8)?,
+                        latency_p99_ms: row.get(9)?,
+                        dispatch_gap_ms: row.get(10)?,
+                        serving_slowdown: row.get(11)?,
+                    },
                 })
             })
             .map_err(|error| self.sqlite(context, error))?;
@@ -140,6 +152,7 @@ impl Store {
         for row in rows {
             let row = row.map_err(|error| self.sqlite(context, error))?;
             let point = ProfilePoint::new(row.config, row.throughput_rps, row.latency_ms, row.memory_gb)
+                .and_then(|point| point.with_timing(row.timing))
                 .map_err(|error| self.corrupt(&row.gpu, &row.model, error))?;
             match &mut current {
                 Some((gpu, model, points)) if *gpu == row.gpu && *model == row.model => {
@@ -284,6 +297,7 @@ struct StoredPoint {
     throughput_rps: f64,
     latency_ms: f64,
     memory_gb: Option<f64>,
+    timing: BatchTiming,
 }
 
 #[cfg(test)]
@@ -325,6 +339,22 @@ mod tests {
         assert_eq!(list[0].source, "prof/");
         let stamp = &list[0].imported_at;
         assert!(stamp.len() == 20 && stamp.ends_with('Z') && stamp.contains('T'), "{stamp}");
+    }
+
+    #[test]
+    fn batch_timing_is_stored_and_loaded() {
+        let mut store = Store::open_in_memory().unwrap();
+        let mut timed = profile(GpuModel::H200_141GB, "bert", &[1, 7]);
+        let timing = BatchTiming {
+            latency_p50_ms: Some(5.4),
+            latency_p99_ms: Some(5.9),
+            dispatch_gap_ms: Some(0.012),
+            serving_slowdown: Some(-0.001),
+        };
+        let points = timed.points().iter().map(|point| point.with_timing(timing).unwrap()).collect();
+        timed = ModelProfile::new(timed.gpu_model, "bert", points).unwrap();
+        store.import_profiles(std::slice::from_ref(&timed), "h200.csv", "native").unwrap();
+        assert_eq!(store.load_catalog(None).unwrap().get(GpuModel::H200_141GB, "bert"), Some(&timed));
     }
 
     #[test]

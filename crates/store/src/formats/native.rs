@@ -10,6 +10,12 @@
 //!   configuration measured not to fit, whose numbers are empty) and, on
 //!   predicted rows only, `throughput_low_rps` and `latency_high_ms`, the
 //!   conservative ends of the prediction's interval, which planning uses.
+//!   A profile that measured more than the mean batch time has any of four
+//!   optional columns (empty cells: not measured): `latency_p50_ms` and
+//!   `latency_p99_ms` (the spread of one batch's run time),
+//!   `dispatch_gap_ms` (a busy process's time between batches) and
+//!   `serving_slowdown` (how much slower batches ran while serving than
+//!   profiled, 0.004 for 0.4%); the serving model uses each one present.
 //! - SLOs: `service,model,rate_rps,latency_ms` (`model` optional: absent
 //!   means the service runs the model of its own name), and optionally
 //!   `image,args`: the container that runs the service in a cluster
@@ -20,7 +26,9 @@ use std::io::Write;
 use std::path::Path;
 
 use tessera_core::slo::DEFAULT_PERCENTILE;
-use tessera_core::{GpuModel, ModelProfile, PointSource, SegmentConfig, ServiceImage, ServiceSlo, SourcedProfile};
+use tessera_core::{
+    BatchTiming, GpuModel, ModelProfile, PointSource, SegmentConfig, ServiceImage, ServiceSlo, SourcedProfile,
+};
 
 use crate::error::StoreError;
 use crate::formats::container_args::parse_container_args;
@@ -33,6 +41,10 @@ const PROFILE_HEADER: [&str; 8] =
 
 /// The columns a completed profile adds, in the order they are written.
 const SOURCE_COLUMNS: [&str; 3] = ["source", "throughput_low_rps", "latency_high_ms"];
+
+/// The optional columns of what was measured of the batch times beside
+/// their mean ([`BatchTiming`]'s fields), in the order they are written.
+const TIMING_COLUMNS: [&str; 4] = ["latency_p50_ms", "latency_p99_ms", "dispatch_gap_ms", "serving_slowdown"];
 
 /// The `source` of a measured point.
 const MEASURED: &str = "measured";
@@ -79,7 +91,7 @@ pub fn read_sourced_profiles_csv(path: &Path) -> Result<Vec<SourcedProfile>, Sto
 
 fn sourced_profiles_from_table(table: &Table) -> Result<Vec<SourcedProfile>, StoreError> {
     let path = table.path.as_path();
-    let known: Vec<&str> = PROFILE_HEADER.iter().chain(&SOURCE_COLUMNS).copied().collect();
+    let known: Vec<&str> = PROFILE_HEADER.iter().chain(&SOURCE_COLUMNS).chain(&TIMING_COLUMNS).copied().collect();
     table.reject_unknown_columns(&known)?;
     let columns = ProfileColumns {
         gpu: table.require("gpu_model")?,
@@ -93,6 +105,12 @@ fn sourced_profiles_from_table(table: &Table) -> Result<Vec<SourcedProfile>, Sto
         source: table.optional("source")?,
         throughput_low: table.optional(COLUMNS.throughput_low)?,
         latency_high: table.optional(COLUMNS.latency_high)?,
+        timing: [
+            table.optional(TIMING_COLUMNS[0])?,
+            table.optional(TIMING_COLUMNS[1])?,
+            table.optional(TIMING_COLUMNS[2])?,
+            table.optional(TIMING_COLUMNS[3])?,
+        ],
     };
     let mut groups: BTreeMap<(GpuModel, String), ProfileRows> = BTreeMap::new();
     for record in &table.rows {
@@ -121,9 +139,29 @@ struct ProfileColumns<'a> {
     source: Option<Column<'a>>,
     throughput_low: Option<Column<'a>>,
     latency_high: Option<Column<'a>>,
+    /// [`TIMING_COLUMNS`], each where the file has it.
+    timing: [Option<Column<'a>>; 4],
 }
 
 impl<'a> ProfileColumns<'a> {
+    /// The row's [`BatchTiming`]: each timing column's number, or nothing
+    /// where the column is absent or the cell empty.
+    fn timing(&self, path: &'a Path, record: &'a Record) -> Result<BatchTiming, StoreError> {
+        let number = |column: Option<Column<'a>>| -> Result<Option<f64>, StoreError> {
+            match column.map(|column| Cell::of(path, record, column)) {
+                Some(cell) if !cell.text.is_empty() => cell.number().map(Some),
+                _ => Ok(None),
+            }
+        };
+        let [p50, p99, gap, slowdown] = self.timing;
+        Ok(BatchTiming {
+            latency_p50_ms: number(p50)?,
+            latency_p99_ms: number(p99)?,
+            dispatch_gap_ms: number(gap)?,
+            serving_slowdown: number(slowdown)?,
+        })
+    }
+
     /// Reads one row into `rows`, checking that the cells its `source`
     /// leaves empty are empty.
     fn add_row(&self, path: &'a Path, record: &'a Record, rows: &mut ProfileRows) -> Result<(), StoreError> {
@@ -151,12 +189,17 @@ impl<'a> ProfileColumns<'a> {
             }
         };
         if source == OUT_OF_MEMORY {
+            let [p50, p99, gap, slowdown] = self.timing;
             must_be_empty(&[
                 Some(self.throughput),
                 Some(self.latency),
                 self.memory,
                 self.throughput_low,
                 self.latency_high,
+                p50,
+                p99,
+                gap,
+                slowdown,
             ])?;
             return rows.push_out_of_memory(record.line, config);
         }
@@ -188,6 +231,7 @@ impl<'a> ProfileColumns<'a> {
                 _ => None,
             },
             source,
+            timing: self.timing(path, record)?,
         })
     }
 }
@@ -221,41 +265,60 @@ pub fn write_sourced_profiles_csv<W: Write>(out: W, profiles: &[SourcedProfile])
     write_rows(out, "completed profile CSV", profiles, true)
 }
 
-/// Writes `profiles`, with the source columns when `with_sources`.
+/// The cells of one profile row after its configuration.
+struct RowCells {
+    /// Throughput, latency, memory.
+    numbers: [String; 3],
+    /// [`TIMING_COLUMNS`].
+    timing: [String; 4],
+    /// [`SOURCE_COLUMNS`].
+    source: [String; 3],
+}
+
+/// Writes `profiles`, with the source columns when `with_sources` and the
+/// timing columns when a point carries any timing.
 fn write_rows<W: Write>(out: W, what: &str, profiles: &[SourcedProfile], with_sources: bool) -> Result<(), StoreError> {
     let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
+    let with_timing = profiles.iter().flat_map(SourcedProfile::points).any(|sourced| !sourced.point.timing.is_empty());
     let mut writer = csv::Writer::from_writer(out);
-    let header = PROFILE_HEADER.iter().chain(if with_sources { &SOURCE_COLUMNS[..] } else { &[] });
+    let header = PROFILE_HEADER
+        .iter()
+        .chain(if with_timing { &TIMING_COLUMNS[..] } else { &[] })
+        .chain(if with_sources { &SOURCE_COLUMNS[..] } else { &[] });
     writer.write_record(header).map_err(|error| write_error(error.into()))?;
+    let text = |value: Option<f64>| value.map_or(String::new(), |value| value.to_string());
     for profile in profiles {
-        let mut rows: Vec<(SegmentConfig, [String; 6])> = profile
+        let mut rows: Vec<(SegmentConfig, RowCells)> = profile
             .points()
             .iter()
             .map(|sourced| {
                 let point = sourced.point;
                 let (source, low, high) = match sourced.source {
-                    PointSource::Measured => (MEASURED, String::new(), String::new()),
+                    PointSource::Measured => (MEASURED, None, None),
                     PointSource::Predicted { throughput_low_rps, latency_high_ms } => {
-                        (PREDICTED, throughput_low_rps.to_string(), latency_high_ms.to_string())
+                        (PREDICTED, Some(throughput_low_rps), Some(latency_high_ms))
                     }
                 };
-                let values = [
-                    point.throughput_rps.to_string(),
-                    point.latency_ms.to_string(),
-                    point.memory_gb.map_or(String::new(), |gb| gb.to_string()),
-                    source.to_string(),
-                    low,
-                    high,
-                ];
-                (point.config, values)
+                let timing = point.timing;
+                let cells = RowCells {
+                    numbers: [text(Some(point.throughput_rps)), text(Some(point.latency_ms)), text(point.memory_gb)],
+                    timing: [
+                        text(timing.latency_p50_ms),
+                        text(timing.latency_p99_ms),
+                        text(timing.dispatch_gap_ms),
+                        text(timing.serving_slowdown),
+                    ],
+                    source: [source.to_string(), text(low), text(high)],
+                };
+                (point.config, cells)
             })
             .collect();
-        let empty =
-            || [String::new(), String::new(), String::new(), OUT_OF_MEMORY.to_string(), String::new(), String::new()];
-        rows.extend(profile.out_of_memory().iter().map(|&config| (config, empty())));
+        rows.extend(profile.out_of_memory().iter().map(|&config| {
+            let source = [OUT_OF_MEMORY.to_string(), String::new(), String::new()];
+            (config, RowCells { numbers: Default::default(), timing: Default::default(), source })
+        }));
         rows.sort_by_key(|(config, _)| *config);
-        for (config, values) in rows {
-            let width = if with_sources { 6 } else { 3 };
+        for (config, RowCells { numbers, timing, source }) in rows {
             let record = [
                 profile.gpu_model.id().to_string(),
                 profile.model.clone(),
@@ -264,7 +327,9 @@ fn write_rows<W: Write>(out: W, what: &str, profiles: &[SourcedProfile], with_so
                 config.procs.to_string(),
             ]
             .into_iter()
-            .chain(values.into_iter().take(width));
+            .chain(numbers)
+            .chain(timing.into_iter().filter(|_| with_timing))
+            .chain(source.into_iter().filter(|_| with_sources));
             writer.write_record(record).map_err(|error| write_error(error.into()))?;
         }
     }
@@ -454,6 +519,53 @@ mod tests {
         write_profiles_csv(&mut bytes, &profiles).unwrap();
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(read_profiles_csv(&path).unwrap(), profiles);
+    }
+
+    #[test]
+    fn batch_timing_round_trips_in_optional_columns() {
+        let timed = |batch, timing| point(1, batch, 80.0, None).with_timing(timing).unwrap();
+        let spread = BatchTiming {
+            latency_p50_ms: Some(12.3),
+            latency_p99_ms: Some(12.9),
+            dispatch_gap_ms: Some(0.011),
+            serving_slowdown: Some(0.004),
+        };
+        let gap_only = BatchTiming { dispatch_gap_ms: Some(0.02), ..BatchTiming::default() };
+        let profile = ModelProfile::new(
+            GpuModel::H200_141GB,
+            "bert",
+            vec![timed(1, spread), timed(2, gap_only), point(1, 4, 90.0, None)],
+        )
+        .unwrap();
+        let mut bytes = Vec::new();
+        write_profiles_csv(&mut bytes, [&profile]).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        let header = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,memory_gb,\
+            latency_p50_ms,latency_p99_ms,dispatch_gap_ms,serving_slowdown\n";
+        assert!(text.starts_with(header), "{text}");
+        assert!(text.lines().any(|line| line.ends_with(",,,0.02,")), "{text}");
+        assert_eq!(parse_profiles_csv("p.csv", &bytes).unwrap(), vec![profile]);
+        // Without timing the columns are not written: older readers read the file.
+        let mut plain = Vec::new();
+        write_profiles_csv(
+            &mut plain,
+            [&ModelProfile::new(GpuModel::A100_80GB, "m", vec![point(1, 1, 5.0, None)]).unwrap()],
+        )
+        .unwrap();
+        assert!(!String::from_utf8(plain).unwrap().contains("dispatch_gap_ms"));
+        let bad = |row: &str| {
+            let text = format!("gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms,latency_p50_ms,latency_p99_ms,dispatch_gap_ms\n{row}\n");
+            parse_profiles_csv("t.csv", text.as_bytes()).unwrap_err().to_string()
+        };
+        assert_names(
+            &bad("a100-80gb,m,1,1,1,5,5,2,1,"),
+            &["t.csv:2:", "'latency_p99_ms'", "no smaller than latency_p50_ms"],
+        );
+        assert_names(&bad("a100-80gb,m,1,1,1,5,5,,,-0.1"), &["t.csv:2:", "'dispatch_gap_ms'", "non-negative"]);
+        assert_names(
+            &bad("a100-80gb,m,1,1,1,5,5,,fast,"),
+            &["t.csv:2:", "'latency_p99_ms'", "expected a number, got 'fast'"],
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use tessera_core::{
-    GpuAssignment, GpuModel, InstanceAssignment, Plan, PointSource, ProfileCatalog, SegmentConfig, ServiceSlo,
-    SourcedProfile,
+    BatchTiming, GpuAssignment, GpuModel, InstanceAssignment, Plan, PointSource, ProfileCatalog, SegmentConfig,
+    ServiceSlo, SourcedProfile,
 };
 
 use crate::error::StoreError;
@@ -153,6 +153,7 @@ fn profile_from_table(table: &Table, model: &str, gpu: GpuModel) -> Result<Sourc
             latency_ms: latency_s * 1000.0,
             memory_gb: None,
             source: PointSource::Measured,
+            timing: BatchTiming::default(),
         })?;
     }
     if rows.len() == 0 {

@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use tessera_core::{CoreError, GpuModel, PointSource, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile};
+use tessera_core::{
+    BatchTiming, CoreError, GpuModel, PointSource, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
+};
 
 use crate::error::StoreError;
 
@@ -31,8 +33,9 @@ pub(crate) struct PointColumns {
 }
 
 impl PointColumns {
-    /// The file's column name for a field name used by [`CoreError`].
-    fn column_for(&self, core_field: &str) -> &'static str {
+    /// The file's column name for a field name used by [`CoreError`] (the
+    /// timing columns, which only Tessera's format has, by their own name).
+    fn column_for(&self, core_field: &'static str) -> &'static str {
         match core_field {
             "size_gpcs" => self.size_gpcs,
             "batch" => self.batch,
@@ -42,6 +45,7 @@ impl PointColumns {
             "memory_gb" => self.memory,
             "throughput_low_rps" => self.throughput_low,
             "latency_high_ms" => self.latency_high,
+            timing @ ("latency_p50_ms" | "latency_p99_ms" | "dispatch_gap_ms" | "serving_slowdown") => timing,
             _ => "row",
         }
     }
@@ -62,6 +66,8 @@ pub(crate) struct PointRow {
     pub memory_gb: Option<f64>,
     /// Measured, or predicted with its bounds.
     pub source: PointSource,
+    /// What was measured of its batch times beside their mean.
+    pub timing: BatchTiming,
 }
 
 /// The rows of one (GPU model, model) profile being read from one file.
@@ -107,6 +113,7 @@ impl ProfileRows {
     /// Validates and adds one feasible row.
     pub fn push(&mut self, row: PointRow) -> Result<(), StoreError> {
         let point = ProfilePoint::new(row.config, row.throughput_rps, row.latency_ms, row.memory_gb)
+            .and_then(|point| point.with_timing(row.timing))
             .and_then(|point| SourcedPoint::new(point, row.source))
             .map_err(|error| self.domain(row.line, self.column_of(&error), error))?;
         self.claim(row.line, row.config)?;

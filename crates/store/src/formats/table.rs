@@ -227,6 +227,14 @@ impl<'a> Cell<'a> {
         self.text.parse().map_err(|_| self.error(format!("expected a whole number, got '{}'", self.text)))
     }
 
+    /// A finite number (its range is the domain's to check).
+    pub fn number(&self) -> Result<f64, StoreError> {
+        match self.text.parse::<f64>() {
+            Ok(value) if value.is_finite() => Ok(value),
+            _ => Err(self.error(format!("expected a number, got '{}'", self.text))),
+        }
+    }
+
     /// A finite number that is zero or more.
     pub fn non_negative(&self) -> Result<f64, StoreError> {
         match self.text.parse::<f64>() {
