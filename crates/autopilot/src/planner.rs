@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use tessera_core::slo::DEFAULT_PERCENTILE;
+use tessera_core::text::percent;
 use tessera_core::{GpuAssignment, Plan, ServiceReport, ServiceSlo};
 use tessera_plan::{
     plan, Arrivals, GpuPosition, Inventory, PlanError, PlanInputs, PlanOptions, PlanRequest, Planned, ReplanFrom,
@@ -143,16 +144,21 @@ impl Planner {
     }
 
     /// The services `plan` is predicted to leave short of their SLOs at
-    /// `rates_rps` (each at least [`MIN_PLAN_RATE_RPS`]), each with the
-    /// words why, in the services' order (`None`: met). Under Poisson
-    /// arrivals the serving model predicts each service's share within
-    /// its SLO exactly, at the profiled speed (a running plan may spend
-    /// its robustness margin on traffic before a scale-up); under another
-    /// arrival model, which has no closed form, a service falls short
-    /// above its capacity in the plan (each segment's capacity was
-    /// searched for under that model with the request simulator). A
-    /// service the plan does not serve falls short.
-    pub fn shortfalls(&self, plan: &Plan, rates_rps: &[f64]) -> Result<Vec<Option<String>>, ServingError> {
+    /// `rates_rps` (each at least [`MIN_PLAN_RATE_RPS`]) with every batch
+    /// `slowdown` slower than profiled, each with the words why, in the
+    /// services' order (`None`: met). Under Poisson arrivals the serving
+    /// model predicts each service's share within its SLO exactly; under
+    /// another arrival model, which has no closed form, a service falls
+    /// short above its capacity in the plan (each segment's capacity was
+    /// searched for under that model with the request simulator, with the
+    /// plan's margin, whatever `slowdown`). A service the plan does not
+    /// serve falls short.
+    pub fn shortfalls(
+        &self,
+        plan: &Plan,
+        rates_rps: &[f64],
+        slowdown: f64,
+    ) -> Result<Vec<Option<String>>, ServingError> {
         let floored: Vec<f64> = rates_rps.iter().map(|rate| rate.max(MIN_PLAN_RATE_RPS)).collect();
         let arrivals = self.arrivals();
         if arrivals != ArrivalModel::Poisson {
@@ -171,13 +177,16 @@ impl Planner {
         }
         let mut attainment = vec![0.0; self.services().len()];
         if let Some((system, indices)) = self.system_at(plan, &floored)? {
+            let system = system.slowed_by(slowdown);
             for (served, &index) in indices.iter().enumerate() {
                 attainment[index] = system.predicted_attainment(served)?;
             }
         }
+        let slower = if slowdown > 0.0 { format!(", every batch {} slower", percent(slowdown)) } else { String::new() };
         let shortfalls = self.services().iter().zip(&attainment).zip(&floored).map(|((slo, &predicted), rate_rps)| {
             (predicted < slo.percentile / 100.0).then(|| {
-                format!("{} at {rate_rps:.1} req/s: {:.2}% < {}%", slo.service, predicted * 100.0, slo.percentile)
+                let (service, attained) = (&slo.service, predicted * 100.0);
+                format!("{service} at {rate_rps:.1} req/s{slower}: {attained:.2}% < {}%", slo.percentile)
             })
         });
         Ok(shortfalls.collect())
@@ -217,19 +226,26 @@ mod tests {
         let options = PlanOptions { arrivals: Some(Arrivals::Model(cv2.clone())), ..PlanOptions::default() };
         let bursty = Planner::new(inputs, PlanSettings { options, target: None });
         assert_eq!(bursty.arrivals(), cv2);
-        assert!(bursty.shortfalls(&plan, &rates).unwrap().iter().all(Option::is_none));
+        assert!(bursty.shortfalls(&plan, &rates, 0.0).unwrap().iter().all(Option::is_none));
         let first = &poisson.services()[0].service;
         let capacity_rps = plan.services.iter().find(|report| &report.service == first).unwrap().provisioned_rps;
         let mut over = rates.clone();
         over[0] = capacity_rps * 1.01;
-        let shortfalls = bursty.shortfalls(&plan, &over).unwrap();
+        let shortfalls = bursty.shortfalls(&plan, &over, 0.0).unwrap();
         let words = shortfalls[0].as_deref().expect("above its capacity");
         assert!(words.contains("above its capacity") && words.contains("under cv=2 arrivals"), "{words}");
         assert!(shortfalls[1..].iter().all(Option::is_none), "{shortfalls:?}");
-        // Under Poisson the serving model judges at the profiled speed:
-        // well past the (margined) capacity the percentile is missed.
+        // Under Poisson the serving model judges at the speed asked: well
+        // past the (margined) capacity the percentile is missed; at the
+        // capacity it is met at the plan's margin, and missed well beyond.
         over[0] = capacity_rps * 1.3;
-        let judged = poisson.shortfalls(&plan, &over).unwrap();
+        let judged = poisson.shortfalls(&plan, &over, 0.0).unwrap();
         assert!(judged[0].as_deref().is_some_and(|words| words.contains('<')), "{judged:?}");
+        let margin = plan.margin.expect("plans record their margin");
+        over[0] = capacity_rps;
+        assert!(poisson.shortfalls(&plan, &over, margin).unwrap()[0].is_none());
+        let slower = poisson.shortfalls(&plan, &over, margin + 0.1).unwrap();
+        let words = slower[0].as_deref().expect("short with every batch much slower");
+        assert!(words.contains("every batch 16% slower"), "{words}");
     }
 }

@@ -51,7 +51,10 @@ fn up_and_down_the_autopilot_follows_demand_within_slo_and_without_loss() {
     let traffic = ramp(&inputs, 3.0);
     let report = day(&inputs, &traffic, 6.0);
     let (autopilot, fixed, scratch) = (&report.autopilot.totals, &report.static_peak.totals, &report.scratch.totals);
-    assert!(autopilot.gpu_hours < 0.9 * fixed.gpu_hours, "{} vs {}", autopilot.gpu_hours, fixed.gpu_hours);
+    // The keep test holds the plan's margin as the static plan does: 32.6
+    // GPU-hours against 36 when this was written (30.4 when it judged at
+    // the profiled speed only).
+    assert!(autopilot.gpu_hours < 0.92 * fixed.gpu_hours, "{} vs {}", autopilot.gpu_hours, fixed.gpu_hours);
     assert!(autopilot.worst_service_attainment.unwrap() >= 0.99, "{autopilot:?}");
     assert_eq!(autopilot.requests_lost, 0.0);
     assert!(autopilot.gpus_reconfigured < scratch.gpus_reconfigured, "{autopilot:?} {scratch:?}");

@@ -47,6 +47,26 @@ fn the_json_has_the_issues_fields_and_every_hour_of_every_strategy() {
 }
 
 #[test]
+fn a_day_on_slower_gpus_decides_the_same_and_serves_worse() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let day = |slowdown: &str| -> Value {
+        let output = short_day(&["--diurnal", "--format", "json", "--slowdown", slowdown], &store);
+        assert!(output.status.success(), "{}", stderr(&output));
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let (profiled, slower) = (day("0"), day("0.3"));
+    assert_eq!(profiled["gpu_hours"], slower["gpu_hours"], "the autopilot decides with the profiles");
+    let attainment = |day: &Value| day["attainment"].as_f64().unwrap();
+    assert!(attainment(&slower) < attainment(&profiled), "{} vs {}", attainment(&slower), attainment(&profiled));
+    fails_with(
+        &[&SHORT[..], &["0.5", "--diurnal", "--slowdown", "-1"]].concat(),
+        &store,
+        &["slowdown: -1 is not a share in (-1, 10]"],
+    );
+}
+
+#[test]
 fn the_table_compares_the_strategies_and_judges_the_goals() {
     let dir = TempDir::new().unwrap();
     let store = store_in(&dir);

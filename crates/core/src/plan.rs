@@ -210,6 +210,18 @@ pub struct ServiceReport {
 /// below: a tolerance this close under a margin may be the margin itself.
 pub const TOLERANCE_PRECISION: f64 = 1e-3;
 
+/// The slowdowns a service's tolerance is searched among: from twice as
+/// fast to three times as slow as profiled. A tolerance at the top means
+/// at least that much.
+pub const TOLERANCE_RANGE: (f64, f64) = (-0.5, 2.0);
+
+/// A tolerance as a signed percentage of batch time: `+5.8%`, `-1.2%`,
+/// `≥ +200.0%` at the top of [`TOLERANCE_RANGE`].
+pub fn tolerance_text(tolerance: f64) -> String {
+    let at_top = tolerance >= TOLERANCE_RANGE.1;
+    format!("{}{:+.1}%", if at_top { "≥ " } else { "" }, 100.0 * tolerance)
+}
+
 impl ServiceReport {
     /// Whether the service bears every batch `margin` slower than profiled
     /// (its tolerance reaches the margin, to [`TOLERANCE_PRECISION`]);
@@ -266,5 +278,18 @@ impl Plan {
     /// Total compute slices used by the plan's instances.
     pub fn compute_slices_used(&self) -> u32 {
         self.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| u32::from(instance.size)).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tolerance_at_the_top_of_the_searched_range_says_at_least() {
+        assert_eq!(tolerance_text(0.058), "+5.8%");
+        assert_eq!(tolerance_text(-0.012), "-1.2%");
+        assert_eq!(tolerance_text(TOLERANCE_RANGE.1), "≥ +200.0%");
+        assert_eq!(tolerance_text(1.999), "+199.9%");
     }
 }

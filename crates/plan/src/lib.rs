@@ -234,6 +234,5 @@ pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MA
 pub use replan::{align_to, reseat, GpuPosition};
 pub use service_check::ServiceCheck;
 pub use strategy::Strategy;
-pub use tolerance::TOLERANCE_RANGE;
 pub use verification::{verify_plan, CheckOptions, Finding, Verification};
 pub use verify::{check_structure, verify, verify_structure, InstanceRef, VerifyRequest, Violation};

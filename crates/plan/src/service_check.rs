@@ -46,7 +46,7 @@ pub struct ServiceCheck {
     /// largest uniform slowdown of its batches (a share of their profiled
     /// latency: 0.05 is 5% slower) at which every segment of it still
     /// meets its percentile SLO at the rate routed to it; negative when it
-    /// misses at the profiled speed. Searched in [`crate::TOLERANCE_RANGE`] to
+    /// misses at the profiled speed. Searched in [`tessera_core::plan::TOLERANCE_RANGE`] to
     /// within 0.1%.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tolerance: Option<f64>,

@@ -3,14 +3,11 @@
 //! the offered load of its busiest segment. The planner records both in a
 //! plan's service reports; `verify` recomputes them.
 
+use tessera_core::plan::TOLERANCE_RANGE;
 use tessera_core::ServiceSlo;
 use tessera_serving::{analytic, SegmentShape};
 
 use crate::judge::PREDICTION_TOLERANCE;
-
-/// The slowdowns a service's tolerance is searched among: from twice as
-/// fast to three times as slow as profiled.
-pub const TOLERANCE_RANGE: (f64, f64) = (-0.5, 2.0);
 
 /// The tolerance of `slo`'s segments (each with its shape as profiled and
 /// the rate routed to it): the smallest over its segments with traffic of

@@ -36,7 +36,7 @@ fn plan_with_defaults(services: Vec<ServiceSlo>, catalog: &ProfileCatalog) -> Pl
     let tolerances: Vec<f64> = checked.by_service.iter().map(|check| check.tolerance.unwrap()).collect();
     let least = tolerances.iter().copied().fold(f64::INFINITY, f64::min);
     assert!(least >= check.margin - 1e-3, "tolerances {tolerances:?} below the margin {}", check.margin);
-    if least < tessera_plan::TOLERANCE_RANGE.1 {
+    if least < tessera_core::plan::TOLERANCE_RANGE.1 {
         let beyond = tessera_plan::CheckOptions { margin: Some(least + 0.01), ..tessera_plan::CheckOptions::default() };
         assert!(!tessera_plan::verify_plan(&planned, &inputs, beyond).unwrap().ok, "a margin past {least} fails");
     }

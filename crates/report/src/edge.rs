@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use tessera_core::plan::tolerance_text;
 use tessera_core::text::{counted, escape_xml};
 use tessera_core::{Plan, ServiceReport};
 
@@ -62,11 +63,6 @@ fn summary(margin: Option<f64>, below: usize, of: usize) -> String {
     format!(
         "{promise} {bearing} Tolerance: the largest slowdown of its batches a service bears and still meets its SLO."
     )
-}
-
-/// A tolerance as a signed percentage of batch time: `+7.1%`.
-pub(crate) fn tolerance_text(tolerance: f64) -> String {
-    format!("{:+.1}%", 100.0 * tolerance)
 }
 
 #[cfg(test)]

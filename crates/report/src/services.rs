@@ -11,7 +11,7 @@ use std::fmt::Write;
 use tessera_core::text::escape_xml;
 use tessera_core::{Plan, ServiceReport};
 
-use crate::edge::tolerance_text;
+use tessera_core::plan::tolerance_text;
 
 /// Rows in one block of the table.
 pub(crate) const ROWS_PER_BLOCK: usize = 250;

@@ -11,7 +11,10 @@
 //!    still running (by the [`Transition`]'s timing), it holds.
 //! 3. **Keep while the plan holds.** The plan is kept while the serving
 //!    model predicts every service's share of requests within its SLO at
-//!    its forecast rate times `1 + keep_headroom` to reach its percentile.
+//!    its forecast rate times `1 + keep_headroom` to reach its percentile,
+//!    and, for a plan with a robustness margin, at its forecast with every
+//!    batch that margin slower: the plan bears traffic above the forecast
+//!    or a GPU slower than profiled, either alone.
 //! 4. **Scale up early.** When a service falls short there, the controller
 //!    first tries a swap: the replan with the fewest reconfigurations for
 //!    each short service as below and every other at what rule 3 asks of
@@ -84,7 +87,7 @@ mod decision;
 
 use std::collections::VecDeque;
 
-use tessera_core::text::count;
+use tessera_core::text::{count, percent};
 use tessera_core::{Plan, ServiceSlo};
 use tessera_plan::PlanInputs;
 
@@ -309,7 +312,17 @@ impl Controller {
         let capacities_rps = self.replanner().capacities_rps(&running);
         self.track_spare_capacity(time_s, &capacities_rps, &forecast_rps);
         let keep_rps = scaled(&forecast_rps, 1.0 + self.config.keep_headroom);
-        let shortfalls = match self.planner.shortfalls(&running, &keep_rps) {
+        let margin = running.margin.unwrap_or(0.0);
+        // Traffic above the forecast, or a GPU slower than profiled: the
+        // plan must bear either alone.
+        let shortfalls = self.planner.shortfalls(&running, &keep_rps, 0.0).and_then(|faster| {
+            let slower = match margin > 0.0 {
+                true => self.planner.shortfalls(&running, &forecast_rps, margin)?,
+                false => vec![None; faster.len()],
+            };
+            Ok(faster.into_iter().zip(slower).map(|(faster, slower)| faster.or(slower)).collect::<Vec<_>>())
+        });
+        let shortfalls = match shortfalls {
             Ok(shortfalls) => shortfalls,
             Err(error) => return (Action::Hold, format!("holding: the serving model cannot judge the plan: {error}")),
         };
@@ -323,8 +336,8 @@ impl Controller {
             return self.consider_scale_down(time_s, &running, &down_rps, &plan_rps);
         }
         let why = format!(
-            "predicted within SLO at the forecast +{:.0}%: {}",
-            self.config.keep_headroom * 100.0,
+            "predicted within SLO {}: {}",
+            self.keep_test(margin),
             short.iter().map(|(_, words)| words.as_str()).collect::<Vec<_>>().join("; ")
         );
         let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
@@ -444,6 +457,17 @@ impl Controller {
         }
     }
 
+    /// What the keep test asks, in words: the forecast plus the keep
+    /// headroom at the profiled speed and, for a plan with a margin, the
+    /// forecast with every batch that much slower.
+    fn keep_test(&self, margin: f64) -> String {
+        let faster = format!("at the forecast +{:.0}%", self.config.keep_headroom * 100.0);
+        match margin > 0.0 {
+            true => format!("{faster} and at the forecast with every batch {} slower", percent(margin)),
+            false => faster,
+        }
+    }
+
     /// Every service holds at the forecast: scale down to `down_rps` (see
     /// [`Controller::scale_down_rates`]) when a replan has released enough
     /// for long enough, else keep.
@@ -456,8 +480,8 @@ impl Controller {
     ) -> (Action, String) {
         let threshold = self.config.scale_down_min_gpus as usize;
         let holds = format!(
-            "keeping: every service predicted within its SLO at the forecast +{:.0}%",
-            self.config.keep_headroom * 100.0
+            "keeping: every service predicted within its SLO {}",
+            self.keep_test(running.margin.unwrap_or(0.0))
         );
         let estimate = self.replanner().estimated_gpus(running, down_rps);
         let hold_ago = self.estimate_hold_ago(time_s, estimate);

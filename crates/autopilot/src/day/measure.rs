@@ -63,13 +63,23 @@ pub struct Sampling {
     pub max_requests: u64,
     /// The seed of the windows' arrivals.
     pub seed: u64,
+    /// Every batch of the GPUs serving the day this share slower than
+    /// profiled (0.05: 5% slower; 0: as profiled).
+    pub slowdown: f64,
 }
 
 impl Default for Sampling {
     /// [`DEFAULT_WINDOW_S`] after [`DEFAULT_WARMUP_S`], at most
-    /// [`DEFAULT_MAX_REQUESTS`] measured per service, seed 0.
+    /// [`DEFAULT_MAX_REQUESTS`] measured per service, seed 0, GPUs as fast
+    /// as profiled.
     fn default() -> Self {
-        Sampling { window_s: DEFAULT_WINDOW_S, warmup_s: DEFAULT_WARMUP_S, max_requests: DEFAULT_MAX_REQUESTS, seed: 0 }
+        Sampling {
+            window_s: DEFAULT_WINDOW_S,
+            warmup_s: DEFAULT_WARMUP_S,
+            max_requests: DEFAULT_MAX_REQUESTS,
+            seed: 0,
+            slowdown: 0.0,
+        }
     }
 }
 
@@ -88,6 +98,8 @@ impl Sampling {
         if self.max_requests == 0 {
             return Err(AutopilotError::invalid("max_requests", "a window must measure at least one request"));
         }
+        // The simulator's own check of the slowdown, before any is run.
+        SimulationOptions { slowdown: self.slowdown, ..SimulationOptions::default() }.validate()?;
         Ok(())
     }
 
@@ -249,12 +261,13 @@ fn simulate_piece(
                 seconds: warmup_s + window_s,
                 warmup_s,
                 seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),
+                slowdown: sampling.slowdown,
                 ..SimulationOptions::default()
             };
             let report = simulate(&alone, &options)?;
             let outcome = &report.services[0];
             let share = match outcome.requests {
-                0 => alone.predicted_attainment(0)?,
+                0 => alone.slowed_by(sampling.slowdown).predicted_attainment(0)?,
                 requests => outcome.within_slo as f64 / requests as f64,
             };
             Ok((index, share, report.requests_simulated))

@@ -87,6 +87,12 @@ pub struct AutopilotSimulateArgs {
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub sample_seed: u64,
 
+    /// Serve the day on GPUs slower than profiled: every batch this share
+    /// slower (0.05: 5% slower). The autopilot still decides with the
+    /// profiles; default: the profiled speed.
+    #[arg(long, value_name = "SHARE", default_value_t = tessera_autopilot::Sampling::default().slowdown, allow_negative_numbers = true)]
+    pub slowdown: f64,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,

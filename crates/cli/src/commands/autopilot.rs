@@ -87,6 +87,7 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
             warmup_s: args.warmup_s,
             max_requests: args.window_requests,
             seed: args.sample_seed,
+            slowdown: args.slowdown,
         },
     };
     let report = run_day(&request)?;

@@ -136,20 +136,13 @@ fn services_table(checked: &Verification) -> String {
         row.push(check.worst_latency_ms.map_or_else(|| "-".to_string(), |ms| number(ms, 1)));
         if predicted {
             row.push(check.predicted_attainment.map_or_else(|| "-".to_string(), |a| format!("{:.2}%", 100.0 * a)));
-            row.push(check.tolerance.map_or_else(|| "-".to_string(), tolerance_words));
+            row.push(check.tolerance.map_or_else(|| "-".to_string(), tessera_core::plan::tolerance_text));
             row.push(check.busiest_load.map_or_else(|| "-".to_string(), |load| number(load, 2)));
         }
         row.push(if check.met { "yes" } else { "NO" }.to_string());
         table.row(row);
     }
     table.render()
-}
-
-/// A tolerance as a signed percentage of batch time: `+5.8%`, `-1.2%`,
-/// `≥ +200%` at the top of the searched range.
-fn tolerance_words(tolerance: f64) -> String {
-    let at_top = tolerance >= tessera_plan::TOLERANCE_RANGE.1;
-    format!("{}{:+.1}%", if at_top { "≥ " } else { "" }, 100.0 * tolerance)
 }
 
 /// The rule a check was made under, and its arrival model and margin where
