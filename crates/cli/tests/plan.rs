@@ -545,6 +545,33 @@ fn tessera_within(args: &[&str], store: &Path, seconds: u64) -> std::process::Ou
 /// A service at 1e3 to 1e15 req/s gets a plan or a one-line error naming it
 /// and the GPU ceiling, quickly and in bounded memory (1e10 used to run for
 /// minutes, 3e10 to exhaust memory and 1e12 to blame the latency SLO).
+/// An SLO of billions of full batches, or a profiled latency of 1e-300 ms,
+/// plans at once (these searches ran without end, past `--time-limit`).
+#[test]
+fn absurd_slos_and_latencies_plan_at_once() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    for slo_ms in ["1e8", "1e20", "1e300"] {
+        let slo = dir.path().join("far.csv");
+        std::fs::write(&slo, format!("service,model,rate_rps,latency_ms\nsearch,bert-base,100,{slo_ms}\n")).unwrap();
+        let output =
+            tessera_within(&["plan", "--demo", "--slo", slo.to_str().unwrap(), "--time-limit", "1"], &store, 60);
+        assert!(output.status.success(), "{slo_ms}: {}", stderr(&output));
+        assert!(stdout(&output).contains("1 GPU"), "{slo_ms}: {}", stdout(&output));
+    }
+    let profiles = dir.path().join("tiny.csv");
+    std::fs::write(
+        &profiles,
+        "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms\na100-80gb,m,1,8,1,666,1e-300\n",
+    )
+    .unwrap();
+    let slo = dir.path().join("slo.csv");
+    std::fs::write(&slo, "service,model,rate_rps,latency_ms\nshop,m,300,40\n").unwrap();
+    let args = ["plan", "--profiles", profiles.to_str().unwrap(), "--slo", slo.to_str().unwrap(), "--time-limit", "1"];
+    let output = tessera_within(&args, &store, 60);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
 #[test]
 fn huge_rates_get_a_plan_or_the_ceiling_error() {
     let dir = TempDir::new().unwrap();

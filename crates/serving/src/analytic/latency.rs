@@ -24,7 +24,7 @@
 //! `m_miss`, `m_p` or `q` change and taken by Gauss–Legendre rules on pieces
 //! a few arrivals long, where the integrand is smooth.
 
-use super::chain::Stationary;
+use super::chain::{Stationary, MAX_CARRIES};
 use super::poisson::{survival, Poisson};
 use super::process::Process;
 
@@ -100,9 +100,15 @@ pub(crate) fn miss_probability_at(
     if t_ms < first {
         return 1.0;
     }
+    // Beyond four full batches past the table's last state (MAX_CARRIES
+    // carried; the rest counts as late whatever t), P(T > t) falls only
+    // through states at the table's very end: t is taken no larger
+    // (conservative), and a larger one (an SLO of a billion batches)
+    // would overflow the band arithmetic.
+    let t_ms = t_ms.min(first + full * (MAX_CARRIES / batch + 4) as f64);
     // Requests in band >= surely_late miss whatever the batch and elapsed time.
     let surely_late = ((t_ms - first) / full).ceil().max(0.0) as usize;
-    let carries = surely_late * batch;
+    let carries = surely_late.saturating_mul(batch);
     let lambda = chain.lambda();
     let levels = process.levels();
     let mut late_ms = 0.0;

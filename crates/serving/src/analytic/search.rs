@@ -141,7 +141,12 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
     let batch = process.batch() as f64;
     let full = process.full_ms();
     let theta = -late.ln() * full / (batch * (t_ms - process.allowance_ms() - full).max(0.5 * full));
-    let guess = (theta / theta.exp_m1()).clamp(0.3, 1.0 - 1e-9);
+    // No load above 1 - CAPACITY_TOLERANCE is tried: a segment that meets
+    // its SLO there has its capacity within the tolerance of it (none is
+    // above the full-batch throughput), and loads closer to full need ever
+    // longer tables (an SLO of a billion batches would never finish).
+    let y_max = -CAPACITY_TOLERANCE.ln();
+    let guess = (theta / theta.exp_m1()).clamp(0.3, rho_of(y_max));
     // Then outwards, by secant steps (at least 0.35 and at most 3 in y),
     // until the root is bracketed.
     let mut y = -(1.0 - guess).ln();
@@ -153,16 +158,16 @@ pub(crate) fn capacity_per_ms(process: &Process, late: f64, t_ms: f64) -> f64 {
             (high, g_high) = (y, value);
         } else {
             (low, g_low) = (y, value);
+            if y >= y_max {
+                return rho_of(y) * full_rate;
+            }
         }
         if !low.is_nan() && !high.is_nan() {
             break;
         }
-        let next = if y + step <= 0.0 { 0.25 * y } else { y + step };
+        let next = if y + step <= 0.0 { 0.25 * y } else { (y + step).min(y_max) };
         if rho_of(next) < 1e-12 {
             return 0.0;
-        }
-        if rho_of(next) >= 1.0 {
-            return rho_of(low) * full_rate;
         }
         let next_value = g(next);
         // The secant through the last two points, kept moving the same way.

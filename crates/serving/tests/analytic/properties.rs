@@ -264,3 +264,20 @@ fn a_spread_of_batch_times_lengthens_every_latency_by_its_allowance() {
     assert!(tolerated < tolerance(&shape, 600.0, 99.0, 60.0, (-0.5, 2.0)).unwrap());
     assert!(shape.with_p99_ratio(0.99).unwrap_err().to_string().starts_with("p99_ratio:"));
 }
+
+#[test]
+fn absurd_slos_answer_within_the_tolerance_of_full_throughput() {
+    // SLOs of up to 1e300 ms (these searches never ended) and a batch of
+    // 1e-300 ms: capacities just under the full-batch throughput, met.
+    let shape = SegmentShape::new(2, vec![(1, 5.0), (4, 8.0), (8, 12.0)]).unwrap();
+    let full = shape.throughput_rps();
+    for slo_ms in [1e6, 1e12, 1e20, 1e300] {
+        let capacity = capacity_rps(&shape, 99.0, slo_ms).unwrap();
+        assert!(capacity <= full && capacity >= full * (1.0 - 2e-3), "{slo_ms}: {capacity} of {full}");
+        assert!(meets_percentile(&shape, capacity, 99.0, slo_ms).unwrap(), "{slo_ms}");
+        assert!(percentile_latency_ms(&shape, capacity, 99.0).unwrap() > 12.0);
+    }
+    let tiny = SegmentShape::new(1, vec![(8, 1e-300)]).unwrap();
+    let capacity = capacity_rps(&tiny, 99.0, 40.0).unwrap();
+    assert!(capacity.is_finite() && capacity >= tiny.throughput_rps() * (1.0 - 2e-3), "{capacity}");
+}
