@@ -173,7 +173,7 @@ pub fn partial_batch_profiles(
 /// Reads a plan file and refuses it when the verifier's structural checks
 /// (the MIG lattice, the fleet) find fault with it, with their reasons on
 /// one line; no profiles are needed. What `k8s export`, `k8s apply`,
-/// `report` and `deploy` read.
+/// `report`, `deploy`, `diff` and `simulate serve` read.
 pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
     let plan = tessera_store::read_plan_file(path, None)?;
     tessera_plan::check_structure(&plan).with_context(|| path.display().to_string())?;

@@ -91,6 +91,31 @@ fn verify_reports_every_violation_of_a_tampered_plan() {
     assert!(report.contains("violation: node 0 gpu 3: ") && report.contains("provisioned"), "{report}");
 }
 
+/// A plan the hardware could not hold (a 4g moved onto a start its profile
+/// cannot use) is refused by every command that reads one, not only by
+/// `verify`: `simulate serve` and `diff` reported on it as if it ran.
+#[test]
+fn commands_that_read_a_plan_refuse_one_the_hardware_cannot_hold() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let good = dir.path().join("good.json");
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", good.to_str().unwrap()], &store).status.success());
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&good).unwrap()).unwrap();
+    let gpu = plan["gpus"].as_array().unwrap().iter().position(|gpu| gpu["instances"][0]["size"] == 4).unwrap();
+    plan["gpus"][gpu]["instances"][0]["start"] = serde_json::json!(1);
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let (good, bad) = (good.to_str().unwrap(), bad.to_str().unwrap());
+    for args in [
+        vec!["simulate", "serve", bad, "--demo", "--seconds", "5"],
+        vec!["diff", good, bad],
+        vec!["diff", bad, good, "--steps"],
+        vec!["report", bad, "-o", "-"],
+    ] {
+        fails_with(&args, &store, &["bad.json", "cannot start at memory slice 1"]);
+    }
+}
+
 #[test]
 fn parvagpu_csv_output_uses_parvagpu_deployment_columns() {
     let dir = TempDir::new().unwrap();

@@ -3,18 +3,18 @@
 use anyhow::Result;
 use tessera_core::text::count;
 use tessera_core::{diff_plans, transition_steps, DiffTotals, GpuChange, Plan, PlanDiff, Step};
-use tessera_store::read_plan_file;
 
 use crate::args::{DiffArgs, ListFormat};
+use crate::inputs::read_sound_plan;
 use crate::output::{emit, is_stdout, out, outln};
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
 
 pub fn run(args: &DiffArgs) -> Result<()> {
     // Plan files written by `tessera plan` record their GPU models and need
-    // no profiles; a ParvaGPU map (which needs them) is refused by the reader.
-    let read = |path: &std::path::Path| read_plan_file(path, None);
-    let (old, new) = (read(&args.old)?, read(&args.new)?);
+    // no profiles; a ParvaGPU map (which needs them) is refused by the
+    // reader, a plan the hardware could not hold by the structural checks.
+    let (old, new) = (read_sound_plan(&args.old)?, read_sound_plan(&args.new)?);
     let diff = diff_plans(&old, &new);
     let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
     if let Some(picture) = &args.picture {

@@ -122,7 +122,7 @@ pub fn simulate_plan(plan: &Plan, catalog: Option<&ProfileCatalog>, options: &Si
 
 /// `tessera simulate serve`.
 pub fn run(args: &SimulateServeArgs, store: Option<&Path>) -> Result<()> {
-    let plan = tessera_store::read_plan_file(&args.plan, None)?;
+    let plan = inputs::read_sound_plan(&args.plan)?;
     let options = options(&args.traffic, &plan)?;
     let catalog = inputs::partial_batch_profiles(args.profiles.as_deref(), args.demo, args.gpu, store)?;
     let mut options = options;
