@@ -9,8 +9,9 @@ use super::parse_seconds;
 /// `tessera serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Where to listen. A loopback address unless --allow-remote.
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDRESS:PORT")]
+    /// Where to listen: an address or a host name (`localhost:8080`, its
+    /// first address). A loopback address unless --allow-remote.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDRESS:PORT", value_parser = parse_listen)]
     pub listen: std::net::SocketAddr,
     /// A file whose first line is the API token (at least 16 characters);
     /// without it, the TESSERA_TOKEN environment variable. Requests that
@@ -33,4 +34,27 @@ pub struct ServeArgs {
     /// Largest request body, MiB.
     #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_body_mib: u32,
+}
+
+/// A listen address: `ADDRESS:PORT`, or `HOST:PORT` resolved to the host's
+/// first address.
+fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let mut resolved = text.to_socket_addrs().map_err(|error| format!("not ADDRESS:PORT or HOST:PORT ({error})"))?;
+    resolved.next().ok_or_else(|| format!("{text} resolves to no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listen_address_may_name_its_host() {
+        assert_eq!(parse_listen("127.0.0.1:8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert!(parse_listen("localhost:8080").unwrap().ip().is_loopback());
+        assert!(parse_listen("localhost").unwrap_err().starts_with("not ADDRESS:PORT or HOST:PORT"));
+    }
 }

@@ -376,6 +376,10 @@ mod tests {
         assert!(message.contains("broken.json: not a Tessera plan: EOF while parsing a value at line 2"), "{message}");
         let message = read_plan_file(&dir.path().join("absent.json"), None).unwrap_err().to_string();
         assert!(message.ends_with("absent.json: No such file or directory (os error 2)"), "{message}");
+        for (name, bytes) in [("empty.json", &b""[..]), ("blank.csv", b"\xef\xbb\xbf \n\n")] {
+            let message = error_of(name, bytes);
+            assert!(message.contains(&format!("{name}: not a Tessera plan: the file is empty")), "{message}");
+        }
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub struct MapProfiles<'a> {
 pub fn read_plan_file(path: &Path, map_profiles: Option<MapProfiles<'_>>) -> Result<Plan, StoreError> {
     let bytes = std::fs::read(path).map_err(|cause| StoreError::io(path, cause))?;
     let text_start = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    if text_start.iter().all(u8::is_ascii_whitespace) {
+        return Err(StoreError::PlanFormat {
+            path: path.to_path_buf(),
+            detail: "the file is empty (expected a plan: JSON from `tessera plan --format json`, or its CSV)".into(),
+        });
+    }
     if matches!(text_start.iter().find(|byte| !byte.is_ascii_whitespace()), Some(b'{' | b'[')) {
         return parse_plan_json(path, &bytes);
     }
