@@ -163,7 +163,11 @@ pub fn aggregate_report(text: &str, source: &str) -> Result<[f64; 6], GpuError> 
             return Err(error(
                 number,
                 "row",
-                format!("{} fields where the header (line {header_line}) has {}", fields.len(), header.len()),
+                format!(
+                    "{} where the header (line {header_line}) has {}",
+                    tessera_core::text::count(fields.len(), "field"),
+                    header.len()
+                ),
             ));
         }
         let Some(&metric) = NCU_METRICS.iter().find(|m| **m == fields[metric_column]) else {

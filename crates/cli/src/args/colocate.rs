@@ -104,7 +104,7 @@ pub enum ColocateCommand {
         /// groups are all scored; beyond that a beam search ranks them
         /// (partners added one at a time, the 256 best partial groups
         /// kept), which is not exhaustive and says so.
-        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
+        #[arg(long, default_value_t = 2, value_parser = parse_group_size)]
         group_size: u64,
         #[command(flatten)]
         source: ColocationSource,
@@ -160,5 +160,27 @@ fn parse_gigabytes(value: &str) -> Result<f64, String> {
     match value.parse::<f64>() {
         Ok(gb) if gb.is_finite() && gb > 0.0 => Ok(gb),
         _ => Err(format!("expected a positive number of GB, got '{value}'")),
+    }
+}
+
+/// A group size: a whole number of workloads, at least 2 (the target and
+/// one partner).
+fn parse_group_size(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(size) if size >= 2 => Ok(size),
+        Ok(size) => Err(format!("{size} workloads: a group holds the target and at least one partner (2 or more)")),
+        Err(_) => Err(format!("'{text}' is not a whole number of workloads")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_size_below_two_says_why() {
+        assert_eq!(parse_group_size("3"), Ok(3));
+        assert!(parse_group_size("1").unwrap_err().contains("at least one partner (2 or more)"));
+        assert!(parse_group_size("two").unwrap_err().contains("'two' is not a whole number"));
     }
 }

@@ -51,7 +51,7 @@ pub fn run(parvagpu: &Path, iterations: u32) -> Result<()> {
             ]);
         }
     }
-    outln!("a100-80gb, up to 5 processes, {iterations} runs each")?;
+    outln!("a100-80gb, up to 5 processes, {} each", tessera_core::text::count(iterations as usize, "run"))?;
     out!("{}", table.render())?;
     Ok(())
 }
