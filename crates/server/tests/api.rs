@@ -250,6 +250,13 @@ async fn the_colocation_and_simulation_pages_show_what_the_api_answers() {
     let simulated = client.post("/v1/simulate", &json!({"trace": trace, "scheduler": "fifo"})).await.unwrap();
     assert_eq!(simulated.status, 200, "{}", simulated.text());
     let makespan_ms = simulated.json()["makespan_ms"].as_f64().unwrap();
+    // Its defaults are the CLI's (tessera_sim's `Policies::default()`).
+    let defaults = tessera_sim::Policies::default();
+    let eviction = serde_json::to_value(defaults.eviction).unwrap().as_str().unwrap().to_lowercase();
+    let explicit = json!({"trace": trace, "scheduler": "fifo", "eviction": eviction,
+        "prefetch": defaults.prefetch.to_string(), "retention": "release"});
+    let spelled = client.post("/v1/simulate", &explicit).await.unwrap();
+    assert_eq!(spelled.json()["makespan_ms"].as_f64(), Some(makespan_ms), "{}", spelled.text());
     let page = client.get("/simulation").await.unwrap().text();
     assert!(page.contains(&format!("makespan {makespan_ms:.1} ms")), "{page}");
     let chart = &page[page.find("<div class=\"gantt\"><svg").expect("a chart")..];

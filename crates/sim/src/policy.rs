@@ -65,6 +65,19 @@ impl std::str::FromStr for Prefetch {
     }
 }
 
+impl std::fmt::Display for Prefetch {
+    /// As [`Prefetch`]'s `from_str` reads it: `none`, `passive`, `active`,
+    /// `lookahead:K`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Prefetch::None => write!(f, "none"),
+            Prefetch::Passive => write!(f, "passive"),
+            Prefetch::Active => write!(f, "active"),
+            Prefetch::Lookahead(k) => write!(f, "lookahead:{k}"),
+        }
+    }
+}
+
 /// What happens to a buffer after the last operation in the schedule that
 /// uses it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,4 +102,31 @@ pub struct Policies {
     pub prefetch: Prefetch,
     /// Fate of dead buffers.
     pub retention: Retention,
+}
+
+impl Default for Policies {
+    /// The policies every front end defaults to: Belady's victim (the
+    /// schedule is known, so the furthest next use is too), fetching the
+    /// next operation's buffers ahead (`lookahead:1`), and a finished
+    /// client's data released.
+    fn default() -> Policies {
+        Policies {
+            eviction: Eviction::Belady,
+            prefetch: Prefetch::Lookahead(1),
+            retention: Retention::ReleaseAfterLastUse,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefetch_policies_read_back_as_written() {
+        for prefetch in [Prefetch::None, Prefetch::Passive, Prefetch::Active, Prefetch::Lookahead(3)] {
+            assert_eq!(prefetch.to_string().parse::<Prefetch>(), Ok(prefetch));
+        }
+        assert_eq!(Policies::default().prefetch.to_string(), "lookahead:1");
+    }
 }

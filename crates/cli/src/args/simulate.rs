@@ -29,16 +29,16 @@ pub struct SimulateArgs {
     pub scheduler: SchedulerName,
 
     /// When to fetch data ahead: none, passive, active or lookahead:K.
-    #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+    #[arg(long, default_value_t = tessera_sim::Policies::default().prefetch, value_parser = parse_prefetch)]
     pub prefetch: tessera_sim::Prefetch,
 
     /// Which resident data leaves first.
-    #[arg(long, value_enum, default_value_t = Eviction::Belady)]
+    #[arg(long, value_enum, default_value_t = tessera_sim::Policies::default().eviction)]
     pub eviction: Eviction,
 
     /// What happens to a client's data after its last operation: released
     /// (like a finished process) or kept cached until evicted.
-    #[arg(long, value_enum, default_value_t = Retention::ReleaseAfterLastUse)]
+    #[arg(long, value_enum, default_value_t = tessera_sim::Policies::default().retention)]
     pub retention: Retention,
 
     /// Seed of the genetic algorithm.
@@ -119,13 +119,13 @@ pub enum SimulateCommand {
         #[arg(long, value_enum, default_value_t = SchedulerName::Greedy)]
         scheduler: SchedulerName,
         /// When to fetch data ahead: none, passive, active or lookahead:K.
-        #[arg(long, default_value = "lookahead:1", value_parser = parse_prefetch)]
+        #[arg(long, default_value_t = tessera_sim::Policies::default().prefetch, value_parser = parse_prefetch)]
         prefetch: tessera_sim::Prefetch,
         /// Which resident data leaves first.
-        #[arg(long, value_enum, default_value_t = Eviction::Belady)]
+        #[arg(long, value_enum, default_value_t = tessera_sim::Policies::default().eviction)]
         eviction: Eviction,
         /// What happens to a client's data after its last operation.
-        #[arg(long, value_enum, default_value_t = Retention::ReleaseAfterLastUse)]
+        #[arg(long, value_enum, default_value_t = tessera_sim::Policies::default().retention)]
         retention: Retention,
         /// The GPU (index, as nvidia-smi numbers them).
         #[arg(long, value_name = "INDEX")]

@@ -193,28 +193,20 @@ pub(crate) struct SimulateBody {
     /// `fifo`, `johnson`, `greedy`, `ga` or `exhaustive`.
     #[serde(default = "default_scheduler")]
     pub scheduler: String,
-    /// `none`, `passive`, `active` or `lookahead:K`.
-    #[serde(default = "default_prefetch")]
-    pub prefetch: String,
-    /// `lru` or `belady`.
-    #[serde(default = "default_eviction")]
-    pub eviction: String,
-    /// `release` (a finished client's data is freed) or `keep`.
-    #[serde(default = "default_retention")]
-    pub retention: String,
+    /// `none`, `passive`, `active` or `lookahead:K`; default `lookahead:1`.
+    #[serde(default)]
+    pub prefetch: Option<String>,
+    /// `lru` or `belady`; default `belady`, as the CLI's.
+    #[serde(default)]
+    pub eviction: Option<String>,
+    /// `release` (a finished client's data is freed) or `keep`; default
+    /// `release`.
+    #[serde(default)]
+    pub retention: Option<String>,
 }
 
 fn default_scheduler() -> String {
     "johnson".to_string()
-}
-fn default_prefetch() -> String {
-    "lookahead:1".to_string()
-}
-fn default_eviction() -> String {
-    "lru".to_string()
-}
-fn default_retention() -> String {
-    "release".to_string()
 }
 
 /// A client's completion.
@@ -272,16 +264,22 @@ pub(crate) async fn simulate_trace(
 fn run_simulation(body: &SimulateBody) -> Result<(SimulateResult, String), ApiError> {
     let invalid = |field: &str, message: String| ApiError::invalid(format!("field '{field}': {message}"));
     let trace = Trace::from_json(&body.trace.to_string()).map_err(|e| invalid("trace", e.to_string()))?;
-    let prefetch: Prefetch = body.prefetch.parse().map_err(|e| invalid("prefetch", e))?;
-    let eviction = match body.eviction.as_str() {
-        "lru" => Eviction::Lru,
-        "belady" => Eviction::Belady,
-        other => return Err(invalid("eviction", format!("unknown eviction policy '{other}' (lru, belady)"))),
+    let defaults = Policies::default();
+    let prefetch: Prefetch = match &body.prefetch {
+        None => defaults.prefetch,
+        Some(text) => text.parse().map_err(|e| invalid("prefetch", e))?,
     };
-    let retention = match body.retention.as_str() {
-        "release" => Retention::ReleaseAfterLastUse,
-        "keep" => Retention::KeepUntilEvicted,
-        other => return Err(invalid("retention", format!("unknown retention '{other}' (release, keep)"))),
+    let eviction = match body.eviction.as_deref() {
+        None => defaults.eviction,
+        Some("lru") => Eviction::Lru,
+        Some("belady") => Eviction::Belady,
+        Some(other) => return Err(invalid("eviction", format!("unknown eviction policy '{other}' (lru, belady)"))),
+    };
+    let retention = match body.retention.as_deref() {
+        None => defaults.retention,
+        Some("release") => Retention::ReleaseAfterLastUse,
+        Some("keep") => Retention::KeepUntilEvicted,
+        Some(other) => return Err(invalid("retention", format!("unknown retention '{other}' (release, keep)"))),
     };
     let kind = match body.scheduler.as_str() {
         "fifo" => SchedulerKind::Fifo,

@@ -11,9 +11,7 @@ use std::time::Instant;
 use anyhow::Result;
 use tessera_core::text::count;
 use tessera_sim::{generate, GenerateParams, Link};
-use tessera_sim::{
-    genetic_search, lower_bound_ns, memory_lower_bound_ns, simulate, Eviction, Policies, Prefetch, Retention, Trace,
-};
+use tessera_sim::{genetic_search, lower_bound_ns, memory_lower_bound_ns, simulate, Policies, Prefetch, Trace};
 use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind, EXHAUSTIVE_MAX_OPERATIONS};
 
 use crate::output::outln;
@@ -48,7 +46,7 @@ const SWEEP_GA: GeneticParams = GeneticParams {
 };
 
 fn policies(prefetch: Prefetch) -> Policies {
-    Policies { eviction: Eviction::Belady, prefetch, retention: Retention::ReleaseAfterLastUse }
+    Policies { prefetch, ..Policies::default() }
 }
 
 fn trace(clients: usize, operations: usize, oversubscription: f64, transfer_ratio: f64, seed: u64) -> Result<Trace> {
