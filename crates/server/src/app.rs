@@ -82,7 +82,11 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
         return next.run(request).await;
     }
     let authorization = request.headers().get(header::AUTHORIZATION).map(HeaderValue::as_bytes);
-    let presented = authorization.and_then(|value| value.strip_prefix(b"Bearer ")).map(<[u8]>::trim_ascii);
+    // The scheme is case-insensitive (RFC 7235): `bearer` is `Bearer`.
+    let presented = authorization
+        .and_then(|value| value.split_at_checked(7))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case(b"Bearer "))
+        .map(|(_, token)| token.trim_ascii());
     match presented {
         Some(token) if state.inner.config.token.matches(token) => next.run(request).await,
         _ => {

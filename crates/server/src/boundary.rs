@@ -62,11 +62,12 @@ fn framework_error(
         StatusCode::METHOD_NOT_ALLOWED => {
             let allowed = headers.get(header::ALLOW).and_then(|value| value.to_str().ok()).unwrap_or("");
             let allowed: Vec<&str> = allowed.split(',').map(str::trim).filter(|m| !m.is_empty()).collect();
-            ApiError::new(
-                status,
-                "method_not_allowed",
-                format!("{path} does not take {method}; it takes {}", allowed.join(", ")),
-            )
+            // The router adds `Allow` outside this layer on most routes.
+            let takes = match allowed.is_empty() {
+                true => "its Allow header lists the methods it takes".to_string(),
+                false => format!("it takes {}", allowed.join(", ")),
+            };
+            ApiError::new(status, "method_not_allowed", format!("{path} does not take {method}; {takes}"))
         }
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::body_too_large(state.inner.config.max_body_bytes),
         _ => ApiError::from_status(status, text),
