@@ -382,7 +382,8 @@ fn every_error_class_prints_its_cause_once() {
         )),
         "{message}"
     );
-    let one_off = file("one-off.json", json.replacen("\"latency_ms\": ", "\"latency_ms\": 1", 1).as_bytes());
+    // A throughput claimed above the profile's (a leading 1).
+    let one_off = file("one-off.json", json.replacen("\"throughput_rps\": ", "\"throughput_rps\": 1", 1).as_bytes());
     let output = tessera(&["verify", &one_off, "--demo"], &store);
     assert_eq!(output.status.code(), Some(1));
     // The violation, once, then every service as the check saw it.
