@@ -159,16 +159,9 @@ impl MeasuredServing {
         let full = self.profile.iter().find(|p| p.batch == self.max_batch).ok_or_else(|| {
             ServingError::invalid("profile", format!("the full batch ({}) was not profiled", self.max_batch))
         })?;
-        let partial: Vec<(u32, f64)> = self
-            .profile
-            .iter()
-            .filter(|p| p.batch < self.max_batch)
-            .map(|p| (p.batch, timing(p).serving_ms(p.latency_ms)))
-            .collect();
-        let p99_ratio = self.profile.iter().map(|p| timing(p).p99_ratio(p.latency_ms)).fold(1.0, f64::max);
-        let read =
-            SegmentShape::conservative(self.procs, self.max_batch, timing(full).serving_ms(full.latency_ms), partial)?;
-        read.shape.with_p99_ratio(p99_ratio)
+        let smaller =
+            self.profile.iter().filter(|p| p.batch < self.max_batch).map(|p| (p.batch, p.latency_ms, timing(p)));
+        Ok(SegmentShape::timed(self.procs, self.max_batch, (full.latency_ms, timing(full)), smaller)?.shape)
     }
 
     /// Each measured load beside the model's percentiles at its measured

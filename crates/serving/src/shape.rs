@@ -110,21 +110,35 @@ impl SegmentShape {
         config: SegmentConfig,
         full_latency_ms: f64,
     ) -> Result<ProfiledShape, ServingError> {
-        let batches = || {
-            points.iter().filter(|p| {
+        let smaller = points
+            .iter()
+            .filter(|p| {
                 p.config.size_gpcs == config.size_gpcs
                     && p.config.procs == config.procs
-                    && p.config.batch <= config.batch
+                    && p.config.batch < config.batch
             })
-        };
-        let partial: Vec<(u32, f64)> = batches()
-            .filter(|p| p.config.batch < config.batch)
-            .map(|p| (p.config.batch, p.timing.serving_ms(p.latency_ms)))
-            .collect();
-        let full_timing = batches().find(|p| p.config == config).map_or(BatchTiming::default(), |p| p.timing);
-        let p99_ratio = batches().map(|p| p.timing.p99_ratio(p.latency_ms)).fold(1.0, f64::max);
-        let read =
-            SegmentShape::conservative(config.procs, config.batch, full_timing.serving_ms(full_latency_ms), partial)?;
+            .map(|p| (p.config.batch, p.latency_ms, p.timing));
+        let full_timing = points.iter().find(|p| p.config == config).map_or(BatchTiming::default(), |p| p.timing);
+        SegmentShape::timed(config.procs, config.batch, (full_latency_ms, full_timing), smaller)
+    }
+
+    /// [`SegmentShape::conservative`] of batches each with what was
+    /// measured of its timing: each keeps its process busy for
+    /// [`BatchTiming::serving_ms`], and the shape's
+    /// [`SegmentShape::p99_ratio`] is the largest of its batches'.
+    pub fn timed(
+        procs: u32,
+        max_batch: u32,
+        (full_latency_ms, full_timing): (f64, BatchTiming),
+        partial: impl IntoIterator<Item = (u32, f64, BatchTiming)>,
+    ) -> Result<ProfiledShape, ServingError> {
+        let mut p99_ratio = full_timing.p99_ratio(full_latency_ms);
+        let mut busy = Vec::new();
+        for (batch, latency_ms, timing) in partial {
+            p99_ratio = p99_ratio.max(timing.p99_ratio(latency_ms));
+            busy.push((batch, timing.serving_ms(latency_ms)));
+        }
+        let read = SegmentShape::conservative(procs, max_batch, full_timing.serving_ms(full_latency_ms), busy)?;
         Ok(ProfiledShape { shape: read.shape.with_p99_ratio(p99_ratio)?, ..read })
     }
 
