@@ -58,7 +58,11 @@
 //!    mass comes from the drift identity, not a sum. (The recursion stops
 //!    early where the tail has become negligible, and at four million
 //!    states, beyond which arrivals are counted as late: conservative, and
-//!    reached only by absurd SLOs or loads within a hair of full.)
+//!    reached only by absurd SLOs or loads within a hair of full; `t` is
+//!    taken no larger than four full batches past that, where `P(T > t)`
+//!    hardly falls any more.) A shape whose batches spread
+//!    ([`SegmentShape::p99_ratio`] `r`) is this queue with every latency
+//!    `(r - 1) S_B` longer: `P(T > t)` is taken at `t - (r - 1) S_B`.
 //! 3. **Searches** (`search`). The percentile latency is the smallest `t`
 //!    with `P(T > t) <= 1 - p/100` (Brent's method on `t` against
 //!    `ln P(T > t)`, nearly linear in `t` where the tail is exponential, to a
@@ -71,7 +75,9 @@
 //!    `ln P(T > slo)`, `rho = mu / B`, from a heavy-traffic first guess)
 //!    keeps a bracket whose low end always meets the SLO and stops when the
 //!    bracket is `1e-3` wide (relative): it returns the low end, never above
-//!    the true capacity. Usually 3 to 5 rates are evaluated.
+//!    the true capacity. No load above `1 - 1e-3` is tried: a segment that
+//!    meets its SLO there is within the tolerance of its capacity. Usually
+//!    3 to 5 rates are evaluated.
 //! 4. **A service** (`service`): [`predict_service`] tabulates each of its
 //!    segments' queues once, evaluates each at the SLO, and searches for the
 //!    percentile latency on the segment that misses most first, then only
