@@ -73,7 +73,7 @@ mod tests {
     }
 
     fn gpu(index: u32, instances: Vec<InstanceAssignment>) -> GpuAssignment {
-        GpuAssignment { node: 0, index, gpu_model: GpuModel::A100_80GB, instances }
+        GpuAssignment::dedicated(0, index, GpuModel::A100_80GB, instances)
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Rendering plans for people (table), machines (JSON, CSV) and ParvaGPU
 //! (its deployment map); the file formats are tessera-store's.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 use tessera_core::text::{count, number, percent};
-use tessera_core::Plan;
+use tessera_core::{Plan, SharedInstance};
 
 use crate::args::Format;
 use crate::table::TextTable;
@@ -69,10 +71,16 @@ fn plan_table(plan: &Plan) -> String {
     out.push('\n');
     let mut gpus = TextTable::new(&["node", "gpu", "model", "layout"]);
     for gpu in &plan.gpus {
-        let mut instances: Vec<_> = gpu.instances.iter().collect();
-        instances.sort_by_key(|i| i.start);
-        let tiles: Vec<String> =
-            instances.iter().map(|i| format!("[{}g {} b{}×{}]", i.size, i.service, i.batch, i.procs)).collect();
+        let mut tiles: Vec<(u8, String)> = gpu
+            .instances
+            .iter()
+            .map(|i| (i.start, format!("[{}g {} b{}×{}]", i.size, i.service, i.batch, i.procs)))
+            .collect();
+        tiles.extend(
+            gpu.shared.iter().map(|i| (i.start, format!("[{}g {} shared by {}]", i.size, i.sharing, i.members.len()))),
+        );
+        tiles.sort_by_key(|(start, _)| *start);
+        let tiles: Vec<String> = tiles.into_iter().map(|(_, tile)| tile).collect();
         gpus.row_of_pieces(vec![
             vec![gpu.node.to_string()],
             vec![gpu.index.to_string()],
@@ -84,6 +92,10 @@ fn plan_table(plan: &Plan) -> String {
     out.push('\n');
     let mut services =
         TextTable::new(&["service", "model", "req/s", "provided", "slo ms", "worst ms", "met", "segments"]);
+    let shared_of: HashMap<&str, &SharedInstance> = plan
+        .shared_instances()
+        .flat_map(|(_, shared)| shared.members.iter().map(move |member| (member.service.as_str(), shared)))
+        .collect();
     for service in &plan.services {
         services.row_of_pieces(vec![
             vec![service.service.clone()],
@@ -93,7 +105,7 @@ fn plan_table(plan: &Plan) -> String {
             vec![compact(service.latency_slo_ms)],
             vec![number(service.worst_latency_ms, 1)],
             vec![if service.met { "yes" } else { "NO" }.to_string()],
-            segment_summary(plan, &service.service),
+            segment_summary(plan, &shared_of, &service.service),
         ]);
     }
     out.push_str(&services.render());
@@ -101,8 +113,12 @@ fn plan_table(plan: &Plan) -> String {
 }
 
 /// A service's segments grouped by configuration, as pieces of
-/// `2×3g b16×3 + 1×1g b8×1`.
-fn segment_summary(plan: &Plan, service: &str) -> Vec<String> {
+/// `2×3g b16×3 + 1×1g b8×1`; a member of a shared instance as
+/// `1g serialized with 4`.
+fn segment_summary(plan: &Plan, shared_of: &HashMap<&str, &SharedInstance>, service: &str) -> Vec<String> {
+    if let Some(shared) = shared_of.get(service) {
+        return vec![format!("{}g {} with {}", shared.size, shared.sharing, shared.members.len() - 1)];
+    }
     let mut groups: Vec<((u8, u32, u32), usize)> = Vec::new();
     for instance in plan.gpus.iter().flat_map(|g| &g.instances).filter(|i| i.service == service) {
         let key = (instance.size, instance.batch, instance.procs);

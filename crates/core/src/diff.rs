@@ -311,7 +311,7 @@ pub(crate) mod tests {
     }
 
     pub(crate) fn gpu(node: u32, index: u32, instances: Vec<InstanceAssignment>) -> GpuAssignment {
-        GpuAssignment { node, index, gpu_model: GpuModel::A100_80GB, instances }
+        GpuAssignment::dedicated(node, index, GpuModel::A100_80GB, instances)
     }
 
     pub(crate) fn plan(gpus: Vec<GpuAssignment>) -> Plan {

@@ -31,7 +31,9 @@
 //! `planning_profile`); `timing` the optional `BatchTiming` of a point (the
 //! spread of its batch times, its dispatch gap, its serving slowdown);
 //! `slo` the `ServiceSlo`; `fleet` the `GpuOffer` (model, cost, limit); `plan`
-//! the serialisable `Plan` (unknown fields refused); `colocation` the
+//! the serialisable `Plan` (unknown fields refused); `shared` the
+//! `SharedInstance`s of a plan's GPUs, which host several light services
+//! taking turns (`Sharing`, `SharedMember`); `colocation` the
 //! `WorkloadMetrics` and `Colocation` groups the colocation crate learns from.
 //! `diff` compares two plans of one fleet (`diff_plans` → `PlanDiff`: per GPU
 //! unchanged / services changed / layout changed / added / removed, per
@@ -59,6 +61,7 @@ pub mod packing;
 pub mod plan;
 pub mod profile;
 pub mod rng;
+pub mod shared;
 pub mod slo;
 pub mod synthetic;
 pub mod text;
@@ -80,6 +83,7 @@ pub use plan::{FleetUse, GpuAssignment, InstanceAssignment, Optimality, Plan, Se
 pub use profile::{
     ModelProfile, PointSource, ProfileCatalog, ProfilePoint, SegmentConfig, SourcedPoint, SourcedProfile,
 };
+pub use shared::{SharedInstance, SharedMember, Sharing};
 pub use slo::{ServiceImage, ServiceSlo};
 pub use timing::BatchTiming;
 pub use traffic::{TrafficCurve, TrafficPoint};

@@ -4,9 +4,11 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
 
 use crate::gpu::GpuModel;
+use crate::shared::{SharedInstance, SharedMember, Sharing};
 use crate::slo::ServiceImage;
 
 /// A complete deployment plan. Reading one refuses fields it does not know
@@ -108,9 +110,11 @@ pub struct Optimality {
     pub gap: f64,
 }
 
-/// One GPU and its MIG instances.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// One GPU and its MIG instances. In JSON its `instances` hold both kinds,
+/// largest first: a dedicated one with a service's fields, a shared one
+/// with `sharing` and `members`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "GpuRecord")]
 pub struct GpuAssignment {
     /// Node number (global GPU index / GPUs per node).
     pub node: u32,
@@ -118,8 +122,123 @@ pub struct GpuAssignment {
     pub index: u32,
     /// The GPU model.
     pub gpu_model: GpuModel,
-    /// Its MIG instances, largest first.
+    /// Its MIG instances that serve one service each, largest first.
     pub instances: Vec<InstanceAssignment>,
+    /// Its MIG instances shared by several services, largest first.
+    pub shared: Vec<SharedInstance>,
+}
+
+impl GpuAssignment {
+    /// A GPU of dedicated `instances` only.
+    pub fn dedicated(node: u32, index: u32, gpu_model: GpuModel, instances: Vec<InstanceAssignment>) -> Self {
+        GpuAssignment { node, index, gpu_model, instances, shared: Vec::new() }
+    }
+
+    /// Every instance's MIG profile, size and start, dedicated and shared.
+    pub fn layout(&self) -> impl Iterator<Item = (&str, u8, u8)> {
+        let dedicated = self.instances.iter().map(|i| (i.profile.as_str(), i.size, i.start));
+        dedicated.chain(self.shared.iter().map(|i| (i.profile.as_str(), i.size, i.start)))
+    }
+
+    /// Whether the GPU has no instance of either kind.
+    pub fn is_empty(&self) -> bool {
+        self.instances.is_empty() && self.shared.is_empty()
+    }
+}
+
+/// A GPU as JSON has it: one list of instances of both kinds.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GpuRecord {
+    node: u32,
+    index: u32,
+    gpu_model: GpuModel,
+    instances: Vec<InstanceRecord>,
+}
+
+/// An instance as JSON has it: a service's fields, or `sharing` and
+/// `members`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InstanceRecord {
+    profile: String,
+    size: u8,
+    start: u8,
+    service: Option<String>,
+    model: Option<String>,
+    batch: Option<u32>,
+    procs: Option<u32>,
+    throughput_rps: Option<f64>,
+    latency_ms: Option<f64>,
+    capacity_rps: Option<f64>,
+    sharing: Option<Sharing>,
+    members: Option<Vec<SharedMember>>,
+}
+
+impl TryFrom<GpuRecord> for GpuAssignment {
+    type Error = String;
+
+    fn try_from(record: GpuRecord) -> Result<Self, String> {
+        let mut gpu = GpuAssignment::dedicated(record.node, record.index, record.gpu_model, Vec::new());
+        for (position, instance) in record.instances.into_iter().enumerate() {
+            let at = format!("GPU {}:{} instance {}", record.node, record.index, position + 1);
+            let InstanceRecord { profile, size, start, sharing, members, .. } = instance;
+            if sharing.is_some() || members.is_some() {
+                let dedicated_fields = [
+                    ("service", instance.service.is_some()),
+                    ("model", instance.model.is_some()),
+                    ("batch", instance.batch.is_some()),
+                    ("procs", instance.procs.is_some()),
+                    ("throughput_rps", instance.throughput_rps.is_some()),
+                    ("latency_ms", instance.latency_ms.is_some()),
+                    ("capacity_rps", instance.capacity_rps.is_some()),
+                ];
+                if let Some((field, _)) = dedicated_fields.iter().find(|(_, present)| *present) {
+                    return Err(format!("{at}: a shared instance lists `members` and takes no `{field}` of its own"));
+                }
+                let sharing = sharing.ok_or_else(|| format!("{at}: a shared instance needs `sharing`"))?;
+                let members = members.ok_or_else(|| format!("{at}: a shared instance needs `members`"))?;
+                gpu.shared.push(SharedInstance { profile, size, start, sharing, members });
+                continue;
+            }
+            let missing = |field: &str| format!("{at}: missing field `{field}`");
+            gpu.instances.push(InstanceAssignment {
+                profile,
+                size,
+                start,
+                service: instance.service.ok_or_else(|| missing("service"))?,
+                model: instance.model.ok_or_else(|| missing("model"))?,
+                batch: instance.batch.ok_or_else(|| missing("batch"))?,
+                procs: instance.procs.ok_or_else(|| missing("procs"))?,
+                throughput_rps: instance.throughput_rps.ok_or_else(|| missing("throughput_rps"))?,
+                latency_ms: instance.latency_ms.ok_or_else(|| missing("latency_ms"))?,
+                capacity_rps: instance.capacity_rps,
+            });
+        }
+        Ok(gpu)
+    }
+}
+
+impl Serialize for GpuAssignment {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(untagged)]
+        enum Entry<'a> {
+            Dedicated(&'a InstanceAssignment),
+            Shared(&'a SharedInstance),
+        }
+        let mut entries: Vec<(u8, u8, Entry<'_>)> =
+            self.instances.iter().map(|i| (i.size, i.start, Entry::Dedicated(i))).collect();
+        entries.extend(self.shared.iter().map(|i| (i.size, i.start, Entry::Shared(i))));
+        entries.sort_by_key(|&(size, start, _)| (std::cmp::Reverse(size), start));
+        let instances: Vec<Entry<'_>> = entries.into_iter().map(|(_, _, entry)| entry).collect();
+        let mut state = serializer.serialize_struct("GpuAssignment", 4)?;
+        state.serialize_field("node", &self.node)?;
+        state.serialize_field("index", &self.index)?;
+        state.serialize_field("gpu_model", &self.gpu_model)?;
+        state.serialize_field("instances", &instances)?;
+        state.end()
+    }
 }
 
 /// One MIG instance with the segment it serves.
@@ -275,15 +394,59 @@ impl Plan {
         }
     }
 
-    /// Total compute slices used by the plan's instances.
+    /// Total compute slices used by the plan's instances, dedicated and
+    /// shared.
     pub fn compute_slices_used(&self) -> u32 {
-        self.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| u32::from(instance.size)).sum()
+        self.gpus.iter().flat_map(GpuAssignment::layout).map(|(_, size, _)| u32::from(size)).sum()
+    }
+
+    /// The plan's shared instances, with the GPU of each.
+    pub fn shared_instances(&self) -> impl Iterator<Item = (&GpuAssignment, &SharedInstance)> {
+        self.gpus.iter().flat_map(|gpu| gpu.shared.iter().map(move |shared| (gpu, shared)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gpu_json(instances: &str) -> String {
+        format!(r#"{{"node": 0, "index": 1, "gpu_model": "a100-80gb", "instances": [{instances}]}}"#)
+    }
+
+    const DEDICATED: &str = r#"{"profile": "3g.40gb", "size": 3, "start": 4, "service": "chat", "model": "bert",
+        "batch": 8, "procs": 2, "throughput_rps": 100.0, "latency_ms": 40.0}"#;
+    const SHARED: &str = r#"{"profile": "1g.10gb", "size": 1, "start": 0, "sharing": "serialized", "members": [
+        {"service": "a", "model": "resnet50", "batch": 1, "latency_ms": 5.0, "throughput_rps": 196.0,
+         "capacity_rps": 8.0, "memory_gb": 2.0}]}"#;
+
+    #[test]
+    fn a_gpu_reads_both_kinds_of_instance_and_writes_them_largest_first() {
+        let gpu: GpuAssignment = serde_json::from_str(&gpu_json(&format!("{SHARED}, {DEDICATED}"))).unwrap();
+        assert_eq!((gpu.instances.len(), gpu.shared.len()), (1, 1));
+        assert_eq!(gpu.shared[0].members[0].service, "a");
+        assert_eq!(gpu.layout().count(), 2);
+        let written = serde_json::to_value(&gpu).unwrap();
+        assert_eq!(written["instances"][0]["service"], "chat", "the 3g first");
+        assert_eq!(written["instances"][1]["sharing"], "serialized");
+        assert!(written["instances"][1].get("service").is_none(), "a shared instance has no service of its own");
+        assert_eq!(serde_json::from_value::<GpuAssignment>(written).unwrap(), gpu);
+    }
+
+    #[test]
+    fn a_mixed_up_instance_is_refused_naming_the_field() {
+        let both = SHARED.replace(r#""sharing""#, r#""service": "x", "sharing""#);
+        let error = serde_json::from_str::<GpuAssignment>(&gpu_json(&both)).unwrap_err().to_string();
+        assert!(
+            error.contains("GPU 0:1 instance 1: a shared instance lists `members` and takes no `service`"),
+            "{error}"
+        );
+        let missing = DEDICATED.replace(r#""batch": 8, "#, "");
+        let error = serde_json::from_str::<GpuAssignment>(&gpu_json(&missing)).unwrap_err().to_string();
+        assert!(error.contains("missing field `batch`"), "{error}");
+        let unknown = DEDICATED.replace(r#""procs""#, r#""mig": 1, "procs""#);
+        assert!(serde_json::from_str::<GpuAssignment>(&gpu_json(&unknown)).unwrap_err().to_string().contains("mig"));
+    }
 
     #[test]
     fn a_tolerance_at_the_top_of_the_searched_range_says_at_least() {

@@ -134,6 +134,28 @@ impl ModelProfile {
         &self.points
     }
 
+    /// The memory one process of `config`'s batch needs, GB, and whether
+    /// it was measured: the point's `memory_gb` over its processes where
+    /// profiled; else an upper bound from the points that ran, assuming
+    /// only that memory grows with the batch: `p` processes of batch `b`
+    /// that ran in an instance of `M` GB show that one process of any batch
+    /// up to `b` needs at most `M / p`. `None` when no point bounds it.
+    pub fn process_memory_gb(&self, config: SegmentConfig) -> Option<(f64, bool)> {
+        if let Some(measured) = self.point(config).and_then(|point| point.memory_gb) {
+            return Some((measured / f64::from(config.procs), true));
+        }
+        let spec = self.gpu_model.spec();
+        self.points
+            .iter()
+            .filter(|point| point.config.batch >= config.batch)
+            .filter_map(|point| {
+                let instance = spec.profile_for_size(point.config.size_gpcs).ok()?;
+                Some(f64::from(instance.memory_gb) / f64::from(point.config.procs))
+            })
+            .reduce(f64::min)
+            .map(|bound| (bound, false))
+    }
+
     /// The point of one configuration, if it was profiled and is feasible.
     pub fn point(&self, config: SegmentConfig) -> Option<&ProfilePoint> {
         self.points.binary_search_by_key(&config, |p| p.config).ok().map(|index| &self.points[index])

@@ -170,7 +170,13 @@ mod tests {
     #[test]
     fn a_plan_for_another_model_is_refused_in_one_line() {
         let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::H100_80GB);
-        let planned = GpuAssignment { node: 0, index: 0, gpu_model: GpuModel::A100_80GB, instances: Vec::new() };
+        let planned = GpuAssignment {
+            node: 0,
+            index: 0,
+            gpu_model: GpuModel::A100_80GB,
+            instances: Vec::new(),
+            shared: Vec::new(),
+        };
         let error = check_installed(&mut fake, &planned).unwrap_err().to_string();
         assert_eq!(error, "GPU 0 is an NVIDIA H100 80GB HBM3 (h100-80gb) but the plan wants a100-80gb");
         let planned = GpuAssignment { gpu_model: GpuModel::H100_80GB, ..planned };

@@ -451,6 +451,16 @@ impl<'a> PlanObjects<'a> {
         options: &'a ExportOptions,
         devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
     ) -> Result<PlanObjects<'a>, K8sError> {
+        if let Some((gpu, shared)) = plan.shared_instances().next() {
+            return Err(K8sError::Plan(format!(
+                "node {} gpu {} {}@{} is shared by {} services; the cluster runs instances of one service only",
+                gpu.node,
+                gpu.index,
+                shared.profile,
+                shared.start,
+                shared.members.len()
+            )));
+        }
         let mut missing: Vec<&str> = plan
             .gpus
             .iter()

@@ -187,7 +187,13 @@ fn gpus_listed_empty_are_emptied_and_one_no_longer_there_is_passed_over() {
     for gpu in emptied.gpus.iter_mut().filter(|g| g.node == 0) {
         gpu.instances.clear();
     }
-    emptied.gpus.push(GpuAssignment { node: 0, index: 7, gpu_model: GpuModel::A100_80GB, instances: Vec::new() });
+    emptied.gpus.push(GpuAssignment {
+        node: 0,
+        index: 7,
+        gpu_model: GpuModel::A100_80GB,
+        instances: Vec::new(),
+        shared: Vec::new(),
+    });
     std::fs::write(&path, tessera_store::plan_json(&emptied)).unwrap();
     let (outcome, events) = pass(&setup, &mut driver, &options);
     assert!(events.iter().any(|e| e.starts_with("GPU 7 is to be emptied but is not there (")), "{events:#?}");

@@ -38,6 +38,7 @@ pub(crate) fn build_plan(request: &Problem<'_>, gpus: Vec<(GpuModel, Vec<Segment
             index: slot % gpus_per_node,
             gpu_model: model,
             instances,
+            shared: Vec::new(),
         });
         slot += 1;
     }

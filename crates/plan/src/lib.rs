@@ -208,11 +208,13 @@ mod replan;
 mod report;
 mod round;
 mod service_check;
+mod share;
 mod spread;
 mod strategy;
 mod tolerance;
 mod verification;
 mod verify;
+mod verify_shared;
 
 pub use complete::{
     complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,

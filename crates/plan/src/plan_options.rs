@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use tessera_core::text::number;
-use tessera_core::{GpuModel, GpuOffer};
+use tessera_core::{GpuModel, GpuOffer, Sharing};
 use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
@@ -109,13 +109,29 @@ pub struct PlanOptions {
     /// are named in the plan's notes.
     #[cfg_attr(feature = "clap", arg(long))]
     pub spread: bool,
+
+    /// Let light services share MIG instances of the smallest size, several
+    /// per instance, under this discipline (`serialized`: one batch at a
+    /// time, oldest request first), where that saves GPUs; the rest keep
+    /// segments of their own. Percentile rule, Poisson arrivals, one GPU
+    /// model, fresh plans only.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DISCIPLINE", value_parser = parse_sharing))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "serialized"))]
+    pub share: Option<Sharing>,
+}
+
+/// `--share`'s parser: a discipline's name.
+#[cfg(feature = "clap")]
+fn parse_sharing(text: &str) -> Result<Sharing, String> {
+    text.parse()
 }
 
 impl Default for PlanOptions {
     /// One unlimited [`DEFAULT_GPU_MODEL`] at cost 1, [`DEFAULT_MAX_PROCS`]
     /// processes, the `optimal` strategy under its default rule and
     /// Poisson arrivals, a [`DEFAULT_TIME_LIMIT`], [`DEFAULT_GPUS_PER_NODE`]
-    /// GPUs per node, at most [`DEFAULT_MAX_GPUS`] GPUs, no spread.
+    /// GPUs per node, at most [`DEFAULT_MAX_GPUS`] GPUs, no spread, no
+    /// sharing.
     fn default() -> Self {
         PlanOptions {
             gpus: vec![GpuOffer::plain(DEFAULT_GPU_MODEL)],
@@ -128,6 +144,7 @@ impl Default for PlanOptions {
             gpus_per_node: DEFAULT_GPUS_PER_NODE,
             max_gpus: DEFAULT_MAX_GPUS,
             spread: false,
+            share: None,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use tessera_core::text::number;
-use tessera_core::{diff_plans, GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage};
+use tessera_core::{diff_plans, GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage, Sharing};
 use tessera_serving::ArrivalModel;
 
 use crate::error::PlanError;
@@ -27,6 +27,7 @@ use crate::placement::Inventory;
 use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
+use crate::share;
 use crate::spread::spread_segments;
 use crate::strategy::Strategy;
 
@@ -64,6 +65,9 @@ pub struct PlanRequest<'a> {
     /// (trading segments between same-profile instances; nothing else
     /// changes).
     pub spread: bool,
+    /// Let light services share instances under this discipline (see
+    /// [`PlanOptions::share`]).
+    pub share: Option<Sharing>,
     /// The running plan to replan from, with the fewest reconfigurations.
     pub from: Option<ReplanFrom<'a>>,
     /// The deploy target whose nodes the plan is placed on.
@@ -137,6 +141,7 @@ impl<'a> PlanRequest<'a> {
             time_limit,
             max_gpus: options.max_gpus,
             spread: options.spread,
+            share: options.share,
             from: None,
             target: None,
         }
@@ -168,6 +173,7 @@ impl<'a> PlanRequest<'a> {
             time_limit: options.time_limit(),
             max_gpus: options.max_gpus,
             spread: options.spread,
+            share: options.share,
             from,
             ..PlanRequest::new(inputs)
         })
@@ -284,7 +290,35 @@ impl PlanRequest<'_> {
         if self.from.is_some() && self.strategy != Strategy::Optimal {
             return Err(PlanError::ReplanNeedsOptimal { strategy: self.strategy.name() });
         }
+        self.check_sharing(rule)?;
         self.strategy.check_rule(rule)
+    }
+
+    /// Refuses sharing where the serialized model does not hold or the
+    /// planner cannot place it: another rule, arrivals or strategy, a
+    /// replan (and any replan of a plan with shared instances), a fleet of
+    /// several GPU models.
+    fn check_sharing(&self, rule: LatencyRule) -> Result<(), PlanError> {
+        let refuse = |message: &str| Err(PlanError::InvalidOption { field: "share", message: message.to_string() });
+        if self.from.as_ref().is_some_and(|from| from.current.shared_instances().next().is_some()) {
+            return refuse("the running plan has shared instances, which a replan cannot keep yet; plan afresh");
+        }
+        if self.share.is_none() {
+            return Ok(());
+        }
+        if rule != LatencyRule::Percentile || self.strategy != Strategy::Optimal {
+            return refuse("shared instances are planned by the optimal strategy under the percentile rule");
+        }
+        if self.resolved_arrivals()? != ArrivalModel::Poisson {
+            return refuse("shared instances are proven under Poisson arrivals only");
+        }
+        if self.from.is_some() {
+            return refuse("a replan keeps the running plan's instances; plan shared instances afresh");
+        }
+        if self.resolved_fleet()?.len() != 1 {
+            return refuse("shared instances are planned on a fleet of one GPU model");
+        }
+        Ok(())
     }
 }
 
@@ -312,6 +346,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     if request.from.is_some() && request.strategy != Strategy::Optimal {
         return Err(PlanError::ReplanNeedsOptimal { strategy: request.strategy.name() });
     }
+    request.check_sharing(rule)?;
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
     let problem = request.problem(fleet, inputs, rule, (&arrivals, margin));
@@ -340,6 +375,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
             };
             (plan, Some(comparison))
         }
+        None if request.share.is_some() => (plan_shared(&problem)?, None),
         None => {
             let plan = match request.strategy {
                 Strategy::Optimal => plan_optimal(&problem)?,
@@ -389,6 +425,17 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         plan = target.place(&plan)?;
     }
     Ok(Planned { plan, replan: replanned })
+}
+
+/// Plans `problem` with light services in shared instances: packs them,
+/// lets the optimal planner place each shared instance as a segment of its
+/// own beside the dedicated ones, and unfolds the result.
+fn plan_shared(problem: &Problem<'_>) -> Result<Plan, PlanError> {
+    let packing = share::pack(problem)?;
+    let stand_ins = share::stand_ins(&packing, problem.catalog)?;
+    let placing = Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, ..problem.clone() };
+    let plan = plan_optimal(&placing)?;
+    Ok(share::unfold(plan, &packing, &stand_ins, problem))
 }
 
 /// The linear-programming bound of `request` (each service a convex

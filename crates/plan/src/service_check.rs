@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::{GpuModel, SegmentConfig, ServiceSlo};
+use tessera_serving::serialized::MemberFigures;
 use tessera_serving::{analytic, SegmentShape};
 
 use crate::latency::LatencyRule;
@@ -77,6 +78,9 @@ pub(crate) struct SegmentFigures<'a> {
     pub routed: Vec<(SegmentKey<'a>, SegmentShape, f64, usize)>,
     /// Where each key sits in `routed`.
     routed_at: HashMap<SegmentKey<'a>, usize>,
+    /// Per member of a shared instance: the serialized model's figures at
+    /// the margin and the instance's busy share.
+    pub shared: HashMap<&'a str, (MemberFigures, f64)>,
 }
 
 impl<'a> SegmentFigures<'a> {
@@ -117,6 +121,20 @@ pub(crate) fn service_checks(judged: &Judged<'_>, figures: SegmentFigures<'_>) -
         .par_iter()
         .map(|slo| {
             let name = slo.service.as_str();
+            if let Some((member, busy)) = figures.shared.get(name) {
+                return ServiceCheck {
+                    service: slo.service.clone(),
+                    rate_rps: slo.rate_rps,
+                    provisioned_rps: figures.provisioned_rps.get(name).copied().unwrap_or(0.0),
+                    latency_slo_ms: slo.latency_slo_ms,
+                    percentile: Some(slo.percentile),
+                    worst_latency_ms: Some(member.latency_ms),
+                    predicted_attainment: Some(member.attainment),
+                    tolerance: Some(member.tolerance),
+                    busiest_load: Some(*busy),
+                    met: !judged.flagged.contains(name),
+                };
+            }
             let segments = routed.get(name);
             let predicted = segments.and_then(|segments| predicted(slo, segments, judged.margin));
             ServiceCheck {

@@ -155,6 +155,7 @@ mod tests {
                 index: index as u32,
                 gpu_model: GpuModel::A100_80GB,
                 instances: services.iter().enumerate().map(|(k, s)| instance(s, k as u8)).collect(),
+                shared: Vec::new(),
             })
             .collect();
         Plan::from_gpus(gpus, "optimal", "queueing", 8)

@@ -24,6 +24,7 @@ use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
 use crate::report::{covers, utilization};
 use crate::service_check::{service_checks, Judged, SegmentFigures, SegmentKey, ServiceCheck};
+use crate::verify_shared::check_shared;
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;
@@ -321,7 +322,7 @@ fn check_gpu_structure(gpu: &GpuAssignment, positions: &mut HashSet<(u32, u32)>,
     if !positions.insert((gpu.node, gpu.index)) {
         violations.push(Violation::DuplicateGpu { node: gpu.node, index: gpu.index });
     }
-    if gpu.instances.is_empty() {
+    if gpu.is_empty() {
         violations.push(Violation::EmptyGpu { node: gpu.node, index: gpu.index });
     }
     check_layout(gpu, violations);
@@ -358,6 +359,7 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
     let mut routing_weight: HashMap<&str, f64> = HashMap::new();
     let capacities = Capacities::new();
     let mut served = Vec::new();
+    let mut shared_services: HashSet<&str> = HashSet::new();
     let mut positions = HashSet::new();
     for gpu in &plan.gpus {
         check_gpu_structure(gpu, &mut positions, &mut violations);
@@ -393,6 +395,26 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
                 Served::Throughput
             };
             served.push((at, gpu.gpu_model, slo, point, served_by));
+        }
+        for shared in &gpu.shared {
+            let findings = check_shared(gpu, shared, &services, request, &mut violations);
+            for (slo, capacity_rps) in findings.provisioned {
+                *provisioned_rps.entry(slo.service.as_str()).or_default() += capacity_rps;
+                shared_services.insert(slo.service.as_str());
+            }
+            if let Some(figures) = figures.as_deref_mut() {
+                figures
+                    .shared
+                    .extend(findings.figures.into_iter().map(|(slo, f, busy)| (slo.service.as_str(), (f, busy))));
+            }
+        }
+    }
+    for (at, _, slo, ..) in &served {
+        if shared_services.contains(slo.service.as_str()) {
+            violations.push(Violation::Profile {
+                at: at.clone(),
+                problem: format!("service '{}' has a shared instance and segments of its own", slo.service),
+            });
         }
     }
     // Segments of one service, GPU model, configuration and weight get the
@@ -505,23 +527,13 @@ fn check_fleet(plan: &Plan, violations: &mut Vec<Violation>) {
 fn check_layout(gpu: &GpuAssignment, violations: &mut Vec<Violation>) {
     let spec = gpu.gpu_model.spec();
     let mut placements = Vec::new();
-    for instance in &gpu.instances {
-        let at = || InstanceRef {
-            node: gpu.node,
-            index: gpu.index,
-            profile: instance.profile.clone(),
-            start: instance.start,
-        };
-        match spec.profile_by_name(&instance.profile) {
-            Ok(profile) if profile.compute_slices == instance.size => {
-                placements.push(Placement { profile, start: instance.start })
-            }
+    for (name, size, start) in gpu.layout() {
+        let at = || InstanceRef { node: gpu.node, index: gpu.index, profile: name.to_string(), start };
+        match spec.profile_by_name(name) {
+            Ok(profile) if profile.compute_slices == size => placements.push(Placement { profile, start }),
             Ok(profile) => violations.push(Violation::Profile {
                 at: at(),
-                problem: format!(
-                    "size {} disagrees with profile {} ({}g)",
-                    instance.size, profile.name, profile.compute_slices
-                ),
+                problem: format!("size {size} disagrees with profile {} ({}g)", profile.name, profile.compute_slices),
             }),
             Err(error) => violations.push(Violation::Profile { at: at(), problem: error.to_string() }),
         }

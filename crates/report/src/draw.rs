@@ -223,12 +223,14 @@ pub(crate) mod tests {
                 index: 0,
                 gpu_model: GpuModel::A100_80GB,
                 instances: vec![instance("4g.40gb", 4, 0, "search"), instance("3g.40gb", 3, 4, "chat<&>")],
+                shared: Vec::new(),
             },
             GpuAssignment {
                 node: 1,
                 index: 0,
                 gpu_model: GpuModel::A100_80GB,
                 instances: vec![instance("1g.10gb", 1, 6, "a-service-with-a-long-name")],
+                shared: Vec::new(),
             },
         ];
         let report = |service: &str, rate_rps: f64| ServiceReport {

@@ -344,6 +344,7 @@ mod tests {
                     index: position as u32 % 8,
                     gpu_model: GpuModel::A100_80GB,
                     instances,
+                    shared: Vec::new(),
                 }
             })
             .collect();

@@ -45,6 +45,7 @@ fn five_hundred_gpus() -> Plan {
                 instance("2g.20gb", 2, 0, (3 * i + 1) % 200),
                 instance("1g.10gb", 1, 2, (3 * i + 2) % 200),
             ],
+            shared: Vec::new(),
         })
         .collect();
     let services = (0..200)

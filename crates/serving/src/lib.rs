@@ -32,6 +32,10 @@
 //! * [`MeasuredServing`] — a serving run measured on a GPU and the model's
 //!   percentiles for the same profile and rate
 //!   ([`MeasuredServing::compare_with_model`]).
+//! * [`serialized`] — a shared instance under the serialized discipline
+//!   (one executor, one batch at a time, the oldest head first): the
+//!   waiting time its members' requests see under Poisson arrivals, exact
+//!   to a grid and rounded up.
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
 //!   percentile SLO ([`analytic::CapacityCache`] memoises them).
@@ -94,6 +98,7 @@ mod error;
 mod histogram;
 mod measured;
 mod sampling;
+pub mod serialized;
 mod shape;
 mod simulate;
 mod stream;

@@ -220,6 +220,20 @@ impl ServingSystem {
         catalog: Option<&ProfileCatalog>,
         percentile: f64,
     ) -> Result<(ServingSystem, Vec<String>), ServingError> {
+        if let Some((gpu, shared)) = plan.shared_instances().next() {
+            return Err(ServingError::invalid(
+                "instances",
+                format!(
+                    "node {} gpu {} {}@{} is shared by {} services; the request simulator runs instances of one \
+                     service only (the serialized model's figures are in `tessera verify`)",
+                    gpu.node,
+                    gpu.index,
+                    shared.profile,
+                    shared.start,
+                    shared.members.len()
+                ),
+            ));
+        }
         let services: Vec<ServedService> = plan
             .services
             .iter()

@@ -51,7 +51,13 @@ fn report(service: &str, model: &str, rate_rps: f64, latency_slo_ms: f64) -> Ser
 /// Two GPUs: `chat` (model `llm`) on a 3g and a 2g instance, `vision`
 /// (model `resnet`) on a 2g instance.
 fn plan() -> Plan {
-    let gpu = |node, index, instances| GpuAssignment { node, index, gpu_model: GpuModel::A100_80GB, instances };
+    let gpu = |node, index, instances| GpuAssignment {
+        node,
+        index,
+        gpu_model: GpuModel::A100_80GB,
+        instances,
+        shared: Vec::new(),
+    };
     let gpus = vec![
         gpu(0, 0, vec![instance("chat", "llm", 3, 0, 8, 2, 40.0), instance("vision", "resnet", 2, 4, 4, 1, 12.0)]),
         gpu(0, 1, vec![instance("chat", "llm", 2, 0, 4, 1, 30.0)]),

@@ -62,15 +62,34 @@ pub fn shared_data(relative: &str) -> Option<PathBuf> {
 /// When the tool is absent and [`REQUIRE_VARIABLE`] is set to `1`, or when
 /// `python3` cannot run it.
 pub fn scale_catalogue(services: usize, dir: &Path) -> Option<PathBuf> {
+    reference_catalogue("scale_catalogue.py", services, &dir.join(format!("catalogue-{services}")))
+}
+
+/// The long-tail catalogue of `services` services over ParvaGPU's models,
+/// written by `../shared/tools/long_tail_catalogue.py` (default options)
+/// into `dir/long-tail-<services>`: its `services.csv` (service, model,
+/// rate_rps, latency_ms), or `None` (after saying so) when the tool or its
+/// data is absent and not required.
+///
+/// # Panics
+/// As [`scale_catalogue`].
+pub fn long_tail_catalogue(services: usize, dir: &Path) -> Option<PathBuf> {
+    let out = dir.join(format!("long-tail-{services}"));
+    reference_catalogue("long_tail_catalogue.py", services, &out).map(|out| out.join("services.csv"))
+}
+
+/// Runs the reference catalogue tool `name` for `services` services into
+/// `out`: `out`, or `None` when the tool or its data is absent.
+fn reference_catalogue(name: &str, services: usize, out: &Path) -> Option<PathBuf> {
     shared_data("parvagpu/prof_data")?;
     let required = std::env::var(REQUIRE_VARIABLE).is_ok_and(|value| value == "1");
-    let tool = locate(&shared_data_dir().join("../tools"), "scale_catalogue.py", required)
-        .unwrap_or_else(|message| panic!("{message}"));
+    let tool =
+        locate(&shared_data_dir().join("../tools"), name, required).unwrap_or_else(|message| panic!("{message}"));
     let Some(tool) = tool else {
-        let _ = writeln!(std::io::stderr(), "skipping: scale_catalogue.py is absent beside the reference data");
+        let _ = writeln!(std::io::stderr(), "skipping: {name} is absent beside the reference data");
         return None;
     };
-    let out = dir.join(format!("catalogue-{services}"));
+    let out = out.to_path_buf();
     let status = std::process::Command::new("python3")
         .arg(&tool)
         .arg(services.to_string())

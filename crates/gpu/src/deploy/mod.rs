@@ -86,6 +86,18 @@ fn plan_layouts(
     if let Some(pair) = gpus.windows(2).find(|pair| pair[0].index == pair[1].index) {
         return Err(GpuError::PlanGpu { gpu: pair[0].index, message: format!("appears twice on node {node}") });
     }
+    if let Some(gpu) = gpus.iter().find(|gpu| !gpu.shared.is_empty()) {
+        let shared = &gpu.shared[0];
+        return Err(GpuError::PlanGpu {
+            gpu: gpu.index,
+            message: format!(
+                "{}@{} is shared by {} services; a node deploys instances of one service only",
+                shared.profile,
+                shared.start,
+                shared.members.len()
+            ),
+        });
+    }
     gpus.into_iter()
         .map(|planned| {
             let (installed, live) = match runner.as_deref_mut() {

@@ -26,6 +26,7 @@ pub fn gpu(node: u32, index: u32, layout: &[(&str, u8)]) -> GpuAssignment {
         index,
         gpu_model: GpuModel::A100_80GB,
         instances: layout.iter().map(|(p, s)| instance(p, *s)).collect(),
+        shared: Vec::new(),
     }
 }
 

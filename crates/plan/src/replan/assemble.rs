@@ -45,7 +45,13 @@ pub(super) fn assemble(request: &Problem<'_>, gpus: Vec<WorkGpu>, current: &Plan
             .filter_map(|slot| Some(instance_at(request, gpu.model, &slot.placement, &slot.segment?)))
             .collect();
         instances.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
-        assignments.push(GpuAssignment { node: position.node, index: position.index, gpu_model: gpu.model, instances });
+        assignments.push(GpuAssignment {
+            node: position.node,
+            index: position.index,
+            gpu_model: gpu.model,
+            instances,
+            shared: Vec::new(),
+        });
     }
     assignments.sort_by_key(|g| (g.node, g.index));
     finish_plan(request, current, assignments, "replan")

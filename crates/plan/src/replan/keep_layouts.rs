@@ -160,7 +160,7 @@ fn rebuild_on(
     }
     let mut instances: Vec<InstanceAssignment> = slots.into_iter().map(|s| s.expect("every slot filled")).collect();
     instances.sort_by(|a, b| b.size.cmp(&a.size).then(a.start.cmp(&b.start)));
-    Some(GpuAssignment { node: old.node, index: old.index, gpu_model: gpu.gpu_model, instances })
+    Some(GpuAssignment { node: old.node, index: old.index, gpu_model: gpu.gpu_model, instances, shared: Vec::new() })
 }
 
 #[cfg(test)]

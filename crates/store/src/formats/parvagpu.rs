@@ -288,7 +288,9 @@ pub(crate) fn deployment_from_table(
         };
         match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
             Some(existing) => existing.instances.push(instance),
-            None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
+            None => {
+                gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance], shared: Vec::new() })
+            }
         }
     }
     Ok(Plan::from_gpus(gpus, "parvagpu", "", PARVAGPU_GPUS_PER_NODE))
@@ -503,12 +505,14 @@ mod tests {
                 index: 0,
                 gpu_model: GpuModel::A100_80GB,
                 instances: vec![instance("bert", 4, 0), instance("vgg16", 3, 4)],
+                shared: Vec::new(),
             },
             GpuAssignment {
                 node: 1,
                 index: 2,
                 gpu_model: GpuModel::A100_80GB,
                 instances: vec![instance("resnet50", 7, 0)],
+                shared: Vec::new(),
             },
         ];
         let plan = Plan::from_gpus(gpus, "parva", "parva", 8);

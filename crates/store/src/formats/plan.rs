@@ -149,6 +149,19 @@ pub(crate) fn write_instance_rows<W: Write, const N: usize>(
     row: impl Fn(&GpuAssignment, &InstanceAssignment) -> [String; N],
 ) -> Result<(), StoreError> {
     let write_error = |cause: std::io::Error| StoreError::Write { what: what.to_string(), cause };
+    if let Some((gpu, shared)) = plan.shared_instances().next() {
+        return Err(StoreError::Unwritable {
+            what: what.to_string(),
+            detail: format!(
+                "node {} gpu {} {}@{} is shared by {} services and a {what} row holds one; write the plan as JSON",
+                gpu.node,
+                gpu.index,
+                shared.profile,
+                shared.start,
+                shared.members.len()
+            ),
+        });
+    }
     let mut writer = csv::Writer::from_writer(out);
     writer.write_record(header).map_err(|error| write_error(error.into()))?;
     for gpu in &plan.gpus {
@@ -231,7 +244,9 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
                     .error(format!("node {node} gpu {index} is {} on an earlier line, not {gpu}", existing.gpu_model)))
             }
             Some(existing) => existing.instances.push(instance),
-            None => gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance] }),
+            None => {
+                gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance], shared: Vec::new() })
+            }
         }
     }
     let latency_rule = latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string());
@@ -281,12 +296,14 @@ mod tests {
                     index: 0,
                     gpu_model: GpuModel::A100_80GB,
                     instances: vec![instance("chat, eu", 4, 0), instance("search", 3, 4)],
+                    shared: Vec::new(),
                 },
                 GpuAssignment {
                     node: 1,
                     index: 2,
                     gpu_model: GpuModel::H100_80GB,
                     instances: vec![instance("search", 7, 0)],
+                    shared: Vec::new(),
                 },
             ],
             services: vec![ServiceReport {
