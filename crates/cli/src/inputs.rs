@@ -172,13 +172,18 @@ pub fn partial_batch_profiles(
 
 /// Reads a plan file and refuses it when the verifier's structural checks
 /// (the MIG lattice, the fleet) find fault with it, with their reasons on
-/// one line; no profiles are needed. What `k8s export`, `k8s apply`,
-/// `report`, `deploy`, `diff`, `simulate serve` and `autopilot run` read;
-/// they handle instances of one service only, so a plan with a shared
-/// instance is refused, naming it (`plan` and `verify` handle those).
+/// one line; no profiles are needed. What `simulate serve` reads.
 pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
     let plan = tessera_store::read_plan_file(path, None)?;
     tessera_plan::check_structure(&plan).with_context(|| path.display().to_string())?;
+    Ok(plan)
+}
+
+/// [`read_sound_plan`], refusing a plan with a shared instance (naming
+/// it): what `k8s export`, `k8s apply`, `report`, `deploy`, `diff` and
+/// `autopilot run` read, which run instances of one service only.
+pub fn read_dedicated_plan(path: &Path) -> Result<tessera_core::Plan> {
+    let plan = read_sound_plan(path)?;
     if let Some((gpu, shared)) = plan.shared_instances().next() {
         anyhow::bail!(
             "{}: node {} gpu {} {}@{} is shared by {} services; this command runs instances of one service only \

@@ -215,6 +215,7 @@ mod tolerance;
 mod verification;
 mod verify;
 mod verify_shared;
+mod violation;
 
 pub use complete::{
     complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,

@@ -12,7 +12,7 @@ use tessera_serving::ArrivalModel;
 
 use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
-use crate::verify::{InstanceRef, VerifyRequest, Violation};
+use crate::violation::{InstanceRef, VerifyRequest, Violation};
 
 /// Relative tolerance when comparing the plan's numbers with the profile's.
 const VALUE_TOLERANCE: f64 = 1e-9;

@@ -7,6 +7,7 @@ use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
 
 use crate::error::ServingError;
+use crate::serialized::{member_figures, Member, MemberFigures, MemberLoad};
 use crate::shape::SegmentShape;
 
 /// One service as the serving model sees it.
@@ -53,6 +54,9 @@ pub struct ServicePrediction {
 pub struct ServingSystem {
     services: Vec<ServedService>,
     segments: Vec<ServedSegment>,
+    /// Shared instances: each the segments (one per member service) one
+    /// serialized executor serves.
+    shared: Vec<Vec<usize>>,
 }
 
 impl ServingSystem {
@@ -108,7 +112,68 @@ impl ServingSystem {
                 format!("service '{}' has no segment with a positive weight", services[index].name),
             ));
         }
-        Ok(ServingSystem { services, segments })
+        Ok(ServingSystem { services, segments, shared: Vec::new() })
+    }
+
+    /// The system with `shared` instances: each a list of segments (one per
+    /// member service, one process each) that one executor serves under the
+    /// serialized discipline. A member's service has no other segment, and
+    /// a segment is in at most one instance.
+    pub fn with_shared(mut self, shared: Vec<Vec<usize>>) -> Result<ServingSystem, ServingError> {
+        let mut in_instance = vec![false; self.segments.len()];
+        for group in &shared {
+            if group.len() < 2 {
+                return Err(ServingError::invalid("shared", "a shared instance needs at least two members"));
+            }
+            for &segment in group {
+                let Some(seen) = in_instance.get_mut(segment) else {
+                    return Err(ServingError::invalid("shared", format!("no segment {segment}")));
+                };
+                let label = &self.segments[segment].label;
+                if std::mem::replace(seen, true) {
+                    return Err(ServingError::invalid("shared", format!("'{label}' is in two shared instances")));
+                }
+                if self.segments[segment].shape.procs() != 1 {
+                    return Err(ServingError::invalid("shared", format!("'{label}' has more than one process")));
+                }
+                let service = self.segments[segment].service;
+                if self.segments.iter().filter(|other| other.service == service).count() != 1 {
+                    return Err(ServingError::invalid(
+                        "shared",
+                        format!("service '{}' shares an instance and has other segments", self.services[service].name),
+                    ));
+                }
+            }
+        }
+        self.shared = shared;
+        Ok(self)
+    }
+
+    /// The shared instances: each its members' segments.
+    pub fn shared(&self) -> &[Vec<usize>] {
+        &self.shared
+    }
+
+    /// The shared instance `service` is a member of, if any.
+    fn shared_instance_of(&self, service: usize) -> Option<&[usize]> {
+        self.shared.iter().find(|group| group.iter().any(|&s| self.segments[s].service == service)).map(Vec::as_slice)
+    }
+
+    /// The serialized model's figures of `service`, a member of the shared
+    /// instance `group`.
+    fn member_figures(&self, group: &[usize], service: usize) -> Result<MemberFigures, ServingError> {
+        let members: Vec<Member> = group
+            .iter()
+            .map(|&segment| {
+                let served = &self.services[self.segments[segment].service];
+                let shape = &self.segments[segment].shape;
+                let busy_ms = shape.latency_ms(shape.max_batch());
+                let load = MemberLoad { rate_rps: served.rate_rps / f64::from(shape.max_batch()), busy_ms };
+                Member { load, slo_ms: served.latency_slo_ms, percentile: served.percentile }
+            })
+            .collect();
+        let index = group.iter().position(|&segment| self.segments[segment].service == service).unwrap_or(0);
+        member_figures(&members, index, 0.0)
     }
 
     /// The services.
@@ -144,6 +209,10 @@ impl ServingSystem {
     /// is found by bisection on the mixture of its segments' latency
     /// distributions, to a relative precision of 1e-4.
     pub fn predict(&self, service: usize) -> Result<ServicePrediction, ServingError> {
+        if let Some(group) = self.shared_instance_of(service) {
+            let figures = self.member_figures(group, service)?;
+            return Ok(ServicePrediction { latency_ms: figures.latency_ms, attainment: figures.attainment });
+        }
         let served = &self.services[service];
         let segments = self.routed_segments(service);
         let within = |latency_ms: f64| within_latency(&segments, latency_ms);
@@ -177,6 +246,9 @@ impl ServingSystem {
     /// queues): [`ServingSystem::predict`]'s attainment, without the
     /// search for the percentile latency.
     pub fn predicted_attainment(&self, service: usize) -> Result<f64, ServingError> {
+        if let Some(group) = self.shared_instance_of(service) {
+            return Ok(self.member_figures(group, service)?.attainment);
+        }
         within_latency(&self.routed_segments(service), self.services[service].latency_slo_ms)
     }
 
@@ -197,7 +269,7 @@ impl ServingSystem {
             .iter()
             .map(|segment| ServedSegment { shape: segment.shape.slowed_by(margin), ..segment.clone() })
             .collect();
-        ServingSystem { services: self.services.clone(), segments }
+        ServingSystem { services: self.services.clone(), segments, shared: self.shared.clone() }
     }
 
     /// The system a plan sets up: its services at their rates and SLOs
@@ -220,20 +292,6 @@ impl ServingSystem {
         catalog: Option<&ProfileCatalog>,
         percentile: f64,
     ) -> Result<(ServingSystem, Vec<String>), ServingError> {
-        if let Some((gpu, shared)) = plan.shared_instances().next() {
-            return Err(ServingError::invalid(
-                "instances",
-                format!(
-                    "node {} gpu {} {}@{} is shared by {} services; the request simulator runs instances of one \
-                     service only (the serialized model's figures are in `tessera verify`)",
-                    gpu.node,
-                    gpu.index,
-                    shared.profile,
-                    shared.start,
-                    shared.members.len()
-                ),
-            ));
-        }
         let services: Vec<ServedService> = plan
             .services
             .iter()
@@ -269,6 +327,31 @@ impl ServingSystem {
                 segments.push(ServedSegment { service, shape, weight, label });
             }
         }
+        let mut shared = Vec::new();
+        for (gpu, instance) in plan.shared_instances() {
+            let label = format!("node {} gpu {} {}@{}", gpu.node, gpu.index, instance.profile, instance.start);
+            let mut group = Vec::with_capacity(instance.members.len());
+            for member in &instance.members {
+                let service = *index.get(member.service.as_str()).ok_or_else(|| {
+                    ServingError::invalid(
+                        "plan",
+                        format!("{label} serves '{}', which is not among the plan's services", member.service),
+                    )
+                })?;
+                // Every batch, full or not, holds the executor as long as
+                // the member's full batch (as the serialized model takes it).
+                let shape = SegmentShape::full_batch_only(1, member.batch, member.busy_ms())
+                    .map_err(|error| ServingError::invalid("plan", format!("{label}: {error}")))?;
+                group.push(segments.len());
+                segments.push(ServedSegment {
+                    service,
+                    shape,
+                    weight: member.capacity_rps,
+                    label: format!("{label} ({} shared)", member.service),
+                });
+            }
+            shared.push(group);
+        }
         let mut notes = Vec::new();
         if full_only > 0 {
             let why = if catalog.is_some() {
@@ -287,7 +370,7 @@ impl ServingSystem {
                 count(adjusted, "profiled partial-batch latency")
             ));
         }
-        Ok((ServingSystem::new(services, segments)?, notes))
+        Ok((ServingSystem::new(services, segments)?.with_shared(shared)?, notes))
     }
 }
 

@@ -129,6 +129,35 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 42)]
         seed: u64,
     },
+    /// Long-tail catalogues (a few heavy services, many light ones) planned
+    /// with dedicated segments only and with shared instances (`--share
+    /// serialized`): GPUs, lower bound, services sharing, planning time,
+    /// and requests within SLO in a request-level simulation with every
+    /// batch 5% slower than profiled.
+    LongTail {
+        /// ParvaGPU's data folder (with prof_data/ and slo/).
+        #[arg(long, default_value = "../shared/data/parvagpu", value_name = "DIR")]
+        parvagpu: PathBuf,
+        /// Catalogue sizes (services).
+        #[arg(long, value_delimiter = ',', default_value = "300,3000,30000",
+            value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        sizes: Vec<u64>,
+        /// The heaviest service's rate, req/s.
+        #[arg(long, value_name = "RPS", default_value_t = 2000.0, value_parser = parse_positive)]
+        head: f64,
+        /// How fast rates fall: service i (from 0) runs at
+        /// max(1, round(HEAD / (i + 1)^EXPONENT)) req/s.
+        #[arg(long, default_value_t = 1.1, value_parser = parse_positive)]
+        exponent: f64,
+        /// Seed of the models drawn and the simulations.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+        /// Simulated seconds per plan (a service's share within SLO over
+        /// ten minutes still swings by a point at a busy shared instance:
+        /// its slow requests come in bursts).
+        #[arg(long, value_name = "S", default_value_t = 3600.0, value_parser = parse_seconds)]
+        seconds: f64,
+    },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
     /// created and destroyed, services changed, against planning from
     /// scratch; and one GPU lost.
@@ -142,6 +171,14 @@ pub enum BenchCommand {
         #[command(flatten)]
         catalogue: CatalogueBench,
     },
+}
+
+/// A positive finite number (`bench long-tail`'s rates and exponent).
+fn parse_positive(value: &str) -> Result<f64, String> {
+    match value.parse::<f64>() {
+        Ok(number) if number.is_finite() && number > 0.0 => Ok(number),
+        _ => Err(format!("expected a positive number, got '{value}'")),
+    }
 }
 
 /// What `bench scale` and `bench replan` share: where ParvaGPU's data is,

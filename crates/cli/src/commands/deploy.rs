@@ -223,5 +223,5 @@ fn absolute(dir: &Path) -> Result<PathBuf> {
 }
 
 fn read_plan(path: &Path) -> Result<Plan> {
-    crate::inputs::read_sound_plan(path)
+    crate::inputs::read_dedicated_plan(path)
 }

@@ -20,6 +20,7 @@
 mod queue;
 mod report;
 mod service;
+mod shared;
 mod stats;
 
 use rayon::prelude::*;
@@ -196,19 +197,47 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
         &slowed
     };
     let units = if options.replications == 1 { BATCHES } else { 1 };
-    let summaries: Vec<Result<report::ServiceSummary, ServingError>> = (0..services)
-        .into_par_iter()
-        .map(|service| {
-            let runs: Vec<Result<service::ServiceRun, ServingError>> = (0..options.replications)
+    // What runs on its own: a service with segments of its own, or a
+    // shared instance with all its members.
+    let mut sharing = vec![false; services];
+    let mut runs_alone: Vec<Vec<usize>> = system.shared().to_vec();
+    for group in system.shared() {
+        for &segment in group {
+            sharing[system.segments()[segment].service] = true;
+        }
+    }
+    runs_alone.extend((0..services).filter(|&service| !sharing[service]).map(|service| vec![service]));
+    let shared_instances = system.shared().len();
+    let results: Vec<Result<Vec<(usize, report::ServiceSummary)>, ServingError>> = runs_alone
+        .par_iter()
+        .enumerate()
+        .map(|(k, members)| {
+            let runs: Vec<Result<Vec<service::ServiceRun>, ServingError>> = (0..options.replications)
                 .into_par_iter()
-                .map(|replication| service::run_service(system, options, service, replication, units))
+                .map(|replication| match k < shared_instances {
+                    true => shared::run_shared(system, options, members, replication, units),
+                    false => service::run_service(system, options, members[0], replication, units).map(|run| vec![run]),
+                })
                 .collect();
             // The first error in replication order, whichever thread met it.
             let runs = runs.into_iter().collect::<Result<Vec<_>, _>>()?;
-            Ok(report::summarise_service(&system.services()[service], options, runs))
+            let served: Vec<usize> = match k < shared_instances {
+                true => members.iter().map(|&segment| system.segments()[segment].service).collect(),
+                false => members.clone(),
+            };
+            Ok(served
+                .iter()
+                .enumerate()
+                .map(|(m, &service)| {
+                    let member_runs = runs.iter().map(|run| run[m].clone()).collect();
+                    (service, report::summarise_service(&system.services()[service], options, member_runs))
+                })
+                .collect())
         })
         .collect();
-    // Likewise the first error in service order.
-    let summaries = summaries.into_iter().collect::<Result<Vec<_>, _>>()?;
-    Ok(report::assemble(system, options, summaries))
+    // Likewise the first error in order.
+    let mut summaries: Vec<(usize, report::ServiceSummary)> =
+        results.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
+    summaries.sort_by_key(|(service, _)| *service);
+    Ok(report::assemble(system, options, summaries.into_iter().map(|(_, summary)| summary).collect()))
 }

@@ -21,7 +21,7 @@ pub const MAX_WAITING: usize = 10_000_000;
 /// Labels that keep a run's streams apart: a replication's seed, a
 /// service's routing draws and its queues' run-time draws (its arrivals
 /// use `stream`'s own label).
-const REPLICATION_LABEL: u64 = 1;
+pub(super) const REPLICATION_LABEL: u64 = 1;
 const ROUTING_LABEL: u64 = 2;
 const SPREAD_LABEL: u64 = 3;
 
@@ -73,7 +73,7 @@ impl SegmentTally {
 
 /// Counts each request into its unit and timeline bucket.
 #[derive(Debug)]
-struct Recorder {
+pub(super) struct Recorder {
     warmup_s: f64,
     end_s: f64,
     slo_ms: f64,
@@ -86,10 +86,34 @@ struct Recorder {
     windows: Vec<[u64; 2]>,
 }
 
+impl Recorder {
+    /// An empty recorder for a service of `slo_ms` in a run of `options`
+    /// with `units` units.
+    pub(super) fn new(options: &SimulationOptions, slo_ms: f64, units: usize) -> Recorder {
+        Recorder {
+            warmup_s: options.warmup_s,
+            end_s: options.seconds,
+            slo_ms,
+            unit_scale: units as f64 / (options.seconds - options.warmup_s),
+            units: vec![Unit::default(); units],
+            buckets_per_s: options.timeline_bucket_s.map_or(0.0, |bucket_s| 1.0 / bucket_s),
+            timeline: vec![[0, 0]; options.timeline_buckets()],
+            windows_per_s: options.window_s.map_or(0.0, |window_s| 1.0 / window_s),
+            windows: vec![[0, 0]; options.whole_windows()],
+        }
+    }
+
+    /// The run of a service this recorder counted, with `simulated`
+    /// arrivals and its `segments`' tallies.
+    pub(super) fn into_run(self, simulated: u64, segments: Vec<(usize, SegmentTally)>) -> ServiceRun {
+        ServiceRun { simulated, units: self.units, timeline: self.timeline, windows: self.windows, segments }
+    }
+}
+
 /// A queue's reports, into the service's recorder and its segment's tally.
-struct Report<'a> {
-    recorder: &'a mut Recorder,
-    tally: &'a mut SegmentTally,
+pub(super) struct Report<'a> {
+    pub(super) recorder: &'a mut Recorder,
+    pub(super) tally: &'a mut SegmentTally,
 }
 
 impl Sink for Report<'_> {
@@ -178,19 +202,7 @@ pub(super) fn run_service(
         .collect();
     let weights: Vec<f64> = segments.iter().map(|s| system.segments()[s.index].weight).collect();
     let router = Alias::new(&weights);
-    let measured_s = options.seconds - options.warmup_s;
-    let timeline_buckets = options.timeline_buckets();
-    let mut recorder = Recorder {
-        warmup_s: options.warmup_s,
-        end_s: options.seconds,
-        slo_ms: served.latency_slo_ms,
-        unit_scale: units as f64 / measured_s,
-        units: vec![Unit::default(); units],
-        buckets_per_s: options.timeline_bucket_s.map_or(0.0, |bucket_s| 1.0 / bucket_s),
-        timeline: vec![[0, 0]; timeline_buckets],
-        windows_per_s: options.window_s.map_or(0.0, |window_s| 1.0 / window_s),
-        windows: vec![[0, 0]; options.whole_windows()],
-    };
+    let mut recorder = Recorder::new(options, served.latency_slo_ms, units);
     let (mut simulated, mut waiting) = (0u64, 0usize);
     loop {
         let arrival_s = arrivals.next_s();
@@ -244,11 +256,5 @@ pub(super) fn run_service(
             queue.advance(f64::INFINITY, &segment.batching, &mut report);
         }
     }
-    Ok(ServiceRun {
-        simulated,
-        units: recorder.units,
-        timeline: recorder.timeline,
-        windows: recorder.windows,
-        segments: segments.into_iter().map(|segment| (segment.index, segment.tally)).collect(),
-    })
+    Ok(recorder.into_run(simulated, segments.into_iter().map(|segment| (segment.index, segment.tally)).collect()))
 }

@@ -67,7 +67,7 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         (None, None) => unreachable!("clap requires --prometheus or --rates-file"),
     };
     let running = match &args.plan {
-        Some(path) => Some(inputs::read_sound_plan(path)?),
+        Some(path) => Some(inputs::read_dedicated_plan(path)?),
         None => actuator.running().map_err(|error| anyhow!("reading the plan the cluster runs: {error}"))?,
     };
     let options = PlanOptions { gpus: fleet, ..serving::with_trace_read(&args.controller.plan)? };

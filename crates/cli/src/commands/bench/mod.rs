@@ -2,6 +2,7 @@
 //! measurements taken in the same run, so ratios compare like with like.
 
 mod colocate;
+mod long_tail;
 mod profiles;
 mod replan;
 mod scale;
@@ -45,6 +46,17 @@ pub fn run(command: BenchCommand) -> Result<()> {
             seconds,
             seed,
         }),
+        BenchCommand::LongTail { parvagpu, sizes, head, exponent, seed, seconds } => {
+            let sizes: Vec<usize> = sizes.iter().map(|&size| size as usize).collect();
+            long_tail::run(&long_tail::LongTailBench {
+                parvagpu: &parvagpu,
+                sizes: &sizes,
+                head_rps: head,
+                exponent,
+                seed,
+                seconds,
+            })
+        }
         BenchCommand::Replan { sizes, draws, catalogue: c } => replan::run(&replan::ReplanBench {
             parvagpu: &c.parvagpu,
             sizes: &sizes,
