@@ -717,3 +717,45 @@ fn simulate_serialized(members: &[(f64, f64, f64)], requests: usize, seed: u64) 
     }
     counts.iter().map(|&(all, within)| (if all == 0 { 1.0 } else { within as f64 / all as f64 }, all.max(1))).collect()
 }
+
+/// Light services on the built-in profiles with `--share serialized`: the
+/// table shows shared tiles, `simulate serve` runs the shared instances,
+/// the commands that run instances of one service refuse the plan naming
+/// the instance, and sharing outside its model is refused at once.
+#[test]
+fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let slo = dir.path().join("light.csv");
+    let mut csv = String::from("service,model,rate_rps,latency_ms\n");
+    for k in 0..12 {
+        csv.push_str(&format!("light-{k},resnet50,{},150\n", 2 + k % 5));
+    }
+    std::fs::write(&slo, csv).unwrap();
+    let (slo, plan) = (slo.to_str().unwrap(), dir.path().join("shared.json"));
+    let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("shared by") && table.contains("1g serialized with"), "{table}");
+    let output = tessera(
+        &["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "json", "-o", plan.to_str().unwrap()],
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let output = tessera(&["simulate", "serve", plan.to_str().unwrap(), "--demo", "--seconds", "30"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains("light-11"), "{}", stdout(&output));
+    for command in
+        [vec!["report", plan.to_str().unwrap()], vec!["diff", plan.to_str().unwrap(), plan.to_str().unwrap()]]
+    {
+        let output = tessera(&command, &store);
+        assert!(!output.status.success(), "{command:?}");
+        assert!(stderr(&output).contains("is shared by") && stderr(&output).contains("gpu 0"), "{}", stderr(&output));
+    }
+    let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "csv"], &store);
+    assert!(stderr(&output).contains("write the plan as JSON"), "{}", stderr(&output));
+    let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--latency-rule", "parva"], &store);
+    assert!(stderr(&output).contains("percentile rule"), "{}", stderr(&output));
+    let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "mps"], &store);
+    assert!(stderr(&output).contains("unknown sharing 'mps'"), "{}", stderr(&output));
+}

@@ -32,6 +32,8 @@
 //! * [`MeasuredServing`] — a serving run measured on a GPU and the model's
 //!   percentiles for the same profile and rate
 //!   ([`MeasuredServing::compare_with_model`]).
+//! * `ServingSystem::with_shared` — shared instances: members whose one
+//!   executor the simulator runs as the serialized discipline says.
 //! * [`serialized`] — a shared instance under the serialized discipline
 //!   (one executor, one batch at a time, the oldest head first): the
 //!   waiting time its members' requests see under Poisson arrivals, exact
@@ -72,6 +74,7 @@
 //! `predict` gives a service's analytic percentile latency and attainment);
 //! `simulate` the request-level simulator (`queue` a batching FIFO queue in
 //! front of its processes, `service` one service's run in one replication,
+//! `shared` one shared instance's members run together,
 //! `report` the summed `ServingReport`, `stats` Student's t intervals over
 //! replications or batches of a run), services simulated on threads (rayon)
 //! with streams of their own so the result does not depend on the thread

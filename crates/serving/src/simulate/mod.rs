@@ -4,8 +4,11 @@
 //! mean rate, go to one of its segments at random in proportion to the
 //! segments' weights, then to a process by the [`Discipline`]; a free
 //! process takes up to its largest batch of waiting requests (first come,
-//! first served) and runs them at the latency of that batch size. A
-//! request's latency is its completion minus its arrival.
+//! first served) and runs them at the latency of that batch size. A shared
+//! instance's members each queue their own requests, and its one executor
+//! runs one batch at a time from the queue whose oldest request is oldest
+//! (no batching delay). A request's latency is its completion minus its
+//! arrival.
 //!
 //! What is not modelled: network and pre/post-processing time; request
 //! sizes (every request of a service costs the same: no token counts, no

@@ -1,8 +1,9 @@
 //! One service in one replication: its arrivals, routed to its segments
 //! and their processes, each request's latency counted where it belongs.
 //!
-//! Services never share a queue, so each is run on its own, start to end,
-//! in one pass over its arrivals.
+//! A service with segments of its own shares no queue or process with
+//! another, so each is run on its own, start to end, in one pass over its
+//! arrivals (the members of a shared instance run together: `shared`).
 
 use tessera_core::rng::SplitMix64;
 
