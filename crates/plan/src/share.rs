@@ -1,24 +1,29 @@
 //! Shared instances for the long tail: light services packed into MIG
-//! instances of the smallest size, several per instance, under the
-//! serialized discipline ([`tessera_serving::serialized`]).
+//! instances, several per instance, under the serialized discipline
+//! ([`tessera_serving::serialized`]).
 //!
 //! A service may share when, alone at batch 1 in the smallest instance, it
 //! meets its percentile SLO with every batch the plan's margin slower.
-//! Such services are dealt, busiest first, each to the least busy instance
-//! that still takes it: the members' memory fits the instance, there are at
-//! most [`MAX_MEMBERS`], and every member still meets its percentile SLO at
-//! the margin (the serving model's M/G/1 figures, rounded up). An instance
-//! left with one member gives it back to dedicated planning, which serves
-//! it at least as well. The optimal planner then places each shared
-//! instance as a fixed segment of its size beside the dedicated segments,
-//! so the plan's bound and gap hold given which services share.
+//! Such services are dealt, busiest first, each to the least busy
+//! smallest instance that still takes it: the members' memory fits the
+//! instance, there are at most [`MAX_MEMBERS`], and every member still
+//! meets its percentile SLO at the margin (the serving model's M/G/1
+//! figures, rounded up). A second deal first fills instances of the sizes
+//! with more memory per compute slice (`3g.40gb` on an A100-80GB) with the
+//! lightest services, keeping each only where it hosts more than as many
+//! smallest instances could, then deals the rest; the deal with fewer
+//! compute slices wins. An instance left with one member gives it back to
+//! dedicated planning, which serves it at least as well. The optimal
+//! planner then places each shared instance as a fixed segment of its size
+//! beside the dedicated segments, so the plan's bound and gap hold given
+//! which services share.
 //!
 //! Memory: a member's memory at batch 1 is the profile's `memory_gb` where
 //! measured, else an upper bound from the points that ran
 //! ([`ModelProfile::process_memory_gb`]); the plan's notes say which
 //! models carry such a bound.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use tessera_core::{
     GpuAssignment, GpuModel, ModelProfile, Plan, ProfileCatalog, ProfilePoint, SegmentConfig, ServiceReport,
@@ -31,7 +36,7 @@ use crate::judge::PREDICTION_TOLERANCE;
 use crate::problem::Problem;
 
 /// The most services one shared instance hosts.
-pub const MAX_MEMBERS: usize = 16;
+pub const MAX_MEMBERS: usize = 64;
 
 /// A shared instance being filled: its members and their model figures.
 #[derive(Debug, Clone)]
@@ -49,16 +54,46 @@ struct Filling {
 /// segments.
 #[derive(Debug, Clone)]
 pub(crate) struct Packing {
-    /// The GPU model and instance size every shared instance has.
+    /// The GPU model every shared instance is on.
     pub gpu_model: GpuModel,
-    /// The instance size, compute slices.
-    pub size: u8,
-    /// Each shared instance's members.
-    pub instances: Vec<Vec<SharedMember>>,
+    /// Each shared instance's size (compute slices) and members.
+    pub instances: Vec<(u8, Vec<SharedMember>)>,
     /// The services planned with dedicated segments.
     pub dedicated: Vec<ServiceSlo>,
     /// The models whose memory is a bound from the profile, not measured.
     pub bounded_memory: BTreeMap<String, f64>,
+}
+
+/// A service that may share, as a member of an instance of one size: its
+/// busy share there, its member record and what the model judges.
+type Candidate = (f64, SharedMember, Member);
+
+/// `slo` as a member of an instance of `size` on `gpu_model`: `None` when
+/// the profile has no batch-1 point there or cannot bound its memory, or
+/// when it misses its SLO alone there at `margin`. The flag says whether
+/// its memory is a bound rather than a measurement.
+fn candidate(problem: &Problem<'_>, gpu_model: GpuModel, size: u8, slo: &ServiceSlo) -> Option<(Candidate, bool)> {
+    let config = SegmentConfig { size_gpcs: size, batch: 1, procs: 1 };
+    let profile = problem.catalog.get(gpu_model, &slo.model)?;
+    let point = profile.point(config)?;
+    let (memory_gb, measured) = profile.process_memory_gb(config)?;
+    let member = SharedMember {
+        service: slo.service.clone(),
+        model: slo.model.clone(),
+        batch: 1,
+        latency_ms: point.latency_ms,
+        throughput_rps: point.throughput_rps,
+        capacity_rps: slo.rate_rps,
+        memory_gb,
+    };
+    let busy = slo.rate_rps * member.busy_ms() / 1000.0;
+    let judged = Member {
+        load: MemberLoad { rate_rps: slo.rate_rps, busy_ms: member.busy_ms() },
+        slo_ms: slo.latency_slo_ms,
+        percentile: slo.percentile,
+    };
+    let instance_gb = f64::from(gpu_model.spec().profile_for_size(size).ok()?.memory_gb);
+    (memory_gb <= instance_gb && all_meet(&[judged], problem.margin)).then_some(((busy, member, judged), !measured))
 }
 
 /// Packs `problem`'s light services into shared instances (see the module
@@ -72,58 +107,117 @@ pub(crate) fn pack(problem: &Problem<'_>) -> Result<Packing, PlanError> {
     };
     let gpu_model = offer.model;
     let spec = gpu_model.spec();
-    let size = spec.sizes().min().unwrap_or(1);
-    let instance_gb = f64::from(spec.profile_for_size(size).map(|p| p.memory_gb).unwrap_or(0));
-    let config = SegmentConfig { size_gpcs: size, batch: 1, procs: 1 };
+    let smallest = spec.sizes().min().unwrap_or(1);
+    let memory_of = |size: u8| f64::from(spec.profile_for_size(size).map_or(0, |p| p.memory_gb));
     let mut bounded_memory = BTreeMap::new();
-    let mut light: Vec<(f64, SharedMember, Member)> = Vec::new();
+    let mut light: Vec<Candidate> = Vec::new();
     let mut dedicated = Vec::new();
     for slo in problem.services {
-        let candidate = problem.catalog.get(gpu_model, &slo.model).and_then(|profile| {
-            let point = profile.point(config)?;
-            let (memory_gb, measured) = profile.process_memory_gb(config)?;
-            let member = SharedMember {
-                service: slo.service.clone(),
-                model: slo.model.clone(),
-                batch: 1,
-                latency_ms: point.latency_ms,
-                throughput_rps: point.throughput_rps,
-                capacity_rps: slo.rate_rps,
-                memory_gb,
-            };
-            let busy = slo.rate_rps * member.busy_ms() / 1000.0;
-            let judged = Member {
-                load: MemberLoad { rate_rps: slo.rate_rps, busy_ms: member.busy_ms() },
-                slo_ms: slo.latency_slo_ms,
-                percentile: slo.percentile,
-            };
-            let fits = memory_gb <= instance_gb && all_meet(&[judged], problem.margin);
-            fits.then(|| {
-                if !measured {
-                    bounded_memory.insert(slo.model.clone(), memory_gb);
+        match candidate(problem, gpu_model, smallest, slo) {
+            Some((light_service, bounded)) => {
+                if bounded {
+                    bounded_memory.insert(slo.model.clone(), light_service.1.memory_gb);
                 }
-                (busy, member, judged)
-            })
-        });
-        match candidate {
-            Some(light_service) => light.push(light_service),
+                light.push(light_service);
+            }
             None => dedicated.push(slo.clone()),
         }
     }
-    light.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.service.cmp(&b.1.service)));
-    let fillings = fewest_instances(light, instance_gb, problem.margin);
-    let mut instances = Vec::new();
-    for filling in fillings {
-        if filling.members.len() > 1 {
-            instances.push(filling.members);
-        } else {
-            let service = &filling.members[0].service;
-            dedicated.extend(problem.services.iter().filter(|slo| &slo.service == service).cloned());
+    let mut larger: Vec<u8> = spec.sizes().filter(|&size| size > smallest).collect();
+    larger.retain(|&size| memory_of(size) / f64::from(size) > memory_of(smallest) / f64::from(smallest));
+    larger.sort_by(|a, b| (memory_of(*b) / f64::from(*b)).total_cmp(&(memory_of(*a) / f64::from(*a))));
+    // Smallest instances only, and larger ones first where they have more
+    // memory per compute slice: the deal with fewer compute slices, a
+    // service left alone counted as a slice of its own.
+    let by_name: HashMap<&str, &ServiceSlo> = problem.services.iter().map(|slo| (slo.service.as_str(), slo)).collect();
+    let on = (gpu_model, smallest);
+    let (only_smallest, with_larger) = rayon::join(
+        || deal(problem, &by_name, on, &[], light.clone()),
+        || deal(problem, &by_name, on, &larger, light.clone()),
+    );
+    let slices = |(instances, alone): &(Vec<(u8, Vec<SharedMember>)>, Vec<String>)| {
+        instances.iter().map(|(size, _)| u32::from(*size)).sum::<u32>() + alone.len() as u32
+    };
+    let (instances, alone) = if slices(&with_larger) < slices(&only_smallest) { with_larger } else { only_smallest };
+    let alone: HashSet<&str> = alone.iter().map(String::as_str).collect();
+    dedicated.extend(problem.services.iter().filter(|slo| alone.contains(slo.service.as_str())).cloned());
+    let sharing: HashSet<&str> = instances.iter().flat_map(|(_, members)| members).map(|m| m.model.as_str()).collect();
+    bounded_memory.retain(|model, _| sharing.contains(model.as_str()));
+    Ok(Packing { gpu_model, instances, dedicated, bounded_memory })
+}
+
+/// One deal of the `light` services on `gpu_model`: instances of each of
+/// the `larger` sizes in turn, each filled with the lightest services left
+/// and kept only where it hosts more than as many instances of the
+/// `smallest` size would; then the rest dealt to instances of the smallest
+/// size. The shared instances, and the services left alone (which go back
+/// to dedicated planning).
+fn deal(
+    problem: &Problem<'_>,
+    by_name: &HashMap<&str, &ServiceSlo>,
+    (gpu_model, smallest): (GpuModel, u8),
+    larger: &[u8],
+    mut light: Vec<Candidate>,
+) -> (Vec<(u8, Vec<SharedMember>)>, Vec<String>) {
+    let memory_of = |size: u8| f64::from(gpu_model.spec().profile_for_size(size).map_or(0, |p| p.memory_gb));
+    let mut instances: Vec<(u8, Vec<SharedMember>)> = Vec::new();
+    light.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.service.cmp(&b.1.service)));
+    for &size in larger {
+        loop {
+            let filled = fill_lightest(problem, by_name, (gpu_model, size), &light);
+            let most_member_gb = filled.iter().map(|(_, member)| member.memory_gb).fold(0.0, f64::max);
+            let per_smallest = (memory_of(smallest) / most_member_gb.max(f64::MIN_POSITIVE)).floor();
+            if (filled.len() as f64) <= f64::from(size / smallest) * per_smallest {
+                break;
+            }
+            let taken: HashSet<usize> = filled.iter().map(|&(k, _)| k).collect();
+            let mut position = 0;
+            light.retain(|_| {
+                position += 1;
+                !taken.contains(&(position - 1))
+            });
+            instances.push((size, filled.into_iter().map(|(_, member)| member).collect()));
         }
     }
-    let sharing: HashSet<&str> = instances.iter().flatten().map(|m| m.model.as_str()).collect();
-    bounded_memory.retain(|model, _| sharing.contains(model.as_str()));
-    Ok(Packing { gpu_model, size, instances, dedicated, bounded_memory })
+    light.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.service.cmp(&b.1.service)));
+    let mut alone = Vec::new();
+    for mut filling in fewest_instances(light, memory_of(smallest), problem.margin) {
+        if filling.members.len() > 1 {
+            instances.push((smallest, filling.members));
+        } else if let Some(member) = filling.members.pop() {
+            alone.push(member.service);
+        }
+    }
+    (instances, alone)
+}
+
+/// The services one instance of `size` takes from `light` (lightest
+/// first), each with its position there and as a member at that size:
+/// lightest first, while the members' memory fits and every member meets
+/// its SLO at the margin there.
+fn fill_lightest(
+    problem: &Problem<'_>,
+    by_name: &HashMap<&str, &ServiceSlo>,
+    (gpu_model, size): (GpuModel, u8),
+    light: &[Candidate],
+) -> Vec<(usize, SharedMember)> {
+    let instance_gb = f64::from(gpu_model.spec().profile_for_size(size).map_or(0, |p| p.memory_gb));
+    let (mut taken, mut judged, mut memory_gb) = (Vec::new(), Vec::new(), 0.0);
+    for (k, (_, member, _)) in light.iter().enumerate() {
+        if taken.len() >= MAX_MEMBERS || memory_gb + member.memory_gb > instance_gb {
+            break;
+        }
+        let Some(slo) = by_name.get(member.service.as_str()) else { continue };
+        let Some(((_, at_size, member_judged), _)) = candidate(problem, gpu_model, size, slo) else { continue };
+        judged.push(member_judged);
+        if !all_meet(&judged, problem.margin) {
+            judged.pop();
+            break;
+        }
+        memory_gb += at_size.memory_gb;
+        taken.push((k, at_size));
+    }
+    taken
 }
 
 /// The fewer instances of two deals of `light` (busiest first): all
@@ -205,27 +299,35 @@ pub(crate) struct StandIns {
     pub names: Vec<String>,
 }
 
-/// [`StandIns`] for `packing` over `catalog`.
+/// [`StandIns`] for `packing` over `catalog`: one stand-in model per
+/// shared size, with one point of that size.
 pub(crate) fn stand_ins(packing: &Packing, catalog: &ProfileCatalog) -> Result<StandIns, PlanError> {
     let taken: HashSet<&str> = catalog.iter().map(|p| p.model.as_str()).collect();
-    let mut model = "shared instance".to_string();
-    while taken.contains(model.as_str()) {
-        model.push('\'');
-    }
-    let config = SegmentConfig { size_gpcs: packing.size, batch: 1, procs: 1 };
     let invalid = |error: tessera_core::CoreError| PlanError::ServingModel(error.to_string());
-    let point = ProfilePoint::new(config, 1000.0, 1.0, None).map_err(invalid)?;
     let mut catalog = catalog.clone();
-    catalog.insert(ModelProfile::new(packing.gpu_model, model.clone(), vec![point]).map_err(invalid)?);
+    let mut model_of: BTreeMap<u8, String> = BTreeMap::new();
+    for &(size, _) in &packing.instances {
+        if model_of.contains_key(&size) {
+            continue;
+        }
+        let mut model = format!("shared {size}g instance");
+        while taken.contains(model.as_str()) {
+            model.push('\'');
+        }
+        let config = SegmentConfig { size_gpcs: size, batch: 1, procs: 1 };
+        let point = ProfilePoint::new(config, 1000.0, 1.0, None).map_err(invalid)?;
+        catalog.insert(ModelProfile::new(packing.gpu_model, model.clone(), vec![point]).map_err(invalid)?);
+        model_of.insert(size, model);
+    }
     let services_taken: HashSet<&str> = packing.dedicated.iter().map(|s| s.service.as_str()).collect();
     let mut names = Vec::with_capacity(packing.instances.len());
     let mut services = packing.dedicated.clone();
-    for k in 0..packing.instances.len() {
+    for (k, (size, _)) in packing.instances.iter().enumerate() {
         let mut name = format!("shared instance {}", k + 1);
         while services_taken.contains(name.as_str()) {
             name.push('\'');
         }
-        let mut slo = ServiceSlo::new(name.clone(), model.clone(), 1.0, 1000.0).map_err(invalid)?;
+        let mut slo = ServiceSlo::new(name.clone(), model_of[size].clone(), 1.0, 1000.0).map_err(invalid)?;
         slo.percentile = 50.0;
         services.push(slo);
         names.push(name);
@@ -248,7 +350,7 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
                     size: instance.size,
                     start: instance.start,
                     sharing: Sharing::Serialized,
-                    members: packing.instances[k].clone(),
+                    members: packing.instances[k].1.clone(),
                 });
                 false
             }
@@ -258,18 +360,24 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
     }
     let mut reports: BTreeMap<String, ServiceReport> =
         plan.services.drain(..).map(|report| (report.service.clone(), report)).collect();
-    for members in &packing.instances {
-        for report in member_reports(members, problem) {
+    let by_name: HashMap<&str, &ServiceSlo> = problem.services.iter().map(|slo| (slo.service.as_str(), slo)).collect();
+    for (_, members) in &packing.instances {
+        for report in member_reports(members, &by_name, problem.margin) {
             reports.insert(report.service.clone(), report);
         }
     }
     plan.services = problem.services.iter().filter_map(|slo| reports.remove(&slo.service)).collect();
+    let mut sizes: BTreeMap<u8, usize> = BTreeMap::new();
+    for (size, _) in &packing.instances {
+        *sizes.entry(*size).or_default() += 1;
+    }
+    let sizes: Vec<String> = sizes.iter().map(|(size, count)| format!("{count} {size}g")).collect();
     plan.notes.push(format!(
-        "{} services share {} {}g instances under the serialized discipline (one batch at a time, oldest request \
+        "{} services share {} instances ({}) under the serialized discipline (one batch at a time, oldest request \
          first); the optimal planner's bound holds given which services share",
-        packing.instances.iter().map(Vec::len).sum::<usize>(),
+        packing.instances.iter().map(|(_, members)| members.len()).sum::<usize>(),
         packing.instances.len(),
-        packing.size
+        sizes.join(", ")
     ));
     if !packing.bounded_memory.is_empty() {
         let bounds: Vec<String> =
@@ -284,11 +392,11 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
 }
 
 /// The service reports of one shared instance's `members`.
-fn member_reports(members: &[SharedMember], problem: &Problem<'_>) -> Vec<ServiceReport> {
+fn member_reports(members: &[SharedMember], by_name: &HashMap<&str, &ServiceSlo>, margin: f64) -> Vec<ServiceReport> {
     let judged: Vec<Member> = members
         .iter()
         .map(|member| {
-            let slo = problem.services.iter().find(|slo| slo.service == member.service);
+            let slo = by_name.get(member.service.as_str());
             Member {
                 load: MemberLoad { rate_rps: member.capacity_rps, busy_ms: member.busy_ms() },
                 slo_ms: slo.map_or(f64::INFINITY, |slo| slo.latency_slo_ms),
@@ -302,7 +410,7 @@ fn member_reports(members: &[SharedMember], problem: &Problem<'_>) -> Vec<Servic
         .zip(&judged)
         .enumerate()
         .map(|(index, (member, judge))| {
-            let figures = member_figures(&judged, index, problem.margin).ok();
+            let figures = member_figures(&judged, index, margin).ok();
             let latency_ms = figures.map_or(f64::INFINITY, |f| f.latency_ms);
             ServiceReport {
                 service: member.service.clone(),
@@ -358,6 +466,29 @@ mod tests {
         assert!(shared.shared_instances().all(|(_, i)| i.members.len() >= 2 && i.memory_gb() <= 10.0));
         assert_eq!(shared.services.len(), inputs.services().len());
         assert!(shared.services.iter().all(|s| s.met && s.tolerance.is_some_and(|t| t >= 0.06 - 1e-3)));
+        let verified = verify_plan(&shared, &inputs, CheckOptions::default()).unwrap();
+        assert!(verified.violations.is_empty(), "{:?}", verified.violations);
+    }
+
+    #[test]
+    fn many_very_light_services_fill_larger_instances_where_that_takes_fewer_slices() {
+        let services: Vec<ServiceSlo> = (0..160)
+            .map(|k| {
+                let model = if k % 2 == 0 { "resnet50" } else { "mobilenetv2" };
+                ServiceSlo::new(format!("tiny-{k}"), model, 1.0, 400.0).unwrap()
+            })
+            .collect();
+        let inputs =
+            PlanInputs::new(services, builtin_catalog(), ProfileOrigin::Synthetic, &[GpuModel::A100_80GB]).unwrap();
+        let shared = planned(&inputs, Some(Sharing::Serialized));
+        let sizes: Vec<u8> = shared.shared_instances().map(|(_, i)| i.size).collect();
+        let slices: u32 = sizes.iter().map(|&size| u32::from(size)).sum();
+        // 1g.10gb instances would hold at most 10 GB of members each.
+        let most_gb = shared.shared_instances().flat_map(|(_, i)| &i.members).map(|m| m.memory_gb).fold(0.0, f64::max);
+        let smallest_only = (160.0 / (10.0 / most_gb).floor()).ceil() as u32;
+        assert!(sizes.contains(&3) && slices < smallest_only, "{sizes:?}: {slices} slices, {smallest_only} in 1g");
+        let members: usize = shared.shared_instances().map(|(_, i)| i.members.len()).sum();
+        assert_eq!(members, 160);
         let verified = verify_plan(&shared, &inputs, CheckOptions::default()).unwrap();
         assert!(verified.violations.is_empty(), "{:?}", verified.violations);
     }
