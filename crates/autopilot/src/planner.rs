@@ -12,6 +12,8 @@ use tessera_plan::{
 };
 use tessera_serving::{ArrivalModel, ServingError, ServingSystem};
 
+use crate::error::AutopilotError;
+
 /// The lowest rate a service is planned for, req/s: a service at no
 /// traffic keeps one (small) segment, ready for its next request.
 pub const MIN_PLAN_RATE_RPS: f64 = 0.01;
@@ -26,6 +28,23 @@ pub struct PlanSettings {
     /// The cluster's nodes every plan is placed on (`tessera plan
     /// --cluster`'s target); `None`: plans number their own nodes.
     pub target: Option<Inventory>,
+}
+
+impl PlanSettings {
+    /// Refuses settings that ask for shared instances: the autopilot's
+    /// transitions move instances of one service.
+    pub(crate) fn check(&self) -> Result<(), AutopilotError> {
+        match self.options.share {
+            Some(sharing) => Err(AutopilotError::invalid(
+                "share",
+                format!(
+                    "the autopilot keeps instances of one service only; plan {sharing} shared instances with \
+                     `tessera plan --share`"
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The inputs (services and profiles) with the settings plans are made

@@ -137,6 +137,11 @@ fn bad_traffic_and_options_are_refused_in_one_line() {
         &store,
         &["keep_headroom: 0.5 is not in [0, 0.15]"],
     );
+    fails_with(
+        &["autopilot", "simulate", "--demo", "--diurnal", "--share", "serialized"],
+        &store,
+        &["share: the autopilot keeps instances of one service only"],
+    );
 }
 
 #[test]

@@ -167,8 +167,9 @@ impl ServingSystem {
             .map(|&segment| {
                 let served = &self.services[self.segments[segment].service];
                 let shape = &self.segments[segment].shape;
-                let busy_ms = shape.latency_ms(shape.max_batch());
-                let load = MemberLoad { rate_rps: served.rate_rps / f64::from(shape.max_batch()), busy_ms };
+                // The model takes every request as a batch of its own (what
+                // the planner makes; the verifier refuses other batches).
+                let load = MemberLoad { rate_rps: served.rate_rps, busy_ms: shape.latency_ms(shape.max_batch()) };
                 Member { load, slo_ms: served.latency_slo_ms, percentile: served.percentile }
             })
             .collect();

@@ -136,7 +136,9 @@ pub struct Controller {
 impl Controller {
     /// A controller of `inputs`' services (their rates are replaced by the
     /// observed ones) planning under `settings` and deciding under
-    /// `config`, with the plan that runs now, if any.
+    /// `config`, with the plan that runs now, if any. Settings that ask for
+    /// shared instances are refused (its transitions move instances of one
+    /// service).
     pub fn new(
         inputs: PlanInputs,
         settings: PlanSettings,
@@ -144,6 +146,7 @@ impl Controller {
         running: Option<Plan>,
     ) -> Result<Controller, AutopilotError> {
         config.validate()?;
+        settings.check()?;
         let service_count = inputs.services().len();
         let forecaster = Forecaster::new(service_count, config.forecast)?;
         Ok(Controller {

@@ -117,6 +117,7 @@ pub fn simulate_day(
     request: &DayRequest<'_>,
     progress: &mut dyn FnMut(DayProgress),
 ) -> Result<DayReport, AutopilotError> {
+    request.settings.check()?;
     request.validate()?;
     let end_s = request.hours * 3600.0;
     let decisions: Vec<f64> =
