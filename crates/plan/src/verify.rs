@@ -23,9 +23,7 @@ use crate::report::{covers, utilization};
 use crate::service_check::{service_checks, Judged, SegmentFigures, SegmentKey, ServiceCheck};
 use crate::verify_shared::check_shared;
 
-/// Relative tolerance when comparing the plan's numbers with the profile's.
-const VALUE_TOLERANCE: f64 = 1e-9;
-
+use crate::violation::claims_beyond_profile;
 pub use crate::violation::{InstanceRef, VerifyRequest, Violation};
 
 /// The checks that need no profiles and no SLOs: the GPU count, the fleet
@@ -339,17 +337,7 @@ fn check_segment<'a>(
     if instance.procs > request.max_procs {
         violations.push(Violation::TooManyProcs { at: at.clone(), procs: instance.procs, max: request.max_procs });
     }
-    // Only a claim better than the profile is wrong: a plan made on
-    // conservative figures (a prediction's bounds) that a measurement
-    // since beat still holds.
-    for (field, better_by, claimed, profiled) in [
-        ("throughput_rps", 1.0, instance.throughput_rps, point.throughput_rps),
-        ("latency_ms", -1.0, instance.latency_ms, point.latency_ms),
-    ] {
-        if better_by * (claimed - profiled) > VALUE_TOLERANCE * profiled.abs() {
-            violations.push(Violation::WrongValue { at: at.clone(), field, claimed, profiled });
-        }
-    }
+    violations.extend(claims_beyond_profile(&at, (instance.throughput_rps, instance.latency_ms), point));
     Some((slo, profile, *point))
 }
 

@@ -12,10 +12,7 @@ use tessera_serving::ArrivalModel;
 
 use crate::judge::PREDICTION_TOLERANCE;
 use crate::latency::LatencyRule;
-use crate::violation::{InstanceRef, VerifyRequest, Violation};
-
-/// Relative tolerance when comparing the plan's numbers with the profile's.
-const VALUE_TOLERANCE: f64 = 1e-9;
+use crate::violation::{claims_beyond_profile, InstanceRef, VerifyRequest, Violation};
 
 /// What the check found of one shared instance: each member's service and
 /// what it is routed (to add to what the service is provisioned), and the
@@ -83,14 +80,7 @@ pub(crate) fn check_shared<'a>(
                 member.service, member.batch
             )));
         }
-        for (field, better_by, claimed, profiled) in [
-            ("throughput_rps", 1.0, member.throughput_rps, point.throughput_rps),
-            ("latency_ms", -1.0, member.latency_ms, point.latency_ms),
-        ] {
-            if better_by * (claimed - profiled) > VALUE_TOLERANCE * profiled.abs() {
-                violations.push(Violation::WrongValue { at: at.clone(), field, claimed, profiled });
-            }
-        }
+        violations.extend(claims_beyond_profile(&at, (member.throughput_rps, member.latency_ms), point));
         match profile.process_memory_gb(config) {
             Some((needed_gb, _)) => memory_gb += needed_gb.max(member.memory_gb),
             None => violations.push(problem(format!(

@@ -4,10 +4,31 @@
 
 use std::fmt;
 
-use tessera_core::{LayoutError, ProfileCatalog, SegmentConfig, ServiceSlo};
+use tessera_core::{LayoutError, ProfileCatalog, ProfilePoint, SegmentConfig, ServiceSlo};
 use tessera_serving::ArrivalModel;
 
 use crate::latency::LatencyRule;
+
+/// Relative tolerance when comparing the plan's numbers with the profile's.
+const VALUE_TOLERANCE: f64 = 1e-9;
+
+/// The plan's `(throughput_rps, latency_ms)` of a segment at `at` that are
+/// better than `point`'s. Only a claim better than the profile is wrong: a
+/// plan made on conservative figures (a prediction's bounds) that a
+/// measurement since beat still holds.
+pub(crate) fn claims_beyond_profile(
+    at: &InstanceRef,
+    (throughput_rps, latency_ms): (f64, f64),
+    point: &ProfilePoint,
+) -> Vec<Violation> {
+    [("throughput_rps", 1.0, throughput_rps, point.throughput_rps), ("latency_ms", -1.0, latency_ms, point.latency_ms)]
+        .into_iter()
+        .filter(|&(_, better_by, claimed, profiled)| {
+            better_by * (claimed - profiled) > VALUE_TOLERANCE * profiled.abs()
+        })
+        .map(|(field, _, claimed, profiled)| Violation::WrongValue { at: at.clone(), field, claimed, profiled })
+        .collect()
+}
 
 /// What a plan is checked against.
 #[derive(Debug, Clone, Copy)]
