@@ -361,8 +361,8 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
     let mut reports: BTreeMap<String, ServiceReport> =
         plan.services.drain(..).map(|report| (report.service.clone(), report)).collect();
     let by_name: HashMap<&str, &ServiceSlo> = problem.services.iter().map(|slo| (slo.service.as_str(), slo)).collect();
-    for (_, members) in &packing.instances {
-        for report in member_reports(members, &by_name, problem.margin) {
+    for (_, shared) in plan.shared_instances() {
+        for report in member_reports(shared, &by_name, problem.margin) {
             reports.insert(report.service.clone(), report);
         }
     }
@@ -391,8 +391,9 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
     plan
 }
 
-/// The service reports of one shared instance's `members`.
-fn member_reports(members: &[SharedMember], by_name: &HashMap<&str, &ServiceSlo>, margin: f64) -> Vec<ServiceReport> {
+/// The service reports of one shared instance's members.
+fn member_reports(shared: &SharedInstance, by_name: &HashMap<&str, &ServiceSlo>, margin: f64) -> Vec<ServiceReport> {
+    let members = &shared.members;
     let judged: Vec<Member> = members
         .iter()
         .map(|member| {
@@ -404,7 +405,7 @@ fn member_reports(members: &[SharedMember], by_name: &HashMap<&str, &ServiceSlo>
             }
         })
         .collect();
-    let busy: f64 = judged.iter().map(|m| m.load.rate_rps * m.load.busy_ms / 1000.0).sum();
+    let busy = shared.busy_share(0.0);
     members
         .iter()
         .zip(&judged)

@@ -199,19 +199,6 @@ impl SerializedQueue {
     }
 }
 
-/// Member `index`'s share of requests within `slo_ms` on a serialized
-/// instance of `members`, every batch `slowdown` slower than profiled:
-/// `P(W + Sᵢ ≤ SLO)` (never above the exact share).
-pub fn member_attainment(
-    members: &[MemberLoad],
-    index: usize,
-    slo_ms: f64,
-    slowdown: f64,
-) -> Result<f64, ServingError> {
-    let queue = SerializedQueue::new(members, slowdown, slo_ms)?;
-    Ok(queue.waiting_within(slo_ms - members[index].busy_ms * (1.0 + slowdown)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,13 +256,17 @@ mod tests {
 
     #[test]
     fn slower_batches_and_more_members_lower_attainment() {
-        let one = [MemberLoad { rate_rps: 20.0, busy_ms: 8.0 }];
-        let two = [one[0], MemberLoad { rate_rps: 40.0, busy_ms: 8.0 }];
-        let alone = member_attainment(&one, 0, 20.0, 0.0).unwrap();
-        let shared = member_attainment(&two, 0, 20.0, 0.0).unwrap();
-        let slower = member_attainment(&two, 0, 20.0, 0.3).unwrap();
+        let member =
+            |rate_rps, slo_ms| Member { load: MemberLoad { rate_rps, busy_ms: 8.0 }, slo_ms, percentile: 99.0 };
+        let attainment = |members: &[Member], slowdown| member_figures(members, 0, slowdown).unwrap().attainment;
+        let one = [member(20.0, 20.0)];
+        let two = [one[0], member(40.0, 20.0)];
+        let alone = attainment(&one, 0.0);
+        let shared = attainment(&two, 0.0);
+        let slower = attainment(&two, 0.3);
         assert!(alone > shared && shared > slower, "{alone} {shared} {slower}");
-        assert_eq!(member_attainment(&two, 0, 5.0, 0.0).unwrap(), 0.0, "a batch longer than the SLO never meets it");
+        let short = [member(20.0, 5.0), member(40.0, 5.0)];
+        assert_eq!(attainment(&short, 0.0), 0.0, "a batch longer than the SLO never meets it");
     }
 
     #[test]
@@ -287,7 +278,7 @@ mod tests {
         assert!(figures.latency_ms <= 60.0 && figures.attainment >= 0.99, "{figures:?}");
         let tolerance = figures.tolerance;
         assert!(tolerance > 0.0 && tolerance < TOLERANCE_RANGE.1, "{tolerance}");
-        let at = |slowdown: f64| member_attainment(&[members[0].load, members[1].load], 0, 60.0, slowdown).unwrap();
+        let at = |slowdown: f64| member_figures(&members, 0, slowdown).unwrap().attainment;
         assert!(at(tolerance) >= 0.99 && at(tolerance + 2.0 * TOLERANCE_PRECISION) < 0.99);
         assert!(all_meet(&members, 0.0) && !all_meet(&members, tolerance + 0.05));
         let latency = member_figures(&members, 1, 0.0).unwrap().latency_ms;
