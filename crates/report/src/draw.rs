@@ -10,9 +10,8 @@
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use tessera_core::{GpuAssignment, Plan};
-
-use tessera_core::text::escape_xml;
+use tessera_core::text::{count, escape_xml};
+use tessera_core::{GpuAssignment, InstanceAssignment, Plan, SharedInstance};
 
 use crate::palette::Palette;
 
@@ -76,11 +75,137 @@ fn fit(text: &str, width_px: u32) -> String {
     format!("{kept}…")
 }
 
+/// The fill and the compute band's shade of every shared instance's tile:
+/// a neutral grey, so that no member's colour stands for the others.
+pub(crate) const SHARED_SWATCH: (&str, &str) = ("#e3e6ea", "#8d96a0");
+
+/// One instance's tile: where it sits and what it says. Its text is
+/// escaped and cut to fit.
+struct Tile {
+    /// The tile's data attributes (escaped), after `class="tile"`.
+    attributes: String,
+    /// MIG profile name.
+    profile: String,
+    /// Compute slices.
+    size: u8,
+    /// Memory slices, from the start slice.
+    memory_slices: u32,
+    /// Start memory slice.
+    start: u8,
+    /// Fill and compute band shade.
+    swatch: (String, String),
+    /// The tooltip.
+    title: String,
+    /// The second to fourth lines of text (the first is the profile).
+    lines: [String; 3],
+}
+
+/// The tile of a dedicated instance: its service, configuration and the
+/// service's utilisation.
+fn dedicated_tile(
+    instance: &InstanceAssignment,
+    memory_slices: u32,
+    palette: &Palette,
+    utilisation: &HashMap<&str, f64>,
+) -> Tile {
+    let service = &instance.service;
+    let width = memory_slices * SLICE_WIDTH_PX;
+    let util_text =
+        utilisation.get(service.as_str()).map_or("util —".to_string(), |u| format!("util {:.0}%", u * 100.0));
+    Tile {
+        attributes: format!(r#"data-service="{}""#, escape_xml(service)),
+        profile: escape_xml(&instance.profile),
+        size: instance.size,
+        memory_slices,
+        start: instance.start,
+        swatch: (palette.fill(service).to_string(), palette.strong(service).to_string()),
+        title: format!(
+            "{} on {} at memory slice {}: {} of {}, batch {} × {} processes, {:.1} req/s, {:.1} ms per batch, {}",
+            escape_xml(&instance.profile),
+            escape_xml(service),
+            instance.start,
+            escape_xml(service),
+            escape_xml(&instance.model),
+            instance.batch,
+            instance.procs,
+            instance.throughput_rps,
+            instance.latency_ms,
+            util_text
+        ),
+        lines: [escape_xml(&fit(service, width)), format!("b{}×{}", instance.batch, instance.procs), util_text],
+    }
+}
+
+/// What a shared instance's tile says of it: "5 shared" (services), the discipline,
+/// the executor's busy share, and the tooltip's members (each with its
+/// model, rate and batch) — as the report's script says it too.
+pub(crate) fn shared_text(shared: &SharedInstance) -> (String, String, String) {
+    let members: Vec<String> = shared
+        .members
+        .iter()
+        .map(|m| format!("{} ({}, {:.1} req/s, batch {})", m.service, m.model, m.capacity_rps, m.batch))
+        .collect();
+    let busy = format!("busy {:.0}%", shared.busy_share(0.0) * 100.0);
+    let title = format!(
+        "shared by {} under the {} discipline, {:.1} GB of members, executor {busy}: {}",
+        count(shared.members.len(), "service"),
+        shared.sharing,
+        shared.memory_gb(),
+        members.join(", ")
+    );
+    (format!("{} shared", shared.members.len()), busy, title)
+}
+
+/// The tile of a shared instance: how many services, the discipline, the
+/// executor's busy share; every member in the tooltip.
+fn shared_tile(shared: &SharedInstance, memory_slices: u32) -> Tile {
+    let (label, busy, members) = shared_text(shared);
+    let names: Vec<&str> = shared.members.iter().map(|m| m.service.as_str()).collect();
+    Tile {
+        attributes: format!(r#"data-members="{}""#, escape_xml(&names.join(" "))),
+        profile: escape_xml(&shared.profile),
+        size: shared.size,
+        memory_slices,
+        start: shared.start,
+        swatch: (SHARED_SWATCH.0.to_string(), SHARED_SWATCH.1.to_string()),
+        title: format!("{} at memory slice {}: {}", escape_xml(&shared.profile), shared.start, escape_xml(&members)),
+        lines: [escape_xml(&fit(&label, memory_slices * SLICE_WIDTH_PX)), shared.sharing.to_string(), busy],
+    }
+}
+
+/// Writes one tile.
+fn write_tile(out: &mut String, tile: &Tile) {
+    let (x, width) = (slice_x(u32::from(tile.start)), tile.memory_slices * SLICE_WIDTH_PX);
+    let _ = write!(
+        out,
+        r#"<g class="tile" {} data-profile="{}" data-start="{}" data-memory-slices="{}">"#,
+        tile.attributes, tile.profile, tile.start, tile.memory_slices
+    );
+    let _ = write!(
+        out,
+        r#"<rect x="{x}" y="{MEMORY_TOP_PX}" width="{width}" height="{MEMORY_BAND_PX}" rx="4" fill="{}"/>"#,
+        tile.swatch.0
+    );
+    let _ = write!(out, "<title>{}</title>", tile.title);
+    let profile = format!(r#"<tspan class="profile">{}</tspan>"#, tile.profile);
+    for (text, dy) in [(&profile, 16), (&tile.lines[0], 31), (&tile.lines[1], 46), (&tile.lines[2], 61)] {
+        let _ = write!(out, r#"<text class="tile-text" x="{}" y="{}">{text}</text>"#, x + 5, MEMORY_TOP_PX + dy);
+    }
+    let _ = write!(
+        out,
+        r#"<rect class="compute-used" x="{x}" y="{COMPUTE_TOP_PX}" width="{}" height="{COMPUTE_BAND_PX}" fill="{}"/>"#,
+        u32::from(tile.size) * SLICE_WIDTH_PX,
+        tile.swatch.1
+    );
+    out.push_str("</g>");
+}
+
 /// Writes one GPU's figure (its contents only: the caller wraps it in an
-/// `<svg>` or a `<g>`).
+/// `<svg>` or a `<g>`): its dedicated instances' tiles, then its shared
+/// instances'.
 pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette, utilisation: &HashMap<&str, f64>) {
     let spec = gpu.gpu_model.spec();
-    let used: u32 = gpu.instances.iter().map(|instance| u32::from(instance.size)).sum();
+    let used: u32 = gpu.layout().map(|(_, size, _)| u32::from(size)).sum();
     let free = u32::from(spec.compute_slices).saturating_sub(used);
     let _ = write!(
         out,
@@ -102,58 +227,14 @@ pub(crate) fn write_gpu(out: &mut String, gpu: &GpuAssignment, palette: &Palette
             slice_x(slice)
         );
     }
+    let memory_slices =
+        |profile: &str, size: u8| u32::from(spec.profile_by_name(profile).map_or(size, |p| p.memory_slices));
     for instance in &gpu.instances {
-        let memory_slices = spec
-            .profile_by_name(&instance.profile)
-            .map_or(u32::from(instance.size), |profile| u32::from(profile.memory_slices));
-        let (x, width) = (slice_x(u32::from(instance.start)), memory_slices * SLICE_WIDTH_PX);
-        let service = &instance.service;
-        let util = utilisation.get(service.as_str());
-        let util_text = util.map_or("util —".to_string(), |u| format!("util {:.0}%", u * 100.0));
-        let _ = write!(
-            out,
-            r#"<g class="tile" data-service="{}" data-profile="{}" data-start="{}" data-memory-slices="{memory_slices}">"#,
-            escape_xml(service),
-            escape_xml(&instance.profile),
-            instance.start
-        );
-        let _ = write!(
-            out,
-            r#"<rect x="{x}" y="{MEMORY_TOP_PX}" width="{width}" height="{MEMORY_BAND_PX}" rx="4" fill="{}"/>"#,
-            palette.fill(service)
-        );
-        let _ = write!(
-            out,
-            "<title>{} on {} at memory slice {}: {} of {}, batch {} × {} processes, {:.1} req/s, {:.1} ms per batch, \
-             {}</title>",
-            escape_xml(&instance.profile),
-            escape_xml(service),
-            instance.start,
-            escape_xml(service),
-            escape_xml(&instance.model),
-            instance.batch,
-            instance.procs,
-            instance.throughput_rps,
-            instance.latency_ms,
-            util_text
-        );
-        let lines = [
-            (format!("<tspan class=\"profile\">{}</tspan>", escape_xml(&instance.profile)), 16),
-            (escape_xml(&fit(service, width)), 31),
-            (format!("b{}×{}", instance.batch, instance.procs), 46),
-            (util_text.clone(), 61),
-        ];
-        for (text, dy) in lines {
-            let _ = write!(out, r#"<text class="tile-text" x="{}" y="{}">{text}</text>"#, x + 5, MEMORY_TOP_PX + dy);
-        }
-        let compute_x = x;
-        let compute_width = u32::from(instance.size) * SLICE_WIDTH_PX;
-        let _ = write!(
-            out,
-            r#"<rect class="compute-used" x="{compute_x}" y="{COMPUTE_TOP_PX}" width="{compute_width}" height="{COMPUTE_BAND_PX}" fill="{}"/>"#,
-            palette.strong(service)
-        );
-        out.push_str("</g>");
+        let tile = dedicated_tile(instance, memory_slices(&instance.profile, instance.size), palette, utilisation);
+        write_tile(out, &tile);
+    }
+    for shared in &gpu.shared {
+        write_tile(out, &shared_tile(shared, memory_slices(&shared.profile, shared.size)));
     }
 }
 
@@ -273,6 +354,40 @@ pub(crate) mod tests {
         assert!(svg.contains(">a-servic…<"), "{svg}");
         assert!(svg.contains("<title>1g.10gb on a-service-with-a-long-name"));
         assert!(svg.contains("util 25%") && svg.contains("util 80%") && svg.contains("b8×2"));
+    }
+
+    #[test]
+    fn a_shared_instance_is_one_grey_tile_naming_its_members_and_its_executor_s_busy_share() {
+        let mut plan = two_gpu_plan();
+        let member = |service: &str, rate_rps: f64| tessera_core::SharedMember {
+            service: service.to_string(),
+            model: "resnet50".to_string(),
+            batch: 1,
+            latency_ms: 10.0,
+            throughput_rps: 100.0,
+            capacity_rps: rate_rps,
+            memory_gb: 2.0,
+        };
+        plan.gpus[1].shared.push(SharedInstance {
+            profile: "1g.10gb".to_string(),
+            size: 1,
+            start: 0,
+            sharing: tessera_core::Sharing::Serialized,
+            members: vec![member("light<a>", 20.0), member("light-b", 10.0), member("light-c", 12.0)],
+        });
+        let svg = plan_svg(&plan);
+        assert_eq!(svg.matches(r#"<g class="tile""#).count(), 4);
+        assert!(svg.contains("5 of 7 compute slices free"), "{svg}");
+        let tile =
+            r#"<g class="tile" data-members="light&lt;a&gt; light-b light-c" data-profile="1g.10gb" data-start="0""#;
+        assert!(svg.contains(tile), "{svg}");
+        assert!(svg.contains(&format!(r#"width="64" height="{MEMORY_BAND_PX}" rx="4" fill="{}""#, SHARED_SWATCH.0)));
+        // 42 req/s of 10 ms batches: the executor is 42% busy.
+        assert!(svg.contains(">3 shared<") && svg.contains(">serialized<") && svg.contains(">busy 42%<"), "{svg}");
+        assert!(svg.contains(
+            "<title>1g.10gb at memory slice 0: shared by 3 services under the serialized discipline, 6.0 GB of \
+             members, executor busy 42%: light&lt;a&gt; (resnet50, 20.0 req/s, batch 1), light-b"
+        ));
     }
 
     #[test]

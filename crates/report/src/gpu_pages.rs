@@ -15,7 +15,7 @@ use std::fmt::Write;
 use tessera_core::text::{count, escape_xml, grouped};
 use tessera_core::{GpuAssignment, Plan};
 
-use crate::draw::{geometry_json, gpu_width_px, write_gpu, GPU_HEIGHT_PX};
+use crate::draw::{geometry_json, gpu_width_px, shared_text, write_gpu, GPU_HEIGHT_PX, SHARED_SWATCH};
 use crate::palette::Palette;
 
 /// GPUs on one page.
@@ -66,7 +66,8 @@ fn gpus_per_node(plan: &Plan) -> HashMap<u32, usize> {
     nodes
 }
 
-/// The legend of the services on `gpus`, in the order they first appear.
+/// The legend of the services on `gpus`, in the order they first appear,
+/// then a chip for shared instances where `gpus` have any.
 fn write_legend(out: &mut String, gpus: &[&GpuAssignment], palette: &Palette) {
     out.push_str(r#"<div class="legend">"#);
     let mut seen = std::collections::HashSet::new();
@@ -80,8 +81,18 @@ fn write_legend(out: &mut String, gpus: &[&GpuAssignment], palette: &Palette) {
             );
         }
     }
+    if gpus.iter().any(|gpu| !gpu.shared.is_empty()) {
+        let _ = write!(
+            out,
+            r#"<span class="shared"><span class="chip" style="background:{}"></span>{SHARED_LEGEND}</span>"#,
+            SHARED_SWATCH.0
+        );
+    }
     out.push_str("</div>");
 }
+
+/// The legend's words for shared instances.
+const SHARED_LEGEND: &str = "shared by several services (members in the tooltip)";
 
 /// `gpus` (consecutive in plan order) grouped by node, each node headed by
 /// its number, its name and its GPU count in the plan.
@@ -125,8 +136,12 @@ fn write_page(
 /// `[name, swatch, utilisation % as text or null]` (the plan's service
 /// list, then services found only in instances), `configs` `[service,
 /// model name, profile, batch, procs, throughput, latency]` (each distinct
-/// instance configuration), `gpus` `[node, index, GPU model, then
-/// configuration and start slice of each instance]`.
+/// instance configuration), `shared` `[profile, members, then the label,
+/// the executor's busy share and the members as the tile says them]` (each
+/// shared instance), `gpus` `[node, index, GPU model, then configuration
+/// and start slice of each instance]`, a shared instance's configuration
+/// written `-1 - k` for `shared[k]`; `shared_swatch` and `shared_legend`
+/// as [`SHARED_SWATCH`] and the legend say them.
 pub(crate) fn write_data_and_script(
     out: &mut String,
     plan: &Plan,
@@ -138,6 +153,7 @@ pub(crate) fn write_data_and_script(
         tables.service(&report.service);
     }
     let mut gpus = String::from("[");
+    let mut shared: Vec<String> = Vec::new();
     for (position, gpu) in plan.gpus.iter().enumerate() {
         let spec = gpu.gpu_model.spec();
         let model = tables.gpu_models.index(&format!(
@@ -163,6 +179,27 @@ pub(crate) fn write_data_and_script(
             ));
             let _ = write!(gpus, ",{config},{}", instance.start);
         }
+        for shared_instance in &gpu.shared {
+            let memory_slices =
+                spec.profile_by_name(&shared_instance.profile).map_or(shared_instance.size, |p| p.memory_slices);
+            let profile = tables.profiles.index(&format!(
+                "[{},{},{memory_slices}]",
+                json_string(&shared_instance.profile),
+                shared_instance.size
+            ));
+            let members: Vec<String> =
+                shared_instance.members.iter().map(|m| tables.service(&m.service).to_string()).collect();
+            let (label, busy, title) = shared_text(shared_instance);
+            shared.push(format!(
+                "[{profile},[{}],{},{},{},{}]",
+                members.join(","),
+                json_string(&label),
+                json_string(shared_instance.sharing.name()),
+                json_string(&busy),
+                json_string(&title)
+            ));
+            let _ = write!(gpus, ",{},{}", -(shared.len() as i64), shared_instance.start);
+        }
         gpus.push(']');
     }
     gpus.push(']');
@@ -182,7 +219,8 @@ pub(crate) fn write_data_and_script(
         out,
         "<script type=\"application/json\" class=\"plan-data\">{{\"per_page\":{GPUS_PER_PAGE},\"geometry\":{},\"node_names\":[{}],\
          \"swatches\":[{}],\"gpu_models\":[{}],\"profiles\":[{}],\"names\":[{}],\"services\":[{}],\"configs\":[{}],\
-         \"gpus\":{gpus}}}</script>\n<script>{SCRIPT}</script>\n",
+         \"shared\":[{}],\"shared_swatch\":[\"{}\",\"{}\"],\"shared_legend\":{},\"gpus\":{gpus}}}</script>\n\
+         <script>{SCRIPT}</script>\n",
         geometry_json(),
         node_names.join(","),
         swatches.join(","),
@@ -191,6 +229,10 @@ pub(crate) fn write_data_and_script(
         tables.names.items.iter().map(|name| json_string(name)).collect::<Vec<_>>().join(","),
         services.join(","),
         tables.configs.items.join(","),
+        shared.join(","),
+        SHARED_SWATCH.0,
+        SHARED_SWATCH.1,
+        json_string(SHARED_LEGEND),
     );
 }
 

@@ -56,8 +56,8 @@ fn write_fleet(out: &mut String, plan: &Plan) {
         };
         let entry = &mut models[position].1;
         *entry.per_node.entry(gpu.node).or_default() += 1;
-        entry.instances += gpu.instances.len();
-        entry.used += gpu.instances.iter().map(|instance| u64::from(instance.size)).sum::<u64>();
+        entry.instances += gpu.layout().count();
+        entry.used += gpu.layout().map(|(_, size, _)| u64::from(size)).sum::<u64>();
         entry.total += u64::from(gpu.gpu_model.spec().compute_slices);
     }
     out.push_str(

@@ -31,13 +31,36 @@
     return chars.length <= room ? text : chars.slice(0, Math.max(room - 1, 0)).join('') + '…';
   }
 
+  // A GPU's instances: [configuration, start] of each dedicated one, then
+  // [shared instance, start] of each shared one (written -1 - k).
+  function instancesOf(gpu) {
+    const dedicated = [], shared = [];
+    for (let i = 3; i < gpu.length; i += 2) {
+      if (gpu[i] < 0) shared.push([data.shared[-1 - gpu[i]], gpu[i + 1]]);
+      else dedicated.push([data.configs[gpu[i]], gpu[i + 1]]);
+    }
+    return [dedicated, shared];
+  }
+
+  // One tile, as draw.rs's write_tile.
+  function tileSvg(attributes, [profileName, size, memory], start, [fill, strong], title, lines, x) {
+    const [left, tileWidth] = [x(start), memory * SLICE];
+    let s = `<g class="tile" ${attributes} data-profile="${esc(profileName)}" data-start="${start}" data-memory-slices="${memory}">`;
+    s += `<rect x="${left}" y="${MEMORY_TOP}" width="${tileWidth}" height="${MEMORY_BAND}" rx="4" fill="${fill}"/>`;
+    s += `<title>${title}</title>`;
+    const texts = [[`<tspan class="profile">${esc(profileName)}</tspan>`, 16], [lines[0], 31], [lines[1], 46], [lines[2], 61]];
+    for (const [text, dy] of texts) s += `<text class="tile-text" x="${left + 5}" y="${MEMORY_TOP + dy}">${text}</text>`;
+    s += `<rect class="compute-used" x="${left}" y="${COMPUTE_TOP}" width="${size * SLICE}" height="${COMPUTE_BAND}" fill="${strong}"/>`;
+    return s + '</g>';
+  }
+
   // One GPU's figure, as draw.rs's write_gpu inside gpu_pages.rs's <svg>.
   function gpuSvg(gpu) {
     const [node, index, model] = gpu;
     const [display, memorySlices, computeSlices] = data.gpu_models[model];
-    const instances = [];
-    for (let i = 3; i < gpu.length; i += 2) instances.push([data.configs[gpu[i]], gpu[i + 1]]);
-    const used = instances.reduce((sum, [config]) => sum + data.profiles[config[2]][1], 0);
+    const [dedicated, shared] = instancesOf(gpu);
+    const used = dedicated.reduce((sum, [config]) => sum + data.profiles[config[2]][1], 0) +
+      shared.reduce((sum, [group]) => sum + data.profiles[group[0]][1], 0);
     const width = 2 * PAD + memorySlices * SLICE;
     const x = slice => PAD + slice * SLICE;
     let s = `<svg class="gpu" data-node="${node}" data-gpu="${index}" xmlns="http://www.w3.org/2000/svg" width="${width}" height="${HEIGHT}" viewBox="0 0 ${width} ${HEIGHT}">`;
@@ -49,21 +72,21 @@
     for (let slice = 0; slice < computeSlices; slice++) {
       s += `<rect class="compute-slice" data-slice="${slice}" x="${x(slice)}" y="${COMPUTE_TOP}" width="${SLICE}" height="${COMPUTE_BAND}"/>`;
     }
-    for (const [[service, model, profile, batch, procs, throughput, latency], start] of instances) {
+    for (const [[service, model, profile, batch, procs, throughput, latency], start] of dedicated) {
       const [nameIndex, swatch, util] = data.services[service];
       const name = data.names[nameIndex];
-      const [profileName, size, memory] = data.profiles[profile];
-      const [fill, strong] = data.swatches[swatch];
-      const [left, tileWidth] = [x(start), memory * SLICE];
+      const [profileName, , memory] = data.profiles[profile];
       const utilText = util === null ? 'util —' : `util ${util}%`;
-      s += `<g class="tile" data-service="${esc(name)}" data-profile="${esc(profileName)}" data-start="${start}" data-memory-slices="${memory}">`;
-      s += `<rect x="${left}" y="${MEMORY_TOP}" width="${tileWidth}" height="${MEMORY_BAND}" rx="4" fill="${fill}"/>`;
-      s += `<title>${esc(profileName)} on ${esc(name)} at memory slice ${start}: ${esc(name)} of ${esc(data.names[model])}, batch ${batch} × ${procs} processes, ${throughput} req/s, ${latency} ms per batch, ${utilText}</title>`;
-      const lines = [[`<tspan class="profile">${esc(profileName)}</tspan>`, 16], [esc(fit(name, tileWidth)), 31],
-        [`b${batch}×${procs}`, 46], [utilText, 61]];
-      for (const [text, dy] of lines) s += `<text class="tile-text" x="${left + 5}" y="${MEMORY_TOP + dy}">${text}</text>`;
-      s += `<rect class="compute-used" x="${left}" y="${COMPUTE_TOP}" width="${size * SLICE}" height="${COMPUTE_BAND}" fill="${strong}"/>`;
-      s += '</g>';
+      const title = `${esc(profileName)} on ${esc(name)} at memory slice ${start}: ${esc(name)} of ${esc(data.names[model])}, batch ${batch} × ${procs} processes, ${throughput} req/s, ${latency} ms per batch, ${utilText}`;
+      s += tileSvg(`data-service="${esc(name)}"`, data.profiles[profile], start, data.swatches[swatch], title,
+        [esc(fit(name, memory * SLICE)), `b${batch}×${procs}`, utilText], x);
+    }
+    for (const [[profile, members, label, sharing, busy, membersText], start] of shared) {
+      const names = members.map(service => data.names[data.services[service][0]]);
+      const [profileName, , memory] = data.profiles[profile];
+      const title = `${esc(profileName)} at memory slice ${start}: ${esc(membersText)}`;
+      s += tileSvg(`data-members="${esc(names.join(' '))}"`, data.profiles[profile], start, data.shared_swatch, title,
+        [esc(fit(label, memory * SLICE)), sharing, busy], x);
     }
     return s + '</svg>';
   }
@@ -81,14 +104,16 @@
     return s;
   }
 
-  // The legend of the services on positions' GPUs, by first appearance.
+  // The legend of the services on positions' GPUs, by first appearance,
+  // then the chip of shared instances where they have any.
   function legendHtml(positions) {
     const seen = new Set();
     let s = '';
+    let anyShared = false;
     for (const position of positions) {
-      const gpu = data.gpus[position];
-      for (let i = 3; i < gpu.length; i += 2) {
-        const service = data.configs[gpu[i]][0];
+      const [dedicated, shared] = instancesOf(data.gpus[position]);
+      anyShared = anyShared || shared.length > 0;
+      for (const [[service]] of dedicated) {
         if (seen.has(service)) continue;
         seen.add(service);
         const [nameIndex, swatch] = data.services[service];
@@ -96,6 +121,7 @@
         s += `<span data-service="${esc(name)}"><span class="chip" style="background:${data.swatches[swatch][0]}"></span>${esc(name)}</span>`;
       }
     }
+    if (anyShared) s += `<span class="shared"><span class="chip" style="background:${data.shared_swatch[0]}"></span>${esc(data.shared_legend)}</span>`;
     return s;
   }
 
@@ -170,12 +196,9 @@
       (count > MAX_ROWS ? ` (the first ${grouped(MAX_ROWS)} shown)` : '');
     offered = [];
     data.gpus.forEach((gpu, position) => {
-      for (let i = 3; i < gpu.length; i += 2) {
-        if (matches[data.configs[gpu[i]][0]]) {
-          offered.push(position);
-          return;
-        }
-      }
+      const [dedicated, shared] = instancesOf(gpu);
+      if (dedicated.some(([[service]]) => matches[service]) ||
+        shared.some(([[, members]]) => members.some(service => matches[service]))) offered.push(position);
     });
     if (needle === '') offered = data.gpus.map((_, position) => position);
     show(0);

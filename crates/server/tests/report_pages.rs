@@ -11,7 +11,9 @@ use std::time::Instant;
 
 use regex::Regex;
 use serde_json::{json, Value};
-use tessera_core::{GpuAssignment, GpuModel, GpuOffer, InstanceAssignment, Plan, ServiceReport};
+use tessera_core::{
+    GpuAssignment, GpuModel, GpuOffer, InstanceAssignment, Plan, ServiceReport, SharedInstance, SharedMember, Sharing,
+};
 use tessera_plan::{LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy};
 use tessera_report::{
     autopilot_day_html, chromatic_distance, colour_distance, plan_report_html, DayPicture, Palette, StrategySeries,
@@ -21,7 +23,9 @@ use tessera_report::{
 use crate::browser::{check_tiles, chromium, run_chromium, screenshot, screenshot_paths, MEASURE};
 
 /// A plan of 500 A100s on nodes of 8, each GPU holding three of 200
-/// tenants (`tenant-000` …), every tenant in the service table.
+/// tenants (`tenant-000` …), every tenant in the service table, and every
+/// fifth GPU a 1g instance shared by two light services (`light-0` and
+/// `light-1`, or `light-5` and `light-6`).
 fn five_hundred_gpus() -> Plan {
     let instance = |profile: &str, size: u8, start: u8, tenant: usize| InstanceAssignment {
         profile: profile.to_string(),
@@ -45,7 +49,7 @@ fn five_hundred_gpus() -> Plan {
                 instance("2g.20gb", 2, 0, (3 * i + 1) % 200),
                 instance("1g.10gb", 1, 2, (3 * i + 2) % 200),
             ],
-            shared: Vec::new(),
+            shared: if i % 5 == 0 { vec![shared_pair(i % 10)] } else { Vec::new() },
         })
         .collect();
     let services = (0..200)
@@ -65,6 +69,26 @@ fn five_hundred_gpus() -> Plan {
         })
         .collect();
     Plan { services, ..Plan::from_gpus(gpus, "optimal", "queueing", 8) }
+}
+
+/// A 1g instance at slice 3 shared by `light-{first}` and the next.
+fn shared_pair(first: usize) -> SharedInstance {
+    let member = |k: usize| SharedMember {
+        service: format!("light-{k}"),
+        model: "resnet50".to_string(),
+        batch: 1,
+        latency_ms: 5.0,
+        throughput_rps: 200.0,
+        capacity_rps: 8.0,
+        memory_gb: 2.0,
+    };
+    SharedInstance {
+        profile: "1g.10gb".to_string(),
+        size: 1,
+        start: 3,
+        sharing: Sharing::Serialized,
+        members: vec![member(first), member(first + 1)],
+    }
 }
 
 /// After load: the first page as drawn in Rust; page 2 as the script draws
@@ -92,6 +116,10 @@ window.addEventListener('load', () => {
   report.filter();
   out.search = {gpus: gpus(), shown: shown(), found: search.querySelector('.found').textContent,
     rows: [...root.querySelectorAll('table.services tbody tr')].filter(row => !row.hidden).map(row => row.dataset.service)};
+  search.querySelector('input').value = 'light-5';
+  report.filter();
+  out.member_search = {gpus: gpus(), shown: shown(),
+    tiles: [...view.querySelectorAll('g.tile[data-members]')].map(tile => tile.dataset.members)};
   const pre = document.createElement('pre'); pre.id = 'paging';
   pre.textContent = JSON.stringify(out);
   document.body.appendChild(pre);
@@ -174,10 +202,21 @@ fn five_hundred_gpus_are_paged_and_every_page_is_drawn_as_the_first() {
         format!("GPUs 1–{} of {} holding services that match “Tenant-007”", holding.len(), holding.len())
     );
 
+    // A member's name finds the GPUs whose shared instances host it.
+    let hosting: Vec<String> =
+        names(&plan.gpus).into_iter().enumerate().filter(|(i, _)| i % 10 == 5).map(|(_, n)| n).collect();
+    assert_eq!(paging["member_search"]["gpus"], json!(hosting[..GPUS_PER_PAGE]));
+    assert_eq!(
+        paging["member_search"]["shown"],
+        format!("GPUs 1–{GPUS_PER_PAGE} of 50 holding services that match “light-5”")
+    );
+    assert_eq!(paging["member_search"]["tiles"], json!(vec!["light-5 light-6"; GPUS_PER_PAGE]));
+
     // Page 2's tiles, drawn by the script, each over its own memory
-    // slices at full size.
+    // slices at full size (a shared instance on every fifth GPU).
     let measured = written(&dom, "measured");
-    assert_eq!(check_tiles(&measured, 60.0), 3 * GPUS_PER_PAGE);
+    let shared_on_page_two = (GPUS_PER_PAGE..2 * GPUS_PER_PAGE).filter(|i| i % 5 == 0).count();
+    assert_eq!(check_tiles(&measured, 60.0), 3 * GPUS_PER_PAGE + shared_on_page_two);
     let (page, viewport) = (measured["page_height"].as_f64().unwrap(), measured["viewport_height"].as_f64().unwrap());
     assert!(page > 5.0 * viewport, "a page of GPUs scrolls: {page} px in a {viewport} px window");
 

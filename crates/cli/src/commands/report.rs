@@ -7,7 +7,7 @@ use crate::args::{ReportArgs, ReportFormat};
 use crate::output::emit;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
-    let plan = crate::inputs::read_dedicated_plan(&args.plan)?;
+    let plan = crate::inputs::read_sound_plan(&args.plan)?;
     let title = match &args.title {
         Some(title) => title.clone(),
         None => format!(
