@@ -720,6 +720,7 @@ fn simulate_serialized(members: &[(f64, f64, f64)], requests: usize, seed: u64) 
 
 /// Light services on the built-in profiles with `--share serialized`: the
 /// table shows shared tiles, `simulate serve` runs the shared instances,
+/// `report` draws them, `diff` restarts only the executor a member leaves,
 /// the commands that run instances of one service refuse the plan naming
 /// the instance, and sharing outside its model is refused at once.
 #[test]
@@ -745,13 +746,28 @@ fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
     let output = tessera(&["simulate", "serve", plan.to_str().unwrap(), "--demo", "--seconds", "30"], &store);
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(stdout(&output).contains("light-11"), "{}", stdout(&output));
-    for command in
-        [vec!["report", plan.to_str().unwrap()], vec!["diff", plan.to_str().unwrap(), plan.to_str().unwrap()]]
-    {
-        let output = tessera(&command, &store);
-        assert!(!output.status.success(), "{command:?}");
-        assert!(stderr(&output).contains("is shared by") && stderr(&output).contains("gpu 0"), "{}", stderr(&output));
-    }
+    let output = tessera(&["report", plan.to_str().unwrap(), "--format", "svg"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stdout(&output).contains(r#"<g class="tile" data-members="light-"#), "{}", stdout(&output));
+    // One member leaves its shared instance: the diff restarts that
+    // instance's executor, one process, and keeps every other member.
+    let mut document: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let instances = document["gpus"][0]["instances"].as_array_mut().unwrap();
+    let shared = instances.iter_mut().find(|i| i.get("members").is_some()).unwrap();
+    let left = shared["members"].as_array_mut().unwrap().pop().unwrap();
+    let without = dir.path().join("without.json");
+    std::fs::write(&without, document.to_string()).unwrap();
+    let output = tessera(&["diff", plan.to_str().unwrap(), without.to_str().unwrap(), "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let diff: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(diff["totals"]["processes_restarted"], 1, "{diff}");
+    assert_eq!(diff["totals"]["services_changed"], 1, "{diff}");
+    assert_eq!(diff["services"][0]["service"], left["service"], "{diff}");
+    let output = tessera(&["diff", plan.to_str().unwrap(), without.to_str().unwrap(), "--steps"], &store);
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("is shared by") && stderr(&output).contains("gpu 0"), "{}", stderr(&output));
+    let output = tessera(&["deploy", plan.to_str().unwrap(), "--node", "0"], &store);
+    assert!(stderr(&output).contains("is shared by"), "{}", stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "csv"], &store);
     assert!(stderr(&output).contains("write the plan as JSON"), "{}", stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--latency-rule", "parva"], &store);

@@ -17,6 +17,12 @@
 //!   every process of a segment of the new plan that is not kept.
 //! * A **service changes** when one of its segments is added or removed
 //!   (its other segments keep running).
+//!
+//! A shared instance runs one executor process for all its members; each
+//! member counts as a segment of its service (service, model, batch). The
+//! instance is kept when its members are; a service moving in or out of it
+//! restarts its executor only (one process), and the members that stay are
+//! kept segments.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -168,37 +174,90 @@ pub(crate) fn segment_of(instance: &InstanceAssignment) -> SegmentKey<'_> {
     (&instance.service, &instance.model, instance.batch, instance.procs)
 }
 
+/// Every instance of a GPU, dedicated and shared, `profile@start`.
 pub(crate) fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
-    gpu.instances.iter().map(|i| format!("{}@{}", i.profile, i.start)).collect()
+    gpu.layout().map(|(profile, _, start)| format!("{profile}@{start}")).collect()
 }
 
-fn instances_by_key(gpu: &GpuAssignment) -> HashMap<InstanceKey<'_>, &InstanceAssignment> {
-    gpu.instances.iter().map(|i| ((i.profile.as_str(), i.start), i)).collect()
+/// What runs in one MIG instance: one service's segment (its MPS
+/// processes), or a shared instance's one executor serving its members.
+#[derive(Debug, PartialEq)]
+enum Occupant<'a> {
+    Segment(SegmentKey<'a>),
+    Executor(Vec<SegmentKey<'a>>),
 }
 
-/// Compares one GPU of both plans: its change, instances created and
-/// destroyed, and the segments of the new one that are kept.
-fn compare_gpu(old: &GpuAssignment, new: &GpuAssignment) -> (GpuChange, usize, usize, Vec<bool>) {
-    if old.gpu_model != new.gpu_model {
-        return (GpuChange::LayoutChanged, new.instances.len(), old.instances.len(), vec![false; new.instances.len()]);
+impl<'a> Occupant<'a> {
+    /// The processes starting it starts.
+    fn processes(&self) -> u64 {
+        match self {
+            Occupant::Segment(segment) => u64::from(segment.3),
+            Occupant::Executor(_) => 1,
+        }
     }
-    let before = instances_by_key(old);
-    let after = instances_by_key(new);
-    let created = after.keys().filter(|key| !before.contains_key(*key)).count();
-    let destroyed = before.keys().filter(|key| !after.contains_key(*key)).count();
-    let kept: Vec<bool> = new
-        .instances
-        .iter()
-        .map(|i| before.get(&(i.profile.as_str(), i.start)).is_some_and(|o| segment_of(o) == segment_of(i)))
-        .collect();
-    let change = if created + destroyed > 0 {
-        GpuChange::LayoutChanged
-    } else if kept.iter().all(|&k| k) && old.instances.len() == new.instances.len() {
-        GpuChange::Unchanged
-    } else {
-        GpuChange::ServicesChanged
+
+    /// Each service's part in it: the segment, or each member (as a
+    /// segment of its service, model and batch in the executor's process).
+    fn parts(&self) -> &[SegmentKey<'a>] {
+        match self {
+            Occupant::Segment(segment) => std::slice::from_ref(segment),
+            Occupant::Executor(members) => members,
+        }
+    }
+}
+
+/// Every instance of `gpu` with what runs in it.
+fn occupants(gpu: &GpuAssignment) -> HashMap<InstanceKey<'_>, Occupant<'_>> {
+    let dedicated = gpu.instances.iter().map(|i| ((i.profile.as_str(), i.start), Occupant::Segment(segment_of(i))));
+    let shared = gpu.shared.iter().map(|shared| {
+        let members = shared.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch, 0)).collect();
+        ((shared.profile.as_str(), shared.start), Occupant::Executor(members))
+    });
+    dedicated.chain(shared).collect()
+}
+
+/// One GPU's changes: how it changes, instances created and destroyed,
+/// processes started, and each service's parts kept, added and removed.
+struct GpuChanges<'a> {
+    change: GpuChange,
+    created: usize,
+    destroyed: usize,
+    processes: u64,
+    parts: Vec<(&'a str, usize, usize, usize)>,
+}
+
+/// Compares one GPU of both plans (either may be missing).
+fn compare_gpu<'a>(old: Option<&'a GpuAssignment>, new: Option<&'a GpuAssignment>) -> GpuChanges<'a> {
+    let before = old.map(occupants).unwrap_or_default();
+    let after = new.map(occupants).unwrap_or_default();
+    let same_model = old.zip(new).is_some_and(|(old, new)| old.gpu_model == new.gpu_model);
+    let created = after.keys().filter(|key| !same_model || !before.contains_key(*key)).count();
+    let destroyed = before.keys().filter(|key| !same_model || !after.contains_key(*key)).count();
+    let kept = |key: &InstanceKey<'_>, occupant: &Occupant<'_>| same_model && before.get(key) == Some(occupant);
+    let processes = after.iter().filter(|(key, occupant)| !kept(key, occupant)).map(|(_, o)| o.processes()).sum();
+    let all_kept = after.iter().all(|(key, occupant)| kept(key, occupant)) && before.len() == after.len();
+    let change = match (old, new) {
+        (None, _) => GpuChange::Added,
+        (_, None) => GpuChange::Removed,
+        _ if created + destroyed > 0 => GpuChange::LayoutChanged,
+        _ if all_kept => GpuChange::Unchanged,
+        _ => GpuChange::ServicesChanged,
     };
-    (change, created, destroyed, kept)
+    let parts_of = |occupants: &HashMap<InstanceKey<'a>, Occupant<'a>>| -> HashSet<(InstanceKey<'a>, SegmentKey<'a>)> {
+        occupants.iter().flat_map(|(key, occupant)| occupant.parts().iter().map(move |part| (*key, *part))).collect()
+    };
+    let (old_parts, new_parts) = (parts_of(&before), parts_of(&after));
+    let mut parts = Vec::new();
+    for (key, part) in &new_parts {
+        let kept = same_model && old_parts.contains(&(*key, *part));
+        parts.push((part.0, usize::from(kept), usize::from(!kept), 0));
+    }
+    for (key, part) in &old_parts {
+        if !(same_model && new_parts.contains(&(*key, *part))) {
+            parts.push((part.0, 0, 0, 1));
+        }
+    }
+    GpuChanges { change, created, destroyed, processes, parts }
 }
 
 /// The changes from `old` to `new` (see the module documentation).
@@ -208,81 +267,46 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> PlanDiff {
     let new_gpus: BTreeMap<(u32, u32), &GpuAssignment> = new.gpus.iter().map(|g| (key(g), g)).collect();
     let positions: BTreeSet<(u32, u32)> = old_gpus.keys().chain(new_gpus.keys()).copied().collect();
     let mut per_service: BTreeMap<String, ServiceDiff> = BTreeMap::new();
-    let mut tally = |name: &str, kept: usize, added: usize, removed: usize| {
-        let diff = per_service.entry(name.to_string()).or_insert_with(|| ServiceDiff {
-            service: name.to_string(),
-            segments_kept: 0,
-            segments_added: 0,
-            segments_removed: 0,
-        });
-        diff.segments_kept += kept;
-        diff.segments_added += added;
-        diff.segments_removed += removed;
-    };
     let mut gpus = Vec::with_capacity(positions.len());
     let mut totals = DiffTotals::default();
     for position in positions {
         let (node, index) = position;
         let (before, after) = (old_gpus.get(&position).copied(), new_gpus.get(&position).copied());
-        let (change, created, destroyed, processes, gpu_model) = match (before, after) {
-            (Some(old_gpu), Some(new_gpu)) => {
-                let (change, created, destroyed, kept) = compare_gpu(old_gpu, new_gpu);
-                let mut processes = 0;
-                let kept_segments: HashSet<(InstanceKey<'_>, SegmentKey<'_>)> = new_gpu
-                    .instances
-                    .iter()
-                    .zip(&kept)
-                    .filter(|(_, &k)| k)
-                    .map(|(i, _)| ((i.profile.as_str(), i.start), segment_of(i)))
-                    .collect();
-                for (instance, &k) in new_gpu.instances.iter().zip(&kept) {
-                    if k {
-                        tally(&instance.service, 1, 0, 0);
-                    } else {
-                        tally(&instance.service, 0, 1, 0);
-                        processes += u64::from(instance.procs);
-                    }
-                }
-                for instance in &old_gpu.instances {
-                    let kept = old_gpu.gpu_model == new_gpu.gpu_model
-                        && kept_segments.contains(&((instance.profile.as_str(), instance.start), segment_of(instance)));
-                    if !kept {
-                        tally(&instance.service, 0, 0, 1);
-                    }
-                }
-                (change, created, destroyed, processes, new_gpu.gpu_model)
-            }
-            (None, Some(new_gpu)) => {
-                new_gpu.instances.iter().for_each(|i| tally(&i.service, 0, 1, 0));
-                let processes = new_gpu.instances.iter().map(|i| u64::from(i.procs)).sum();
-                (GpuChange::Added, new_gpu.instances.len(), 0, processes, new_gpu.gpu_model)
-            }
-            (Some(old_gpu), None) => {
-                old_gpu.instances.iter().for_each(|i| tally(&i.service, 0, 0, 1));
-                (GpuChange::Removed, 0, old_gpu.instances.len(), 0, old_gpu.gpu_model)
-            }
-            (None, None) => unreachable!("every position comes from one of the plans"),
+        let Some(gpu_model) = after.or(before).map(|gpu| gpu.gpu_model) else {
+            unreachable!("every position comes from one of the plans")
         };
-        match change {
+        let changes = compare_gpu(before, after);
+        for (service, kept, added, removed) in changes.parts {
+            let diff = per_service.entry(service.to_string()).or_insert_with(|| ServiceDiff {
+                service: service.to_string(),
+                segments_kept: 0,
+                segments_added: 0,
+                segments_removed: 0,
+            });
+            diff.segments_kept += kept;
+            diff.segments_added += added;
+            diff.segments_removed += removed;
+        }
+        match changes.change {
             GpuChange::Unchanged => totals.gpus_unchanged += 1,
             GpuChange::ServicesChanged => totals.gpus_services_changed += 1,
             GpuChange::LayoutChanged => totals.gpus_layout_changed += 1,
             GpuChange::Added => totals.gpus_added += 1,
             GpuChange::Removed => totals.gpus_removed += 1,
         }
-        totals.instances_created += created;
-        totals.instances_destroyed += destroyed;
-        totals.processes_restarted += processes;
+        totals.instances_created += changes.created;
+        totals.instances_destroyed += changes.destroyed;
+        totals.processes_restarted += changes.processes;
         gpus.push(GpuDiff {
             node,
             index,
             gpu_model,
-            change,
+            change: changes.change,
             old_layout: before.map(layout_of).unwrap_or_default(),
             new_layout: after.map(layout_of).unwrap_or_default(),
-            instances_created: created,
-            instances_destroyed: destroyed,
-            processes_restarted: processes,
+            instances_created: changes.created,
+            instances_destroyed: changes.destroyed,
+            processes_restarted: changes.processes,
         });
     }
     let services: Vec<ServiceDiff> = per_service.into_values().collect();
@@ -360,6 +384,52 @@ pub(crate) mod tests {
         assert_eq!((totals.gpus_layout_changed, totals.instances_created, totals.instances_destroyed), (1, 2, 1));
         assert_eq!(totals.processes_restarted, 4);
         assert_eq!(totals.churn(), (1, 3, 4));
+    }
+
+    fn shared(start: u8, services: &[&str]) -> crate::SharedInstance {
+        let member = |service: &str| crate::SharedMember {
+            service: service.to_string(),
+            model: "m".to_string(),
+            batch: 1,
+            latency_ms: 5.0,
+            throughput_rps: 200.0,
+            capacity_rps: 4.0,
+            memory_gb: 2.0,
+        };
+        crate::SharedInstance {
+            profile: "1g.10gb".to_string(),
+            size: 1,
+            start,
+            sharing: crate::Sharing::Serialized,
+            members: services.iter().map(|s| member(s)).collect(),
+        }
+    }
+
+    #[test]
+    fn a_service_joining_a_shared_instance_restarts_its_executor_only() {
+        let mut old = old();
+        old.gpus[0].instances.truncate(1);
+        old.gpus[0].shared = vec![shared(4, &["x", "y"]), shared(5, &["z", "w"])];
+        let mut new = old.clone();
+        new.gpus[0].shared[0].members.push(shared(4, &["v"]).members.remove(0));
+        let diff = diff_plans(&old, &new);
+        assert_eq!(diff.gpus[0].change, GpuChange::ServicesChanged);
+        assert_eq!(diff.gpus[0].new_layout, ["4g.40gb@0", "1g.10gb@4", "1g.10gb@5"]);
+        let totals = diff.totals;
+        assert_eq!((totals.instances_created, totals.instances_destroyed, totals.processes_restarted), (0, 0, 1));
+        assert_eq!(totals.services_changed, 1, "{:?}", diff.services);
+        let parts = |name: &str| {
+            let s = diff.services.iter().find(|s| s.service == name).unwrap();
+            (s.segments_kept, s.segments_added, s.segments_removed)
+        };
+        assert_eq!((parts("v"), parts("x"), parts("z")), ((0, 1, 0), (1, 0, 0), (1, 0, 0)));
+        assert!(diff_plans(&new, &new).totals.is_empty());
+        // Moving to another instance: both executors restart.
+        let mut moved = new.clone();
+        let leaving = moved.gpus[0].shared[0].members.remove(0);
+        moved.gpus[0].shared[1].members.push(leaving);
+        let totals = diff_plans(&new, &moved).totals;
+        assert_eq!((totals.processes_restarted, totals.services_changed), (2, 1));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use tessera_core::text::count;
 use tessera_core::{diff_plans, transition_steps, DiffTotals, GpuChange, Plan, PlanDiff, Step};
 
 use crate::args::{DiffArgs, ListFormat};
-use crate::inputs::read_dedicated_plan;
+use crate::inputs::read_sound_plan;
 use crate::output::{emit, is_stdout, out, outln};
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
@@ -14,7 +14,23 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     // Plan files written by `tessera plan` record their GPU models and need
     // no profiles; a ParvaGPU map (which needs them) is refused by the
     // reader, a plan the hardware could not hold by the structural checks.
-    let (old, new) = (read_dedicated_plan(&args.old)?, read_dedicated_plan(&args.new)?);
+    let (old, new) = (read_sound_plan(&args.old)?, read_sound_plan(&args.new)?);
+    if args.steps {
+        for (path, plan) in [(&args.old, &old), (&args.new, &new)] {
+            if let Some((gpu, shared)) = plan.shared_instances().next() {
+                anyhow::bail!(
+                    "--steps: {}: node {} gpu {} {}@{} is shared by {} services; transition steps are ordered for \
+                     instances of one service only (the diff itself counts shared instances: run it without --steps)",
+                    path.display(),
+                    gpu.node,
+                    gpu.index,
+                    shared.profile,
+                    shared.start,
+                    shared.members.len()
+                );
+            }
+        }
+    }
     let diff = diff_plans(&old, &new);
     let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
     if let Some(picture) = &args.picture {
