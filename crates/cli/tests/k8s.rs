@@ -175,3 +175,71 @@ fn the_agents_dry_run_prints_the_layout_steps_without_a_cluster() {
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("nvidia-smi") && message.trim_end().lines().count() == 1, "{message}");
 }
+
+/// Light services sharing instances (`--share serialized`, one image for
+/// all): one claim and one single-pod Deployment per shared instance, its
+/// members in `TESSERA_MEMBERS`, one Service over its pod, and per member a
+/// route to it that names the member in `X-Tessera-Service`; the export
+/// validates. Members of two images, and `k8s apply`, are refused naming
+/// the instance.
+#[test]
+fn shared_instances_export_as_one_multi_model_deployment_each_with_a_route_per_member() {
+    let dir = TempDir::new().unwrap();
+    let slo = dir.path().join("light.csv");
+    let mut csv = String::from("service,model,rate_rps,latency_ms,image\n");
+    for k in 0..12 {
+        csv.push_str(&format!("light-{k},resnet50,{},150,reg.example/multi:1\n", 2 + k % 5));
+    }
+    std::fs::write(&slo, &csv).unwrap();
+    let plan = demo_plan(&dir, &["--slo", slo.to_str().unwrap(), "--share", "serialized"]);
+    let planned: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let shared: Vec<&Value> = planned["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|gpu| gpu["instances"].as_array().unwrap())
+        .filter(|i| i.get("members").is_some())
+        .collect();
+    assert!(!shared.is_empty(), "{planned}");
+    let members: usize = shared.iter().map(|i| i["members"].as_array().unwrap().len()).sum();
+
+    let out = dir.path().join("out");
+    let output = tessera(&["k8s", "export", &plan, "-o", out.to_str().unwrap()], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    let text: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
+    let kinds = |kind: &str| text.matches(&format!("\nkind: {kind}\n")).count();
+    let dedicated: usize = planned["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|gpu| gpu["instances"].as_array().unwrap())
+        .filter(|i| i.get("members").is_none())
+        .count();
+    assert_eq!((kinds("Deployment"), kinds("ResourceClaim")), (dedicated + shared.len(), dedicated + shared.len()));
+    assert_eq!(text.matches("name: TESSERA_MEMBERS").count(), shared.len(), "{text}");
+    assert_eq!(text.matches("value: serialized").count(), shared.len(), "{text}");
+    assert!(text.contains(r#"{\"batch\":1,\"model\":\"resnet50\",\"service\":\"light-"#), "{text}");
+    assert_eq!(text.matches("name: X-Tessera-Service").count(), members, "{text}");
+    assert_eq!(text.matches("tessera.io/segment: shared-n0-g").count(), shared.len() * 3, "{text}");
+    kubernetes_validate(&files);
+
+    // Two images in one instance: refused, naming it.
+    std::fs::write(&slo, csv.replacen("reg.example/multi:1", "reg.example/other:2", 1)).unwrap();
+    let plan = demo_plan(&dir, &["--slo", slo.to_str().unwrap(), "--share", "serialized"]);
+    let message = fails_with(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir), &["error: node 0 gpu "]);
+    assert!(message.contains("share the instance but not one container image"), "{message}");
+
+    // `k8s apply` orders changes to instances of one service only.
+    let server = FakeApiServer::start();
+    server.put(a100_node("gpu-a", 4));
+    let kubeconfig = server.kubeconfig(dir.path());
+    std::fs::write(&slo, &csv).unwrap();
+    let plan = demo_plan(&dir, &["--slo", slo.to_str().unwrap(), "--share", "serialized"]);
+    let message = fails_with(
+        &["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig.to_str().unwrap()],
+        &store_in(&dir),
+        &["error: the plan: node 0 gpu "],
+    );
+    assert!(message.contains("`k8s apply` orders changes to instances of one service only"), "{message}");
+}

@@ -473,6 +473,23 @@ fn apply_state(
     Ok((actions, pinned))
 }
 
+/// Refuses `plan` (`which` one) when it has a shared instance: the
+/// transition's steps order instances of one service only.
+fn refuse_shared(which: &str, plan: &Plan) -> Result<(), K8sError> {
+    match plan.shared_instances().next() {
+        Some((gpu, shared)) => Err(K8sError::Plan(format!(
+            "{which}: node {} gpu {} {}@{} is shared by {} services; `k8s apply` orders changes to instances of one \
+             service only (apply `tessera k8s export`'s files with kubectl instead)",
+            gpu.node,
+            gpu.index,
+            shared.profile,
+            shared.start,
+            shared.members.len()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Applies `plan` make before break from the plan the cluster runs (see
 /// the module documentation): checks it against the cluster's nodes, runs
 /// each step of the transition, applies the whole plan's objects, and
@@ -486,6 +503,7 @@ pub fn apply_plan(
     options: &ApplyOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<Action>, K8sError> {
+    refuse_shared("the plan", plan)?;
     let target = manifests_with(plan, &options.export(), &BTreeMap::new())?;
     cluster.inventory()?.nodes.check(plan)?;
     let parts = recorded_parts(cluster, &options.namespace)?;
@@ -493,6 +511,7 @@ pub fn apply_plan(
         finish_teardowns(cluster, &parts, options)?;
     }
     let running = plan_of_parts(&parts, plan);
+    refuse_shared("the plan the cluster runs", &running)?;
     let steps = plan_transition(&running, plan);
     let mut actions = Vec::new();
     let mut before = running;

@@ -6,6 +6,15 @@
 //! by capacity (see [`crate::routing`] for the serving discipline, and
 //! [`crate::pods`] for the pods' requests, probes and updates).
 //!
+//! A shared instance (several light services, one executor) is one claim
+//! and one single-pod Deployment `shared-nN-gG-P-T` running its members'
+//! common image as a multi-model server: `TESSERA_SHARING` names the
+//! discipline, `TESSERA_MEMBERS` (JSON) lists each member's `service`,
+//! `model` and `batch`. One Service of the same name selects its pod, and
+//! each member's HTTPRoute reaches it with the member's name in the
+//! `X-Tessera-Service` header ([`crate::routing::SHARED_MEMBER_HEADER`]).
+//! Members of different images or arguments are refused, named.
+//!
 //! Segment `S` on node `N`, GPU `G`, instance `P@T` is the Deployment
 //! `S-nN-gG-P-T` (P without dots). Its claim asks the DRA driver for a MIG
 //! device of profile `P` whose memory slices start at `T` by a CEL selector;
@@ -39,7 +48,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde::{Deserialize, Serialize};
-use tessera_core::{GpuAssignment, InstanceAssignment, Plan};
+use tessera_core::{GpuAssignment, InstanceAssignment, Plan, SharedInstance};
 use tessera_plan::NodeRef;
 
 use crate::error::K8sError;
@@ -49,7 +58,9 @@ use crate::names::{config_name, plan_id, profile_part, service_names, stable_has
 use crate::node_plan::{node_config_map, node_parts};
 use crate::options::ExportOptions;
 use crate::pods::{rolling_update, PodOptions};
-use crate::routing::{backend_name, backend_service, check_backend_counts, service_route, Backend};
+use crate::routing::{
+    backend_name, backend_service, check_backend_counts, service_route, shared_instance_service, Backend,
+};
 
 /// One MIG device a node's agent made for a planned instance, as it
 /// reports it in [`DEVICES_ANNOTATION`](crate::DEVICES_ANNOTATION).
@@ -310,36 +321,100 @@ fn claim(
     }
 }
 
-/// What a segment's Deployment runs.
+/// What a segment's (or a shared instance's) Deployment runs.
 struct Workload<'a> {
-    instance: &'a InstanceAssignment,
+    /// The service whose pod requests apply (a shared instance's
+    /// Deployment name, which has none of its own, takes the default).
+    requests_of: &'a str,
+    /// The container's environment.
+    env: Vec<(&'static str, String)>,
+    /// Pods: one per MPS process.
+    replicas: u32,
+    /// The container's arguments.
+    args: Vec<String>,
     config: String,
-    image: &'a tessera_core::ServiceImage,
+    image: &'a str,
     node: &'a NodeRef,
     claim: String,
     pods: &'a PodOptions,
 }
 
+impl<'a> Workload<'a> {
+    /// The workload of a dedicated segment: its service's image, with
+    /// `TESSERA_SERVICE`, `TESSERA_MODEL`, `TESSERA_BATCH` and
+    /// `TESSERA_PROCS` set.
+    fn of_segment(
+        instance: &'a InstanceAssignment,
+        image: &'a tessera_core::ServiceImage,
+        config: String,
+        (node, claim, pods): (&'a NodeRef, String, &'a PodOptions),
+    ) -> Self {
+        Workload {
+            requests_of: &instance.service,
+            env: vec![
+                ("TESSERA_SERVICE", instance.service.clone()),
+                ("TESSERA_MODEL", instance.model.clone()),
+                ("TESSERA_BATCH", instance.batch.to_string()),
+                ("TESSERA_PROCS", instance.procs.to_string()),
+            ],
+            replicas: instance.procs,
+            args: image.args_for(instance.batch),
+            config,
+            image: &image.image,
+            node,
+            claim,
+            pods,
+        }
+    }
+
+    /// The workload of a shared instance: one pod of the members' common
+    /// image (a multi-model server), with `TESSERA_SHARING` (the
+    /// discipline) and `TESSERA_MEMBERS` (JSON: each member's `service`,
+    /// `model` and `batch`) set.
+    fn of_shared(
+        segment: &'a str,
+        shared: &'a SharedInstance,
+        image: &'a tessera_core::ServiceImage,
+        config: String,
+        (node, claim, pods): (&'a NodeRef, String, &'a PodOptions),
+    ) -> Self {
+        let members: Vec<serde_json::Value> = shared
+            .members
+            .iter()
+            .map(|m| serde_json::json!({"service": m.service, "model": m.model, "batch": m.batch}))
+            .collect();
+        Workload {
+            requests_of: segment,
+            env: vec![
+                ("TESSERA_SHARING", shared.sharing.to_string()),
+                ("TESSERA_MEMBERS", serde_json::Value::Array(members).to_string()),
+            ],
+            replicas: 1,
+            args: image.args_for(1),
+            config,
+            image: &image.image,
+            node,
+            claim,
+            pods,
+        }
+    }
+}
+
 fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, workload: Workload<'_>) -> Deployment {
     let pods = workload.pods;
-    let (requests, limits) = pods.requests_of(&workload.instance.service).requests_and_limits();
-    let instance = workload.instance;
+    let (requests, limits) = pods.requests_of(workload.requests_of).requests_and_limits();
     let mut labels = labels;
     labels.insert(CONFIG_LABEL.into(), workload.config);
     let mut pod_labels: BTreeMap<String, String> = labels.clone();
     pod_labels.remove(PLAN_ID);
     pod_labels.insert(SEGMENT_LABEL.into(), segment.into());
-    let env = [
-        ("TESSERA_SERVICE", instance.service.clone()),
-        ("TESSERA_MODEL", instance.model.clone()),
-        ("TESSERA_BATCH", instance.batch.to_string()),
-        ("TESSERA_PROCS", instance.procs.to_string()),
-    ]
-    .into_iter()
-    .map(|(name, value)| EnvVar { name: name.into(), value: Some(value), ..Default::default() })
-    .collect();
+    let env = workload
+        .env
+        .into_iter()
+        .map(|(name, value)| EnvVar { name: name.into(), value: Some(value), ..Default::default() })
+        .collect();
     let (node_key, node_value) = selector(workload.node);
-    let args = workload.image.args_for(instance.batch);
+    let args = workload.args;
     Deployment {
         metadata: ObjectMeta {
             name: Some(segment.into()),
@@ -348,7 +423,7 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
             ..Default::default()
         },
         spec: Some(DeploymentSpec {
-            replicas: Some(i32::try_from(instance.procs).unwrap_or(i32::MAX)),
+            replicas: Some(i32::try_from(workload.replicas).unwrap_or(i32::MAX)),
             // Never more processes on the device than planned.
             strategy: Some(rolling_update()),
             selector: LabelSelector {
@@ -375,7 +450,7 @@ fn deployment(namespace: &str, segment: &str, labels: BTreeMap<String, String>, 
                     }]),
                     containers: vec![Container {
                         name: "serve".into(),
-                        image: Some(workload.image.image.clone()),
+                        image: Some(workload.image.to_string()),
                         args: (!args.is_empty()).then_some(args),
                         env: Some(env),
                         ports: Some(vec![pods.container_port()]),
@@ -420,6 +495,10 @@ pub struct PlanObjects<'a> {
     /// Per service (Kubernetes name), per configuration, its summed
     /// capacity in requests/s.
     backends: BTreeMap<String, BTreeMap<String, f64>>,
+    /// Per service (Kubernetes name) served by shared instances, per shared
+    /// instance (its Deployment and Service name), the member's capacity in
+    /// requests/s.
+    shared_backends: BTreeMap<String, BTreeMap<String, f64>>,
     /// The plan's nodes, by node number.
     pub nodes: BTreeMap<u32, NodeRef>,
     /// Names that were changed to be valid Kubernetes names (one note).
@@ -451,21 +530,13 @@ impl<'a> PlanObjects<'a> {
         options: &'a ExportOptions,
         devices: &'a BTreeMap<u32, Vec<NodeDevice>>,
     ) -> Result<PlanObjects<'a>, K8sError> {
-        if let Some((gpu, shared)) = plan.shared_instances().next() {
-            return Err(K8sError::Plan(format!(
-                "node {} gpu {} {}@{} is shared by {} services; the cluster runs instances of one service only",
-                gpu.node,
-                gpu.index,
-                shared.profile,
-                shared.start,
-                shared.members.len()
-            )));
-        }
+        let members = plan.shared_instances().flat_map(|(_, shared)| &shared.members).map(|m| m.service.as_str());
         let mut missing: Vec<&str> = plan
             .gpus
             .iter()
             .flat_map(|gpu| &gpu.instances)
             .map(|instance| instance.service.as_str())
+            .chain(members)
             .filter(|service| !plan.images.contains_key(*service))
             .collect();
         missing.sort_unstable();
@@ -476,6 +547,9 @@ impl<'a> PlanObjects<'a> {
                 if missing.len() == 1 { "1 service has" } else { "services have" },
                 missing.join(", ")
             )));
+        }
+        for (gpu, shared) in plan.shared_instances() {
+            shared_image(plan, gpu, shared)?;
         }
         let mut nodes = BTreeMap::new();
         for gpu in &plan.gpus {
@@ -488,6 +562,7 @@ impl<'a> PlanObjects<'a> {
                 .iter()
                 .map(|report| report.service.as_str())
                 .chain(plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()))
+                .chain(plan.shared_instances().flat_map(|(_, shared)| &shared.members).map(|m| m.service.as_str()))
                 .collect::<std::collections::BTreeSet<_>>(),
         );
         let mut backends: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
@@ -497,8 +572,19 @@ impl<'a> PlanObjects<'a> {
                 *configs.entry(config_name(gpu.gpu_model, instance)).or_default() += instance.capacity();
             }
         }
+        let mut shared_backends: BTreeMap<String, BTreeMap<String, f64>> = BTreeMap::new();
+        for (gpu, shared) in plan.shared_instances() {
+            for member in &shared.members {
+                let entry = shared_backends.entry(names[&member.service].clone()).or_default();
+                *entry.entry(shared_segment_name(gpu, shared)).or_default() += member.capacity_rps;
+            }
+        }
         if options.routes.is_some() {
-            check_backend_counts(backends.iter().map(|(service, configs)| (service.as_str(), configs.len())))?;
+            let services: std::collections::BTreeSet<&String> = backends.keys().chain(shared_backends.keys()).collect();
+            check_backend_counts(services.into_iter().map(|service| {
+                let count = |of: &BTreeMap<String, BTreeMap<String, f64>>| of.get(service).map_or(0, BTreeMap::len);
+                (service.as_str(), count(&backends) + count(&shared_backends))
+            }))?;
         }
         Ok(PlanObjects {
             plan,
@@ -508,6 +594,7 @@ impl<'a> PlanObjects<'a> {
             names,
             parts: node_parts(plan),
             backends,
+            shared_backends,
             nodes,
             notes,
         })
@@ -535,14 +622,25 @@ impl<'a> PlanObjects<'a> {
                 });
                 let expression = selector_expression(&instance.profile, instance.start, device);
                 let claim = claim(namespace, &segment, labels.clone(), expression, instance.procs);
-                let workload = Workload {
-                    instance,
-                    config: config_name(gpu.gpu_model, instance),
-                    image: &self.plan.images[&instance.service],
-                    node,
-                    claim: claim.metadata.name.clone().unwrap_or_default(),
-                    pods: &self.options.pods,
-                };
+                let placed = (node, claim.metadata.name.clone().unwrap_or_default(), &self.options.pods);
+                let image = &self.plan.images[&instance.service];
+                let workload = Workload::of_segment(instance, image, config_name(gpu.gpu_model, instance), placed);
+                deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
+                objects.push(Manifest::ResourceClaim(claim));
+            }
+            for shared in &gpu.shared {
+                let segment = shared_segment_name(gpu, shared);
+                let mut labels = common_labels(&self.plan_id);
+                labels.insert(NODE_NUMBER_LABEL.into(), gpu.node.to_string());
+                let device = self.devices.get(&gpu.node).and_then(|list| {
+                    list.iter().find(|d| d.gpu == gpu.index && d.profile == shared.profile && d.start == shared.start)
+                });
+                let expression = selector_expression(&shared.profile, shared.start, device);
+                let claim = claim(namespace, &segment, labels.clone(), expression, 1);
+                let image = shared_image(self.plan, gpu, shared)?;
+                let config = format!("{}-{}-shared", gpu.gpu_model, profile_part(&shared.profile));
+                let placed = (node, claim.metadata.name.clone().unwrap_or_default(), &self.options.pods);
+                let workload = Workload::of_shared(&segment, shared, image, config, placed);
                 deployments.push(Manifest::Deployment(Box::new(deployment(namespace, &segment, labels, workload))));
                 objects.push(Manifest::ResourceClaim(claim));
             }
@@ -571,20 +669,65 @@ impl<'a> PlanObjects<'a> {
                 objects.push(Manifest::Service(Box::new(front)));
             }
         }
+        let shared_segments: std::collections::BTreeSet<&String> =
+            self.shared_backends.values().flat_map(BTreeMap::keys).collect();
+        for segment in shared_segments {
+            let front =
+                shared_instance_service(namespace, segment, common_labels(&self.plan_id), self.options.pods.port);
+            objects.push(Manifest::Service(Box::new(front)));
+        }
         let Some(gateway) = &self.options.routes else { return objects };
-        for (service, configs) in &self.backends {
-            let backends: Vec<Backend> = configs
-                .iter()
-                .map(|(config, capacity_rps)| Backend {
-                    service: backend_name(service, config),
-                    capacity_rps: *capacity_rps,
-                })
-                .collect();
-            let route = service_route(namespace, service, labels_of(service), gateway, &backends);
+        let plan_names: BTreeMap<&str, &str> =
+            self.names.iter().map(|(plan_name, name)| (name.as_str(), plan_name.as_str())).collect();
+        let services: std::collections::BTreeSet<&String> =
+            self.backends.keys().chain(self.shared_backends.keys()).collect();
+        for service in services {
+            let dedicated = self.backends.get(service).into_iter().flatten().map(|(config, capacity_rps)| Backend {
+                service: backend_name(service, config),
+                capacity_rps: *capacity_rps,
+            });
+            let shared = self.shared_backends.get(service);
+            let on_shared = shared
+                .into_iter()
+                .flatten()
+                .map(|(segment, capacity_rps)| Backend { service: segment.clone(), capacity_rps: *capacity_rps });
+            let backends: Vec<Backend> = dedicated.chain(on_shared).collect();
+            let member = shared.and(plan_names.get(service.as_str()).copied());
+            let route = service_route(namespace, service, labels_of(service), gateway, &backends, member);
             objects.push(Manifest::HttpRoute(Box::new(route)));
         }
         objects
     }
+}
+
+/// The one image of `shared`'s members (its multi-model server): every
+/// member must have an image, and the same one with the same arguments.
+fn shared_image<'p>(
+    plan: &'p Plan,
+    gpu: &GpuAssignment,
+    shared: &SharedInstance,
+) -> Result<&'p tessera_core::ServiceImage, K8sError> {
+    let mut images = shared.members.iter().map(|m| (m.service.as_str(), plan.images.get(&m.service)));
+    let instance = || format!("node {} gpu {} {}@{}", gpu.node, gpu.index, shared.profile, shared.start);
+    let Some((first, Some(image))) = images.next() else {
+        return Err(K8sError::Plan(format!("{}: a shared instance's first member has no container image", instance())));
+    };
+    for (service, other) in images {
+        if other != Some(image) {
+            return Err(K8sError::Plan(format!(
+                "{}: {first} and {service} share the instance but not one container image and arguments; a shared \
+                 instance runs one multi-model server (give its members one `image` and `args`, or plan without \
+                 --share)",
+                instance()
+            )));
+        }
+    }
+    Ok(image)
+}
+
+/// A shared instance's Deployment (and Service) name: `shared-nN-gG-P-T`.
+fn shared_segment_name(gpu: &GpuAssignment, shared: &SharedInstance) -> String {
+    format!("shared-n{}-g{}-{}-{}", gpu.node, gpu.index, profile_part(&shared.profile), shared.start)
 }
 
 /// The order objects are applied in: the nodes' ConfigMaps, the claims,

@@ -71,7 +71,9 @@ pub fn node_parts(plan: &Plan) -> BTreeMap<u32, Plan> {
 /// The part of `plan` with `gpus`.
 fn part_of(plan: &Plan, mut gpus: Vec<GpuAssignment>, reports: &HashMap<&str, &ServiceReport>) -> Plan {
     gpus.sort_by_key(|gpu| gpu.index);
-    let services: BTreeSet<&str> = gpus.iter().flat_map(|gpu| &gpu.instances).map(|i| i.service.as_str()).collect();
+    let dedicated = gpus.iter().flat_map(|gpu| &gpu.instances).map(|i| i.service.as_str());
+    let members = gpus.iter().flat_map(|gpu| &gpu.shared).flat_map(|s| &s.members).map(|m| m.service.as_str());
+    let services: BTreeSet<&str> = dedicated.chain(members).collect();
     Plan {
         gpu_count: gpus.len(),
         total_cost: 0.0,

@@ -60,6 +60,12 @@
 //! configurations cannot be weighed by one rule and is refused, named
 //! ([`check_backend_counts`]).
 //!
+//! A service served by a shared instance (see [`crate::manifests`]) has
+//! one backend per shared instance hosting it (the planner gives it one):
+//! the Service over that instance's one pod, with the service named in
+//! [`SHARED_MEMBER_HEADER`] so that the pod's multi-model server puts the
+//! request in the member's queue.
+//!
 //! Without the Gateway API (`ExportOptions::routes` `None`, `--no-routes`)
 //! the per-configuration Services are still made, and whoever sends a
 //! service's requests (a client library, a service mesh) must weigh them by
@@ -73,6 +79,7 @@ use std::str::FromStr;
 
 use gateway_api::apis::standard::httproutes::{
     HttpRoute, HttpRouteParentRefs, HttpRouteRules, HttpRouteRulesBackendRefs, HttpRouteRulesFilters,
+    HttpRouteRulesFiltersRequestHeaderModifier, HttpRouteRulesFiltersRequestHeaderModifierSet,
     HttpRouteRulesFiltersType, HttpRouteRulesFiltersUrlRewrite, HttpRouteRulesFiltersUrlRewritePath,
     HttpRouteRulesFiltersUrlRewritePathType, HttpRouteRulesMatches, HttpRouteRulesMatchesPath,
     HttpRouteRulesMatchesPathType, HttpRouteSpec,
@@ -82,7 +89,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::error::K8sError;
-use crate::labels::{CONFIG_LABEL, SERVICE_LABEL};
+use crate::labels::{CONFIG_LABEL, SEGMENT_LABEL, SERVICE_LABEL};
 use crate::names::stable_hash;
 
 /// The port every segment's Service listens on.
@@ -234,19 +241,45 @@ pub fn backend_service(
     labels: BTreeMap<String, String>,
     container_port: i32,
 ) -> Service {
+    let selector = BTreeMap::from([
+        (SERVICE_LABEL.to_string(), service.to_string()),
+        (CONFIG_LABEL.to_string(), config.to_string()),
+    ]);
+    cluster_service(namespace, backend_name(service, config), labels, selector, container_port)
+}
+
+/// The Service in front of a shared instance's one pod (its multi-model
+/// server, Deployment `segment`), selected by its [`SEGMENT_LABEL`]; named
+/// as the Deployment. Every member's route sends its requests there with
+/// the member named in [`SHARED_MEMBER_HEADER`].
+pub fn shared_instance_service(
+    namespace: &str,
+    segment: &str,
+    labels: BTreeMap<String, String>,
+    container_port: i32,
+) -> Service {
+    let selector = BTreeMap::from([(SEGMENT_LABEL.to_string(), segment.to_string())]);
+    cluster_service(namespace, segment.to_string(), labels, selector, container_port)
+}
+
+/// A ClusterIP Service on [`SERVICE_PORT`] over the pods `selector` picks.
+fn cluster_service(
+    namespace: &str,
+    name: String,
+    labels: BTreeMap<String, String>,
+    selector: BTreeMap<String, String>,
+    container_port: i32,
+) -> Service {
     Service {
         metadata: ObjectMeta {
-            name: Some(backend_name(service, config)),
+            name: Some(name),
             namespace: Some(namespace.into()),
             labels: Some(labels),
             ..Default::default()
         },
         spec: Some(ServiceSpec {
             type_: Some("ClusterIP".into()),
-            selector: Some(BTreeMap::from([
-                (SERVICE_LABEL.to_string(), service.to_string()),
-                (CONFIG_LABEL.to_string(), config.to_string()),
-            ])),
+            selector: Some(selector),
             // No affinity: each connection picks a pod afresh.
             session_affinity: Some("None".into()),
             ports: Some(vec![ServicePort {
@@ -262,11 +295,18 @@ pub fn backend_service(
     }
 }
 
+/// The request header naming the service a request is for, which the
+/// route of a service served by a shared instance sets: the instance's
+/// multi-model server picks the member's queue by it (the plan's service
+/// name, as the server's `TESSERA_MEMBERS` lists it).
+pub const SHARED_MEMBER_HEADER: &str = "X-Tessera-Service";
+
 /// One backend of a service's route: the Service over its pods of one
 /// configuration, and their summed capacity.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backend {
-    /// The Service's name ([`backend_name`]).
+    /// The Service's name ([`backend_name`], or a shared instance's
+    /// Deployment name).
     pub service: String,
     /// The configuration's capacity in requests/s: the sum of its
     /// segments'.
@@ -276,14 +316,43 @@ pub struct Backend {
 /// The `HTTPRoute` of one service (named as the service, `name`): requests
 /// whose path starts with `/NAME` reach its configurations' Services
 /// (`backends`) with the prefix replaced by `/`, weighted by
-/// [`route_weights`] of their capacities.
+/// [`route_weights`] of their capacities. A service served by a shared
+/// instance passes its plan name as `member`: the route also sets
+/// [`SHARED_MEMBER_HEADER`] to it (a dedicated segment's server ignores
+/// the header).
 pub fn service_route(
     namespace: &str,
     name: &str,
     labels: BTreeMap<String, String>,
     gateway: &GatewayRef,
     backends: &[Backend],
+    member: Option<&str>,
 ) -> HttpRoute {
+    let mut filters = vec![HttpRouteRulesFilters {
+        r#type: HttpRouteRulesFiltersType::UrlRewrite,
+        url_rewrite: Some(HttpRouteRulesFiltersUrlRewrite {
+            path: Some(HttpRouteRulesFiltersUrlRewritePath {
+                r#type: HttpRouteRulesFiltersUrlRewritePathType::ReplacePrefixMatch,
+                replace_prefix_match: Some("/".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }];
+    if let Some(member) = member {
+        filters.push(HttpRouteRulesFilters {
+            r#type: HttpRouteRulesFiltersType::RequestHeaderModifier,
+            request_header_modifier: Some(HttpRouteRulesFiltersRequestHeaderModifier {
+                set: Some(vec![HttpRouteRulesFiltersRequestHeaderModifierSet {
+                    name: SHARED_MEMBER_HEADER.into(),
+                    value: member.into(),
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+    }
     let capacities: Vec<f64> = backends.iter().map(|backend| backend.capacity_rps).collect();
     let backend_refs = backends
         .iter()
@@ -312,18 +381,7 @@ pub fn service_route(
                     }),
                     ..Default::default()
                 }]),
-                filters: Some(vec![HttpRouteRulesFilters {
-                    r#type: HttpRouteRulesFiltersType::UrlRewrite,
-                    url_rewrite: Some(HttpRouteRulesFiltersUrlRewrite {
-                        path: Some(HttpRouteRulesFiltersUrlRewritePath {
-                            r#type: HttpRouteRulesFiltersUrlRewritePathType::ReplacePrefixMatch,
-                            replace_prefix_match: Some("/".into()),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                }]),
+                filters: Some(filters),
                 backend_refs: Some(backend_refs),
                 ..Default::default()
             }]),

@@ -26,7 +26,7 @@ pub fn run(command: K8sCommand) -> Result<()> {
             export(&plan, &output, &ExportOptions { namespace, routes, pods })
         }
         K8sCommand::Apply { plan, dry_run, concurrency, force_conflicts, timeout, namespace, objects, cluster } => {
-            let plan = crate::inputs::read_dedicated_plan(&plan)?;
+            let plan = crate::inputs::read_sound_plan(&plan)?;
             let (routes, pods) = objects.resolve()?;
             let options = ApplyOptions {
                 routes,
@@ -90,7 +90,7 @@ fn inventory(cluster: &Cluster) -> Result<()> {
 }
 
 fn export(plan: &Path, output: &Path, options: &ExportOptions) -> Result<()> {
-    let plan = crate::inputs::read_dedicated_plan(plan)?;
+    let plan = crate::inputs::read_sound_plan(plan)?;
     let no_devices = BTreeMap::new();
     let made = PlanObjects::new(&plan, options, &no_devices)?;
     for line in &made.notes {

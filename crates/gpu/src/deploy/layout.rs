@@ -142,24 +142,20 @@ fn check_planned(planned: &GpuAssignment) -> Result<(), GpuError> {
     let spec = planned.gpu_model.spec();
     let bad = |message: String| GpuError::PlanGpu { gpu: planned.index, message };
     let placements = planned
-        .instances
-        .iter()
-        .map(|instance| {
-            spec.profile_by_name(&instance.profile)
-                .map(|profile| Placement { profile, start: instance.start })
-                .map_err(|e| bad(e.to_string()))
+        .layout()
+        .map(|(profile, _, start)| {
+            spec.profile_by_name(profile).map(|profile| Placement { profile, start }).map_err(|e| bad(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
     validate_layout(planned.gpu_model, &placements).map_err(|e| bad(e.to_string()))
 }
 
 /// The steps that turn GPU `live` into the plan's GPU `planned`: every
-/// planned instance gets its GPU instance at its start and the default
-/// compute instance.
+/// planned instance, dedicated or shared, gets its GPU instance at its
+/// start and the default compute instance.
 pub fn plan_steps(live: &LiveGpu, planned: &GpuAssignment) -> Result<Vec<Step>, GpuError> {
     check_planned(planned)?;
-    let targets: Vec<Target> =
-        planned.instances.iter().map(|instance| (instance.profile.clone(), instance.start, true)).collect();
+    let targets: Vec<Target> = planned.layout().map(|(profile, _, start)| (profile.to_string(), start, true)).collect();
     Ok(diff(live, &targets))
 }
 

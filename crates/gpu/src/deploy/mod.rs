@@ -86,18 +86,6 @@ fn plan_layouts(
     if let Some(pair) = gpus.windows(2).find(|pair| pair[0].index == pair[1].index) {
         return Err(GpuError::PlanGpu { gpu: pair[0].index, message: format!("appears twice on node {node}") });
     }
-    if let Some(gpu) = gpus.iter().find(|gpu| !gpu.shared.is_empty()) {
-        let shared = &gpu.shared[0];
-        return Err(GpuError::PlanGpu {
-            gpu: gpu.index,
-            message: format!(
-                "{}@{} is shared by {} services; a node deploys instances of one service only",
-                shared.profile,
-                shared.start,
-                shared.members.len()
-            ),
-        });
-    }
     gpus.into_iter()
         .map(|planned| {
             let (installed, live) = match runner.as_deref_mut() {
@@ -218,6 +206,19 @@ pub fn plan_node<N: CommandRunner + MigDevices>(
     commands: &ServiceCommands,
     options: &NodeOptions,
 ) -> Result<NodePlan, GpuError> {
+    let on_node = plan.gpus.iter().filter(|gpu| gpu.node == options.node);
+    if let Some((gpu, shared)) = on_node.flat_map(|gpu| gpu.shared.iter().map(move |s| (gpu, s))).next() {
+        return Err(GpuError::PlanGpu {
+            gpu: gpu.index,
+            message: format!(
+                "{}@{} is shared by {} services; a node deploys instances of one service only (the MIG layout \
+                 alone is `tessera k8s`' node agent's)",
+                shared.profile,
+                shared.start,
+                shared.members.len()
+            ),
+        });
+    }
     let (deployments, assumed_empty) = match plan_layouts(Some(driver), plan, options.node) {
         Err(GpuError::ProgramMissing { .. }) if options.assume_empty_without_driver => {
             (plan_layouts(None, plan, options.node)?, true)
