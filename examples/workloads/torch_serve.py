@@ -27,6 +27,19 @@ batch's service time against its profile. Only reads the GPU's settings.
 
     python3 examples/workloads/torch_serve.py --model resnet50 --batch 16 \
         --utilisation 0.5,0.8,0.95 --seconds 30 --output resnet50.json
+
+With --members, one shared instance under the serialized discipline instead
+(a plan's `sharing: serialized`): several models in one process, each
+member with its own Poisson stream at its rate and its own queue, one
+executor running one batch at a time from the member whose oldest waiting
+request is oldest. Each member (MODEL:RATE_RPS:SLO_MS[:BATCH], batch 1 by
+default) is profiled alone first; the JSON then has, per member, its
+profile, the requests counted, their percentiles and the share within its
+SLO, beside the executor's measured busy share:
+
+    python3 examples/workloads/torch_serve.py \
+        --members resnet50:40:150,mobilenetv2:60:100,densenet121:20:200,vgg16:15:120 \
+        --seconds 90 --output shared.json
 """
 
 import argparse
@@ -178,6 +191,107 @@ def serve(graphs, max_batch: int, rate_rps: float, seconds: float, warmup_s: flo
     }
 
 
+def serve_shared(members: list, seconds: float, warmup_s: float, rng) -> dict:
+    """The serialized discipline: members' Poisson streams, one executor, the oldest waiting head first."""
+    arrivals = []
+    for member in members:
+        gaps = rng.exponential(1.0 / member["rate_rps"], size=int(member["rate_rps"] * seconds * 1.2) + 100)
+        times = np.cumsum(gaps)
+        arrivals.append(times[times < seconds])
+    done = [np.empty(len(times)) for times in arrivals]
+    heads = [0] * len(members)
+    busy_s = 0.0
+    clock = time.perf_counter
+    origin = clock()
+    while True:
+        now = clock() - origin
+        waiting = [k for k, times in enumerate(arrivals) if heads[k] < len(times)]
+        if not waiting:
+            break
+        ready = [k for k in waiting if arrivals[k][heads[k]] <= now]
+        if not ready:
+            due = min(arrivals[k][heads[k]] for k in waiting)
+            while clock() - origin < due:
+                pass
+            continue
+        k = min(ready, key=lambda k: arrivals[k][heads[k]])
+        arrived = int(np.searchsorted(arrivals[k], now, side="right"))
+        batch = min(arrived - heads[k], members[k]["batch"])
+        started = clock()
+        run_batch(members[k]["graphs"][batch])
+        finished = clock()
+        busy_s += finished - started
+        done[k][heads[k] : heads[k] + batch] = finished - origin
+        heads[k] += batch
+    results = []
+    for member, times, finished in zip(members, arrivals, done):
+        counted = times >= warmup_s
+        latency_ms = (finished - times)[counted] * 1000.0
+        results.append(
+            {
+                "model": member["model"],
+                "batch": member["batch"],
+                "rate_rps": member["rate_rps"],
+                "slo_ms": member["slo_ms"],
+                "profile": member["profile"],
+                "requests": int(counted.sum()),
+                "p50_ms": float(np.percentile(latency_ms, 50)),
+                "p99_ms": float(np.percentile(latency_ms, 99)),
+                "within_slo": float((latency_ms <= member["slo_ms"]).mean()),
+            }
+        )
+    return {"busy_share": busy_s / (clock() - origin), "members": results}
+
+
+def parse_members(text: str) -> list:
+    """MODEL:RATE_RPS:SLO_MS[:BATCH] entries, comma-separated."""
+    members = []
+    for entry in text.split(","):
+        fields = entry.split(":")
+        try:
+            if len(fields) not in (3, 4):
+                raise ValueError("expected MODEL:RATE_RPS:SLO_MS[:BATCH]")
+            member = {"model": fields[0], "rate_rps": float(fields[1]), "slo_ms": float(fields[2])}
+            member["batch"] = int(fields[3]) if len(fields) == 4 else 1
+            if member["rate_rps"] <= 0 or member["slo_ms"] <= 0 or member["batch"] < 1:
+                raise ValueError("rate, SLO and batch must be positive")
+        except ValueError as error:
+            raise SystemExit(f"--members entry {entry!r}: {error}")
+        members.append(member)
+    if len(members) < 2:
+        raise SystemExit("--members needs at least two members (one is a dedicated instance: use --model)")
+    return members
+
+
+def main_shared(args, device) -> dict:
+    members = parse_members(args.members)
+    for member in members:
+        net, inputs = build(member["model"], device)
+        member["graphs"] = capture(net, inputs, member["batch"])
+    warm_until = time.perf_counter() + 3.0
+    while time.perf_counter() < warm_until:
+        for member in members:
+            run_batch(member["graphs"][member["batch"]])
+    for member in members:
+        member["profile"] = profile({member["batch"]: member["graphs"][member["batch"]]}, args.profile_runs)[0]
+    served = serve_shared(members, args.seconds, args.warmup_s, np.random.default_rng(args.seed))
+    for row in served["members"]:
+        print(
+            f"{row['model']} at {row['rate_rps']:.0f} req/s: p99 {row['p99_ms']:.2f} ms, "
+            f"{100 * row['within_slo']:.2f}% within {row['slo_ms']:.0f} ms",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {
+        "gpu": gpu_facts(),
+        "discipline": "serialized: one executor, one batch at a time, the member whose oldest request is oldest",
+        "seconds": args.seconds,
+        "warmup_s": args.warmup_s,
+        "seed": args.seed,
+        **served,
+    }
+
+
 def gpu_facts() -> dict:
     query = "name,driver_version,mig.mode.current,clocks.max.sm"
     try:
@@ -202,6 +316,7 @@ def main() -> int:
     parser.add_argument("--profile-runs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", help="JSON file (default: stdout)")
+    parser.add_argument("--members", help="serve a shared instance instead: MODEL:RATE_RPS:SLO_MS[:BATCH],...")
     args = parser.parse_args()
     levels = [float(u) for u in args.utilisation.split(",")]
     if args.batch < 1 or not all(0.0 < u < 1.0 for u in levels) or args.seconds <= args.warmup_s:
@@ -211,6 +326,9 @@ def main() -> int:
 
     torch.backends.cudnn.benchmark = True
     device = torch.device("cuda")
+    if args.members:
+        write(main_shared(args, device), args.output)
+        return 0
     net, inputs = build(args.model, device)
     graphs = capture(net, inputs, args.batch)
     # Clocks up before anything is measured.
@@ -243,13 +361,17 @@ def main() -> int:
         "profile": rows,
         "levels": served,
     }
+    write(result, args.output)
+    return 0
+
+
+def write(result: dict, output) -> None:
     text = json.dumps(result, indent=1)
-    if args.output:
-        with open(args.output, "w") as out:
+    if output:
+        with open(output, "w") as out:
             out.write(text + "\n")
     else:
         print(text)
-    return 0
 
 
 if __name__ == "__main__":
