@@ -32,17 +32,22 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     let out = dir.path().join("out");
     let output = tessera(&["k8s", "export", &plan, "-o", out.to_str().unwrap()], &store_in(&dir));
     assert!(output.status.success(), "{}", stderr(&output));
-    let mut files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|path| path.is_file()).collect();
     files.sort();
     // One multi-document file per plan node, that node's objects inside,
-    // and the Services and routes (of no one node) in cluster.yaml.
+    // and the Services and routes (of no one node) in cluster.yaml; the
+    // SLO rules in monitoring/.
+    assert!(out.join("monitoring/slo-rules.yml").is_file());
     let names: Vec<&str> = files.iter().map(|f| f.file_name().unwrap().to_str().unwrap()).collect();
     assert!(names.contains(&"cluster.yaml"), "{names:?}");
     let node_files: Vec<_> = files.iter().filter(|f| !f.ends_with("cluster.yaml")).cloned().collect();
     assert!(node_files.iter().all(|f| f.file_name().unwrap().to_str().unwrap().starts_with("node-n")), "{names:?}");
     let texts: Vec<String> = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
     let documents: usize = texts.iter().map(|t| t.matches("---\n").count()).sum();
-    assert_eq!(stdout(&output), format!("wrote {documents} manifests in {} files to {}\n", files.len(), out.display()));
+    let said =
+        format!("wrote {documents} manifests in {} files to {}\nwrote the SLO rules of ", files.len(), out.display());
+    assert!(stdout(&output).starts_with(&said), "{}", stdout(&output));
     let kinds = |kind: &str| texts.iter().map(|t| t.matches(&format!("\nkind: {kind}\n")).count()).sum::<usize>();
     let (claims, routes) = (kinds("ResourceClaim"), kinds("HTTPRoute"));
     assert!(claims > 0 && claims == kinds("Deployment") && routes > 0);
@@ -76,7 +81,7 @@ fn the_demo_plan_exports_to_a_folder_of_valid_manifests_or_one_stream() {
     assert!(output.status.success(), "{}", stderr(&output));
     let names: Vec<String> =
         std::fs::read_dir(&bare).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(names.len(), node_files.len() + 1, "{names:?}");
+    assert_eq!(names.len(), node_files.len() + 2, "{names:?} (the nodes', cluster.yaml, monitoring/)");
     let cluster = std::fs::read_to_string(bare.join("cluster.yaml")).unwrap();
     assert_eq!(cluster.matches("\nkind: Service\n").count(), configurations.len());
     assert!(!cluster.contains("HTTPRoute"), "{cluster}");
@@ -206,7 +211,8 @@ fn shared_instances_export_as_one_multi_model_deployment_each_with_a_route_per_m
     let out = dir.path().join("out");
     let output = tessera(&["k8s", "export", &plan, "-o", out.to_str().unwrap()], &store_in(&dir));
     assert!(output.status.success(), "{}", stderr(&output));
-    let files: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).collect();
+    let files: Vec<_> =
+        std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().path()).filter(|path| path.is_file()).collect();
     let text: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();
     let kinds = |kind: &str| text.matches(&format!("\nkind: {kind}\n")).count();
     let dedicated: usize = planned["gpus"]
@@ -242,4 +248,76 @@ fn shared_instances_export_as_one_multi_model_deployment_each_with_a_route_per_m
         &["error: the plan: node 0 gpu "],
     );
     assert!(message.contains("`k8s apply` orders changes to instances of one service only"), "{message}");
+}
+
+/// `promtool` with `args`, or `None` (after a visible skip, or a failure
+/// where CI requires it) when it is not installed.
+fn promtool(args: &[&str]) -> Option<std::process::Output> {
+    match std::process::Command::new("promtool").args(args).output() {
+        Ok(output) => Some(output),
+        Err(error) => {
+            tessera_testkit::tool_missing(
+                "TESSERA_REQUIRE_PROMTOOL",
+                &format!("promtool cannot run ({error})"),
+                "apt-get install prometheus",
+            );
+            None
+        }
+    }
+}
+
+/// The export's SLO rules: `promtool check rules` passes them, and
+/// `promtool test rules` shows the page and the ticket firing for a
+/// service missing its SLO on 10% of its requests (budget 1%) while one
+/// missing it on 0.4% stays quiet, its attainment recorded as 90%.
+#[test]
+fn the_exported_slo_rules_pass_promtool_and_page_only_the_service_burning_its_budget() {
+    let dir = TempDir::new().unwrap();
+    let plan = demo_plan(&dir, &[]);
+    let out = dir.path().join("out");
+    let output = tessera(&["k8s", "export", &plan, "-o", out.to_str().unwrap()], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let planned: Value = serde_json::from_str(&std::fs::read_to_string(&plan).unwrap()).unwrap();
+    let services = planned["services"].as_array().unwrap();
+    assert!(stdout(&output).contains(&format!("wrote the SLO rules of {} services (", services.len())));
+    let monitoring = out.join("monitoring");
+    let rule = std::fs::read_to_string(monitoring.join("prometheus-rule.yaml")).unwrap();
+    assert!(rule.starts_with("apiVersion: monitoring.coreos.com/v1\nkind: PrometheusRule\n"), "{rule}");
+    let Some(checked) = promtool(&["check", "rules", monitoring.join("slo-rules.yml").to_str().unwrap()]) else {
+        return;
+    };
+    assert!(checked.status.success(), "{}{}", stdout(&checked), stderr(&checked));
+
+    let (burning, fine) = (&services[0], &services[1]);
+    let le = |service: &Value| format!("{}", service["latency_slo_ms"].as_f64().unwrap() / 1000.0);
+    let series = |service: &Value, within: u32, all: u32| {
+        let name = service["service"].as_str().unwrap();
+        format!(
+            "  - series: 'tessera_request_duration_seconds_bucket{{service=\"{name}\",le=\"{}\"}}'\n    values: '0+{within}x180'\n\
+             \x20 - series: 'tessera_request_duration_seconds_count{{service=\"{name}\"}}'\n    values: '0+{all}x180'\n",
+            le(service)
+        )
+    };
+    let name = burning["service"].as_str().unwrap();
+    let test = format!(
+        "rule_files: [slo-rules.yml]\nevaluation_interval: 1m\ntests:\n- interval: 1m\n  input_series:\n{}{}\
+         \x20 promql_expr_test:\n  - expr: round(1000 * tessera:slo_attainment:ratio_rate5m{{service=\"{name}\"}})\n\
+         \x20   eval_time: 1h\n    exp_samples:\n    - labels: '{{service=\"{name}\"}}'\n      value: 900\n\
+         \x20 alert_rule_test:\n  - eval_time: 2h\n    alertname: TesseraSLOBudgetBurnFast\n    exp_alerts:\n\
+         \x20   - exp_labels: {{severity: page, service: \"{name}\"}}\n\
+         \x20     exp_annotations:\n        summary: \"{name} burns its latency SLO's error budget fast\"\n\
+         \x20       description: \"10% of {name}'s requests missed its latency SLO over the alert's long window (the plan \
+         promises each service its percentile; tessera:slo_error_budget:ratio is its budget)\"\n\
+         \x20 - eval_time: 2h\n    alertname: TesseraSLOBudgetBurnSlow\n    exp_alerts:\n\
+         \x20   - exp_labels: {{severity: ticket, service: \"{name}\"}}\n\
+         \x20     exp_annotations:\n        summary: \"{name} burns its latency SLO's error budget slowly\"\n\
+         \x20       description: \"10% of {name}'s requests missed its latency SLO over the alert's long window (the plan \
+         promises each service its percentile; tessera:slo_error_budget:ratio is its budget)\"\n",
+        series(burning, 90, 100),
+        series(fine, 996, 1000),
+    );
+    let test_file = monitoring.join("slo-test.yml");
+    std::fs::write(&test_file, &test).unwrap();
+    let tested = promtool(&["test", "rules", test_file.to_str().unwrap()]).unwrap();
+    assert!(tested.status.success(), "{}{}\n{test}", stdout(&tested), stderr(&tested));
 }

@@ -231,3 +231,31 @@ fn a_replan_takes_the_new_slo_files_images_and_keeps_the_others() {
         assert_eq!(images[&slo.service], before["images"][&slo.service], "{}: kept", slo.service);
     }
 }
+
+#[test]
+fn a_gpu_of_another_model_at_the_same_position_is_one_removed_and_one_added_and_steps_refuse() {
+    let Setup { dir: _dir, store, old, new } = setup();
+    let mut plan: Value = serde_json::from_str(&std::fs::read_to_string(&old).unwrap()).unwrap();
+    plan["gpus"][0]["gpu_model"] = "h100-80gb".into();
+    let fleet = plan["fleet"][0].clone();
+    let mut h100 = fleet.clone();
+    h100["gpu_model"] = "h100-80gb".into();
+    plan["fleet"] = serde_json::json!([fleet, h100]);
+    std::fs::write(&new, plan.to_string()).unwrap();
+    let diff = diff_json(&old, &new, &store);
+    let first: Vec<(&str, &str)> = diff["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["node"] == 0 && g["index"] == 0)
+        .map(|g| (g["change"].as_str().unwrap(), g["gpu_model"].as_str().unwrap()))
+        .collect();
+    assert_eq!(first, [("removed", "a100-80gb"), ("added", "h100-80gb")], "{diff}");
+    let output = tessera(&["diff", &old, &new, "--steps"], &store);
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        said.starts_with("error: --steps: node 0 gpu 0 is an a100-80gb in the old plan and an h100-80gb"),
+        "{said}"
+    );
+}

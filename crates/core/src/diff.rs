@@ -10,7 +10,9 @@
 //!   instances and their segments are the same; **services changed** when
 //!   its MIG layout (model and the set of profile@start) is the same but a
 //!   segment differs; **layout changed** otherwise.
-//! * A GPU only in the old plan is **removed**, only in the new **added**.
+//! * A GPU only in the old plan is **removed**, only in the new **added**;
+//!   where the GPU model at a node and index changes, they are two GPUs:
+//!   the old one removed, the new one added.
 //! * **Instances created / destroyed** count MIG instances only in the new /
 //!   old plan (a reassigned instance is neither).
 //! * **Processes restarted** counts the MPS processes the transition starts:
@@ -39,7 +41,7 @@ pub enum GpuChange {
     Unchanged,
     /// Same MIG layout, other segments in some of its instances.
     ServicesChanged,
-    /// Another MIG layout (or another GPU model).
+    /// Another MIG layout.
     LayoutChanged,
     /// Only in the new plan.
     Added,
@@ -269,9 +271,19 @@ pub fn diff_plans(old: &Plan, new: &Plan) -> PlanDiff {
     let mut per_service: BTreeMap<String, ServiceDiff> = BTreeMap::new();
     let mut gpus = Vec::with_capacity(positions.len());
     let mut totals = DiffTotals::default();
-    for position in positions {
-        let (node, index) = position;
+    // A position whose GPU model changes holds two GPUs: the old one
+    // removed, the new one added.
+    let pairs = positions.into_iter().flat_map(|position| {
         let (before, after) = (old_gpus.get(&position).copied(), new_gpus.get(&position).copied());
+        match (before, after) {
+            (Some(old_gpu), Some(new_gpu)) if old_gpu.gpu_model != new_gpu.gpu_model => {
+                vec![(position, Some(old_gpu), None), (position, None, Some(new_gpu))]
+            }
+            _ => vec![(position, before, after)],
+        }
+    });
+    for (position, before, after) in pairs {
+        let (node, index) = position;
         let Some(gpu_model) = after.or(before).map(|gpu| gpu.gpu_model) else {
             unreachable!("every position comes from one of the plans")
         };
@@ -430,6 +442,28 @@ pub(crate) mod tests {
         moved.gpus[0].shared[1].members.push(leaving);
         let totals = diff_plans(&new, &moved).totals;
         assert_eq!((totals.processes_restarted, totals.services_changed), (2, 1));
+    }
+
+    #[test]
+    fn another_gpu_model_at_a_position_is_that_gpu_removed_and_another_added() {
+        let mut new = old();
+        new.gpus[1].gpu_model = GpuModel::H100_80GB;
+        let diff = diff_plans(&old(), &new);
+        let rows: Vec<(u32, GpuChange, GpuModel)> =
+            diff.gpus.iter().map(|g| (g.index, g.change, g.gpu_model)).collect();
+        assert_eq!(
+            rows,
+            [
+                (0, GpuChange::Unchanged, GpuModel::A100_80GB),
+                (1, GpuChange::Removed, GpuModel::A100_80GB),
+                (1, GpuChange::Added, GpuModel::H100_80GB)
+            ]
+        );
+        assert_eq!((diff.totals.instances_created, diff.totals.instances_destroyed), (1, 1));
+        let c = diff.services.iter().find(|s| s.service == "c").unwrap();
+        assert_eq!((c.segments_kept, c.segments_added, c.segments_removed), (0, 1, 1));
+        assert!(crate::hardware_change(&old(), &new).is_some_and(|why| why.contains("node 0 gpu 1 is an a100-80gb")));
+        assert_eq!(crate::hardware_change(&old(), &old()), None);
     }
 
     #[test]

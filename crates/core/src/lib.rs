@@ -87,4 +87,4 @@ pub use shared::{SharedInstance, SharedMember, Sharing};
 pub use slo::{ServiceImage, ServiceSlo};
 pub use timing::BatchTiming;
 pub use traffic::{TrafficCurve, TrafficPoint};
-pub use transition::{transition_steps, Dip, GpuOperations, Operation, Step};
+pub use transition::{hardware_change, transition_steps, Dip, GpuOperations, Operation, Step};

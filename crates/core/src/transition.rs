@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 
 use crate::diff::segment_of;
+use crate::gpu::GpuModel;
 use crate::plan::{GpuAssignment, InstanceAssignment, Plan};
 
 /// One operation on one GPU during a transition.
@@ -145,6 +146,24 @@ fn close_step(
         add_all(provisioned, started, 1.0);
     }
     steps.push(Step { gpus: current.drain(..).map(|(gpu, ..)| gpu).collect(), dips });
+}
+
+/// Why no transition leads from `old` to `new` because of their hardware:
+/// a node and index holding one GPU model in `old` and another in `new`
+/// (no operation turns one GPU into another), or `None`.
+pub fn hardware_change(old: &Plan, new: &Plan) -> Option<String> {
+    let old_models: BTreeMap<(u32, u32), GpuModel> =
+        old.gpus.iter().map(|g| ((g.node, g.index), g.gpu_model)).collect();
+    new.gpus.iter().find_map(|gpu| {
+        let before = *old_models.get(&(gpu.node, gpu.index))?;
+        (before != gpu.gpu_model).then(|| {
+            format!(
+                "node {} gpu {} is an {before} in the old plan and an {} in the new one; no transition turns one GPU \
+                 into another (plan the new fleet afresh, or place both plans on the same GPUs)",
+                gpu.node, gpu.index, gpu.gpu_model
+            )
+        })
+    })
 }
 
 /// The steps from `old` to `new`, make before break: first every GPU whose

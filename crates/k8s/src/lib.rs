@@ -24,6 +24,8 @@
 //!   ([`running_plan`]) through the intermediate states of
 //!   [`plan_transition`], in bulk with bounded concurrency, pruning last;
 //!   [`cluster_status`] compares the cluster with the plan.
+//! - [`slo_rules`]: each service's SLO recording rules and multi-window,
+//!   multi-burn-rate alerts, as a rules file and a `PrometheusRule`.
 //! - The node agent: [`reconcile_node`] (one pass) and [`run_agent`] (the
 //!   loop) apply the node's MIG layout through `tessera-gpu` and report a
 //!   label state machine.
@@ -48,6 +50,7 @@ mod node_plan;
 mod options;
 pub mod pods;
 pub mod routing;
+pub mod slo_rules;
 mod transition;
 
 pub use agent::{reconcile_node, run_agent, AgentOptions, Outcome, PlanSource};

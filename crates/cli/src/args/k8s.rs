@@ -99,8 +99,12 @@ pub enum K8sCommand {
     /// shared), a Deployment of `procs` pods and a Service over them; per
     /// service an HTTPRoute weighing its segments by capacity. One
     /// multi-document YAML file per node in DIR (`node-NAME.yaml`) and the
-    /// routes in `cluster.yaml`, or one stream with `-o -`. A plan `tessera
-    /// verify`'s lattice or fleet checks refuse is refused.
+    /// routes in `cluster.yaml`, or one stream with `-o -`. In a folder
+    /// also each service's SLO recording rules and burn-rate alerts, in
+    /// `monitoring/`: `slo-rules.yml` for Prometheus' `rule_files` and
+    /// `prometheus-rule.yaml` (a PrometheusRule, where the Prometheus
+    /// Operator runs; `kubectl apply -f DIR` leaves the subfolder alone). A
+    /// plan `tessera verify`'s lattice or fleet checks refuse is refused.
     Export {
         /// The plan (JSON).
         #[arg(value_name = "PLAN.json")]

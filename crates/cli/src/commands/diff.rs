@@ -16,6 +16,9 @@ pub fn run(args: &DiffArgs) -> Result<()> {
     // reader, a plan the hardware could not hold by the structural checks.
     let (old, new) = (read_sound_plan(&args.old)?, read_sound_plan(&args.new)?);
     if args.steps {
+        if let Some(why) = tessera_core::hardware_change(&old, &new) {
+            anyhow::bail!("--steps: {why}");
+        }
         for (path, plan) in [(&args.old, &old), (&args.new, &new)] {
             if let Some((gpu, shared)) = plan.shared_instances().next() {
                 anyhow::bail!(

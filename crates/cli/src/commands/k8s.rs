@@ -11,7 +11,8 @@ use tessera_core::text::count;
 use tessera_gpu::{plan_node_layouts, NodeDriver};
 use tessera_k8s::{
     apply_plan, cluster_status, manifests_with, merge_parts, node_file_name, reconcile_node, recorded_parts, run_agent,
-    AgentOptions, ApplyOptions, Cluster, ExportOptions, Manifest, Outcome, PlanObjects, PlanSource, Progress,
+    slo_rules, AgentOptions, ApplyOptions, Cluster, ExportOptions, Manifest, Outcome, PlanObjects, PlanSource,
+    Progress,
 };
 
 use crate::args::{AgentArgs, K8sCommand};
@@ -128,6 +129,22 @@ fn export(plan: &Path, output: &Path, options: &ExportOptions) -> Result<()> {
         count(written.iter().sum::<usize>() + routing.len(), "manifest"),
         count(files, "file"),
         output.display()
+    )?;
+    let monitoring = output.join("monitoring");
+    std::fs::create_dir_all(&monitoring).with_context(|| format!("cannot create {}", monitoring.display()))?;
+    let rules = slo_rules::slo_rules(&plan);
+    for (file, yaml) in [
+        ("slo-rules.yml", slo_rules::to_yaml(&rules)),
+        ("prometheus-rule.yaml", slo_rules::to_yaml(&slo_rules::prometheus_rule(&plan, &options.namespace))),
+    ] {
+        let path = monitoring.join(file);
+        std::fs::write(&path, yaml).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    outln!(
+        "wrote the SLO rules of {} ({} and 2 alerts) to {}",
+        count(plan.services.len(), "service"),
+        count(rules.groups.iter().map(|g| g.rules.len()).sum::<usize>() - 2, "recording rule"),
+        monitoring.display()
     )
 }
 
