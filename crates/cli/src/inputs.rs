@@ -180,8 +180,8 @@ pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
 }
 
 /// [`read_sound_plan`], refusing a plan with a shared instance (naming
-/// it): what `k8s export`, `k8s apply`, `report`, `deploy`, `diff` and
-/// `autopilot run` read, which run instances of one service only.
+/// it): what `deploy` and `autopilot run` read, which run instances of one
+/// service only.
 pub fn read_dedicated_plan(path: &Path) -> Result<tessera_core::Plan> {
     let plan = read_sound_plan(path)?;
     if let Some((gpu, shared)) = plan.shared_instances().next() {

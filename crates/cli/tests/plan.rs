@@ -116,6 +116,36 @@ fn commands_that_read_a_plan_refuse_one_the_hardware_cannot_hold() {
     }
 }
 
+/// A plan with a GPU taken out by hand (its GPU count lowered to match)
+/// still says every service is met in its reports: `report` withdraws the
+/// claims its instances no longer back, says so on its first line, and
+/// lists those services as not met.
+#[test]
+fn report_does_not_claim_met_what_the_plan_s_instances_no_longer_provide() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let path = dir.path().join("edited.json");
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", path.to_str().unwrap()], &store).status.success());
+    let mut plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let removed = plan["gpus"].as_array_mut().unwrap().remove(0);
+    plan["gpu_count"] = serde_json::json!(plan["gpu_count"].as_u64().unwrap() - 1);
+    std::fs::write(&path, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let output = tessera(&["report", path.to_str().unwrap(), "-o", "-"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    let first = said.lines().next().unwrap_or_default();
+    assert!(first.starts_with("note: ") && first.contains("claim") && first.contains("not claimed met"), "{said}");
+    let service = removed["instances"][0]["service"].as_str().unwrap();
+    assert!(first.contains(service), "{service}: {said}");
+    let html = stdout(&output);
+    assert!(!html.contains("None: all") && html.contains("Services not met"), "{html}");
+    // The plan as made: nothing withdrawn.
+    let whole = dir.path().join("whole.json");
+    assert!(tessera(&["plan", "--demo", "--format", "json", "-o", whole.to_str().unwrap()], &store).status.success());
+    let output = tessera(&["report", whole.to_str().unwrap(), "-o", "-"], &store);
+    assert!(stderr(&output).is_empty(), "{}", stderr(&output));
+}
+
 #[test]
 fn parvagpu_csv_output_uses_parvagpu_deployment_columns() {
     let dir = TempDir::new().unwrap();

@@ -277,6 +277,32 @@ fn simulate_serve_measures_every_service_of_a_plan_the_same_way_for_a_seed() {
     );
 }
 
+/// A plan the static checks refuse under the arrivals asked for still gets
+/// its simulation: `verify --simulate` prints it and names the services
+/// that miss in it after the violations.
+#[test]
+fn verify_simulate_simulates_a_plan_the_static_checks_refuse() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let (planned, _) = demo_plans(&dir, &store);
+    let args = [
+        "verify",
+        planned.to_str().unwrap(),
+        "--demo",
+        "--simulate",
+        "--seconds",
+        "30",
+        "--arrivals",
+        "onoff=burst:3,on:5,off:30",
+    ];
+    let output = tessera(&args, &store);
+    assert!(!output.status.success());
+    assert!(stdout(&output).contains("all requests: "), "the simulation is printed: {}", stdout(&output));
+    let said = stderr(&output);
+    assert!(said.contains(" violations (under the percentile latency rule, onoff="), "{said}");
+    assert!(said.contains("in simulation (onoff=burst:3,on:5,off:30 arrivals"), "{said}");
+}
+
 #[test]
 fn verify_simulate_fails_naming_the_services_a_packed_plan_leaves_behind() {
     let dir = TempDir::new().unwrap();

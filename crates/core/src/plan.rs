@@ -404,6 +404,82 @@ impl Plan {
     pub fn shared_instances(&self) -> impl Iterator<Item = (&GpuAssignment, &SharedInstance)> {
         self.gpus.iter().flat_map(|gpu| gpu.shared.iter().map(move |shared| (gpu, shared)))
     }
+
+    /// What each service's instances provide, req/s: its segments'
+    /// capacities and its shares of shared instances.
+    pub fn provided_rps(&self) -> BTreeMap<&str, f64> {
+        let mut provided: BTreeMap<&str, f64> = BTreeMap::new();
+        for gpu in &self.gpus {
+            for instance in &gpu.instances {
+                *provided.entry(instance.service.as_str()).or_default() += instance.capacity();
+            }
+            for member in gpu.shared.iter().flat_map(|shared| &shared.members) {
+                *provided.entry(member.service.as_str()).or_default() += member.capacity_rps;
+            }
+        }
+        provided
+    }
+
+    /// The services whose report claims more than their instances provide
+    /// (by more than 0.1%): a plan edited after it was made. Each with the
+    /// req/s its report claims and its instances provide.
+    pub fn overstated_reports(&self) -> Vec<(&str, f64, f64)> {
+        let provided = self.provided_rps();
+        self.services
+            .iter()
+            .filter_map(|report| {
+                let actual = provided.get(report.service.as_str()).copied().unwrap_or(0.0);
+                (report.provisioned_rps > actual * 1.001 + 1e-9).then_some((
+                    report.service.as_str(),
+                    report.provisioned_rps,
+                    actual,
+                ))
+            })
+            .collect()
+    }
+
+    /// Withdraws the claims of [`Plan::overstated_reports`]: each such
+    /// service's report takes what its instances provide, and is no
+    /// longer met nor predicted; returns the note saying so (also added to
+    /// the plan's notes), or `None` when every report holds.
+    pub fn withdraw_overstated_claims(&mut self) -> Option<String> {
+        let overstated: BTreeMap<String, f64> =
+            self.overstated_reports().into_iter().map(|(service, _, actual)| (service.to_string(), actual)).collect();
+        if overstated.is_empty() {
+            return None;
+        }
+        let mut named = Vec::new();
+        for report in &mut self.services {
+            if let Some(&actual) = overstated.get(&report.service) {
+                if named.len() < 3 {
+                    named.push(format!(
+                        "{} claims {} req/s, its instances provide {}",
+                        report.service,
+                        crate::text::number(report.provisioned_rps, 1),
+                        crate::text::number(actual, 1)
+                    ));
+                }
+                report.provisioned_rps = actual;
+                report.met = false;
+                report.predicted_attainment = None;
+                report.tolerance = None;
+            }
+        }
+        let more = overstated.len().saturating_sub(named.len());
+        let note = format!(
+            "{} the plan's instances provide (edited after planning?): {}{}; shown as the instances give them and not \
+             claimed met (`tessera verify` checks the plan against its profiles)",
+            if overstated.len() == 1 {
+                "1 service's report claims more than".to_string()
+            } else {
+                format!("{} services' reports claim more than", overstated.len())
+            },
+            named.join("; "),
+            if more > 0 { format!("; and {more} more") } else { String::new() }
+        );
+        self.notes.push(note.clone());
+        Some(note)
+    }
 }
 
 #[cfg(test)]

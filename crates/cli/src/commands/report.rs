@@ -7,7 +7,10 @@ use crate::args::{ReportArgs, ReportFormat};
 use crate::output::emit;
 
 pub fn run(args: &ReportArgs) -> Result<()> {
-    let plan = crate::inputs::read_sound_plan(&args.plan)?;
+    let mut plan = crate::inputs::read_sound_plan(&args.plan)?;
+    if let Some(note) = plan.withdraw_overstated_claims() {
+        crate::output::note(format_args!("{}: {note}", args.plan.display()));
+    }
     let title = match &args.title {
         Some(title) => title.clone(),
         None => format!(

@@ -48,7 +48,9 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     for line in &checked.notes {
         note(format_args!("{path}: {line}"));
     }
-    let simulated = match args.simulate && checked.ok {
+    // The simulation runs whatever the static checks say, on any plan the
+    // hardware can hold: it names the services that miss in it.
+    let simulated = match args.simulate && tessera_plan::check_structure(&plan).is_ok() {
         true => Some(simulate(args, &plan, inputs.catalog())?),
         false => None,
     };
@@ -77,10 +79,14 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
             out!("\n{}", services_table(&checked))?;
         }
     }
-    if !checked.ok {
-        bail!("{path}: {} (under the {})", count(checked.violations.len(), "violation"), rule_words(&checked));
-    }
-    let Some((options, simulated)) = simulated else { return Ok(()) };
+    let static_failure =
+        || format!("{path}: {} (under the {})", count(checked.violations.len(), "violation"), rule_words(&checked));
+    let Some((options, simulated)) = simulated else {
+        if !checked.ok {
+            bail!("{}", static_failure());
+        }
+        return Ok(());
+    };
     if matches!(args.format, ListFormat::Table) {
         out!("{}", serving::render(&options, &simulated))?;
     }
@@ -93,13 +99,22 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         ));
     }
     let missed = simulated.judged(SloVerdict::Missed);
-    if !missed.is_empty() {
-        bail!(
-            "{path}: {} miss their SLO in simulation ({}): {}",
+    let in_simulation = if missed.is_empty() {
+        format!("every service keeps its SLO in simulation ({})", serving::describe(&options))
+    } else {
+        format!(
+            "{} {} in simulation ({}): {}",
             count(missed.len(), "service"),
+            if missed.len() == 1 { "misses its SLO" } else { "miss their SLO" },
             serving::describe(&options),
             missed.join(", ")
-        );
+        )
+    };
+    if !checked.ok {
+        bail!("{}; {in_simulation}", static_failure());
+    }
+    if !missed.is_empty() {
+        bail!("{path}: {in_simulation}");
     }
     Ok(())
 }
