@@ -10,10 +10,42 @@ use proptest::prelude::*;
 use serde_json::Value;
 use tempfile::TempDir;
 
-use crate::util::{stderr, tessera};
+use crate::util::stderr;
 
 /// Cases per property: each runs the binary, so they are few but varied.
 const CASES: u32 = 40;
+
+/// How long one run may take: a debug build answers each of these inputs
+/// in about a second.
+const ANSWER_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Runs the binary as `util::tessera` does, killed once it has run for
+/// [`ANSWER_LIMIT`] (a failed case).
+fn tessera(args: &[&str], store: &Path) -> Result<Output, TestCaseError> {
+    let dir = TempDir::new().unwrap();
+    let (out_path, err_path) = (dir.path().join("stdout"), dir.path().join("stderr"));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env_remove("COLUMNS")
+        .env("TESSERA_STORE", store)
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("the tessera binary runs");
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > ANSWER_LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(TestCaseError::fail(format!("{args:?}: no answer in {} s", ANSWER_LIMIT.as_secs())));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(Output { status, stdout: std::fs::read(&out_path).unwrap(), stderr: std::fs::read(&err_path).unwrap() })
+}
 
 /// Checks the contract above for one run.
 fn check(output: &Output, what: &str) -> Result<(), TestCaseError> {
@@ -134,14 +166,15 @@ fn edits() -> impl Strategy<Value = Vec<(usize, Option<Value>)>> {
 
 /// The demo plan as JSON, made once per test.
 fn demo_plan(dir: &Path) -> Value {
-    let output = tessera(&["plan", "--demo", "--format", "json"], &dir.join("store.sqlite"));
+    let output = tessera(&["plan", "--demo", "--format", "json"], &dir.join("store.sqlite")).unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// A small generated trace, made once per test.
 fn small_trace(dir: &Path) -> Value {
-    let output = tessera(&["simulate", "generate", "--clients", "3", "--operations", "2"], &dir.join("store.sqlite"));
+    let output =
+        tessera(&["simulate", "generate", "--clients", "3", "--operations", "2"], &dir.join("store.sqlite")).unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     serde_json::from_slice(&output.stdout).unwrap()
 }
@@ -154,7 +187,7 @@ proptest! {
         let dir = TempDir::new().unwrap();
         let bytes = if headed { with_header("service,model,rate_rps,latency_ms\n", &body) } else { body };
         let slo = write(dir.path(), "slo.csv", &bytes);
-        let output = tessera(&["plan", "--demo", "--slo", &slo, "--time-limit", "1"], &dir.path().join("s.sqlite"));
+        let output = tessera(&["plan", "--demo", "--slo", &slo, "--time-limit", "1"], &dir.path().join("s.sqlite"))?;
         check(&output, "plan --slo")?;
     }
 
@@ -166,9 +199,9 @@ proptest! {
         let profiles = write(dir.path(), "profiles.csv", &bytes);
         let slo = write(dir.path(), "slo.csv", b"service,model,rate_rps,latency_ms\ns,a,10,100\n");
         let args = ["plan", "--profiles", &profiles, "--slo", &slo, "--time-limit", "1"];
-        check(&tessera(&args, &dir.path().join("s.sqlite")), "plan --profiles")?;
+        check(&tessera(&args, &dir.path().join("s.sqlite"))?, "plan --profiles")?;
         let args = ["profiles", "import", &profiles, "--format", "native"];
-        check(&tessera(&args, &dir.path().join("s.sqlite")), "profiles import")?;
+        check(&tessera(&args, &dir.path().join("s.sqlite"))?, "profiles import")?;
     }
 
     #[test]
@@ -176,7 +209,7 @@ proptest! {
         let dir = TempDir::new().unwrap();
         let plan = edited(&demo_plan(dir.path()), &edits);
         let path = write(dir.path(), "plan.json", &serde_json::to_vec(&plan).unwrap());
-        check(&tessera(&["verify", &path, "--demo"], &dir.path().join("s.sqlite")), "verify")?;
+        check(&tessera(&["verify", &path, "--demo"], &dir.path().join("s.sqlite"))?, "verify")?;
     }
 
     #[test]
@@ -185,7 +218,7 @@ proptest! {
         let trace = edited(&small_trace(dir.path()), &edits);
         let path = write(dir.path(), "trace.json", &serde_json::to_vec(&trace).unwrap());
         let args = ["simulate", "--trace", &path, "--scheduler", scheduler, "--generations", "5"];
-        check(&tessera(&args, &dir.path().join("s.sqlite")), "simulate")?;
+        check(&tessera(&args, &dir.path().join("s.sqlite"))?, "simulate")?;
     }
 
     #[test]
@@ -198,7 +231,7 @@ proptest! {
         option in prop::sample::select(vec!["--time-limit", "--max-procs", "--gpus-per-node"]),
     ) {
         let dir = TempDir::new().unwrap();
-        let output = tessera(&["plan", "--demo", option, &value], &dir.path().join("s.sqlite"));
+        let output = tessera(&["plan", "--demo", option, &value], &dir.path().join("s.sqlite"))?;
         check(&output, &format!("plan --demo {option} {value}"))?;
     }
 }

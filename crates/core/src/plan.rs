@@ -11,6 +11,23 @@ use crate::gpu::GpuModel;
 use crate::shared::{SharedInstance, SharedMember, Sharing};
 use crate::slo::ServiceImage;
 
+/// The largest robustness margin a plan may be made or recorded with:
+/// every batch twice as slow as profiled.
+pub const MAX_MARGIN: f64 = 1.0;
+
+/// A recorded margin: a share in `[0, MAX_MARGIN]` (a plan edited out of
+/// that range is refused as it is read, not planned or checked forever).
+fn margin_share<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    let margin: Option<f64> = Deserialize::deserialize(deserializer)?;
+    match margin {
+        Some(share) if !(0.0..=MAX_MARGIN).contains(&share) => Err(serde::de::Error::custom(format!(
+            "margin: {} is not a share in [0, {MAX_MARGIN}]",
+            crate::text::number(share, 3)
+        ))),
+        _ => Ok(margin),
+    }
+}
+
 /// A complete deployment plan. Reading one refuses fields it does not know
 /// (every struct of a plan does), so a misspelt field is an error.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +78,7 @@ pub struct Plan {
     /// profiled (0.06: 6% slower). Absent in plans that record none (made
     /// before margins, read from a CSV without the column, of rules
     /// without capacities).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "margin_share")]
     pub margin: Option<f64>,
 }
 

@@ -57,8 +57,7 @@ const LATENCY_TOLERANCE: f64 = 1e-9;
 /// between batches); see docs/margins.md for what it costs and keeps.
 pub const DEFAULT_MARGIN: f64 = 0.06;
 
-/// The largest margin a plan may ask for.
-pub const MAX_MARGIN: f64 = 1.0;
+pub use tessera_core::plan::MAX_MARGIN;
 
 /// A rule that decides whether a segment meets a latency SLO.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use serde::Serialize;
+use tessera_core::plan::MAX_MARGIN;
 use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 
 use crate::error::StoreError;
@@ -199,7 +200,13 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
         if let Some(margin_cell) = margin_column.map(cell) {
-            let read = if margin_cell.text.is_empty() { None } else { Some(margin_cell.non_negative()?) };
+            let read = match margin_cell.text.is_empty() {
+                true => None,
+                false => match margin_cell.non_negative()? {
+                    share if share <= MAX_MARGIN => Some(share),
+                    _ => return Err(margin_cell.error(format!("not a share in [0, {MAX_MARGIN}]"))),
+                },
+            };
             match margin {
                 None => margin = Some((read, record.line)),
                 Some((first, line)) if first != read => {
@@ -440,6 +447,13 @@ mod tests {
         );
         let message = error_of(good.replacen(",0.06\n", ",0.05\n", 2).replacen(",0.05\n", ",0.06\n", 1));
         assert!(message.contains("p.csv:3: field 'margin': '0.05' differs from '0.06' on line 2"), "{message}");
+        // A margin out of [0, 1] would have the checks search without end.
+        let message = error_of(good.replace(",0.06\n", ",1.5\n"));
+        assert!(message.contains("p.csv:2: field 'margin': not a share in [0, 1]"), "{message}");
+        let json = |margin: f64| json_with(|plan| plan["margin"] = serde_json::json!(margin));
+        let message = read_plan_file(&write(dir.path(), "p.json", &json(-5.89e18)), None).unwrap_err().to_string();
+        assert!(message.contains("p.json: not a Tessera plan: margin: -5.89e18 is not a share in [0, 1]"), "{message}");
+        assert_eq!(read_plan_file(&write(dir.path(), "p.json", &json(1.0)), None).unwrap().margin, Some(1.0));
         let message = error_of(good.replacen(",8,2,", ",eight,2,", 1));
         assert!(message.contains("p.csv:2: field 'batch': expected a whole number, got 'eight'"), "{message}");
         let message = error_of(good.replacen("a100-80gb", "v100", 1));
