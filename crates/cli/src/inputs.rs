@@ -184,16 +184,11 @@ pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
 /// service only.
 pub fn read_dedicated_plan(path: &Path) -> Result<tessera_core::Plan> {
     let plan = read_sound_plan(path)?;
-    if let Some((gpu, shared)) = plan.shared_instances().next() {
+    if let Some(shared) = plan.first_shared_instance() {
         anyhow::bail!(
-            "{}: node {} gpu {} {}@{} is shared by {} services; this command runs instances of one service only \
-             (`tessera verify` checks shared instances; plan without --share to run them here)",
-            path.display(),
-            gpu.node,
-            gpu.index,
-            shared.profile,
-            shared.start,
-            shared.members.len()
+            "{}: {shared}; this command runs instances of one service only (`tessera verify` checks shared \
+             instances; plan without --share to run them here)",
+            path.display()
         );
     }
     Ok(plan)

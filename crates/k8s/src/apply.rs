@@ -476,15 +476,10 @@ fn apply_state(
 /// Refuses `plan` (`which` one) when it has a shared instance: the
 /// transition's steps order instances of one service only.
 fn refuse_shared(which: &str, plan: &Plan) -> Result<(), K8sError> {
-    match plan.shared_instances().next() {
-        Some((gpu, shared)) => Err(K8sError::Plan(format!(
-            "{which}: node {} gpu {} {}@{} is shared by {} services; `k8s apply` orders changes to instances of one \
-             service only (apply `tessera k8s export`'s files with kubectl instead)",
-            gpu.node,
-            gpu.index,
-            shared.profile,
-            shared.start,
-            shared.members.len()
+    match plan.first_shared_instance() {
+        Some(shared) => Err(K8sError::Plan(format!(
+            "{which}: {shared}; `k8s apply` orders changes to instances of one service only (apply `tessera k8s \
+             export`'s files with kubectl instead)"
         ))),
         None => Ok(()),
     }

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use tessera_core::text::{count, escape_xml, grouped};
-use tessera_core::{GpuAssignment, Plan};
+use tessera_core::{GpuAssignment, GpuSpec, Plan};
 
 use crate::draw::{geometry_json, gpu_width_px, shared_text, write_gpu, GPU_HEIGHT_PX, SHARED_SWATCH};
 use crate::palette::Palette;
@@ -164,13 +164,7 @@ pub(crate) fn write_data_and_script(
         ));
         let _ = write!(gpus, "{}[{},{},{model}", if position > 0 { "," } else { "" }, gpu.node, gpu.index);
         for instance in &gpu.instances {
-            let memory_slices =
-                spec.profile_by_name(&instance.profile).map_or(instance.size, |profile| profile.memory_slices);
-            let profile = tables.profiles.index(&format!(
-                "[{},{},{memory_slices}]",
-                json_string(&instance.profile),
-                instance.size
-            ));
+            let profile = tables.profile(spec, &instance.profile, instance.size);
             let service = tables.service(&instance.service);
             let model = tables.names.index(&instance.model);
             let config = tables.configs.index(&format!(
@@ -180,13 +174,7 @@ pub(crate) fn write_data_and_script(
             let _ = write!(gpus, ",{config},{}", instance.start);
         }
         for shared_instance in &gpu.shared {
-            let memory_slices =
-                spec.profile_by_name(&shared_instance.profile).map_or(shared_instance.size, |p| p.memory_slices);
-            let profile = tables.profiles.index(&format!(
-                "[{},{},{memory_slices}]",
-                json_string(&shared_instance.profile),
-                shared_instance.size
-            ));
+            let profile = tables.profile(spec, &shared_instance.profile, shared_instance.size);
             let members: Vec<String> =
                 shared_instance.members.iter().map(|m| tables.service(&m.service).to_string()).collect();
             let (label, busy, title) = shared_text(shared_instance);
@@ -251,6 +239,13 @@ impl Tables {
     fn service(&mut self, name: &str) -> usize {
         self.names.index(name);
         self.services.index(name)
+    }
+
+    /// The position of MIG profile `name` of `size` compute slices on a
+    /// GPU of `spec`: `[name, size, memory slices]`.
+    fn profile(&mut self, spec: &GpuSpec, name: &str, size: u8) -> usize {
+        let memory_slices = spec.profile_by_name(name).map_or(size, |profile| profile.memory_slices);
+        self.profiles.index(&format!("[{},{size},{memory_slices}]", json_string(name)))
     }
 }
 

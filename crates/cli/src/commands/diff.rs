@@ -20,16 +20,11 @@ pub fn run(args: &DiffArgs) -> Result<()> {
             anyhow::bail!("--steps: {why}");
         }
         for (path, plan) in [(&args.old, &old), (&args.new, &new)] {
-            if let Some((gpu, shared)) = plan.shared_instances().next() {
+            if let Some(shared) = plan.first_shared_instance() {
                 anyhow::bail!(
-                    "--steps: {}: node {} gpu {} {}@{} is shared by {} services; transition steps are ordered for \
-                     instances of one service only (the diff itself counts shared instances: run it without --steps)",
-                    path.display(),
-                    gpu.node,
-                    gpu.index,
-                    shared.profile,
-                    shared.start,
-                    shared.members.len()
+                    "--steps: {}: {shared}; transition steps are ordered for instances of one service only (the diff \
+                     itself counts shared instances: run it without --steps)",
+                    path.display()
                 );
             }
         }
