@@ -228,14 +228,15 @@ struct GpuChanges<'a> {
     parts: Vec<(&'a str, usize, usize, usize)>,
 }
 
-/// Compares one GPU of both plans (either may be missing).
+/// Compares one GPU of both plans: either may be missing, and where both
+/// are there they are one GPU model ([`diff_plans`] splits a GPU whose
+/// model changes into a removal and an addition).
 fn compare_gpu<'a>(old: Option<&'a GpuAssignment>, new: Option<&'a GpuAssignment>) -> GpuChanges<'a> {
     let before = old.map(occupants).unwrap_or_default();
     let after = new.map(occupants).unwrap_or_default();
-    let same_model = old.zip(new).is_some_and(|(old, new)| old.gpu_model == new.gpu_model);
-    let created = after.keys().filter(|key| !same_model || !before.contains_key(*key)).count();
-    let destroyed = before.keys().filter(|key| !same_model || !after.contains_key(*key)).count();
-    let kept = |key: &InstanceKey<'_>, occupant: &Occupant<'_>| same_model && before.get(key) == Some(occupant);
+    let created = after.keys().filter(|key| !before.contains_key(*key)).count();
+    let destroyed = before.keys().filter(|key| !after.contains_key(*key)).count();
+    let kept = |key: &InstanceKey<'_>, occupant: &Occupant<'_>| before.get(key) == Some(occupant);
     let processes = after.iter().filter(|(key, occupant)| !kept(key, occupant)).map(|(_, o)| o.processes()).sum();
     let all_kept = after.iter().all(|(key, occupant)| kept(key, occupant)) && before.len() == after.len();
     let change = match (old, new) {
@@ -250,14 +251,12 @@ fn compare_gpu<'a>(old: Option<&'a GpuAssignment>, new: Option<&'a GpuAssignment
     };
     let (old_parts, new_parts) = (parts_of(&before), parts_of(&after));
     let mut parts = Vec::new();
-    for (key, part) in &new_parts {
-        let kept = same_model && old_parts.contains(&(*key, *part));
-        parts.push((part.0, usize::from(kept), usize::from(!kept), 0));
+    for entry in &new_parts {
+        let kept = old_parts.contains(entry);
+        parts.push((entry.1 .0, usize::from(kept), usize::from(!kept), 0));
     }
-    for (key, part) in &old_parts {
-        if !(same_model && new_parts.contains(&(*key, *part))) {
-            parts.push((part.0, 0, 0, 1));
-        }
+    for entry in old_parts.difference(&new_parts) {
+        parts.push((entry.1 .0, 0, 0, 1));
     }
     GpuChanges { change, created, destroyed, processes, parts }
 }
