@@ -98,7 +98,8 @@ fn service_group(service: &str, latency_slo_ms: f64, percentile: f64) -> RuleGro
     let mut rules = vec![Rule {
         record: Some(BUDGET_RECORD.to_string()),
         alert: None,
-        expr: format!("vector({})", (100.0 - percentile) / 100.0),
+        // Rounded to 1e-12 so that 99.9 reads 0.001, not 0.0009999999999999432.
+        expr: format!("vector({})", ((100.0 - percentile) / 100.0 * 1e12).round() / 1e12),
         labels: labels.clone(),
         annotations: BTreeMap::new(),
     }];
@@ -237,8 +238,7 @@ mod tests {
         assert_eq!(shop.name, "tessera-slo-shop \"eu\"");
         assert_eq!(shop.rules.len(), 1 + WINDOWS.len());
         assert_eq!(shop.rules[0].record.as_deref(), Some(BUDGET_RECORD));
-        let budget: f64 = shop.rules[0].expr.trim_start_matches("vector(").trim_end_matches(')').parse().unwrap();
-        assert!((budget - 0.001).abs() < 1e-12, "{}", shop.rules[0].expr);
+        assert_eq!(shop.rules[0].expr, "vector(0.001)");
         assert_eq!(shop.rules[0].labels["service"], "shop \"eu\"");
         let five_minutes = &shop.rules[1];
         assert_eq!(five_minutes.record.as_deref(), Some("tessera:slo_attainment:ratio_rate5m"));
