@@ -4,20 +4,23 @@
 //! the cause.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use gateway_api::apis::standard::httproutes::HttpRoute;
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod, Service};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde_json::Value;
 
 use crate::error::K8sError;
 use crate::inventory::{inventory, ClusterInventory};
+use crate::lease::LeaderElector;
 
 /// A bulk request's failure: the object's name and the client's error
 /// (boxed: the error is large).
@@ -58,6 +61,8 @@ pub enum Kind {
     HttpRoute,
     /// `events.k8s.io/v1` Event.
     Event,
+    /// `coordination.k8s.io/v1` Lease.
+    Lease,
 }
 
 impl Kind {
@@ -73,6 +78,7 @@ impl Kind {
             Kind::Service,
             Kind::HttpRoute,
             Kind::Event,
+            Kind::Lease,
         ]
         .into_iter()
         .find(|k| k.resource().kind == kind)
@@ -89,6 +95,7 @@ impl Kind {
             Kind::Service => ApiResource::erase::<Service>(&()),
             Kind::HttpRoute => ApiResource::erase::<HttpRoute>(&()),
             Kind::Event => ApiResource::erase::<Event>(&()),
+            Kind::Lease => ApiResource::erase::<Lease>(&()),
         }
     }
 }
@@ -98,6 +105,9 @@ pub struct Cluster {
     runtime: tokio::runtime::Runtime,
     client: Client,
     context: String,
+    /// When set, every write but the Lease's own first makes sure this
+    /// replica still leads (see [`Cluster::fenced_by`]).
+    fence: Option<Arc<LeaderElector>>,
 }
 
 /// `error`'s text and its causes', `: `-separated.
@@ -144,7 +154,30 @@ impl Cluster {
             Ok::<_, K8sError>((config, client))
         })?;
         let context = format!("context '{context}' ({})", config.cluster_url.to_string().trim_end_matches('/'));
-        Ok(Cluster { runtime, client, context })
+        Ok(Cluster { runtime, client, context, fence: None })
+    }
+
+    /// This connection with every write fenced by `elector`: before each
+    /// write (and each wait between polls) the elector renews the Lease
+    /// when due, and a write is refused with [`K8sError::NotLeading`] once
+    /// this replica no longer leads. So a replica that loses the Lease in
+    /// the middle of a transition stops writing before another may start.
+    pub fn fenced_by(mut self, elector: Arc<LeaderElector>) -> Cluster {
+        self.fence = Some(elector);
+        self
+    }
+
+    /// The elector fencing this connection's writes, if any.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.fence.as_deref()
+    }
+
+    /// Before a write of `kind`: whether this replica may write.
+    fn check_fence(&self, kind: Kind) -> Result<(), K8sError> {
+        match &self.fence {
+            Some(elector) if kind != Kind::Lease => elector.keep_leading(self),
+            _ => Ok(()),
+        }
     }
 
     /// The context's name and API server, for messages.
@@ -218,6 +251,7 @@ impl Cluster {
     /// Server-side apply of `object` with field manager `tessera`; `force`
     /// takes over fields other managers own.
     pub fn apply(&self, kind: Kind, namespace: &str, name: &str, object: &Value, force: bool) -> Result<(), K8sError> {
+        self.check_fence(kind)?;
         let api = self.api(kind, Some(namespace));
         let mut params = PatchParams::apply(FIELD_MANAGER);
         params.force = force;
@@ -237,6 +271,7 @@ impl Cluster {
         force: bool,
         concurrency: usize,
     ) -> Result<(), K8sError> {
+        self.check_fence(kind)?;
         let api = self.api(kind, Some(namespace));
         let mut params = PatchParams::apply(FIELD_MANAGER);
         params.force = force;
@@ -256,6 +291,7 @@ impl Cluster {
     /// Deletes many objects of one kind (see [`Cluster::delete`]),
     /// `concurrency` at a time.
     pub fn delete_all(&self, kind: Kind, namespace: &str, names: &[&str], concurrency: usize) -> Result<(), K8sError> {
+        self.check_fence(kind)?;
         let api = self.api(kind, Some(namespace));
         let requests = names.iter().map(|name| {
             let (api, name) = (api.clone(), name.to_string());
@@ -301,6 +337,7 @@ impl Cluster {
 
     /// A JSON merge patch (labels and annotations of a node).
     pub fn merge_patch(&self, kind: Kind, namespace: Option<&str>, name: &str, patch: &Value) -> Result<(), K8sError> {
+        self.check_fence(kind)?;
         let api = self.api(kind, namespace);
         let what = format!("patch {} {name}", kind.resource().kind);
         self.runtime
@@ -312,6 +349,7 @@ impl Cluster {
     /// Deletes the object (its dependents in the background); one already
     /// gone is fine.
     pub fn delete(&self, kind: Kind, namespace: &str, name: &str) -> Result<(), K8sError> {
+        self.check_fence(kind)?;
         let api = self.api(kind, Some(namespace));
         let what = format!("delete {} {namespace}/{name}", kind.resource().kind);
         match self.runtime.block_on(api.delete(name, &DeleteParams::background())) {
@@ -328,8 +366,44 @@ impl Cluster {
         Ok(inventory(&nodes, &slices))
     }
 
-    /// Waits `duration` (between polls).
+    /// Creates `object` of `kind` in `namespace`; `false` when an object
+    /// of its name exists (409).
+    pub fn create(&self, kind: Kind, namespace: &str, object: &Value) -> Result<bool, K8sError> {
+        self.check_fence(kind)?;
+        let api = self.api(kind, Some(namespace));
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let what = format!("create {} {namespace}/{name}", kind.resource().kind);
+        let object: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| self.error(&what, kube::Error::SerdeError(e)))?;
+        match self.runtime.block_on(api.create(&PostParams::default(), &object)) {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(self.error(&what, error)),
+        }
+    }
+
+    /// Replaces the object `name` of `kind` with `object`, whose
+    /// `metadata.resourceVersion` must be the stored one; `false` when it
+    /// is not (409: someone wrote it since it was read).
+    pub fn replace(&self, kind: Kind, namespace: &str, name: &str, object: &Value) -> Result<bool, K8sError> {
+        self.check_fence(kind)?;
+        let api = self.api(kind, Some(namespace));
+        let what = format!("replace {} {namespace}/{name}", kind.resource().kind);
+        let object: DynamicObject =
+            serde_json::from_value(object.clone()).map_err(|e| self.error(&what, kube::Error::SerdeError(e)))?;
+        match self.runtime.block_on(api.replace(name, &PostParams::default(), &object)) {
+            Ok(_) => Ok(true),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(error) => Err(self.error(&what, error)),
+        }
+    }
+
+    /// Waits `duration` (between polls), renewing the fencing Lease first
+    /// when it is due (a failure shows at the next write).
     pub fn sleep(&self, duration: Duration) {
+        if let Some(elector) = &self.fence {
+            let _ = elector.keep_leading(self);
+        }
         self.runtime.block_on(async move { tokio::time::sleep(duration).await });
     }
 }

@@ -24,6 +24,10 @@ pub enum K8sError {
     /// A decision cannot be recorded as an event.
     #[error("{0}")]
     Event(String),
+    /// This replica lost (or never held) the Lease that fences its
+    /// writes.
+    #[error("{0}")]
+    NotLeading(String),
     /// A wait ran out of time.
     #[error("{0}")]
     Timeout(String),

@@ -1,10 +1,11 @@
 //! An in-process fake of the Kubernetes API server, for tests: plain HTTP
 //! on 127.0.0.1 (one request per connection), objects kept as JSON. It does
 //! what Tessera's requests need, the way the real server does: get, list
-//! (label and field selectors), delete, JSON merge patch, and server-side
+//! (label and field selectors), delete, JSON merge patch, server-side
 //! apply with field ownership (a field another manager owns with another
 //! value is a 409 conflict unless forced; an unchanged object keeps its
-//! resourceVersion). Faults can be injected: a status for the n-th request
+//! resourceVersion), create (409 when it exists) and replace (409 when the
+//! resourceVersion given is not the stored one). Faults can be injected: a status for the n-th request
 //! of a method and resource, or a resource RBAC forbids. Deleting a pod of
 //! the DRA plugin recreates it (as its DaemonSet would) and is recorded.
 
@@ -78,6 +79,7 @@ fn resource(plural: &str) -> Option<(&'static str, &'static str, bool)> {
         "resourceslices" => ("resource.k8s.io/v1", "ResourceSlice", false),
         "services" => ("v1", "Service", true),
         "httproutes" => ("gateway.networking.k8s.io/v1", "HTTPRoute", true),
+        "leases" => ("coordination.k8s.io/v1", "Lease", true),
         "events" => ("events.k8s.io/v1", "Event", true),
         _ => return None,
     })
@@ -94,6 +96,7 @@ fn plural_of(kind: &str) -> &'static str {
         "Service" => "services",
         "HTTPRoute" => "httproutes",
         "Event" => "events",
+        "Lease" => "leases",
         _ => "resourceslices",
     }
 }
@@ -352,6 +355,50 @@ impl State {
                     }
                     (200, stored.object.clone())
                 }
+            }
+            ("POST", None) => {
+                let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
+                    return status(400, "BadRequest", "the body is not JSON");
+                };
+                let Some(name) = object["metadata"]["name"].as_str().map(str::to_string) else {
+                    return status(422, "Invalid", "metadata.name: Required value");
+                };
+                if self.objects.contains_key(&key(&name)) {
+                    return status(409, "AlreadyExists", &format!("{plural} \"{name}\" already exists"));
+                }
+                self.version += 1;
+                object["metadata"]["resourceVersion"] = self.version.to_string().into();
+                if !namespace.is_empty() {
+                    object["metadata"]["namespace"] = namespace.clone().into();
+                }
+                self.objects.insert(key(&name), Stored { object: object.clone(), owners: BTreeMap::new() });
+                (201, object)
+            }
+            // A replace whose resourceVersion is not the stored one is a
+            // conflict: what optimistic concurrency rests on.
+            ("PUT", Some(name)) => {
+                let Ok(mut object) = serde_json::from_slice::<Value>(body) else {
+                    return status(400, "BadRequest", "the body is not JSON");
+                };
+                let Some(stored) = self.objects.get_mut(&key(&name)) else {
+                    return status(404, "NotFound", &format!("{plural} \"{name}\" not found"));
+                };
+                let expected = &stored.object["metadata"]["resourceVersion"];
+                let given = &object["metadata"]["resourceVersion"];
+                if !given.is_null() && given != expected {
+                    return status(
+                        409,
+                        "Conflict",
+                        &format!(
+                            "Operation cannot be fulfilled on {plural} \"{name}\": the object has been modified; \
+                             please apply your changes to the latest version and try again"
+                        ),
+                    );
+                }
+                self.version += 1;
+                object["metadata"]["resourceVersion"] = self.version.to_string().into();
+                stored.object = object.clone();
+                (200, object)
             }
             _ => status(405, "MethodNotAllowed", "not supported by the fake"),
         }

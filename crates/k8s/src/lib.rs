@@ -43,6 +43,7 @@ mod events;
 mod fake;
 mod inventory;
 mod labels;
+mod lease;
 mod manifests;
 mod mig_config;
 mod names;
@@ -70,6 +71,7 @@ pub use labels::{
     CONFIG_LABEL, DEFAULT_NAMESPACE, DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, PLAN_KEY,
     REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };
+pub use lease::{LeaderElector, Leadership, LeaseOptions};
 pub use manifests::{manifests, manifests_with, node_file_name, Manifest, Manifests, NodeDevice, PlanObjects};
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 pub use names::plan_id;

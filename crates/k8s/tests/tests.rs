@@ -7,6 +7,7 @@ mod common;
 mod end_to_end;
 mod export;
 mod inventory;
+mod lease;
 mod routing;
 mod scale;
 mod transition;
