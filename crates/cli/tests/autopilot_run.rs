@@ -395,42 +395,65 @@ struct ClusterRun {
     seen: Vec<Plan>,
 }
 
-/// Runs `autopilot run` with `args` against the fake cluster, playing its
-/// node agents (each reading its node's ConfigMap, laying out its fake
-/// GPUs, the DRA plugin publishing them) and the Deployment controller
-/// until the loop is done.
-fn run_on_cluster(
-    server: &FakeApiServer,
-    cluster: &Cluster,
-    store: &Path,
-    args: &[&str],
-    on_record: &mut dyn FnMut(&FakeApiServer, &[Plan]),
-) -> ClusterRun {
-    let mut autopilot = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .env("TESSERA_STORE", store)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (mut out, mut err) = (autopilot.stdout.take().unwrap(), autopilot.stderr.take().unwrap());
-    let printed = std::thread::spawn(move || {
-        let mut text = String::new();
-        out.read_to_string(&mut text).unwrap();
-        text
-    });
-    let noted = std::thread::spawn(move || {
-        let mut text = String::new();
-        err.read_to_string(&mut text).unwrap();
-        text
-    });
-    let mut drivers: Vec<FakeNvidiaSmi> = NODES
-        .iter()
-        .map(|_| (0..4).fold(FakeNvidiaSmi::new(), |fake, index| fake.with_gpu(index, GpuModel::A100_80GB)))
-        .collect();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut seen: Vec<Plan> = Vec::new();
-    let status = loop {
+/// A running `autopilot run`, its output read as it goes.
+struct Replica {
+    child: Child,
+    printed: std::thread::JoinHandle<String>,
+    noted: std::thread::JoinHandle<String>,
+}
+
+impl Replica {
+    /// Starts `autopilot run` with `args` and the store `store`.
+    fn start(store: &Path, args: &[&str]) -> Replica {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("TESSERA_STORE", store)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let printed = std::thread::spawn(move || {
+            let mut text = String::new();
+            out.read_to_string(&mut text).unwrap();
+            text
+        });
+        let noted = std::thread::spawn(move || {
+            let mut text = String::new();
+            err.read_to_string(&mut text).unwrap();
+            text
+        });
+        Replica { child, printed, noted }
+    }
+
+    /// Its exit and what it printed and noted, once it has exited.
+    fn finish(mut self) -> (std::process::ExitStatus, String, String) {
+        let status = self.child.wait().unwrap();
+        (status, self.printed.join().unwrap(), self.noted.join().unwrap())
+    }
+}
+
+/// The fake cluster's nodes and controllers, played by the test: each
+/// node's agent (reading its node's ConfigMap, laying out its fake GPUs,
+/// the DRA plugin publishing them) and, when `deployments` says so, the
+/// Deployment controller.
+struct ClusterPlay {
+    drivers: Vec<FakeNvidiaSmi>,
+    seen: Vec<Plan>,
+}
+
+impl ClusterPlay {
+    fn new() -> ClusterPlay {
+        let drivers = NODES
+            .iter()
+            .map(|_| (0..4).fold(FakeNvidiaSmi::new(), |fake, index| fake.with_gpu(index, GpuModel::A100_80GB)))
+            .collect();
+        ClusterPlay { drivers, seen: Vec::new() }
+    }
+
+    /// One round; `true` when the cluster records a plan not seen before
+    /// (kept in `seen`).
+    fn round(&mut self, server: &FakeApiServer, cluster: &Cluster, deployments: bool) -> bool {
         for (number, node) in NODES.into_iter().enumerate() {
             let options = AgentOptions {
                 node: node.into(),
@@ -440,27 +463,50 @@ fn run_on_cluster(
                 dra_plugin_selector: format!("{}={}", DRA_LABEL.0, DRA_LABEL.1),
                 slices_timeout: Duration::from_secs(300),
             };
-            let outcome = reconcile_node(cluster, &mut drivers[number], &options, &mut |_| {});
+            let outcome = reconcile_node(cluster, &mut self.drivers[number], &options, &mut |_| {});
             if matches!(outcome, Ok(AgentOutcome::Pending(_))) && server.plugin_restarts().contains(&node.to_string()) {
                 if let Some(map) = server.get("configmaps", "tessera", &format!("tessera-node-{node}")) {
                     let part = read_node_part(&map).unwrap();
-                    server.publish_mig_slices(node, &mut drivers[number], &part.plan, part.number);
+                    server.publish_mig_slices(node, &mut self.drivers[number], &part.plan, part.number);
                 }
             }
         }
-        server.run_deployments(0);
-        let recorded = running_plan(cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
-        if seen.last() != Some(&recorded) {
-            seen.push(recorded);
-            on_record(server, &seen);
+        if deployments {
+            server.run_deployments(0);
         }
-        if let Some(status) = autopilot.try_wait().unwrap() {
-            break status;
+        let recorded = running_plan(cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+        let new = self.seen.last() != Some(&recorded);
+        if new {
+            self.seen.push(recorded);
+        }
+        new
+    }
+}
+
+/// Runs `autopilot run` with `args` against the fake cluster, playing its
+/// nodes and Deployment controller until the loop is done.
+fn run_on_cluster(
+    server: &FakeApiServer,
+    cluster: &Cluster,
+    store: &Path,
+    args: &[&str],
+    on_record: &mut dyn FnMut(&FakeApiServer, &[Plan]),
+) -> ClusterRun {
+    let mut autopilot = Replica::start(store, args);
+    let mut play = ClusterPlay::new();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if play.round(server, cluster, true) {
+            on_record(server, &play.seen);
+        }
+        if autopilot.child.try_wait().unwrap().is_some() {
+            break;
         }
         assert!(Instant::now() < deadline, "the autopilot did not finish in 120 s");
         std::thread::sleep(Duration::from_millis(10));
-    };
-    ClusterRun { status, printed: printed.join().unwrap(), noted: noted.join().unwrap(), seen }
+    }
+    let (status, printed, noted) = autopilot.finish();
+    ClusterRun { status, printed, noted, seen: play.seen }
 }
 
 /// The live loop's arguments for `--apply k8s` on the fake cluster.
@@ -470,6 +516,128 @@ fn cluster_args<'a>(slo: &'a str, traffic: &'a str, kubeconfig: &'a str) -> Vec<
     args.extend(["--apply-timeout", "60", "--apply-poll-s", "0.05", "--kubeconfig", kubeconfig]);
     args.extend(CONTROLLER);
     args
+}
+
+#[test]
+fn of_two_replicas_one_acts_and_the_other_takes_over_when_it_is_killed_mid_transition() {
+    let dir = TempDir::new().unwrap();
+    let (server, kubeconfig, cluster) = fake_gpu_cluster(&dir);
+    let (slo, traffic) = (slo_with_images(&dir), write(&dir, "traffic.csv", TRAFFIC));
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let args = |identity: &'static str| {
+        let mut args = cluster_args(&slo, &traffic, kubeconfig);
+        args.extend(["--leader-elect", "--identity", identity, "--lease-duration-s", "1.5"]);
+        args
+    };
+    // Each replica has its own store, as each pod would.
+    let stores: Vec<PathBuf> = ["a", "b"].map(|name| dir.path().join(format!("{name}.sqlite"))).into();
+    let first = Replica::start(&stores[0], &args("replica-a"));
+    let holder = || server.get("leases", "tessera", "tessera-autopilot").map(|lease| lease["spec"].clone());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while holder().is_none_or(|spec| spec["holderIdentity"] != "replica-a") {
+        assert!(Instant::now() < deadline, "replica a never took the Lease");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second = Replica::start(&stores[1], &args("replica-b"));
+    // Replica a's first plan is written, but its segments never become
+    // ready: it is killed in the middle of that transition.
+    let mut play = ClusterPlay::new();
+    while server.list("deployments").is_empty() {
+        play.round(&server, &cluster, false);
+        assert!(Instant::now() < deadline, "replica a never applied a plan");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut first = first;
+    first.child.kill().unwrap();
+    let (_, printed_a, noted_a) = first.finish();
+    assert!(decisions(&printed_a).is_empty(), "a finished a decision before it was killed: {printed_a}");
+    let mut second = second;
+    while second.child.try_wait().unwrap().is_none() {
+        play.round(&server, &cluster, true);
+        assert!(Instant::now() < deadline + Duration::from_secs(60), "replica b did not finish");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let (status, printed, noted) = second.finish();
+    assert!(status.success(), "{noted}");
+    assert!(noted_a.contains("leading: replica-a holds Lease tessera/tessera-autopilot"), "{noted_a}");
+    let order: Vec<usize> = [
+        "standing by: Lease tessera/tessera-autopilot is held by replica-a",
+        "leading: replica-b holds Lease tessera/tessera-autopilot",
+        "taking over from the plan the cluster records",
+    ]
+    .iter()
+    .map(|line| noted.find(line).unwrap_or_else(|| panic!("{line} not in:\n{noted}")))
+    .collect();
+    assert!(order.windows(2).all(|pair| pair[0] < pair[1]), "{noted}");
+    let made = decisions(&printed);
+    assert_eq!(made.len(), DECISIONS, "{noted}");
+    // Replica b resumed from what a left: its first decision starts
+    // nothing from scratch.
+    assert_ne!(made[0]["action"], "start", "{}", made[0]);
+    let spec = holder().unwrap();
+    assert_eq!((spec["holderIdentity"].as_str(), spec["leaseTransitions"].as_i64()), (Some("replica-b"), Some(1)));
+    let running = running_plan(&cluster, "tessera", &Plan::from_gpus(Vec::new(), "", "", 1)).unwrap();
+    assert_eq!(running.gpus.len() as u64, made[DECISIONS - 1]["gpus_after"].as_u64().unwrap());
+    assert!(cluster_status(&cluster, &running, "tessera").unwrap().as_planned());
+}
+
+/// The container arguments of `deploy/kubernetes/30-autopilot.yaml`.
+fn manifest_args() -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes/30-autopilot.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let args = text.split("        args:\n").nth(1).unwrap();
+    args.lines().map_while(|line| line.strip_prefix("        - ")).map(str::to_string).collect()
+}
+
+#[test]
+fn the_in_cluster_manifest_runs_as_written() {
+    let dir = TempDir::new().unwrap();
+    let (server, kubeconfig, _) = fake_gpu_cluster(&dir);
+    let store = store_in(&dir);
+    let slo = slo_with_images(&dir);
+    let mut args = manifest_args();
+    assert!(
+        args.starts_with(&["autopilot".into(), "run".into()]) && args.contains(&"--leader-elect".into()),
+        "{args:?}"
+    );
+    // The demo's profiles, its SLO file and Prometheus here; the rest as
+    // written (the metrics port on any free one).
+    let profiles = args.iter().position(|arg| arg == "--profiles").unwrap();
+    args.splice(profiles..profiles + 2, ["--demo".to_string()]);
+    for arg in &mut args {
+        *arg = match arg.as_str() {
+            "/etc/tessera/slo/services.csv" => slo.clone(),
+            "/var/lib/tessera/tessera.sqlite" => store.to_str().unwrap().to_string(),
+            "http://prometheus.monitoring.svc:9090" => "http://127.0.0.1:9".to_string(),
+            "0.0.0.0:9464" => "127.0.0.1:0".to_string(),
+            _ => arg.clone(),
+        };
+    }
+    args.extend(["--once", "--query-timeout-s", "1", "--interval-s", "1"].map(String::from));
+    let output = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(&args)
+        .env("KUBECONFIG", &kubeconfig)
+        .env("POD_NAME", "tessera-autopilot-7d9f-x2k4")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let noted = stderr(&output);
+    assert!(noted.contains("leading: tessera-autopilot-7d9f-x2k4 holds Lease tessera/tessera-autopilot"), "{noted}");
+    let lease = server.get("leases", "tessera", "tessera-autopilot").unwrap();
+    assert_eq!(lease["spec"]["holderIdentity"], "tessera-autopilot-7d9f-x2k4");
+}
+
+#[test]
+fn leader_election_needs_the_cluster() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let (slo, traffic) = (write(&dir, "slo.csv", SLO), write(&dir, "traffic.csv", TRAFFIC));
+    let args = ["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--once", "--dry-run"];
+    fails_with(
+        &[&args[..], &["--leader-elect"]].concat(),
+        &store,
+        &["error: --leader-elect needs --apply k8s: the Lease and the plan the replicas share live in the cluster"],
+    );
 }
 
 #[test]

@@ -224,9 +224,13 @@ pub struct AutopilotRunArgs {
     #[command(flatten)]
     pub cluster: ClusterArgs,
 
+    #[command(flatten)]
+    pub election: ElectionArgs,
+
     /// Serve the autopilot's own metrics (Prometheus text) at
     /// http://ADDR/metrics: GPUs in use, observed and forecast rate per
-    /// service, decisions by action, holds, the last decision's time.
+    /// service, decisions by action, holds, the last decision's time,
+    /// whether this replica leads; and `ok` at http://ADDR/healthz.
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<std::net::SocketAddr>,
 
@@ -234,6 +238,34 @@ pub struct AutopilotRunArgs {
     /// Lines).
     #[arg(long, value_enum, default_value_t = ListFormat::Table)]
     pub format: ListFormat,
+}
+
+/// Leader election among replicas of `autopilot run --apply k8s`.
+#[derive(Debug, Args)]
+pub struct ElectionArgs {
+    /// Run as one of several replicas: act only while holding the Lease
+    /// --lease-name in --namespace (coordination.k8s.io/v1). The others
+    /// stand by, and the first to see the Lease unrenewed for its whole
+    /// duration takes over, from the plan the cluster records. Every write
+    /// to the cluster is fenced: a replica that can no longer renew writes
+    /// nothing more. Needs --apply k8s.
+    #[arg(long)]
+    pub leader_elect: bool,
+
+    /// The Lease the replicas contend for.
+    #[arg(long, value_name = "NAME", default_value = "tessera-autopilot", requires = "leader_elect")]
+    pub lease_name: String,
+
+    /// This replica's name in the Lease. Default: $POD_NAME (set it from
+    /// the pod's metadata.name), else the host name and process id.
+    #[arg(long, value_name = "NAME", requires = "leader_elect")]
+    pub identity: Option<String>,
+
+    /// Seconds a Lease not renewed stays with its holder; the holder acts
+    /// for at most two thirds of it after each renewal, and renews every
+    /// 2/15 of it (client-go's 15, 10 and 2 s).
+    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = parse_positive, requires = "leader_elect")]
+    pub lease_duration_s: f64,
 }
 
 /// `tessera autopilot journal`.

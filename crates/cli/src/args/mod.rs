@@ -27,7 +27,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use tessera_core::GpuModel;
 
 pub use autopilot::{AutopilotCommand, AutopilotSimulateArgs};
-pub use autopilot_run::{ApplyTarget, AutopilotJournalArgs, AutopilotRunArgs};
+pub use autopilot_run::{ApplyTarget, AutopilotJournalArgs, AutopilotRunArgs, ElectionArgs};
 pub use bench::BenchCommand;
 pub use colocate::{ColocateCommand, ColocationSource};
 pub use deploy::{DeployArgs, DeployCommand};

@@ -1,16 +1,21 @@
 //! How the live loop acts on a new plan: not at all (a dry run), a plan
 //! file replaced atomically (for `tessera deploy` on one node), or the
 //! Kubernetes cluster through tessera-k8s's make-before-break apply, its
-//! status checked after.
+//! status checked after; with leader election, only while this replica
+//! holds the Lease.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
-use tessera_autopilot::ActionKind;
+use tessera_autopilot::{ActionKind, Controller};
 use tessera_core::Plan;
 use tessera_k8s::{
-    apply_plan, cluster_status, record_decision, running_plan, ApplyOptions, Change, Cluster, DecisionEvent, Progress,
+    apply_plan, cluster_status, record_decision, running_plan, ApplyOptions, Change, Cluster, DecisionEvent,
+    Leadership, Progress,
 };
 use tessera_store::{plan_json, write_atomic};
+
+use crate::output::note;
 
 /// What became of a new plan.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +88,74 @@ impl Actuator {
         let warning = failed || action == ActionKind::Hold;
         let event = DecisionEvent { time_s, reason, action: done, note, warning };
         record_decision(cluster, &options.namespace, &event).err().map(|error| error.to_string())
+    }
+
+    /// Waits `duration`; a replica under leader election keeps trying to
+    /// take or renew the Lease every retry period meanwhile.
+    pub fn wait(&self, duration: Duration) {
+        let Actuator::Kubernetes { cluster, .. } = self else { return std::thread::sleep(duration) };
+        let Some(elector) = cluster.elector() else { return std::thread::sleep(duration) };
+        let until = Instant::now() + duration;
+        while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
+            std::thread::sleep(left.min(elector.options().retry_period));
+            // A failure shows at the next decision.
+            let _ = elector.try_lead(cluster);
+        }
+    }
+
+    /// Waits one retry period of the Lease (none without leader
+    /// election), trying to take it meanwhile: a standby replica's pause
+    /// when no clock paces it.
+    pub fn stand_by(&self) {
+        if let Actuator::Kubernetes { cluster, .. } = self {
+            if let Some(elector) = cluster.elector() {
+                self.wait(elector.options().retry_period);
+            }
+        }
+    }
+
+    /// Whether this replica may decide now: always, without leader
+    /// election; else when it holds the Lease. `leading` is what it was at
+    /// the last decision time (`None` at the first): taking the lead after
+    /// standing by, it adopts the plan the cluster records (where another
+    /// replica left it); each change is noted.
+    pub fn may_decide(&self, leading: &mut Option<bool>, controller: &mut Controller) -> bool {
+        let Actuator::Kubernetes { cluster, .. } = self else { return true };
+        let Some(elector) = cluster.elector() else { return true };
+        let lease = &elector.options();
+        let (now, holder) = match elector.try_lead(cluster) {
+            Ok(Leadership::Leading) => (true, String::new()),
+            Ok(Leadership::Standby { holder }) => (false, holder),
+            Err(error) => (elector.is_leading(), format!("unknown ({error})")),
+        };
+        if *leading != Some(now) {
+            if now {
+                note(format_args!("leading: {} holds Lease {}/{}", lease.identity, lease.namespace, lease.name));
+                // Taking over: from where the last leader left the cluster.
+                if *leading == Some(false) {
+                    match self.running() {
+                        Ok(Some(plan)) => {
+                            note(format_args!(
+                                "taking over from the plan the cluster records ({} GPUs)",
+                                plan.gpu_count
+                            ));
+                            controller.adopt(plan);
+                        }
+                        Ok(None) => {}
+                        Err(error) => note(format_args!("the plan the cluster records cannot be read: {error}")),
+                    }
+                }
+            } else {
+                note(format_args!(
+                    "standing by: Lease {}/{} is held by {}",
+                    lease.namespace,
+                    lease.name,
+                    if holder.is_empty() { "another replica" } else { &holder }
+                ));
+            }
+        }
+        *leading = Some(now);
+        now
     }
 
     /// The plan the cluster records (`--apply k8s`), `None` when it

@@ -1,8 +1,9 @@
 //! The live loop's own metrics (Prometheus text at `/metrics` on
 //! `--metrics-addr`): GPUs of the running plan, each service's observed
-//! and forecast rate, decisions by action (holds among them), and when the
-//! last decision was made. Served by a thread on a plain listener: one
-//! short answer per connection.
+//! and forecast rate, decisions by action (holds among them), when the
+//! last decision was made, and whether this replica leads; and `/healthz`
+//! for the pod's probes. Served by a thread on a plain listener: one short
+//! answer per connection.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -42,6 +43,7 @@ pub struct LoopMetrics {
     forecast_rps: Family<ServiceLabels, FloatGauge>,
     decisions: Family<ActionLabels, Counter>,
     last_decision_s: FloatGauge,
+    leader: Gauge,
 }
 
 impl LoopMetrics {
@@ -69,7 +71,27 @@ impl LoopMetrics {
             "When the last decision was made (seconds since the Unix epoch)",
             last_decision_s.clone(),
         );
-        LoopMetrics { registry: Arc::new(registry), gpus, observed_rps, forecast_rps, decisions, last_decision_s }
+        let leader = Gauge::default();
+        leader.set(1);
+        registry.register(
+            "leader",
+            "1 while this replica acts (it holds the Lease, or runs without leader election), 0 standing by",
+            leader.clone(),
+        );
+        LoopMetrics {
+            registry: Arc::new(registry),
+            gpus,
+            observed_rps,
+            forecast_rps,
+            decisions,
+            last_decision_s,
+            leader,
+        }
+    }
+
+    /// Records whether this replica acts (leads) or stands by.
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     /// Records a decision: its action, the GPUs after it, the rates read
@@ -124,7 +146,9 @@ impl LoopMetrics {
     }
 }
 
-/// Answers one request: the metrics for `GET /metrics`, 404 otherwise.
+/// Answers one request: the metrics for `GET /metrics`, `ok` for `GET
+/// /healthz` (the loop's process answers: a standby replica is healthy
+/// too), 404 otherwise.
 fn answer(mut stream: TcpStream, metrics: &LoopMetrics) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut head = Vec::new();
@@ -142,7 +166,14 @@ fn answer(mut stream: TcpStream, metrics: &LoopMetrics) -> std::io::Result<()> {
         ["GET", path] if path.split('?').next() == Some("/metrics") => {
             ("200 OK", "text/plain; version=0.0.4; charset=utf-8", metrics.text())
         }
-        _ => ("404 Not Found", "text/plain; charset=utf-8", "only GET /metrics is served here\n".to_string()),
+        ["GET", path] if path.split('?').next() == Some("/healthz") => {
+            ("200 OK", "text/plain; charset=utf-8", "ok\n".to_string())
+        }
+        _ => (
+            "404 Not Found",
+            "text/plain; charset=utf-8",
+            "only GET /metrics and GET /healthz are served here\n".to_string(),
+        ),
     };
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
@@ -169,10 +200,13 @@ mod tests {
             "tessera_autopilot_decisions_total{action=\"keep\"} 1",
             "tessera_autopilot_decisions_total{action=\"hold\"} 1",
             "tessera_autopilot_last_decision_timestamp_seconds 160.0",
+            "tessera_autopilot_leader 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
         }
         assert!(!text.contains("observed_rps{service=\"b\"}"), "{text}");
+        metrics.set_leader(false);
+        assert!(metrics.text().lines().any(|l| l == "tessera_autopilot_leader 0"));
     }
 
     #[test]
@@ -188,6 +222,7 @@ mod tests {
         };
         let text = get("/metrics");
         assert!(text.starts_with("HTTP/1.1 200 OK") && text.contains("tessera_autopilot_gpus 0"), "{text}");
+        assert!(get("/healthz").ends_with("\r\n\r\nok\n"), "{}", get("/healthz"));
         assert!(get("/").starts_with("HTTP/1.1 404"));
     }
 }

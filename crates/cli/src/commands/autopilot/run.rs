@@ -1,15 +1,18 @@
 //! `tessera autopilot run`: the live loop. It wires a rate source to the
 //! controller (tessera-autopilot's, which makes every decision) and the
 //! controller to an actuator, on a clock; each decision is printed,
-//! journaled in the store and counted in the loop's metrics.
+//! journaled in the store and counted in the loop's metrics. With
+//! `--leader-elect` a replica decides only while it holds the Lease, and
+//! takes over from the plan the cluster records.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings};
 use tessera_core::Plan;
-use tessera_k8s::ApplyOptions;
+use tessera_k8s::{ApplyOptions, LeaderElector, LeaseOptions};
 use tessera_plan::PlanOptions;
 use tessera_store::{read_traffic_csv, AutopilotDecision, Store};
 
@@ -18,7 +21,7 @@ use super::journal::decision_line;
 use super::metrics::LoopMetrics;
 use super::prometheus::PrometheusRates;
 use super::rates::{FileRates, RateSource};
-use crate::args::{ApplyTarget, AutopilotRunArgs, ListFormat};
+use crate::args::{ApplyTarget, AutopilotRunArgs, ElectionArgs, ListFormat};
 use crate::commands::serving;
 use crate::inputs;
 use crate::output::{note, outln};
@@ -98,11 +101,20 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
     let limit = if args.once { Some(1) } else { args.max_decisions };
     let mut clock = Clock::new(args.interval_s, args.no_wait);
     let mut made = 0u64;
+    let mut leading = None;
     while limit.is_none_or(|limit| made < limit) {
-        let (now_s, skipped) = clock.tick();
+        let (now_s, skipped) = clock.tick(&mut |duration| actuator.wait(duration));
         if skipped > 0 {
             note(format_args!("the last decision overran its interval: {skipped} decision times skipped"));
         }
+        if !actuator.may_decide(&mut leading, &mut controller) {
+            metrics.set_leader(false);
+            if args.no_wait {
+                actuator.stand_by();
+            }
+            continue;
+        }
+        metrics.set_leader(true);
         let rates = source.rates(now_s);
         let gpus_before = gpu_count(controller.plan());
         let decision = controller.observe(&Observation { time_s: now_s, samples: rates.samples.clone() });
@@ -156,6 +168,9 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
 
 /// The actuator `args` ask for.
 fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
+    if args.election.leader_elect && (args.dry_run || !matches!(args.apply, Some(ApplyTarget::K8s))) {
+        bail!("--leader-elect needs --apply k8s: the Lease and the plan the replicas share live in the cluster");
+    }
     Ok(match (args.dry_run, args.apply) {
         (true, _) | (false, None) => Actuator::DryRun,
         (false, Some(ApplyTarget::PlanFile)) => {
@@ -163,6 +178,10 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
         }
         (false, Some(ApplyTarget::K8s)) => {
             let (routes, pods) = args.objects.resolve()?;
+            let mut cluster = args.cluster.connect()?;
+            if let Some(elector) = elector(&args.election, &args.namespace)? {
+                cluster = cluster.fenced_by(elector);
+            }
             let options = ApplyOptions {
                 namespace: args.namespace.clone(),
                 dry_run: false,
@@ -173,9 +192,31 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
                 pods,
                 concurrency: 32,
             };
-            Actuator::Kubernetes { cluster: Box::new(args.cluster.connect()?), options: Box::new(options) }
+            Actuator::Kubernetes { cluster: Box::new(cluster), options: Box::new(options) }
         }
     })
+}
+
+/// The elector `election` asks for, `None` without `--leader-elect`.
+fn elector(election: &ElectionArgs, namespace: &str) -> Result<Option<Arc<LeaderElector>>> {
+    if !election.leader_elect {
+        return Ok(None);
+    }
+    let identity = match &election.identity {
+        Some(identity) => identity.clone(),
+        None => std::env::var("POD_NAME").ok().filter(|name| !name.is_empty()).unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").ok().filter(|name| !name.is_empty());
+            format!("{}-{}", host.unwrap_or_else(|| "tessera".to_string()), std::process::id())
+        }),
+    };
+    let duration = Duration::from_secs_f64(election.lease_duration_s);
+    let options = LeaseOptions {
+        lease_duration: duration,
+        renew_deadline: duration.mul_f64(2.0 / 3.0),
+        retry_period: duration.mul_f64(2.0 / 15.0),
+        ..LeaseOptions::new(namespace, &election.lease_name, &identity)
+    };
+    Ok(Some(Arc::new(LeaderElector::new(options).map_err(|error| anyhow!(error))?)))
 }
 
 /// GPUs of `plan`, 0 without one.
@@ -199,9 +240,9 @@ impl Clock {
     }
 
     /// The next decision time (seconds since the Unix epoch), after
-    /// sleeping until it, and how many decision times were skipped because
-    /// the last decision overran.
-    fn tick(&mut self) -> (f64, u64) {
+    /// waiting until it with `wait`, and how many decision times were
+    /// skipped because the last decision overran.
+    fn tick(&mut self, wait: &mut dyn FnMut(Duration)) -> (f64, u64) {
         let now_s = unix_now_s();
         let mut next_s = self.next_s.unwrap_or_else(|| (now_s / self.interval_s).ceil() * self.interval_s);
         let mut skipped = 0;
@@ -211,7 +252,7 @@ impl Clock {
                 next_s += missed * self.interval_s;
                 skipped = missed as u64;
             }
-            std::thread::sleep(Duration::from_secs_f64((next_s - now_s).max(0.0)));
+            wait(Duration::from_secs_f64((next_s - now_s).max(0.0)));
         }
         self.next_s = Some(next_s + self.interval_s);
         (next_s, skipped)
