@@ -20,7 +20,6 @@ use serde_json::Value;
 
 use crate::error::K8sError;
 use crate::inventory::{inventory, ClusterInventory};
-use crate::lease::LeaderElector;
 
 /// A bulk request's failure: the object's name and the client's error
 /// (boxed: the error is large).
@@ -100,14 +99,22 @@ impl Kind {
     }
 }
 
+/// What every write must pass first: leader election's fence
+/// ([`crate::LeaderElector`] is one).
+pub trait WriteFence: Send + Sync {
+    /// Renews what the fence rests on when due, and answers whether this
+    /// process may write now.
+    fn keep(&self, cluster: &Cluster) -> Result<(), K8sError>;
+}
+
 /// A connected cluster.
 pub struct Cluster {
     runtime: tokio::runtime::Runtime,
     client: Client,
     context: String,
-    /// When set, every write but the Lease's own first makes sure this
-    /// replica still leads (see [`Cluster::fenced_by`]).
-    fence: Option<Arc<LeaderElector>>,
+    /// When set, every write but a Lease's passes it first (see
+    /// [`Cluster::fenced_by`]).
+    fence: Option<Arc<dyn WriteFence>>,
 }
 
 /// `error`'s text and its causes', `: `-separated.
@@ -157,25 +164,21 @@ impl Cluster {
         Ok(Cluster { runtime, client, context, fence: None })
     }
 
-    /// This connection with every write fenced by `elector`: before each
-    /// write (and each wait between polls) the elector renews the Lease
-    /// when due, and a write is refused with [`K8sError::NotLeading`] once
-    /// this replica no longer leads. So a replica that loses the Lease in
-    /// the middle of a transition stops writing before another may start.
-    pub fn fenced_by(mut self, elector: Arc<LeaderElector>) -> Cluster {
-        self.fence = Some(elector);
+    /// This connection with every write fenced by `fence`: before each
+    /// write (and each wait between polls) the fence is kept (a leader
+    /// elector renews its Lease when due), and a write it refuses fails
+    /// with its error ([`K8sError::NotLeading`]). So a replica that loses
+    /// the Lease in the middle of a transition stops writing before another
+    /// may start. Writes of Leases themselves are not fenced.
+    pub fn fenced_by(mut self, fence: Arc<dyn WriteFence>) -> Cluster {
+        self.fence = Some(fence);
         self
     }
 
-    /// The elector fencing this connection's writes, if any.
-    pub fn elector(&self) -> Option<&LeaderElector> {
-        self.fence.as_deref()
-    }
-
-    /// Before a write of `kind`: whether this replica may write.
+    /// Before a write of `kind`: whether this process may write.
     fn check_fence(&self, kind: Kind) -> Result<(), K8sError> {
         match &self.fence {
-            Some(elector) if kind != Kind::Lease => elector.keep_leading(self),
+            Some(fence) if kind != Kind::Lease => fence.keep(self),
             _ => Ok(()),
         }
     }
@@ -401,8 +404,8 @@ impl Cluster {
     /// Waits `duration` (between polls), renewing the fencing Lease first
     /// when it is due (a failure shows at the next write).
     pub fn sleep(&self, duration: Duration) {
-        if let Some(elector) = &self.fence {
-            let _ = elector.keep_leading(self);
+        if let Some(fence) = &self.fence {
+            let _ = fence.keep(self);
         }
         self.runtime.block_on(async move { tokio::time::sleep(duration).await });
     }

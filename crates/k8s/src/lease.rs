@@ -26,7 +26,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 
-use crate::cluster::{Cluster, Kind};
+use crate::cluster::{Cluster, Kind, WriteFence};
 use crate::error::K8sError;
 
 /// Which Lease the replicas contend for, who this replica is, and the
@@ -267,4 +267,10 @@ impl LeaderElector {
 /// A MicroTime as the API writes it: RFC 3339, microseconds, UTC.
 fn micro_time(time: Timestamp) -> String {
     time.strftime("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+impl WriteFence for LeaderElector {
+    fn keep(&self, cluster: &Cluster) -> Result<(), K8sError> {
+        self.keep_leading(cluster)
+    }
 }

@@ -59,7 +59,7 @@ pub use apply::{
     apply_plan, cluster_status, running_plan, Action, ApplyOptions, Change, ClusterStatus, NodeStatus, Progress,
     SegmentStatus,
 };
-pub use cluster::{Cluster, ClusterOptions, Kind, FIELD_MANAGER};
+pub use cluster::{Cluster, ClusterOptions, Kind, WriteFence, FIELD_MANAGER};
 pub use error::K8sError;
 pub use events::{decision_event, record_decision, DecisionEvent, AUTOPILOT_CONTROLLER};
 #[cfg(any(test, feature = "fake"))]

@@ -5,13 +5,14 @@
 //! holds the Lease.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_autopilot::{ActionKind, Controller};
 use tessera_core::Plan;
 use tessera_k8s::{
     apply_plan, cluster_status, record_decision, running_plan, ApplyOptions, Change, Cluster, DecisionEvent,
-    Leadership, Progress,
+    LeaderElector, Leadership, Progress,
 };
 use tessera_store::{plan_json, write_atomic};
 
@@ -56,6 +57,9 @@ pub enum Actuator {
         cluster: Box<Cluster>,
         /// How to apply.
         options: Box<ApplyOptions>,
+        /// With leader election: this replica's elector, which also
+        /// fences the connection's writes.
+        elector: Option<Arc<LeaderElector>>,
     },
 }
 
@@ -69,7 +73,7 @@ impl Actuator {
                 Ok(()) => Outcome::Applied(format!("wrote {}", path.display())),
                 Err(error) => Outcome::Failed { error: error.to_string(), running: None },
             },
-            Actuator::Kubernetes { cluster, options } => apply(cluster, options, plan, step),
+            Actuator::Kubernetes { cluster, options, .. } => apply(cluster, options, plan, step),
         }
     }
 
@@ -77,7 +81,7 @@ impl Actuator {
     /// otherwise): every decision but a keep, holds and failed acts as
     /// warnings. `Some(why)` when it could not be recorded.
     pub fn record(&self, time_s: f64, action: ActionKind, note: &str, failed: bool) -> Option<String> {
-        let Actuator::Kubernetes { cluster, options } = self else { return None };
+        let Actuator::Kubernetes { cluster, options, .. } = self else { return None };
         let (reason, done) = match action {
             ActionKind::Keep => return None,
             ActionKind::Hold => ("Hold", "Hold"),
@@ -90,11 +94,18 @@ impl Actuator {
         record_decision(cluster, &options.namespace, &event).err().map(|error| error.to_string())
     }
 
+    /// The cluster and this replica's elector, under leader election.
+    fn elected(&self) -> Option<(&Cluster, &LeaderElector)> {
+        match self {
+            Actuator::Kubernetes { cluster, elector: Some(elector), .. } => Some((cluster, elector)),
+            _ => None,
+        }
+    }
+
     /// Waits `duration`; a replica under leader election keeps trying to
     /// take or renew the Lease every retry period meanwhile.
     pub fn wait(&self, duration: Duration) {
-        let Actuator::Kubernetes { cluster, .. } = self else { return std::thread::sleep(duration) };
-        let Some(elector) = cluster.elector() else { return std::thread::sleep(duration) };
+        let Some((cluster, elector)) = self.elected() else { return std::thread::sleep(duration) };
         let until = Instant::now() + duration;
         while let Some(left) = until.checked_duration_since(Instant::now()).filter(|left| !left.is_zero()) {
             std::thread::sleep(left.min(elector.options().retry_period));
@@ -107,10 +118,8 @@ impl Actuator {
     /// election), trying to take it meanwhile: a standby replica's pause
     /// when no clock paces it.
     pub fn stand_by(&self) {
-        if let Actuator::Kubernetes { cluster, .. } = self {
-            if let Some(elector) = cluster.elector() {
-                self.wait(elector.options().retry_period);
-            }
+        if let Some((_, elector)) = self.elected() {
+            self.wait(elector.options().retry_period);
         }
     }
 
@@ -120,8 +129,7 @@ impl Actuator {
     /// standing by, it adopts the plan the cluster records (where another
     /// replica left it); each change is noted.
     pub fn may_decide(&self, leading: &mut Option<bool>, controller: &mut Controller) -> bool {
-        let Actuator::Kubernetes { cluster, .. } = self else { return true };
-        let Some(elector) = cluster.elector() else { return true };
+        let Some((cluster, elector)) = self.elected() else { return true };
         let lease = &elector.options();
         let (now, holder) = match elector.try_lead(cluster) {
             Ok(Leadership::Leading) => (true, String::new()),
@@ -161,7 +169,7 @@ impl Actuator {
     /// The plan the cluster records (`--apply k8s`), `None` when it
     /// records none or this is not a cluster.
     pub fn running(&self) -> Result<Option<Plan>, String> {
-        let Actuator::Kubernetes { cluster, options } = self else { return Ok(None) };
+        let Actuator::Kubernetes { cluster, options, .. } = self else { return Ok(None) };
         let like = Plan::from_gpus(Vec::new(), "", "", 1);
         let plan = running_plan(cluster, &options.namespace, &like).map_err(|error| error.to_string())?;
         Ok(Some(plan).filter(|plan| !plan.gpus.is_empty()))

@@ -92,7 +92,7 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         match &actuator {
             Actuator::DryRun => "dry run (acting on nothing)".to_string(),
             Actuator::PlanFile(path) => format!("new plans written to {}", path.display()),
-            Actuator::Kubernetes { cluster, options } => {
+            Actuator::Kubernetes { cluster, options, .. } => {
                 format!("new plans applied to namespace {} of {}", options.namespace, cluster.context())
             }
         },
@@ -179,8 +179,9 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
         (false, Some(ApplyTarget::K8s)) => {
             let (routes, pods) = args.objects.resolve()?;
             let mut cluster = args.cluster.connect()?;
-            if let Some(elector) = elector(&args.election, &args.namespace)? {
-                cluster = cluster.fenced_by(elector);
+            let elector = elector(&args.election, &args.namespace)?;
+            if let Some(elector) = &elector {
+                cluster = cluster.fenced_by(elector.clone());
             }
             let options = ApplyOptions {
                 namespace: args.namespace.clone(),
@@ -192,7 +193,7 @@ fn actuator(args: &AutopilotRunArgs) -> Result<Actuator> {
                 pods,
                 concurrency: 32,
             };
-            Actuator::Kubernetes { cluster: Box::new(cluster), options: Box::new(options) }
+            Actuator::Kubernetes { cluster: Box::new(cluster), options: Box::new(options), elector }
         }
     })
 }
