@@ -35,6 +35,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Its name in `tessera_autopilot_transitions_total`.
+    pub fn metric_name(&self) -> &'static str {
+        match self {
+            Outcome::Applied(_) => "applied",
+            Outcome::DryRun => "dry-run",
+            Outcome::Failed { .. } => "failed",
+        }
+    }
+
     /// In words, for the journal.
     pub fn words(&self) -> String {
         match self {

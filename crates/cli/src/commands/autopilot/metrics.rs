@@ -1,8 +1,10 @@
 //! The live loop's own metrics (Prometheus text at `/metrics` on
 //! `--metrics-addr`): GPUs of the running plan, each service's observed
-//! and forecast rate, decisions by action (holds among them), when the
-//! last decision was made, and whether this replica leads; and `/healthz`
-//! for the pod's probes. Served by a thread on a plain listener: one short
+//! and forecast rate, decisions by action (holds among them), transitions
+//! by outcome, how far the forecasts were off, when the last decision was
+//! made, and whether this replica leads; and `/healthz` for the pod's
+//! probes. (Each decision's reason, free text, is in its Event and the
+//! journal, not a label.) Served by a thread on a plain listener: one short
 //! answer per connection.
 
 use std::io::{Read, Write};
@@ -28,11 +30,21 @@ struct ServiceLabels {
     service: String,
 }
 
+/// Labels of a transition: what became of a new plan.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
 /// Labels of a decision.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ActionLabels {
     action: String,
 }
+
+/// What can become of a new plan, as `tessera_autopilot_transitions_total`
+/// counts it.
+pub const TRANSITION_OUTCOMES: [&str; 3] = ["applied", "failed", "dry-run"];
 
 /// The autopilot's metrics (cheap to clone: the metrics are shared).
 #[derive(Debug, Clone)]
@@ -44,6 +56,9 @@ pub struct LoopMetrics {
     decisions: Family<ActionLabels, Counter>,
     last_decision_s: FloatGauge,
     leader: Gauge,
+    transitions: Family<OutcomeLabels, Counter>,
+    forecast_error: FloatGauge,
+    forecast_under_share: FloatGauge,
 }
 
 impl LoopMetrics {
@@ -71,6 +86,27 @@ impl LoopMetrics {
             "When the last decision was made (seconds since the Unix epoch)",
             last_decision_s.clone(),
         );
+        let transitions = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "transitions",
+            "New plans acted on, by outcome (applied, failed, dry-run)",
+            transitions.clone(),
+        );
+        for outcome in TRANSITION_OUTCOMES {
+            let _ = transitions.get_or_create(&OutcomeLabels { outcome: outcome.to_string() });
+        }
+        let forecast_error = FloatGauge::default();
+        registry.register(
+            "forecast_mean_abs_relative_error",
+            "Mean |observed - forecast| / forecast over every forecast checked so far",
+            forecast_error.clone(),
+        );
+        let forecast_under_share = FloatGauge::default();
+        registry.register(
+            "forecast_under_share",
+            "The share of forecasts checked so far that fell below the rate then observed",
+            forecast_under_share.clone(),
+        );
         let leader = Gauge::default();
         leader.set(1);
         registry.register(
@@ -86,7 +122,21 @@ impl LoopMetrics {
             decisions,
             last_decision_s,
             leader,
+            transitions,
+            forecast_error,
+            forecast_under_share,
         }
+    }
+
+    /// Records what became of a new plan: one of [`TRANSITION_OUTCOMES`].
+    pub fn record_transition(&self, outcome: &str) {
+        self.transitions.get_or_create(&OutcomeLabels { outcome: outcome.to_string() }).inc();
+    }
+
+    /// Records how far the forecasts were off so far.
+    pub fn record_forecast_error(&self, mean_abs_relative_error: f64, under_share: f64) {
+        self.forecast_error.set(mean_abs_relative_error);
+        self.forecast_under_share.set(under_share);
     }
 
     /// Records whether this replica acts (leads) or stands by.
@@ -206,7 +256,18 @@ mod tests {
         }
         assert!(!text.contains("observed_rps{service=\"b\"}"), "{text}");
         metrics.set_leader(false);
-        assert!(metrics.text().lines().any(|l| l == "tessera_autopilot_leader 0"));
+        metrics.record_transition("failed");
+        metrics.record_forecast_error(0.125, 0.5);
+        let text = metrics.text();
+        for line in [
+            "tessera_autopilot_leader 0",
+            "tessera_autopilot_transitions_total{outcome=\"failed\"} 1",
+            "tessera_autopilot_transitions_total{outcome=\"applied\"} 0",
+            "tessera_autopilot_forecast_mean_abs_relative_error 0.125",
+            "tessera_autopilot_forecast_under_share 0.5",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+        }
     }
 
     #[test]

@@ -131,6 +131,7 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
             None => ("nothing to do".to_string(), false),
             Some(plan) => {
                 let outcome = actuator.act(plan, &mut |step| note(format_args!("{step}")));
+                metrics.record_transition(outcome.metric_name());
                 if let Outcome::Failed { running: Some(running), .. } = &outcome {
                     controller.adopt(running.as_ref().clone());
                 }
@@ -142,6 +143,8 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
             outcome.push_str(&format!("; its event was not recorded: {error}"));
         }
         let forecast = controller.forecast_rps();
+        let accuracy = controller.forecast_accuracy();
+        metrics.record_forecast_error(accuracy.mean_abs_relative_error, accuracy.under_share);
         let record = AutopilotDecision {
             time_s: now_s,
             action: decision.action.kind().name().to_string(),
