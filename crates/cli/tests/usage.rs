@@ -30,6 +30,10 @@ fn usage_errors_print_claps_whole_message_with_status_2() {
     // Help itself is no error.
     let output = tessera(&["plan", "--help"], &store);
     assert!(output.status.success() && stdout(&output).contains("--time-limit"), "{}", stderr(&output));
+    // The top-level help names both simulators.
+    let top = stdout(&tessera(&["--help"], &store));
+    let simulate = top.split("\n  simulate ").nth(1).unwrap().split("\n  bench ").next().unwrap();
+    assert!(simulate.contains("`simulate serve`") && simulate.contains("memory exceeds the GPU"), "{simulate}");
 }
 
 #[test]

@@ -119,7 +119,8 @@ pub enum Command {
     /// Predict and evaluate colocations of workloads under MPS.
     #[command(subcommand)]
     Colocate(ColocateCommand),
-    /// Simulate workloads whose memory exceeds the GPU: schedulers,
+    /// Simulate a plan's requests one by one (`simulate serve`, `simulate
+    /// measured`), or workloads whose memory exceeds the GPU: schedulers,
     /// prefetching and eviction, with a lower bound.
     Simulate(SimulateArgs),
     /// Measure the planners and the colocation models: speed and quality.
