@@ -230,8 +230,10 @@ fn prepare(config: ServeConfig) -> Result<AppState, ServerError> {
     Ok(state)
 }
 
-/// How long shutdown waits for running jobs.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(60);
+/// How long the process waits, once the server has stopped, for threads
+/// still busy (a planning job past its shutdown wait): it exits without
+/// them.
+const THREADS_WAIT: Duration = Duration::from_secs(1);
 
 /// How long shutdown waits for open requests to be answered before it
 /// closes their connections.
@@ -239,7 +241,8 @@ const DRAIN_WAIT: Duration = Duration::from_secs(30);
 
 /// Serves until `stop` completes, then shuts down gracefully: no new
 /// connection is accepted, open requests get up to [`DRAIN_WAIT`] to be
-/// answered, queued jobs fail and running ones are waited for.
+/// answered, queued jobs fail and running ones get the configuration's
+/// shutdown wait, after which they fail too.
 async fn serve(
     state: AppState,
     listener: tokio::net::TcpListener,
@@ -276,7 +279,18 @@ async fn serve(
     outcome
         .map_err(|e| ServerError::Runtime(format!("the server task failed: {e}")))?
         .map_err(|e| ServerError::Runtime(format!("serving failed: {e}")))?;
-    state.inner.jobs.shut_down(SHUTDOWN_WAIT).await;
+    let still_pending = state.inner.jobs.shut_down(state.inner.config.shutdown_wait).await;
+    if still_pending > 0 {
+        let reason = format!(
+            "the server stopped while the job ran (it waits {:.1} s for running jobs at shutdown)",
+            state.inner.config.shutdown_wait.as_secs_f64()
+        );
+        let failed = state.with_store(true, move |store| Ok(store.fail_running_jobs(&reason)?)).await;
+        match failed {
+            Ok(jobs) => tracing::warn!(jobs, "stopped with planning jobs still running: failed them"),
+            Err(error) => tracing::error!(error = %error.message, "running jobs could not be failed at shutdown"),
+        }
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -314,7 +328,7 @@ pub fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         .build()
         .map_err(|e| ServerError::Runtime(format!("cannot start the runtime: {e}")))?;
     config.check()?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let listener = bind(&config).await?;
         let address = listener.local_addr().map_err(|e| ServerError::Runtime(e.to_string()))?;
         let state = tokio::task::spawn_blocking(move || prepare(config))
@@ -323,7 +337,10 @@ pub fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), Se
         tracing::info!(%address, public_reads = state.inner.config.public_reads, "listening");
         ready(address);
         serve(state, listener, termination()).await
-    })
+    });
+    // A planning thread still busy must not hold the process.
+    runtime.shutdown_timeout(THREADS_WAIT);
+    served
 }
 
 /// Completes on SIGINT (Ctrl-C) or SIGTERM.

@@ -106,11 +106,16 @@ pub struct ServeConfig {
     /// Extra time a planning job gets past its own time limit before it is
     /// declared over its limit.
     pub job_grace: Duration,
+    /// How long shutdown waits for running jobs; those still running then
+    /// are failed (the server stopped while they ran) and the process does
+    /// not wait for their threads.
+    pub shutdown_wait: Duration,
 }
 
 impl ServeConfig {
     /// A configuration with the defaults: 8 MiB bodies, 30 s per request,
-    /// 2 planning workers, 1,000 jobs, 5 s of grace, reads closed.
+    /// 2 planning workers, 1,000 jobs, 5 s of grace, 5 s for running jobs
+    /// at shutdown, reads closed.
     pub fn new(listen: SocketAddr, store_path: PathBuf, token: ApiToken) -> ServeConfig {
         ServeConfig {
             listen,
@@ -123,6 +128,7 @@ impl ServeConfig {
             planning_workers: 2,
             max_jobs: 1000,
             job_grace: Duration::from_secs(5),
+            shutdown_wait: Duration::from_secs(5),
         }
     }
 

@@ -374,6 +374,33 @@ async fn a_client_that_hangs_up_mid_request_leaves_no_trace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_does_not_wait_past_its_wait_for_a_running_job() {
+    let mut server = start_server(|config| {
+        config.planning_workers = 1;
+        config.job_grace = Duration::from_secs(120);
+        config.shutdown_wait = Duration::ZERO;
+    })
+    .await;
+    let mut client = server.client().await;
+    create_tenants(&mut client, 400).await;
+    let answer = client.post("/v1/plans", &json!({"time_limit_s": 60.0})).await.unwrap();
+    let id = answer.json()["id"].as_u64().unwrap();
+    // Running (400 tenants' capacities take seconds) when the server stops.
+    while client.get(&format!("/v1/plans/{id}")).await.unwrap().json()["status"] == "queued" {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let path = server.store_path();
+    server.stop().await;
+    let store = Store::open_read_only(&path).unwrap();
+    let job = store.job(id).unwrap().unwrap();
+    assert_eq!(job.status, tessera_store::JobStatus::Failed, "{:?}", job.error);
+    assert_eq!(
+        job.error.as_deref(),
+        Some("the server stopped while the job ran (it waits 0.0 s for running jobs at shutdown)")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_fails_queued_jobs_and_finishes_running_ones() {
     // A long grace: the running job must finish however loaded the machine
     // (400 tenants with as many SLOs take seconds of the serving model's
@@ -381,6 +408,7 @@ async fn shutdown_fails_queued_jobs_and_finishes_running_ones() {
     let mut server = start_server(|config| {
         config.planning_workers = 1;
         config.job_grace = Duration::from_secs(120);
+        config.shutdown_wait = Duration::from_secs(120);
     })
     .await;
     let mut client = server.client().await;

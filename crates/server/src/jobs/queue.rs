@@ -1,5 +1,5 @@
 //! The planning workers: a fixed number run at once, the rest wait; at
-//! shutdown queued jobs fail and running ones are waited for.
+//! shutdown queued jobs fail and running ones are waited for, a while.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,18 +97,18 @@ impl JobQueue {
     }
 
     /// Stops accepting jobs and fails queued ones; returns once no job is
-    /// pending or `wait` has passed.
-    pub(crate) async fn shut_down(&self, wait: Duration) {
+    /// pending or `wait` has passed, with how many are still pending then.
+    pub(crate) async fn shut_down(&self, wait: Duration) -> usize {
         self.accepting.store(false, Ordering::SeqCst);
         self.workers.close();
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let notified = self.finished.notified();
             if *self.pending.lock().unwrap_or_else(PoisonError::into_inner) == 0 {
-                return;
+                return 0;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return;
+                return *self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             }
         }
     }

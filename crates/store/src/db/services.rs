@@ -302,6 +302,18 @@ impl Store {
             .map_err(|e| self.sqlite("failing unfinished planning jobs", e))
     }
 
+    /// Marks every running job failed with `reason` (the server stops
+    /// without waiting for them); how many.
+    pub fn fail_running_jobs(&mut self, reason: &str) -> Result<usize, StoreError> {
+        self.conn
+            .execute(
+                "UPDATE plan_jobs SET status = 'failed', error = ?1, \
+                 finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE status = 'running'",
+                [reason],
+            )
+            .map_err(|e| self.sqlite("failing running planning jobs", e))
+    }
+
     /// Job `id`, if stored.
     pub fn job(&self, id: u64) -> Result<Option<StoredJob>, StoreError> {
         let raw = self
