@@ -12,6 +12,9 @@ pub enum PlanError {
     /// the fleet); the violations, `; `-separated.
     #[error("the plan is invalid: {0} (`tessera verify` checks it in full)")]
     Invalid(String),
+    /// Whoever ran the request asked it to stop ([`crate::Cancel`]).
+    #[error("planning was cancelled before it finished")]
+    Cancelled,
     /// No service to plan for.
     #[error("no service to plan: the SLO set is empty")]
     NoServices,

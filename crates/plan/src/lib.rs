@@ -186,6 +186,7 @@ mod allocate;
 mod assemble;
 mod bound;
 mod branch;
+mod cancel;
 mod complete;
 mod configure;
 mod cover;
@@ -217,6 +218,7 @@ mod verify;
 mod verify_shared;
 mod violation;
 
+pub use cancel::Cancel;
 pub use complete::{
     complete_profiles, suggest_measurements, CompletionMethod, CompletionRequest, Feasibility, Interval,
     ModelCompletion, Prediction, ProfileGrid, Suggestion, GRID_BATCHES, GRID_PROCS, INTERVAL_COVERAGE, SEED_POINTS,

@@ -18,6 +18,7 @@ use tessera_core::text::number;
 use tessera_core::{diff_plans, GpuModel, GpuOffer, Plan, PlanDiff, ServiceImage, Sharing};
 use tessera_serving::ArrivalModel;
 
+use crate::cancel::Cancel;
 use crate::error::PlanError;
 use crate::inputs::PlanInputs;
 use crate::latency::{LatencyRule, MAX_MARGIN};
@@ -59,6 +60,8 @@ pub struct PlanRequest<'a> {
     /// How long the `optimal` search may run before returning its best
     /// plan; `None` for no limit.
     pub time_limit: Option<Duration>,
+    /// Whoever runs the request may cancel it ([`Cancel`]); `None`: no one.
+    pub cancel: Option<&'a Cancel>,
     /// Most GPUs a plan may have, all models together.
     pub max_gpus: u64,
     /// Put every service with several segments on at least two GPUs
@@ -139,6 +142,7 @@ impl<'a> PlanRequest<'a> {
             max_procs: options.max_procs,
             gpus_per_node: options.gpus_per_node,
             time_limit,
+            cancel: None,
             max_gpus: options.max_gpus,
             spread: options.spread,
             share: options.share,
@@ -242,7 +246,10 @@ impl<'a> PlanRequest<'a> {
         inputs: &'p PlanInputs,
         rule: LatencyRule,
         (arrivals, margin): (&'p ArrivalModel, f64),
-    ) -> Problem<'p> {
+    ) -> Problem<'p>
+    where
+        'a: 'p,
+    {
         Problem {
             fleet,
             catalog: inputs.catalog(),
@@ -255,6 +262,7 @@ impl<'a> PlanRequest<'a> {
             arrivals,
             margin,
             capacities: inputs.capacities(),
+            cancel: self.cancel,
         }
     }
 }
@@ -424,6 +432,10 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         }
         plan = target.place(&plan)?;
     }
+    // A request cancelled on the way may have skipped predictions: no plan.
+    if request.cancel.is_some_and(Cancel::is_cancelled) {
+        return Err(PlanError::Cancelled);
+    }
     Ok(Planned { plan, replan: replanned })
 }
 
@@ -485,5 +497,40 @@ mod tests {
         assert_eq!(margin(parva.clone()), Ok(0.0), "the parva rule takes no margin");
         let asked = PlanOptions { margin: Some(0.05), ..parva };
         assert_eq!(margin(asked), Err(PlanError::MarginNeedsPercentile { rule: "parva" }));
+    }
+
+    #[test]
+    fn a_cancelled_request_answers_no_plan() {
+        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
+        let cancel = Cancel::new();
+        let request = PlanRequest { cancel: Some(&cancel), ..PlanRequest::new(&inputs) };
+        assert!(plan(&request).is_ok());
+        cancel.cancel();
+        assert_eq!(plan(&request).err(), Some(PlanError::Cancelled));
+    }
+
+    #[test]
+    fn planning_stops_soon_after_it_is_cancelled() {
+        // 400 services with as many SLOs: seconds of the serving model's
+        // capacities before any search, which the time limit does not bound.
+        let models = ["bert-base", "gpt2", "mobilenetv2", "resnet50", "vit-b16"];
+        let services: Vec<tessera_core::ServiceSlo> = (0..400u32)
+            .map(|k| {
+                let slo = 150.0 + 5.0 * f64::from(k);
+                let model = models[k as usize % models.len()];
+                tessera_core::ServiceSlo::new(format!("tenant-{k}"), model, 50.0 + f64::from(k), slo).unwrap()
+            })
+            .collect();
+        let catalog = tessera_core::synthetic::builtin_catalog();
+        let inputs = PlanInputs::new(services, catalog, crate::ProfileOrigin::Synthetic, &[DEFAULT_GPU_MODEL]).unwrap();
+        let cancel = Cancel::new();
+        let started = Instant::now();
+        let planned = std::thread::scope(|scope| {
+            let planning = scope.spawn(|| plan(&PlanRequest { cancel: Some(&cancel), ..PlanRequest::new(&inputs) }));
+            std::thread::sleep(Duration::from_millis(20));
+            cancel.cancel();
+            planning.join().unwrap()
+        });
+        assert_eq!(planned.err(), Some(PlanError::Cancelled), "after {:?}", started.elapsed());
     }
 }

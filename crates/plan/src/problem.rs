@@ -10,6 +10,7 @@ use tessera_core::{GpuModel, GpuOffer, ModelProfile, ProfileCatalog, ProfilePoin
 
 use tessera_serving::{ArrivalModel, Capacities};
 
+use crate::cancel::Cancel;
 use crate::error::PlanError;
 use crate::judge::Judge;
 use crate::latency::LatencyRule;
@@ -58,9 +59,24 @@ pub(crate) struct Problem<'a> {
     pub margin: f64,
     /// The serving model's memo of segment capacities (the percentile rule).
     pub capacities: &'a Capacities,
+    /// Whoever runs the request may cancel it.
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl<'a> Problem<'a> {
+    /// Whether the request was cancelled.
+    pub(crate) fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(Cancel::is_cancelled)
+    }
+
+    /// [`PlanError::Cancelled`] once the request was cancelled.
+    pub(crate) fn check_cancelled(&self) -> Result<(), PlanError> {
+        if self.cancelled() {
+            return Err(PlanError::Cancelled);
+        }
+        Ok(())
+    }
+
     /// For the crate's tests: one GPU model (unlimited, cost 1) under
     /// ParvaGPU's rule, at most [`DEFAULT_MAX_PROCS`] processes,
     /// [`DEFAULT_GPUS_PER_NODE`] GPUs per node, no time limit, at most
@@ -79,6 +95,7 @@ impl<'a> Problem<'a> {
             arrivals: &ArrivalModel::Poisson,
             margin: 0.0,
             capacities: crate::judge::tests::capacities(),
+            cancel: None,
         }
     }
 
@@ -128,6 +145,9 @@ impl<'a> Problem<'a> {
             .services
             .par_iter()
             .map(|slo| {
+                if self.cancelled() {
+                    return f64::INFINITY;
+                }
                 self.fleet
                     .iter()
                     .filter_map(|offer| {
@@ -143,6 +163,7 @@ impl<'a> Problem<'a> {
                     .fold(f64::INFINITY, f64::min)
             })
             .collect();
+        self.check_cancelled()?;
         let mut total_gpus = 0.0;
         for (slo, fewest) in self.services.iter().zip(fewest_per_service) {
             if !fewest.is_finite() {

@@ -167,6 +167,10 @@ fn service_prediction(
     segments: HashMap<(GpuModel, SegmentConfig), f64>,
     request: &Problem<'_>,
 ) -> Option<ServicePrediction> {
+    // Cancelled: no figure (the request answers no plan).
+    if request.cancelled() {
+        return None;
+    }
     let mut keys = Vec::with_capacity(segments.len());
     let mut profiled = Vec::with_capacity(segments.len());
     for ((model, config), routed_rps) in segments {

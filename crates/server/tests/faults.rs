@@ -333,8 +333,14 @@ async fn a_job_past_its_time_limit_says_so_and_the_server_keeps_answering() {
     assert_eq!(job["status"], "failed", "{job}");
     let error = job["error"].as_str().unwrap();
     assert!(error.starts_with("the job exceeded its time limit: no plan after 0.0 s"), "{error}");
-    // The worker is free again once the late planner ends: the next job plans.
+    // The late planner is cancelled and frees the worker at once (its 400
+    // tenants' capacities alone take seconds): the next job starts and plans.
     let next = client.post("/v1/plans", &json!({"time_limit_s": 60.0})).await.unwrap().json()["id"].as_u64().unwrap();
+    let asked = Instant::now();
+    while client.get(&format!("/v1/plans/{next}")).await.unwrap().json()["status"] == "queued" {
+        assert!(asked.elapsed() < Duration::from_secs(2), "the next job waited {:?} for the worker", asked.elapsed());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert_eq!(wait_job(&mut client, next).await["status"], "done");
     let metrics = client.get("/metrics").await.unwrap().text();
     assert!(metrics.contains(r#"tessera_planning_jobs_total{status="failed"} 1"#), "{metrics}");

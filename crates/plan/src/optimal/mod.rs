@@ -152,6 +152,7 @@ pub fn plan_optimal(request: &Problem<'_>) -> Result<Plan, PlanError> {
     let mut shortfall = None;
     let mut best: Option<(Vec<Choice>, Objective)> = None;
     for start in starts {
+        request.check_cancelled()?;
         if best.as_ref().is_some_and(|(_, value)| proven(value) || past(deadline)) {
             break;
         }
@@ -208,6 +209,7 @@ pub fn plan_optimal(request: &Problem<'_>) -> Result<Plan, PlanError> {
     let Some((candidates, complete)) = branch_candidates(&context, &mut table, room)? else {
         return finish(request, &models, &table, &choice, lower_bound);
     };
+    request.check_cancelled()?;
     let outcome = branch_and_bound(&space, &models, &candidates, &relaxation.prices, incumbent.cost, deadline);
     let bound = if complete { lower_bound.max(outcome.bound) } else { lower_bound };
     let Some(found) = outcome.choice else {

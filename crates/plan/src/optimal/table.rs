@@ -44,6 +44,7 @@ pub(super) fn option_table(
     let mut table: OptionTable = vec![Vec::with_capacity(request.services.len()); request.fleet.len()];
     let mut unservable = Vec::new();
     for slo in request.services {
+        request.check_cancelled()?;
         let limits = if past(deadline) { CHEAPEST_ONLY } else { limits };
         let mut failure = None;
         for (m, offer) in request.fleet.iter().enumerate() {

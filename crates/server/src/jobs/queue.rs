@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use tessera_plan::Cancel;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
@@ -15,8 +16,8 @@ use crate::error::ApiError;
 pub(crate) struct JobQueue {
     /// One permit per worker; closed at shutdown.
     workers: Arc<Semaphore>,
-    /// When each running job started and its limit.
-    running: Mutex<HashMap<u64, (Instant, Duration)>>,
+    /// When each running job started, its limit, and how to cancel it.
+    running: Mutex<HashMap<u64, (Instant, Duration, Cancel)>>,
     /// Jobs queued or running.
     pending: Mutex<usize>,
     /// Told when a job finishes.
@@ -51,9 +52,9 @@ impl JobQueue {
         Arc::clone(&self.workers).acquire_owned().await.ok()
     }
 
-    /// Job `id` started now, with `limit`.
-    pub(crate) fn started(&self, id: u64, started: Instant, limit: Duration) {
-        self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(id, (started, limit));
+    /// Job `id` started now, with `limit`; `cancel` stops it.
+    pub(crate) fn started(&self, id: u64, started: Instant, limit: Duration, cancel: Cancel) {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner).insert(id, (started, limit, cancel));
     }
 
     /// Job `id` is no longer running.
@@ -64,7 +65,7 @@ impl JobQueue {
     /// How far job `id` is, if it is running.
     pub(crate) fn progress(&self, id: u64) -> Option<Progress> {
         let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-        running.get(&id).map(|(started, limit)| Progress {
+        running.get(&id).map(|(started, limit, _)| Progress {
             elapsed_s: started.elapsed().as_secs_f64(),
             time_limit_s: limit.as_secs_f64(),
         })
@@ -97,7 +98,8 @@ impl JobQueue {
     }
 
     /// Stops accepting jobs and fails queued ones; returns once no job is
-    /// pending or `wait` has passed, with how many are still pending then.
+    /// pending or `wait` has passed, with how many are still pending then
+    /// (the running ones among them cancelled).
     pub(crate) async fn shut_down(&self, wait: Duration) -> usize {
         self.accepting.store(false, Ordering::SeqCst);
         self.workers.close();
@@ -108,6 +110,9 @@ impl JobQueue {
                 return 0;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                for (_, _, cancel) in self.running.lock().unwrap_or_else(PoisonError::into_inner).values() {
+                    cancel.cancel();
+                }
                 return *self.pending.lock().unwrap_or_else(PoisonError::into_inner);
             }
         }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use tessera_core::text::count;
 use tessera_core::{GpuModel, ModelProfile, Plan, ProfileCatalog, ServiceImage, ServiceSlo};
 use tessera_plan::{
-    Arrivals, PlanError, PlanInputs, PlanOptions, PlanRequest, ProfileOrigin, ReplanFrom, ReplanOptions,
+    Arrivals, Cancel, PlanError, PlanInputs, PlanOptions, PlanRequest, ProfileOrigin, ReplanFrom, ReplanOptions,
 };
 use tessera_store::Store;
 
@@ -248,12 +248,15 @@ fn current_plan(store: &Store, id: u64) -> Result<Plan, ApiError> {
     })
 }
 
-/// Plans `inputs` as `request` asks (a replan when they hold the plan that
+/// Plans `inputs` as `request` asks, until `cancel` asks it to stop (a
+/// replan when they hold the plan that
 /// runs); the error is the planner's one-line message.
-pub(crate) fn plan(request: &PlanJobRequest, inputs: &JobInputs) -> Result<Plan, String> {
+pub(crate) fn plan(request: &PlanJobRequest, inputs: &JobInputs, cancel: &Cancel) -> Result<Plan, String> {
     let plan_inputs = inputs.plan_inputs(&request.options.gpu_models())?;
     let current = inputs.current.as_ref();
-    let planning = planning_request(request, &plan_inputs, current.map(|(_, plan)| plan)).map_err(|e| e.to_string())?;
+    let mut planning =
+        planning_request(request, &plan_inputs, current.map(|(_, plan)| plan)).map_err(|e| e.to_string())?;
+    planning.cancel = Some(cancel);
     let planned = tessera_plan::plan(&planning).map_err(|e| e.to_string())?;
     let mut plan = planned.plan;
     if let (Some((id, current)), Some(replan)) = (current, &planned.replan) {
@@ -332,11 +335,11 @@ mod tests {
         let checked = request(serde_json::json!({"demo": true, "time_limit_s": 30.0})).unwrap();
         let inputs = JobInputs::gather(&checked, &store).unwrap();
         assert_eq!(inputs.services.len(), 6);
-        let plan = plan(&checked, &inputs).unwrap();
+        let plan = plan(&checked, &inputs, &Cancel::new()).unwrap();
         assert!(plan.services.iter().all(|report| report.met));
         assert_eq!(plan.traffic.map(|traffic| traffic.arrivals).as_deref(), Some("poisson"));
         let spread = request(serde_json::json!({"demo": true, "time_limit_s": 30.0, "spread": true})).unwrap();
-        let plan = super::plan(&spread, &JobInputs::gather(&spread, &store).unwrap()).unwrap();
+        let plan = super::plan(&spread, &JobInputs::gather(&spread, &store).unwrap(), &Cancel::new()).unwrap();
         assert!(plan.notes.iter().any(|note| note.starts_with("spread:")), "{:?}", plan.notes);
         // The stored store has no services: the error says what to do.
         let error = JobInputs::gather(&request(serde_json::json!({})).unwrap(), &store).unwrap_err();

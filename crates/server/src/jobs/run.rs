@@ -1,10 +1,13 @@
 //! Running one planning job: wait for a worker, plan on a blocking thread
-//! within the time limit and its grace, store the plan or the reason.
+//! within the time limit and its grace (past them the planning is
+//! cancelled: its thread stops and frees its worker), store the plan or
+//! the reason.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use tessera_core::Plan;
+use tessera_plan::Cancel;
 
 use crate::jobs::request::{plan, JobInputs, PlanJobRequest};
 use crate::state::AppState;
@@ -27,22 +30,29 @@ pub(crate) async fn run_job(state: AppState, id: u64, request: PlanJobRequest, i
     }
     shared.metrics.job_started();
     let started = Instant::now();
-    shared.jobs.started(id, started, request.time_limit());
+    let cancel = Cancel::new();
+    shared.jobs.started(id, started, request.time_limit(), cancel.clone());
     let allowed = request.time_limit() + shared.config.job_grace;
+    let cancel_planning = cancel.clone();
     let planning = tokio::task::spawn_blocking(move || {
-        let planned = plan(&request, &inputs);
+        let planned = plan(&request, &inputs, &cancel_planning);
         drop(permit);
         planned
     });
     let outcome = match tokio::time::timeout(allowed, planning).await {
         Ok(Ok(planned)) => planned,
         Ok(Err(error)) => Err(format!("the planner failed: {error}")),
-        Err(_) => Err(format!(
-            "the job exceeded its time limit: no plan after {:.1} s (time limit {:.1} s plus {:.1} s of grace)",
-            allowed.as_secs_f64(),
-            (allowed - shared.config.job_grace).as_secs_f64(),
-            shared.config.job_grace.as_secs_f64()
-        )),
+        Err(_) => {
+            // Its thread stops at the planner's next check and frees its
+            // worker.
+            cancel.cancel();
+            Err(format!(
+                "the job exceeded its time limit: no plan after {:.1} s (time limit {:.1} s plus {:.1} s of grace)",
+                allowed.as_secs_f64(),
+                (allowed - shared.config.job_grace).as_secs_f64(),
+                shared.config.job_grace.as_secs_f64()
+            ))
+        }
     };
     shared.jobs.stopped(id);
     finish(&state, id, outcome, Some(started.elapsed().as_secs_f64())).await;
