@@ -24,6 +24,7 @@ use crate::boundary;
 use crate::config::ServeConfig;
 use crate::docs::{self, ApiDoc};
 use crate::error::{ApiError, ServerError};
+use crate::head_timeout::HeadTimeoutListener;
 use crate::pages;
 use crate::state::AppState;
 
@@ -251,7 +252,7 @@ async fn serve(
     let (router, _) = router(state.clone());
     let (drain, draining) = tokio::sync::oneshot::channel::<()>();
     let mut server = tokio::spawn(
-        axum::serve(listener, router)
+        axum::serve(HeadTimeoutListener::new(listener, state.inner.config.header_timeout), router)
             .with_graceful_shutdown(async {
                 let _ = draining.await;
             })

@@ -99,6 +99,10 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// Longest a request may take before it is answered 503 `timeout`.
     pub request_timeout: Duration,
+    /// Longest a request's head (its line and headers) may take to arrive,
+    /// from the connection's opening or the last response on it; past it
+    /// the connection is closed.
+    pub header_timeout: Duration,
     /// Planning jobs run at once; more wait in the queue.
     pub planning_workers: usize,
     /// Jobs queued or running at most; beyond, a new job is refused (503).
@@ -113,7 +117,8 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// A configuration with the defaults: 8 MiB bodies, 30 s per request,
+    /// A configuration with the defaults: 8 MiB bodies, 30 s per request
+    /// and per request head,
     /// 2 planning workers, 1,000 jobs, 5 s of grace, 5 s for running jobs
     /// at shutdown, reads closed.
     pub fn new(listen: SocketAddr, store_path: PathBuf, token: ApiToken) -> ServeConfig {
@@ -125,6 +130,7 @@ impl ServeConfig {
             public_reads: false,
             max_body_bytes: 8 << 20,
             request_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(30),
             planning_workers: 2,
             max_jobs: 1000,
             job_grace: Duration::from_secs(5),

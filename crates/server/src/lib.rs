@@ -88,6 +88,7 @@ mod client;
 mod config;
 mod docs;
 mod error;
+mod head_timeout;
 mod jobs;
 mod load;
 mod metrics;

@@ -465,3 +465,48 @@ async fn a_request_past_the_time_limit_is_answered_503_and_the_server_goes_on() 
     assert_eq!(client.get("/healthz").await.unwrap().status, 200);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sends_its_headers_slowly_is_cut_off_and_others_are_served() {
+    let mut server = start_server(|config| config.header_timeout = Duration::from_secs(1)).await;
+    // A complete request on a kept-alive connection is served; its next
+    // request, sent after twice the limit, too.
+    let mut kept = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+    let mut answer = [0u8; 17];
+    tokio::io::AsyncReadExt::read_exact(&mut kept, &mut answer).await.unwrap();
+    assert_eq!(&answer, b"HTTP/1.1 200 OK\r\n");
+    // A head that stops halfway.
+    let mut stalled = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    stalled.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    let mut rest = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), tokio::io::AsyncReadExt::read_to_end(&mut stalled, &mut rest));
+    assert!(closed.await.is_ok(), "the stalled connection stayed open");
+    // One header byte every 100 ms: the head is never complete.
+    let mut slow = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-slow: ").await.unwrap();
+    let started = Instant::now();
+    let cut = loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if slow.write_all(b"z").await.is_err() || started.elapsed() > Duration::from_secs(10) {
+            break started.elapsed();
+        }
+        // A closed connection reads end of file (or a reset).
+        let mut byte = [0u8; 1];
+        let read = tokio::io::AsyncReadExt::read(&mut slow, &mut byte);
+        if let Ok(Ok(0) | Err(_)) = tokio::time::timeout(Duration::from_millis(1), read).await {
+            break started.elapsed();
+        }
+    };
+    assert!(cut < Duration::from_secs(5), "the slow client was still connected after {cut:?}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").await.unwrap();
+    let mut rest = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut kept, &mut rest).await.unwrap();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.contains("HTTP/1.1 200 OK\r\n"), "{rest}");
+    let mut client = server.client().await;
+    assert_eq!(client.get("/healthz").await.unwrap().status, 200);
+    server.stop().await;
+}

@@ -31,6 +31,11 @@ pub struct ServeArgs {
     /// Seconds a request may take before it is answered 503.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub request_timeout: f64,
+    /// Seconds a request's line and headers may take to arrive (from the
+    /// connection's opening, or the first byte of a later request on it);
+    /// past them the connection is closed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
+    pub header_timeout: f64,
     /// Largest request body, MiB.
     #[arg(long, value_name = "MIB", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_body_mib: u32,

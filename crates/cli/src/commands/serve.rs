@@ -28,6 +28,7 @@ pub fn run(args: &ServeArgs, store: Option<&Path>) -> Result<()> {
     config.allow_remote = args.allow_remote;
     config.planning_workers = args.workers as usize;
     config.request_timeout = Duration::from_secs_f64(args.request_timeout);
+    config.header_timeout = Duration::from_secs_f64(args.header_timeout);
     config.max_body_bytes = args.max_body_mib as usize * 1024 * 1024;
     let store = config.store_path.display().to_string();
     tessera_server::run(config, |address| {
