@@ -161,9 +161,9 @@ const CASES: &[Case] = &[
     // Planning beyond reason: a rate no ceiling allows, a fleet too small.
     // Absurd numbers print in scientific notation, never hundreds of digits.
     case("plan --demo --slo {d}/absurd.csv", 1,
-         r"^error: service 'big' \(model 'resnet50'\) needs at least 1\.845e19 GPUs for 1e300 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
+         r"^error: service 'big' \(model 'resnet50'\) needs at least 1\.845e19 GPUs for 1e300 req/s, more than the ceiling of 100000 GPUs \(max_gpus; --max-gpus on the command line\)$"),
     case("plan --demo --slo {d}/huge.csv --time-limit 2", 1,
-         r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1e12 req/s, more than the ceiling of 100000 GPUs \(--max-gpus\)$"),
+         r"^error: service 'big' \(model 'resnet50'\) needs at least \d+ GPUs for 1e12 req/s, more than the ceiling of 100000 GPUs \(max_gpus; --max-gpus on the command line\)$"),
     case("plan --demo --max-gpus 0", 2, r"^error: invalid value '0' for '--max-gpus <N>': 0 is not in 1\.\.=1000000$"),
     case("plan --demo --gpu a100-80gb:count=1", 1,
          r"^error: the fleet is too small: every plan needs at least 6 GPUs of a100-80gb, whose count limits allow 1$"),

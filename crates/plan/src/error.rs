@@ -168,9 +168,10 @@ pub enum PlanError {
     /// One service alone needs more GPUs than the ceiling.
     #[error(
         "service '{service}' (model '{model}') needs at least {} GPUs for {} req/s, \
-         more than the ceiling of {max_gpus} GPUs (--max-gpus)",
+         more than the ceiling of {} (max_gpus; --max-gpus on the command line)",
         number(*needed as f64, 0),
-        number(*rate_rps, 0)
+        number(*rate_rps, 0),
+        count(*max_gpus, "GPU")
     )]
     ServiceOverCeiling {
         /// The service.
@@ -186,9 +187,10 @@ pub enum PlanError {
     },
     /// The services together need more GPUs than the ceiling.
     #[error(
-        "the services together need at least {} GPUs in total, more than the ceiling of {max_gpus} GPUs \
-         (--max-gpus)",
-        number(*needed as f64, 0)
+        "the services together need at least {} GPUs in total, more than the ceiling of {} \
+         (max_gpus; --max-gpus on the command line)",
+        number(*needed as f64, 0),
+        count(*max_gpus, "GPU")
     )]
     TotalOverCeiling {
         /// The fewest GPUs they need.
@@ -197,7 +199,11 @@ pub enum PlanError {
         max_gpus: u64,
     },
     /// The plan found has more GPUs than the ceiling.
-    #[error("the plan found needs {gpus} GPUs in total, more than the ceiling of {max_gpus} GPUs (--max-gpus)")]
+    #[error(
+        "the plan found needs {gpus} GPUs in total, more than the ceiling of {} (max_gpus; --max-gpus on the \
+         command line)",
+        count(*max_gpus, "GPU")
+    )]
     PlanOverCeiling {
         /// The GPUs the plan uses.
         gpus: u64,

@@ -510,3 +510,15 @@ async fn a_client_that_sends_its_headers_slowly_is_cut_off_and_others_are_served
     assert_eq!(client.get("/healthz").await.unwrap().status, 200);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_over_its_gpu_ceiling_names_the_field_of_its_body() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    create_tenants(&mut client, 40).await;
+    let id = client.post("/v1/plans", &json!({"max_gpus": 1})).await.unwrap().json()["id"].as_u64().unwrap();
+    let job = wait_job(&mut client, id).await;
+    let error = job["error"].as_str().unwrap();
+    assert!(error.contains("more than the ceiling of 1 GPU (max_gpus; --max-gpus on the command line)"), "{error}");
+    server.stop().await;
+}
