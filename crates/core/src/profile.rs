@@ -112,9 +112,7 @@ impl ModelProfile {
         mut points: Vec<ProfilePoint>,
     ) -> Result<Self, CoreError> {
         let model = model.into();
-        if model.trim().is_empty() {
-            return Err(CoreError::invalid("model", "a non-empty name", "''"));
-        }
+        crate::slo::check_name("model", &model)?;
         for point in &points {
             gpu_model.spec().profile_for_size(point.config.size_gpcs)?;
         }

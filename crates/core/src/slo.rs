@@ -29,6 +29,20 @@ fn default_percentile() -> f64 {
     DEFAULT_PERCENTILE
 }
 
+/// What a service or model name may be: non-empty, and safe where names
+/// become paths and URLs (`/v1/services/NAME`, a profile file per model):
+/// no `/` or `\`, no control character, not `.` or `..`.
+pub const NAME_RULE: &str = "a non-empty name without '/', '\\' or control characters, not '.' or '..'";
+
+/// Checks `name` for `field` against [`NAME_RULE`].
+pub fn check_name(field: &'static str, name: &str) -> Result<(), CoreError> {
+    let unsafe_char = |c: char| c == '/' || c == '\\' || c.is_control();
+    if name.trim().is_empty() || name.chars().any(unsafe_char) || name == "." || name == ".." {
+        return Err(CoreError::invalid(field, NAME_RULE, format!("{name:?}")));
+    }
+    Ok(())
+}
+
 impl ServiceSlo {
     /// A validated objective: non-empty names, positive finite numbers.
     pub fn new(
@@ -39,12 +53,8 @@ impl ServiceSlo {
     ) -> Result<Self, CoreError> {
         let service = service.into();
         let model = model.into();
-        if service.trim().is_empty() {
-            return Err(CoreError::invalid("service", "a non-empty name", "''"));
-        }
-        if model.trim().is_empty() {
-            return Err(CoreError::invalid("model", "a non-empty name", "''"));
-        }
+        check_name("service", &service)?;
+        check_name("model", &model)?;
         if !(rate_rps.is_finite() && rate_rps > 0.0) {
             return Err(CoreError::invalid("rate_rps", "a positive number", rate_rps));
         }
@@ -107,6 +117,18 @@ mod tests {
         let read: ServiceSlo =
             serde_json::from_str(r#"{"service":"a","model":"m","rate_rps":1.0,"latency_slo_ms":5.0}"#).unwrap();
         assert_eq!(read.percentile, DEFAULT_PERCENTILE);
+    }
+
+    #[test]
+    fn names_that_would_be_paths_are_refused() {
+        for bad in ["a/b", "../../etc/m", "..", ".", "tab\there", "back\\slash", " "] {
+            let error = ServiceSlo::new(bad, "bert", 1.0, 1.0).unwrap_err().to_string();
+            assert!(error.starts_with("service must be a non-empty name without '/'"), "{bad}: {error}");
+            assert!(ServiceSlo::new("a", bad, 1.0, 1.0).is_err(), "{bad}");
+        }
+        for good in ["chat, eu", "bert \"base\"", "svc.v2", "…unicode…", "a..b"] {
+            assert!(ServiceSlo::new(good, good, 1.0, 1.0).is_ok(), "{good}");
+        }
     }
 
     #[test]

@@ -57,6 +57,17 @@ async fn bad_bodies_get_their_status_and_a_one_line_message() {
     let answer = client.post("/v1/services", &bad_value).await.unwrap();
     assert_eq!(answer.status, 422);
     assert!(error_of(&answer).1.starts_with("service 'a': "), "{}", answer.text());
+    // Names that would be paths: a service, a profile's model.
+    let slashed = json!({"name": "a/b", "model": "m", "rate_rps": 1.0, "latency_slo_ms": 10.0});
+    let answer = client.post("/v1/services", &slashed).await.unwrap();
+    assert_eq!(answer.status, 422);
+    assert!(error_of(&answer).1.contains("service must be a non-empty name without '/'"), "{}", answer.text());
+    let header = "gpu_model,model,size_gpcs,batch,procs,throughput_rps,latency_ms";
+    let traversal =
+        json!({"format": "tessera", "files": {"up.csv": format!("{header}\na100-80gb,../../etc/m,1,1,1,10,5\n")}});
+    let answer = client.post("/v1/profiles", &traversal).await.unwrap();
+    assert_eq!(answer.status, 422);
+    assert!(error_of(&answer).1.contains("model must be a non-empty name without '/'"), "{}", answer.text());
     let bad_csv = json!({"format": "tessera", "files": {"mine.csv": "gpu_model,model\na100-80gb,bert\n"}});
     let answer = client.post("/v1/profiles", &bad_csv).await.unwrap();
     assert_eq!(answer.status, 422);
