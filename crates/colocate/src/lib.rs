@@ -78,7 +78,9 @@ pub use model_file::{FittedModel, ModelFile, ModelKind, TrainedModel, MODEL_FILE
 pub use models::{Basis, Driver, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
 pub use plot::learning_curve_svg;
 pub use range::{OutOfRange, TrainingRange, RANGE_TOLERANCE};
-pub use recommend::{recommend, recommend_trained, Query, Ranking, Recommendation, Risk, RuleFallback, Search};
+pub use recommend::{
+    check_query, recommend, recommend_trained, Query, Ranking, Recommendation, Risk, RuleFallback, Search,
+};
 pub use recommend::{BEAM_WIDTH, EXHAUSTIVE_MAX_GROUPS};
 pub use rules::Rule;
 pub use selection::{decided_sizes, AVERAGED, BUILT_GROUP_SIZES, INNER_ROW_FOLDS, INTERVAL_LEVEL};

@@ -240,12 +240,18 @@ pub fn recommend_trained(
     Ok(ranking)
 }
 
-fn rank(
-    ranker: Ranker,
-    pool: &[WorkloadMetrics],
+/// Checks `query` against `pool` before any model is trained for it: the
+/// group size, the number asked for, the target and candidates named, and
+/// enough partners for a group (the errors [`recommend`] would give).
+pub fn check_query(pool: &[WorkloadMetrics], query: &Query) -> Result<(), ColocateError> {
+    resolve(pool, query).map(drop)
+}
+
+/// The target and the partners `query` draws from `pool`, checked.
+fn resolve<'p>(
+    pool: &'p [WorkloadMetrics],
     query: &Query,
-    fallback: Option<RuleFallback>,
-) -> Result<Ranking, ColocateError> {
+) -> Result<(&'p WorkloadMetrics, Vec<&'p WorkloadMetrics>), ColocateError> {
     if query.group_size < 2 {
         return Err(ColocateError::GroupSize(query.group_size));
     }
@@ -266,10 +272,20 @@ fn rank(
         }
         None => pool.iter().collect(),
     };
-    let chosen = query.group_size - 1;
-    if chosen > partners.len() {
+    if query.group_size - 1 > partners.len() {
         return Err(ColocateError::GroupTooLarge { group_size: query.group_size, candidates: partners.len() });
     }
+    Ok((target, partners))
+}
+
+fn rank(
+    ranker: Ranker,
+    pool: &[WorkloadMetrics],
+    query: &Query,
+    fallback: Option<RuleFallback>,
+) -> Result<Ranking, ColocateError> {
+    let (target, partners) = resolve(pool, query)?;
+    let chosen = query.group_size - 1;
     let candidate_groups = binomial(partners.len(), chosen);
     let search = query.search.unwrap_or(if candidate_groups <= EXHAUSTIVE_MAX_GROUPS {
         Search::Exhaustive
@@ -550,6 +566,15 @@ mod tests {
             ColocateError::GroupTooLarge { group_size: 4, candidates: 2 },
             "duplicate candidates count once"
         );
+        // The same answers before any model is trained.
+        assert_eq!(check_query(&pool, &query("a", 4)), Ok(()));
+        assert_eq!(
+            check_query(&pool, &query("a", 5)),
+            Err(ColocateError::GroupTooLarge { group_size: 5, candidates: 3 })
+        );
+        let unknown = check_query(&pool, &query("z", 2)).unwrap_err();
+        assert_eq!(unknown, recommend(&model, &pool, &query("z", 2)).unwrap_err());
+        assert!(unknown.to_string().contains("'z'"), "{unknown}");
     }
 
     /// Random workloads and colocations where interference grows with the

@@ -219,6 +219,10 @@ async fn the_colocation_and_simulation_pages_show_what_the_api_answers() {
     let request = json!({"target": target, "group_size": 2, "top": 4});
     let ranked = client.post("/v1/colocation/recommend", &request).await.unwrap();
     assert_eq!(ranked.status, 200, "{}", ranked.text());
+    // An unknown target is refused (before any model is trained for it).
+    let unknown = client.post("/v1/colocation/recommend", &json!({"target": "nope", "group_size": 2})).await.unwrap();
+    assert_eq!(unknown.status, 422, "{}", unknown.text());
+    assert!(unknown.text().contains("'nope'"), "{}", unknown.text());
     let groups: Vec<String> = ranked.json()["groups"]
         .as_array()
         .unwrap()

@@ -3,8 +3,8 @@
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
+use tessera_colocate::{check_query, recommend_trained, suggest, Query, Ranking, Risk, Search, SuggestQuery};
 use tessera_colocate::{evaluate as evaluate_policies, holdout_folds, measured_sizes, p3_folds, tuned_on_test};
-use tessera_colocate::{recommend_trained, suggest, Query, Ranking, Risk, Search, SuggestQuery};
 use tessera_colocate::{Basis, Composition, Suggestion, TrainedModel};
 use tessera_colocate::{ModelFile, ModelKind, Policy, PolicyScores, Protocol, Split};
 use tessera_core::text::count;
@@ -45,7 +45,6 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             Ok(())
         }
         ColocateCommand::Recommend { target, candidates, group_size, source, gpu_memory_gb, top, risk, format } => {
-            let (_, pool, trained) = model_and_data(&source, store)?;
             let query = Query {
                 target: &target,
                 candidates: candidates.as_deref(),
@@ -54,6 +53,7 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
                 top: usize::try_from(top).unwrap_or(usize::MAX),
                 search: None,
             };
+            let (_, pool, trained) = model_and_data(&source, store, &|pool| Ok(check_query(pool, &query)?))?;
             let ranking = recommend_trained(&trained, &pool, &query, risk)?;
             if let Search::Beam { width } = ranking.search {
                 note(format_args!(
@@ -91,7 +91,7 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             Ok(())
         }
         ColocateCommand::Suggest { budget, group_size, source, gpu_memory_gb, format } => {
-            let (rows, pool, trained) = model_and_data(&source, store)?;
+            let (rows, pool, trained) = model_and_data(&source, store, &|_| Ok(()))?;
             let query = SuggestQuery {
                 group_size: group_size as usize,
                 budget: usize::try_from(budget).unwrap_or(usize::MAX),
@@ -113,12 +113,16 @@ fn train(kind: ModelKind, rows: &[Colocation], seed: u64) -> Result<TrainedModel
 }
 
 /// The colocations and workloads of `source` (its file or the store), and
-/// its model file's model or the slowdown model trained on them.
+/// its model file's model or the slowdown model trained on them; `check`
+/// sees the workloads first (a query that cannot be answered fails before
+/// any training).
 fn model_and_data(
     source: &ColocationSource,
     store: Option<&Path>,
+    check: &dyn Fn(&[WorkloadMetrics]) -> Result<()>,
 ) -> Result<(Vec<Colocation>, Vec<WorkloadMetrics>, TrainedModel)> {
     let (rows, pool) = load_data(source.data.as_deref(), store)?;
+    check(&pool)?;
     let model = match &source.model {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;

@@ -4,7 +4,7 @@
 use axum::extract::State;
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use tessera_colocate::{recommend_trained, Query, Risk, Search, TrainedModel};
+use tessera_colocate::{check_query, recommend_trained, Query, Risk, Search, TrainedModel};
 use tessera_core::{Colocation, WorkloadMetrics};
 use tessera_sim::{
     gantt_svg, lower_bound_ns, plan_schedule, simulate, Eviction, GeneticParams, Policies, Prefetch, Retention,
@@ -119,12 +119,6 @@ pub(crate) fn rank(
     if rows.is_empty() {
         return Err(ApiError::invalid("no measured colocations in the store to learn from (tessera colocate import)"));
     }
-    let trained = match body.model.as_str() {
-        "slowdown" => TrainedModel::slowdown(rows, 0),
-        "kace" => TrainedModel::kace(rows),
-        other => return Err(ApiError::invalid(format!("field 'model': unknown model '{other}' (slowdown, kace)"))),
-    }
-    .map_err(|e| ApiError::invalid(e.to_string()))?;
     pool.sort_by(|a, b| a.workload.cmp(&b.workload));
     pool.dedup_by(|a, b| a.workload == b.workload);
     let query = Query {
@@ -135,6 +129,14 @@ pub(crate) fn rank(
         top: body.top,
         search: None,
     };
+    // Before training (a second or more): a query that cannot be answered.
+    check_query(&pool, &query).map_err(|e| ApiError::invalid(e.to_string()))?;
+    let trained = match body.model.as_str() {
+        "slowdown" => TrainedModel::slowdown(rows, 0),
+        "kace" => TrainedModel::kace(rows),
+        other => return Err(ApiError::invalid(format!("field 'model': unknown model '{other}' (slowdown, kace)"))),
+    }
+    .map_err(|e| ApiError::invalid(e.to_string()))?;
     let ranking =
         recommend_trained(&trained, &pool, &query, Risk::Mean).map_err(|e| ApiError::invalid(e.to_string()))?;
     Ok(RecommendResult {
