@@ -49,8 +49,16 @@ pub struct ProfilePoint {
     pub timing: BatchTiming,
 }
 
+/// How far a point's throughput may exceed what its processes can finish
+/// (procs × batch per latency) before it contradicts its own numbers:
+/// latencies rounded to whole milliseconds (ParvaGPU's: up to 1.33× on
+/// its data) stay within it, 1e308 req/s at 50 ms does not.
+pub const THROUGHPUT_SLACK: f64 = 2.0;
+
 impl ProfilePoint {
-    /// A validated profile point.
+    /// A validated profile point: a throughput above
+    /// [`THROUGHPUT_SLACK`] × procs × batch ÷ latency contradicts its
+    /// latency and is refused.
     pub fn new(
         config: SegmentConfig,
         throughput_rps: f64,
@@ -76,6 +84,15 @@ impl ProfilePoint {
             if !(memory.is_finite() && memory >= 0.0) {
                 return Err(CoreError::invalid("memory_gb", "a non-negative number", memory));
             }
+        }
+        // Its processes finish at most procs × batch requests per latency.
+        let most_rps = f64::from(config.procs) * f64::from(config.batch) * 1000.0 / latency_ms;
+        if throughput_rps > THROUGHPUT_SLACK * most_rps {
+            return Err(CoreError::invalid(
+                "throughput_rps",
+                "at most twice procs × batch ÷ latency (what the point's processes can finish)",
+                crate::text::number(throughput_rps, 3),
+            ));
         }
         Ok(ProfilePoint { config, throughput_rps, latency_ms, memory_gb, timing: BatchTiming::default() })
     }
@@ -377,6 +394,21 @@ mod tests {
         assert!(ProfilePoint::new(config(1, 1, 1), f64::NAN, 1.0, None).is_err());
         assert!(ProfilePoint::new(config(1, 1, 1), 1.0, 1.0, Some(-2.0)).is_err());
         assert!(ProfilePoint::new(config(1, 1, 1), 1.0, 1.0, Some(2.0)).is_ok());
+    }
+
+    #[test]
+    fn a_throughput_its_processes_cannot_finish_is_refused() {
+        let error = ProfilePoint::new(config(1, 8, 1), 1e308, 50.0, None).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "throughput_rps must be at most twice procs × batch ÷ latency (what the point's processes can finish), \
+             got 1e308"
+        );
+        // Two processes of batch 8 at 50 ms finish 320 req/s; latencies
+        // rounded to the millisecond may overstate a little.
+        assert!(ProfilePoint::new(config(1, 8, 2), 320.0 * THROUGHPUT_SLACK, 50.0, None).is_ok());
+        assert!(ProfilePoint::new(config(1, 8, 2), 320.0 * THROUGHPUT_SLACK * 1.01, 50.0, None).is_err());
+        assert!(ProfilePoint::new(config(7, 1, 1), 662.6, 2.0, None).is_ok(), "ParvaGPU's vgg16 on 7g");
     }
 
     #[test]

@@ -568,7 +568,7 @@ mod tests {
 
     #[test]
     fn enumerates_minimal_mixes_cheapest_first() {
-        let profile = profile(vec![point(1, 1, 100.0, 5.0), point(2, 1, 210.0, 5.0), point(7, 1, 800.0, 5.0)]);
+        let profile = profile(vec![point(1, 1, 100.0, 5.0), point(2, 1, 210.0, 5.0), point(7, 1, 800.0, 2.0)]);
         let slo = ServiceSlo::new("s", "m", 400.0, 100.0).unwrap();
         let options = service_options(&profile, &slo, Judge::plain(LatencyRule::Parva), 5, WIDE).unwrap();
         assert_eq!(options.min_gpcs, 4);

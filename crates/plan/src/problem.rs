@@ -281,7 +281,7 @@ mod tests {
 
     fn point(size_gpcs: u8, throughput_rps: f64, memory_gb: Option<f64>) -> ProfilePoint {
         let config = SegmentConfig { size_gpcs, batch: 1, procs: 1 };
-        ProfilePoint::new(config, throughput_rps, 5.0, memory_gb).unwrap()
+        ProfilePoint::new(config, throughput_rps, 1.0, memory_gb).unwrap()
     }
 
     #[test]
