@@ -496,9 +496,12 @@ mod tests {
         }
     }
 
+    /// A point of two processes at `rps`, its latency 12.3… ms or, where
+    /// that could not finish `rps`, the most that can.
     fn point(size_gpcs: u8, batch: u32, rps: f64, memory_gb: Option<f64>) -> ProfilePoint {
         let config = SegmentConfig { size_gpcs, batch, procs: 2 };
-        ProfilePoint::new(config, rps, 12.345678901234567, memory_gb).unwrap()
+        let latency_ms = 12.345678901234567_f64.min(2.0 * f64::from(batch) * 1000.0 / rps);
+        ProfilePoint::new(config, rps, latency_ms, memory_gb).unwrap()
     }
 
     #[test]

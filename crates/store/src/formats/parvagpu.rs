@@ -344,7 +344,7 @@ mod tests {
     fn many_files_read_in_name_order_and_the_first_bad_one_is_named() {
         let dir = tempfile::tempdir().unwrap();
         for index in 0..300 {
-            write(dir.path(), &format!("m{index:03}.csv"), &format!("{HEADER}1,1,1,{}.5,0.013\n", index + 1));
+            write(dir.path(), &format!("m{index:03}.csv"), &format!("{HEADER}1,1,1,{}.5,0.002\n", index + 1));
         }
         let import = read_profile_dir(dir.path(), GpuModel::A100_80GB).unwrap();
         let models: Vec<String> = import.profiles.iter().map(|p| p.planning_profile().model).collect();
