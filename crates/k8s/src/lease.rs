@@ -51,13 +51,20 @@ impl LeaseOptions {
     /// The Lease `name` in `namespace` for the replica `identity`, with
     /// client-go's timing: 15 s duration, 10 s renew deadline, 2 s retry.
     pub fn new(namespace: &str, name: &str, identity: &str) -> LeaseOptions {
+        LeaseOptions::scaled(namespace, name, identity, Duration::from_secs(15))
+    }
+
+    /// The same with a lease duration of `lease_duration` and client-go's
+    /// timing in proportion: the renew deadline two thirds of it, the
+    /// retry period two fifteenths.
+    pub fn scaled(namespace: &str, name: &str, identity: &str, lease_duration: Duration) -> LeaseOptions {
         LeaseOptions {
             namespace: namespace.to_string(),
             name: name.to_string(),
             identity: identity.to_string(),
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
+            lease_duration,
+            renew_deadline: lease_duration * 2 / 3,
+            retry_period: lease_duration * 2 / 15,
         }
     }
 

@@ -95,8 +95,7 @@ impl<Io: AsyncRead + Unpin> AsyncRead for HeadTimeout<Io> {
                     this.deadline = Some(Box::pin(sleep(this.limit)));
                 }
                 if this.deadline.is_some() {
-                    let read = read.to_vec();
-                    this.scan(&read);
+                    this.scan(read);
                 }
                 Poll::Ready(Ok(()))
             }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_autopilot::{ActionKind, Controller};
+use tessera_core::text::count;
 use tessera_core::Plan;
 use tessera_k8s::{
     apply_plan, cluster_status, record_decision, running_plan, ApplyOptions, Change, Cluster, DecisionEvent,
@@ -153,8 +154,8 @@ impl Actuator {
                     match self.running() {
                         Ok(Some(plan)) => {
                             note(format_args!(
-                                "taking over from the plan the cluster records ({} GPUs)",
-                                plan.gpu_count
+                                "taking over from the plan the cluster records ({})",
+                                count(plan.gpu_count, "GPU")
                             ));
                             controller.adopt(plan);
                         }

@@ -214,12 +214,7 @@ fn elector(election: &ElectionArgs, namespace: &str) -> Result<Option<Arc<Leader
         }),
     };
     let duration = Duration::from_secs_f64(election.lease_duration_s);
-    let options = LeaseOptions {
-        lease_duration: duration,
-        renew_deadline: duration.mul_f64(2.0 / 3.0),
-        retry_period: duration.mul_f64(2.0 / 15.0),
-        ..LeaseOptions::new(namespace, &election.lease_name, &identity)
-    };
+    let options = LeaseOptions::scaled(namespace, &election.lease_name, &identity, duration);
     Ok(Some(Arc::new(LeaderElector::new(options).map_err(|error| anyhow!(error))?)))
 }
 
