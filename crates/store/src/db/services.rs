@@ -293,25 +293,23 @@ impl Store {
     /// Marks every job still queued or running as failed because of
     /// `reason` (jobs a stopped server left behind); returns how many.
     pub fn fail_unfinished_jobs(&mut self, reason: &str) -> Result<usize, StoreError> {
-        self.conn
-            .execute(
-                "UPDATE plan_jobs SET status = 'failed', error = ?1, \
-                 finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE status IN ('queued', 'running')",
-                [reason],
-            )
-            .map_err(|e| self.sqlite("failing unfinished planning jobs", e))
+        self.fail_jobs("('queued', 'running')", reason, "failing unfinished planning jobs")
     }
 
     /// Marks every running job failed with `reason` (the server stops
     /// without waiting for them); how many.
     pub fn fail_running_jobs(&mut self, reason: &str) -> Result<usize, StoreError> {
-        self.conn
-            .execute(
-                "UPDATE plan_jobs SET status = 'failed', error = ?1, \
-                 finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE status = 'running'",
-                [reason],
-            )
-            .map_err(|e| self.sqlite("failing running planning jobs", e))
+        self.fail_jobs("('running')", reason, "failing running planning jobs")
+    }
+
+    /// Marks every job of the `statuses` (an SQL list) failed with
+    /// `reason`; how many. `what` names the step in an error.
+    fn fail_jobs(&mut self, statuses: &'static str, reason: &str, what: &str) -> Result<usize, StoreError> {
+        let sql = format!(
+            "UPDATE plan_jobs SET status = 'failed', error = ?1, \
+             finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE status IN {statuses}"
+        );
+        self.conn.execute(&sql, [reason]).map_err(|e| self.sqlite(what, e))
     }
 
     /// Job `id`, if stored.
@@ -517,5 +515,12 @@ mod tests {
         assert_eq!(store.list_jobs(10).unwrap().iter().map(|job| job.id).collect::<Vec<_>>(), vec![second, first]);
         assert_eq!(store.latest_done_job().unwrap().unwrap().id, first);
         assert!(store.job(99).unwrap().is_none());
+        // At shutdown only running jobs fail; a queued one fails by its own task.
+        let (queued, running) = (store.insert_job("{}", "{}").unwrap(), store.insert_job("{}", "{}").unwrap());
+        store.start_job(running).unwrap();
+        assert_eq!(store.fail_running_jobs("stopped while it ran").unwrap(), 1);
+        assert_eq!(store.job(queued).unwrap().unwrap().status, JobStatus::Queued);
+        let stopped = store.job(running).unwrap().unwrap();
+        assert_eq!((stopped.status, stopped.error.as_deref()), (JobStatus::Failed, Some("stopped while it ran")));
     }
 }
