@@ -108,7 +108,7 @@ fn colocate_evaluates_imports_trains_and_recommends() {
         &["alexnet_batch1-inf", "unknown workload"],
     );
     let newer = dir.path().join("newer.json");
-    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 3", "\"version\": 9"))
+    std::fs::write(&newer, std::fs::read_to_string(&model).unwrap().replace("\"version\": 4", "\"version\": 9"))
         .unwrap();
     fails_with(
         &["colocate", "recommend", "--target", target, "--model", newer.to_str().unwrap()],

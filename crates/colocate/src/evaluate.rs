@@ -12,8 +12,9 @@
 //! the first in row order on ties; `random` is the expected value of a
 //! uniform choice.
 
-use tessera_core::Colocation;
+use tessera_core::{Colocation, WorkloadMetrics};
 
+use crate::fallback::FallbackReason;
 use crate::folds::{choose, grouped_folds, mean, mean_over_targets, Fold, GroupSource, Protocol};
 use crate::groups::Composition;
 use crate::model_file::{ModelKind, TrainedModel};
@@ -109,6 +110,17 @@ pub struct PolicyScores {
     pub coverage: Vec<Coverage>,
     /// Targets chosen for by the fallback rule, per group size.
     pub fallbacks: Vec<usize>,
+    /// Per group size, the targets' median novelty to their fold's
+    /// training workloads (trained models only).
+    pub median_novelty: Vec<f64>,
+    /// Per group size, targets more novel than any the inner folds tested
+    /// the model on (trained models with a fallback only).
+    pub untested: Vec<usize>,
+}
+
+/// The metrics of `target`, a member of some of `candidates`.
+fn target_metrics<'a>(candidates: &'a [Colocation], target: &str) -> Option<&'a WorkloadMetrics> {
+    candidates.iter().flat_map(|g| &g.members).map(|m| &m.metrics).find(|m| m.workload == target)
 }
 
 /// A policy trained on one fold's rows.
@@ -146,8 +158,11 @@ impl Chooser {
         match self {
             Chooser::Model { model, fallback } => {
                 let group_size = candidates.first().map_or(2, |g| g.members.len());
-                match model.fallback_for(group_size).filter(|_| *fallback) {
-                    Some(rule) => (choose(candidates, target, |g| rule.score(&candidates[g])), true),
+                let rule = target_metrics(candidates, target)
+                    .and_then(|metrics| model.fallback_for(group_size, metrics))
+                    .filter(|_| *fallback);
+                match rule {
+                    Some((rule, _)) => (choose(candidates, target, |g| rule.score(&candidates[g])), true),
                     None => (choose(candidates, target, |g| model.as_model().predict_total(&candidates[g])), false),
                 }
             }
@@ -160,6 +175,16 @@ impl Chooser {
                 (totals.iter().map(|t| t / best).sum::<f64>() / totals.len() as f64, false)
             }
         }
+    }
+
+    /// How novel `target` is to the chooser's model, and whether it lies
+    /// beyond what the model's inner folds tested; `None` without a model.
+    fn novelty(&self, candidates: &[Colocation], target: &str) -> Option<(f64, bool)> {
+        let Chooser::Model { model, .. } = self else { return None };
+        let metrics = target_metrics(candidates, target)?;
+        let group_size = candidates.first().map_or(2, |g| g.members.len());
+        let untested = model.fallback_for(group_size, metrics).is_some_and(|(_, r)| r == FallbackReason::Untested);
+        Some((model.novelty(metrics), untested))
     }
 
     /// How the chooser's model predicts groups of `size`.
@@ -216,16 +241,20 @@ pub fn evaluate(
                 scores: Vec::new(),
                 coverage: Vec::new(),
                 fallbacks: Vec::new(),
+                median_novelty: Vec::new(),
+                untested: Vec::new(),
             };
             for (&group_size, (source, folds_k)) in group_sizes.iter().zip(&grouped) {
                 let mut per_fold = Vec::new();
                 let (mut fallbacks, mut covered, mut groups, mut widths) = (0, 0, 0, Vec::new());
                 let mut has_coverage = false;
+                let mut novelties: Vec<(f64, bool)> = Vec::new();
                 for fold_k in folds_k {
                     let chooser = &choosers[folds.iter().position(|f| f.name == fold_k.name).expect("same folds")];
                     let scores: Vec<(f64, bool)> =
                         fold_k.targets.iter().map(|t| chooser.score(&fold_k.candidates, t)).collect();
                     fallbacks += scores.iter().filter(|(_, fell_back)| *fell_back).count();
+                    novelties.extend(fold_k.targets.iter().filter_map(|t| chooser.novelty(&fold_k.candidates, t)));
                     per_fold.push((mean(scores.iter().map(|(s, _)| *s)), fold_k.targets.len()));
                     if let Some((c, n, w)) = chooser.coverage(fold_k, group_size) {
                         has_coverage = true;
@@ -242,6 +271,11 @@ pub fn evaluate(
                     mean: mean_over_targets(protocol, &per_fold),
                 });
                 result.fallbacks.push(fallbacks);
+                if !novelties.is_empty() {
+                    novelties.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    result.median_novelty.push(novelties[novelties.len() / 2].0);
+                    result.untested.push(novelties.iter().filter(|(_, untested)| *untested).count());
+                }
                 if has_coverage {
                     widths.sort_by(f64::total_cmp);
                     result.coverage.push(Coverage {
@@ -312,6 +346,8 @@ pub fn tuned_on_test(
         scores: best.1,
         coverage: Vec::new(),
         fallbacks: Vec::new(),
+        median_novelty: Vec::new(),
+        untested: Vec::new(),
     }
 }
 

@@ -12,6 +12,10 @@
 //! * **LOFO** (leave one model family out): the same with a family being a
 //!   whole model, every batch size, inference and training, so that no
 //!   variant of the target is ever in training.
+//! * **New family**: one LOFO fold, the model family that appears last in
+//!   the file (its first row comes after every other family's first row):
+//!   the case a user meets first, a model added after the others were
+//!   measured.
 //!
 //! The evaluation ([`crate::evaluate`]) and the selection of a model's
 //! configuration on inner folds ([`crate::select_slowdown`]) both work on
@@ -46,11 +50,16 @@ pub enum Protocol {
     /// Leave one model family (every batch size, inference and training)
     /// out of training.
     Lofo,
+    /// Leave the newest model family (the last to appear in the rows) out
+    /// of training: one LOFO fold.
+    #[serde(rename = "new-family")]
+    #[cfg_attr(feature = "clap", value(name = "new-family"))]
+    NewFamily,
 }
 
 impl Protocol {
     /// Every protocol.
-    pub const ALL: [Protocol; 3] = [Protocol::P3, Protocol::Lowo, Protocol::Lofo];
+    pub const ALL: [Protocol; 4] = [Protocol::P3, Protocol::Lowo, Protocol::Lofo, Protocol::NewFamily];
 
     /// The protocol's name in tables.
     pub fn name(self) -> &'static str {
@@ -58,6 +67,7 @@ impl Protocol {
             Protocol::P3 => "p3",
             Protocol::Lowo => "lowo",
             Protocol::Lofo => "lofo",
+            Protocol::NewFamily => "new family",
         }
     }
 
@@ -70,7 +80,7 @@ impl Protocol {
                 let (model, task) = workload.family();
                 format!("{model}-{task}")
             }
-            Protocol::Lofo => workload.family().0.to_string(),
+            Protocol::Lofo | Protocol::NewFamily => workload.family().0.to_string(),
         }
     }
 }
@@ -104,11 +114,22 @@ pub fn p3_folds(splits: &[Split]) -> Vec<Fold> {
 /// The hold-out folds of `protocol` over `rows`: one per family, in name
 /// order, training on every row with no workload of it and choosing among
 /// all rows for each of its workloads. For [`Protocol::P3`], which holds
-/// out rows rather than families, every workload is its own family.
+/// out rows rather than families, every workload is its own family; for
+/// [`Protocol::NewFamily`] only the last family to appear in `rows` is held
+/// out.
 pub fn holdout_folds(rows: &[Colocation], protocol: Protocol) -> Vec<Fold> {
+    let family_of = |m: &tessera_core::GroupMember| protocol.family(&m.metrics);
+    let newest = rows.iter().flat_map(|g| &g.members).map(family_of).fold(Vec::new(), |mut seen, family| {
+        if !seen.contains(&family) {
+            seen.push(family);
+        }
+        seen
+    });
+    let newest = newest.last().cloned();
     let mut families: Vec<(String, String)> = rows
         .iter()
-        .flat_map(|g| g.members.iter().map(|m| (protocol.family(&m.metrics), m.metrics.workload.clone())))
+        .flat_map(|g| g.members.iter().map(|m| (family_of(m), m.metrics.workload.clone())))
+        .filter(|(family, _)| protocol != Protocol::NewFamily || Some(family) == newest.as_ref())
         .collect();
     families.sort();
     families.dedup();
@@ -117,11 +138,7 @@ pub fn holdout_folds(rows: &[Colocation], protocol: Protocol) -> Vec<Fold> {
         match folds.last_mut() {
             Some(fold) if fold.name == family => fold.targets.push(workload),
             _ => {
-                let train = rows
-                    .iter()
-                    .filter(|g| g.members.iter().all(|m| protocol.family(&m.metrics) != family))
-                    .cloned()
-                    .collect();
+                let train = rows.iter().filter(|g| g.members.iter().all(|m| family_of(m) != family)).cloned().collect();
                 folds.push(Fold { name: family, train, candidates: rows.to_vec(), targets: vec![workload] });
             }
         }
@@ -236,7 +253,7 @@ pub fn grouped_folds(folds: &[Fold], group_size: usize, composition: Composition
 pub(crate) fn mean_over_targets(protocol: Protocol, per_fold: &[(f64, usize)]) -> f64 {
     match protocol {
         Protocol::P3 => mean(per_fold.iter().map(|(s, _)| *s)),
-        Protocol::Lowo | Protocol::Lofo => {
+        Protocol::Lowo | Protocol::Lofo | Protocol::NewFamily => {
             let targets: usize = per_fold.iter().map(|(_, n)| n).sum();
             per_fold.iter().map(|(s, n)| s * *n as f64).sum::<f64>() / targets.max(1) as f64
         }

@@ -3,7 +3,8 @@
 //! (monotone trees on each member of a measured group of any size beside
 //! its partners, an ensemble chosen on inner folds; a size not measured is
 //! predicted from pairs, delays added, and said so), rule baselines,
-//! KACE's protocols and leave-one-model-family-out, nested, at every group
+//! KACE's protocols, leave-one-model-family-out and the newest family held
+//! out, nested, at every group
 //! size; prediction intervals per size, risk-aware ranking, and which
 //! colocations to measure next.
 //!
@@ -31,28 +32,34 @@
 //! measured predicted from pairs, delays added, its `Basis` said; retained
 //! fractions clipped to 1; a pooled variant predicts each pair of a fixed pool
 //! once) behind `ThroughputModel`; `rules` the one-line baselines; `range` the
-//! training workloads' range; `folds` the protocols (P3, LOWO, LOFO), their
+//! training workloads' range; `novelty` how far a workload lies from the
+//! training workloads; `folds` the protocols (P3, LOWO, LOFO, the newest
+//! family), their
 //! folds, the candidates of one group size (measured, or built from pairs:
 //! `GroupSource`) and how a choice is scored, beneath both `selection` and
 //! `evaluate`; `selection` chooses the slowdown model's configurations (the
 //! best of each feature view, 3 of a grid of 9, scored at every size
-//! measured), the per-group-size fallback rule (only when better beyond two
-//! standard errors) and the split-conformal interval calibration per group
-//! size on inner folds of the training rows; `model_file` the `TrainedModel`
-//! (model, selection, range, sizes trained on) and its versioned JSON
+//! measured), the inner targets `fallback` decides from (per group size, a
+//! rule for targets beyond a novelty only when better beyond two standard
+//! errors, and the best rule beyond the novelty tested) and the
+//! split-conformal interval calibration per group size on inner folds of
+//! the training rows; `model_file` the `TrainedModel` (model, selection,
+//! range, training workloads, sizes trained on) and its versioned JSON
 //! document; `evaluate` the nested evaluation (each fold trains the product's
 //! procedure on its own rows, folds on threads) at each group size with
 //! interval coverage and fallbacks counted, and the figures tuned on the test
 //! rows for comparison; `recommend` ranks partner groups for a target by the
 //! prediction or the interval's lower end, or by the fallback rule (every
 //! group up to 100,000 candidates, a beam search beyond, said so), with how
-//! the size is predicted, a target out of range and clipped members flagged;
+//! the size is predicted, each group's novelty, a target out of range and
+//! clipped members flagged;
 //! `suggest` the measurements that could most change a recommendation, and
 //! the learning curve that checks them against random ones; `plot` that curve
 //! as SVG. Error type: `ColocateError`.
 
 mod error;
 mod evaluate;
+mod fallback;
 mod features;
 mod folds;
 mod gbm;
@@ -60,6 +67,7 @@ mod groups;
 mod linear;
 mod model_file;
 mod models;
+mod novelty;
 mod plot;
 mod range;
 mod recommend;
@@ -69,6 +77,7 @@ mod suggest;
 
 pub use error::ColocateError;
 pub use evaluate::{evaluate, tuned_on_test, Coverage, GroupScores, Policy, PolicyScores};
+pub use fallback::{Fallback, FallbackReason};
 pub use features::FeatureSet;
 pub use folds::{grouped_folds, holdout_folds, measured_sizes, p3_folds, row_folds, workloads};
 pub use folds::{Fold, GroupSource, Protocol, Split};
@@ -76,6 +85,7 @@ pub use gbm::{GbmParams, Monotone};
 pub use groups::{build_groups, compose_slowdowns, Composition};
 pub use model_file::{FittedModel, ModelFile, ModelKind, TrainedModel, MODEL_FILE_VERSION};
 pub use models::{Basis, Driver, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
+pub use novelty::TrainingWorkloads;
 pub use plot::learning_curve_svg;
 pub use range::{OutOfRange, TrainingRange, RANGE_TOLERANCE};
 pub use recommend::{
@@ -84,5 +94,5 @@ pub use recommend::{
 pub use recommend::{BEAM_WIDTH, EXHAUSTIVE_MAX_GROUPS};
 pub use rules::Rule;
 pub use selection::{decided_sizes, AVERAGED, BUILT_GROUP_SIZES, INNER_ROW_FOLDS, INTERVAL_LEVEL};
-pub use selection::{grid, select_kace, select_slowdown, Calibration, ConfigScore, Fallback, Selection};
+pub use selection::{grid, select_kace, select_slowdown, Calibration, ConfigScore, Selection};
 pub use suggest::{learning_curve, suggest, CurvePoint, SuggestQuery, Suggestion};

@@ -5,17 +5,21 @@ use serde::{Deserialize, Serialize};
 use tessera_core::{Colocation, WorkloadMetrics};
 
 use crate::error::ColocateError;
+use crate::fallback::{Fallback, FallbackReason};
 use crate::folds::Protocol;
 use crate::models::{KaceModel, SlowdownModel, ThroughputModel};
+use crate::novelty::TrainingWorkloads;
 use crate::range::{OutOfRange, TrainingRange};
 use crate::rules::Rule;
-use crate::selection::{select_kace, select_slowdown, Fallback, Selection};
+use crate::selection::{select_kace, select_slowdown, Selection};
 
-/// The format version this build writes and reads (3: the slowdown model
+/// The format version this build writes and reads (4: the model keeps its
+/// training workloads, and each size's fallback depends on how novel the
+/// target is; 3: the slowdown model
 /// learns from groups of any size and records the sizes, intervals are
 /// calibrated per group size; 2: it composed pair slowdowns, every model
 /// carries its selection, intervals, training range and fallback rule).
-pub const MODEL_FILE_VERSION: u32 = 3;
+pub const MODEL_FILE_VERSION: u32 = 4;
 
 /// The format's name, written in every file.
 const FORMAT: &str = "tessera-colocation-model";
@@ -58,6 +62,8 @@ pub struct TrainedModel {
     pub selection: Selection,
     /// The training workloads' range.
     pub range: TrainingRange,
+    /// The training workloads, to measure a target's novelty against.
+    pub workloads: TrainingWorkloads,
     /// The group sizes it was trained on, ascending.
     pub sizes: Vec<usize>,
 }
@@ -80,7 +86,13 @@ impl TrainedModel {
         let mut sizes: Vec<usize> = rows.iter().map(|g| g.members.len()).collect();
         sizes.sort_unstable();
         sizes.dedup();
-        Ok(TrainedModel { model, selection, range: TrainingRange::new(rows), sizes })
+        Ok(TrainedModel {
+            model,
+            selection,
+            range: TrainingRange::new(rows),
+            workloads: TrainingWorkloads::new(rows),
+            sizes,
+        })
     }
 
     /// Trains KACE's model on `rows` (inner LOFO folds for its intervals).
@@ -115,12 +127,20 @@ impl TrainedModel {
         calibration.interval(model.predict_total(group), model.spread(group))
     }
 
-    /// The rule that chooses groups of `group_size` instead of the model:
-    /// the one the inner folds found choosing better than the model at that
-    /// size (the largest size decided below it for a size not decided).
-    /// `None` for KACE, which has no fallback.
-    pub fn fallback_for(&self, group_size: usize) -> Option<Rule> {
-        self.fallback_decision(group_size)?.rule
+    /// The rule that chooses groups of `group_size` for `target` instead of
+    /// the model, and why: the one the inner folds found choosing better
+    /// for targets as novel, or the best rule when the target is more novel
+    /// than any the model was tested on (see [`Fallback::rule_for`]; the
+    /// largest size decided below it for a size not decided). `None` for
+    /// KACE, which has no fallback.
+    pub fn fallback_for(&self, group_size: usize, target: &WorkloadMetrics) -> Option<(Rule, FallbackReason)> {
+        self.fallback_decision(group_size)?.rule_for(self.novelty(target))
+    }
+
+    /// How far `target` lies from the training workloads (see
+    /// [`TrainingWorkloads::novelty`]): 0 for a workload trained on.
+    pub fn novelty(&self, target: &WorkloadMetrics) -> f64 {
+        self.workloads.novelty(target)
     }
 
     /// What the inner folds decided about a fallback rule for groups of
@@ -222,8 +242,8 @@ mod tests {
     #[test]
     fn refuses_other_versions_and_formats() {
         let file = ModelFile::new(TrainedModel::kace(&rows()).unwrap(), 6);
-        let older = file.to_json().replace("\"version\": 3", "\"version\": 2");
-        assert_eq!(ModelFile::from_json(&older).unwrap_err(), ColocateError::ModelVersion { found: 2, supported: 3 });
+        let older = file.to_json().replace("\"version\": 4", "\"version\": 3");
+        assert_eq!(ModelFile::from_json(&older).unwrap_err(), ColocateError::ModelVersion { found: 3, supported: 4 });
         assert!(matches!(ModelFile::from_json("{}"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(ModelFile::from_json("not json"), Err(ColocateError::ModelFormat(_))));
         assert!(matches!(TrainedModel::kace(&rows()[..2]), Err(ColocateError::NotEnoughData { .. })));
@@ -234,19 +254,25 @@ mod tests {
         let rows = rows();
         let model = TrainedModel::slowdown(&rows, 0).unwrap();
         let mut decided = model.clone();
-        decided.selection.fallbacks = vec![
-            Fallback {
-                group_size: 2,
-                rule: Some(Rule::HighestSmThroughput),
-                targets: 3,
-                model_score: 0.8,
-                rule_score: 0.9,
-                standard_error: 0.01,
-            },
-            Fallback { group_size: 4, rule: None, targets: 3, model_score: 0.9, rule_score: 0.8, standard_error: 0.01 },
-        ];
-        let sizes: Vec<Option<Rule>> = (2..=5).map(|k| decided.fallback_for(k)).collect();
+        let fallback = |group_size, rule| Fallback {
+            group_size,
+            rule,
+            beyond_novelty: None,
+            targets: 3,
+            model_score: 0.8,
+            rule_score: 0.9,
+            standard_error: 0.01,
+            tested_novelty: f64::MAX,
+            untested_rule: Rule::LowestMemory,
+        };
+        decided.selection.fallbacks = vec![fallback(2, Some(Rule::HighestSmThroughput)), fallback(4, None)];
+        let target = &rows[0].members[0].metrics;
+        let sizes: Vec<Option<Rule>> = (2..=5).map(|k| decided.fallback_for(k, target).map(|(rule, _)| rule)).collect();
         assert_eq!(sizes, [Some(Rule::HighestSmThroughput), Some(Rule::HighestSmThroughput), None, None]);
+        // A target further out than the inner folds tested: the best rule.
+        decided.selection.fallbacks[1].tested_novelty = model.novelty(target) - 1e-9;
+        assert_eq!(decided.fallback_for(4, target), Some((Rule::LowestMemory, FallbackReason::Untested)));
+        assert_eq!(model.novelty(target), 0.0, "a workload trained on");
         assert!(TrainedModel::kace(&rows).unwrap().selection.fallbacks.is_empty(), "KACE has no fallback");
     }
 

@@ -28,8 +28,10 @@ use std::collections::HashSet;
 use tessera_core::{Colocation, GroupMember, WorkloadMetrics};
 
 use crate::error::ColocateError;
+use crate::fallback::FallbackReason;
 use crate::model_file::TrainedModel;
 use crate::models::{Basis, Driver, ThroughputModel};
+use crate::novelty::TrainingWorkloads;
 use crate::range::OutOfRange;
 use crate::rules::Rule;
 use crate::selection::Calibration;
@@ -87,6 +89,11 @@ pub struct Recommendation {
     pub exceeds_memory: bool,
     /// The features that drove the prediction most.
     pub drivers: Vec<Driver>,
+    /// The largest novelty among the members: how far from the training
+    /// workloads the prediction reaches (see
+    /// [`crate::TrainingWorkloads::novelty`]; `None` from a model given
+    /// without its training workloads).
+    pub novelty: Option<f64>,
 }
 
 /// How the candidate groups are searched.
@@ -134,16 +141,45 @@ pub enum Risk {
 }
 
 /// The rule that ranked instead of the model, and why: on the inner folds
-/// of the model's training data it chose better than the model at this
-/// group size.
+/// of the model's training data it chose better than the model for targets
+/// this novel at this group size, or the target is more novel than any the
+/// model was tested on there.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RuleFallback {
     /// The rule that ranked.
     pub rule: Rule,
+    /// Why it ranked.
+    pub reason: FallbackReason,
+    /// The target's novelty.
+    pub novelty: f64,
+    /// The novelty of the farthest inner target the model was tested on.
+    pub tested_novelty: f64,
     /// The model's mean choice score on the inner folds.
     pub model_score: f64,
-    /// The rule's.
+    /// The rule's (for a rule that chose better on far targets: the model
+    /// with the rule choosing for them).
     pub rule_score: f64,
+}
+
+impl RuleFallback {
+    /// Why the rule ranked, in one sentence, for groups of `group_size`.
+    pub fn describe(&self, group_size: usize) -> String {
+        let rule = self.rule.name();
+        let scores = format!("{:.3} against {:.3}", self.rule_score, self.model_score);
+        match self.reason {
+            FallbackReason::ChoseBetter => format!(
+                "ranked by the rule '{rule}', which chose better than the model for groups of {group_size} and \
+                 targets this novel ({:.2}) on the inner folds of its training data ({scores})",
+                self.novelty
+            ),
+            FallbackReason::Untested => format!(
+                "ranked by the rule '{rule}': the target's novelty {:.2} lies beyond the farthest the model was \
+                 tested on for groups of {group_size} ({:.2}, on the inner folds of its training data), where that \
+                 rule chose best",
+                self.novelty, self.tested_novelty
+            ),
+        }
+    }
 }
 
 /// The best groups found and how they were found.
@@ -163,6 +199,9 @@ pub struct Ranking {
     /// The target's first metric beyond the training workloads' range,
     /// if any: the predictions for it extrapolate.
     pub out_of_range: Option<OutOfRange>,
+    /// The target's novelty and the novelty of the farthest inner target
+    /// the model was tested on at this size (trained models only).
+    pub novelty: Option<(f64, f64)>,
     /// How the model predicted groups of this size: measured and trained
     /// on, predicted from pairs (an assumption), or beyond the sizes
     /// trained on.
@@ -178,6 +217,8 @@ struct Ranker<'a> {
     risk: Risk,
     /// A rule that ranks instead of the model.
     rule: Option<Rule>,
+    /// The training workloads, to measure each group's novelty against.
+    workloads: Option<&'a TrainingWorkloads>,
 }
 
 impl Ranker<'_> {
@@ -207,7 +248,7 @@ pub fn recommend(
     pool: &[WorkloadMetrics],
     query: &Query,
 ) -> Result<Ranking, ColocateError> {
-    rank(Ranker { model, calibration: None, risk: Risk::Mean, rule: None }, pool, query, None)
+    rank(Ranker { model, calibration: None, risk: Risk::Mean, rule: None, workloads: None }, pool, query, None)
 }
 
 /// Ranks like [`recommend`] with a trained model: by the predicted total or
@@ -225,18 +266,30 @@ pub fn recommend_trained(
     if risk == Risk::Lower && !calibration.quantile.is_finite() {
         return Err(ColocateError::NoIntervals { samples: calibration.samples });
     }
-    let fallback = model.fallback_decision(query.group_size).and_then(|decided| {
-        let (model_score, rule_score) = (decided.model_score, decided.rule_score);
-        Some(RuleFallback { rule: decided.rule?, model_score, rule_score })
+    let (target, _) = resolve(pool, query)?;
+    let novelty = model.novelty(target);
+    let decided = model.fallback_decision(query.group_size);
+    let fallback = decided.and_then(|decided| {
+        let (rule, reason) = decided.rule_for(novelty)?;
+        Some(RuleFallback {
+            rule,
+            reason,
+            novelty,
+            tested_novelty: decided.tested_novelty,
+            model_score: decided.model_score,
+            rule_score: decided.rule_score,
+        })
     });
     let ranker = Ranker {
         model: model.as_model(),
         calibration: Some(calibration),
         risk,
         rule: fallback.as_ref().map(|f| f.rule),
+        workloads: Some(&model.workloads),
     };
     let mut ranking = rank(ranker, pool, query, fallback)?;
-    ranking.out_of_range = pool.iter().find(|w| w.workload == query.target).and_then(|t| model.out_of_range(t));
+    ranking.out_of_range = model.out_of_range(target);
+    ranking.novelty = decided.map(|decided| (novelty, decided.tested_novelty));
     Ok(ranking)
 }
 
@@ -309,6 +362,7 @@ fn rank(
         scored_groups: scorer.scored,
         fallback,
         out_of_range: None,
+        novelty: None,
         basis,
     })
 }
@@ -482,6 +536,9 @@ fn predict(ranker: &Ranker, group: &Colocation, gpu_memory_gb: f64) -> Recommend
         memory_gb,
         exceeds_memory: memory_gb > gpu_memory_gb,
         drivers: model.drivers(group, DRIVERS),
+        novelty: ranker
+            .workloads
+            .map(|trained| group.members.iter().map(|m| trained.novelty(&m.metrics)).fold(0.0, f64::max)),
     }
 }
 

@@ -28,11 +28,13 @@
 
 use tessera_core::{Colocation, WorkloadMetrics};
 
+use crate::fallback::{self, Fallback, InnerTarget};
 use crate::features::FeatureSet;
 use crate::folds::{choose, grouped_folds, holdout_folds, mean_over_targets, row_folds, Fold, Protocol};
 use crate::gbm::GbmParams;
 use crate::groups::Composition;
 use crate::models::{mean, KaceModel, SlowdownConfig, SlowdownModel, ThroughputModel};
+use crate::novelty::TrainingWorkloads;
 use crate::rules::Rule;
 
 /// Configurations averaged into the slowdown model: the best of each
@@ -172,24 +174,6 @@ pub struct ConfigScore {
     pub score: f64,
 }
 
-/// Whether a rule chooses instead of the model at one group size.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Fallback {
-    /// Workloads per group.
-    pub group_size: usize,
-    /// The rule that chooses instead of the model, if one chose better
-    /// on the inner folds.
-    pub rule: Option<Rule>,
-    /// Inner targets scored at this size.
-    pub targets: usize,
-    /// The averaged model's mean score on them.
-    pub model_score: f64,
-    /// The best rule's mean score on them.
-    pub rule_score: f64,
-    /// The standard error of the best rule's mean advantage per target.
-    pub standard_error: f64,
-}
-
 /// What the inner folds decided.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Selection {
@@ -235,6 +219,9 @@ fn inner_folds(rows: &[Colocation], inner: Protocol, seed: u64) -> Vec<Fold> {
     let folds = match inner {
         Protocol::P3 => row_folds(rows, INNER_ROW_FOLDS, seed),
         Protocol::Lowo | Protocol::Lofo => holdout_folds(rows, inner),
+        // Which family is newest among the training rows says nothing: every
+        // family is held out in turn.
+        Protocol::NewFamily => holdout_folds(rows, Protocol::Lofo),
     };
     folds.into_iter().filter(|fold| fold.train.len() >= 2).collect()
 }
@@ -362,40 +349,27 @@ fn mean_and_spread(totals: &[f64]) -> (f64, f64) {
     (mean(totals), standard_deviation(&logs))
 }
 
-/// For one size: the averaged model's and every rule's mean score on the
-/// inner targets, and the best rule if it chose better than the model with
-/// confidence: its mean advantage per target more than twice the standard
-/// error of that advantage (a lead within the noise of the inner targets
-/// does not carry over to new ones).
+/// For one size: each inner target's novelty to its fold's training rows
+/// and the scores of the averaged model's choice and of every rule's, from
+/// which [`crate::fallback`] decides.
 fn decide_fallback(sized: &Sized) -> Fallback {
-    // Per target: the model's score and every rule's.
-    let mut per_target: Vec<(f64, [f64; Rule::ALL.len()])> = Vec::new();
+    let mut inner = Vec::new();
     for ((_, fold), predictions) in sized.folds.iter().zip(&sized.predictions) {
         let candidates = &fold.candidates;
+        let trained = TrainingWorkloads::new(&fold.train);
         for target in &fold.targets {
-            let model = choose(candidates, target, |g| mean(&predictions[g]));
-            let rules = Rule::ALL.map(|rule| choose(candidates, target, |g| rule.score(&candidates[g])));
-            per_target.push((model, rules));
+            let Some(member) = candidates.iter().flat_map(|g| &g.members).find(|m| &m.metrics.workload == target)
+            else {
+                continue;
+            };
+            inner.push(InnerTarget {
+                novelty: trained.novelty(&member.metrics),
+                model: choose(candidates, target, |g| mean(&predictions[g])),
+                rules: Rule::ALL.map(|rule| choose(candidates, target, |g| rule.score(&candidates[g]))),
+            });
         }
     }
-    let targets = per_target.len();
-    let per = |total: f64| total / targets.max(1) as f64;
-    let model_score = per(per_target.iter().map(|(m, _)| m).sum());
-    let rule_scores: Vec<f64> = (0..Rule::ALL.len()).map(|r| per(per_target.iter().map(|(_, s)| s[r]).sum())).collect();
-    let best = (0..Rule::ALL.len()).fold(0, |best, r| if rule_scores[r] > rule_scores[best] { r } else { best });
-    let advantages: Vec<f64> = per_target.iter().map(|(m, s)| s[best] - m).collect();
-    let advantage = rule_scores[best] - model_score;
-    let variance =
-        advantages.iter().map(|d| (d - advantage).powi(2)).sum::<f64>() / targets.saturating_sub(1).max(1) as f64;
-    let standard_error = (variance / targets.max(1) as f64).sqrt();
-    Fallback {
-        group_size: sized.group_size,
-        rule: (targets >= 2 && advantage > 0.0 && advantage > 2.0 * standard_error).then_some(Rule::ALL[best]),
-        targets,
-        model_score,
-        rule_score: rule_scores[best],
-        standard_error,
-    }
+    fallback::decide(sized.group_size, &inner)
 }
 
 /// KACE's intervals from inner folds of `inner`, per size measured (it has

@@ -65,15 +65,15 @@ pub fn run(command: ColocateCommand, store: Option<&Path>) -> Result<()> {
             if ranking.basis != Basis::Measured {
                 note(format_args!("{}", trained.basis_in_words(query.group_size)));
             }
-            if let Some(fallback) = &ranking.fallback {
-                note(format_args!(
-                    "ranked by the rule '{}', which chose better than the model for groups of {} on the inner folds \
-                     of its training data ({:.3} against {:.3}); the predictions shown are the model's",
-                    fallback.rule.name(),
-                    query.group_size,
-                    fallback.rule_score,
-                    fallback.model_score
-                ));
+            match (&ranking.fallback, ranking.novelty) {
+                (Some(fallback), _) => {
+                    note(format_args!("{}; the predictions shown are the model's", fallback.describe(query.group_size)))
+                }
+                (None, Some((novelty, tested))) if novelty > 0.0 => note(format_args!(
+                    "{target}'s novelty to the training workloads is {novelty:.2}; the model was tested on the inner \
+                     folds of its training data up to {tested:.2}"
+                )),
+                _ => {}
             }
             if let Some(range) = &ranking.out_of_range {
                 note(format_args!(
@@ -321,10 +321,12 @@ fn recommendations_table(model: &TrainedModel, risk: Risk, ranking: &Ranking) ->
         let fits = if r.exceeds_memory { "does NOT fit" } else { "fits" };
         let interval = r.interval_rps.map_or_else(String::new, |[lower, upper]| format!(" [{lower:.1}, {upper:.1}]"));
         let risky = if r.may_lose_to_time_sharing { "; MAY LOSE to taking turns" } else { "" };
+        let novelty = r.novelty.map_or_else(String::new, |n| format!("; novelty {n:.2}"));
         let lines = [
             format!("{}. {}", rank + 1, partners.join(" + ")),
             format!(
-                "predicted {:.1}{interval} (alone {:.1}, {:.2}× taking turns{risky}); retained {}; memory {:.1} GB, {fits}",
+                "predicted {:.1}{interval} (alone {:.1}, {:.2}× taking turns{risky}); retained {}; memory {:.1} GB, \
+                 {fits}{novelty}",
                 r.predicted_total_rps,
                 r.alone_total_rps,
                 r.vs_time_sharing,
@@ -422,8 +424,8 @@ fn evaluate(
             let dir = splits.context("--splits DIR is required with --protocol p3")?;
             p3_folds(&read_splits(dir)?)
         }
-        Protocol::Lowo | Protocol::Lofo => {
-            let path = data.context("--data FILE is required with --protocol lowo and lofo")?;
+        Protocol::Lowo | Protocol::Lofo | Protocol::NewFamily => {
+            let path = data.context("--data FILE is required with --protocol lowo, lofo and new-family")?;
             holdout_folds(&read_rows(path)?, protocol)
         }
     };
@@ -554,19 +556,38 @@ fn scores_table(protocol: Protocol, results: &[PolicyScores], folds: &[&str], me
             out.push_str(&wrap_words(&line, "", "  "));
             out.push('\n');
         }
-        let fallbacks = default.fallbacks.get(k).copied().unwrap_or(0);
-        let line = match fallbacks {
-            0 => format!("{}: the model chose for every target (no fallback rule)", default.name),
-            n => format!(
-                "{}: a fallback rule, found better than the model on the training folds' inner folds, chose for {} \
-                 of the {}",
-                default.name,
-                count(n, "target"),
-                scores.targets
-            ),
-        };
-        out.push_str(&wrap_words(&line, "", "  "));
+        out.push_str(&wrap_words(&fallback_line(default, k, scores.targets), "", "  "));
         out.push('\n');
+        if let Some(novelty) = default.median_novelty.get(k) {
+            let line = format!(
+                "{}: the targets' median novelty to their fold's training workloads {novelty:.2} (0: trained on)",
+                default.name
+            );
+            out.push_str(&wrap_words(&line, "", "  "));
+            out.push('\n');
+        }
     }
     out
+}
+
+/// How often a rule chose for the default model at the `k`th size, and
+/// why, in one line.
+fn fallback_line(default: &PolicyScores, k: usize, targets: usize) -> String {
+    let fallbacks = default.fallbacks.get(k).copied().unwrap_or(0);
+    let untested = default.untested.get(k).copied().unwrap_or(0);
+    match (fallbacks, untested) {
+        (0, _) => format!("{}: the model chose for every target (no fallback rule)", default.name),
+        (n, 0) => format!(
+            "{}: a fallback rule, found better than the model on the training folds' inner folds, chose for {} of \
+             the {targets}",
+            default.name,
+            count(n, "target")
+        ),
+        (n, untested) => format!(
+            "{}: a fallback rule chose for {} of the {targets}: {untested} more novel than any target the model was \
+             tested on in the inner folds",
+            default.name,
+            count(n, "target")
+        ),
+    }
 }

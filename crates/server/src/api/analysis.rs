@@ -76,6 +76,9 @@ pub(crate) struct GroupBody {
     pub memory_gb: f64,
     /// `true` when the footprints exceed the GPU's memory.
     pub exceeds_memory: bool,
+    /// The largest novelty among the members: how far from the training
+    /// workloads the prediction reaches (0: every member trained on).
+    pub novelty: Option<f64>,
 }
 
 /// The ranking.
@@ -148,14 +151,7 @@ pub(crate) fn rank(
         trained_on: rows.len(),
         ranked_by: match &ranking.fallback {
             None => "model".to_string(),
-            Some(fallback) => format!(
-                "rule '{}': it chose better than the model for groups of {} on the inner folds of the training data \
-                 ({:.3} against {:.3})",
-                fallback.rule.name(),
-                body.group_size,
-                fallback.rule_score,
-                fallback.model_score
-            ),
+            Some(fallback) => fallback.describe(body.group_size),
         },
         groups: ranking
             .groups
@@ -175,6 +171,7 @@ pub(crate) fn rank(
                 vs_time_sharing: group.vs_time_sharing,
                 memory_gb: group.memory_gb,
                 exceeds_memory: group.exceeds_memory,
+                novelty: group.novelty,
             })
             .collect(),
     })

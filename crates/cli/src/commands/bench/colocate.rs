@@ -41,6 +41,9 @@ const GROUP_SIZES: [usize; 3] = [2, 3, 4];
 /// Measured colocations at the learning curve's points (the last is all).
 const CURVE_SIZES: [usize; 10] = [10, 20, 30, 40, 60, 80, 100, 120, 150, usize::MAX];
 
+/// The hold-out protocols run on every file.
+const HOLD_OUTS: [Protocol; 3] = [Protocol::Lowo, Protocol::Lofo, Protocol::NewFamily];
+
 /// The four-way file `--groups` names by default (skipped when absent).
 const DEFAULT_GROUPS: &str = "../shared/data/kace/four_way_1107.csv";
 
@@ -85,22 +88,24 @@ pub fn run(data: &Path, groups: &[PathBuf], splits: &Path, curve_seeds: u64, plo
     } else {
         note(format_args!("{} is absent: P3 skipped", splits.display()));
     }
-    for protocol in [Protocol::Lowo, Protocol::Lofo] {
+    for protocol in HOLD_OUTS {
         protocols.push((protocol, holdout_folds(&rows, protocol)));
     }
     let name = file_name(data);
     for (protocol, folds) in &protocols {
-        let results = nested(*protocol, folds, &GROUP_SIZES, &format!("{name}, pairs and groups built from them"))?;
+        let what = format!("{name}{}, pairs and groups built from them", held_out(*protocol, folds));
+        let results = nested(*protocol, folds, &GROUP_SIZES, &what)?;
         for &size in &GROUP_SIZES {
             summary.push(Summary { data: name.clone(), protocol: *protocol, results: results.clone(), size });
         }
     }
     for (path, rows) in &files {
         let name = file_name(path);
-        for protocol in [Protocol::Lowo, Protocol::Lofo] {
+        for protocol in HOLD_OUTS {
             let folds = holdout_folds(rows, protocol);
             let sizes = measured_sizes(&folds);
-            let results = nested(protocol, &folds, &sizes, &format!("{name}, groups measured together"))?;
+            let what = format!("{name}{}, groups measured together", held_out(protocol, &folds));
+            let results = nested(protocol, &folds, &sizes, &what)?;
             for &size in &sizes {
                 summary.push(Summary { data: name.clone(), protocol, results: results.clone(), size });
             }
@@ -185,6 +190,15 @@ fn speed(data: &Path, rows: &[Colocation]) -> Result<()> {
     Ok(())
 }
 
+/// Which family the new-family protocol held out, in words (nothing for
+/// the other protocols, which hold out each in turn).
+fn held_out(protocol: Protocol, folds: &[Fold]) -> String {
+    match (protocol, folds.first()) {
+        (Protocol::NewFamily, Some(fold)) => format!(" (newest family: {}, the last to appear)", fold.name),
+        _ => String::new(),
+    }
+}
+
 /// The file name of `path`, for tables.
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |name| name.to_string_lossy().into_owned())
@@ -226,10 +240,15 @@ fn nested(protocol: Protocol, folds: &[Fold], sizes: &[usize], data: &str) -> Re
     }
     out!("{}", table.render())?;
     let widths: Vec<String> = results[0].coverage.iter().map(|c| format!("{:.2}", c.median_relative_width)).collect();
+    let joined = |values: &[usize]| values.iter().map(usize::to_string).collect::<Vec<_>>().join(" / ");
+    let novelty: Vec<String> = results[0].median_novelty.iter().map(|n| format!("{n:.2}")).collect();
     outln!(
-        "slowdown: median interval width over the prediction {}; fallback rule chose for {} targets",
+        "slowdown: median interval width over the prediction {}; fallback rule chose for {} targets ({} beyond the \
+         novelty its inner folds tested); the targets' median novelty {}",
         widths.join(" / "),
-        results[0].fallbacks.iter().map(usize::to_string).collect::<Vec<_>>().join(" / ")
+        joined(&results[0].fallbacks),
+        joined(&results[0].untested),
+        novelty.join(" / ")
     )?;
     for line in behind(folds, &results) {
         outln!("{line}")?;
@@ -244,8 +263,9 @@ fn nested(protocol: Protocol, folds: &[Fold], sizes: &[usize], data: &str) -> Re
 fn summarize(summary: &[Summary]) -> Result<()> {
     outln!(
         "\nsummary, nested: fraction of the best choice; K: workloads per group, measured together or built from \
-         the measured pairs (delays added: an assumption); SM thr.: highest summed SM throughput; ahead: the \
-         default model at least as good as KACE and every rule"
+         the measured pairs (delays added: an assumption); SM thr.: highest summed SM throughput; novelty: the \
+         targets' median novelty to their fold's training workloads (0: trained on); fallback: targets a rule \
+         chose for; ahead: the default model at least as good as KACE and every rule"
     )?;
     let mut table = TextTable::new(&[
         "data",
@@ -258,6 +278,7 @@ fn summarize(summary: &[Summary]) -> Result<()> {
         "best rule",
         "random",
         "in 90%",
+        "novelty",
         "fallback",
         "ahead",
     ]);
@@ -299,6 +320,7 @@ fn summarize(summary: &[Summary]) -> Result<()> {
             format!("{best:.3} ({marker})"),
             format!("{:.3}", by_name("random (expected)")),
             coverage,
+            row.results[0].median_novelty.get(k).map_or_else(String::new, |n| format!("{n:.2}")),
             row.results[0].fallbacks[k].to_string(),
             if ahead { "yes".to_string() } else { "NO".to_string() },
         ]);
