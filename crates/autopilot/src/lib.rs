@@ -4,6 +4,10 @@
 //! * [`diurnal`] (`diurnal`) — daily cycles of request rates (a
 //!   `tessera_core::TrafficCurve`) with a phase per service, noise and
 //!   bursts, deterministic by seed.
+//! * [`observed_arrivals`] (`burstiness`) — each service's burstiness
+//!   estimated from its request counts in equal windows, and the arrival
+//!   model the fleet is planned under (the burstiest service's, up at once,
+//!   down late).
 //! * [`Forecaster`] (`forecast`) — each service's rate over the next
 //!   interval (the larger of a short window's highest rate and a smoothed
 //!   trend projected ahead), with how far its forecasts were off.
@@ -70,6 +74,7 @@
 //! requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
 //! type: `AutopilotError`.
 
+mod burstiness;
 mod controller;
 mod day;
 mod diurnal;
@@ -79,6 +84,10 @@ mod free_slices;
 mod planner;
 mod transition;
 
+pub use burstiness::{
+    estimate_cv, observed_arrivals, renewal_cv, ArrivalsChange, ObservedCv, LOWER_BY_CV, MIN_REQUESTS_PER_WINDOW,
+    MIN_WINDOWS, POISSON_BELOW_CV,
+};
 pub use controller::{
     Action, ActionKind, Controller, ControllerConfig, Decision, JournalEntry, Observation, RateSample, Reconfiguration,
     DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS, DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR,

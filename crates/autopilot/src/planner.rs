@@ -12,6 +12,7 @@ use tessera_plan::{
 };
 use tessera_serving::{ArrivalModel, ServingError, ServingSystem};
 
+use crate::burstiness::renewal_cv;
 use crate::error::AutopilotError;
 
 /// The lowest rate a service is planned for, req/s: a service at no
@@ -162,6 +163,11 @@ impl Planner {
         }
     }
 
+    /// Plans from now on are made under `model`.
+    pub fn set_arrivals(&mut self, model: ArrivalModel) {
+        self.settings.options.arrivals = Some(Arrivals::Model(model));
+    }
+
     /// The services `plan` is predicted to leave short of their SLOs at
     /// `rates_rps` (each at least [`MIN_PLAN_RATE_RPS`]) with every batch
     /// `slowdown` slower than profiled, each with the words why, in the
@@ -180,6 +186,14 @@ impl Planner {
     ) -> Result<Vec<Option<String>>, ServingError> {
         let floored: Vec<f64> = rates_rps.iter().map(|rate| rate.max(MIN_PLAN_RATE_RPS)).collect();
         let arrivals = self.arrivals();
+        if let Some(planned) = calmer_than(plan, &arrivals) {
+            // Its capacities hold under calmer arrivals than those now
+            // planned for: none is known to hold now.
+            let shortfalls = self.services().iter().map(|slo| {
+                Some(format!("{}: its capacity was planned under {planned} arrivals, not {arrivals}", slo.service))
+            });
+            return Ok(shortfalls.collect());
+        }
         if arrivals != ArrivalModel::Poisson {
             let shortfalls = self.services().iter().zip(&floored).map(|(slo, &rate_rps)| {
                 let report = plan.services.iter().find(|report| report.service == slo.service);
@@ -209,6 +223,25 @@ impl Planner {
             })
         });
         Ok(shortfalls.collect())
+    }
+}
+
+/// The arrivals `plan` was proven under, when they are calmer than
+/// `arrivals` (both renewal processes, the plan's of a lower coefficient of
+/// variation; or the plan recording none, or another model); `None` when
+/// the plan's capacities hold under `arrivals`.
+fn calmer_than(plan: &Plan, arrivals: &ArrivalModel) -> Option<String> {
+    let planned = plan.traffic.as_ref().map_or("none recorded", |traffic| traffic.arrivals.as_str());
+    if planned == arrivals.to_string() {
+        return None;
+    }
+    let planned_cv = planned.parse::<ArrivalModel>().ok().as_ref().and_then(renewal_cv);
+    match (planned_cv, renewal_cv(arrivals)) {
+        (Some(planned_cv), Some(now_cv)) if planned_cv >= now_cv => None,
+        // A plan of no recorded model (a rule without capacities) is judged
+        // by the serving model under Poisson, as before.
+        _ if plan.traffic.is_none() || *arrivals == ArrivalModel::Poisson => None,
+        _ => Some(planned.to_string()),
     }
 }
 
@@ -245,18 +278,24 @@ mod tests {
         let options = PlanOptions { arrivals: Some(Arrivals::Model(cv2.clone())), ..PlanOptions::default() };
         let bursty = Planner::new(inputs, PlanSettings { options, target: None });
         assert_eq!(bursty.arrivals(), cv2);
-        assert!(bursty.shortfalls(&plan, &rates, 0.0).unwrap().iter().all(Option::is_none));
+        // A plan proven under Poisson holds nothing under cv=2.
+        let calmer = bursty.shortfalls(&plan, &rates, 0.0).unwrap();
+        assert!(calmer.iter().all(|words| words.as_deref().is_some_and(|w| w.contains("planned under poisson"))));
+        let bursty_plan = bursty.fresh(&rates).unwrap();
+        assert!(bursty.shortfalls(&bursty_plan, &rates, 0.0).unwrap().iter().all(Option::is_none));
         let first = &poisson.services()[0].service;
-        let capacity_rps = plan.services.iter().find(|report| &report.service == first).unwrap().provisioned_rps;
+        let bursty_capacity_rps =
+            bursty_plan.services.iter().find(|report| &report.service == first).unwrap().provisioned_rps;
         let mut over = rates.clone();
-        over[0] = capacity_rps * 1.01;
-        let shortfalls = bursty.shortfalls(&plan, &over, 0.0).unwrap();
+        over[0] = bursty_capacity_rps * 1.01;
+        let shortfalls = bursty.shortfalls(&bursty_plan, &over, 0.0).unwrap();
         let words = shortfalls[0].as_deref().expect("above its capacity");
         assert!(words.contains("above its capacity") && words.contains("under cv=2 arrivals"), "{words}");
         assert!(shortfalls[1..].iter().all(Option::is_none), "{shortfalls:?}");
         // Under Poisson the serving model judges at the speed asked: well
         // past the (margined) capacity the percentile is missed; at the
         // capacity it is met at the plan's margin, and missed well beyond.
+        let capacity_rps = plan.services.iter().find(|report| &report.service == first).unwrap().provisioned_rps;
         over[0] = capacity_rps * 1.3;
         let judged = poisson.shortfalls(&plan, &over, 0.0).unwrap();
         assert!(judged[0].as_deref().is_some_and(|words| words.contains('<')), "{judged:?}");

@@ -3,6 +3,7 @@
 use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings, RateSample};
 use tessera_core::{GpuModel, Plan};
 use tessera_plan::PlanInputs;
+use tessera_serving::ArrivalModel;
 
 fn inputs() -> PlanInputs {
     PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap()
@@ -378,4 +379,24 @@ fn a_bad_configuration_is_named() {
     assert!(message.starts_with("keep_headroom: 0.3 is not in [0, 0.15]"), "{message}");
     assert!(bad(ControllerConfig { scale_down_min_gpus: 0, ..ControllerConfig::default() })
         .starts_with("scale_down_min_gpus"));
+}
+
+#[test]
+fn burstier_arrivals_observed_replan_a_plan_proven_under_calmer_ones() {
+    let mut controller = controller(ControllerConfig::default());
+    controller.observe(&observation(0.0, &rates(0.5)));
+    let poisson = controller.plan().cloned().unwrap();
+    assert_eq!(poisson.traffic.as_ref().unwrap().arrivals, "poisson");
+    let bursty = ArrivalModel::Renewal { cv: 2.0 };
+    controller.set_arrivals(bursty.clone());
+    assert_eq!(controller.arrivals(), bursty);
+    let decision = controller.observe(&observation(60.0, &rates(0.5)));
+    let Action::ScaleUp(change) = &decision.action else { panic!("expected a replan: {}", decision.reason) };
+    assert!(decision.reason.contains("planned under poisson arrivals, not cv=2"), "{}", decision.reason);
+    assert_eq!(change.plan.traffic.as_ref().unwrap().arrivals, "cv=2");
+    assert!(change.plan.gpu_count >= poisson.gpu_count, "{} < {}", change.plan.gpu_count, poisson.gpu_count);
+    // Calmer arrivals again: the burstier plan holds under them, and stays.
+    controller.set_arrivals(ArrivalModel::Poisson);
+    let later = controller.observe(&observation(3600.0, &rates(0.5)));
+    assert!(!matches!(later.action, Action::ScaleUp(_)), "{}", later.reason);
 }

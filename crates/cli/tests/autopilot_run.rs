@@ -153,6 +153,77 @@ fn bad_sources_and_missing_choices_are_refused_in_one_line() {
     );
     usage_error(&joined(&base, &[]), &store, &["required arguments were not provided"]);
     usage_error(&joined(&base, &["--prometheus", "http://p", "--no-wait", "--once"]), &store, &["cannot be used with"]);
+    usage_error(&joined(&base, &["--rates-file", &traffic, "--observe-burstiness"]), &store, &["cannot be used with"]);
+    let no_step = ["--prometheus", "http://p:9090", "--observe-burstiness", "--counts-template", "x{s=\"{service}\"}"];
+    fails_with(&joined(&base, &no_step), &store, &["--counts-template", "does not contain {step}"]);
+}
+
+/// A fake Prometheus on 127.0.0.1 answering every rate query with `rates`
+/// (by the service the query names) and every range query with 40 counts
+/// alternating around 200 by `swing` (by service): the index of
+/// dispersion `swing² / 200`. Its URL.
+fn start_fake_prometheus(rates: &'static [(&'static str, f64)], swings: &'static [(&'static str, f64)]) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut head = [0u8; 4096];
+            let read = stream.read(&mut head).unwrap_or(0);
+            let request = String::from_utf8_lossy(&head[..read]).to_string();
+            let named = |name: &str| request.contains(&format!("%22{name}%22"));
+            let body = if request.starts_with("GET /api/v1/query_range") {
+                let swing = swings.iter().find(|(name, _)| named(name)).map_or(0.0, |(_, swing)| *swing);
+                let values: Vec<Value> =
+                    (0..40).map(|i| json!([i, (200.0 + swing * (i % 2) as f64 - swing / 2.0).to_string()])).collect();
+                json!({"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {}, "values": values}]}})
+            } else {
+                let rate = rates.iter().find(|(name, _)| named(name)).map_or(0.0, |(_, rate)| *rate);
+                let value = json!([now_s(), rate.to_string()]);
+                json!({"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": value}]}})
+            };
+            let body = body.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+#[test]
+fn burstiness_read_from_prometheus_plans_the_fleet_under_the_burstiest_arrivals() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let slo = write(&dir, "slo.csv", SLO);
+    // search-ranking's counts swing by 40 around 200: cv 2; photo-tagging's
+    // by 20: cv 1.
+    let url = start_fake_prometheus(
+        &[("photo-tagging", 800.0), ("search-ranking", 150.0)],
+        &[("photo-tagging", 20.0), ("search-ranking", 40.0)],
+    );
+    let out = dir.path().join("running.json");
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--prometheus", &url, "--observe-burstiness"];
+    args.extend(["--interval-s", "1", "--max-decisions", "2", "--format", "json"]);
+    args.extend(["--apply", "plan-file", "--plan-out", out.to_str().unwrap()]);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let made = decisions(&stdout(&output));
+    let reason = made[0]["reason"].as_str().unwrap();
+    assert_eq!(made[0]["action"], "start", "{reason}");
+    assert!(
+        reason.starts_with(
+            "arrivals now cv=2 (were poisson): the burstiest service, search-ranking, arrives at cv 2.00; "
+        ),
+        "{reason}"
+    );
+    // The model holds: the second decision says nothing of arrivals.
+    let second = made[1]["reason"].as_str().unwrap();
+    assert!(!second.contains("arrivals now"), "{second}");
+    assert_eq!(made[1]["action"], "keep", "{second}");
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(plan["traffic"]["arrivals"], "cv=2", "the plan is proven under the arrivals observed");
 }
 
 #[test]

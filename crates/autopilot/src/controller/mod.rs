@@ -90,6 +90,7 @@ use std::collections::VecDeque;
 use tessera_core::text::{count, percent};
 use tessera_core::{Plan, ServiceSlo};
 use tessera_plan::PlanInputs;
+use tessera_serving::ArrivalModel;
 
 use crate::error::AutopilotError;
 use crate::forecast::{ForecastAccuracy, Forecaster};
@@ -180,6 +181,19 @@ impl Controller {
     /// decision failed part-way).
     pub fn adopt(&mut self, plan: Plan) {
         self.plan = Some(plan);
+        self.refused_estimate = None;
+    }
+
+    /// The arrival model plans are made under.
+    pub fn arrivals(&self) -> ArrivalModel {
+        self.planner.arrivals()
+    }
+
+    /// Plans from now on are made under `model` (e.g. the burstiness
+    /// observed, [`crate::observed_arrivals`]); a running plan proven under
+    /// calmer arrivals is then short everywhere, and replanned.
+    pub fn set_arrivals(&mut self, model: ArrivalModel) {
+        self.planner.set_arrivals(model);
         self.refused_estimate = None;
     }
 

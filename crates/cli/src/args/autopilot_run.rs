@@ -16,6 +16,11 @@ use super::{InputArgs, ListFormat};
 /// replaced by the service's name).
 pub const DEFAULT_QUERY_TEMPLATE: &str = r#"sum(rate(tessera_requests_total{service="{service}"}[1m]))"#;
 
+/// The default PromQL query of a service's requests counted in each window
+/// (`{service}` and `{step}`, the window, are replaced), for its
+/// burstiness.
+pub const DEFAULT_COUNTS_TEMPLATE: &str = r#"sum(increase(tessera_requests_total{service="{service}"}[{step}]))"#;
+
 /// How the controller plans and decides (`autopilot simulate` and
 /// `autopilot run`).
 #[derive(Debug, Clone, Args)]
@@ -151,6 +156,29 @@ pub struct AutopilotRunArgs {
     /// without a rate.
     #[arg(long, value_name = "S", default_value_t = 10.0, value_parser = parse_positive, conflicts_with = "rates_file")]
     pub query_timeout_s: f64,
+
+    /// Estimate each service's burstiness from Prometheus at every decision
+    /// and plan the fleet under the burstiest service's arrivals (a renewal
+    /// process of that coefficient of variation, never below Poisson; up at
+    /// once, down only when it calmed by more than 0.3); each change is said
+    /// in the decision's reason. A service with too little data (fewer than
+    /// 20 windows, or 20 requests per window) holds the model there is.
+    #[arg(long, conflicts_with = "rates_file")]
+    pub observe_burstiness: bool,
+
+    /// The PromQL query of a service's requests counted in each window of
+    /// --burstiness-step-s; `{service}` becomes the service's name and
+    /// `{step}` the window (e.g. `15s`).
+    #[arg(long, value_name = "PROMQL", default_value = DEFAULT_COUNTS_TEMPLATE, requires = "observe_burstiness")]
+    pub counts_template: String,
+
+    /// Seconds of history each burstiness estimate reads.
+    #[arg(long, value_name = "S", default_value_t = 600.0, value_parser = parse_positive, requires = "observe_burstiness")]
+    pub burstiness_window_s: f64,
+
+    /// Seconds per counting window (at least Prometheus' scrape interval).
+    #[arg(long, value_name = "S", default_value_t = 15.0, value_parser = parse_positive, requires = "observe_burstiness")]
+    pub burstiness_step_s: f64,
 
     /// Replay a traffic CSV (`time_s,service,rate_rps`, as `autopilot
     /// simulate --traffic` reads) instead of Prometheus: at a decision t

@@ -2,10 +2,12 @@
 //! (tessera-autopilot's `simulate_day`), the comparison rendered.
 //! `autopilot run` (the live loop) and `autopilot journal` are in
 //! `autopilot/`: `run` wires a rate source (`rates`; `prometheus` over
-//! `http`) to the controller and an `actuator`, with its `metrics`;
+//! `http`), and with `--observe-burstiness` each service's counts
+//! (`burstiness`), to the controller and an `actuator`, with its `metrics`;
 //! `journal` prints what it journaled.
 
 mod actuator;
+mod burstiness;
 mod http;
 mod journal;
 mod metrics;

@@ -59,6 +59,8 @@ pub struct LoopMetrics {
     transitions: Family<OutcomeLabels, Counter>,
     forecast_error: FloatGauge,
     forecast_under_share: FloatGauge,
+    observed_cv: Family<ServiceLabels, FloatGauge>,
+    arrival_cv: FloatGauge,
 }
 
 impl LoopMetrics {
@@ -107,6 +109,19 @@ impl LoopMetrics {
             "The share of forecasts checked so far that fell below the rate then observed",
             forecast_under_share.clone(),
         );
+        let observed_cv = Family::<ServiceLabels, FloatGauge>::default();
+        registry.register(
+            "observed_arrival_cv",
+            "A service's inter-arrival coefficient of variation as last estimated (--observe-burstiness; 1: Poisson)",
+            observed_cv.clone(),
+        );
+        let arrival_cv = FloatGauge::default();
+        arrival_cv.set(1.0);
+        registry.register(
+            "planned_arrival_cv",
+            "The inter-arrival coefficient of variation plans are made under (1: Poisson; NaN: not a renewal model)",
+            arrival_cv.clone(),
+        );
         let leader = Gauge::default();
         leader.set(1);
         registry.register(
@@ -125,6 +140,8 @@ impl LoopMetrics {
             transitions,
             forecast_error,
             forecast_under_share,
+            observed_cv,
+            arrival_cv,
         }
     }
 
@@ -137,6 +154,17 @@ impl LoopMetrics {
     pub fn record_forecast_error(&self, mean_abs_relative_error: f64, under_share: f64) {
         self.forecast_error.set(mean_abs_relative_error);
         self.forecast_under_share.set(under_share);
+    }
+
+    /// Records a service's estimated inter-arrival coefficient of variation.
+    pub fn record_observed_cv(&self, service: &str, cv: f64) {
+        self.observed_cv.get_or_create(&ServiceLabels { service: service.to_string() }).set(cv);
+    }
+
+    /// Records the coefficient of variation plans are made under (`None`:
+    /// a model that is not a renewal process).
+    pub fn set_arrival_cv(&self, cv: Option<f64>) {
+        self.arrival_cv.set(cv.unwrap_or(f64::NAN));
     }
 
     /// Records whether this replica acts (leads) or stands by.

@@ -82,9 +82,10 @@ impl RateSource for PrometheusRates {
     }
 }
 
-/// The sample in a `/api/v1/query` answer, or what is wrong with it.
-fn parse_answer(status: u16, body: &[u8]) -> Result<RateSample, String> {
-    let answer: Value = serde_json::from_slice(body).map_err(|_| {
+/// The `data` of a successful answer of Prometheus' HTTP API, or what is
+/// wrong with the answer.
+pub(super) fn answer_data(status: u16, body: &[u8]) -> Result<Value, String> {
+    let mut answer: Value = serde_json::from_slice(body).map_err(|_| {
         let start: String = String::from_utf8_lossy(body).chars().take(80).collect();
         format!("Prometheus answered status {status} without JSON: '{start}'")
     })?;
@@ -92,7 +93,12 @@ fn parse_answer(status: u16, body: &[u8]) -> Result<RateSample, String> {
         let error = answer["error"].as_str().unwrap_or("no error given");
         return Err(format!("Prometheus answered status {status}: {error}"));
     }
-    let data = &answer["data"];
+    Ok(answer["data"].take())
+}
+
+/// The sample in a `/api/v1/query` answer, or what is wrong with it.
+fn parse_answer(status: u16, body: &[u8]) -> Result<RateSample, String> {
+    let data = &answer_data(status, body)?;
     let pair = match (data["resultType"].as_str(), &data["result"]) {
         (Some("scalar"), pair) => pair,
         (Some("vector"), Value::Array(series)) => match series.as_slice() {

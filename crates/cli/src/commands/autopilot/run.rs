@@ -3,20 +3,26 @@
 //! controller to an actuator, on a clock; each decision is printed,
 //! journaled in the store and counted in the loop's metrics. With
 //! `--leader-elect` a replica decides only while it holds the Lease, and
-//! takes over from the plan the cluster records.
+//! takes over from the plan the cluster records. With
+//! `--observe-burstiness` each decision first reads every service's
+//! burstiness and, when the fleet's arrival model changes, plans under the
+//! new one and says so first in the decision's reason.
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tessera_autopilot::{Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings};
+use tessera_autopilot::{
+    observed_arrivals, renewal_cv, Action, ActionKind, Controller, ControllerConfig, Observation, PlanSettings,
+};
 use tessera_core::Plan;
 use tessera_k8s::{ApplyOptions, LeaderElector, LeaseOptions};
 use tessera_plan::PlanOptions;
 use tessera_store::{read_traffic_csv, AutopilotDecision, Store};
 
 use super::actuator::{Actuator, Outcome};
+use super::burstiness::PrometheusCounts;
 use super::journal::decision_line;
 use super::metrics::LoopMetrics;
 use super::prometheus::PrometheusRates;
@@ -69,6 +75,20 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         }
         (None, None) => unreachable!("clap requires --prometheus or --rates-file"),
     };
+    let counts = match (&args.prometheus, args.observe_burstiness) {
+        (Some(url), true) => Some(
+            PrometheusCounts::new(
+                url,
+                &args.counts_template,
+                Duration::from_secs_f64(args.query_timeout_s),
+                names.clone(),
+                args.burstiness_window_s,
+                args.burstiness_step_s,
+            )
+            .map_err(|error| anyhow!(error))?,
+        ),
+        _ => None,
+    };
     let running = match &args.plan {
         Some(path) => Some(inputs::read_dedicated_plan(path)?),
         None => actuator.running().map_err(|error| anyhow!("reading the plan the cluster runs: {error}"))?,
@@ -116,9 +136,25 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         }
         metrics.set_leader(true);
         let rates = source.rates(now_s);
+        let arrivals_change = counts.as_ref().and_then(|counts| {
+            let reading = counts.read(now_s);
+            for observed in &reading.observed {
+                metrics.record_observed_cv(&observed.service, observed.cv);
+            }
+            let change = observed_arrivals(&controller.arrivals(), &reading.observed)?;
+            controller.set_arrivals(change.model.clone());
+            Some(match reading.missing.as_slice() {
+                [] => change.words,
+                missing => format!("{} (no estimate for {})", change.words, missing.join("; ")),
+            })
+        });
+        metrics.set_arrival_cv(renewal_cv(&controller.arrivals()));
         let gpus_before = gpu_count(controller.plan());
         let decision = controller.observe(&Observation { time_s: now_s, samples: rates.samples.clone() });
-        let mut reason = decision.reason.clone();
+        let mut reason = match arrivals_change {
+            Some(words) => format!("{words}; {}", decision.reason),
+            None => decision.reason.clone(),
+        };
         if !rates.faults.is_empty() {
             reason.push_str(&format!(" ({})", rates.faults.join("; ")));
         }
