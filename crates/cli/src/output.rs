@@ -8,7 +8,7 @@
 //! with `?`, and `main` ends quietly with status 0, as ripgrep does.
 
 use std::fmt;
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, IsTerminal, Write};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -64,10 +64,14 @@ macro_rules! out {
 
 pub(crate) use {out, outln};
 
-/// Writes a note for people (`note: …`) to standard error. A closed
-/// standard error is ignored: notes are never worth failing for.
+/// Writes a note for people (`note: …`) to standard error, wrapped between
+/// words to the width limit when standard error is a terminal (a log keeps
+/// one line per note). A closed standard error is ignored: notes are never
+/// worth failing for.
 pub fn note(text: fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "note: {text}");
+    let line = format!("note: {text}");
+    let line = if std::io::stderr().is_terminal() { crate::terminal::wrap_words(&line, "", "  ") } else { line };
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Writes a line to standard error, ignoring a closed standard error

@@ -7,7 +7,9 @@
 //! a service's segment groups); a single piece too long for its column
 //! breaks inside, onto as many lines as it needs: nothing is ever cut.
 //! The first column (what the row is about) and numeric columns
-//! (right-aligned) are never narrowed. Widths count characters, not bytes.
+//! (right-aligned) are never narrowed; when the table still does not fit,
+//! one space instead of two separates its columns. Widths count
+//! characters, not bytes.
 
 use crate::terminal::{chars, width_limit};
 
@@ -21,6 +23,9 @@ const MAX_WORD_FLOOR: usize = 32;
 
 /// Spaces between columns.
 const GAP: usize = 2;
+
+/// Spaces between the columns of a table that does not fit with [`GAP`].
+const NARROW_GAP: usize = 1;
 
 /// A table of text cells with a header row; numeric columns are
 /// right-aligned.
@@ -62,7 +67,10 @@ impl TextTable {
         let numeric: Vec<bool> = (0..columns)
             .map(|c| !self.rows.is_empty() && self.rows.iter().all(|r| joined(&r[c]).parse::<f64>().is_ok()))
             .collect();
-        let widths = self.fit(limit, &numeric);
+        let (widths, gap) = match self.fit(limit, &numeric, GAP) {
+            (widths, 0) => (widths, GAP),
+            _ => (self.fit(limit, &numeric, NARROW_GAP).0, NARROW_GAP),
+        };
         let mut out = String::new();
         let header: Vec<Vec<String>> = self.header.iter().map(|h| header_words(h)).collect();
         for row in std::iter::once(&header).chain(&self.rows) {
@@ -80,7 +88,7 @@ impl TextTable {
                         line.push_str(text);
                         line.push_str(&pad);
                     }
-                    line.push_str(&" ".repeat(GAP));
+                    line.push_str(&" ".repeat(gap));
                 }
                 out.push_str(line.trim_end());
                 out.push('\n');
@@ -89,13 +97,14 @@ impl TextTable {
         out
     }
 
-    /// Column widths: the content's, then text columns narrowed, widest
-    /// first, until the table fits `limit` or every column is at its floor
-    /// (a text column's floor is [`MIN_TEXT_WIDTH`], its header's longest
-    /// word or its cells' longest word up to [`MAX_WORD_FLOOR`]; the first
-    /// column and numeric ones keep their values' width).
-    /// Headers wrap between words like cells.
-    fn fit(&self, limit: Option<usize>, numeric: &[bool]) -> Vec<usize> {
+    /// Column widths with `gap` spaces between columns: the content's, then
+    /// text columns narrowed, widest first, until the table fits `limit` or
+    /// every column is at its floor (a text column's floor is
+    /// [`MIN_TEXT_WIDTH`], its header's longest word or its cells' longest
+    /// word up to [`MAX_WORD_FLOOR`]; the first column and numeric ones
+    /// keep their values' width), and by how many characters the table
+    /// still exceeds `limit`. Headers wrap between words like cells.
+    fn fit(&self, limit: Option<usize>, numeric: &[bool], gap: usize) -> (Vec<usize>, usize) {
         let columns = self.header.len();
         let header =
             |c: usize| header_words(&self.header[c]).iter().map(|word| chars(word.trim_start())).max().unwrap_or(0);
@@ -105,14 +114,14 @@ impl TextTable {
             pieces.map(|word| chars(word.trim_start())).filter(|&n| n <= MAX_WORD_FLOOR).max().unwrap_or(0)
         };
         let mut widths: Vec<usize> = (0..columns).map(|c| values(c).max(chars(&self.header[c]))).collect();
-        let Some(limit) = limit else { return widths };
+        let Some(limit) = limit else { return (widths, 0) };
         let floors: Vec<usize> = (0..columns)
             .map(|c| match numeric[c] || c == 0 {
                 true => values(c).max(header(c)),
                 false => widths[c].min(MIN_TEXT_WIDTH.max(header(c)).max(longest_word(c))),
             })
             .collect();
-        let total = widths.iter().sum::<usize>() + GAP * columns.saturating_sub(1);
+        let total = widths.iter().sum::<usize>() + gap * columns.saturating_sub(1);
         let mut excess = total.saturating_sub(limit);
         let shrinkable = |widths: &[usize], c: usize| widths[c] > floors[c];
         while excess > 0 {
@@ -124,7 +133,7 @@ impl TextTable {
             widths[c] -= step;
             excess -= step;
         }
-        widths
+        (widths, excess)
     }
 }
 
@@ -283,6 +292,21 @@ mod tests {
         for name in ["bert-base-cased_batch8-inf", "wav2vec2-base-960h_batch2-inf", "pairs_mps100.csv"] {
             assert!(text.lines().any(|line| line.contains(name)), "{name} on one line: {text}");
         }
+    }
+
+    #[test]
+    fn numbers_that_do_not_fit_two_spaces_apart_fit_one_space_apart() {
+        let header = ["service", "req/s", "provided", "slo", "at", "predicted", "within", "tolerance", "load"];
+        let mut table = TextTable::new(&header);
+        let row = ["search-ranking", "600.0", "634.1", "120.0", "99", "97.0", "99.92", "11.0", "0.83"];
+        table.row(row.iter().map(|cell| cell.to_string()).collect());
+        let wide = table.render_within(None);
+        let widest = wide.lines().map(|line| line.chars().count()).max().unwrap();
+        let limit = widest - 4;
+        let text = table.render_within(Some(limit));
+        assert!(text.lines().all(|line| line.chars().count() <= limit), "{text}");
+        assert!(text.contains("search-ranking 600.0") && text.contains("req/s provided"), "one space apart: {text}");
+        assert_eq!(table.render_within(Some(widest)), wide, "two spaces apart when that fits");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use tempfile::TempDir;
 
-use crate::util::{fails_with, stderr, stdout, store_in, tessera, usage_error};
+use crate::util::{fails_with, run_with_env, stderr, stdout, store_in, tessera, usage_error};
 
 #[test]
 fn demo_plans_with_no_files_and_verifies() {
@@ -804,4 +804,18 @@ fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
     assert!(stderr(&output).contains("percentile rule"), "{}", stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "mps"], &store);
     assert!(stderr(&output).contains("unknown sharing 'mps'"), "{}", stderr(&output));
+}
+
+#[test]
+fn off_a_terminal_a_plan_says_now_and_then_that_it_runs() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let every = Path::new("0.001");
+    let output =
+        run_with_env(&["plan", "--demo"], &[("TESSERA_STORE", store.as_path()), ("TESSERA_PROGRESS_EVERY_S", every)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let logged = stderr(&output);
+    let line =
+        "progress: planning 6 services (optimal strategy, the segments' capacities, then a search of up to 10 s) (";
+    assert!(logged.lines().any(|l| l.starts_with(line) && l.ends_with(" s)")), "{logged}");
 }

@@ -354,6 +354,19 @@ fn simulate_serve_refuses_bad_traffic_in_one_line() {
     let document: serde_json::Value = serde_json::from_str(&stdout(&short)).unwrap();
     assert!((document["warmup_s"].as_f64().unwrap() - 5.0 / 6.0).abs() < 1e-9, "{}", document["warmup_s"]);
     usage_error(&["simulate", "serve", plan, "--discipline", "fastest"], &store, &["fastest"]);
+    // A trace out of order is read in time order, and said so.
+    let shuffled = dir.path().join("shuffled.csv");
+    std::fs::write(&shuffled, "TIMESTAMP\n0\n0.5\n0.2\n1\n0.9\n2\n").unwrap();
+    let trace = format!("trace={}", shuffled.display());
+    let output = tessera(&["simulate", "serve", plan, "--demo", "--seconds", "5", "--arrivals", &trace], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains(
+            "shuffled.csv: 2 timestamps come before the row above them; the arrivals are taken in time order"
+        ),
+        "{said}"
+    );
 }
 
 #[test]

@@ -58,9 +58,16 @@ fn add_then_list_as_table_and_json() {
     assert_eq!(rows[1]["command"], "python serve.py --batch {batch}");
     assert_eq!(rows[1]["command_line"], "python serve.py --batch 8");
 
-    // Adding again replaces.
+    // Adding again replaces, and says what it replaced.
     let output = add(&store, "a-bert_batch2-inf", "4", &[]);
     assert!(output.status.success());
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        said.starts_with(
+            "replaced workload a-bert_batch2-inf (python serve.py --batch 4; was python serve.py --batch 2)"
+        ),
+        "{said}"
+    );
     let json = tessera(&["workload", "list", "--format", "json"], &store);
     let rows: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!((rows.as_array().unwrap().len(), &rows[0]["batch"]), (2, &serde_json::json!(4)));
@@ -116,4 +123,17 @@ fn removing_a_measured_workload_says_it_is_not_a_registered_one() {
         &store,
         &["no registered workload 'bert-base-cased_batch8-inf' (known: none)", "it is a measured workload"],
     );
+}
+
+#[test]
+fn a_command_without_a_batch_placeholder_is_registered_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store.sqlite");
+    let args = ["workload", "add", "fixed", "--family", "f", "--task", "inference", "--batch", "8"];
+    let output = tessera(&[&args[..], &["--command", "python serve_b8.py"]].concat(), &store);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let note = String::from_utf8_lossy(&output.stderr);
+    assert!(note.starts_with("note: --command has no {batch}: it runs as given at every batch size"), "{note}");
+    let output = tessera(&[&args[..], &["--command", "python serve.py {batch}"]].concat(), &store);
+    assert!(output.stderr.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
 }

@@ -46,7 +46,8 @@ pub fn run(args: &PlanArgs, store: Option<&Path>) -> Result<()> {
             inputs.services().len(),
             args.options.strategy,
             match request.time_limit {
-                Some(_) => format!("up to {:.0} s", args.options.time_limit_s),
+                Some(_) =>
+                    format!("the segments' capacities, then a search of up to {:.0} s", args.options.time_limit_s),
                 None => "no time limit".to_string(),
             }
         ),

@@ -57,10 +57,21 @@ pub fn read_arrivals(arrivals: &Arrivals) -> Result<ArrivalModel> {
     match arrivals {
         Arrivals::Model(model) => Ok(model.clone()),
         Arrivals::TraceFile(path) => {
-            let times = read_arrival_trace(path)?;
+            let trace = read_arrival_trace(path)?;
+            if trace.out_of_order > 0 {
+                note(format_args!(
+                    "{}: {} before the row above {}; the arrivals are taken in time order",
+                    path.display(),
+                    match trace.out_of_order {
+                        1 => "1 timestamp comes".to_string(),
+                        n => format!("{n} timestamps come"),
+                    },
+                    if trace.out_of_order == 1 { "it" } else { "them" }
+                ));
+            }
             let name =
                 path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-            Ok(ArrivalModel::trace(name, times)?)
+            Ok(ArrivalModel::trace(name, trace.times_s)?)
         }
     }
 }
@@ -180,7 +191,17 @@ pub fn describe(options: &SimulationOptions) -> String {
 pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
     let report = &simulated.report;
     let mut table = TextTable::new(&[
-        "service", "requests", "≤SLO %", "±95%", "p50", "p99", "p99.9", "SLO", "goodput", "windows", "win95", "met",
+        "service",
+        "reqs",
+        "≤SLO % ±95%",
+        "p50",
+        "p99",
+        "p99.9",
+        "SLO",
+        "goodput",
+        "windows",
+        "win95",
+        "met",
     ]);
     for outcome in &report.services {
         let slo_ms = outcome.latency_slo_ms;
@@ -191,7 +212,7 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
             .map_or_else(|| "-".to_string(), |attainment| format!("{:.2}", 100.0 * attainment));
         let Some(measures) = &outcome.measures else {
             let mut row = vec![outcome.name.clone(), "0".to_string()];
-            row.extend(["-"; 5].map(String::from));
+            row.extend(["-"; 4].map(String::from));
             row.extend([format!("{slo_ms}"), "-".to_string(), windows, win95, "-".to_string()]);
             table.row(row);
             continue;
@@ -199,8 +220,11 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
         table.row(vec![
             outcome.name.clone(),
             outcome.requests.to_string(),
-            format!("{:.2}", 100.0 * measures.attainment),
-            measures.attainment_ci.map_or_else(|| "-".to_string(), |ci| format!("{:.2}", 50.0 * (ci.high - ci.low))),
+            format!(
+                "{:.2}{}",
+                100.0 * measures.attainment,
+                measures.attainment_ci.map_or_else(String::new, |ci| format!("±{:.2}", 50.0 * (ci.high - ci.low)))
+            ),
             format!("{:.1}", measures.p50_ms),
             format!("{:.1}", measures.p99_ms),
             format!("{:.1}", measures.p999_ms),
@@ -214,14 +238,15 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
     let utilisation: Vec<f64> = report.segments.iter().map(|segment| segment.utilisation).collect();
     let (low, high) = utilisation.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &u| (l.min(u), h.max(u)));
     let heading = format!(
-        "{}; latencies in ms, goodput in requests/s within SLO, windows of {} s meeting the percentile, \
-         win95 = the attainment (%) 95% of them reach",
+        "{}; reqs: requests measured, ≤SLO %: their share within the SLO ± its 95% interval, latencies in ms, \
+         goodput in requests/s within SLO, windows of {} s meeting the percentile, win95 = the attainment (%) 95% \
+         of them reach",
         describe(options),
         options.window_s.map_or_else(|| "-".to_string(), |window_s| number(window_s, 0))
     );
     let mut text = format!("{}\n{}", wrap_words(&heading, "", ""), table.render());
-    text.push_str(&format!(
-        "all requests: {} within SLO{}; segments {:.0}–{:.0}% busy\n",
+    let summary = format!(
+        "all requests: {} within SLO{}; segments {:.0}–{:.0}% busy",
         report.attainment.map_or_else(|| "none measured".to_string(), |a| format!("{:.2}%", 100.0 * a)),
         report.worst.as_ref().map_or_else(String::new, |worst| format!(
             ", worst service {} {:.2}%",
@@ -230,13 +255,17 @@ pub fn render(options: &SimulationOptions, simulated: &Simulated) -> String {
         )),
         100.0 * low.min(high),
         100.0 * high
-    ));
-    text.push_str(&format!(
-        "simulated {} requests in {:.2} s: {:.1} M requests/s\n",
+    );
+    let speed = format!(
+        "simulated {} requests in {:.2} s: {:.1} M requests/s",
         report.requests_simulated,
         simulated.wall.as_secs_f64(),
         simulated.requests_per_s() / 1e6
-    ));
+    );
+    for line in [summary, speed] {
+        text.push_str(&wrap_words(&line, "", "  "));
+        text.push('\n');
+    }
     text
 }
 

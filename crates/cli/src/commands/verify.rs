@@ -15,6 +15,7 @@ use crate::commands::serving::{self, Simulated};
 use crate::inputs;
 use crate::output::{note, out, outln};
 use crate::table::TextTable;
+use crate::terminal::wrap_words;
 
 pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
     let path = args.plan.display();
@@ -66,12 +67,13 @@ pub fn run(args: &VerifyArgs, store: Option<&Path>) -> Result<()> {
         }
         ListFormat::Table => {
             if checked.ok {
-                outln!(
+                let verdict = format!(
                     "{path}: OK: {}, {}, every rate covered and every segment within the {}",
                     count(checked.gpus, "GPU"),
                     count(checked.services, "service"),
                     rule_words(&checked)
-                )?;
+                );
+                outln!("{}", wrap_words(&verdict, "", "  "))?;
             }
             for violation in &checked.violations {
                 outln!("violation: {}", violation.message)?;

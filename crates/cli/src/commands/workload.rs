@@ -7,7 +7,7 @@ use tessera_store::{RegisteredWorkload, Store};
 
 use crate::args::{ListFormat, WorkloadCommand};
 use crate::inputs::{open_existing, store_path};
-use crate::output::{out, outln};
+use crate::output::{note, out, outln};
 use crate::table::TextTable;
 
 /// What `throughput_regex = None` means, as shown in listings.
@@ -18,8 +18,26 @@ pub fn run(command: WorkloadCommand, store: Option<&Path>) -> Result<()> {
     match command {
         WorkloadCommand::Add { name, family, task, batch, command, throughput_regex } => {
             let workload = RegisteredWorkload { name, family, task, batch, command, throughput_regex };
-            Store::open(&path)?.register_workload(&workload)?;
-            outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?;
+            let replaced = Store::open(&path)?.register_workload(&workload)?;
+            if !workload.command.contains("{batch}") {
+                note(format_args!(
+                    "--command has no {{batch}}: it runs as given at every batch size; batch {} is what the \
+                     workload records",
+                    workload.batch
+                ));
+            }
+            match replaced {
+                Some(old) => outln!(
+                    "replaced workload {} ({}; was {}) in {}",
+                    workload.name,
+                    workload.command_line(),
+                    old.command_line(),
+                    path.display()
+                )?,
+                None => {
+                    outln!("registered workload {} ({}) in {}", workload.name, workload.command_line(), path.display())?
+                }
+            }
         }
         WorkloadCommand::List { format } => {
             let workloads =

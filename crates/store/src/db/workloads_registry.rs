@@ -131,10 +131,14 @@ fn read_workload(row: &Row<'_>) -> rusqlite::Result<StoredWorkload> {
 
 impl Store {
     /// Registers `workload`, replacing a workload of the same name, in one
-    /// transaction. Refuses (one-line error) an empty name or command, a
-    /// task other than `inference` or `training`, batch 0, and a throughput
-    /// regex that does not compile or lacks exactly one capture group.
-    pub fn register_workload(&mut self, workload: &RegisteredWorkload) -> Result<(), StoreError> {
+    /// transaction; the workload replaced, if any. Refuses (one-line error)
+    /// an empty name or command, a task other than `inference` or
+    /// `training`, batch 0, and a throughput regex that does not compile or
+    /// lacks exactly one capture group.
+    pub fn register_workload(
+        &mut self,
+        workload: &RegisteredWorkload,
+    ) -> Result<Option<RegisteredWorkload>, StoreError> {
         if let Some(detail) = workload.problem() {
             return Err(StoreError::InvalidWorkload { path: self.path.clone(), name: workload.name.clone(), detail });
         }
@@ -142,6 +146,14 @@ impl Store {
         let context = format!("registering workload '{}'", workload.name);
         let sqlite = |error| StoreError::sqlite(&path, context.clone(), error);
         let transaction = self.conn.transaction().map_err(sqlite)?;
+        let replaced = transaction
+            .query_row(
+                &format!("SELECT {WORKLOAD_COLUMNS} FROM registered_workloads WHERE name = ?1"),
+                [&workload.name],
+                read_workload,
+            )
+            .optional()
+            .map_err(sqlite)?;
         transaction
             .execute(
                 &format!(
@@ -159,7 +171,8 @@ impl Store {
                 ],
             )
             .map_err(sqlite)?;
-        transaction.commit().map_err(sqlite)
+        transaction.commit().map_err(sqlite)?;
+        replaced.map(|stored| self.checked_task(stored)).transpose()
     }
 
     /// The registered workload called `name`; an unknown name is an error
@@ -285,11 +298,11 @@ mod tests {
     #[test]
     fn registering_again_replaces() {
         let mut store = Store::open_in_memory().unwrap();
-        store.register_workload(&bert(8)).unwrap();
+        assert_eq!(store.register_workload(&bert(8)).unwrap(), None);
         let mut changed = bert(8);
         changed.command = "python other.py {batch}".to_string();
         changed.throughput_regex = None;
-        store.register_workload(&changed).unwrap();
+        assert_eq!(store.register_workload(&changed).unwrap(), Some(bert(8)), "the workload replaced");
         assert_eq!(store.registered_workloads().unwrap(), vec![changed]);
     }
 

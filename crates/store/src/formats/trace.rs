@@ -2,7 +2,8 @@
 //! ignored), such as the Azure LLM inference traces. A timestamp is either
 //! a number of seconds or a UTC date and time `YYYY-MM-DD HH:MM:SS[.f…]`
 //! (a `T` between date and time, and a trailing `Z`, are accepted). The
-//! arrivals come back as seconds from the first, sorted.
+//! arrivals come back as seconds from the first, sorted, with how many
+//! rows came before the row above them (merged logs are rarely in order).
 
 use std::path::Path;
 
@@ -12,9 +13,18 @@ use crate::formats::table::{Cell, Table};
 /// The trace's column of arrival instants.
 pub const TIMESTAMP_COLUMN: &str = "TIMESTAMP";
 
-/// The arrival instants of the trace at `path`, in seconds from its first
-/// arrival, sorted. At least two arrivals, at two different instants.
-pub fn read_arrival_trace(path: &Path) -> Result<Vec<f64>, StoreError> {
+/// A trace's arrivals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArrivalTrace {
+    /// The arrival instants in seconds from the first, sorted.
+    pub times_s: Vec<f64>,
+    /// Rows whose timestamp came before the row above them in the file.
+    pub out_of_order: usize,
+}
+
+/// The arrivals of the trace at `path`. At least two arrivals, at two
+/// different instants.
+pub fn read_arrival_trace(path: &Path) -> Result<ArrivalTrace, StoreError> {
     let table = Table::read(path)?;
     let column = table.require(TIMESTAMP_COLUMN)?;
     let mut times = Vec::with_capacity(table.rows.len());
@@ -22,6 +32,7 @@ pub fn read_arrival_trace(path: &Path) -> Result<Vec<f64>, StoreError> {
         let cell = Cell::of(path, record, column);
         times.push(instant_s(&cell)?);
     }
+    let out_of_order = times.windows(2).filter(|pair| pair[1] < pair[0]).count();
     times.sort_by(f64::total_cmp);
     let first = times.first().copied().unwrap_or(0.0);
     if times.len() < 2 || times.last() == Some(&first) {
@@ -32,7 +43,7 @@ pub fn read_arrival_trace(path: &Path) -> Result<Vec<f64>, StoreError> {
             message: "a trace needs arrivals at two different instants at least".to_string(),
         });
     }
-    Ok(times.into_iter().map(|time| time - first).collect())
+    Ok(ArrivalTrace { times_s: times.into_iter().map(|time| time - first).collect(), out_of_order })
 }
 
 /// One timestamp in seconds: a plain number, or a UTC date and time as
@@ -106,6 +117,10 @@ mod tests {
     use super::*;
 
     fn read(text: &str) -> Result<Vec<f64>, StoreError> {
+        read_trace(text).map(|trace| trace.times_s)
+    }
+
+    fn read_trace(text: &str) -> Result<ArrivalTrace, StoreError> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("trace.csv");
         std::fs::write(&path, text).unwrap();
@@ -120,6 +135,10 @@ mod tests {
         .unwrap();
         assert_eq!(times, vec![0.0, 4.25, 20_653.75]);
         assert_eq!(read("id,TIMESTAMP\na,10\nb,12.5\n").unwrap(), vec![0.0, 2.5]);
+        // Rows out of order are sorted and counted.
+        let trace = read_trace("TIMESTAMP\n3\n1\n2\n0.5\n4\n").unwrap();
+        assert_eq!((trace.times_s, trace.out_of_order), (vec![0.0, 0.5, 1.5, 2.5, 3.5], 2));
+        assert_eq!(read_trace("TIMESTAMP\n1\n1\n2\n").unwrap().out_of_order, 0, "ties are in order");
         assert_eq!(days_from_civil(1970, 1, 1), 0);
         assert_eq!(days_from_civil(2000, 3, 1), 11_017);
         assert_eq!(date_time_s("2024-02-29 00:00:00"), Some(days_from_civil(2024, 2, 29) as f64 * 86_400.0));
@@ -148,7 +167,7 @@ mod tests {
     #[test]
     fn the_azure_trace_reads_whole() {
         let Some(path) = tessera_testkit::shared_data("traces/azure_llm_conv_2023.csv") else { return };
-        let times = read_arrival_trace(&path).unwrap();
+        let times = read_arrival_trace(&path).unwrap().times_s;
         assert_eq!(times.len(), 19_366);
         let span = times.last().unwrap();
         assert!((3_400.0..3_600.0).contains(span), "{span}");

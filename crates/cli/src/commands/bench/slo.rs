@@ -23,12 +23,13 @@ use anyhow::{Context, Result};
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::{GpuModel, Plan, ProfileCatalog, ServiceSlo};
 use tessera_plan::{
-    plan, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, DEFAULT_MARGIN, DEFAULT_TIME_LIMIT,
+    plan, Arrivals, LatencyRule, PlanInputs, PlanRequest, ProfileOrigin, Strategy, DEFAULT_MARGIN, DEFAULT_TIME_LIMIT,
 };
 use tessera_serving::{simulate, ArrivalModel, ServingReport, ServingSystem, SimulationOptions};
-use tessera_store::{read_arrival_trace, read_profile_dir, read_slo_scenario};
+use tessera_store::{read_profile_dir, read_slo_scenario};
 
 use super::scale::{catalogue, parvagpu_family};
+use crate::commands::serving::read_arrivals;
 use crate::output::{note, out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
@@ -225,12 +226,9 @@ fn runs(bench: &SloBench<'_>) -> Result<Vec<Run>> {
     let mut runs: Vec<Run> =
         SLOWDOWNS.iter().map(|&slowdown| Run { arrivals: ArrivalModel::Poisson, slowdown }).collect();
     runs.push(Run { arrivals: ArrivalModel::Renewal { cv: 2.0 }, slowdown: 0.0 });
-    match read_arrival_trace(bench.trace) {
-        Ok(times) => {
-            let name = bench.trace.file_name().map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
-            runs.push(Run { arrivals: ArrivalModel::trace(name, times)?, slowdown: 0.0 });
-        }
-        Err(error) => note(format_args!("{error}; the trace columns are left out")),
+    match read_arrivals(&Arrivals::TraceFile(bench.trace.to_path_buf())) {
+        Ok(arrivals) => runs.push(Run { arrivals, slowdown: 0.0 }),
+        Err(error) => note(format_args!("{error:#}; the trace columns are left out")),
     }
     Ok(runs)
 }
