@@ -17,17 +17,19 @@ use tessera_core::plan::tolerance_text;
 pub(crate) const ROWS_PER_BLOCK: usize = 250;
 
 /// The columns: header and width (percent of the table).
+/// Each is at least as wide as its header's longest word at a laptop's
+/// width (checked in Chromium by the server's browser tests).
 const COLUMNS: [(&str, u32); 11] = [
-    ("service", 18),
-    ("model", 15),
-    ("rate (req/s)", 9),
+    ("service", 16),
+    ("model", 11),
+    ("rate (req/s)", 8),
     ("provisioned (req/s)", 10),
-    ("utilisation", 8),
+    ("utilisation", 9),
     ("worst latency (ms)", 9),
     ("SLO (ms)", 7),
     ("predicted within SLO", 8),
-    ("tolerance", 6),
-    ("segments", 5),
+    ("tolerance", 8),
+    ("segments", 9),
     ("met", 5),
 ];
 

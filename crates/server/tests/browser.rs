@@ -96,9 +96,12 @@ window.addEventListener('load', () => {
     tiles.push({gpu: svg.dataset.node + '/' + svg.dataset.gpu, service: tile.dataset.service, start,
       left: box.left, right: box.right, first: first.left, last: last.right, width: box.width / slices});
   }));
+  // Table headers whose text runs past their cell (into the next one).
+  const overflowing = [...document.querySelectorAll('th')]
+    .filter(th => th.offsetParent !== null && th.scrollWidth > th.clientWidth + 1).map(th => th.textContent);
   const pre = document.createElement('pre'); pre.id = 'measured';
   pre.textContent = JSON.stringify({tiles, page_height: document.documentElement.scrollHeight,
-    viewport_height: window.innerHeight});
+    viewport_height: window.innerHeight, overflowing_headers: overflowing});
   document.body.appendChild(pre);
 });
 </script>"#;

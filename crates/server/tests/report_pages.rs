@@ -20,7 +20,7 @@ use tessera_report::{
     StrategyTotals, GPUS_PER_PAGE, MIN_NEIGHBOUR_DISTANCE, MIN_SHARING_DISTANCE,
 };
 
-use crate::browser::{check_tiles, chromium, run_chromium, screenshot, screenshot_paths, MEASURE};
+use crate::browser::{check_tiles, chromium, measure, run_chromium, screenshot, screenshot_paths, MEASURE};
 
 /// A plan of 500 A100s on nodes of 8, each GPU holding three of 200
 /// tenants (`tenant-000` …), every tenant in the service table, and every
@@ -153,6 +153,16 @@ fn written(dom: &str, id: &str) -> Value {
 /// `node/index` of `gpus`.
 fn names(gpus: &[GpuAssignment]) -> Vec<String> {
     gpus.iter().map(|gpu| format!("{}/{}", gpu.node, gpu.index)).collect()
+}
+
+#[test]
+fn no_table_header_runs_into_the_next_at_a_laptop_or_a_desktop_width() {
+    let Some(chromium) = chromium() else { return };
+    let html = plan_report_html(&five_hundred_gpus(), "500 GPUs");
+    for width in [1100, 1440] {
+        let measured = measure(&chromium, &html, width, 900);
+        assert_eq!(measured["overflowing_headers"], json!([]), "at {width} px");
+    }
 }
 
 #[test]
