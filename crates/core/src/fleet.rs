@@ -48,9 +48,10 @@ crate::serde_as_text!(GpuOffer);
 impl FromStr for GpuOffer {
     type Err = CoreError;
 
-    /// `MODEL[:cost=C][,count=N]`, e.g. `h100-80gb:cost=1.6,count=16`.
+    /// `MODEL[:cost=C][,count=N]`, e.g. `h100-80gb:cost=1.6,count=16`; the
+    /// settings may follow the model after `:` or `,` (`a100-80gb,count=8`).
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let (model, settings) = text.split_once(':').unwrap_or((text, ""));
+        let (model, settings) = text.split_once([':', ',']).unwrap_or((text, ""));
         let mut offer = GpuOffer::plain(model.parse()?);
         for setting in settings.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match setting.split_once('=') {
@@ -87,6 +88,8 @@ mod tests {
         assert_eq!(offer, GpuOffer { model: GpuModel::H100_80GB, cost: 1.6, limit: Some(16) });
         assert_eq!("a100-80gb".parse::<GpuOffer>().unwrap(), GpuOffer::plain(GpuModel::A100_80GB));
         assert_eq!(offer.to_string().parse::<GpuOffer>().unwrap(), offer);
+        let count_only = GpuOffer { limit: Some(8), ..GpuOffer::plain(GpuModel::A100_80GB) };
+        assert_eq!("a100-80gb,count=8".parse::<GpuOffer>().unwrap(), count_only, "as the syntax MODEL[,count=N] reads");
         for text in ["a100-80gb", "a30-24gb:count=4", "h100-80gb:cost=1.6", "h100-80gb:cost=1.6,count=16"] {
             assert_eq!(text.parse::<GpuOffer>().unwrap().to_string(), text, "the canonical text round-trips");
         }

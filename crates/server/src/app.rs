@@ -236,14 +236,10 @@ fn prepare(config: ServeConfig) -> Result<AppState, ServerError> {
 /// them.
 const THREADS_WAIT: Duration = Duration::from_secs(1);
 
-/// How long shutdown waits for open requests to be answered before it
-/// closes their connections.
-const DRAIN_WAIT: Duration = Duration::from_secs(30);
-
 /// Serves until `stop` completes, then shuts down gracefully: no new
-/// connection is accepted, open requests get up to [`DRAIN_WAIT`] to be
-/// answered, queued jobs fail and running ones get the configuration's
-/// shutdown wait, after which they fail too.
+/// connection is accepted, queued jobs fail, and open requests and running
+/// jobs get the configuration's shutdown wait (the same seconds, at once),
+/// after which open connections are closed and running jobs fail.
 async fn serve(
     state: AppState,
     listener: tokio::net::TcpListener,
@@ -263,24 +259,30 @@ async fn serve(
         early = &mut server => Some(early),
         () = stop => None,
     };
-    let outcome = match served {
-        Some(early) => early,
+    let wait = state.inner.config.shutdown_wait;
+    let (outcome, still_pending) = match served {
+        Some(early) => (early, state.inner.jobs.shut_down(wait).await),
         None => {
             let _ = drain.send(());
-            match tokio::time::timeout(DRAIN_WAIT, &mut server).await {
-                Ok(drained) => drained,
-                Err(_) => {
-                    tracing::warn!("requests still open after {} s: closing their connections", DRAIN_WAIT.as_secs());
-                    server.abort();
-                    Ok(Ok(()))
+            let drained = async {
+                match tokio::time::timeout(wait, &mut server).await {
+                    Ok(drained) => drained,
+                    Err(_) => {
+                        tracing::warn!(
+                            "requests still open after {:.1} s: closing their connections",
+                            wait.as_secs_f64()
+                        );
+                        server.abort();
+                        Ok(Ok(()))
+                    }
                 }
-            }
+            };
+            tokio::join!(drained, state.inner.jobs.shut_down(wait))
         }
     };
     outcome
         .map_err(|e| ServerError::Runtime(format!("the server task failed: {e}")))?
         .map_err(|e| ServerError::Runtime(format!("serving failed: {e}")))?;
-    let still_pending = state.inner.jobs.shut_down(state.inner.config.shutdown_wait).await;
     if still_pending > 0 {
         let reason = format!(
             "the server stopped while the job ran (it waits {:.1} s for running jobs at shutdown)",

@@ -110,9 +110,10 @@ pub struct ServeConfig {
     /// Extra time a planning job gets past its own time limit before it is
     /// declared over its limit.
     pub job_grace: Duration,
-    /// How long shutdown waits for running jobs; those still running then
-    /// are failed (the server stopped while they ran) and the process does
-    /// not wait for their threads.
+    /// How long shutdown waits for open requests to be answered and running
+    /// jobs to finish (both at once); then open connections are closed,
+    /// jobs still running are failed (the server stopped while they ran)
+    /// and the process does not wait for their threads.
     pub shutdown_wait: Duration,
 }
 

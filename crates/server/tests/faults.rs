@@ -533,3 +533,21 @@ async fn a_job_over_its_gpu_ceiling_names_the_field_of_its_body() {
     assert!(error.contains("more than the ceiling of 1 GPU (max_gpus; --max-gpus on the command line)"), "{error}");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_request_does_not_hold_the_shutdown_past_its_wait() {
+    let mut server = start_server(|config| config.shutdown_wait = Duration::from_millis(500)).await;
+    // A request whose body never comes (the body timeout is 30 s).
+    let mut stalled = tokio::net::TcpStream::connect(server.address).await.unwrap();
+    let head = format!(
+        "POST /v1/services HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\n\
+         Content-Length: 100\r\n\r\n{{\"name\":",
+        crate::util::TOKEN
+    );
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    server.stop().await;
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(5), "the shutdown took {took:?}");
+}

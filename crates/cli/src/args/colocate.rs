@@ -168,7 +168,10 @@ fn parse_gigabytes(value: &str) -> Result<f64, String> {
 fn parse_group_size(text: &str) -> Result<u64, String> {
     match text.parse::<u64>() {
         Ok(size) if size >= 2 => Ok(size),
-        Ok(size) => Err(format!("{size} workloads: a group holds the target and at least one partner (2 or more)")),
+        Ok(size) => Err(format!(
+            "{}: a group holds the target and at least one partner (2 or more)",
+            tessera_core::text::count(usize::try_from(size).unwrap_or(usize::MAX), "workload")
+        )),
         Err(_) => Err(format!("'{text}' is not a whole number of workloads")),
     }
 }
@@ -180,7 +183,9 @@ mod tests {
     #[test]
     fn a_group_size_below_two_says_why() {
         assert_eq!(parse_group_size("3"), Ok(3));
-        assert!(parse_group_size("1").unwrap_err().contains("at least one partner (2 or more)"));
+        assert!(parse_group_size("1")
+            .unwrap_err()
+            .starts_with("1 workload: a group holds the target and at least one partner"));
         assert!(parse_group_size("two").unwrap_err().contains("'two' is not a whole number"));
     }
 }
