@@ -4,6 +4,7 @@ use tessera_autopilot::{simulate_day, ControllerConfig, DayReport, DayRequest, P
 use tessera_core::GpuModel;
 use tessera_core::{TrafficCurve, TrafficPoint};
 use tessera_plan::PlanInputs;
+use tessera_serving::ArrivalModel;
 
 fn inputs() -> PlanInputs {
     PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap()
@@ -28,7 +29,11 @@ fn ramp(inputs: &PlanInputs, hours: f64) -> TrafficCurve {
 }
 
 fn day(inputs: &PlanInputs, traffic: &TrafficCurve, hours: f64) -> DayReport {
-    let request = DayRequest {
+    simulate_day(&request(inputs, traffic, hours), &mut |_| {}).unwrap()
+}
+
+fn request<'a>(inputs: &'a PlanInputs, traffic: &'a TrafficCurve, hours: f64) -> DayRequest<'a> {
+    DayRequest {
         inputs,
         settings: PlanSettings::default(),
         controller: ControllerConfig { scale_down_hold_s: 900.0, ..ControllerConfig::default() },
@@ -36,8 +41,8 @@ fn day(inputs: &PlanInputs, traffic: &TrafficCurve, hours: f64) -> DayReport {
         hours,
         interval_s: 60.0,
         sampling: Sampling { window_s: 5.0, warmup_s: 1.0, ..Sampling::default() },
-    };
-    simulate_day(&request, &mut |_| {}).unwrap()
+        arrivals_by_service: Vec::new(),
+    }
 }
 
 /// The sum over the hours of `figure`.
@@ -112,9 +117,33 @@ fn traffic_for_other_services_is_refused() {
         hours: 1.0,
         interval_s: 60.0,
         sampling: Sampling::default(),
+        arrivals_by_service: Vec::new(),
     };
     let message = simulate_day(&request, &mut |_| {}).unwrap_err().to_string();
     assert!(message.starts_with("service: the traffic is for x but the services are search-ranking"), "{message}");
     let short = DayRequest { interval_s: 0.5, ..request };
     assert!(simulate_day(&short, &mut |_| {}).unwrap_err().to_string().starts_with("interval_s:"));
+}
+
+#[test]
+fn a_service_burstier_than_planned_for_is_measured_as_it_arrives() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 0.5);
+    let bursty = |arrivals_by_service| {
+        let request = DayRequest { arrivals_by_service, ..request(&inputs, &traffic, 1.0) };
+        simulate_day(&request, &mut |_| {}).unwrap()
+    };
+    // photo-tagging (the fourth service) arriving at cv 4 on plans made
+    // for Poisson arrivals.
+    let mut arrivals = vec![None; inputs.services().len()];
+    arrivals[3] = Some(ArrivalModel::Renewal { cv: 4.0 });
+    let as_planned = bursty(Vec::new());
+    let burstier = bursty(arrivals);
+    let within = |report: &DayReport| report.autopilot.services[3].attainment.unwrap();
+    assert!(within(&burstier) < within(&as_planned) - 0.01, "{} vs {}", within(&burstier), within(&as_planned));
+    // The plans are the same: only how requests arrive differs.
+    assert_eq!(burstier.autopilot.totals.gpu_hours, as_planned.autopilot.totals.gpu_hours);
+    let wrong = DayRequest { arrivals_by_service: vec![None], ..request(&inputs, &traffic, 1.0) };
+    let message = simulate_day(&wrong, &mut |_| {}).unwrap_err().to_string();
+    assert!(message.starts_with("arrivals_by_service: 1 models for 6 services"), "{message}");
 }

@@ -196,3 +196,35 @@ fn parvagpu_s_scenario_6_over_a_day_keeps_the_issue_s_goals() {
     assert_eq!(figure("requests_lost"), 0.0);
     assert!(figure("gpus_reconfigured") < figure("scratch_gpus_reconfigured"), "{}", day["autopilot"]["totals"]);
 }
+
+#[test]
+fn a_traffic_file_s_burstiness_plans_the_fleet_and_shapes_the_arrivals() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let traffic = dir.path().join("bursty.csv");
+    let mut text = String::from("time_s,service,rate_rps,cv\n");
+    for (service, rate_rps) in [
+        ("search-ranking", 300),
+        ("fraud-check", 150),
+        ("chat-assist", 20),
+        ("photo-tagging", 1200),
+        ("thumbnails", 1500),
+        ("moderation", 170),
+    ] {
+        let cv = if service == "photo-tagging" { "2" } else { "" };
+        text.push_str(&format!("0,{service},{rate_rps},{cv}\n"));
+    }
+    std::fs::write(&traffic, text).unwrap();
+    let output = short_day(&["--traffic", traffic.to_str().unwrap(), "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stderr(&output);
+    assert!(
+        said.contains(
+            "note: arrivals now cv=2 (were poisson): the burstiest service, photo-tagging, arrives at cv 2.00 (the \
+             traffic file's cv column)"
+        ),
+        "{said}"
+    );
+    let day: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(day["worst_service_attainment"].as_f64().unwrap() >= 0.99, "{}", day["worst_service_attainment"]);
+}

@@ -98,5 +98,5 @@ pub use formats::parvagpu::{
 pub use formats::plan::{parse_plan, plan_json, write_plan_csv, PlanDocument, PLAN_CSV_HEADER, PLAN_VERSION};
 pub use formats::plan_file::{read_plan_file, MapProfiles};
 pub use formats::trace::{read_arrival_trace, ArrivalTrace, TIMESTAMP_COLUMN};
-pub use formats::traffic::{read_traffic_csv, write_traffic_csv, TRAFFIC_HEADER};
+pub use formats::traffic::{read_traffic, read_traffic_csv, write_traffic_csv, Traffic, CV_COLUMN, TRAFFIC_HEADER};
 pub use fs::write_atomic;

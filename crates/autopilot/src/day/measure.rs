@@ -27,7 +27,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
 use tessera_core::Plan;
-use tessera_serving::{simulate, ServedSegment, ServingSystem, SimulationOptions};
+use tessera_serving::{simulate, ArrivalModel, ServedSegment, ServingSystem, SimulationOptions};
 
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
@@ -176,13 +176,14 @@ struct PieceMeasures {
     requests_simulated: u64,
 }
 
-/// Measures `timeline` (see the module documentation); `step` is called
-/// after each piece.
+/// Measures `timeline` (see the module documentation) with `sampling`,
+/// each service's requests arriving as `arrivals_by_service` says (else as
+/// plans are made for); `step` is called after each piece.
 pub(super) fn measure(
     planner: &Planner,
     timeline: &Timeline,
     traffic: &TrafficCurve,
-    sampling: &Sampling,
+    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
     hours: usize,
     step: &mut dyn FnMut(),
 ) -> Result<Measured, AutopilotError> {
@@ -195,7 +196,8 @@ pub(super) fn measure(
             .par_iter()
             .map(|piece| {
                 let rates_rps = traffic.rates_rps(piece.start_s);
-                simulate_piece(planner, &timeline.spans[piece.span].serving, &rates_rps, piece.start_s, sampling)
+                let serving = &timeline.spans[piece.span].serving;
+                simulate_piece(planner, serving, &rates_rps, piece.start_s, (sampling, arrivals_by_service))
             })
             .collect();
         for (piece, simulated) in chunk.iter().zip(simulated) {
@@ -235,7 +237,7 @@ fn simulate_piece(
     serving: &Plan,
     rates_rps: &[f64],
     start_s: f64,
-    sampling: &Sampling,
+    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
 ) -> Result<PieceMeasures, AutopilotError> {
     let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
         return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0 });
@@ -257,7 +259,7 @@ fn simulate_piece(
                 if loaded { sampling.window_s } else { sampling.service_window_s(service.rate_rps, batch_ms) };
             let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
             let options = SimulationOptions {
-                arrivals: planner.arrivals(),
+                arrivals: arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals()),
                 seconds: warmup_s + window_s,
                 warmup_s,
                 seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),

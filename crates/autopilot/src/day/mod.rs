@@ -25,6 +25,7 @@ mod report;
 mod timeline;
 
 use tessera_plan::{align_to, reseat, PlanInputs};
+use tessera_serving::ArrivalModel;
 
 use crate::controller::{Action, Controller, ControllerConfig, Observation, RateSample};
 use crate::error::AutopilotError;
@@ -60,6 +61,10 @@ pub struct DayRequest<'a> {
     pub interval_s: f64,
     /// How each piece of the day is measured.
     pub sampling: Sampling,
+    /// How each service's requests arrive in the measurement, where they
+    /// arrive otherwise than plans are made for (in the services' order;
+    /// `None`, or an empty list for every service: as plans are made for).
+    pub arrivals_by_service: Vec<Option<ArrivalModel>>,
 }
 
 /// Where a simulated day is.
@@ -96,6 +101,15 @@ impl DayRequest<'_> {
         self.sampling.validate()?;
         self.controller.validate()?;
         let names: Vec<&str> = self.inputs.services().iter().map(|slo| slo.service.as_str()).collect();
+        if !self.arrivals_by_service.is_empty() && self.arrivals_by_service.len() != names.len() {
+            return Err(AutopilotError::invalid(
+                "arrivals_by_service",
+                format!("{} models for {} services", self.arrivals_by_service.len(), names.len()),
+            ));
+        }
+        for model in self.arrivals_by_service.iter().flatten() {
+            model.validate()?;
+        }
         if self.traffic.services() != names.as_slice() {
             return Err(AutopilotError::Traffic(CoreError::Traffic {
                 index: None,
@@ -147,7 +161,8 @@ pub fn simulate_day(
     let mut done = 0;
     let mut measured = Vec::new();
     for timeline in timelines {
-        measured.push(measure::measure(&planner, timeline, request.traffic, &request.sampling, hours, &mut || {
+        let arrivals = (&request.sampling, request.arrivals_by_service.as_slice());
+        measured.push(measure::measure(&planner, timeline, request.traffic, arrivals, hours, &mut || {
             done += 1;
             progress(DayProgress::Measuring { done, total });
         })?);

@@ -41,7 +41,10 @@ pub struct AutopilotSimulateArgs {
     pub controller: ControllerArgs,
 
     /// The traffic: a CSV with the header `time_s,service,rate_rps`, each
-    /// row a service's rate from that time on (every service from 0 s).
+    /// row a service's rate from that time on (every service from 0 s), and
+    /// an optional `cv` column: a service's inter-arrival coefficient of
+    /// variation (its requests then arrive so in the simulation, and plans
+    /// are made under the burstiest service's unless --arrivals says).
     #[arg(long, value_name = "FILE", conflicts_with = "diurnal", required_unless_present = "diurnal")]
     pub traffic: Option<PathBuf>,
 

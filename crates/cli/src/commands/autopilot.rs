@@ -20,18 +20,20 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 use tessera_autopilot::{
-    diurnal, simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, DiurnalOptions, ForecastAccuracy,
-    JournalEntry, PlanSettings, Sampling, StrategyDay, Tally,
+    diurnal, observed_arrivals, simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, DiurnalOptions,
+    ForecastAccuracy, JournalEntry, ObservedCv, PlanSettings, Sampling, StrategyDay, Tally,
 };
 use tessera_core::text::count;
 use tessera_core::TrafficCurve;
+use tessera_plan::{Arrivals, PlanOptions};
 use tessera_report::{autopilot_day_html, DayPicture, StrategySeries, StrategyTotals};
-use tessera_store::{read_traffic_csv, write_traffic_csv};
+use tessera_serving::ArrivalModel;
+use tessera_store::{read_traffic, write_traffic_csv};
 
 use crate::args::{AutopilotCommand, AutopilotSimulateArgs, ListFormat};
 use crate::commands::serving;
 use crate::inputs;
-use crate::output::{emit, out, outln};
+use crate::output::{emit, note, out, outln};
 use crate::progress::Progress;
 use crate::table::TextTable;
 use crate::terminal::wrap_words;
@@ -49,8 +51,13 @@ pub fn run(command: AutopilotCommand, store: Option<&Path>) -> Result<()> {
 fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
     let inputs = inputs::load(&args.inputs, &args.controller.plan.gpus, store)?;
     let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+    let mut cv_by_service = Vec::new();
     let (traffic, described) = match &args.traffic {
-        Some(path) => (read_traffic_csv(path, &names)?, format!("the traffic of {}", path.display())),
+        Some(path) => {
+            let traffic = read_traffic(path, &names)?;
+            cv_by_service = traffic.cv;
+            (traffic.curve, format!("the traffic of {}", path.display()))
+        }
         None => {
             let options = DiurnalOptions {
                 hours: args.hours,
@@ -77,9 +84,11 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
         write_traffic_csv(&mut bytes, &traffic)?;
         emit(&bytes, Some(path))?;
     }
+    let mut options = serving::with_trace_read(&args.controller.plan)?;
+    let arrivals_by_service = observed_burstiness(&mut options, &names, &cv_by_service);
     let request = DayRequest {
         inputs: &inputs,
-        settings: PlanSettings { options: serving::with_trace_read(&args.controller.plan)?, target: None },
+        settings: PlanSettings { options, target: None },
         controller: args.controller.config(),
         traffic: &traffic,
         hours: args.hours,
@@ -91,6 +100,7 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
             seed: args.sample_seed,
             slowdown: args.slowdown,
         },
+        arrivals_by_service,
     };
     let report = run_day(&request)?;
     if let Some(path) = &args.html {
@@ -105,6 +115,35 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
         ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&DayDocument::new(&report))?),
         ListFormat::Table => out!("{}", render(&report, &traffic, &described)),
     }
+}
+
+/// Each service's arrivals in the measurement from the traffic file's `cv`
+/// column (a renewal process of that coefficient of variation; `None`
+/// where it gives none), and, unless `--arrivals` chose a model, the plans'
+/// model set as the live loop sets it from what it observes (the
+/// burstiest service's, [`observed_arrivals`]), said in a note.
+fn observed_burstiness(options: &mut PlanOptions, names: &[String], cv: &[Option<f64>]) -> Vec<Option<ArrivalModel>> {
+    if cv.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let observed: Vec<ObservedCv> = names
+        .iter()
+        .zip(cv)
+        .filter_map(|(service, cv)| cv.map(|cv| ObservedCv { service: service.clone(), cv }))
+        .collect();
+    match &options.arrivals {
+        Some(asked) => note(format_args!(
+            "plans are made under {asked} arrivals, as --arrivals asks; the traffic file's cv column sets how each \
+             service's requests arrive in the simulation"
+        )),
+        None => {
+            if let Some(change) = observed_arrivals(&ArrivalModel::Poisson, &observed) {
+                note(format_args!("{} (the traffic file's cv column)", change.words));
+                options.arrivals = Some(Arrivals::Model(change.model));
+            }
+        }
+    }
+    cv.iter().map(|cv| cv.map(|cv| ArrivalModel::Renewal { cv })).collect()
 }
 
 /// Simulates the day with a progress bar per phase.

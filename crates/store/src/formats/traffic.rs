@@ -3,7 +3,9 @@
 //! start, the service, its mean rate from then on in requests per second).
 //! Every service named must be known and have a row at 0 s; a service's
 //! rows are in time order, one per time (rows of different services may
-//! interleave).
+//! interleave). An optional `cv` column gives a service's burstiness: the
+//! coefficient of variation of its inter-arrival times, in (0, 10], one
+//! value per service (on any of its rows; the others may leave it empty).
 
 use std::io::Write;
 use std::path::Path;
@@ -16,23 +18,69 @@ use crate::formats::table::{Cell, Table};
 /// The columns of a traffic file, in the order they are written.
 pub const TRAFFIC_HEADER: [&str; 3] = ["time_s", "service", "rate_rps"];
 
+/// The optional column of a service's inter-arrival coefficient of
+/// variation.
+pub const CV_COLUMN: &str = "cv";
+
+/// The largest coefficient of variation a traffic file may give.
+const MAX_CV: f64 = 10.0;
+
+/// A traffic file: the rates, and each service's burstiness where given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traffic {
+    /// The rates over time.
+    pub curve: TrafficCurve,
+    /// Each service's inter-arrival coefficient of variation (in the
+    /// services' order), `None` where the file gives none.
+    pub cv: Vec<Option<f64>>,
+}
+
 /// Reads the traffic file at `path` for `services` (in that order): every
 /// error names the file, its line and field.
 pub fn read_traffic_csv(path: &Path, services: &[String]) -> Result<TrafficCurve, StoreError> {
+    Ok(read_traffic(path, services)?.curve)
+}
+
+/// Reads the traffic file at `path` for `services` (in that order), its
+/// `cv` column included: every error names the file, its line and field.
+pub fn read_traffic(path: &Path, services: &[String]) -> Result<Traffic, StoreError> {
     let table = Table::read(path)?;
-    table.reject_unknown_columns(&TRAFFIC_HEADER)?;
+    let known: Vec<&str> = TRAFFIC_HEADER.iter().copied().chain([CV_COLUMN]).collect();
+    table.reject_unknown_columns(&known)?;
     let [time, service, rate] = TRAFFIC_HEADER.map(|name| table.require(name));
     let (time, service, rate) = (time?, service?, rate?);
+    let cv_column = table.optional(CV_COLUMN)?;
     let mut points = Vec::with_capacity(table.rows.len());
+    let mut cv: Vec<Option<(f64, u64)>> = vec![None; services.len()];
     for record in &table.rows {
         let cell = |column| Cell::of(path, record, column);
-        points.push(TrafficPoint {
+        let point = TrafficPoint {
             time_s: cell(time).non_negative()?,
             service: cell(service).name()?.to_string(),
             rate_rps: cell(rate).non_negative()?,
-        });
+        };
+        if let Some(column) = cv_column.filter(|column| !cell(*column).text.is_empty()) {
+            let cell = cell(column);
+            let value = cell.positive()?;
+            if value > MAX_CV {
+                return Err(cell.error(format!("{value} is not in (0, {MAX_CV}]")));
+            }
+            // A service the curve does not know is named below, by the curve.
+            if let Some(index) = services.iter().position(|name| *name == point.service) {
+                match cv[index] {
+                    Some((given, line)) if given != value => {
+                        return Err(cell.error(format!(
+                            "{value} for {} differs from its cv {given} on line {line}: one cv per service",
+                            point.service
+                        )))
+                    }
+                    _ => cv[index] = Some((value, record.line)),
+                }
+            }
+        }
+        points.push(point);
     }
-    TrafficCurve::new(services, &points).map_err(|error| match error {
+    let curve = TrafficCurve::new(services, &points).map_err(|error| match error {
         CoreError::Traffic { index: Some(index), field, message } => StoreError::Parse {
             path: path.to_path_buf(),
             line: table.rows[index].line,
@@ -48,7 +96,8 @@ pub fn read_traffic_csv(path: &Path, services: &[String]) -> Result<TrafficCurve
                 other => other.to_string(),
             },
         },
-    })
+    })?;
+    Ok(Traffic { curve, cv: cv.into_iter().map(|given| given.map(|(value, _)| value)).collect() })
 }
 
 /// Writes `curve` as a traffic file (rows in time order, numbers in Rust's
@@ -75,10 +124,30 @@ mod tests {
     }
 
     fn read(text: &str) -> Result<TrafficCurve, String> {
+        read_whole(text).map(|traffic| traffic.curve)
+    }
+
+    fn read_whole(text: &str) -> Result<Traffic, String> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("traffic.csv");
         std::fs::write(&path, text).unwrap();
-        read_traffic_csv(&path, &services()).map_err(|error| error.to_string())
+        read_traffic(&path, &services()).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn a_cv_column_gives_each_service_its_burstiness_once() {
+        let traffic = read_whole("time_s,service,rate_rps,cv\n0,a,10,2\n0,b,5,\n60,a,20,2\n").unwrap();
+        assert_eq!(traffic.cv, vec![Some(2.0), None]);
+        assert_eq!(read_whole("time_s,service,rate_rps\n0,a,10\n0,b,5\n").unwrap().cv, vec![None, None]);
+        let message = read_whole("time_s,service,rate_rps,cv\n0,a,10,2\n0,b,5,\n60,a,20,3\n").unwrap_err();
+        assert!(
+            message.ends_with("traffic.csv:4: field 'cv': 3 for a differs from its cv 2 on line 2: one cv per service"),
+            "{message}"
+        );
+        let message = read_whole("time_s,service,rate_rps,cv\n0,a,10,11\n0,b,5,\n").unwrap_err();
+        assert!(message.ends_with("traffic.csv:2: field 'cv': 11 is not in (0, 10]"), "{message}");
+        let message = read_whole("time_s,service,rate_rps,cv\n0,a,10,-1\n0,b,5,\n").unwrap_err();
+        assert!(message.contains("field 'cv': expected a positive number, got '-1'"), "{message}");
     }
 
     #[test]
