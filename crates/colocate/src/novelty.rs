@@ -23,7 +23,7 @@ const LEAST_SPREAD: f64 = 0.05;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrainingWorkloads {
     /// Each metric's spread (standard deviation of its log-scaled value
-    /// over the training workloads, at least [`LEAST_SPREAD`]).
+    /// over the training workloads, at least 0.05).
     pub spread: Vec<f64>,
     /// Each distinct training workload's log-scaled metrics.
     pub points: Vec<Vec<f64>>,
