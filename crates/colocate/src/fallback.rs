@@ -52,7 +52,7 @@ pub struct Fallback {
     /// The standard error of that mean advantage per target.
     pub standard_error: f64,
     /// The novelty of the farthest inner target: how far out the model was
-    /// tested.
+    /// tested (the largest number when no inner target was scored).
     pub tested_novelty: f64,
     /// The rule that chose best over every inner target: it chooses for a
     /// target more novel than `tested_novelty`.
@@ -92,9 +92,12 @@ pub(crate) fn decide(group_size: usize, inner: &[InnerTarget]) -> Fallback {
     let best_overall = (0..Rule::ALL.len()).fold(0, |best, r| if rule_means[r] > rule_means[best] { r } else { best });
     let mut novelties: Vec<f64> = inner.iter().map(|t| t.novelty).filter(|n| n.is_finite()).collect();
     novelties.sort_by(f64::total_cmp);
-    let tested_novelty = novelties.last().copied().unwrap_or(0.0);
+    // Nothing tested at this size: nothing to say the model is untested
+    // anywhere either.
+    let tested_novelty = novelties.last().copied().unwrap_or(f64::MAX);
+    let scored = novelties.len();
     let thresholds = std::iter::once(None).chain(THRESHOLD_QUANTILES.iter().filter_map(|q| {
-        let at = *novelties.get(((targets as f64 * q) as usize).min(targets.saturating_sub(1)))?;
+        let at = *novelties.get(((scored as f64 * q) as usize).min(scored.saturating_sub(1)))?;
         Some(Some(at))
     }));
     // Each (threshold, rule): the per-target advantage over the model.
@@ -164,6 +167,12 @@ mod tests {
         let (rule, reason) = decided.rule_for(0.95).expect("beyond what was tested");
         assert_eq!(reason, FallbackReason::Untested);
         assert_eq!(rule, Rule::HighestSmThroughput, "the best rule over every inner target");
+    }
+
+    #[test]
+    fn without_inner_targets_nothing_falls_back() {
+        let decided = decide(4, &[]);
+        assert_eq!((decided.rule, decided.rule_for(1e6)), (None, None));
     }
 
     #[test]
