@@ -69,7 +69,9 @@ impl PrometheusCounts {
     }
 
     /// One service's counts per window over the window ending at `now_s`.
-    fn counts(&self, service: &str, now_s: f64) -> Result<Vec<f64>, String> {
+    /// `Err(Ok(cause))` is a fault of this query; `Err(Err(cause))` one of
+    /// Prometheus itself (no other query is tried).
+    fn counts(&self, service: &str, now_s: f64) -> Result<Vec<f64>, Result<String, String>> {
         let path = format!(
             "/api/v1/query_range?query={}&start={:.3}&end={now_s:.3}&step={:.3}",
             query_escape(&self.query(service)),
@@ -79,16 +81,29 @@ impl PrometheusCounts {
         let (status, body) = self
             .url
             .get(&path, self.timeout)
-            .map_err(|cause| format!("Prometheus at {} unreachable: {cause}", self.url.text()))?;
-        parse_counts(&answer_data(status, &body)?)
+            .map_err(|cause| Err(format!("Prometheus at {} unreachable: {cause}", self.url.text())))?;
+        answer_data(status, &body).and_then(|data| parse_counts(&data)).map_err(Ok)
     }
 
     /// Every service's estimate as of `now_s` (seconds since the Unix
-    /// epoch), or why there is none.
+    /// epoch), or why there is none; Prometheus unreachable strikes every
+    /// service left with one cause.
     pub fn read(&self, now_s: f64) -> Burstiness {
         let mut reading = Burstiness { observed: Vec::new(), missing: Vec::new() };
+        let mut down: Option<String> = None;
         for service in &self.services {
-            match self.counts(service, now_s).and_then(|counts| estimate_cv(&counts)) {
+            let estimate = match &down {
+                Some(cause) => Err(cause.clone()),
+                None => match self.counts(service, now_s) {
+                    Ok(counts) => estimate_cv(&counts),
+                    Err(Ok(cause)) => Err(cause),
+                    Err(Err(cause)) => {
+                        down = Some(cause.clone());
+                        Err(cause)
+                    }
+                },
+            };
+            match estimate {
                 Ok(cv) => reading.observed.push(ObservedCv { service: service.clone(), cv }),
                 Err(why) => reading.missing.push(format!("{service}: {why}")),
             }
@@ -140,6 +155,22 @@ mod tests {
         assert!(parse_counts(&matrix(&[&[1.0], &[2.0]])).unwrap_err().contains("2 series where one is expected"));
         let vector = serde_json::json!({"resultType": "vector", "result": []});
         assert!(parse_counts(&vector).unwrap_err().contains("a vector result where a matrix is expected"));
+    }
+
+    #[test]
+    fn an_unreachable_prometheus_strikes_every_service_with_one_cause() {
+        // A port nothing listens on: bound, then released.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let services = vec!["a".to_string(), "b".to_string()];
+        let url = format!("http://127.0.0.1:{port}");
+        let reader =
+            PrometheusCounts::new(&url, "{service}[{step}]", Duration::from_secs(2), services, 600.0, 15.0).unwrap();
+        let reading = reader.read(0.0);
+        assert!(reading.observed.is_empty());
+        let cause = format!("Prometheus at {url} unreachable: ");
+        assert!(reading.missing.iter().all(|line| line.contains(&cause)), "{:?}", reading.missing);
+        let (a, b) = (&reading.missing[0], &reading.missing[1]);
+        assert_eq!(a.strip_prefix("a: "), b.strip_prefix("b: "), "one cause");
     }
 
     #[test]
