@@ -215,8 +215,17 @@ fn a_traffic_file_s_burstiness_plans_the_fleet_and_shapes_the_arrivals() {
         text.push_str(&format!("0,{service},{rate_rps},{cv}\n"));
     }
     std::fs::write(&traffic, text).unwrap();
-    let output = short_day(&["--traffic", traffic.to_str().unwrap(), "--format", "json"], &store);
+    let written = dir.path().join("written.csv");
+    let args =
+        ["--traffic", traffic.to_str().unwrap(), "--write-traffic", written.to_str().unwrap(), "--format", "json"];
+    let output = short_day(&args, &store);
     assert!(output.status.success(), "{}", stderr(&output));
+    // The traffic written back keeps each service's burstiness.
+    let written = std::fs::read_to_string(&written).unwrap();
+    assert!(
+        written.starts_with("time_s,service,rate_rps,cv\n") && written.contains("0,photo-tagging,1200,2\n"),
+        "{written}"
+    );
     let said = stderr(&output);
     assert!(
         said.contains(

@@ -81,7 +81,7 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
     };
     if let Some(path) = &args.write_traffic {
         let mut bytes = Vec::new();
-        write_traffic_csv(&mut bytes, &traffic)?;
+        write_traffic_csv(&mut bytes, &traffic, &cv_by_service)?;
         emit(&bytes, Some(path))?;
     }
     let mut options = serving::with_trace_read(&args.controller.plan)?;

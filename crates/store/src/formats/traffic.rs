@@ -101,16 +101,24 @@ pub fn read_traffic(path: &Path, services: &[String]) -> Result<Traffic, StoreEr
 }
 
 /// Writes `curve` as a traffic file (rows in time order, numbers in Rust's
-/// shortest round-trip notation), so that [`read_traffic_csv`] gives it
-/// back.
-pub fn write_traffic_csv<W: Write>(out: W, curve: &TrafficCurve) -> Result<(), StoreError> {
+/// shortest round-trip notation), with a `cv` column on every row of a
+/// service `cv` gives one for (in the curve's services' order; none when
+/// it gives none), so that [`read_traffic`] gives both back.
+pub fn write_traffic_csv<W: Write>(out: W, curve: &TrafficCurve, cv: &[Option<f64>]) -> Result<(), StoreError> {
     let write_error = |cause: std::io::Error| StoreError::Write { what: "traffic CSV".to_string(), cause };
     let mut writer = csv::Writer::from_writer(out);
-    writer.write_record(TRAFFIC_HEADER).map_err(|error| write_error(error.into()))?;
+    let with_cv = cv.iter().any(Option::is_some);
+    let header: Vec<&str> = TRAFFIC_HEADER.iter().copied().chain(with_cv.then_some(CV_COLUMN)).collect();
+    writer.write_record(&header).map_err(|error| write_error(error.into()))?;
     for point in curve.points() {
-        writer
-            .write_record([point.time_s.to_string(), point.service, point.rate_rps.to_string()])
-            .map_err(|error| write_error(error.into()))?;
+        let mut record = vec![point.time_s.to_string(), point.service.clone(), point.rate_rps.to_string()];
+        if with_cv {
+            let index = curve.services().iter().position(|name| *name == point.service);
+            record.push(
+                index.and_then(|index| cv.get(index).copied().flatten()).map_or_else(String::new, |cv| cv.to_string()),
+            );
+        }
+        writer.write_record(&record).map_err(|error| write_error(error.into()))?;
     }
     writer.flush().map_err(write_error)
 }
@@ -155,10 +163,16 @@ mod tests {
         let curve = read("time_s,service,rate_rps\n0,a,10\n0,b,2.5\n60,a,12.25\n").unwrap();
         assert_eq!(curve.rates_rps(61.0), [12.25, 2.5]);
         let mut bytes = Vec::new();
-        write_traffic_csv(&mut bytes, &curve).unwrap();
+        write_traffic_csv(&mut bytes, &curve, &[None, None]).unwrap();
         let text = String::from_utf8(bytes).unwrap();
         assert_eq!(text, "time_s,service,rate_rps\n0,a,10\n0,b,2.5\n60,a,12.25\n");
         assert_eq!(read(&text).unwrap(), curve);
+        // With a service's burstiness: on each of its rows, read back.
+        let mut bytes = Vec::new();
+        write_traffic_csv(&mut bytes, &curve, &[Some(2.5), None]).unwrap();
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text, "time_s,service,rate_rps,cv\n0,a,10,2.5\n0,b,2.5,\n60,a,12.25,2.5\n");
+        assert_eq!(read_whole(&text).unwrap(), Traffic { curve, cv: vec![Some(2.5), None] });
     }
 
     #[test]
