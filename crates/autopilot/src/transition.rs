@@ -72,8 +72,8 @@ impl ReconfigurationTimes {
     /// Seconds one GPU takes to run `operations`.
     fn gpu_s(&self, operations: &[Operation]) -> f64 {
         let count = |matches: fn(&Operation) -> bool| operations.iter().filter(|op| matches(op)).count() as f64;
-        let stops = count(|op| matches!(op, Operation::Stop { .. }));
-        let starts = count(|op| matches!(op, Operation::Start { .. }));
+        let stops = count(Operation::stops_serving);
+        let starts = count(Operation::starts_serving);
         let destroys = count(|op| matches!(op, Operation::Destroy { .. }));
         let creates = count(|op| matches!(op, Operation::Create { .. }));
         (stops.min(1.0) * self.stop_s)
@@ -130,7 +130,7 @@ impl Transition {
     /// destroyed: the transition only adds (segments in free slices, new
     /// GPUs), so nothing that serves is disturbed.
     pub fn only_adds(&self) -> bool {
-        let disturbs = |op: &Operation| matches!(op, Operation::Stop { .. } | Operation::Destroy { .. });
+        let disturbs = |op: &Operation| op.stops_serving() || matches!(op, Operation::Destroy { .. });
         !self.steps.iter().flat_map(|step| &step.step.gpus).flat_map(|gpu| &gpu.operations).any(disturbs)
     }
 

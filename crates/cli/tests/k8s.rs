@@ -185,8 +185,8 @@ fn the_agents_dry_run_prints_the_layout_steps_without_a_cluster() {
 /// all): one claim and one single-pod Deployment per shared instance, its
 /// members in `TESSERA_MEMBERS`, one Service over its pod, and per member a
 /// route to it that names the member in `X-Tessera-Service`; the export
-/// validates. Members of two images, and `k8s apply`, are refused naming
-/// the instance.
+/// validates. Members of two images are refused naming the instance;
+/// `k8s apply --dry-run` lists the executors it would start.
 #[test]
 fn shared_instances_export_as_one_multi_model_deployment_each_with_a_route_per_member() {
     let dir = TempDir::new().unwrap();
@@ -236,18 +236,21 @@ fn shared_instances_export_as_one_multi_model_deployment_each_with_a_route_per_m
     let message = fails_with(&["k8s", "export", &plan, "-o", "-"], &store_in(&dir), &["error: node 0 gpu "]);
     assert!(message.contains("share the instance but not one container image"), "{message}");
 
-    // `k8s apply` orders changes to instances of one service only.
+    // `k8s apply` orders a shared plan's changes like any other: onto an
+    // empty cluster, one step starts every instance (dedicated and shared).
     let server = FakeApiServer::start();
     server.put(a100_node("gpu-a", 4));
     let kubeconfig = server.kubeconfig(dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
     std::fs::write(&slo, &csv).unwrap();
-    let plan = demo_plan(&dir, &["--slo", slo.to_str().unwrap(), "--share", "serialized"]);
-    let message = fails_with(
-        &["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig.to_str().unwrap()],
-        &store_in(&dir),
-        &["error: the plan: node 0 gpu "],
+    let plan = demo_plan(
+        &dir,
+        &["--slo", slo.to_str().unwrap(), "--share", "serialized", "--cluster", "--kubeconfig", kubeconfig],
     );
-    assert!(message.contains("`k8s apply` orders changes to instances of one service only"), "{message}");
+    let output = tessera(&["k8s", "apply", &plan, "--dry-run", "--kubeconfig", kubeconfig], &store_in(&dir));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = format!("{}{}", stdout(&output), stderr(&output));
+    assert!(said.contains("step 1 of 1") && said.contains("the executor of light-"), "{said}");
 }
 
 /// `promtool` with `args`, or `None` (after a visible skip, or a failure

@@ -32,6 +32,7 @@ use serde::Serialize;
 
 use crate::gpu::GpuModel;
 use crate::plan::{GpuAssignment, InstanceAssignment, Plan};
+use crate::shared::SharedInstance;
 
 /// How one GPU changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -176,6 +177,12 @@ pub(crate) fn segment_of(instance: &InstanceAssignment) -> SegmentKey<'_> {
     (&instance.service, &instance.model, instance.batch, instance.procs)
 }
 
+/// What a shared instance's executor serves: each member's service, model
+/// and batch (as a segment of one executor process).
+pub(crate) fn executor_of(shared: &SharedInstance) -> Vec<SegmentKey<'_>> {
+    shared.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch, 0)).collect()
+}
+
 /// Every instance of a GPU, dedicated and shared, `profile@start`.
 pub(crate) fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
     gpu.layout().map(|(profile, _, start)| format!("{profile}@{start}")).collect()
@@ -211,10 +218,10 @@ impl<'a> Occupant<'a> {
 /// Every instance of `gpu` with what runs in it.
 fn occupants(gpu: &GpuAssignment) -> HashMap<InstanceKey<'_>, Occupant<'_>> {
     let dedicated = gpu.instances.iter().map(|i| ((i.profile.as_str(), i.start), Occupant::Segment(segment_of(i))));
-    let shared = gpu.shared.iter().map(|shared| {
-        let members = shared.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch, 0)).collect();
-        ((shared.profile.as_str(), shared.start), Occupant::Executor(members))
-    });
+    let shared = gpu
+        .shared
+        .iter()
+        .map(|shared| ((shared.profile.as_str(), shared.start), Occupant::Executor(executor_of(shared))));
     dedicated.chain(shared).collect()
 }
 
@@ -397,7 +404,7 @@ pub(crate) mod tests {
         assert_eq!(totals.churn(), (1, 3, 4));
     }
 
-    fn shared(start: u8, services: &[&str]) -> crate::SharedInstance {
+    pub(crate) fn shared(start: u8, services: &[&str]) -> crate::SharedInstance {
         let member = |service: &str| crate::SharedMember {
             service: service.to_string(),
             model: "m".to_string(),

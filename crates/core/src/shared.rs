@@ -109,6 +109,15 @@ impl SharedInstance {
             .sum()
     }
 
+    /// `true` when `other` runs the same executor: the same discipline
+    /// serving the same members (service, model and batch, in order).
+    pub fn same_executor(&self, other: &SharedInstance) -> bool {
+        let serves = |shared: &SharedInstance| -> Vec<(String, String, u32)> {
+            shared.members.iter().map(|m| (m.service.clone(), m.model.clone(), m.batch)).collect()
+        };
+        self.sharing == other.sharing && serves(self) == serves(other)
+    }
+
     /// The members' memory together (GB).
     pub fn memory_gb(&self) -> f64 {
         self.members.iter().map(|member| member.memory_gb).sum()

@@ -16,6 +16,17 @@ pub fn count<N: TryInto<u64> + Copy + std::fmt::Display>(n: N, noun: &str) -> St
     format!("{n} {noun}{suffix}")
 }
 
+/// Up to three names, then how many more: `x, y, z and 2 more` (four are
+/// all named, as naming the fourth is as short as counting it).
+pub fn few_named<S: AsRef<str>>(names: &[S]) -> String {
+    const SHOWN: usize = 3;
+    let joined = |names: &[S]| names.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", ");
+    if names.len() <= SHOWN + 1 {
+        return joined(names);
+    }
+    format!("{} and {} more", joined(&names[..SHOWN]), names.len() - SHOWN)
+}
+
 /// `n` with thousands separated by commas: `23,782`.
 pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
@@ -108,6 +119,13 @@ macro_rules! serde_as_text {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_few_names_are_listed_and_the_rest_counted() {
+        assert_eq!(few_named::<&str>(&[]), "");
+        assert_eq!(few_named(&["a", "b", "c", "d"]), "a, b, c, d");
+        assert_eq!(few_named(&["a", "b", "c", "d", "e"]), "a, b, c and 2 more");
+    }
 
     #[test]
     fn axes_take_round_steps() {

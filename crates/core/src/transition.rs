@@ -2,6 +2,11 @@
 //! one fleet ([`transition_steps`]): which GPUs change in which step, so
 //! that every step starts new segments before it stops what they replace
 //! and names any service whose capacity dips.
+//!
+//! A shared instance's executor is one unit: it is kept when its members
+//! are, and otherwise stopped and started whole, so every member stops
+//! being served there while its GPU's step runs (a member that also has
+//! capacity elsewhere keeps it; one that does not is reported as a dip).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -10,6 +15,7 @@ use serde::Serialize;
 use crate::diff::segment_of;
 use crate::gpu::GpuModel;
 use crate::plan::{GpuAssignment, InstanceAssignment, Plan};
+use crate::shared::{SharedInstance, Sharing};
 
 /// One operation on one GPU during a transition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -43,6 +49,37 @@ pub enum Operation {
         /// MPS processes.
         procs: u32,
     },
+    /// Stop a shared instance's executor: none of its members is served
+    /// there until an executor starts again.
+    StopShared {
+        /// The instance, `profile@start`.
+        instance: String,
+        /// Its members' services.
+        services: Vec<String>,
+    },
+    /// Start a shared instance's executor serving its members.
+    StartShared {
+        /// The instance, `profile@start`.
+        instance: String,
+        /// How the members take turns.
+        sharing: Sharing,
+        /// Its members' services.
+        services: Vec<String>,
+    },
+}
+
+impl Operation {
+    /// `true` for an operation that stops serving (a segment or an
+    /// executor).
+    pub fn stops_serving(&self) -> bool {
+        matches!(self, Operation::Stop { .. } | Operation::StopShared { .. })
+    }
+
+    /// `true` for an operation that starts serving (a segment or an
+    /// executor).
+    pub fn starts_serving(&self) -> bool {
+        matches!(self, Operation::Start { .. } | Operation::StartShared { .. })
+    }
 }
 
 impl std::fmt::Display for Operation {
@@ -53,6 +90,12 @@ impl std::fmt::Display for Operation {
             Operation::Create { instance } => write!(f, "create {instance}"),
             Operation::Start { instance, service, batch, procs } => {
                 write!(f, "start {service} b{batch}×{procs} on {instance}")
+            }
+            Operation::StopShared { instance, services } => {
+                write!(f, "stop the executor of {} on {instance}", crate::text::few_named(services))
+            }
+            Operation::StartShared { instance, sharing, services } => {
+                write!(f, "start a {sharing} executor of {} on {instance}", crate::text::few_named(services))
             }
         }
     }
@@ -148,6 +191,79 @@ fn close_step(
     steps.push(Step { gpus: current.drain(..).map(|(gpu, ..)| gpu).collect(), dips });
 }
 
+/// What runs in one MIG instance, as a transition moves it: one service's
+/// segment, or a shared instance's executor.
+#[derive(Clone, Copy)]
+enum Resident<'a> {
+    Segment(&'a InstanceAssignment),
+    Executor(&'a SharedInstance),
+}
+
+impl<'a> Resident<'a> {
+    /// Everything that runs on `gpu` (none when there is no GPU).
+    fn all_on(gpu: Option<&'a GpuAssignment>) -> Vec<Resident<'a>> {
+        let Some(gpu) = gpu else { return Vec::new() };
+        let segments = gpu.instances.iter().map(Resident::Segment);
+        segments.chain(gpu.shared.iter().map(Resident::Executor)).collect()
+    }
+
+    /// Its instance's profile and start.
+    fn place(&self) -> (&'a str, u8) {
+        match self {
+            Resident::Segment(i) => (&i.profile, i.start),
+            Resident::Executor(s) => (&s.profile, s.start),
+        }
+    }
+
+    /// `profile@start`.
+    fn name(&self) -> String {
+        let (profile, start) = self.place();
+        format!("{profile}@{start}")
+    }
+
+    /// `true` when `other` runs the same work: the same segment, or an
+    /// executor of the same discipline serving the same members.
+    fn same_work(&self, other: &Resident<'_>) -> bool {
+        match (self, other) {
+            (Resident::Segment(a), Resident::Segment(b)) => segment_of(a) == segment_of(b),
+            (Resident::Executor(a), Resident::Executor(b)) => a.same_executor(b),
+            _ => false,
+        }
+    }
+
+    /// What each service gets from it, req/s.
+    fn serves(&self) -> Vec<Running> {
+        match self {
+            Resident::Segment(i) => vec![(i.service.clone(), i.capacity())],
+            Resident::Executor(s) => s.members.iter().map(|m| (m.service.clone(), m.capacity_rps)).collect(),
+        }
+    }
+
+    fn services(shared: &SharedInstance) -> Vec<String> {
+        shared.members.iter().map(|m| m.service.clone()).collect()
+    }
+
+    /// The operation that stops it.
+    fn stop(&self) -> Operation {
+        match self {
+            Resident::Segment(i) => Operation::Stop { instance: self.name(), service: i.service.clone() },
+            Resident::Executor(s) => Operation::StopShared { instance: self.name(), services: Self::services(s) },
+        }
+    }
+
+    /// The operation that starts it.
+    fn start(&self) -> Operation {
+        match self {
+            Resident::Segment(i) => {
+                Operation::Start { instance: self.name(), service: i.service.clone(), batch: i.batch, procs: i.procs }
+            }
+            Resident::Executor(s) => {
+                Operation::StartShared { instance: self.name(), sharing: s.sharing, services: Self::services(s) }
+            }
+        }
+    }
+}
+
 /// Why no transition leads from `old` to `new` because of their hardware:
 /// a node and index holding one GPU model in `old` and another in `new`
 /// (no operation turns one GPU into another), or `None`.
@@ -176,11 +292,13 @@ pub fn hardware_change(old: &Plan, new: &Plan) -> Option<String> {
 /// down last. Within a GPU,
 /// segments stop and instances are destroyed before new ones are created
 /// and started, so every GPU's layout is valid after each operation.
-pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
+pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
     let rates: HashMap<&str, f64> = new.services.iter().map(|s| (s.service.as_str(), s.rate_rps)).collect();
     let mut provisioned: HashMap<String, f64> = HashMap::new();
-    for instance in old.gpus.iter().flat_map(|g| &g.instances) {
-        *provisioned.entry(instance.service.clone()).or_default() += instance.capacity();
+    for gpu in &old.gpus {
+        for resident in Resident::all_on(Some(gpu)) {
+            add_all(&mut provisioned, &resident.serves(), 1.0);
+        }
     }
     let old_gpus: BTreeMap<(u32, u32), &GpuAssignment> = old.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
     let new_gpus: BTreeMap<(u32, u32), &GpuAssignment> = new.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
@@ -190,40 +308,34 @@ pub fn transition_steps(old: &Plan, new: &Plan) -> Vec<Step> {
     let mut changes: Vec<GpuChangeSet> = Vec::new();
     let mut breaks: Vec<GpuChangeSet> = Vec::new();
     for (node, index) in positions {
-        let before = old_gpus.get(&(node, index)).map_or(&[][..], |g| &g.instances[..]);
-        let after = new_gpus.get(&(node, index)).map_or(&[][..], |g| &g.instances[..]);
-        let same_model = match (old_gpus.get(&(node, index)), new_gpus.get(&(node, index))) {
+        let (old_gpu, new_gpu) = (old_gpus.get(&(node, index)).copied(), new_gpus.get(&(node, index)).copied());
+        let same_model = match (old_gpu, new_gpu) {
             (Some(a), Some(b)) => a.gpu_model == b.gpu_model,
             _ => true,
         };
-        let name = |i: &InstanceAssignment| format!("{}@{}", i.profile, i.start);
-        let find = |list: &[InstanceAssignment], i: &InstanceAssignment| {
-            list.iter().find(|o| same_model && o.profile == i.profile && o.start == i.start).cloned()
+        let (before, after) = (Resident::all_on(old_gpu), Resident::all_on(new_gpu));
+        let find = |list: &[Resident<'a>], resident: &Resident<'_>| {
+            list.iter().find(|other| same_model && other.place() == resident.place()).copied()
         };
         let mut operations = Vec::new();
         let mut stopped: Vec<Running> = Vec::new();
         let mut started: Vec<Running> = Vec::new();
-        for instance in before {
-            if find(after, instance).is_none_or(|n| segment_of(&n) != segment_of(instance)) {
-                operations.push(Operation::Stop { instance: name(instance), service: instance.service.clone() });
-                stopped.push((instance.service.clone(), instance.capacity()));
+        for resident in &before {
+            if find(&after, resident).is_none_or(|next| !next.same_work(resident)) {
+                operations.push(resident.stop());
+                stopped.extend(resident.serves());
             }
         }
-        for instance in before.iter().filter(|i| find(after, i).is_none()) {
-            operations.push(Operation::Destroy { instance: name(instance) });
+        for resident in before.iter().filter(|r| find(&after, r).is_none()) {
+            operations.push(Operation::Destroy { instance: resident.name() });
         }
-        for instance in after.iter().filter(|i| find(before, i).is_none()) {
-            operations.push(Operation::Create { instance: name(instance) });
+        for resident in after.iter().filter(|r| find(&before, r).is_none()) {
+            operations.push(Operation::Create { instance: resident.name() });
         }
-        for instance in after {
-            if find(before, instance).is_none_or(|o| segment_of(&o) != segment_of(instance)) {
-                operations.push(Operation::Start {
-                    instance: name(instance),
-                    service: instance.service.clone(),
-                    batch: instance.batch,
-                    procs: instance.procs,
-                });
-                started.push((instance.service.clone(), instance.capacity()));
+        for resident in &after {
+            if find(&before, resident).is_none_or(|previous| !previous.same_work(resident)) {
+                operations.push(resident.start());
+                started.extend(resident.serves());
             }
         }
         if operations.is_empty() {
@@ -326,6 +438,7 @@ mod tests {
                     Operation::Destroy { instance } => {
                         let (profile, start) = key(instance);
                         gpu.instances.retain(|i| !(i.profile == profile && i.start == start));
+                        gpu.shared.retain(|s| !(s.profile == profile && s.start == start));
                     }
                     Operation::Create { instance } => {
                         let (profile, start) = key(instance);
@@ -338,19 +451,34 @@ mod tests {
                         found.service = service.clone();
                         found.procs = *procs;
                     }
+                    Operation::StopShared { instance, services } => {
+                        let (profile, start) = key(instance);
+                        let found = gpu.shared.iter_mut().find(|s| s.profile == profile && s.start == start).unwrap();
+                        let members: Vec<&String> = found.members.iter().map(|m| &m.service).collect();
+                        assert_eq!(members, services.iter().collect::<Vec<_>>());
+                        found.members.clear();
+                    }
+                    Operation::StartShared { instance, services, .. } => {
+                        // On an instance just created (a stand-in) or one
+                        // whose executor stopped.
+                        let (profile, start) = key(instance);
+                        gpu.instances.retain(|i| !(i.profile == profile && i.start == start));
+                        gpu.shared.retain(|s| !(s.profile == profile && s.start == start && s.members.is_empty()));
+                        let names: Vec<&str> = services.iter().map(String::as_str).collect();
+                        gpu.shared.push(crate::diff::tests::shared(start, &names));
+                    }
                 }
                 let placements: Vec<crate::layout::Placement> = gpu
-                    .instances
-                    .iter()
-                    .map(|i| crate::layout::Placement {
-                        profile: gpu.gpu_model.spec().profile_by_name(&i.profile).unwrap(),
-                        start: i.start,
+                    .layout()
+                    .map(|(profile, _, start)| crate::layout::Placement {
+                        profile: gpu.gpu_model.spec().profile_by_name(profile).unwrap(),
+                        start,
                     })
                     .collect();
                 crate::layout::validate_layout(gpu.gpu_model, &placements).unwrap();
             }
         }
-        plan.gpus.retain(|g| !g.instances.is_empty());
+        plan.gpus.retain(|g| !g.is_empty());
         plan.gpus.sort_by_key(|g| (g.node, g.index));
     }
 
@@ -358,6 +486,11 @@ mod tests {
         let mut rates: BTreeMap<String, f64> = BTreeMap::new();
         for i in plan.gpus.iter().flat_map(|g| &g.instances) {
             *rates.entry(i.service.clone()).or_default() += i.throughput_rps;
+        }
+        for (_, shared) in plan.shared_instances() {
+            for member in &shared.members {
+                *rates.entry(member.service.clone()).or_default() += member.capacity_rps;
+            }
         }
         plan.services = rates
             .into_iter()
@@ -449,5 +582,58 @@ mod tests {
                 Operation::Destroy { instance: "7g.80gb@0".to_string() },
             ]
         );
+    }
+
+    #[test]
+    fn a_shared_executor_is_stopped_and_started_whole() {
+        use crate::diff::tests::shared;
+        let services = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let mut old = plan(vec![gpu(0, 0, vec![instance("4g.40gb", 0, "a", 1)])]);
+        old.gpus[0].shared = vec![shared(4, &["x", "y"])];
+        let old = with_rates(old);
+
+        // v joins in place: the executor restarts, x and y dip meanwhile.
+        let mut joined = old.clone();
+        joined.gpus[0].shared = vec![shared(4, &["x", "y", "v"])];
+        let joined = with_rates(joined);
+        let steps = transition_steps(&old, &joined);
+        assert_eq!(steps.len(), 1, "{steps:#?}");
+        assert_eq!(
+            steps[0].gpus[0].operations,
+            vec![
+                Operation::StopShared { instance: "1g.10gb@4".into(), services: services(&["x", "y"]) },
+                Operation::StartShared {
+                    instance: "1g.10gb@4".into(),
+                    sharing: Sharing::Serialized,
+                    services: services(&["x", "y", "v"])
+                },
+            ]
+        );
+        let dipped: Vec<&str> = steps[0].dips.iter().map(|d| d.service.as_str()).collect();
+        assert_eq!(dipped, ["x", "y"]);
+        assert_eq!(steps[0].gpus[0].operations[1].to_string(), "start a serialized executor of x, y, v on 1g.10gb@4");
+
+        // Moved to a new GPU: it starts there first, then the old one goes;
+        // nobody dips.
+        let mut moved = plan(vec![
+            gpu(0, 0, vec![instance("4g.40gb", 0, "a", 1)]),
+            gpu(0, 1, vec![instance("4g.40gb", 0, "b", 1)]),
+        ]);
+        moved.gpus[1].shared = vec![shared(5, &["x", "y", "v"])];
+        let moved = with_rates(moved);
+        let steps = transition_steps(&old, &moved);
+        let order: Vec<Vec<(u32, u32)>> =
+            steps.iter().map(|step| step.gpus.iter().map(|g| (g.node, g.index)).collect()).collect();
+        assert_eq!(order, vec![vec![(0, 1)], vec![(0, 0)]]);
+        assert!(steps.iter().all(|step| step.dips.is_empty()), "{steps:#?}");
+        assert!(steps[1].gpus[0].operations.iter().all(|op| !op.starts_serving()));
+        let mut state = old.clone();
+        for step in &steps {
+            apply(&mut state, step);
+        }
+        let layout = |p: &Plan| p.gpus.iter().map(|g| (g.node, g.index, layout_of(g))).collect::<Vec<_>>();
+        assert_eq!(layout(&state), layout(&moved));
+        let members = |p: &Plan| p.shared_instances().map(|(_, s)| s.members.len()).collect::<Vec<_>>();
+        assert_eq!(members(&state), [3]);
     }
 }

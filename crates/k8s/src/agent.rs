@@ -344,7 +344,7 @@ fn without_nothing_to_destroy<R: CommandRunner>(
     on_event: &mut dyn FnMut(String),
 ) -> Result<Plan, K8sError> {
     let mut passed = Vec::new();
-    for gpu in plan.gpus.iter().filter(|gpu| gpu.node == number && gpu.instances.is_empty()) {
+    for gpu in plan.gpus.iter().filter(|gpu| gpu.node == number && gpu.is_empty()) {
         match installed_gpu(driver, gpu.index) {
             Ok(installed) if !installed.mig_enabled => {
                 on_event(format!("GPU {} is to be emptied and is not in MIG mode: nothing to destroy", gpu.index));
@@ -376,23 +376,14 @@ fn planned_devices<N: CommandRunner + MigDevices>(
     let mut planned = Vec::new();
     for gpu in &layouts.gpus {
         let devices = driver.mig_devices(gpu.gpu())?;
-        for instance in &gpu.deployment.planned.instances {
-            let live = gpu
-                .deployment
-                .live
-                .instances
-                .iter()
-                .find(|i| i.profile == instance.profile && i.start == instance.start);
+        // Dedicated and shared instances alike: each has its claim.
+        for (profile, _, start) in gpu.deployment.planned.layout() {
+            let live = gpu.deployment.live.instances.iter().find(|i| i.profile == profile && i.start == start);
             let uuid = live.and_then(|live| devices.iter().find(|d| d.gi_id == live.gi_id)).map(|d| d.uuid.clone());
             let uuid = uuid.ok_or_else(|| {
-                K8sError::Plan(format!(
-                    "GPU {} {}@{}: no MIG device after the layout",
-                    gpu.gpu(),
-                    instance.profile,
-                    instance.start
-                ))
+                K8sError::Plan(format!("GPU {} {profile}@{start}: no MIG device after the layout", gpu.gpu()))
             })?;
-            planned.push((gpu.gpu(), instance.profile.clone(), instance.start, uuid));
+            planned.push((gpu.gpu(), profile.to_string(), start, uuid));
         }
     }
     Ok(planned)

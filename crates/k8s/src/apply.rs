@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tessera_core::text::count;
-use tessera_core::Plan;
+use tessera_core::{GpuAssignment, Plan};
 use tessera_plan::NodeRef;
 
 use crate::cluster::{Cluster, Kind};
@@ -399,7 +399,7 @@ fn finish_teardowns(
 ) -> Result<(), K8sError> {
     let emptying: BTreeMap<u32, NodeRef> = parts
         .values()
-        .filter(|part| part.plan.gpus.iter().any(|gpu| gpu.instances.is_empty()))
+        .filter(|part| part.plan.gpus.iter().any(GpuAssignment::is_empty))
         .map(|part| (part.number, part.node.clone()))
         .collect();
     if emptying.is_empty() {
@@ -446,7 +446,7 @@ fn apply_state(
     // A node whose part only empties GPUs and that is not in the cluster any
     // more has nothing to empty.
     let present = plan_nodes(cluster, &first.nodes)?;
-    let serving: BTreeSet<u32> = state.gpus.iter().filter(|gpu| !gpu.instances.is_empty()).map(|g| g.node).collect();
+    let serving: BTreeSet<u32> = state.gpus.iter().filter(|gpu| !gpu.is_empty()).map(|g| g.node).collect();
     let waited: BTreeMap<u32, String> = ids
         .iter()
         .filter(|(n, _)| nodes.contains(n) && (present.contains_key(n) || serving.contains(n)))
@@ -473,18 +473,6 @@ fn apply_state(
     Ok((actions, pinned))
 }
 
-/// Refuses `plan` (`which` one) when it has a shared instance: the
-/// transition's steps order instances of one service only.
-fn refuse_shared(which: &str, plan: &Plan) -> Result<(), K8sError> {
-    match plan.first_shared_instance() {
-        Some(shared) => Err(K8sError::Plan(format!(
-            "{which}: {shared}; `k8s apply` orders changes to instances of one service only (apply `tessera k8s \
-             export`'s files with kubectl instead)"
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// Applies `plan` make before break from the plan the cluster runs (see
 /// the module documentation): checks it against the cluster's nodes, runs
 /// each step of the transition, applies the whole plan's objects, and
@@ -498,7 +486,6 @@ pub fn apply_plan(
     options: &ApplyOptions,
     on_progress: &mut dyn FnMut(&Progress),
 ) -> Result<Vec<Action>, K8sError> {
-    refuse_shared("the plan", plan)?;
     let target = manifests_with(plan, &options.export(), &BTreeMap::new())?;
     cluster.inventory()?.nodes.check(plan)?;
     let parts = recorded_parts(cluster, &options.namespace)?;
@@ -506,7 +493,6 @@ pub fn apply_plan(
         finish_teardowns(cluster, &parts, options)?;
     }
     let running = plan_of_parts(&parts, plan);
-    refuse_shared("the plan the cluster runs", &running)?;
     let steps = plan_transition(&running, plan);
     let mut actions = Vec::new();
     let mut before = running;

@@ -37,7 +37,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use tessera_core::{transition_steps, Dip, GpuAssignment, InstanceAssignment, Plan};
+use tessera_core::text::few_named;
+use tessera_core::{transition_steps, Dip, GpuAssignment, InstanceAssignment, Plan, SharedInstance};
 
 /// One step of a transition.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,6 +97,43 @@ fn describe(gpu: &GpuAssignment, instance: &InstanceAssignment) -> String {
     format!("{} on node {} GPU {} {}@{}", instance.service, gpu.node, gpu.index, instance.profile, instance.start)
 }
 
+/// `the executor of x, y, z and 2 more on node N GPU G profile@start`.
+fn describe_shared(gpu: &GpuAssignment, shared: &SharedInstance) -> String {
+    let services: Vec<&str> = shared.members.iter().map(|m| m.service.as_str()).collect();
+    format!(
+        "the executor of {} on node {} GPU {} {}@{}",
+        few_named(&services),
+        gpu.node,
+        gpu.index,
+        shared.profile,
+        shared.start
+    )
+}
+
+/// Whether `gpu` (of the same GPU model) runs `instance`'s segment on the
+/// same instance.
+fn runs_segment(gpu: &GpuAssignment, instance: &InstanceAssignment) -> bool {
+    gpu.instances
+        .iter()
+        .any(|i| i.profile == instance.profile && i.start == instance.start && same_segment(i, instance))
+}
+
+/// Whether `gpu` (of the same GPU model) runs `shared`'s executor on the
+/// same instance.
+fn runs_executor(gpu: &GpuAssignment, shared: &SharedInstance) -> bool {
+    gpu.shared.iter().any(|s| s.profile == shared.profile && s.start == shared.start && s.same_executor(shared))
+}
+
+/// What runs on `gpu` that `other` (the same GPU model, or none) does not
+/// run the same, each in words.
+fn not_run_on(gpu: &GpuAssignment, other: Option<&GpuAssignment>) -> Vec<String> {
+    let segments =
+        gpu.instances.iter().filter(|i| !other.is_some_and(|o| runs_segment(o, i))).map(|i| describe(gpu, i));
+    let executors =
+        gpu.shared.iter().filter(|s| !other.is_some_and(|o| runs_executor(o, s))).map(|s| describe_shared(gpu, s));
+    segments.chain(executors).collect()
+}
+
 /// `state` with the GPUs at `positions` taken from `target`, emptied where
 /// `target` has none (see the module docs); services, images and node names
 /// of both, the target's where both have them.
@@ -107,7 +145,7 @@ fn with_gpus(state: &Plan, target: &Plan, positions: &BTreeSet<(u32, u32)>) -> P
         if !positions.contains(&position) {
             gpus.push(gpu.clone());
         } else if !targets.contains_key(&position) {
-            gpus.push(GpuAssignment { instances: Vec::new(), ..gpu.clone() });
+            gpus.push(GpuAssignment { instances: Vec::new(), shared: Vec::new(), ..gpu.clone() });
         }
     }
     gpus.extend(positions.iter().filter_map(|position| targets.get(position)).map(|gpu| (*gpu).clone()));
@@ -133,23 +171,11 @@ fn drained(state: &Plan, after: &Plan, positions: &BTreeSet<(u32, u32)>) -> (Pla
     let mut plan = state.clone();
     let mut stops = Vec::new();
     for gpu in plan.gpus.iter_mut().filter(|gpu| positions.contains(&(gpu.node, gpu.index))) {
-        let next = after_gpus.get(&(gpu.node, gpu.index));
-        let same_model = next.is_some_and(|n| n.gpu_model == gpu.gpu_model);
-        let keep = |instance: &InstanceAssignment| {
-            same_model
-                && next.is_some_and(|n| {
-                    n.instances.iter().any(|i| {
-                        i.profile == instance.profile && i.start == instance.start && same_segment(i, instance)
-                    })
-                })
-        };
-        let snapshot = gpu.clone();
-        for instance in &snapshot.instances {
-            if !keep(instance) {
-                stops.push(describe(&snapshot, instance));
-            }
-        }
-        gpu.instances.retain(keep);
+        // Another GPU model at the position runs nothing of this one.
+        let next = after_gpus.get(&(gpu.node, gpu.index)).filter(|n| n.gpu_model == gpu.gpu_model);
+        stops.extend(not_run_on(gpu, next.copied()));
+        gpu.instances.retain(|instance| next.is_some_and(|n| runs_segment(n, instance)));
+        gpu.shared.retain(|shared| next.is_some_and(|n| runs_executor(n, shared)));
     }
     (plan, stops)
 }
@@ -168,21 +194,12 @@ pub fn plan_transition(running: &Plan, target: &Plan) -> Vec<TransitionStep> {
         let mut starts = Vec::new();
         for gpu in after.gpus.iter().filter(|gpu| positions.contains(&(gpu.node, gpu.index))) {
             let before = before_gpus.get(&(gpu.node, gpu.index)).filter(|b| b.gpu_model == gpu.gpu_model);
-            for instance in &gpu.instances {
-                let kept = before.is_some_and(|b| {
-                    b.instances.iter().any(|i| {
-                        i.profile == instance.profile && i.start == instance.start && same_segment(i, instance)
-                    })
-                });
-                if !kept {
-                    starts.push(describe(gpu, instance));
-                }
-            }
+            starts.extend(not_run_on(gpu, before.copied()));
         }
         let empties = after
             .gpus
             .iter()
-            .filter(|gpu| gpu.instances.is_empty() && positions.contains(&(gpu.node, gpu.index)))
+            .filter(|gpu| gpu.is_empty() && positions.contains(&(gpu.node, gpu.index)))
             .map(|gpu| (gpu.node, gpu.index))
             .collect();
         steps.push(TransitionStep {

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde_json::Value;
-use tessera_core::{GpuModel, Plan, ServiceSlo};
+use tessera_core::{GpuModel, Plan, ServiceImage, ServiceSlo, Sharing};
 use tessera_gpu::FakeNvidiaSmi;
 use tessera_k8s::{
     apply_plan, cluster_status, manifests, plan_transition, read_node_part, reconcile_node, running_plan, Action,
@@ -457,4 +457,67 @@ fn an_apply_interrupted_before_an_agent_emptied_its_gpus_waits_for_it_when_resum
     check_history(&cluster.server, &old, &new, &allowed);
     let status = cluster_status(&cluster.cluster, &new, "tessera").unwrap();
     assert!(status.as_planned(), "{:#?}", status.differences());
+}
+
+/// The demo's first service beside twelve light services of one image, planned with
+/// shared instances; and that plan after one member leaves its instance
+/// (its service gone).
+fn shared_and_one_member_gone() -> (Plan, Plan, String) {
+    let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+    let mut services = inputs.services()[..1].to_vec();
+    let mut images = tessera_core::synthetic::demo_images();
+    for k in 0..12 {
+        let service = format!("light-{k}");
+        images.insert(service.clone(), ServiceImage { image: "reg.example/multi:1".into(), args: Vec::new() });
+        services.push(ServiceSlo {
+            service,
+            model: "resnet50".into(),
+            rate_rps: f64::from(2 + k % 5),
+            latency_slo_ms: 150.0,
+            percentile: 99.0,
+        });
+    }
+    let inputs = inputs.for_services(services).with_images(images);
+    let target = inventory();
+    let request = PlanRequest { target: Some(&target), share: Some(Sharing::Serialized), ..PlanRequest::new(&inputs) };
+    let old = plan(&request).unwrap().plan;
+    let mut new = old.clone();
+    let gpu = new.gpus.iter_mut().find(|g| !g.shared.is_empty()).expect("light services share an instance");
+    let gone = gpu.shared[0].members.pop().unwrap().service;
+    new.services.retain(|s| s.service != gone);
+    (old, new, gone)
+}
+
+/// Shared instances apply make before break like any other: a member
+/// leaving its instance stops and starts that instance's executor (its one
+/// Deployment replaced), and nothing else is deleted.
+#[test]
+fn a_member_leaving_a_shared_instance_replaces_that_executor_only() {
+    let (old, new, gone) = shared_and_one_member_gone();
+    let steps = plan_transition(&old, &new);
+    assert_eq!(steps.len(), 1, "{steps:#?}");
+    assert_eq!(steps[0].stops.len(), 1, "{:?}", steps[0].stops);
+    assert_eq!(steps[0].starts.len(), 1, "{:?}", steps[0].starts);
+    let place =
+        |text: &str| text.starts_with("the executor of").then(|| text.rsplit_once(" on ").unwrap().1.to_string());
+    assert_eq!(place(&steps[0].stops[0]), place(&steps[0].starts[0]), "{steps:#?}");
+    assert!(place(&steps[0].stops[0]).is_some(), "{steps:#?}");
+    let mut cluster = running(&old);
+    let status = cluster_status(&cluster.cluster, &old, "tessera").unwrap();
+    assert!(status.as_planned(), "{:#?}", status.differences());
+    let applying = start_apply(&cluster.server, cluster.dir.path(), &new);
+    run_cluster(&cluster.server, &cluster.cluster, cluster.dir.path(), &mut cluster.drivers, applying).unwrap();
+    let status = cluster_status(&cluster.cluster, &new, "tessera").unwrap();
+    assert!(status.as_planned(), "{:#?}", status.differences());
+    let deleted: Vec<String> = cluster
+        .server
+        .history()
+        .into_iter()
+        .filter(|(write, _)| write.starts_with("DELETE") && write.contains("/deployments/"))
+        .map(|(write, _)| write)
+        .collect();
+    assert_eq!(deleted.len(), 1, "{deleted:?}");
+    assert!(deleted[0].contains("/deployments/shared-"), "{deleted:?}");
+    let route_gone = cluster.server.list("httproutes").iter().all(|r| r["metadata"]["name"] != gone.as_str());
+    assert!(route_gone, "the route of {gone} is pruned");
 }

@@ -19,15 +19,6 @@ pub fn run(args: &DiffArgs) -> Result<()> {
         if let Some(why) = tessera_core::hardware_change(&old, &new) {
             anyhow::bail!("--steps: {why}");
         }
-        for (path, plan) in [(&args.old, &old), (&args.new, &new)] {
-            if let Some(shared) = plan.first_shared_instance() {
-                anyhow::bail!(
-                    "--steps: {}: {shared}; transition steps are ordered for instances of one service only (the diff \
-                     itself counts shared instances: run it without --steps)",
-                    path.display()
-                );
-            }
-        }
     }
     let diff = diff_plans(&old, &new);
     let steps = if args.steps { transition_steps(&old, &new) } else { Vec::new() };
