@@ -180,7 +180,7 @@ pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
 }
 
 /// [`read_sound_plan`], refusing a plan with a shared instance (naming
-/// it): what `deploy` and `autopilot run` read, which run instances of one
+/// it): what `autopilot run` reads, which runs instances of one
 /// service only.
 pub fn read_dedicated_plan(path: &Path) -> Result<tessera_core::Plan> {
     let plan = read_sound_plan(path)?;

@@ -243,3 +243,63 @@ fn a_driver_that_does_not_answer_is_reported_with_nvidia_smis_words() {
         assert_eq!(stderr(&output).trim(), error, "{args:?}");
     }
 }
+
+/// [`small_plan`] with `1g.10gb@1` shared by two light services (a
+/// serialized executor).
+fn shared_plan(dir: &TempDir) -> String {
+    let path = small_plan(dir);
+    let mut plan: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let member = |service: &str| {
+        serde_json::json!({"service": service, "model": "resnet50", "batch": 1, "latency_ms": 5.0,
+            "throughput_rps": 200.0, "capacity_rps": 4.0, "memory_gb": 2.0})
+    };
+    let shared = serde_json::json!({"profile": "1g.10gb", "size": 1, "start": 1, "sharing": "serialized",
+        "members": [member("light-a"), member("light-b")]});
+    plan["gpus"][0]["instances"].as_array_mut().unwrap().push(shared);
+    std::fs::write(&path, plan.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_shared_instance_runs_the_multi_model_server_it_is_given() {
+    let dir = TempDir::new().unwrap();
+    let plan = shared_plan(&dir);
+    let log = fake_nvidia_smi(&dir, "NVIDIA A100-SXM4-80GB", 81920);
+    register(&dir, "bert-inf", "bert-base", "8");
+    register(&dir, "gpt2-inf", "gpt2", "1");
+    let mps = dir.path().join("mps");
+    let mps = mps.to_str().unwrap();
+
+    // Without a server an apply changes nothing and says what to give.
+    let output = tessera(&["deploy", &plan, "--node", "0", "--mps-dir", mps, "--apply"], &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output).trim(),
+        "error: GPU 0 1g.10gb@1 is shared by several services and no multi-model server command was given to run \
+         it; nothing was changed (give one with --shared-command)"
+    );
+    assert!(calls(&log).iter().all(|call| !call.contains("-cgi")), "{:?}", calls(&log));
+
+    let server = ["--shared-command", "python serve_many.py"];
+    let output = tessera(&[&["deploy", &plan, "--node", "0", "--mps-dir", mps], &server[..]].concat(), &dir);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines = stdout(&output);
+    let executor: Vec<&str> = lines.lines().filter(|line| line.contains("gpu0-1g.10gb-1/proc")).collect();
+    assert_eq!(executor.len(), 1, "one process for the shared instance: {lines}");
+    assert!(
+        executor[0].contains(r#"sh -c 'TESSERA_SHARING=serialized TESSERA_MEMBERS='\''[{"batch":1,"model":"resnet50","service":"light-a"},"#)
+            && executor[0].contains(r#"]'\'' python serve_many.py' >>"#),
+        "{}",
+        executor[0]
+    );
+
+    let output = tessera(&[&["deploy", "status", &plan, "--node", "0", "--mps-dir", mps], &server[..]].concat(), &dir);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains(
+            "  1g.10gb@1 (a serialized executor of light-a, light-b): MPS daemon not running, 0 of 1 process running\n"
+        ),
+        "{}",
+        stdout(&output)
+    );
+}

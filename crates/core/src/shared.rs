@@ -118,6 +118,23 @@ impl SharedInstance {
         self.sharing == other.sharing && serves(self) == serves(other)
     }
 
+    /// What a multi-model server running the instance is told, as
+    /// environment variables: `TESSERA_SHARING` (the discipline) and
+    /// `TESSERA_MEMBERS` (JSON: each member's `service`, `model` and
+    /// `batch`, in the plan's order). The one contract of such a server,
+    /// whoever starts it (a Kubernetes pod, a node deploy).
+    pub fn server_env(&self) -> [(&'static str, String); 2] {
+        let members: Vec<serde_json::Value> = self
+            .members
+            .iter()
+            .map(|m| serde_json::json!({"service": m.service, "model": m.model, "batch": m.batch}))
+            .collect();
+        [
+            ("TESSERA_SHARING", self.sharing.to_string()),
+            ("TESSERA_MEMBERS", serde_json::Value::Array(members).to_string()),
+        ]
+    }
+
     /// The members' memory together (GB).
     pub fn memory_gb(&self) -> f64 {
         self.members.iter().map(|member| member.memory_gb).sum()
@@ -161,6 +178,12 @@ mod tests {
         assert!((shared.busy_share(0.0) - busy).abs() < 1e-12);
         assert!((shared.busy_share(0.1) - 1.1 * busy).abs() < 1e-12);
         assert_eq!(shared.memory_gb(), 4.0);
+        let [sharing, members] = shared.server_env();
+        assert_eq!(sharing, ("TESSERA_SHARING", "serialized".to_string()));
+        assert_eq!(
+            members.1,
+            r#"[{"batch":1,"model":"resnet50","service":"a"},{"batch":1,"model":"resnet50","service":"b"}]"#
+        );
         assert_eq!("serialized".parse::<Sharing>(), Ok(Sharing::Serialized));
         assert!("mps".parse::<Sharing>().unwrap_err().contains("serialized"));
     }

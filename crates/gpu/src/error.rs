@@ -82,6 +82,18 @@ pub enum GpuError {
         /// The other (model, batch) pairs without one, as `MODEL batch B`.
         others: Vec<String>,
     },
+    /// A plan with shared instances on the node and no command for the
+    /// multi-model server they run.
+    #[error(
+        "GPU {gpu} {instance} is shared by several services and no multi-model server command was given to run \
+         it; nothing was changed"
+    )]
+    NoSharedServer {
+        /// The GPU of the first such instance.
+        gpu: u32,
+        /// The instance, `profile@start`.
+        instance: String,
+    },
     /// A segment sweep that cannot run on the GPU as it is, or measured
     /// nothing.
     #[error("{message}")]
@@ -218,6 +230,7 @@ mod tests {
             GpuError::PlanGpu { gpu: 0, message: text() },
             GpuError::NoGpuOnNode { node: 3 },
             GpuError::NoWorkload { model: "m".into(), batch: 1, others: vec!["n batch 2".into()] },
+            GpuError::NoSharedServer { gpu: 0, instance: "1g.10gb@0".into() },
             GpuError::Sweep { message: text() },
             GpuError::ModelMismatch {
                 gpu: 0,

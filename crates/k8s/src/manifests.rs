@@ -378,17 +378,9 @@ impl<'a> Workload<'a> {
         config: String,
         (node, claim, pods): (&'a NodeRef, String, &'a PodOptions),
     ) -> Self {
-        let members: Vec<serde_json::Value> = shared
-            .members
-            .iter()
-            .map(|m| serde_json::json!({"service": m.service, "model": m.model, "batch": m.batch}))
-            .collect();
         Workload {
             requests_of: segment,
-            env: vec![
-                ("TESSERA_SHARING", shared.sharing.to_string()),
-                ("TESSERA_MEMBERS", serde_json::Value::Array(members).to_string()),
-            ],
+            env: shared.server_env().to_vec(),
             replicas: 1,
             args: image.args_for(1),
             config,

@@ -41,6 +41,14 @@ pub struct DeployArgs {
     /// and pids file go (`DIR/gpu<G>-<PROFILE>-<START>/`).
     #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
     pub mps_dir: PathBuf,
+
+    /// The multi-model server every shared instance runs: one process per
+    /// instance (under its MPS daemon), with `TESSERA_SHARING` (the
+    /// discipline) and `TESSERA_MEMBERS` (JSON: each member's `service`,
+    /// `model` and `batch`) in its environment. Needed by `--apply` when
+    /// the plan has shared instances on the node.
+    #[arg(long, value_name = "COMMAND")]
+    pub shared_command: Option<String>,
 }
 
 /// Where deploy keeps the MPS state of instances unless told otherwise.
@@ -62,5 +70,8 @@ pub enum DeployCommand {
         /// Where `deploy --apply` kept the instances' MPS state.
         #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
         mps_dir: PathBuf,
+        /// The multi-model server the shared instances were deployed with.
+        #[arg(long, value_name = "COMMAND")]
+        shared_command: Option<String>,
     },
 }

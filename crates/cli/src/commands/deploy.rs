@@ -1,6 +1,7 @@
 //! `tessera deploy`: a plan onto one node's GPUs: each GPU's MIG layout,
 //! then one MPS control daemon per instance running the registered
-//! workload's processes. The commands come from the registered workloads
+//! workload's processes (a shared instance: the `--shared-command`
+//! server). The commands come from the registered workloads
 //! (resolved before planning); planning, applying and the status are
 //! tessera-gpu's node operations, driven by one [`NodeDriver`].
 
@@ -26,8 +27,9 @@ pub fn run(args: DeployArgs, store: Option<&Path>) -> Result<()> {
     // still run when pasted), status lines between words.
     let mut out = String::new();
     let (result, fit): (_, fn(&str) -> String) = match &args.command {
-        Some(DeployCommand::Status { plan, node, mps_dir }) => {
-            (status(plan, *node, mps_dir, store, &mut out), |line| {
+        Some(DeployCommand::Status { plan, node, mps_dir, shared_command }) => {
+            let node = NodeArgs { path: plan, node: *node, mps_dir, shared_command: shared_command.as_deref() };
+            (status(&node, store, &mut out), |line| {
                 let body = line.trim_start();
                 let lead = &line[..line.len() - body.len()];
                 wrap_words(body, lead, &format!("{lead}    "))
@@ -56,29 +58,40 @@ fn explained(error: GpuError) -> anyhow::Error {
         GpuError::NoWorkload { model, batch, .. } => {
             anyhow::anyhow!("{error}; register one with `{}`", registration_hint(model, *batch))
         }
+        GpuError::NoSharedServer { .. } => anyhow::anyhow!("{error} (give one with --shared-command)"),
         _ => error.into(),
     }
 }
 
-/// The plan, the node options and the commands of the registered
-/// workloads; `journal` is the store opened for writing (an apply), else
-/// the store is only read, when it exists.
-fn inputs(
-    path: &Path,
+/// What a deploy and its status read: the plan, the node, where the MPS
+/// state goes and the multi-model server of shared instances.
+struct NodeArgs<'a> {
+    path: &'a Path,
     node: u32,
-    mps_dir: &Path,
+    mps_dir: &'a Path,
+    shared_command: Option<&'a str>,
+}
+
+/// The plan, the node options and the commands of the registered
+/// workloads (and the shared instances' server); `journal` is the store
+/// opened for writing (an apply), else the store is only read, when it
+/// exists.
+fn inputs(
+    args: &NodeArgs<'_>,
     store_file: &Path,
     journal: Option<&Store>,
     dry_run: bool,
 ) -> Result<(Plan, NodeOptions, ServiceCommands)> {
-    let plan = read_plan(path)?;
+    let plan = crate::inputs::read_sound_plan(args.path)?;
     let registered = match journal {
         Some(store) => store.registered_workloads()?,
         None if store_file.exists() => Store::open_read_only(store_file)?.registered_workloads()?,
         None => Vec::new(),
     };
-    let commands = ServiceCommands::resolve(&plan, node, &registered);
-    let options = NodeOptions { node, mps_root: absolute(mps_dir)?, assume_empty_without_driver: dry_run };
+    let commands = ServiceCommands::resolve(&plan, args.node, &registered)
+        .with_shared_server(args.shared_command.map(str::to_string));
+    let options =
+        NodeOptions { node: args.node, mps_root: absolute(args.mps_dir)?, assume_empty_without_driver: dry_run };
     Ok((plan, options, commands))
 }
 
@@ -111,7 +124,9 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
     // Opened before any change, so a store that cannot be opened stops the
     // deployment instead of leaving changes unrecorded.
     let mut journal = if args.apply { Some(Store::open(&store_file)?) } else { None };
-    let inputs = inputs(&path, node, &args.mps_dir, &store_file, journal.as_ref(), !args.apply)?;
+    let node_args =
+        NodeArgs { path: &path, node, mps_dir: &args.mps_dir, shared_command: args.shared_command.as_deref() };
+    let inputs = inputs(&node_args, &store_file, journal.as_ref(), !args.apply)?;
     let mut driver = NodeDriver::default();
     let mut launcher = DetachedLauncher::default();
     let node_plan = planned(&mut driver, &mut launcher, &path, &inputs)?;
@@ -125,6 +140,9 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
                 "# no registered workload for model {model} batch {batch}: `{}`",
                 registration_hint(model, *batch)
             )?;
+        }
+        if node_plan.missing_shared_server.is_some() {
+            writeln!(out, "# shared instances run a multi-model server: name its command with --shared-command")?;
         }
         for gpu in &node_plan.gpus {
             writeln!(out, "{}", header(gpu))?;
@@ -160,9 +178,10 @@ fn deploy(args: DeployArgs, store: Option<&Path>, out: &mut String) -> Result<()
 
 /// Compares the node with the plan: the same reading and decisions as a
 /// deploy, printed; not as planned is an error.
-fn status(path: &Path, node: u32, mps_dir: &Path, store: Option<&Path>, out: &mut String) -> Result<()> {
+fn status(args: &NodeArgs<'_>, store: Option<&Path>, out: &mut String) -> Result<()> {
+    let (path, node) = (args.path, args.node);
     let store_file = store_path(store)?;
-    let (plan, options, commands) = inputs(path, node, mps_dir, &store_file, None, false)?;
+    let (plan, options, commands) = inputs(args, &store_file, None, false)?;
     let mut driver = NodeDriver::default();
     let status = match node_status(&mut driver, &mut DetachedLauncher::default(), &plan, &commands, &options) {
         Err(error @ GpuError::NoGpuOnNode { .. }) => Err(error).with_context(|| path.display().to_string()),
@@ -183,19 +202,18 @@ fn status(path: &Path, node: u32, mps_dir: &Path, store: Option<&Path>, out: &mu
             )?;
         }
         for instance in &gpu.instances {
-            let (planned, state) = (&instance.planned, &instance.state);
+            let state = &instance.state;
             let pids: Vec<String> = state.alive.iter().map(u32::to_string).collect();
             writeln!(
                 out,
-                "  {} ({} batch {}): MPS daemon {}, {} of {} running{}{}",
+                "  {} ({}): MPS daemon {}, {} of {} running{}{}",
                 instance.dir.instance(),
-                planned.model,
-                planned.batch,
+                instance.serves,
                 if state.daemon { "running" } else { "not running" },
                 state.alive.len(),
-                count(planned.procs, "process"),
+                count(instance.procs, "process"),
                 if pids.is_empty() { String::new() } else { format!(" (pids {})", pids.join(", ")) },
-                if state.runs(planned.procs) && !instance.as_planned {
+                if state.runs(instance.procs) && !instance.as_planned {
                     ", but not as planned (another command, or its GPU's layout changes)"
                 } else {
                     ""
@@ -220,8 +238,4 @@ fn status(path: &Path, node: u32, mps_dir: &Path, store: Option<&Path>, out: &mu
 
 fn absolute(dir: &Path) -> Result<PathBuf> {
     std::path::absolute(dir).with_context(|| format!("--mps-dir {}: cannot make it absolute", dir.display()))
-}
-
-fn read_plan(path: &Path) -> Result<Plan> {
-    crate::inputs::read_dedicated_plan(path)
 }

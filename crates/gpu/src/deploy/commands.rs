@@ -1,11 +1,13 @@
 //! Which command serves each (model, batch) of a plan: resolved from the
 //! registered workloads before a deployment is planned, and passed in as
-//! data.
+//! data; and the multi-model server every shared instance runs.
 
 use std::collections::BTreeMap;
 
-use tessera_core::Plan;
+use tessera_core::{Plan, SharedInstance};
 use tessera_store::{RegisteredWorkload, WorkloadTask};
+
+use crate::runner::shell_word;
 
 /// The registered workload serving `model` at `batch`: of its family and
 /// batch, an inference workload before a training one, else the first in
@@ -21,10 +23,12 @@ pub fn workload_for<'a>(
         .min_by_key(|w| w.task != WorkloadTask::Inference)
 }
 
-/// The command line serving each (model, batch) a plan's node needs.
+/// The command line serving each (model, batch) a plan's node needs, and
+/// the multi-model server its shared instances run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServiceCommands {
     commands: BTreeMap<(String, u32), String>,
+    shared: Option<String>,
 }
 
 impl ServiceCommands {
@@ -42,12 +46,35 @@ impl ServiceCommands {
                 Some(((i.model.clone(), i.batch), workload.command_line()))
             })
             .collect();
-        Self { commands }
+        Self { commands, shared: None }
     }
 
     /// Commands given directly, by (model, batch).
     pub fn new(commands: impl IntoIterator<Item = ((String, u32), String)>) -> Self {
-        Self { commands: commands.into_iter().collect() }
+        Self { commands: commands.into_iter().collect(), shared: None }
+    }
+
+    /// The same commands, with `server` the command line of the
+    /// multi-model server each shared instance runs (one process, told its
+    /// members as [`SharedInstance::server_env`] says).
+    pub fn with_shared_server(self, server: Option<String>) -> Self {
+        Self { shared: server, ..self }
+    }
+
+    /// The multi-model server's command line, if one was given.
+    pub fn shared_server(&self) -> Option<&str> {
+        self.shared.as_deref()
+    }
+
+    /// The command line of `shared`'s one process: the multi-model server
+    /// with the instance's members in its environment (so the recorded
+    /// command changes when they do), or a placeholder saying that no
+    /// server was given (shown by a dry run; an apply refuses it).
+    pub(crate) fn shared_command_for(&self, shared: &SharedInstance) -> String {
+        let server = self.shared.as_deref().unwrap_or("<command of a multi-model server for shared instances>");
+        let env: Vec<String> =
+            shared.server_env().iter().map(|(key, value)| format!("{key}={}", shell_word(value))).collect();
+        format!("{} {server}", env.join(" "))
     }
 
     /// The command serving `model` at `batch`, if any.
@@ -110,5 +137,18 @@ mod tests {
         assert_eq!(commands.get("resnet50", 4), None);
         assert_eq!(commands.command_for("gpt2", 1), "<command of a workload for gpt2 batch 1>");
         assert_eq!(ServiceCommands::resolve(&plan, 0, &[]), ServiceCommands::default());
+    }
+
+    #[test]
+    fn a_shared_instance_runs_the_server_with_its_members_in_its_environment() {
+        let shared = crate::deploy::test_plans::shared(0, &["a", "b"]);
+        let commands = ServiceCommands::default();
+        let members = r#"[{"batch":1,"model":"resnet50","service":"a"},{"batch":1,"model":"resnet50","service":"b"}]"#;
+        let expected = format!("TESSERA_SHARING=serialized TESSERA_MEMBERS={} ", shell_word(members));
+        let placeholder = commands.shared_command_for(&shared);
+        assert_eq!(placeholder, format!("{expected}<command of a multi-model server for shared instances>"));
+        let commands = commands.with_shared_server(Some("python3 serve.py".into()));
+        assert_eq!(commands.shared_command_for(&shared), format!("{expected}python3 serve.py"));
+        assert_eq!(commands.shared_server(), Some("python3 serve.py"));
     }
 }

@@ -11,7 +11,9 @@
 //!
 //! The parts: each GPU's MIG layout ([`layout`]), then one MPS control
 //! daemon per MIG instance and the processes of the workload serving it
-//! ([`services`], started by a [`ServiceLauncher`]).
+//! ([`services`], started by a [`ServiceLauncher`]): a dedicated
+//! instance's `procs` processes of its registered workload, a shared
+//! instance's one multi-model server process told its members.
 
 mod commands;
 mod layout;
@@ -148,6 +150,10 @@ pub struct NodePlan {
     /// The (model, batch) pairs without a command (no registered workload);
     /// their services show a placeholder, and [`apply_node`] refuses.
     pub missing_commands: Vec<(String, u32)>,
+    /// The first shared instance (GPU, `profile@start`) when the plan has
+    /// shared instances on the node and no multi-model server command was
+    /// given; they show a placeholder, and [`apply_node`] refuses.
+    pub missing_shared_server: Option<(u32, String)>,
 }
 
 /// The GPU-instance id of instance `profile@start` in `live`, when it has a
@@ -177,14 +183,15 @@ fn plan_gpu<N: CommandRunner + MigDevices>(
     commands: &ServiceCommands,
 ) -> Result<GpuPlan, GpuError> {
     let gpu = deployment.planned.index;
-    let services: Vec<InstanceService> = deployment
-        .planned
-        .instances
+    let planned = &deployment.planned;
+    let dedicated = planned.instances.iter().map(|instance| {
+        InstanceService::new(root, gpu, instance, commands.command_for(&instance.model, instance.batch))
+    });
+    let shared = planned
+        .shared
         .iter()
-        .map(|instance| {
-            InstanceService::new(root, gpu, instance, commands.command_for(&instance.model, instance.batch))
-        })
-        .collect();
+        .map(|shared| InstanceService::shared(root, gpu, shared, commands.shared_command_for(shared)));
+    let services: Vec<InstanceService> = dedicated.chain(shared).collect();
     let live = &deployment.live;
     let exists = services.iter().any(|service| live_gi(live, &service.dir).is_some());
     let devices = if exists { driver.mig_devices(gpu)? } else { Vec::new() };
@@ -206,19 +213,6 @@ pub fn plan_node<N: CommandRunner + MigDevices>(
     commands: &ServiceCommands,
     options: &NodeOptions,
 ) -> Result<NodePlan, GpuError> {
-    let on_node = plan.gpus.iter().filter(|gpu| gpu.node == options.node);
-    if let Some((gpu, shared)) = on_node.flat_map(|gpu| gpu.shared.iter().map(move |s| (gpu, s))).next() {
-        return Err(GpuError::PlanGpu {
-            gpu: gpu.index,
-            message: format!(
-                "{}@{} is shared by {} services; a node deploys instances of one service only (the MIG layout \
-                 alone is `tessera k8s`' node agent's)",
-                shared.profile,
-                shared.start,
-                shared.members.len()
-            ),
-        });
-    }
     let (deployments, assumed_empty) = match plan_layouts(Some(driver), plan, options.node) {
         Err(GpuError::ProgramMissing { .. }) if options.assume_empty_without_driver => {
             (plan_layouts(None, plan, options.node)?, true)
@@ -237,7 +231,14 @@ pub fn plan_node<N: CommandRunner + MigDevices>(
         .collect();
     missing_commands.sort();
     missing_commands.dedup();
-    Ok(NodePlan { node: options.node, gpus, assumed_empty, missing_commands })
+    let missing_shared_server = match commands.shared_server() {
+        Some(_) => None,
+        None => gpus.iter().find_map(|gpu| {
+            let shared = gpu.deployment.planned.shared.first()?;
+            Some((gpu.gpu(), format!("{}@{}", shared.profile, shared.start)))
+        }),
+    };
+    Ok(NodePlan { node: options.node, gpus, assumed_empty, missing_commands, missing_shared_server })
 }
 
 /// The MIG-layout part of [`plan_node`] alone: each GPU's installed model
@@ -252,7 +253,7 @@ pub fn plan_node_layouts<R: CommandRunner>(driver: &mut R, plan: &Plan, node: u3
         .into_iter()
         .map(|deployment| GpuPlan { deployment, stops: Vec::new(), services: Vec::new() })
         .collect();
-    Ok(NodePlan { node, gpus, assumed_empty: false, missing_commands: Vec::new() })
+    Ok(NodePlan { node, gpus, assumed_empty: false, missing_commands: Vec::new(), missing_shared_server: None })
 }
 
 /// What an [`Event`] reports.
@@ -342,6 +343,9 @@ pub fn apply_node<N: CommandRunner + MigDevices>(
     if let Some((model, batch)) = plan.missing_commands.first() {
         let others: Vec<String> = plan.missing_commands[1..].iter().map(|(m, b)| format!("{m} batch {b}")).collect();
         return Err(GpuError::NoWorkload { model: model.clone(), batch: *batch, others });
+    }
+    if let Some((gpu, instance)) = &plan.missing_shared_server {
+        return Err(GpuError::NoSharedServer { gpu: *gpu, instance: instance.clone() });
     }
     let gpus = &plan.gpus;
     for gpu in gpus.iter().filter(|gpu| gpu.services.iter().any(|s| matches!(s, Service::Start { .. }))) {

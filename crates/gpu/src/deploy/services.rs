@@ -17,8 +17,8 @@
 
 use std::path::{Path, PathBuf};
 
-use tessera_core::text::count;
-use tessera_core::InstanceAssignment;
+use tessera_core::text::{count, few_named};
+use tessera_core::{InstanceAssignment, SharedInstance};
 use tessera_store::write_atomic;
 
 use crate::error::GpuError;
@@ -167,12 +167,33 @@ pub struct InstanceService {
     pub command: String,
     /// How many processes.
     pub procs: u32,
+    /// What it serves, in words: `resnet50 batch 8`, or `a serialized
+    /// executor of a, b, c`.
+    pub serves: String,
 }
 
 impl InstanceService {
     /// The service of the plan's `instance` on GPU `gpu`, under `root`.
     pub fn new(root: &Path, gpu: u32, instance: &InstanceAssignment, command: String) -> Self {
-        Self { dir: InstanceDir::new(root, gpu, &instance.profile, instance.start), command, procs: instance.procs }
+        Self {
+            dir: InstanceDir::new(root, gpu, &instance.profile, instance.start),
+            command,
+            procs: instance.procs,
+            serves: format!("{} batch {}", instance.model, instance.batch),
+        }
+    }
+
+    /// The one executor process of the plan's shared instance `shared` on
+    /// GPU `gpu`, under `root`, running `command` (the multi-model server
+    /// told its members).
+    pub fn shared(root: &Path, gpu: u32, shared: &SharedInstance, command: String) -> Self {
+        let services: Vec<&str> = shared.members.iter().map(|m| m.service.as_str()).collect();
+        Self {
+            dir: InstanceDir::new(root, gpu, &shared.profile, shared.start),
+            command,
+            procs: 1,
+            serves: format!("a {} executor of {}", shared.sharing, few_named(&services)),
+        }
     }
 
     /// `true` when `state` is this service running as planned.
@@ -467,6 +488,7 @@ mod tests {
             dir: InstanceDir::new(root, gpu, profile, start),
             command: "python serve.py --batch 8".to_string(),
             procs,
+            serves: "resnet50 batch 8".to_string(),
         }
     }
 

@@ -3,7 +3,7 @@
 //! its layout needs no step; an instance's service when a deploy would
 //! leave it alone.
 
-use tessera_core::{InstanceAssignment, Plan};
+use tessera_core::Plan;
 
 use super::{plan_node, GpuPlan, NodeOptions, NodePlan, Service, ServiceCommands, ServiceLauncher, Step};
 use crate::deploy::services::{InstanceDir, InstanceState};
@@ -54,8 +54,10 @@ impl LayoutDifferences {
 /// One planned instance and what runs there.
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstanceStatus {
-    /// The plan's instance.
-    pub planned: InstanceAssignment,
+    /// What it serves, in words ([`super::InstanceService::serves`]).
+    pub serves: String,
+    /// The processes it runs as planned.
+    pub procs: u32,
     /// Its state directory.
     pub dir: InstanceDir,
     /// What runs there.
@@ -77,19 +79,17 @@ pub struct GpuStatus {
     pub layout: LayoutDifferences,
     /// `true` when its layout is as planned.
     pub layout_as_planned: bool,
-    /// Each planned instance, in the plan's order.
+    /// Each planned instance, in the plan's order (dedicated, then shared).
     pub instances: Vec<InstanceStatus>,
 }
 
 impl GpuStatus {
     fn of(gpu: &GpuPlan) -> Self {
         let deployment = &gpu.deployment;
-        let instances = deployment
-            .planned
-            .instances
+        let instances = gpu
+            .services
             .iter()
-            .zip(&gpu.services)
-            .map(|(planned, service)| {
+            .map(|service| {
                 let (state, as_planned) = match service {
                     Service::Keep { pids, .. } => {
                         let state =
@@ -98,7 +98,14 @@ impl GpuStatus {
                     }
                     Service::Start { state, .. } => (state.clone(), false),
                 };
-                InstanceStatus { planned: planned.clone(), dir: service.service().dir.clone(), state, as_planned }
+                let planned = service.service();
+                InstanceStatus {
+                    serves: planned.serves.clone(),
+                    procs: planned.procs,
+                    dir: planned.dir.clone(),
+                    state,
+                    as_planned,
+                }
             })
             .collect();
         GpuStatus {
@@ -167,7 +174,7 @@ mod tests {
     use crate::deploy::test_plans::{gpu, plan};
     use crate::deploy::{apply_node, FakeServiceLauncher};
     use crate::fake::FakeNvidiaSmi;
-    use tessera_core::GpuModel;
+    use tessera_core::{GpuModel, InstanceAssignment};
 
     /// The directory of `instance` of GPU `gpu` under `root`.
     fn dir_of(root: &Path, gpu: u32, instance: &InstanceAssignment) -> InstanceDir {
@@ -200,7 +207,9 @@ mod tests {
         let after = node_status(&mut fake, &mut launcher, &plan, &commands(), &options(root.path())).unwrap();
         assert!(after.as_planned(), "{after:#?}");
         let first = &after.gpus[0].instances[0];
-        assert_eq!((first.state.alive.len(), first.dir.clone()), (2, dir_of(root.path(), 0, &first.planned)));
+        let planned = &plan.gpus[0].instances[0];
+        assert_eq!((first.state.alive.len(), first.dir.clone()), (2, dir_of(root.path(), 0, planned)));
+        assert_eq!((first.serves.as_str(), first.procs), ("resnet50 batch 8", 2));
 
         // Another command for the same model is not as planned: a deploy would restart it.
         let other = ServiceCommands::new([(("resnet50".to_string(), 8), "serve other".to_string())]);
@@ -229,5 +238,50 @@ mod tests {
         assert_eq!(layout.missing, ["2g.20gb@0"]);
         assert_eq!(layout.extra, ["1g.10gb@0"]);
         assert_eq!(layout.without_compute_instance, ["3g.40gb@4"]);
+    }
+
+    #[test]
+    fn a_shared_instance_runs_one_server_process_restarted_only_when_its_members_change() {
+        use crate::deploy::test_plans::shared;
+        use crate::deploy::EventKind;
+        let root = tempfile::tempdir().unwrap();
+        let mut plan = plan(vec![gpu(0, 0, LAYOUT)]);
+        plan.gpus[0].shared = vec![shared(2, &["a", "b"])];
+        let mut fake = FakeNvidiaSmi::new().with_gpu(0, GpuModel::A100_80GB);
+        let mut launcher = FakeServiceLauncher::new();
+
+        // Without a server command: a placeholder, and an apply refuses.
+        let node_plan = plan_node(&mut fake, &mut launcher, &plan, &commands(), &options(root.path())).unwrap();
+        assert_eq!(node_plan.missing_shared_server, Some((0, "1g.10gb@2".to_string())));
+        assert!(node_plan.gpus[0].lines().iter().any(|line| line.contains("<command of a multi-model server")));
+        let refused = apply_node(&mut fake, &mut launcher, &node_plan, false, &mut |_| {}).unwrap_err();
+        assert!(matches!(refused, GpuError::NoSharedServer { gpu: 0, .. }), "{refused}");
+
+        let commands = commands().with_shared_server(Some("serve-many".to_string()));
+        let node_plan = plan_node(&mut fake, &mut launcher, &plan, &commands, &options(root.path())).unwrap();
+        apply_node(&mut fake, &mut launcher, &node_plan, false, &mut |_| {}).unwrap();
+        let status = node_status(&mut fake, &mut launcher, &plan, &commands, &options(root.path())).unwrap();
+        assert!(status.as_planned(), "{status:#?}");
+        let executor = &status.gpus[0].instances[2];
+        assert_eq!((executor.serves.as_str(), executor.procs), ("a serialized executor of a, b", 1));
+        let recorded = std::fs::read_to_string(executor.dir.path.join("command")).unwrap();
+        assert!(
+            recorded.starts_with("TESSERA_SHARING=serialized TESSERA_MEMBERS=") && recorded.ends_with(" serve-many")
+        );
+
+        // A member joins: only the executor restarts.
+        plan.gpus[0].shared = vec![shared(2, &["a", "b", "c"])];
+        let status = node_status(&mut fake, &mut launcher, &plan, &commands, &options(root.path())).unwrap();
+        assert_eq!((status.gpus_differing(), status.instances_not_as_planned()), (0, 1));
+        let node_plan = plan_node(&mut fake, &mut launcher, &plan, &commands, &options(root.path())).unwrap();
+        let mut events = Vec::new();
+        apply_node(&mut fake, &mut launcher, &node_plan, false, &mut |event| events.push(event)).unwrap();
+        let stopped = events.iter().filter(|e| e.kind == EventKind::ProcessStop).count();
+        let started: Vec<&str> =
+            events.iter().filter(|e| e.kind == EventKind::ProcessStart).map(|e| e.detail.as_str()).collect();
+        assert_eq!((stopped, started.len()), (1, 1), "{events:#?}");
+        assert!(started[0].contains(r#""service":"c""#), "{started:?}");
+        let status = node_status(&mut fake, &mut launcher, &plan, &commands, &options(root.path())).unwrap();
+        assert!(status.as_planned(), "{status:#?}");
     }
 }

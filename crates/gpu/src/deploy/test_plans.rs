@@ -1,7 +1,7 @@
 //! Plans for the deployment tests: A100-80GB GPUs whose instances serve
-//! resnet50 at batch 8 with two processes each.
+//! resnet50 at batch 8 with two processes each, and shared instances.
 
-use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan, SharedInstance, SharedMember, Sharing};
 
 /// Instance `profile@start`.
 pub fn instance(profile: &str, start: u8) -> InstanceAssignment {
@@ -41,4 +41,25 @@ pub fn expected(layout: &[(&str, u8)]) -> Vec<(String, u8, usize)> {
     let mut v: Vec<_> = layout.iter().map(|(p, s)| ((*p).to_string(), *s, 1)).collect();
     v.sort();
     v
+}
+
+/// A `1g.10gb` instance at `start` shared by `services`, each running
+/// resnet50 at batch 1.
+pub fn shared(start: u8, services: &[&str]) -> SharedInstance {
+    let member = |service: &&str| SharedMember {
+        service: service.to_string(),
+        model: "resnet50".to_string(),
+        batch: 1,
+        latency_ms: 5.0,
+        throughput_rps: 200.0,
+        capacity_rps: 4.0,
+        memory_gb: 2.0,
+    };
+    SharedInstance {
+        profile: "1g.10gb".to_string(),
+        size: 1,
+        start,
+        sharing: Sharing::Serialized,
+        members: services.iter().map(member).collect(),
+    }
 }
