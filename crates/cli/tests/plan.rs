@@ -800,6 +800,13 @@ fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
     assert!(output.status.success(), "{}", stderr(&output));
     let steps = stdout(&output).split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(steps.contains("stop the executor of") && steps.contains("start a serialized executor of"), "{steps}");
+    // A replan of it shares too, and keeps its shared instances.
+    let output =
+        tessera(&["plan", "--demo", "--slo", slo, "--from", plan.to_str().unwrap(), "--format", "json"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let replanned: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let notes = replanned["notes"].to_string();
+    assert!(notes.contains("replanned with shared instances: ") && notes.contains(" kept where they run"), "{notes}");
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "csv"], &store);
     assert!(stderr(&output).contains("write the plan as JSON"), "{}", stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--latency-rule", "parva"], &store);

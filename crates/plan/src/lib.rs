@@ -35,6 +35,9 @@
 //!   folder of its steps (`inherit`, `stable`, `fill`, `residual`,
 //!   `absorb`, `assemble`, `align`, `keep_layouts`); `spread` — spreading a
 //!   service's segments over GPUs.
+//! * `share` — light services packed into shared instances, placed by the
+//!   `optimal` strategy as stand-in segments; `share_replan` — a replan
+//!   that keeps running shared instances where they run.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
@@ -210,6 +213,7 @@ mod report;
 mod round;
 mod service_check;
 mod share;
+mod share_replan;
 mod spread;
 mod strategy;
 mod tolerance;

@@ -29,6 +29,7 @@ use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
 use crate::share;
+use crate::share_replan::replan_shared;
 use crate::spread::spread_segments;
 use crate::strategy::Strategy;
 
@@ -302,16 +303,21 @@ impl PlanRequest<'_> {
         self.strategy.check_rule(rule)
     }
 
+    /// The discipline of shared instances: asked, else the running plan's
+    /// when it has shared instances (a replan keeps sharing), else none.
+    pub fn resolved_share(&self) -> Option<Sharing> {
+        self.share.or_else(|| {
+            let from = self.from.as_ref()?;
+            from.current.shared_instances().next().map(|(_, shared)| shared.sharing)
+        })
+    }
+
     /// Refuses sharing where the serialized model does not hold or the
     /// planner cannot place it: another rule, arrivals or strategy, a
-    /// replan (and any replan of a plan with shared instances), a fleet of
-    /// several GPU models.
+    /// fleet of several GPU models.
     fn check_sharing(&self, rule: LatencyRule) -> Result<(), PlanError> {
         let refuse = |message: &str| Err(PlanError::InvalidOption { field: "share", message: message.to_string() });
-        if self.from.as_ref().is_some_and(|from| from.current.shared_instances().next().is_some()) {
-            return refuse("the running plan has shared instances, which a replan cannot keep yet; plan afresh");
-        }
-        if self.share.is_none() {
+        if self.resolved_share().is_none() {
             return Ok(());
         }
         if rule != LatencyRule::Percentile || self.strategy != Strategy::Optimal {
@@ -319,9 +325,6 @@ impl PlanRequest<'_> {
         }
         if self.resolved_arrivals()? != ArrivalModel::Poisson {
             return refuse("shared instances are proven under Poisson arrivals only");
-        }
-        if self.from.is_some() {
-            return refuse("a replan keeps the running plan's instances; plan shared instances afresh");
         }
         if self.resolved_fleet()?.len() != 1 {
             return refuse("shared instances are planned on a fleet of one GPU model");
@@ -362,12 +365,15 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
             let removed: Vec<GpuPosition> = from.drained.iter().chain(&from.lost).copied().collect();
-            let replanned = replan(&ReplanRequest {
-                plan: problem,
-                current: from.current,
-                max_extra_gpus: from.max_extra_gpus,
-                removed_gpus: &removed,
-            })?;
+            let replanned = match request.resolved_share() {
+                Some(_) => replan_shared(&problem, from.current, from.max_extra_gpus, &removed)?,
+                None => replan(&ReplanRequest {
+                    plan: problem,
+                    current: from.current,
+                    max_extra_gpus: from.max_extra_gpus,
+                    removed_gpus: &removed,
+                })?,
+            };
             let mut plan = replanned.plan;
             for position in &from.drained {
                 plan.notes.push(format!("GPU {position} drained: its services run elsewhere before it is emptied"));
@@ -383,7 +389,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
             };
             (plan, Some(comparison))
         }
-        None if request.share.is_some() => (plan_shared(&problem)?, None),
+        None if request.share.is_some() => (share::plan_shared(&problem)?, None),
         None => {
             let plan = match request.strategy {
                 Strategy::Optimal => plan_optimal(&problem)?,
@@ -437,17 +443,6 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         return Err(PlanError::Cancelled);
     }
     Ok(Planned { plan, replan: replanned })
-}
-
-/// Plans `problem` with light services in shared instances: packs them,
-/// lets the optimal planner place each shared instance as a segment of its
-/// own beside the dedicated ones, and unfolds the result.
-fn plan_shared(problem: &Problem<'_>) -> Result<Plan, PlanError> {
-    let packing = share::pack(problem)?;
-    let stand_ins = share::stand_ins(&packing, problem.catalog)?;
-    let placing = Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, ..problem.clone() };
-    let plan = plan_optimal(&placing)?;
-    Ok(share::unfold(plan, &packing, &stand_ins, problem))
 }
 
 /// The linear-programming bound of `request` (each service a convex

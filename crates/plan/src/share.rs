@@ -33,6 +33,7 @@ use tessera_serving::serialized::{all_meet, member_figures, Member, MemberLoad};
 
 use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
+use crate::optimal::plan_optimal;
 use crate::problem::Problem;
 
 /// The most services one shared instance hosts.
@@ -72,7 +73,12 @@ type Candidate = (f64, SharedMember, Member);
 /// the profile has no batch-1 point there or cannot bound its memory, or
 /// when it misses its SLO alone there at `margin`. The flag says whether
 /// its memory is a bound rather than a measurement.
-fn candidate(problem: &Problem<'_>, gpu_model: GpuModel, size: u8, slo: &ServiceSlo) -> Option<(Candidate, bool)> {
+pub(crate) fn candidate(
+    problem: &Problem<'_>,
+    gpu_model: GpuModel,
+    size: u8,
+    slo: &ServiceSlo,
+) -> Option<(Candidate, bool)> {
     let config = SegmentConfig { size_gpcs: size, batch: 1, procs: 1 };
     let profile = problem.catalog.get(gpu_model, &slo.model)?;
     let point = profile.point(config)?;
@@ -285,6 +291,17 @@ fn balance(light: Vec<(f64, SharedMember, Member)>, instance_gb: f64, margin: f6
     }
     fillings.retain(|filling| !filling.members.is_empty());
     fillings
+}
+
+/// Plans `problem` with light services in shared instances: packs them,
+/// lets the optimal planner place each shared instance as a segment of its
+/// own beside the dedicated ones, and unfolds the result.
+pub(crate) fn plan_shared(problem: &Problem<'_>) -> Result<Plan, PlanError> {
+    let packing = pack(problem)?;
+    let stand_ins = stand_ins(&packing, problem.catalog)?;
+    let placing = Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, ..problem.clone() };
+    let plan = plan_optimal(&placing)?;
+    Ok(unfold(plan, &packing, &stand_ins, problem))
 }
 
 /// The services and catalogue the optimal planner sees: `packing`'s
