@@ -753,8 +753,8 @@ fn simulate_serialized(members: &[(f64, f64, f64)], requests: usize, seed: u64) 
 /// Light services on the built-in profiles with `--share serialized`: the
 /// table shows shared tiles, `simulate serve` runs the shared instances,
 /// `report` draws them, `diff` (and its steps) restarts only the executor
-/// a member leaves, the plan CSV is refused, and sharing outside its
-/// model is refused at once.
+/// a member leaves, the plan CSV holds a row per member and verifies, and
+/// sharing outside its model is refused at once.
 #[test]
 fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
     let dir = TempDir::new().unwrap();
@@ -807,8 +807,17 @@ fn a_shared_plan_simulates_and_the_commands_that_cannot_run_it_say_so() {
     let replanned: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
     let notes = replanned["notes"].to_string();
     assert!(notes.contains("replanned with shared instances: ") && notes.contains(" kept where they run"), "{notes}");
-    let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "csv"], &store);
-    assert!(stderr(&output).contains("write the plan as JSON"), "{}", stderr(&output));
+    // As CSV: one row per member, which `verify` reads back.
+    let csv_plan = dir.path().join("shared.csv");
+    let output = tessera(
+        &["plan", "--demo", "--slo", slo, "--share", "serialized", "--format", "csv", "-o", csv_plan.to_str().unwrap()],
+        &store,
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let rows = std::fs::read_to_string(&csv_plan).unwrap();
+    assert_eq!(rows.matches(",serialized,").count(), 12, "{rows}");
+    let output = tessera(&["verify", csv_plan.to_str().unwrap(), "--demo", "--slo", slo], &store);
+    assert!(output.status.success(), "{}{}", stdout(&output), stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "serialized", "--latency-rule", "parva"], &store);
     assert!(stderr(&output).contains("percentile rule"), "{}", stderr(&output));
     let output = tessera(&["plan", "--demo", "--slo", slo, "--share", "mps"], &store);

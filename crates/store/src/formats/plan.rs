@@ -8,7 +8,10 @@
 //! - CSV ([`write_plan_csv`]): one row per MIG instance,
 //!   [`PLAN_CSV_HEADER`], with what it takes to verify or deploy the plan
 //!   again (GPU and instance, segment, profiled numbers, the plan's latency
-//!   rule on every row). Columns are found by name, in any order.
+//!   rule on every row); a shared instance is one row per member, the
+//!   instance's columns repeated, its discipline in `sharing` and the
+//!   member's memory in `memory_gb`. Columns are found by name, in any
+//!   order.
 //!
 //! Files are read by content, whichever their format, in `plan_file`.
 
@@ -17,7 +20,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use tessera_core::plan::MAX_MARGIN;
-use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
+use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan, SharedInstance, SharedMember, Sharing};
 
 use crate::error::StoreError;
 use crate::formats::table::{Cell, Table};
@@ -32,7 +35,7 @@ pub const PLAN_VERSION: u32 = 3;
 const OLDEST_PLAN_VERSION: u32 = 1;
 
 /// The columns of Tessera's plan CSV, in the order they are written.
-pub const PLAN_CSV_HEADER: [&str; 15] = [
+pub const PLAN_CSV_HEADER: [&str; 17] = [
     "node",
     "gpu_index",
     "gpu_model",
@@ -48,11 +51,13 @@ pub const PLAN_CSV_HEADER: [&str; 15] = [
     "latency_rule",
     "capacity_rps",
     "margin",
+    "sharing",
+    "memory_gb",
 ];
 
 /// The columns of [`PLAN_CSV_HEADER`] a plan CSV may leave out (files
 /// written before they existed).
-const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 2] = ["capacity_rps", "margin"];
+const OPTIONAL_PLAN_CSV_COLUMNS: [&str; 4] = ["capacity_rps", "margin", "sharing", "memory_gb"];
 
 /// What a plan read from a CSV file says produced it: the CSV does not
 /// record the strategy.
@@ -116,10 +121,13 @@ pub(crate) fn parse_plan_json(path: &Path, bytes: &[u8]) -> Result<Plan, StoreEr
 }
 
 /// Writes `plan` as Tessera's plan CSV: [`PLAN_CSV_HEADER`], then one row
-/// per MIG instance in plan order, numbers in Rust's shortest round-trip
-/// notation (reading the file back gives the same values).
+/// per MIG instance in plan order (a shared instance: one row per member,
+/// after the GPU's dedicated instances), numbers in Rust's shortest
+/// round-trip notation (reading the file back gives the same values).
 pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
-    write_instance_rows(out, "plan CSV", plan, PLAN_CSV_HEADER, |gpu, instance| {
+    let write_error = |cause: std::io::Error| StoreError::Write { what: "plan CSV".to_string(), cause };
+    let margin = plan.margin.map_or_else(String::new, |margin| margin.to_string());
+    let row = |gpu: &GpuAssignment, instance: &InstanceAssignment, shared: Option<(Sharing, f64)>| {
         [
             gpu.node.to_string(),
             gpu.index.to_string(),
@@ -135,9 +143,44 @@ pub fn write_plan_csv<W: Write>(out: W, plan: &Plan) -> Result<(), StoreError> {
             instance.latency_ms.to_string(),
             plan.latency_rule.clone(),
             instance.capacity_rps.map_or_else(String::new, |capacity| capacity.to_string()),
-            plan.margin.map_or_else(String::new, |margin| margin.to_string()),
+            margin.clone(),
+            shared.map_or_else(String::new, |(sharing, _)| sharing.to_string()),
+            shared.map_or_else(String::new, |(_, memory_gb)| memory_gb.to_string()),
         ]
-    })
+    };
+    let mut writer = csv::Writer::from_writer(out);
+    writer.write_record(PLAN_CSV_HEADER).map_err(|error| write_error(error.into()))?;
+    for gpu in &plan.gpus {
+        for instance in &gpu.instances {
+            writer.write_record(row(gpu, instance, None)).map_err(|error| write_error(error.into()))?;
+        }
+        for shared in &gpu.shared {
+            for member in &shared.members {
+                let as_row = member_row(shared, member);
+                let record = row(gpu, &as_row, Some((shared.sharing, member.memory_gb)));
+                writer.write_record(record).map_err(|error| write_error(error.into()))?;
+            }
+        }
+    }
+    writer.flush().map_err(write_error)
+}
+
+/// A member of `shared` in the columns of a dedicated instance: its
+/// service, model and batch, one process, its profiled numbers and its
+/// routed rate as the capacity.
+fn member_row(shared: &SharedInstance, member: &SharedMember) -> InstanceAssignment {
+    InstanceAssignment {
+        profile: shared.profile.clone(),
+        size: shared.size,
+        start: shared.start,
+        service: member.service.clone(),
+        model: member.model.clone(),
+        batch: member.batch,
+        procs: 1,
+        throughput_rps: member.throughput_rps,
+        latency_ms: member.latency_ms,
+        capacity_rps: Some(member.capacity_rps),
+    }
 }
 
 /// Writes `header`, then `row` of every MIG instance of `plan` in plan
@@ -189,6 +232,8 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
         .collect::<Result<Vec<_>, _>>()?;
     let capacity = table.optional("capacity_rps")?;
     let margin_column = table.optional("margin")?;
+    let sharing_column = table.optional("sharing")?;
+    let memory_column = table.optional("memory_gb")?;
     let [node, index, gpu_model, profile, size, start, service, model, batch, procs, throughput, latency, rule] =
         columns[..]
     else {
@@ -245,15 +290,58 @@ pub(crate) fn plan_from_table(table: &Table) -> Result<Plan, StoreError> {
                 None => None,
             },
         };
-        match gpus.iter_mut().find(|g| g.node == node && g.index == index) {
-            Some(existing) if existing.gpu_model != gpu => {
+        let at = match gpus.iter().position(|g| g.node == node && g.index == index) {
+            Some(at) if gpus[at].gpu_model != gpu => {
                 return Err(gpu_cell
-                    .error(format!("node {node} gpu {index} is {} on an earlier line, not {gpu}", existing.gpu_model)))
+                    .error(format!("node {node} gpu {index} is {} on an earlier line, not {gpu}", gpus[at].gpu_model)))
             }
-            Some(existing) => existing.instances.push(instance),
+            Some(at) => at,
             None => {
-                gpus.push(GpuAssignment { node, index, gpu_model: gpu, instances: vec![instance], shared: Vec::new() })
+                gpus.push(GpuAssignment::dedicated(node, index, gpu, Vec::new()));
+                gpus.len() - 1
             }
+        };
+        let sharing_cell = sharing_column.map(cell).filter(|cell| !cell.text.is_empty());
+        let Some(sharing_cell) = sharing_cell else {
+            gpus[at].instances.push(instance);
+            continue;
+        };
+        // A member of a shared instance.
+        let sharing: Sharing = sharing_cell.text.parse().map_err(|error: String| sharing_cell.error(error))?;
+        if instance.procs != 1 {
+            return Err(cell(procs).error("a member of a shared instance runs in its one process: procs must be 1"));
+        }
+        let memory_gb = match memory_column.map(cell) {
+            Some(memory_cell) if !memory_cell.text.is_empty() => memory_cell.non_negative()?,
+            _ => return Err(sharing_cell.error("a member of a shared instance needs its memory_gb")),
+        };
+        let member = SharedMember {
+            service: instance.service,
+            model: instance.model,
+            batch: instance.batch,
+            latency_ms: instance.latency_ms,
+            throughput_rps: instance.throughput_rps,
+            capacity_rps: instance
+                .capacity_rps
+                .ok_or_else(|| sharing_cell.error("a member of a shared instance needs its capacity_rps (its rate)"))?,
+            memory_gb,
+        };
+        let shared = &mut gpus[at].shared;
+        match shared.iter_mut().find(|s| s.profile == instance.profile && s.start == instance.start) {
+            Some(existing) if existing.sharing != sharing => {
+                return Err(sharing_cell.error(format!(
+                    "{}@{} is shared {} on an earlier line, not {sharing}",
+                    existing.profile, existing.start, existing.sharing
+                )))
+            }
+            Some(existing) => existing.members.push(member),
+            None => shared.push(SharedInstance {
+                profile: instance.profile,
+                size: instance.size,
+                start: instance.start,
+                sharing,
+                members: vec![member],
+            }),
         }
     }
     let latency_rule = latency_rule.map_or_else(String::new, |(rule, _)| rule.to_string());
@@ -407,6 +495,46 @@ mod tests {
     }
 
     #[test]
+    fn shared_instances_round_trip_through_the_csv_one_row_per_member() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = |service: &str, memory_gb: f64| SharedMember {
+            service: service.to_string(),
+            model: "resnet50".to_string(),
+            batch: 1,
+            latency_ms: 4.75,
+            throughput_rps: 210.5,
+            capacity_rps: 3.0,
+            memory_gb,
+        };
+        let mut shared = plan();
+        shared.gpus[0].instances.truncate(1);
+        shared.gpus[0].shared = vec![SharedInstance {
+            profile: "1g.10gb".into(),
+            size: 1,
+            start: 5,
+            sharing: Sharing::Serialized,
+            members: vec![member("a", 2.0), member("b, c", 2.5)],
+        }];
+        let mut bytes = Vec::new();
+        write_plan_csv(&mut bytes, &shared).unwrap();
+        let text = String::from_utf8(bytes.clone()).unwrap();
+        assert!(text.contains(",1g.10gb,1,5,a,resnet50,1,1,210.5,4.75,queueing,3,0.06,serialized,2\n"), "{text}");
+        let read = read_plan_file(&write(dir.path(), "shared.csv", &bytes), None).unwrap();
+        assert_eq!(read.gpus, shared.gpus);
+
+        let refused = |edit: &dyn Fn(&str) -> String| {
+            let path = write(dir.path(), "bad.csv", edit(&text).as_bytes());
+            read_plan_file(&path, None).unwrap_err().to_string()
+        };
+        let message = refused(&|t| t.replacen(",serialized,2\n", ",mps,2\n", 1));
+        assert!(message.contains("bad.csv:3: field 'sharing': unknown sharing 'mps'"), "{message}");
+        let message = refused(&|t| t.replacen(",serialized,2\n", ",serialized,\n", 1));
+        assert!(message.contains("a member of a shared instance needs its memory_gb"), "{message}");
+        let message = refused(&|t| t.replacen("resnet50,1,1,", "resnet50,1,2,", 1));
+        assert!(message.contains("procs must be 1"), "{message}");
+    }
+
+    #[test]
     fn csv_round_trips_what_verifying_and_deploying_need() {
         let dir = tempfile::tempdir().unwrap();
         let mut bytes = Vec::new();
@@ -445,10 +573,10 @@ mod tests {
             message.contains("p.csv:3: field 'gpu_model': node 0 gpu 0 is a100-80gb on an earlier line"),
             "{message}"
         );
-        let message = error_of(good.replacen(",0.06\n", ",0.05\n", 2).replacen(",0.05\n", ",0.06\n", 1));
+        let message = error_of(good.replacen(",0.06,,\n", ",0.05,,\n", 2).replacen(",0.05,,\n", ",0.06,,\n", 1));
         assert!(message.contains("p.csv:3: field 'margin': '0.05' differs from '0.06' on line 2"), "{message}");
         // A margin out of [0, 1] would have the checks search without end.
-        let message = error_of(good.replace(",0.06\n", ",1.5\n"));
+        let message = error_of(good.replace(",0.06,,\n", ",1.5,,\n"));
         assert!(message.contains("p.csv:2: field 'margin': not a share in [0, 1]"), "{message}");
         let json = |margin: f64| json_with(|plan| plan["margin"] = serde_json::json!(margin));
         let message = read_plan_file(&write(dir.path(), "p.json", &json(-5.89e18)), None).unwrap_err().to_string();
