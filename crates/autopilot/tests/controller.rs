@@ -382,6 +382,25 @@ fn a_bad_configuration_is_named() {
 }
 
 #[test]
+fn a_running_plan_with_shared_instances_is_refused_naming_one() {
+    let light: Vec<tessera_core::ServiceSlo> =
+        (0..6).map(|k| tessera_core::ServiceSlo::new(format!("light-{k}"), "resnet50", 3.0, 150.0).unwrap()).collect();
+    let light = inputs().for_services(light);
+    let request = tessera_plan::PlanRequest {
+        share: Some(tessera_core::Sharing::Serialized),
+        ..tessera_plan::PlanRequest::new(&light)
+    };
+    let shared = tessera_plan::plan(&request).unwrap().plan;
+    let refused = Controller::new(light, PlanSettings::default(), ControllerConfig::default(), Some(shared));
+    let message = refused.err().unwrap().to_string();
+    assert!(message.starts_with("plan: the running plan's node 0 gpu 0 1g.10gb@"), "{message}");
+    assert!(
+        message.ends_with("is shared by 6 services; the autopilot keeps instances of one service only"),
+        "{message}"
+    );
+}
+
+#[test]
 fn burstier_arrivals_observed_replan_a_plan_proven_under_calmer_ones() {
     let mut controller = controller(ControllerConfig::default());
     controller.observe(&observation(0.0, &rates(0.5)));

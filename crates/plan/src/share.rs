@@ -449,7 +449,7 @@ fn member_reports(shared: &SharedInstance, by_name: &HashMap<&str, &ServiceSlo>,
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use tessera_core::synthetic::builtin_catalog;
     use tessera_core::GpuModel;
 
@@ -460,6 +460,11 @@ mod tests {
     /// Forty light services (2 to 9 req/s) on the synthetic ResNet-50 and
     /// MobileNetV2, and one heavy one.
     fn long_tail() -> PlanInputs {
+        long_tail_with(|_| {})
+    }
+
+    /// [`long_tail`]'s services as `change` edits them.
+    pub(crate) fn long_tail_with(change: impl FnOnce(&mut Vec<ServiceSlo>)) -> PlanInputs {
         let mut services: Vec<ServiceSlo> = (0..40)
             .map(|k| {
                 let model = if k % 2 == 0 { "resnet50" } else { "mobilenetv2" };
@@ -467,6 +472,7 @@ mod tests {
             })
             .collect();
         services.push(ServiceSlo::new("heavy", "resnet50", 2000.0, 80.0).unwrap());
+        change(&mut services);
         PlanInputs::new(services, builtin_catalog(), ProfileOrigin::Synthetic, &[GpuModel::A100_80GB]).unwrap()
     }
 

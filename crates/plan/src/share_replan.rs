@@ -235,27 +235,13 @@ fn with_stand_ins(current: &Plan, kept: &[Kept], stand_in: impl Fn(usize) -> (St
 
 #[cfg(test)]
 mod tests {
-    use tessera_core::synthetic::builtin_catalog;
-    use tessera_core::{GpuModel, Sharing};
+    use tessera_core::Sharing;
 
+    use crate::share::tests::long_tail_with as long_tail;
     use crate::verification::{verify_plan, CheckOptions};
-    use crate::{plan, PlanInputs, PlanRequest, ProfileOrigin, ReplanFrom};
+    use crate::{plan, PlanRequest, ReplanFrom};
 
     use super::*;
-
-    /// Forty light services (2 to 9 req/s) on the synthetic ResNet-50 and
-    /// MobileNetV2, and one heavy one; `change` edits the list.
-    fn long_tail(change: impl FnOnce(&mut Vec<ServiceSlo>)) -> PlanInputs {
-        let mut services: Vec<ServiceSlo> = (0..40)
-            .map(|k| {
-                let model = if k % 2 == 0 { "resnet50" } else { "mobilenetv2" };
-                ServiceSlo::new(format!("light-{k}"), model, f64::from(2 + k % 8), 150.0).unwrap()
-            })
-            .collect();
-        services.push(ServiceSlo::new("heavy", "resnet50", 2000.0, 80.0).unwrap());
-        change(&mut services);
-        PlanInputs::new(services, builtin_catalog(), ProfileOrigin::Synthetic, &[GpuModel::A100_80GB]).unwrap()
-    }
 
     /// The shared instances of `plan`, by place, with their members.
     fn executors(plan: &Plan) -> BTreeMap<(u32, u32, u8), Vec<String>> {

@@ -138,8 +138,8 @@ impl Controller {
     /// A controller of `inputs`' services (their rates are replaced by the
     /// observed ones) planning under `settings` and deciding under
     /// `config`, with the plan that runs now, if any. Settings that ask for
-    /// shared instances are refused (its transitions move instances of one
-    /// service).
+    /// shared instances, and a running plan that has them, are refused (its
+    /// predictions and day simulation count instances of one service).
     pub fn new(
         inputs: PlanInputs,
         settings: PlanSettings,
@@ -148,6 +148,12 @@ impl Controller {
     ) -> Result<Controller, AutopilotError> {
         config.validate()?;
         settings.check()?;
+        if let Some(shared) = running.as_ref().and_then(Plan::first_shared_instance) {
+            return Err(AutopilotError::invalid(
+                "plan",
+                format!("the running plan's {shared}; the autopilot keeps instances of one service only"),
+            ));
+        }
         let service_count = inputs.services().len();
         let forecaster = Forecaster::new(service_count, config.forecast)?;
         Ok(Controller {
