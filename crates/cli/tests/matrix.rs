@@ -126,7 +126,7 @@ const CASES: &[Case] = &[
          r"^error: \S*missing\.csv: .*No such file or directory \(os error 2\)$"),
     // Arguments clap refuses: status 2, clap's message.
     case("plan --demo --gpu v100-32gb", 2,
-         r"^error: invalid value 'v100-32gb' for '--gpu <MODEL\[:cost=C\]\[,count=N\]>': unknown GPU model 'v100-32gb' \(known: a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb, a30-24gb\)$"),
+         r"^error: invalid value 'v100-32gb' for '--gpu <MODEL\[:cost=C\]\[,count=N\]>': unknown GPU model 'v100-32gb' \(known: a100-40gb, a100-80gb, h100-80gb, h100-94gb, h200-141gb, b200-180gb, a30-24gb\)$"),
     case("plan --demo --gpu a100-80gb:cost=0", 2, r"^error: invalid value 'a100-80gb:cost=0' for '--gpu .*': cost must be a positive number, got 0$"),
     case("plan --demo --format yaml", 2, r"^error: invalid value 'yaml' for '--format <FORMAT>'$"),
     case("plan --demo --fromat json", 2, r"^error: unexpected argument '--fromat' found$"),

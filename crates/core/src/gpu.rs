@@ -82,6 +82,9 @@ pub enum GpuModel {
     /// NVIDIA H200 with 141 GB.
     #[serde(rename = "h200-141gb")]
     H200_141GB,
+    /// NVIDIA B200 with 180 GB.
+    #[serde(rename = "b200-180gb")]
+    B200_180GB,
     /// NVIDIA A30 with 24 GB.
     #[serde(rename = "a30-24gb")]
     A30_24GB,
@@ -192,6 +195,14 @@ static H200_141GB: GpuSpec = GpuSpec {
     profiles: seven_slice_profiles!("1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb", "4g.71gb", "7g.141gb", 18, 35, 35, 71, 71, 141),
     product: "H200", board_name: "NVIDIA H200", board_memory_mib: 143771,
 };
+// NVIDIA's MIG user guide lists the B200 180 GB product's profiles with the
+// same slices as the H200's; its board answers `NVIDIA B200`, 183359 MiB.
+#[rustfmt::skip]
+static B200_180GB: GpuSpec = GpuSpec {
+    id: "b200-180gb", display_name: "B200-180GB", compute_slices: 7, memory_slices: 8, memory_gb: 180,
+    profiles: seven_slice_profiles!("1g.23gb", "1g.45gb", "2g.45gb", "3g.90gb", "4g.90gb", "7g.180gb", 23, 45, 45, 90, 90, 180),
+    product: "B200", board_name: "NVIDIA B200", board_memory_mib: 183359,
+};
 #[rustfmt::skip]
 static A30_24GB: GpuSpec = GpuSpec {
     id: "a30-24gb", display_name: "A30-24GB", compute_slices: 4, memory_slices: 4, memory_gb: 24,
@@ -205,12 +216,13 @@ static A30_24GB: GpuSpec = GpuSpec {
 
 impl GpuModel {
     /// Every known model, in a stable order.
-    pub const ALL: [GpuModel; 6] = [
+    pub const ALL: [GpuModel; 7] = [
         GpuModel::A100_40GB,
         GpuModel::A100_80GB,
         GpuModel::H100_80GB,
         GpuModel::H100_94GB,
         GpuModel::H200_141GB,
+        GpuModel::B200_180GB,
         GpuModel::A30_24GB,
     ];
 
@@ -222,6 +234,7 @@ impl GpuModel {
             GpuModel::H100_80GB => &H100_80GB,
             GpuModel::H100_94GB => &H100_94GB,
             GpuModel::H200_141GB => &H200_141GB,
+            GpuModel::B200_180GB => &B200_180GB,
             GpuModel::A30_24GB => &A30_24GB,
         }
     }

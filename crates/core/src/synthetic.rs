@@ -75,6 +75,7 @@ pub fn relative_speed(gpu: GpuModel) -> f64 {
         GpuModel::H100_80GB => 1.8,
         GpuModel::H100_94GB => 1.9,
         GpuModel::H200_141GB => 2.0,
+        GpuModel::B200_180GB => 2.6,
     }
 }
 

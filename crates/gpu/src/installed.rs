@@ -142,6 +142,7 @@ mod tests {
             ("NVIDIA H100 NVL", 95830, GpuModel::H100_94GB),
             ("NVIDIA H200", 143771, GpuModel::H200_141GB),
             ("NVIDIA H200 NVL", 143771, GpuModel::H200_141GB),
+            ("NVIDIA B200", 183359, GpuModel::B200_180GB),
             ("NVIDIA A30", 24576, GpuModel::A30_24GB),
         ];
         for (name, memory_mib, model) in cases {
@@ -151,7 +152,7 @@ mod tests {
 
     #[test]
     fn unknown_names_and_memories_are_errors_naming_them() {
-        for name in ["NVIDIA GeForce RTX 4090", "NVIDIA GH200 480GB", "Tesla V100-SXM2-16GB", ""] {
+        for name in ["NVIDIA GeForce RTX 4090", "NVIDIA GH200 480GB", "NVIDIA GB200", "Tesla V100-SXM2-16GB", ""] {
             let error = gpu_model_from_name(name, 24576).unwrap_err();
             assert!(error.contains(&format!("'{name}'")) && error.contains("A100"), "{error}");
         }

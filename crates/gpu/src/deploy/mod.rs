@@ -492,6 +492,25 @@ mod tests {
     }
 
     #[test]
+    fn every_gpu_model_takes_its_smallest_instances_at_every_start_on_the_fake_driver() {
+        for model in GpuModel::ALL {
+            let smallest = model.spec().primary_profiles().min_by_key(|p| p.compute_slices).unwrap();
+            let instances = smallest
+                .starts
+                .iter()
+                .take(smallest.max_count as usize)
+                .map(|&start| crate::deploy::test_plans::instance(smallest.name, start))
+                .collect();
+            let plan = plan(vec![GpuAssignment { gpu_model: model, instances, ..gpu(0, 0, &[]) }]);
+            let mut fake = FakeNvidiaSmi::new().with_gpu(0, model);
+            let layouts = plan_node_layouts(&mut fake, &plan, 0).unwrap();
+            assert_eq!(layouts.gpus[0].deployment.steps.len(), 2 * smallest.max_count as usize, "{model}");
+            apply_node(&mut fake, &mut FakeServiceLauncher::new(), &layouts, false, &mut |_| {}).unwrap();
+            assert!(plan_node_layouts(&mut fake, &plan, 0).unwrap().gpus[0].layout_as_planned(), "{model}");
+        }
+    }
+
+    #[test]
     fn a_dry_run_prints_exactly_what_apply_runs() {
         let root = tempfile::tempdir().unwrap();
         let plan = plan(vec![gpu(0, 0, LAYOUT_A), gpu(0, 1, LAYOUT_B)]);
