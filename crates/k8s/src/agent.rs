@@ -45,10 +45,10 @@ use crate::cluster::{typed, Cluster, Kind};
 use crate::error::K8sError;
 use crate::inventory::{mig_devices, SliceDevice};
 use crate::labels::{DEVICES_ANNOTATION, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, STATE_LABEL};
-use crate::manifests::NodeDevice;
 use crate::mig_config::DRA_DRIVER;
 use crate::names::plan_id;
 use crate::node_plan::{node_config_map_name, read_node_part};
+use crate::segment_objects::NodeDevice;
 
 /// The plan whose ResourceSlices the agent restarted the DRA driver's
 /// plugin for, and when (`<plan id>@<unix seconds>`).

@@ -34,12 +34,13 @@ use crate::error::K8sError;
 use crate::labels::{
     DEVICES_ANNOTATION, MANAGED_BY, NODE_NUMBER_LABEL, PLAN_ID, REASON_ANNOTATION, SEGMENT_LABEL, STATE_LABEL,
 };
-use crate::manifests::{manifests_with, state_objects, Manifest, Manifests, NodeDevice};
+use crate::manifests::{manifests_with, state_objects, Manifest, Manifests};
 use crate::names::plan_id;
 use crate::node_plan::{merge_parts, node_parts, recorded_parts, NodePart};
 use crate::options::ExportOptions;
 use crate::pods::PodOptions;
 use crate::routing::GatewayRef;
+use crate::segment_objects::NodeDevice;
 use crate::transition::plan_transition;
 
 /// How `apply_plan` runs.

@@ -12,7 +12,8 @@
 //!   (`resource.k8s.io/v1`) for its MIG device with an opaque
 //!   [`MigDeviceConfig`] sharing it through MPS, a `Deployment` of `procs`
 //!   pods sharing the claim (requests, probes, a rolling update that never
-//!   runs more processes than planned: [`pods`]); per service and
+//!   runs more processes than planned: [`pods`]; the claim and the
+//!   Deployment are built in `segment_objects`); per service and
 //!   configuration (GPU model, MIG profile, batch, processes) a `Service`
 //!   over its pods, and per service a Gateway API `HTTPRoute` splitting its
 //!   requests across those Services in proportion to their capacities.
@@ -51,6 +52,7 @@ mod node_plan;
 mod options;
 pub mod pods;
 pub mod routing;
+mod segment_objects;
 pub mod slo_rules;
 mod transition;
 
@@ -72,7 +74,7 @@ pub use labels::{
     REASON_ANNOTATION, SEGMENT_LABEL, SERVICE_LABEL, STATE_LABEL,
 };
 pub use lease::{LeaderElector, Leadership, LeaseOptions};
-pub use manifests::{manifests, manifests_with, node_file_name, Manifest, Manifests, NodeDevice, PlanObjects};
+pub use manifests::{manifests, manifests_with, node_file_name, Manifest, Manifests, PlanObjects};
 pub use mig_config::{MigDeviceConfig, DRA_DRIVER, MIG_DEVICE_CLASS};
 pub use names::plan_id;
 pub use node_plan::{
@@ -82,4 +84,5 @@ pub use node_plan::{
 pub use options::ExportOptions;
 pub use pods::{PodOptions, Requests};
 pub use routing::{route_weights, GatewayRef};
+pub use segment_objects::NodeDevice;
 pub use transition::{plan_transition, TransitionStep};

@@ -366,6 +366,30 @@ fn no_crate_has_files_that_import_one_another_in_a_cycle() {
     assert!(cycles.is_empty(), "files on an import cycle:\n{}", cycles.join("\n"));
 }
 
+/// The most lines a source file may have before its tests: a file longer
+/// than this holds more than one job.
+const MAX_LINES_BEFORE_TESTS: usize = 700;
+
+/// The lines of `text` before its first `#[cfg(test)]` (all of them when
+/// it has none).
+fn lines_before_tests(text: &str) -> usize {
+    text.lines().take_while(|line| line.trim() != "#[cfg(test)]").count()
+}
+
+#[test]
+fn no_source_file_runs_past_its_length_before_its_tests() {
+    let mut long = Vec::new();
+    for name in crates().keys() {
+        for file in source_files(&root().join("crates").join(name).join("src")) {
+            let lines = lines_before_tests(&std::fs::read_to_string(&file).unwrap());
+            if lines > MAX_LINES_BEFORE_TESTS {
+                long.push(format!("{} ({lines} lines)", file.strip_prefix(root()).unwrap_or(&file).display()));
+            }
+        }
+    }
+    assert!(long.is_empty(), "over {MAX_LINES_BEFORE_TESTS} lines before their tests:\n{}", long.join("\n"));
+}
+
 #[test]
 fn the_parsers_read_what_they_are_given() {
     let document = "x\n## Dependencies\n\n- `a` (pure): on nothing.\n- `b` (edge): on `a` (for `f`) and `c`.\n\
@@ -391,4 +415,6 @@ fn the_parsers_read_what_they_are_given() {
         .map(|(name, on)| (module(name), on.into_iter().map(module).collect()))
         .into();
     assert_eq!(on_cycles(&graph), [module("a"), module("b")].into());
+    assert_eq!(lines_before_tests("a\nb\n#[cfg(test)]\nmod tests {}\n"), 2);
+    assert_eq!(lines_before_tests("a\nb\n"), 2);
 }
