@@ -499,3 +499,40 @@ fn simulate_measured_refuses_a_file_that_is_not_a_run() {
         &["--simulated-runs"],
     );
 }
+
+/// `simulate runs`: the made-up campaign of tessera-sim's fixtures, each
+/// run's error and the gains, as a table and as JSON; a run given twice is
+/// refused naming it, a file that is no run naming the file.
+#[test]
+fn simulate_runs_compares_gpu_runs_with_their_simulations() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../sim/tests/fixtures/runs/synthetic");
+    let mut runs: Vec<String> =
+        std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().path().display().to_string()).collect();
+    runs.sort();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec!["simulate".to_string(), "runs".to_string()];
+        args.extend(runs.iter().cloned());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args
+    };
+    let output = tessera(&args(&[]).iter().map(String::as_str).collect::<Vec<_>>(), &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let table = stdout(&output);
+    assert!(table.contains("worst makespan error: 5.4%"), "{table}");
+    assert!(table.contains("ga over fifo (prefetch active)"), "{table}");
+    let output = tessera(&args(&["--format", "json"]).iter().map(String::as_str).collect::<Vec<_>>(), &store);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(json["runs"].as_array().unwrap().len(), 5);
+    assert_eq!(json["gains"].as_array().unwrap().len(), 5);
+
+    let first = runs[0].clone();
+    fails_with(
+        &["simulate", "runs", &first, &first],
+        &store,
+        &["measured run: fifo with prefetch active is given twice"],
+    );
+    let trace = toy_a_trace(dir.path(), 4);
+    fails_with(&["simulate", "runs", trace.to_str().unwrap()], &store, &["not a `simulate run --format json` run"]);
+}

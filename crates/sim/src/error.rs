@@ -70,6 +70,9 @@ pub enum SimError {
     /// A genetic-search parameter out of its range.
     #[error("genetic parameter {name} must be {rule}, got {value}")]
     GeneticParams { name: &'static str, rule: &'static str, value: String },
+    /// A schedule run measured on a GPU that cannot be compared.
+    #[error("measured run: {0}")]
+    MeasuredRun(String),
     /// A bad parameter of the trace generator ([`crate::generate::generate`]).
     #[error("generator parameter {parameter} must be {requirement}, got {value}")]
     Parameter { parameter: &'static str, requirement: &'static str, value: f64 },

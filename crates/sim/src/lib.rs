@@ -102,7 +102,8 @@
 //! round, the weight-based greedy, client-by-client orders, the genetic
 //! algorithm (generations simulated in parallel with rayon, local search
 //! resuming from checkpoints) and exhaustive search; `execution` a simulated
-//! run as commands for an executor (`ExecutionPlan`); `generate` synthetic
+//! run as commands for an executor (`ExecutionPlan`); `measured` runs of
+//! those commands on a GPU beside their simulations (`compare_runs`); `generate` synthetic
 //! traces from a table of public model figures; `gantt` an SVG chart. The
 //! crate docs list every modelling choice. Error type: `SimError`.
 
@@ -114,6 +115,7 @@ mod error;
 mod execution;
 mod gantt;
 mod generate;
+mod measured;
 mod memory;
 mod memory_bound;
 mod policy;
@@ -129,6 +131,7 @@ pub use error::SimError;
 pub use execution::{execution_plan, After, Command, CommandKind, ExecutionPlan, Totals, EXECUTION_PLAN_VERSION};
 pub use gantt::gantt_svg;
 pub use generate::{generate, GenerateParams, Link};
+pub use measured::{compare_runs, Gain, MeasuredRun, RunComparison, ScheduleComparison};
 pub use policy::{Eviction, Policies, Prefetch, Retention};
 pub use result::{EngineKind, Free, Interval, SimResult};
 pub use schedule::Schedule;

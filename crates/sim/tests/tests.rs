@@ -3,5 +3,6 @@
 
 mod bounds;
 mod common;
+mod runs;
 mod schedulers;
 mod toys;

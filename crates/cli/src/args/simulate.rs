@@ -104,9 +104,22 @@ pub enum SimulateCommand {
         #[arg(long, default_value_t = 0)]
         seed: u64,
     },
+    /// Compare schedules run on a GPU (each a `simulate run --format json`
+    /// file, of one trace) with their simulations: per run the measured and
+    /// simulated makespan, and what prefetching and the genetic algorithm
+    /// gained in simulation and on the GPU.
+    Runs {
+        /// The runs (JSON, as `simulate run --format json` writes them).
+        #[arg(value_name = "RUN.json", required = true)]
+        runs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
     /// Run a trace's schedule for real on a GPU (examples/executor/run_schedule.py,
     /// device memory capped at the trace's) and print measured vs simulated
-    /// makespan, copy and compute time.
+    /// makespan, copy and compute time (`--format json`: the run with its
+    /// scheduler and prefetch policy, as `simulate runs` reads it).
     Run {
         /// The trace (JSON).
         #[arg(value_name = "TRACE")]

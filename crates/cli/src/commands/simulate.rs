@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use tessera_core::text::count;
 use tessera_gpu::{check_device, execute_schedule, DeviceTarget, ExecuteOptions, ProgramDevice};
 use tessera_sim::gantt_svg;
-use tessera_sim::{execution_plan, Schedule};
+use tessera_sim::{compare_runs, execution_plan, MeasuredRun, Schedule};
 use tessera_sim::{generate, GenerateParams};
 use tessera_sim::{johnson, lower_bound_ns, memory_lower_bound_ns, simulate, Policies, SimResult, Trace};
 use tessera_sim::{plan_schedule, GeneticParams, SchedulerKind};
@@ -21,6 +21,9 @@ use crate::terminal::wrap_words;
 const NS_PER_MS: f64 = 1e6;
 
 pub fn run(args: SimulateArgs) -> Result<()> {
+    if let Some(SimulateCommand::Runs { runs, format }) = &args.command {
+        return compare(runs, *format);
+    }
     if let Some(SimulateCommand::Run {
         trace,
         schedule,
@@ -139,7 +142,20 @@ fn execute(
     drop(spinner);
     let report = report?;
     match format {
-        ListFormat::Json => outln!("{}", serde_json::to_string_pretty(&report)?)?,
+        ListFormat::Json => {
+            let scheduler = match schedule_path {
+                Some(_) => "given".to_string(),
+                None => clap::ValueEnum::to_possible_value(&scheduler)
+                    .map_or_else(String::new, |value| value.get_name().to_string()),
+            };
+            let run = MeasuredRun {
+                scheduler,
+                prefetch: policies.prefetch.to_string(),
+                measured: report.measured,
+                simulated: report.simulated,
+            };
+            outln!("{}", serde_json::to_string_pretty(&run)?)?
+        }
         ListFormat::Table => {
             let mut table = TextTable::new(&["", "measured ms", "simulated ms", "error"]);
             let (m, s) = (report.measured, report.simulated);
@@ -161,6 +177,47 @@ fn execute(
         }
     }
     Ok(())
+}
+
+/// `tessera simulate runs`: schedules run on a GPU beside their
+/// simulations, and the gains of prefetching and the genetic algorithm.
+fn compare(paths: &[std::path::PathBuf], format: ListFormat) -> Result<()> {
+    let mut runs = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let run: MeasuredRun = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a `simulate run --format json` run", path.display()))?;
+        runs.push(run);
+    }
+    let compared = compare_runs(&runs)?;
+    if format == ListFormat::Json {
+        return outln!("{}", serde_json::to_string_pretty(&compared)?);
+    }
+    let mut table = TextTable::new(&["scheduler", "prefetch", "measured ms", "simulated ms", "error"]);
+    for run in &compared.runs {
+        table.row(vec![
+            run.scheduler.clone(),
+            run.prefetch.clone(),
+            format!("{:.1}", run.measured_makespan_ms),
+            format!("{:.1}", run.simulated_makespan_ms),
+            format!("{:+.1}%", 100.0 * run.error),
+        ]);
+    }
+    out!("{}", table.render())?;
+    outln!("worst makespan error: {:.1}%", 100.0 * compared.worst_error())?;
+    if compared.gains.is_empty() {
+        return Ok(());
+    }
+    let mut gains = TextTable::new(&["gain", "simulated", "measured", "agrees"]);
+    for gain in &compared.gains {
+        gains.row(vec![
+            gain.what.clone(),
+            format!("{:+.1}%", 100.0 * gain.simulated),
+            format!("{:+.1}%", 100.0 * gain.measured),
+            if gain.agrees() { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    out!("{}", gains.render())
 }
 
 /// A schedule file: a JSON list of client names, or a `simulate --format
