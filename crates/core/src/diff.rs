@@ -167,7 +167,7 @@ pub struct PlanDiff {
 }
 
 /// A MIG instance's identity on its GPU.
-type InstanceKey<'a> = (&'a str, u8);
+pub(crate) type InstanceKey<'a> = (&'a str, u8);
 
 /// What runs in an instance: service, model, batch, processes.
 pub(crate) type SegmentKey<'a> = (&'a str, &'a str, u32, u32);
@@ -177,12 +177,6 @@ pub(crate) fn segment_of(instance: &InstanceAssignment) -> SegmentKey<'_> {
     (&instance.service, &instance.model, instance.batch, instance.procs)
 }
 
-/// What a shared instance's executor serves: each member's service, model
-/// and batch (as a segment of one executor process).
-pub(crate) fn executor_of(shared: &SharedInstance) -> Vec<SegmentKey<'_>> {
-    shared.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch, 0)).collect()
-}
-
 /// Every instance of a GPU, dedicated and shared, `profile@start`.
 pub(crate) fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
     gpu.layout().map(|(profile, _, start)| format!("{profile}@{start}")).collect()
@@ -190,39 +184,70 @@ pub(crate) fn layout_of(gpu: &GpuAssignment) -> Vec<String> {
 
 /// What runs in one MIG instance: one service's segment (its MPS
 /// processes), or a shared instance's one executor serving its members.
-#[derive(Debug, PartialEq)]
-enum Occupant<'a> {
-    Segment(SegmentKey<'a>),
-    Executor(Vec<SegmentKey<'a>>),
+/// The diff counts it; a transition stops and starts it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Resident<'a> {
+    /// A dedicated instance's segment.
+    Segment(&'a InstanceAssignment),
+    /// A shared instance's executor.
+    Executor(&'a SharedInstance),
 }
 
-impl<'a> Occupant<'a> {
+impl<'a> Resident<'a> {
+    /// Everything that runs on `gpu` (none when there is no GPU).
+    pub(crate) fn all_on(gpu: Option<&'a GpuAssignment>) -> Vec<Resident<'a>> {
+        let Some(gpu) = gpu else { return Vec::new() };
+        let segments = gpu.instances.iter().map(Resident::Segment);
+        segments.chain(gpu.shared.iter().map(Resident::Executor)).collect()
+    }
+
+    /// Its instance's profile and start.
+    pub(crate) fn place(&self) -> InstanceKey<'a> {
+        match self {
+            Resident::Segment(i) => (&i.profile, i.start),
+            Resident::Executor(s) => (&s.profile, s.start),
+        }
+    }
+
+    /// `profile@start`.
+    pub(crate) fn name(&self) -> String {
+        let (profile, start) = self.place();
+        format!("{profile}@{start}")
+    }
+
+    /// `true` when `other` runs the same work: the same segment, or an
+    /// executor of the same discipline serving the same members.
+    pub(crate) fn same_work(&self, other: &Resident<'_>) -> bool {
+        match (self, other) {
+            (Resident::Segment(a), Resident::Segment(b)) => segment_of(a) == segment_of(b),
+            (Resident::Executor(a), Resident::Executor(b)) => a.same_executor(b),
+            _ => false,
+        }
+    }
+
     /// The processes starting it starts.
     fn processes(&self) -> u64 {
         match self {
-            Occupant::Segment(segment) => u64::from(segment.3),
-            Occupant::Executor(_) => 1,
+            Resident::Segment(i) => u64::from(i.procs),
+            Resident::Executor(_) => 1,
         }
     }
 
     /// Each service's part in it: the segment, or each member (as a
     /// segment of its service, model and batch in the executor's process).
-    fn parts(&self) -> &[SegmentKey<'a>] {
+    fn parts(&self) -> Vec<SegmentKey<'a>> {
         match self {
-            Occupant::Segment(segment) => std::slice::from_ref(segment),
-            Occupant::Executor(members) => members,
+            Resident::Segment(i) => vec![segment_of(i)],
+            Resident::Executor(s) => {
+                s.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch, 0)).collect()
+            }
         }
     }
 }
 
 /// Every instance of `gpu` with what runs in it.
-fn occupants(gpu: &GpuAssignment) -> HashMap<InstanceKey<'_>, Occupant<'_>> {
-    let dedicated = gpu.instances.iter().map(|i| ((i.profile.as_str(), i.start), Occupant::Segment(segment_of(i))));
-    let shared = gpu
-        .shared
-        .iter()
-        .map(|shared| ((shared.profile.as_str(), shared.start), Occupant::Executor(executor_of(shared))));
-    dedicated.chain(shared).collect()
+fn residents(gpu: Option<&GpuAssignment>) -> HashMap<InstanceKey<'_>, Resident<'_>> {
+    Resident::all_on(gpu).into_iter().map(|resident| (resident.place(), resident)).collect()
 }
 
 /// One GPU's changes: how it changes, instances created and destroyed,
@@ -239,13 +264,12 @@ struct GpuChanges<'a> {
 /// are there they are one GPU model ([`diff_plans`] splits a GPU whose
 /// model changes into a removal and an addition).
 fn compare_gpu<'a>(old: Option<&'a GpuAssignment>, new: Option<&'a GpuAssignment>) -> GpuChanges<'a> {
-    let before = old.map(occupants).unwrap_or_default();
-    let after = new.map(occupants).unwrap_or_default();
+    let (before, after) = (residents(old), residents(new));
     let created = after.keys().filter(|key| !before.contains_key(*key)).count();
     let destroyed = before.keys().filter(|key| !after.contains_key(*key)).count();
-    let kept = |key: &InstanceKey<'_>, occupant: &Occupant<'_>| before.get(key) == Some(occupant);
-    let processes = after.iter().filter(|(key, occupant)| !kept(key, occupant)).map(|(_, o)| o.processes()).sum();
-    let all_kept = after.iter().all(|(key, occupant)| kept(key, occupant)) && before.len() == after.len();
+    let kept = |key: &InstanceKey<'_>, resident: &Resident<'_>| before.get(key).is_some_and(|b| b.same_work(resident));
+    let processes = after.iter().filter(|(key, resident)| !kept(key, resident)).map(|(_, r)| r.processes()).sum();
+    let all_kept = after.iter().all(|(key, resident)| kept(key, resident)) && before.len() == after.len();
     let change = match (old, new) {
         (None, _) => GpuChange::Added,
         (_, None) => GpuChange::Removed,
@@ -253,8 +277,11 @@ fn compare_gpu<'a>(old: Option<&'a GpuAssignment>, new: Option<&'a GpuAssignment
         _ if all_kept => GpuChange::Unchanged,
         _ => GpuChange::ServicesChanged,
     };
-    let parts_of = |occupants: &HashMap<InstanceKey<'a>, Occupant<'a>>| -> HashSet<(InstanceKey<'a>, SegmentKey<'a>)> {
-        occupants.iter().flat_map(|(key, occupant)| occupant.parts().iter().map(move |part| (*key, *part))).collect()
+    let parts_of = |residents: &HashMap<InstanceKey<'a>, Resident<'a>>| -> HashSet<(InstanceKey<'a>, SegmentKey<'a>)> {
+        residents
+            .iter()
+            .flat_map(|(key, resident)| resident.parts().into_iter().map(move |part| (*key, part)))
+            .collect()
     };
     let (old_parts, new_parts) = (parts_of(&before), parts_of(&after));
     let mut parts = Vec::new();

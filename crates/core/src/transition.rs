@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use crate::diff::segment_of;
+use crate::diff::Resident;
 use crate::gpu::GpuModel;
-use crate::plan::{GpuAssignment, InstanceAssignment, Plan};
+use crate::plan::{GpuAssignment, Plan};
 use crate::shared::{SharedInstance, Sharing};
 
 /// One operation on one GPU during a transition.
@@ -191,77 +191,37 @@ fn close_step(
     steps.push(Step { gpus: current.drain(..).map(|(gpu, ..)| gpu).collect(), dips });
 }
 
-/// What runs in one MIG instance, as a transition moves it: one service's
-/// segment, or a shared instance's executor.
-#[derive(Clone, Copy)]
-enum Resident<'a> {
-    Segment(&'a InstanceAssignment),
-    Executor(&'a SharedInstance),
+/// The operation that stops `resident`.
+fn stop(resident: &Resident<'_>) -> Operation {
+    let instance = resident.name();
+    match resident {
+        Resident::Segment(i) => Operation::Stop { instance, service: i.service.clone() },
+        Resident::Executor(s) => Operation::StopShared { instance, services: member_services(s) },
+    }
 }
 
-impl<'a> Resident<'a> {
-    /// Everything that runs on `gpu` (none when there is no GPU).
-    fn all_on(gpu: Option<&'a GpuAssignment>) -> Vec<Resident<'a>> {
-        let Some(gpu) = gpu else { return Vec::new() };
-        let segments = gpu.instances.iter().map(Resident::Segment);
-        segments.chain(gpu.shared.iter().map(Resident::Executor)).collect()
-    }
-
-    /// Its instance's profile and start.
-    fn place(&self) -> (&'a str, u8) {
-        match self {
-            Resident::Segment(i) => (&i.profile, i.start),
-            Resident::Executor(s) => (&s.profile, s.start),
+/// The operation that starts `resident`.
+fn start(resident: &Resident<'_>) -> Operation {
+    let instance = resident.name();
+    match resident {
+        Resident::Segment(i) => {
+            Operation::Start { instance, service: i.service.clone(), batch: i.batch, procs: i.procs }
         }
+        Resident::Executor(s) => Operation::StartShared { instance, sharing: s.sharing, services: member_services(s) },
     }
+}
 
-    /// `profile@start`.
-    fn name(&self) -> String {
-        let (profile, start) = self.place();
-        format!("{profile}@{start}")
+/// What each service gets from `resident`, req/s.
+fn serves(resident: &Resident<'_>) -> Vec<Running> {
+    match resident {
+        Resident::Segment(i) => vec![(i.service.clone(), i.capacity())],
+        Resident::Executor(s) => s.members.iter().map(|m| (m.service.clone(), m.capacity_rps)).collect(),
     }
+}
 
-    /// `true` when `other` runs the same work: the same segment, or an
-    /// executor of the same discipline serving the same members.
-    fn same_work(&self, other: &Resident<'_>) -> bool {
-        match (self, other) {
-            (Resident::Segment(a), Resident::Segment(b)) => segment_of(a) == segment_of(b),
-            (Resident::Executor(a), Resident::Executor(b)) => a.same_executor(b),
-            _ => false,
-        }
-    }
-
-    /// What each service gets from it, req/s.
-    fn serves(&self) -> Vec<Running> {
-        match self {
-            Resident::Segment(i) => vec![(i.service.clone(), i.capacity())],
-            Resident::Executor(s) => s.members.iter().map(|m| (m.service.clone(), m.capacity_rps)).collect(),
-        }
-    }
-
-    fn services(shared: &SharedInstance) -> Vec<String> {
-        shared.members.iter().map(|m| m.service.clone()).collect()
-    }
-
-    /// The operation that stops it.
-    fn stop(&self) -> Operation {
-        match self {
-            Resident::Segment(i) => Operation::Stop { instance: self.name(), service: i.service.clone() },
-            Resident::Executor(s) => Operation::StopShared { instance: self.name(), services: Self::services(s) },
-        }
-    }
-
-    /// The operation that starts it.
-    fn start(&self) -> Operation {
-        match self {
-            Resident::Segment(i) => {
-                Operation::Start { instance: self.name(), service: i.service.clone(), batch: i.batch, procs: i.procs }
-            }
-            Resident::Executor(s) => {
-                Operation::StartShared { instance: self.name(), sharing: s.sharing, services: Self::services(s) }
-            }
-        }
-    }
+/// The services of `shared`'s members, in order.
+fn member_services(shared: &SharedInstance) -> Vec<String> {
+    shared.members.iter().map(|m| m.service.clone()).collect()
 }
 
 /// Why no transition leads from `old` to `new` because of their hardware:
@@ -297,7 +257,7 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
     let mut provisioned: HashMap<String, f64> = HashMap::new();
     for gpu in &old.gpus {
         for resident in Resident::all_on(Some(gpu)) {
-            add_all(&mut provisioned, &resident.serves(), 1.0);
+            add_all(&mut provisioned, &serves(&resident), 1.0);
         }
     }
     let old_gpus: BTreeMap<(u32, u32), &GpuAssignment> = old.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
@@ -322,8 +282,8 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
         let mut started: Vec<Running> = Vec::new();
         for resident in &before {
             if find(&after, resident).is_none_or(|next| !next.same_work(resident)) {
-                operations.push(resident.stop());
-                stopped.extend(resident.serves());
+                operations.push(stop(resident));
+                stopped.extend(serves(resident));
             }
         }
         for resident in before.iter().filter(|r| find(&after, r).is_none()) {
@@ -334,8 +294,8 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
         }
         for resident in &after {
             if find(&before, resident).is_none_or(|previous| !previous.same_work(resident)) {
-                operations.push(resident.start());
-                started.extend(resident.serves());
+                operations.push(start(resident));
+                started.extend(serves(resident));
             }
         }
         if operations.is_empty() {
