@@ -67,7 +67,7 @@ pub(crate) struct Packing {
 
 /// A service that may share, as a member of an instance of one size: its
 /// busy share there, its member record and what the model judges.
-type Candidate = (f64, SharedMember, Member);
+pub(crate) type Candidate = (f64, SharedMember, Member);
 
 /// `slo` as a member of an instance of `size` on `gpu_model`: `None` when
 /// the profile has no batch-1 point there or cannot bound its memory, or
@@ -102,16 +102,22 @@ pub(crate) fn candidate(
     (memory_gb <= instance_gb && all_meet(&[judged], problem.margin)).then_some(((busy, member, judged), !measured))
 }
 
+/// The one GPU model of `problem`'s fleet, which shared instances are
+/// planned on; an error for a fleet of several.
+pub(crate) fn only_gpu_model(problem: &Problem<'_>) -> Result<GpuModel, PlanError> {
+    match problem.fleet.as_slice() {
+        [offer] => Ok(offer.model),
+        _ => Err(PlanError::InvalidOption {
+            field: "share",
+            message: "shared instances are planned on a fleet of one GPU model".to_string(),
+        }),
+    }
+}
+
 /// Packs `problem`'s light services into shared instances (see the module
 /// docs). The fleet must have one GPU model.
 pub(crate) fn pack(problem: &Problem<'_>) -> Result<Packing, PlanError> {
-    let [offer] = problem.fleet.as_slice() else {
-        return Err(PlanError::InvalidOption {
-            field: "share",
-            message: "shared instances are planned on a fleet of one GPU model".to_string(),
-        });
-    };
-    let gpu_model = offer.model;
+    let gpu_model = only_gpu_model(problem)?;
     let spec = gpu_model.spec();
     let smallest = spec.sizes().min().unwrap_or(1);
     let memory_of = |size: u8| f64::from(spec.profile_for_size(size).map_or(0, |p| p.memory_gb));

@@ -23,13 +23,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use tessera_core::{diff_plans, GpuAssignment, InstanceAssignment, Plan, ServiceSlo, SharedMember};
+use tessera_core::{diff_plans, GpuAssignment, InstanceAssignment, Plan, ServiceSlo};
 use tessera_serving::serialized::{all_meet, Member};
 
 use crate::error::PlanError;
 use crate::problem::Problem;
 use crate::replan::{align_to, replan, GpuPosition, Replan, ReplanRequest};
-use crate::share::{candidate, pack, plan_shared, stand_ins, unfold, Packing, MAX_MEMBERS};
+use crate::share::{candidate, only_gpu_model, pack, plan_shared, stand_ins, unfold, Candidate, Packing, MAX_MEMBERS};
 
 /// A running shared instance kept: where it runs and its members.
 struct Kept {
@@ -37,7 +37,7 @@ struct Kept {
     place: (GpuPosition, String, u8),
     size: u8,
     /// Each member with its busy share and its model figures.
-    members: Vec<(f64, SharedMember, Member)>,
+    members: Vec<Candidate>,
 }
 
 impl Kept {
@@ -64,13 +64,7 @@ pub(crate) fn replan_shared(
     max_extra_gpus: u64,
     removed: &[GpuPosition],
 ) -> Result<Replan, PlanError> {
-    let [offer] = problem.fleet.as_slice() else {
-        return Err(PlanError::InvalidOption {
-            field: "share",
-            message: "shared instances are planned on a fleet of one GPU model".to_string(),
-        });
-    };
-    let gpu_model = offer.model;
+    let gpu_model = only_gpu_model(problem)?;
     let instance_gb = |size: u8| f64::from(gpu_model.spec().profile_for_size(size).map_or(0, |p| p.memory_gb));
     let by_name: HashMap<&str, &ServiceSlo> = problem.services.iter().map(|slo| (slo.service.as_str(), slo)).collect();
     let mut bounded_memory: BTreeMap<String, f64> = BTreeMap::new();
