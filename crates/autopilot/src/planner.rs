@@ -8,7 +8,8 @@ use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::text::percent;
 use tessera_core::{GpuAssignment, Plan, ServiceReport, ServiceSlo};
 use tessera_plan::{
-    plan, Arrivals, GpuPosition, Inventory, PlanError, PlanInputs, PlanOptions, PlanRequest, Planned, ReplanFrom,
+    plan, Arrivals, GpuPosition, Inventory, LatencyRule, PlanError, PlanInputs, PlanOptions, PlanRequest, Planned,
+    ReplanFrom,
 };
 use tessera_serving::{ArrivalModel, ServingError, ServingSystem};
 
@@ -119,7 +120,23 @@ impl Planner {
         from: Option<ReplanFrom<'a>>,
     ) -> Result<PlanRequest<'a>, PlanError> {
         let request = PlanRequest::from_options(&self.settings.options, inputs, from)?;
-        Ok(PlanRequest { target: self.settings.target.as_ref(), ..request })
+        // Of the many plans weighed, one is kept: it alone is given its
+        // figures (`with_figures`).
+        Ok(PlanRequest { target: self.settings.target.as_ref(), figures: false, ..request })
+    }
+
+    /// `plan`, one of this planner's, with every service's figures
+    /// predicted at the rates it was made for (as `tessera plan` predicts
+    /// them: percentile latency, attainment, tolerance, busiest load); as
+    /// it is when they cannot be computed.
+    pub fn with_figures(&self, plan: Plan) -> Plan {
+        let rates_rps: Vec<f64> = self
+            .services()
+            .iter()
+            .map(|slo| plan.services.iter().find(|report| report.service == slo.service).map_or(0.0, |r| r.rate_rps))
+            .collect();
+        let inputs = self.inputs.for_services(self.services_at(&rates_rps));
+        tessera_plan::with_figures(&inputs, plan.clone()).unwrap_or(plan)
     }
 
     /// The serving system `plan`'s segments set up when the services
@@ -209,10 +226,14 @@ impl Planner {
             return Ok(shortfalls.collect());
         }
         let mut attainment = vec![0.0; self.services().len()];
+        let within = within_capacities(plan, self.services(), &floored, slowdown);
         if let Some((system, indices)) = self.system_at(plan, &floored)? {
             let system = system.slowed_by(slowdown);
             for (served, &index) in indices.iter().enumerate() {
-                attainment[index] = system.predicted_attainment(served)?;
+                attainment[index] = match within[index] {
+                    true => 1.0,
+                    false => system.predicted_attainment(served)?,
+                };
             }
         }
         let slower = if slowdown > 0.0 { format!(", every batch {} slower", percent(slowdown)) } else { String::new() };
@@ -245,6 +266,32 @@ fn calmer_than(plan: &Plan, arrivals: &ArrivalModel) -> Option<String> {
     }
 }
 
+/// Per service (in `services`' order), whether `plan` is known to meet its
+/// percentile at `rates_rps` with every batch `slowdown` slower without
+/// asking the serving model: under the percentile rule a segment's
+/// capacity is a rate at which it meets the percentile with every batch
+/// the plan's margin `m` slower, and a segment `1 + m` times slower at
+/// rate λ serves as one `1 + s` times slower at λ(1 + m)/(1 + s) with every
+/// latency (1 + m)/(1 + s) times longer. So for `s ≤ m` every segment,
+/// routed in proportion to capacity, meets at a rate up to its service's
+/// capacity times (1 + m)/(1 + s). `true` marks such a service (its share
+/// within the SLO is then at least its percentile, whatever it is) of a
+/// plan made under the percentile rule and Poisson arrivals.
+fn within_capacities(plan: &Plan, services: &[ServiceSlo], rates_rps: &[f64], slowdown: f64) -> Vec<bool> {
+    let margin = plan.margin.unwrap_or(0.0);
+    let poisson = plan.traffic.as_ref().is_some_and(|traffic| traffic.arrivals == ArrivalModel::Poisson.to_string());
+    let percentile_rule = poisson && plan.latency_rule == LatencyRule::Percentile.name();
+    services
+        .iter()
+        .zip(rates_rps)
+        .map(|(slo, &rate_rps)| {
+            let report = plan.services.iter().find(|report| report.service == slo.service);
+            let capacity_rps = report.map_or(0.0, |report| report.provisioned_rps);
+            percentile_rule && slowdown <= margin && rate_rps <= capacity_rps * (1.0 + margin) / (1.0 + slowdown)
+        })
+        .collect()
+}
+
 /// `slo` at `rate_rps` as a plan's service report, with only what the
 /// serving model reads of one (name, rate, SLO, percentile).
 fn served_report(slo: &ServiceSlo, rate_rps: f64) -> ServiceReport {
@@ -267,6 +314,37 @@ fn served_report(slo: &ServiceSlo, rate_rps: f64) -> ServiceReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_within_its_scaled_capacity_is_met_as_the_serving_model_says() {
+        let inputs = PlanInputs::demo(&[tessera_plan::DEFAULT_GPU_MODEL]).unwrap();
+        let planner = Planner::new(inputs, PlanSettings::default());
+        let rates: Vec<f64> = planner.services().iter().map(|slo| slo.rate_rps).collect();
+        let plan = planner.fresh(&rates).unwrap();
+        let margin = plan.margin.expect("plans record their margin");
+        let capacities: Vec<f64> = planner
+            .services()
+            .iter()
+            .map(|slo| plan.services.iter().find(|report| report.service == slo.service).unwrap().provisioned_rps)
+            .collect();
+        for slowdown in [0.0, margin / 2.0, margin] {
+            let edge: Vec<f64> =
+                capacities.iter().map(|capacity| capacity * (1.0 + margin) / (1.0 + slowdown) * (1.0 - 1e-6)).collect();
+            assert!(within_capacities(&plan, planner.services(), &edge, slowdown).iter().all(|&within| within));
+            // The serving model agrees at the edge the shortcut allows.
+            let (system, indices) = planner.system_at(&plan, &edge).unwrap().unwrap();
+            let system = system.slowed_by(slowdown);
+            for (served, &index) in indices.iter().enumerate() {
+                let attainment = system.predicted_attainment(served).unwrap();
+                let percentile = planner.services()[index].percentile;
+                assert!(attainment >= percentile / 100.0 - 1e-4, "slowdown {slowdown}: {attainment} < {percentile}%");
+            }
+            // A little above it, or slower than the margin, the model is asked.
+            let above: Vec<f64> = edge.iter().map(|rate| rate * 1.01).collect();
+            assert!(within_capacities(&plan, planner.services(), &above, slowdown).iter().all(|&within| !within));
+        }
+        assert!(within_capacities(&plan, planner.services(), &rates, margin + 0.01).iter().all(|&within| !within));
+    }
 
     #[test]
     fn under_bursty_arrivals_a_service_falls_short_above_its_capacity() {

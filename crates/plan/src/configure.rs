@@ -13,7 +13,6 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
 
 use crate::error::{unmeetable, PlanError};
 use crate::judge::Judge;
-use crate::problem::judged_points;
 
 /// The configurator's decision for one service.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,7 +47,7 @@ pub fn configure(
     let rule = judge.rule;
     let mut optimal: Option<ProfilePoint> = None;
     let mut best_by_size: BTreeMap<u8, ProfilePoint> = BTreeMap::new();
-    let candidates = judged_points(profile, slo, max_procs, judge)?;
+    let candidates = judge.judged_points(profile, slo, max_procs)?;
     for point in candidates.iter().filter(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).is_some()) {
         if optimal.is_none_or(|best| point.throughput_per_gpc() > best.throughput_per_gpc()) {
             optimal = Some(*point);

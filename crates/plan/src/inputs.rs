@@ -9,6 +9,7 @@ use tessera_serving::Capacities;
 
 use crate::error::PlanError;
 use crate::estimate::{complete_for_fleet, ProfileOrigin};
+use crate::judge::PointsMemo;
 
 /// The services to plan, the profiles of their models on every GPU model
 /// of a fleet (the missing ones estimated, see [`complete_for_fleet`]),
@@ -29,6 +30,9 @@ pub struct PlanInputs {
     /// and check of these inputs and of inputs for other services over the
     /// same profiles.
     capacities: Capacities,
+    /// The points each service was planned with, shared as the capacities
+    /// are (they do not depend on the rates).
+    judged_points: PointsMemo,
 }
 
 impl PlanInputs {
@@ -62,6 +66,7 @@ impl PlanInputs {
             notes: estimates.iter().map(ToString::to_string).collect(),
             images: BTreeMap::new(),
             capacities: Capacities::new(),
+            judged_points: PointsMemo::default(),
         })
     }
 
@@ -75,6 +80,7 @@ impl PlanInputs {
             notes: self.notes.iter().chain(&completed.notes).cloned().collect(),
             images: self.images.clone(),
             capacities: self.capacities.clone(),
+            judged_points: self.judged_points.clone(),
             ..completed
         })
     }
@@ -134,6 +140,11 @@ impl PlanInputs {
     /// The serving model's memo of segment capacities.
     pub(crate) fn capacities(&self) -> &Capacities {
         &self.capacities
+    }
+
+    /// The memo of the points each service was planned with.
+    pub(crate) fn judged_points(&self) -> &PointsMemo {
+        &self.judged_points
     }
 }
 

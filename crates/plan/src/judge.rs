@@ -15,13 +15,15 @@
 //! are ever evaluated (in descending throughput, stopping when no lower
 //! throughput can beat the best capacity found).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo};
+use tessera_core::{GpuModel, ModelProfile, ProfilePoint, ServiceSlo};
 use tessera_serving::{ArrivalModel, Capacities, SegmentShape};
 
 use crate::error::{unmeetable, PlanError};
 use crate::latency::LatencyRule;
+use crate::problem::usable_points;
 
 /// Relative tolerance of the serving model's predictions (its searches
 /// stop at a relative precision of 5e-4, from below).
@@ -39,9 +41,57 @@ pub(crate) struct Judge<'a> {
     pub margin: f64,
     /// Capacities computed so far (shared by every planner of the inputs).
     pub capacities: &'a Capacities,
+    /// The points already judged for the catalogue planned with, if it is
+    /// the inputs' own.
+    pub points: Option<&'a PointsMemo>,
+}
+
+/// What decides the points a service is planned with: its profile (GPU
+/// model and model, in one catalogue), its latency SLO and percentile
+/// (exact bits), the process limit, the rule, the margin (bits) and the
+/// arrival model (in words). Not its rate.
+type PointsKey = (GpuModel, String, u64, u64, u32, LatencyRule, u64, String);
+
+/// The points services were planned with, memoised per catalogue: an
+/// autopilot plans the same services at new rates every minute, and the
+/// points do not depend on the rates. Clones share one table.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PointsMemo {
+    known: Arc<RwLock<HashMap<PointsKey, Vec<ProfilePoint>>>>,
 }
 
 impl Judge<'_> {
+    /// The points the planners plan `slo` with from `profile`: the usable
+    /// ones (`usable_points`: within `max_procs`, fitting their instance's
+    /// memory) as `planning_points` sees them, memoised when the judge has
+    /// a memo (a refusal is not).
+    pub(crate) fn judged_points(
+        &self,
+        profile: &ModelProfile,
+        slo: &ServiceSlo,
+        max_procs: u32,
+    ) -> Result<Vec<ProfilePoint>, PlanError> {
+        let Some(memo) = self.points else {
+            return self.planning_points(profile, usable_points(profile, slo, max_procs)?, slo);
+        };
+        let key = (
+            profile.gpu_model,
+            profile.model.clone(),
+            slo.latency_slo_ms.to_bits(),
+            slo.percentile.to_bits(),
+            max_procs,
+            self.rule,
+            self.margin.to_bits(),
+            self.arrivals.to_string(),
+        );
+        if let Some(points) = memo.known.read().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(points.clone());
+        }
+        let points = self.planning_points(profile, usable_points(profile, slo, max_procs)?, slo)?;
+        memo.known.write().unwrap_or_else(PoisonError::into_inner).insert(key, points.clone());
+        Ok(points)
+    }
+
     /// The points the planners plan `slo` with, from `usable` (points of
     /// `profile` that fit the process limit and memory): as profiled, or
     /// under the percentile rule the best point of each size with its
@@ -129,7 +179,7 @@ pub(crate) mod tests {
     impl Judge<'static> {
         /// `rule` with the tests' memo.
         pub(crate) fn plain(rule: LatencyRule) -> Judge<'static> {
-            Judge { rule, arrivals: &ArrivalModel::Poisson, margin: 0.0, capacities: capacities() }
+            Judge { rule, arrivals: &ArrivalModel::Poisson, margin: 0.0, capacities: capacities(), points: None }
         }
     }
 }

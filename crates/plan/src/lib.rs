@@ -103,7 +103,10 @@
 //! recorded in the plan, resolved in `planning` like the rule) with the
 //! capacities' memo
 //! (`CapacityCache`, carried by `PlanInputs` and shared by every plan and
-//! verification of the same inputs): under `percentile` the planners see each
+//! verification of the same inputs) and the memo of the points each service
+//! is planned with (`PointsMemo`, carried likewise: they do not depend on
+//! the rates, and an autopilot plans the same services every minute):
+//! under `percentile` the planners see each
 //! instance size's best point with its capacity in place of its throughput,
 //! and the verifier recomputes every recorded `capacity_rps`. The `parva` strategy is
 //! `configure` (ParvaGPU's segment configurator) + `allocate` (its best-fit
@@ -135,7 +138,9 @@
 //! `local_search` the starts' repair within the limits and the
 //! single-service moves; `finish` the chosen mixes packed into a plan,
 //! checked, never worse than `parva`, with its optimality. `assemble` turns
-//! per-GPU segment lists into a `Plan`; `report` the per-service summaries;
+//! per-GPU segment lists into a `Plan`; `report` the per-service summaries
+//! (the serving model's figures only where the request asks, and each
+//! service's tolerance only on the plan `plan` answers, or `with_figures`);
 //! `verify` checks any plan against the lattice, the profiles (memory
 //! included), the SLOs and the fleet it records, listing every `Violation`
 //! (a segment judged by one evaluation of the serving model at its SLO);
@@ -237,7 +242,8 @@ pub use placement::{node_number, Inventory, NodeRef, TargetNode};
 pub use plan_options::parse_margin;
 pub use plan_options::{Arrivals, PlanOptions, ReplanOptions, DEFAULT_GPU_MODEL};
 pub use planning::{
-    plan, recorded_arrivals, recorded_rule, relaxation_bound, PlanRequest, Planned, ReplanComparison, ReplanFrom,
+    plan, recorded_arrivals, recorded_rule, relaxation_bound, with_figures, PlanRequest, Planned, ReplanComparison,
+    ReplanFrom,
 };
 pub use problem::{DEFAULT_GPUS_PER_NODE, DEFAULT_MAX_GPUS, DEFAULT_MAX_PROCS, MAX_GPUS_LIMIT};
 pub use replan::{align_to, reseat, GpuPosition};

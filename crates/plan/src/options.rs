@@ -22,7 +22,6 @@ use tessera_core::{ModelProfile, ProfilePoint, ServiceSlo, SizeCounts};
 use crate::error::unmeetable;
 use crate::error::PlanError;
 use crate::judge::Judge;
-use crate::problem::judged_points;
 
 /// One way to serve a service.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +77,7 @@ fn service_tables(
     max_procs: u32,
 ) -> Result<(Vec<SizeTable>, Vec<ProfilePoint>), PlanError> {
     let rule = judge.rule;
-    let usable = judged_points(profile, slo, max_procs, judge)?;
+    let usable = judge.judged_points(profile, slo, max_procs)?;
     let candidates: Vec<(ProfilePoint, f64)> = usable
         .iter()
         .filter_map(|p| rule.max_provision_ratio(p, slo.latency_slo_ms).map(|ratio| (*p, ratio)))

@@ -28,6 +28,7 @@ use crate::placement::Inventory;
 use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
+use crate::report::{record_tolerances, service_reports};
 use crate::share;
 use crate::share_replan::replan_shared;
 use crate::spread::spread_segments;
@@ -76,6 +77,15 @@ pub struct PlanRequest<'a> {
     pub from: Option<ReplanFrom<'a>>,
     /// The deploy target whose nodes the plan is placed on.
     pub target: Option<&'a Inventory>,
+    /// Predict each service's figures with the serving model (under a
+    /// capacity rule and Poisson arrivals: its percentile latency,
+    /// attainment, tolerance and busiest load; searches that take most of
+    /// planning's time at fleet scale). Off, a service is met when its
+    /// segments' capacities cover its rate (as they do by construction)
+    /// and its report has no prediction. A caller that weighs many plans
+    /// and keeps few (the autopilot) turns it off and asks
+    /// [`with_figures`] for the plan it keeps.
+    pub figures: bool,
 }
 
 /// Replanning from the plan that runs now.
@@ -149,6 +159,7 @@ impl<'a> PlanRequest<'a> {
             share: options.share,
             from: None,
             target: None,
+            figures: true,
         }
     }
 
@@ -264,6 +275,8 @@ impl<'a> PlanRequest<'a> {
             margin,
             capacities: inputs.capacities(),
             cancel: self.cancel,
+            figures: self.figures,
+            points: Some(inputs.judged_points()),
         }
     }
 }
@@ -360,7 +373,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     request.check_sharing(rule)?;
     let completed = completed_for(request.inputs, &fleet)?;
     let inputs = completed.as_ref().unwrap_or(request.inputs);
-    let problem = request.problem(fleet, inputs, rule, (&arrivals, margin));
+    let problem = request.problem(fleet.clone(), inputs, rule, (&arrivals, margin));
     let started = Instant::now();
     let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
@@ -438,11 +451,44 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         }
         plan = target.place(&plan)?;
     }
+    if request.figures {
+        let problem = request.problem(fleet, inputs, rule, (&arrivals, margin));
+        record_tolerances(&plan.gpus, &mut plan.services, &problem);
+    }
     // A request cancelled on the way may have skipped predictions: no plan.
     if request.cancel.is_some_and(Cancel::is_cancelled) {
         return Err(PlanError::Cancelled);
     }
     Ok(Planned { plan, replan: replanned })
+}
+
+/// `plan`, made with [`PlanRequest::figures`] off, with every service's
+/// figures predicted as the planner predicts them, under the rule,
+/// arrivals and margin the plan records. `inputs` holds the plan's
+/// services at the rates it was made for, and their profiles. Reports of
+/// services without an instance of their own (members of shared
+/// instances, whose figures the sharing planner computed) are kept.
+pub fn with_figures(inputs: &PlanInputs, mut plan: Plan) -> Result<Plan, PlanError> {
+    let mut models: Vec<GpuModel> = plan.gpus.iter().map(|gpu| gpu.gpu_model).collect();
+    models.sort();
+    models.dedup();
+    let fleet: Vec<GpuOffer> = models.into_iter().map(GpuOffer::plain).collect();
+    let from = ReplanFrom { current: &plan, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+    let request = PlanRequest { from: Some(from), fleet, ..PlanRequest::new(inputs) };
+    let (rule, arrivals, margin) = (request.resolved_rule()?, request.resolved_arrivals()?, request.resolved_margin()?);
+    let fleet = request.resolved_fleet()?;
+    let completed = completed_for(inputs, &fleet)?;
+    let inputs = completed.as_ref().unwrap_or(inputs);
+    let problem = PlanRequest::new(inputs).problem(fleet, inputs, rule, (&arrivals, margin));
+    debug_assert!(problem.figures);
+    let mut predicted = service_reports(&plan.gpus, &problem);
+    record_tolerances(&plan.gpus, &mut predicted, &problem);
+    for report in predicted.into_iter().filter(|report| report.segments > 0) {
+        if let Some(kept) = plan.services.iter_mut().find(|kept| kept.service == report.service) {
+            *kept = report;
+        }
+    }
+    Ok(plan)
 }
 
 /// The linear-programming bound of `request` (each service a convex
@@ -480,6 +526,21 @@ mod tests {
         let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
         let options = PlanOptions { arrivals: Some("trace=day.csv".parse().unwrap()), ..PlanOptions::default() };
         assert!(matches!(PlanRequest::from_options(&options, &inputs, None), Err(PlanError::TraceNotRead(_))));
+    }
+
+    #[test]
+    fn figures_skipped_in_planning_are_the_planners_when_predicted_later() {
+        let inputs = PlanInputs::demo(&[DEFAULT_GPU_MODEL]).unwrap();
+        let recorded = plan(&PlanRequest::new(&inputs)).unwrap().plan;
+        assert!(recorded.services.iter().all(|report| report.tolerance.is_some() && report.busiest_load.is_some()));
+        // A margin other than the default: later the plan's own is used.
+        let margin = Some(0.03);
+        let recorded = plan(&PlanRequest { margin, ..PlanRequest::new(&inputs) }).unwrap().plan;
+        let skipped = plan(&PlanRequest { margin, figures: false, ..PlanRequest::new(&inputs) }).unwrap().plan;
+        assert!(skipped.services.iter().all(|report| report.met && report.predicted_attainment.is_none()));
+        assert!(skipped.services.iter().all(|report| report.tolerance.is_none() && report.busiest_load.is_none()));
+        let later = with_figures(&inputs, skipped).unwrap();
+        assert_eq!(later, recorded);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use tessera_serving::{ArrivalModel, Capacities};
 
 use crate::cancel::Cancel;
 use crate::error::PlanError;
-use crate::judge::Judge;
+use crate::judge::{Judge, PointsMemo};
 use crate::latency::LatencyRule;
 
 /// ParvaGPU's default for the most MPS processes per segment.
@@ -61,6 +61,12 @@ pub(crate) struct Problem<'a> {
     pub capacities: &'a Capacities,
     /// Whoever runs the request may cancel it.
     pub cancel: Option<&'a Cancel>,
+    /// Predict each service's figures with the serving model (see
+    /// `PlanRequest::figures`).
+    pub figures: bool,
+    /// The points already judged for `catalog` (the inputs' memo); `None`
+    /// for a catalogue of stand-ins, whose profiles are not the inputs'.
+    pub points: Option<&'a PointsMemo>,
 }
 
 impl<'a> Problem<'a> {
@@ -96,12 +102,20 @@ impl<'a> Problem<'a> {
             margin: 0.0,
             capacities: crate::judge::tests::capacities(),
             cancel: None,
+            figures: true,
+            points: None,
         }
     }
 
     /// The rule with the serving model's memo.
     pub(crate) fn judge(&self) -> Judge<'a> {
-        Judge { rule: self.rule, arrivals: self.arrivals, margin: self.margin, capacities: self.capacities }
+        Judge {
+            rule: self.rule,
+            arrivals: self.arrivals,
+            margin: self.margin,
+            capacities: self.capacities,
+            points: self.points,
+        }
     }
 
     /// Checks what every strategy needs: services with unique names, a
@@ -152,7 +166,7 @@ impl<'a> Problem<'a> {
                     .iter()
                     .filter_map(|offer| {
                         let profile = self.catalog.get(offer.model, &slo.model)?;
-                        let points = judged_points(profile, slo, self.max_procs, self.judge()).ok()?;
+                        let points = self.judge().judged_points(profile, slo, self.max_procs).ok()?;
                         let allowed =
                             || points.iter().filter(|p| self.rule.max_provision_ratio(p, slo.latency_slo_ms).is_some());
                         let best = allowed().map(ProfilePoint::throughput_per_gpc).fold(0.0, f64::max);
@@ -243,18 +257,6 @@ pub(crate) fn usable_points(
         });
     }
     Ok(fitting)
-}
-
-/// The points the planners plan `slo` with from `profile`: the usable ones
-/// ([`usable_points`]) as `judge` sees them (under the percentile rule, the
-/// best of each size with its capacity as its throughput).
-pub(crate) fn judged_points(
-    profile: &ModelProfile,
-    slo: &ServiceSlo,
-    max_procs: u32,
-    judge: Judge<'_>,
-) -> Result<Vec<ProfilePoint>, PlanError> {
-    judge.planning_points(profile, usable_points(profile, slo, max_procs)?, slo)
 }
 
 /// A fractional GPU need in whole GPUs, rounded up (saturating).

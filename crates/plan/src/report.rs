@@ -47,17 +47,17 @@ fn instance_point(instance: &InstanceAssignment) -> ProfilePoint {
 /// segment's percentile latency and attainment are predicted by the
 /// serving model at the rate routed to it (in proportion to the segments'
 /// capacities): the report's worst latency is the slowest segment's, its
-/// attainment the routed mixture's. Under other arrival models nothing is
-/// predicted (the worst latency is the slowest batch's; a segment with a
-/// capacity meets the SLO by construction).
+/// attainment the routed mixture's. Under other arrival models, or with
+/// the request's figures off, nothing is predicted (the worst latency is
+/// the slowest batch's; a segment with a capacity meets the SLO by
+/// construction).
 pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> Vec<ServiceReport> {
     let services = request.services;
     let rule = request.rule;
     // The analytic model predicts under Poisson arrivals only; under other
     // models a segment's capacity was found by simulation, and the plan is
     // judged by `verify --simulate`.
-    let predicting = rule.uses_capacity() && *request.arrivals == ArrivalModel::Poisson;
-    let index: HashMap<&str, usize> = services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
+    let predicting = request.figures && rule.uses_capacity() && *request.arrivals == ArrivalModel::Poisson;
     let mut reports: Vec<ServiceReport> = services
         .iter()
         .map(|slo| ServiceReport {
@@ -75,23 +75,12 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
             busiest_load: None,
         })
         .collect();
-    let mine: Vec<(usize, GpuModel, ProfilePoint)> = gpus
-        .iter()
-        .flat_map(|gpu| gpu.instances.iter().map(move |instance| (gpu.gpu_model, instance)))
-        .filter_map(|(model, instance)| {
-            index.get(instance.service.as_str()).map(|&i| (i, model, instance_point(instance)))
-        })
-        .collect();
+    let mine = dedicated_points(gpus, request);
     for (i, _, point) in &mine {
         reports[*i].provisioned_rps += point.throughput_rps;
         reports[*i].segments += 1;
     }
     let predictions = if predicting { predictions(&mine, &reports, request) } else { Vec::new() };
-    for (report, predicted) in reports.iter_mut().zip(&predictions) {
-        if let Some(predicted) = predicted {
-            (report.tolerance, report.busiest_load) = (predicted.tolerance, predicted.busiest_load);
-        }
-    }
     for (i, model, point) in &mine {
         let report = &mut reports[*i];
         if predicting {
@@ -117,6 +106,24 @@ pub(crate) fn service_reports(gpus: &[GpuAssignment], request: &Problem<'_>) -> 
     reports
 }
 
+/// Every instance of `gpus` that runs a service of `request`, as (the
+/// service's index, GPU model, the point it runs); instances of other
+/// services are ignored.
+fn dedicated_points(gpus: &[GpuAssignment], request: &Problem<'_>) -> Vec<(usize, GpuModel, ProfilePoint)> {
+    let index: HashMap<&str, usize> =
+        request.services.iter().enumerate().map(|(i, s)| (s.service.as_str(), i)).collect();
+    gpus.iter()
+        .flat_map(|gpu| gpu.instances.iter().map(move |instance| (gpu.gpu_model, instance)))
+        .filter_map(|(model, instance)| {
+            index.get(instance.service.as_str()).map(|&i| (i, model, instance_point(instance)))
+        })
+        .collect()
+}
+
+/// A service's segments of one GPU model and configuration (they get the
+/// same routed rate).
+type SegmentKey = (GpuModel, SegmentConfig);
+
 /// What the serving model predicts of one service's segments.
 struct ServicePrediction {
     /// The percentile latency of its slowest segment, ms.
@@ -124,11 +131,7 @@ struct ServicePrediction {
     /// The attainment of each of its segments, by GPU model and
     /// configuration (segments of one service, GPU model and configuration
     /// get the same rate).
-    attainment: HashMap<(GpuModel, SegmentConfig), f64>,
-    /// Its tolerance: the largest slowdown of its batches it bears.
-    tolerance: Option<f64>,
-    /// The offered load of its busiest segment.
-    busiest_load: Option<f64>,
+    attainment: HashMap<SegmentKey, f64>,
 }
 
 /// The serving model's prediction for every service of `mine` (service
@@ -144,49 +147,97 @@ fn predictions(
     reports: &[ServiceReport],
     request: &Problem<'_>,
 ) -> Vec<Option<ServicePrediction>> {
-    let mut routed: Vec<HashMap<(GpuModel, SegmentConfig), f64>> = vec![HashMap::new(); reports.len()];
-    for (i, model, point) in mine {
-        let slo = &request.services[*i];
-        let routed_rps = slo.rate_rps * point.throughput_rps / reports[*i].provisioned_rps.max(f64::MIN_POSITIVE);
-        routed[*i].entry((*model, point.config)).or_insert(routed_rps);
-    }
-    routed
+    routed_segments(mine, reports, request)
         .into_par_iter()
         .enumerate()
         .map(|(i, segments)| service_prediction(&request.services[i], segments, request))
         .collect()
 }
 
+/// The rate routed to each of every service's segments (in proportion to
+/// the segments' capacities), by GPU model and configuration: segments of
+/// one service, GPU model and configuration get the same rate.
+fn routed_segments(
+    mine: &[(usize, GpuModel, ProfilePoint)],
+    reports: &[ServiceReport],
+    request: &Problem<'_>,
+) -> Vec<HashMap<SegmentKey, f64>> {
+    let mut routed: Vec<HashMap<SegmentKey, f64>> = vec![HashMap::new(); reports.len()];
+    for (i, model, point) in mine {
+        let slo = &request.services[*i];
+        let routed_rps = slo.rate_rps * point.throughput_rps / reports[*i].provisioned_rps.max(f64::MIN_POSITIVE);
+        routed[*i].entry((*model, point.config)).or_insert(routed_rps);
+    }
+    routed
+}
+
 /// [`predictions`] of one service, `slo`, whose segments of each GPU model
 /// and configuration are routed the rates of `segments`: the serving
 /// model's [`analytic::predict_service`] over them with every batch the
-/// request's margin slower, and the tolerance and busiest load of them as
-/// profiled.
+/// request's margin slower.
 fn service_prediction(
     slo: &ServiceSlo,
-    segments: HashMap<(GpuModel, SegmentConfig), f64>,
+    segments: HashMap<SegmentKey, f64>,
     request: &Problem<'_>,
 ) -> Option<ServicePrediction> {
     // Cancelled: no figure (the request answers no plan).
     if request.cancelled() {
         return None;
     }
-    let mut keys = Vec::with_capacity(segments.len());
-    let mut profiled = Vec::with_capacity(segments.len());
-    for ((model, config), routed_rps) in segments {
-        let profile = request.catalog.get(model, &slo.model)?;
-        profiled.push((shape(profile, profile.point(config)?).ok()?, routed_rps));
-        keys.push((model, config));
-    }
+    let profiled = profiled_segments(slo, segments, request)?;
     let margined: Vec<(SegmentShape, f64)> =
-        profiled.iter().map(|(shape, routed_rps)| (shape.slowed_by(request.margin), *routed_rps)).collect();
+        profiled.iter().map(|(_, shape, routed_rps)| (shape.slowed_by(request.margin), *routed_rps)).collect();
     let predicted = analytic::predict_service(&margined, slo.percentile, slo.latency_slo_ms).ok()?;
-    let attainment = keys.into_iter().zip(predicted.attainments).collect();
-    let segments = || profiled.iter().map(|(shape, routed_rps)| (shape, *routed_rps));
-    Some(ServicePrediction {
-        worst_latency_ms: predicted.worst_latency_ms,
-        attainment,
-        tolerance: tolerance(slo, segments()),
-        busiest_load: busiest_load(segments()),
-    })
+    let attainment = profiled.into_iter().map(|(key, _, _)| key).zip(predicted.attainments).collect();
+    Some(ServicePrediction { worst_latency_ms: predicted.worst_latency_ms, attainment })
+}
+
+/// `slo`'s segments of `segments` (each GPU model and configuration with
+/// its routed rate) with the serving model's shape as profiled; `None` for
+/// a point the catalogue does not have.
+fn profiled_segments(
+    slo: &ServiceSlo,
+    segments: HashMap<SegmentKey, f64>,
+    request: &Problem<'_>,
+) -> Option<Vec<(SegmentKey, SegmentShape, f64)>> {
+    segments
+        .into_iter()
+        .map(|((model, config), routed_rps)| {
+            let profile = request.catalog.get(model, &slo.model)?;
+            let shape = shape(profile, profile.point(config)?).ok()?;
+            Some(((model, config), shape, routed_rps))
+        })
+        .collect()
+}
+
+/// Writes into `reports` (one per service of `request`, in its order) each
+/// service's tolerance and busiest load over its dedicated instances in
+/// `gpus` (see `tolerance`), under a capacity rule and Poisson arrivals;
+/// reports that already carry a tolerance (members of shared instances)
+/// keep theirs. A root search of the serving model per segment: the
+/// planner does it once, on the plan it answers.
+pub(crate) fn record_tolerances(gpus: &[GpuAssignment], reports: &mut [ServiceReport], request: &Problem<'_>) {
+    if !(request.figures && request.rule.uses_capacity() && *request.arrivals == ArrivalModel::Poisson) {
+        return;
+    }
+    let mine = dedicated_points(gpus, request);
+    let figures: Vec<(Option<f64>, Option<f64>)> = routed_segments(&mine, reports, request)
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, segments)| {
+            let slo = &request.services[i];
+            match profiled_segments(slo, segments, request) {
+                Some(profiled) if !request.cancelled() => {
+                    let segments = || profiled.iter().map(|(_, shape, routed_rps)| (shape, *routed_rps));
+                    (tolerance(slo, segments()), busiest_load(segments()))
+                }
+                _ => (None, None),
+            }
+        })
+        .collect();
+    for (report, (tolerance, busiest_load)) in reports.iter_mut().zip(figures) {
+        if report.tolerance.is_none() {
+            (report.tolerance, report.busiest_load) = (tolerance, busiest_load);
+        }
+    }
 }

@@ -305,7 +305,8 @@ fn balance(light: Vec<(f64, SharedMember, Member)>, instance_gb: f64, margin: f6
 pub(crate) fn plan_shared(problem: &Problem<'_>) -> Result<Plan, PlanError> {
     let packing = pack(problem)?;
     let stand_ins = stand_ins(&packing, problem.catalog)?;
-    let placing = Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, ..problem.clone() };
+    let placing =
+        Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, points: None, ..problem.clone() };
     let plan = plan_optimal(&placing)?;
     Ok(unfold(plan, &packing, &stand_ins, problem))
 }

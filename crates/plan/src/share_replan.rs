@@ -165,7 +165,8 @@ pub(crate) fn replan_shared(
         let stand_in = &stand_ins.services[dedicated_count + k];
         (stand_in.service.clone(), stand_in.model.clone())
     });
-    let placing = Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, ..problem.clone() };
+    let placing =
+        Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, points: None, ..problem.clone() };
     let replanned = replan(&ReplanRequest { plan: placing, current: &running, max_extra_gpus, removed_gpus: removed })?;
     let mut plan = unfold(replanned.plan, &packing, &stand_ins, problem);
     plan.notes.push(format!(

@@ -316,7 +316,7 @@ impl Controller {
         let forecast_rps = self.forecaster.forecast();
         let plan_rps = scaled(&forecast_rps, 1.0 + self.config.plan_headroom);
         let Some(running) = self.plan.clone() else {
-            return match self.planner.fresh(&plan_rps) {
+            return match self.planner.fresh(&plan_rps).map(|plan| self.planner.with_figures(plan)) {
                 Ok(plan) => {
                     let reason = format!(
                         "no plan ran: planned from scratch for the forecast +{:.0}%: {}",
@@ -643,6 +643,7 @@ impl Controller {
         if !exempt_from_the_limit(&transition) {
             self.recent_s.push_back(time_s);
         }
+        let plan = self.planner.with_figures(plan);
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }
     }

@@ -13,7 +13,7 @@ use crate::bound::{round_up, solve, CostGrid, PriceSpace};
 use crate::cover::{cover_items, CoverPricing};
 use crate::error::PlanError;
 use crate::fleet_model::FleetModel;
-use crate::problem::{judged_points, Problem};
+use crate::problem::Problem;
 
 /// Relative tolerance of cost comparisons.
 pub(super) const COST_TOLERANCE: f64 = 1e-9;
@@ -71,7 +71,7 @@ pub(super) fn cover_pricing(request: &Problem<'_>) -> CoverPricing {
                 .map(|(m, offer)| {
                     let points = request
                         .profile(slo, offer.model)
-                        .and_then(|p| judged_points(p, slo, request.max_procs, request.judge()));
+                        .and_then(|p| request.judge().judged_points(p, slo, request.max_procs));
                     (m, points.map(|points| cover_items(&points, slo, request.rule)).unwrap_or_default())
                 })
                 .collect();

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use tessera_core::{GpuModel, InstanceAssignment, ProfilePoint};
 
-use crate::problem::{judged_points, Problem};
+use crate::problem::Problem;
 
 /// The configurations each service may run on each GPU model, with their
 /// maximum provisioning ratios, by throughput (best first).
@@ -28,7 +28,9 @@ impl<'r> Candidates<'r> {
             let Some(profile) = request.catalog.get(model, &slo.model) else {
                 return Vec::new();
             };
-            let mut points: Vec<(ProfilePoint, f64)> = judged_points(profile, slo, request.max_procs, request.judge())
+            let mut points: Vec<(ProfilePoint, f64)> = request
+                .judge()
+                .judged_points(profile, slo, request.max_procs)
                 .unwrap_or_default()
                 .into_iter()
                 .filter_map(|p| request.rule.max_provision_ratio(&p, slo.latency_slo_ms).map(|ratio| (p, ratio)))
