@@ -25,8 +25,9 @@
 //!   plan to another, timed by [`ReconfigurationTimes`].
 //! * [`simulate_day`] (`day`) — the controller over a traffic curve against
 //!   two baselines (static provisioning at the peak, replanning from
-//!   scratch at every interval), each measured with the request-level
-//!   simulator hour by hour: a [`DayReport`].
+//!   scratch at every interval), each measured hour by hour (a steady
+//!   service by the serving model's exact share, any other with the
+//!   request-level simulator): a [`DayReport`].
 //!
 //! Invariant: no I/O; the same inputs and seeds give the same decisions
 //! and figures (planning under a time limit aside: the planner may stop
@@ -68,10 +69,11 @@
 //! controller over a traffic curve, one decision per interval, against static
 //! provisioning at the peak and replanning from scratch (`timeline`: spans of
 //! serving segments and GPUs held, both plans' during a transition; `measure`:
-//! each piece of constant segments and rates simulated, each service alone on
-//! a sampled window (shortened for a busy service unless it runs near
-//! capacity; pieces and services in parallel with rayon) and weighted by its
-//! requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
+//! each piece of constant segments and rates measured per service, a steady
+//! one (Poisson, every segment below `MODEL_BELOW_LOAD`) by the serving
+//! model, any other simulated alone on a sampled window (shortened for a
+//! busy service unless it runs near capacity; pieces and services in
+//! parallel with rayon), each weighted by its requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
 //! type: `AutopilotError`.
 
 mod burstiness;
@@ -97,6 +99,7 @@ pub use controller::{
 pub use day::{
     simulate_day, DayProgress, DayReport, DayRequest, GpuStep, HourRow, Sampling, ServiceDay, StrategyDay, Tally,
     DEFAULT_INTERVAL_S, DEFAULT_MAX_REQUESTS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, FULL_WINDOW_LOAD, MIN_WINDOW_BATCHES,
+    MODEL_BELOW_LOAD,
 };
 pub use diurnal::{
     diurnal, DiurnalOptions, DEFAULT_BURSTS_PER_DAY, DEFAULT_BURST_FACTOR, DEFAULT_BURST_MINUTES, DEFAULT_HOURS,

@@ -104,6 +104,35 @@ fn the_figures_add_up_and_the_baselines_are_what_they_say() {
 }
 
 #[test]
+fn steady_services_from_the_serving_model_agree_with_simulating_every_request() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 1.0);
+    let modelled = day(&inputs, &traffic, 2.0);
+    let simulated = simulate_day(
+        &DayRequest {
+            sampling: Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() },
+            ..request(&inputs, &traffic, 2.0)
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(modelled.services_modelled > 0 && simulated.services_modelled == 0);
+    assert!(modelled.requests_simulated < simulated.requests_simulated);
+    // The same decisions, so the same GPUs; and within a tenth of a point
+    // of every request simulated, for every strategy.
+    for (modelled, simulated) in [
+        (&modelled.autopilot, &simulated.autopilot),
+        (&modelled.static_peak, &simulated.static_peak),
+        (&modelled.scratch, &simulated.scratch),
+    ] {
+        let (modelled, simulated) = (&modelled.totals, &simulated.totals);
+        assert_eq!(modelled.gpu_hours, simulated.gpu_hours);
+        let gap = modelled.attainment.unwrap() - simulated.attainment.unwrap();
+        assert!(gap.abs() <= 0.001, "{modelled:?} against {simulated:?}");
+    }
+}
+
+#[test]
 fn traffic_for_other_services_is_refused() {
     let inputs = inputs();
     let traffic =

@@ -13,6 +13,18 @@
 //! same time use the same seed, whatever the strategy (common random
 //! numbers: differences between strategies are not sampling noise).
 //!
+//! **Steady services from the serving model.** Where the model is exact a
+//! window only samples what it computes: with [`Sampling::model_steady`],
+//! a service arriving as Poisson with every segment offered less than
+//! [`MODEL_BELOW_LOAD`] of its full-batch throughput (at the day's
+//! slowdown) takes the serving model's exact stationary share within its
+//! SLO, and only the others (other arrivals; a segment near, at or past
+//! its throughput, where a queue settles slowly and a window's figure
+//! depends on its length) are simulated request by request. A piece in a
+//! transition is no exception: its segments are constant, and a window
+//! starts as empty as the model's queue carries nothing from the piece
+//! before.
+//!
 //! **Requests lost** are those a transition takes capacity from: while it
 //! runs, a service whose serving segments' capacity is below its rate, the
 //! capacity it had before the transition and the capacity it has after it
@@ -48,6 +60,10 @@ pub const MIN_WINDOW_BATCHES: f64 = 50.0;
 /// slowly or grows, and what a window measures of it depends on its
 /// length.
 pub const FULL_WINDOW_LOAD: f64 = 0.9;
+/// A service whose segments are all offered less than this share of
+/// their full-batch throughput is steady: with [`Sampling::model_steady`]
+/// the serving model measures it where its requests arrive as Poisson.
+pub const MODEL_BELOW_LOAD: f64 = 0.97;
 /// Pieces simulated between two progress reports.
 const PIECES_PER_REPORT: usize = 16;
 
@@ -66,12 +82,17 @@ pub struct Sampling {
     /// Every batch of the GPUs serving the day this share slower than
     /// profiled (0.05: 5% slower; 0: as profiled).
     pub slowdown: f64,
+    /// Steady services (Poisson arrivals, every segment below
+    /// [`MODEL_BELOW_LOAD`]) take the serving model's exact share within
+    /// their SLO instead of a simulated window (see the module
+    /// documentation); `false`: every service of every piece is simulated.
+    pub model_steady: bool,
 }
 
 impl Default for Sampling {
     /// [`DEFAULT_WINDOW_S`] after [`DEFAULT_WARMUP_S`], at most
     /// [`DEFAULT_MAX_REQUESTS`] measured per service, seed 0, GPUs as fast
-    /// as profiled.
+    /// as profiled, steady services from the serving model.
     fn default() -> Self {
         Sampling {
             window_s: DEFAULT_WINDOW_S,
@@ -79,6 +100,7 @@ impl Default for Sampling {
             max_requests: DEFAULT_MAX_REQUESTS,
             seed: 0,
             slowdown: 0.0,
+            model_steady: true,
         }
     }
 }
@@ -136,6 +158,8 @@ pub(super) struct Measured {
     pub pieces: usize,
     /// Requests simulated in all windows.
     pub requests_simulated: u64,
+    /// Services of pieces measured by the serving model, not simulated.
+    pub services_modelled: u64,
 }
 
 /// One piece: a span of constant segments and rates within an hour.
@@ -174,6 +198,8 @@ struct PieceMeasures {
     attainment: Vec<(usize, f64)>,
     /// Requests simulated, warm-up included.
     requests_simulated: u64,
+    /// Services measured by the serving model.
+    services_modelled: u64,
 }
 
 /// Measures `timeline` (see the module documentation) with `sampling`,
@@ -189,7 +215,7 @@ pub(super) fn measure(
 ) -> Result<Measured, AutopilotError> {
     let services = planner.services().len();
     let empty = HourMeasures { requests: vec![0.0; services], within: vec![0.0; services], ..Default::default() };
-    let mut measured = Measured { hours: vec![empty; hours], pieces: 0, requests_simulated: 0 };
+    let mut measured = Measured { hours: vec![empty; hours], pieces: 0, requests_simulated: 0, services_modelled: 0 };
     let pieces = pieces(timeline, traffic);
     for chunk in pieces.chunks(PIECES_PER_REPORT) {
         let simulated: Vec<Result<PieceMeasures, AutopilotError>> = chunk
@@ -223,6 +249,7 @@ pub(super) fn measure(
                 tally.lost += lost_rps * length_s;
             }
             measured.requests_simulated += simulated.requests_simulated;
+            measured.services_modelled += simulated.services_modelled;
             measured.pieces += 1;
             step();
         }
@@ -230,8 +257,21 @@ pub(super) fn measure(
     Ok(measured)
 }
 
-/// Simulates the segments of `serving` at `rates_rps` from `start_s`, each
-/// served service on its own window (see [`Sampling::service_window_s`]).
+/// One service of a piece, measured.
+struct ServiceMeasure {
+    /// Its index among the planner's services.
+    index: usize,
+    /// Its share of requests within its SLO.
+    share: f64,
+    /// Requests simulated, warm-up included; `None`: measured by the
+    /// serving model.
+    requests_simulated: Option<u64>,
+}
+
+/// Measures the segments of `serving` at `rates_rps` from `start_s`: each
+/// served service from the serving model where it is steady and
+/// `sampling` asks (see the module documentation), else simulated on its
+/// own window (see [`Sampling::service_window_s`]).
 fn simulate_piece(
     planner: &Planner,
     serving: &Plan,
@@ -240,14 +280,20 @@ fn simulate_piece(
     (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
 ) -> Result<PieceMeasures, AutopilotError> {
     let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
-        return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0 });
+        return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0, services_modelled: 0 });
     };
     let piece_seed = sampling.seed ^ (start_s * 1000.0).round() as u64;
-    let outcomes: Vec<Result<(usize, f64, u64), AutopilotError>> = indices
+    let outcomes: Vec<Result<ServiceMeasure, AutopilotError>> = indices
         .par_iter()
         .enumerate()
         .map(|(served, &index)| {
             let alone = service_alone(&system, served)?;
+            let arrivals = arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals());
+            let slowed = alone.slowed_by(sampling.slowdown);
+            let below = (0..slowed.segments().len()).all(|segment| slowed.offered_load(segment) < MODEL_BELOW_LOAD);
+            if sampling.model_steady && below && arrivals == ArrivalModel::Poisson {
+                return Ok(ServiceMeasure { index, share: slowed.predicted_attainment(0)?, requests_simulated: None });
+            }
             let service = &alone.services()[0];
             let batch_ms = alone
                 .segments()
@@ -259,7 +305,7 @@ fn simulate_piece(
                 if loaded { sampling.window_s } else { sampling.service_window_s(service.rate_rps, batch_ms) };
             let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
             let options = SimulationOptions {
-                arrivals: arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals()),
+                arrivals,
                 seconds: warmup_s + window_s,
                 warmup_s,
                 seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),
@@ -269,17 +315,21 @@ fn simulate_piece(
             let report = simulate(&alone, &options)?;
             let outcome = &report.services[0];
             let share = match outcome.requests {
-                0 => alone.slowed_by(sampling.slowdown).predicted_attainment(0)?,
+                0 => slowed.predicted_attainment(0)?,
                 requests => outcome.within_slo as f64 / requests as f64,
             };
-            Ok((index, share, report.requests_simulated))
+            Ok(ServiceMeasure { index, share, requests_simulated: Some(report.requests_simulated) })
         })
         .collect();
-    let mut measures = PieceMeasures { attainment: Vec::with_capacity(indices.len()), requests_simulated: 0 };
+    let mut measures =
+        PieceMeasures { attainment: Vec::with_capacity(indices.len()), requests_simulated: 0, services_modelled: 0 };
     for outcome in outcomes {
-        let (index, share, requests) = outcome?;
+        let ServiceMeasure { index, share, requests_simulated } = outcome?;
         measures.attainment.push((index, share));
-        measures.requests_simulated += requests;
+        match requests_simulated {
+            Some(requests) => measures.requests_simulated += requests,
+            None => measures.services_modelled += 1,
+        }
     }
     Ok(measures)
 }

@@ -37,6 +37,7 @@ use timeline::Timeline;
 
 pub use measure::{
     Sampling, DEFAULT_MAX_REQUESTS, DEFAULT_WARMUP_S, DEFAULT_WINDOW_S, FULL_WINDOW_LOAD, MIN_WINDOW_BATCHES,
+    MODEL_BELOW_LOAD,
 };
 pub use report::{DayReport, GpuStep, HourRow, ServiceDay, StrategyDay, Tally};
 
@@ -159,6 +160,7 @@ pub fn simulate_day(
     let timelines = [&autopilot, &static_peak, &scratch];
     let total: usize = timelines.iter().map(|timeline| measure::piece_count(timeline, request.traffic)).sum();
     let mut done = 0;
+    progress(DayProgress::Measuring { done, total });
     let mut measured = Vec::new();
     for timeline in timelines {
         let arrivals = (&request.sampling, request.arrivals_by_service.as_slice());
@@ -187,6 +189,7 @@ pub fn simulate_day(
         forecast: controller.forecast_accuracy(),
         pieces_simulated: measured.iter().map(|m| m.pieces).sum(),
         requests_simulated: measured.iter().map(|m| m.requests_simulated).sum(),
+        services_modelled: measured.iter().map(|m| m.services_modelled).sum(),
     })
 }
 

@@ -107,10 +107,13 @@ pub struct DayReport {
     pub journal: Vec<JournalEntry>,
     /// How far the autopilot's forecasts were off.
     pub forecast: ForecastAccuracy,
-    /// Pieces of the day simulated, all strategies.
+    /// Pieces of the day measured, all strategies.
     pub pieces_simulated: usize,
     /// Requests simulated in all sampled windows.
     pub requests_simulated: u64,
+    /// Services of pieces measured by the serving model (steady: see
+    /// [`Sampling::model_steady`]), not simulated.
+    pub services_modelled: u64,
 }
 
 /// One strategy's day from its timeline and measures.

@@ -90,6 +90,13 @@ pub struct AutopilotSimulateArgs {
     #[arg(long, value_name = "SEED", default_value_t = 0)]
     pub sample_seed: u64,
 
+    /// Simulate every service of every piece request by request. By
+    /// default a steady service (Poisson arrivals, every segment below 97%
+    /// of its full-batch throughput) takes the serving model's exact share
+    /// within its SLO instead of a simulated window.
+    #[arg(long)]
+    pub simulate_all: bool,
+
     /// Serve the day on GPUs slower than profiled: every batch this share
     /// slower (0.05: 5% slower). The autopilot still decides with the
     /// profiles; default: the profiled speed.

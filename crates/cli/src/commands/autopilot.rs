@@ -16,6 +16,7 @@ mod rates;
 mod run;
 
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
@@ -99,6 +100,7 @@ fn simulate(args: &AutopilotSimulateArgs, store: Option<&Path>) -> Result<()> {
             max_requests: args.window_requests,
             seed: args.sample_seed,
             slowdown: args.slowdown,
+            model_steady: !args.simulate_all,
         },
         arrivals_by_service,
     };
@@ -149,11 +151,16 @@ fn observed_burstiness(options: &mut PlanOptions, names: &[String], cv: &[Option
 /// Simulates the day with a progress bar per phase.
 fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
     let mut bar: Option<(bool, Progress)> = None;
+    let started = Instant::now();
+    let mut measuring_from = None;
     let report = simulate_day(request, &mut |progress| {
         let (measuring, done, total) = match progress {
             DayProgress::Deciding { done, total } => (false, done, total),
             DayProgress::Measuring { done, total } => (true, done, total),
         };
+        if measuring && measuring_from.is_none() {
+            measuring_from = Some(Instant::now());
+        }
         if bar.as_ref().is_none_or(|(phase, _)| *phase != measuring) {
             let (unit, message) = if measuring {
                 ("pieces", "simulating requests, piece by piece of the day")
@@ -167,16 +174,33 @@ fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
         }
     });
     drop(bar);
-    Ok(report?)
+    let report = report?;
+    if let Some(measuring) = measuring_from {
+        note(format_args!(
+            "decided in {:.1} s, measured in {:.1} s",
+            measuring.duration_since(started).as_secs_f64(),
+            measuring.elapsed().as_secs_f64()
+        ));
+    }
+    Ok(report)
 }
 
 /// What was simulated and how it was measured, in words.
 fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> String {
+    let steady = match report.sampling.model_steady {
+        true => format!(
+            "a steady service (Poisson arrivals, every segment below {:.0}% of its throughput) from the \
+             serving model's exact share, any other ",
+            100.0 * tessera_autopilot::MODEL_BELOW_LOAD
+        ),
+        false => "every service ".to_string(),
+    };
     format!(
         "{} over {} h of {described}; a decision every {} min; each piece of the day (constant plan and rates) \
-         measured on {} s of simulated Poisson requests per service after {} s of warm-up (both shortened for a \
-         busy service to about {} measured requests, at least {} of its slowest batches, unless a segment of it \
-         runs at {:.0}% of its throughput or more), weighted by its requests ({} pieces, {} requests simulated)",
+         weighted by its requests and measured per service: {steady}on {} s of simulated requests after {} s of \
+         warm-up (both shortened for a busy service to about {} measured requests, at least {} of its slowest \
+         batches, unless a segment of it runs at {:.0}% of its throughput or more) ({} pieces, {} services of \
+         them from the model, {} requests simulated)",
         count(traffic.services().len(), "service"),
         report.hours,
         report.interval_s / 60.0,
@@ -186,6 +210,7 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
         tessera_autopilot::MIN_WINDOW_BATCHES,
         100.0 * tessera_autopilot::FULL_WINDOW_LOAD,
         report.pieces_simulated,
+        report.services_modelled,
         report.requests_simulated
     )
 }
@@ -365,6 +390,7 @@ struct DayDocument<'a> {
     controller: &'a ControllerConfig,
     pieces_simulated: usize,
     requests_simulated: u64,
+    services_modelled: u64,
 }
 
 /// One hour of every strategy.
@@ -412,6 +438,7 @@ impl<'a> DayDocument<'a> {
             controller: &report.controller,
             pieces_simulated: report.pieces_simulated,
             requests_simulated: report.requests_simulated,
+            services_modelled: report.services_modelled,
         }
     }
 }
