@@ -220,45 +220,6 @@ impl<'a> Problem<'a> {
     }
 }
 
-/// The points of `profile` a planner may run for `slo`: at most `max_procs`
-/// processes and, where a point's memory is known, no more than its
-/// instance holds. `memory_gb` is the whole segment's (all processes), so it
-/// is compared with the memory of the size's primary MIG profile on the
-/// profile's GPU model. Empty when the process limit leaves nothing (the
-/// latency check then names the problem); an error when memory rules out
-/// every point the process limit leaves.
-pub(crate) fn usable_points(
-    profile: &ModelProfile,
-    slo: &ServiceSlo,
-    max_procs: u32,
-) -> Result<Vec<ProfilePoint>, PlanError> {
-    let spec = profile.gpu_model.spec();
-    let instance_gb = |point: &ProfilePoint| {
-        spec.profile_for_size(point.config.size_gpcs).map_or(0.0, |instance| f64::from(instance.memory_gb))
-    };
-    let allowed: Vec<ProfilePoint> = profile.points().iter().filter(|p| p.config.procs <= max_procs).copied().collect();
-    let fitting: Vec<ProfilePoint> =
-        allowed.iter().filter(|p| p.memory_gb.is_none_or(|gb| gb <= instance_gb(p))).copied().collect();
-    if !allowed.is_empty() && fitting.is_empty() {
-        let tightest = allowed
-            .iter()
-            .min_by(|a, b| {
-                let excess = |p: &ProfilePoint| p.memory_gb.unwrap_or(0.0) / instance_gb(p);
-                excess(a).total_cmp(&excess(b))
-            })
-            .expect("points remain");
-        return Err(PlanError::NoPointFits {
-            service: slo.service.clone(),
-            model: slo.model.clone(),
-            gpu: profile.gpu_model.to_string(),
-            closest: tightest.config.to_string(),
-            needed_gb: tightest.memory_gb.unwrap_or(0.0),
-            instance_gb: instance_gb(tightest),
-        });
-    }
-    Ok(fitting)
-}
-
 /// A fractional GPU need in whole GPUs, rounded up (saturating).
 fn whole_gpus(gpus: f64) -> u64 {
     gpus.ceil().min(u64::MAX as f64) as u64
