@@ -251,34 +251,61 @@ impl<'a> PlanRequest<'a> {
         }
     }
 
-    /// What one strategy solves, every default resolved.
-    fn problem<'p>(
-        &self,
-        fleet: Vec<GpuOffer>,
-        inputs: &'p PlanInputs,
-        rule: LatencyRule,
-        (arrivals, margin): (&'p ArrivalModel, f64),
-    ) -> Problem<'p>
+    /// The request's choices resolved (see the module docs), its inputs
+    /// completed for its fleet.
+    fn resolved(&self) -> Result<Resolved, PlanError> {
+        let fleet = self.resolved_fleet()?;
+        Ok(Resolved {
+            rule: self.resolved_rule()?,
+            arrivals: self.resolved_arrivals()?,
+            margin: self.resolved_margin()?,
+            completed: completed_for(self.inputs, &fleet)?,
+            fleet,
+        })
+    }
+
+    /// The inputs planned with under `resolved`: the request's, completed
+    /// for its fleet where they had to be.
+    fn inputs_under<'p>(&self, resolved: &'p Resolved) -> &'p PlanInputs
     where
         'a: 'p,
     {
+        resolved.completed.as_ref().unwrap_or(self.inputs)
+    }
+
+    /// What one strategy solves under `resolved`.
+    fn problem<'p>(&self, resolved: &'p Resolved) -> Problem<'p>
+    where
+        'a: 'p,
+    {
+        let inputs = self.inputs_under(resolved);
         Problem {
-            fleet,
+            fleet: resolved.fleet.clone(),
             catalog: inputs.catalog(),
             services: inputs.services(),
-            rule,
+            rule: resolved.rule,
             max_procs: self.max_procs,
             gpus_per_node: self.gpus_per_node,
             time_limit: self.time_limit,
             max_gpus: self.max_gpus,
-            arrivals,
-            margin,
+            arrivals: &resolved.arrivals,
+            margin: resolved.margin,
             capacities: inputs.capacities(),
             cancel: self.cancel,
             figures: self.figures,
             points: Some(inputs.judged_points()),
         }
     }
+}
+
+/// A request's defaults resolved, once ([`PlanRequest::resolved`]).
+struct Resolved {
+    rule: LatencyRule,
+    arrivals: ArrivalModel,
+    margin: f64,
+    fleet: Vec<GpuOffer>,
+    /// The inputs completed for the fleet, when they had to be.
+    completed: Option<PlanInputs>,
 }
 
 /// The latency rule `plan` records, if any (a ParvaGPU deployment map
@@ -363,17 +390,14 @@ fn images_of(inputs: &PlanInputs, current: Option<&Plan>) -> BTreeMap<String, Se
 
 /// Plans `request` (see the module docs).
 pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
-    let rule = request.resolved_rule()?;
-    let arrivals = request.resolved_arrivals()?;
-    let margin = request.resolved_margin()?;
-    let fleet = request.resolved_fleet()?;
+    let resolved = request.resolved()?;
     if request.from.is_some() && request.strategy != Strategy::Optimal {
         return Err(PlanError::ReplanNeedsOptimal { strategy: request.strategy.name() });
     }
-    request.check_sharing(rule)?;
-    let completed = completed_for(request.inputs, &fleet)?;
-    let inputs = completed.as_ref().unwrap_or(request.inputs);
-    let problem = request.problem(fleet.clone(), inputs, rule, (&arrivals, margin));
+    request.check_sharing(resolved.rule)?;
+    let inputs = request.inputs_under(&resolved);
+    let problem = request.problem(&resolved);
+    let arrivals = &resolved.arrivals;
     let started = Instant::now();
     let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
@@ -412,7 +436,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         }
     };
     plan.notes.extend(inputs.notes().iter().cloned());
-    if arrivals != ArrivalModel::Poisson {
+    if *arrivals != ArrivalModel::Poisson {
         plan.notes.push(format!(
             "capacities under {arrivals} arrivals were searched for with the request simulator, each segment alone \
              fed them at its rate (a random share of a bursty renewal stream is smoother, so this errs low); \
@@ -452,8 +476,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
         plan = target.place(&plan)?;
     }
     if request.figures {
-        let problem = request.problem(fleet, inputs, rule, (&arrivals, margin));
-        record_tolerances(&plan.gpus, &mut plan.services, &problem);
+        record_tolerances(&plan.gpus, &mut plan.services, &request.problem(&resolved));
     }
     // A request cancelled on the way may have skipped predictions: no plan.
     if request.cancel.is_some_and(Cancel::is_cancelled) {
@@ -474,13 +497,10 @@ pub fn with_figures(inputs: &PlanInputs, mut plan: Plan) -> Result<Plan, PlanErr
     models.dedup();
     let fleet: Vec<GpuOffer> = models.into_iter().map(GpuOffer::plain).collect();
     let from = ReplanFrom { current: &plan, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
-    let request = PlanRequest { from: Some(from), fleet, ..PlanRequest::new(inputs) };
-    let (rule, arrivals, margin) = (request.resolved_rule()?, request.resolved_arrivals()?, request.resolved_margin()?);
-    let fleet = request.resolved_fleet()?;
-    let completed = completed_for(inputs, &fleet)?;
-    let inputs = completed.as_ref().unwrap_or(inputs);
-    let problem = PlanRequest::new(inputs).problem(fleet, inputs, rule, (&arrivals, margin));
-    debug_assert!(problem.figures);
+    let resolved = PlanRequest { from: Some(from), fleet, ..PlanRequest::new(inputs) }.resolved()?;
+    // The same request without the running plan (which is changed below),
+    // predicting.
+    let problem = PlanRequest::new(inputs).problem(&resolved);
     let mut predicted = service_reports(&plan.gpus, &problem);
     record_tolerances(&plan.gpus, &mut predicted, &problem);
     for report in predicted.into_iter().filter(|report| report.segments > 0) {
@@ -496,13 +516,8 @@ pub fn with_figures(inputs: &PlanInputs, mut plan: Plan) -> Result<Plan, PlanErr
 /// `optimal` strategy does, under the request's time limit: no plan uses
 /// fewer GPUs (or costs less).
 pub fn relaxation_bound(request: &PlanRequest<'_>) -> Result<RelaxationBound, PlanError> {
-    let rule = request.resolved_rule()?;
-    let arrivals = request.resolved_arrivals()?;
-    let margin = request.resolved_margin()?;
-    let fleet = request.resolved_fleet()?;
-    let completed = completed_for(request.inputs, &fleet)?;
-    let inputs = completed.as_ref().unwrap_or(request.inputs);
-    solve_relaxation(&request.problem(fleet, inputs, rule, (&arrivals, margin)))
+    let resolved = request.resolved()?;
+    solve_relaxation(&request.problem(&resolved))
 }
 
 /// The inputs completed for `fleet`, when they were completed for other
