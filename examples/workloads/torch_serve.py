@@ -1,32 +1,41 @@
 #!/usr/bin/env python3
 """Serves a ParvaGPU-like model on one GPU under Poisson arrivals, as Tessera's serving model assumes.
 
-Checks Tessera's serving model against a real GPU. It runs one server process
-(one MPS process of a segment) on the one GPU it sees (set
-CUDA_VISIBLE_DEVICES to a GPU index or a MIG UUID) with the discipline the
-model assumes: one FIFO queue; whenever the process is free it takes every
-waiting request, up to its largest batch, runs them as one batch, and every
-request in it completes when the batch does. Each batch size is captured as
+Checks Tessera's serving model against a real GPU. It runs a segment's
+--procs server processes (MPS processes when an MPS daemon serves the GPU)
+on the one GPU they see (set CUDA_VISIBLE_DEVICES to a GPU index or a MIG
+UUID), each with the discipline the model assumes: one FIFO queue; whenever
+the process is free it takes every waiting request, up to its largest batch,
+runs them as one batch, and every request in it completes when the batch
+does. Requests are routed to the processes at random, as a Kubernetes
+Service in front of a segment's pods does, so each process serves Poisson
+arrivals at the segment's rate over --procs. Each batch size is captured as
 a CUDA graph (as a serving runtime would run a compiled engine), so a batch
 costs one launch.
 
-1. Profile: every batch size 1..--batch, run back to back (--profile-runs
-   each after a warm-up), its mean, median and 99th percentile latency: the
-   profile Tessera reads, with the spread of its batch times.
-2. Serve: for each --utilisation u, Poisson arrivals at u times the full
-   batch's throughput for --seconds, a busy-waiting loop dispatching as
-   above; the first --warmup-s seconds' requests are not counted.
+1. Profile: every batch size 1..--batch, run back to back by every process
+   at once (--profile-runs each after a warm-up): its mean, median and 99th
+   percentile latency, the profile Tessera reads, with the spread of its
+   batch times (with several processes, a batch's latency while the others
+   run theirs, as ParvaGPU profiles them). --profile-csv also writes it as
+   Tessera profile rows, for `tessera plan --profiles`.
+2. Serve (unless --profile-only): for each --utilisation u, Poisson arrivals
+   at u times the segment's full-batch throughput for --seconds, or one level
+   at --rate-rps (a plan's capacity for the segment); the first --warmup-s
+   seconds' requests are not counted.
 
 Writes one JSON object (--output, else stdout): the GPU, the profile, and per
 level the offered rate, the requests counted, their p50/p90/p99/p99.9
-latency (ms from arrival to its batch's completion), the batches run by
-size and their mean service time, and the mean dispatch gap between a
-batch's completion and the next one's start while requests waited.
-`tessera simulate measured` reads the serving slowdown from the full
-batch's service time against its profile. Only reads the GPU's settings.
+latency (ms from arrival to its batch's completion), with --slo-ms the share
+within it, the batches run by size and their mean service time, and the mean
+dispatch gap between a batch's completion and the next one's start while
+requests waited. `tessera simulate measured` reads it. Only reads the GPU's
+settings.
 
     python3 examples/workloads/torch_serve.py --model resnet50 --batch 16 \
         --utilisation 0.5,0.8,0.95 --seconds 30 --output resnet50.json
+    python3 examples/workloads/torch_serve.py --model resnet50 --batch 16 --procs 2 \
+        --rate-rps 14000 --slo-ms 5 --seconds 60 --output planned.json
 
 With --members, one shared instance under the serialized discipline instead
 (a plan's `sharing: serialized`): several models in one process, each
@@ -42,14 +51,35 @@ SLO, beside the executor's measured busy share:
         --seconds 90 --output shared.json
 """
 
+from __future__ import annotations
+
 import argparse
+import csv
 import json
+import multiprocessing
+import os
+import queue
 import subprocess
 import sys
 import time
 
-import numpy as np
-import torch
+# numpy and torch are imported by load(), so that --help and the checks of
+# the arguments need neither.
+np = None
+torch = None
+
+# How long a process waits for the others at a phase's start, seconds.
+PHASE_TIMEOUT_S = 900
+
+
+def load() -> None:
+    """Imports numpy and torch into this module's globals."""
+    global np, torch
+    import numpy
+    import torch as torch_module
+
+    np = numpy
+    torch = torch_module
 
 
 def build(model: str, device: torch.device):
@@ -110,16 +140,23 @@ def run_batch(graph) -> None:
     torch.cuda.synchronize()
 
 
-def profile(graphs, runs: int) -> list:
+def batch_times_ms(graph, runs: int):
+    """`runs` back-to-back runs of one captured batch after a warm-up, each one's latency in ms."""
+    for _ in range(max(10, runs // 5)):
+        run_batch(graph)
+    times_ms = np.empty(runs)
+    for i in range(runs):
+        started = time.perf_counter()
+        run_batch(graph)
+        times_ms[i] = (time.perf_counter() - started) * 1000.0
+    return times_ms
+
+
+def profile_rows(times_by_batch: list) -> list:
+    """Each batch size's mean, median and 99th percentile latency over every process's runs."""
     rows = []
-    for batch, graph in graphs.items():
-        for _ in range(max(10, runs // 5)):
-            run_batch(graph)
-        times_ms = np.empty(runs)
-        for i in range(runs):
-            started = time.perf_counter()
-            run_batch(graph)
-            times_ms[i] = (time.perf_counter() - started) * 1000.0
+    for batch in sorted(times_by_batch[0]):
+        times_ms = np.concatenate([times[batch] for times in times_by_batch])
         rows.append(
             {
                 "batch": batch,
@@ -131,8 +168,13 @@ def profile(graphs, runs: int) -> list:
     return rows
 
 
+def profile(graphs, runs: int) -> list:
+    """One process's profile: every batch size's latency, run back to back."""
+    return profile_rows([{batch: batch_times_ms(graph, runs) for batch, graph in graphs.items()}])
+
+
 def serve(graphs, max_batch: int, rate_rps: float, seconds: float, warmup_s: float, rng) -> dict:
-    """Poisson arrivals at rate_rps for `seconds`, served FIFO in batches of up to max_batch."""
+    """One process: Poisson arrivals at rate_rps for `seconds`, served FIFO in batches of up to max_batch."""
     gaps = rng.exponential(1.0 / rate_rps, size=int(rate_rps * seconds * 1.2) + 100)
     arrivals = np.cumsum(gaps)
     arrivals = arrivals[arrivals < seconds]
@@ -170,25 +212,161 @@ def serve(graphs, max_batch: int, rate_rps: float, seconds: float, warmup_s: flo
         batch_time_s[batch] += finished - started
         head += batch
     counted = arrivals >= warmup_s
-    latency_ms = (done - arrivals)[counted] * 1000.0
-    span_s = seconds - warmup_s
-    ran = batch_counts > 0
     return {
+        "latency_ms": (done - arrivals)[counted] * 1000.0,
+        "most_waiting": most_waiting,
+        "dispatch_gap_s": dispatch_gap_s,
+        "dispatch_gaps": dispatch_gaps,
+        "batch_counts": batch_counts,
+        "batch_time_s": batch_time_s,
+    }
+
+
+def level_summary(parts: list, rate_rps: float, settings: dict) -> dict:
+    """One load as every process of the segment served it, merged."""
+    latency_ms = np.concatenate([part["latency_ms"] for part in parts])
+    batch_counts = sum(part["batch_counts"] for part in parts)
+    batch_time_s = sum(part["batch_time_s"] for part in parts)
+    gap_s = sum(part["dispatch_gap_s"] for part in parts)
+    gaps = sum(part["dispatch_gaps"] for part in parts)
+    ran = [b for b in range(1, settings["batch"] + 1) if batch_counts[b] > 0]
+    level = {
         "rate_rps": rate_rps,
-        "arrived_rps": float(counted.sum() / span_s),
-        "requests": int(counted.sum()),
+        "arrived_rps": float(len(latency_ms) / (settings["seconds"] - settings["warmup_s"])),
+        "requests": int(len(latency_ms)),
         "p50_ms": float(np.percentile(latency_ms, 50)),
         "p90_ms": float(np.percentile(latency_ms, 90)),
         "p99_ms": float(np.percentile(latency_ms, 99)),
         "p999_ms": float(np.percentile(latency_ms, 99.9)),
         "mean_ms": float(latency_ms.mean()),
-        "most_waiting": most_waiting,
-        "dispatch_gap_us": dispatch_gap_s / dispatch_gaps * 1e6 if dispatch_gaps else None,
-        "batches": {str(b): int(batch_counts[b]) for b in range(1, max_batch + 1) if ran[b]},
-        "service_ms_by_batch": {
-            str(b): float(batch_time_s[b] / batch_counts[b] * 1000.0) for b in range(1, max_batch + 1) if ran[b]
-        },
+        "most_waiting": max(part["most_waiting"] for part in parts),
+        "dispatch_gap_us": gap_s / gaps * 1e6 if gaps else None,
+        "batches": {str(b): int(batch_counts[b]) for b in ran},
+        "service_ms_by_batch": {str(b): float(batch_time_s[b] / batch_counts[b] * 1000.0) for b in ran},
     }
+    if settings["slo_ms"] is not None:
+        level["slo_ms"] = settings["slo_ms"]
+        level["within_slo"] = float((latency_ms <= settings["slo_ms"]).mean())
+    return level
+
+
+def worker(index: int, settings: dict, barrier, orders, results) -> None:
+    """One process of the segment: builds and captures the model, profiles with the others, then serves
+    each rate the parent sends (its share: the segment's rate over --procs) from its own Poisson stream."""
+    try:
+        load()
+        torch.backends.cudnn.benchmark = True
+        net, inputs = build(settings["model"], torch.device("cuda"))
+        graphs = capture(net, inputs, settings["batch"])
+        barrier.wait(PHASE_TIMEOUT_S)
+        warm_until = time.perf_counter() + 3.0  # clocks up before anything is measured
+        while time.perf_counter() < warm_until:
+            run_batch(graphs[settings["batch"]])
+        times = {}
+        for batch, graph in graphs.items():
+            barrier.wait(PHASE_TIMEOUT_S)
+            times[batch] = batch_times_ms(graph, settings["profile_runs"])
+        results.put((index, "profile", times))
+        rates_rps = orders.get(timeout=PHASE_TIMEOUT_S)
+        for number, rate_rps in enumerate(rates_rps):
+            barrier.wait(PHASE_TIMEOUT_S)
+            rng = np.random.default_rng([settings["seed"], number, index])
+            share_rps = rate_rps / settings["procs"]
+            part = serve(graphs, settings["batch"], share_rps, settings["seconds"], settings["warmup_s"], rng)
+            results.put((index, "level", part))
+    except BaseException as error:  # the parent reports it and stops the others
+        results.put((index, "error", f"{type(error).__name__}: {error}"))
+
+
+def gather(results, workers: list, kind: str) -> list:
+    """One `kind` answer from every process, in process order; exits naming the first that failed."""
+    answers = {}
+    while len(answers) < len(workers):
+        try:
+            index, got, value = results.get(timeout=PHASE_TIMEOUT_S)
+        except queue.Empty:
+            stop(workers)
+            raise SystemExit(f"no {kind} from process {sorted(set(range(len(workers))) - set(answers))} "
+                             f"within {PHASE_TIMEOUT_S} s")
+        if got == "error":
+            stop(workers)
+            raise SystemExit(f"process {index} of {len(workers)} failed: {value}")
+        answers[index] = value
+    return [answers[index] for index in range(len(workers))]
+
+
+def stop(workers: list) -> None:
+    for process in workers:
+        if process.is_alive():
+            process.terminate()
+
+
+def serve_segment(args, levels: list) -> dict:
+    """The segment's --procs processes: profiled together, then every level served (empty with --profile-only)."""
+    settings = {
+        "model": args.model,
+        "batch": args.batch,
+        "procs": args.procs,
+        "profile_runs": args.profile_runs,
+        "seconds": args.seconds,
+        "warmup_s": args.warmup_s,
+        "seed": args.seed,
+        "slo_ms": args.slo_ms,
+    }
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(args.procs)
+    results = context.Queue()
+    orders = [context.Queue() for _ in range(args.procs)]
+    workers = [
+        context.Process(target=worker, args=(index, settings, barrier, orders[index], results), daemon=True)
+        for index in range(args.procs)
+    ]
+    for process in workers:
+        process.start()
+    rows = profile_rows(gather(results, workers, "profile"))
+    full_rps = args.procs * args.batch * 1000.0 / rows[-1]["latency_ms"]
+    if args.profile_only:
+        rates_rps = []
+    elif args.rate_rps is not None:
+        rates_rps = [args.rate_rps]
+    else:
+        rates_rps = [u * full_rps for u in levels]
+    for order in orders:
+        order.put(rates_rps)
+    served = []
+    for rate_rps in rates_rps:
+        level = level_summary(gather(results, workers, "level"), rate_rps, settings)
+        level["utilisation"] = rate_rps / full_rps
+        served.append(level)
+        within = f", {100 * level['within_slo']:.2f}% within {args.slo_ms} ms" if "within_slo" in level else ""
+        print(
+            f"{args.model} b{args.batch} x{args.procs} at {level['utilisation']:.2f}: {level['arrived_rps']:.0f} req/s, "
+            f"p50 {level['p50_ms']:.3f} ms, p99 {level['p99_ms']:.3f} ms{within}",
+            file=sys.stderr,
+            flush=True,
+        )
+    for process in workers:
+        process.join(timeout=60)
+    stop(workers)
+    return {"profile": rows, "levels": served}
+
+
+def write_profile_csv(path: str, args, rows: list) -> None:
+    """Appends the profile as Tessera profile rows (a header first when the file is new or empty)."""
+    new = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as out:
+        table = csv.writer(out)
+        if new:
+            table.writerow(
+                ["gpu_model", "model", "size_gpcs", "batch", "procs", "throughput_rps", "latency_ms",
+                 "latency_p50_ms", "latency_p99_ms"]
+            )
+        for row in rows:
+            throughput_rps = args.procs * row["batch"] * 1000.0 / row["latency_ms"]
+            table.writerow(
+                [args.gpu_model, args.model, args.size_gpcs, row["batch"], args.procs, f"{throughput_rps:.3f}",
+                 f"{row['latency_ms']:.6f}", f"{row['p50_ms']:.6f}", f"{row['p99_ms']:.6f}"]
+            )
 
 
 def serve_shared(members: list, seconds: float, warmup_s: float, rng) -> dict:
@@ -306,11 +484,18 @@ def gpu_facts() -> dict:
     return {"nvidia_smi": line, "torch": torch.__version__, "device": torch.cuda.get_device_name(0)}
 
 
-def main() -> int:
+def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="resnet50")
     parser.add_argument("--batch", type=int, default=16, help="the largest batch a process runs")
+    parser.add_argument("--procs", type=int, default=1, help="the segment's server processes (MPS processes)")
     parser.add_argument("--utilisation", default="0.5,0.8,0.95", help="offered load per level, of full-batch throughput")
+    parser.add_argument("--rate-rps", type=float, help="serve one level at this rate instead (a plan's capacity)")
+    parser.add_argument("--slo-ms", type=float, help="also count each level's share of requests within this latency")
+    parser.add_argument("--profile-only", action="store_true", help="profile, serve nothing")
+    parser.add_argument("--profile-csv", help="also append the profile to this Tessera profile CSV")
+    parser.add_argument("--gpu-model", default="h200-141gb", help="the profile rows' GPU model (with --profile-csv)")
+    parser.add_argument("--size-gpcs", type=int, default=7, help="the profile rows' instance size (the whole GPU: 7)")
     parser.add_argument("--seconds", type=float, default=30.0, help="arrivals per level")
     parser.add_argument("--warmup-s", type=float, default=3.0, help="requests arriving earlier are not counted")
     parser.add_argument("--profile-runs", type=int, default=200)
@@ -318,49 +503,52 @@ def main() -> int:
     parser.add_argument("--output", help="JSON file (default: stdout)")
     parser.add_argument("--members", help="serve a shared instance instead: MODEL:RATE_RPS:SLO_MS[:BATCH],...")
     args = parser.parse_args()
-    levels = [float(u) for u in args.utilisation.split(",")]
-    if args.batch < 1 or not all(0.0 < u < 1.0 for u in levels) or args.seconds <= args.warmup_s:
-        raise SystemExit("--batch must be at least 1, each --utilisation in (0, 1), --seconds above --warmup-s")
+    try:
+        levels = [float(u) for u in args.utilisation.split(",")]
+    except ValueError:
+        parser.error(f"--utilisation {args.utilisation!r}: expected loads such as 0.5,0.8")
+    if args.batch < 1 or args.procs < 1 or args.profile_runs < 1:
+        parser.error("--batch, --procs and --profile-runs must be at least 1")
+    if not all(0.0 < u < 1.0 for u in levels):
+        parser.error(f"--utilisation {args.utilisation}: each load must be in (0, 1)")
+    if args.seconds <= args.warmup_s or args.warmup_s < 0:
+        parser.error("--seconds must be above --warmup-s, which must not be negative")
+    for name, value in (("--rate-rps", args.rate_rps), ("--slo-ms", args.slo_ms)):
+        if value is not None and not value > 0:
+            parser.error(f"{name} {value}: must be positive")
+    if not 1 <= args.size_gpcs <= 7:
+        parser.error(f"--size-gpcs {args.size_gpcs}: an instance has 1 to 7 compute slices")
+    return args, levels
+
+
+def main() -> int:
+    args, levels = arguments()
+    load()
     if not torch.cuda.is_available():
         raise SystemExit("no CUDA device visible (check CUDA_VISIBLE_DEVICES)")
-
     torch.backends.cudnn.benchmark = True
-    device = torch.device("cuda")
     if args.members:
-        write(main_shared(args, device), args.output)
+        write(main_shared(args, torch.device("cuda")), args.output)
         return 0
-    net, inputs = build(args.model, device)
-    graphs = capture(net, inputs, args.batch)
-    # Clocks up before anything is measured.
-    warm_until = time.perf_counter() + 3.0
-    while time.perf_counter() < warm_until:
-        run_batch(graphs[args.batch])
-    rows = profile(graphs, args.profile_runs)
-    full_rps = args.batch * 1000.0 / rows[-1]["latency_ms"]
-    rng = np.random.default_rng(args.seed)
-    served = []
-    for utilisation in levels:
-        level = serve(graphs, args.batch, utilisation * full_rps, args.seconds, args.warmup_s, rng)
-        level["utilisation"] = utilisation
-        served.append(level)
-        print(
-            f"{args.model} b{args.batch} at {utilisation:.2f}: {level['arrived_rps']:.0f} req/s, "
-            f"p50 {level['p50_ms']:.3f} ms, p99 {level['p99_ms']:.3f} ms",
-            file=sys.stderr,
-            flush=True,
-        )
+    served = serve_segment(args, levels)
+    if args.profile_csv:
+        write_profile_csv(args.profile_csv, args, served["profile"])
     result = {
         "gpu": gpu_facts(),
         "model": args.model,
         "max_batch": args.batch,
-        "procs": 1,
-        "discipline": "one FIFO queue, a free process takes up to max_batch waiting requests",
+        "procs": args.procs,
+        "discipline": "a FIFO queue per process, requests routed to processes at random; "
+        "a free process takes up to max_batch waiting requests",
         "seconds": args.seconds,
         "warmup_s": args.warmup_s,
         "seed": args.seed,
-        "profile": rows,
-        "levels": served,
+        **served,
     }
+    if args.rate_rps is not None:
+        result["planned_capacity_rps"] = args.rate_rps
+    if args.slo_ms is not None:
+        result["slo_ms"] = args.slo_ms
     write(result, args.output)
     return 0
 

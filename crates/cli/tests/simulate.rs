@@ -445,6 +445,31 @@ fn simulate_measured_puts_a_gpu_run_beside_the_model() {
     assert!(range[0].as_f64().unwrap() <= range[1].as_f64().unwrap(), "{level}");
 }
 
+/// A plan's capacity served and counted against its SLO (the serving
+/// tests' synthetic fixture in `torch_serve.py --rate-rps --slo-ms`'s
+/// shape): a table of the share within the SLO, measured and the model's.
+#[test]
+fn simulate_measured_says_whether_a_planned_capacity_kept_its_slo() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let run = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../serving/tests/fixtures/synthetic/planned-resnet50-2procs.json");
+    let output = tessera(&["simulate", "measured", run.to_str().unwrap(), "--simulated-runs", "1"], &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let row = text.lines().find(|line| line.contains("17698")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("99.310%") && row.ends_with("kept"), "{row}");
+    let json =
+        tessera(&["simulate", "measured", run.to_str().unwrap(), "--simulated-runs", "1", "--format", "json"], &store);
+    let runs: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(runs[0]["planned_capacity_rps"], 17698.1);
+    let model = runs[0]["levels"][0]["model_within_slo"].as_f64().unwrap();
+    assert!(row.contains(&format!("{:.3}%", model * 100.0)), "{row} against the model's {model}");
+    // Without an SLO counted, no such table.
+    let plain = tessera(&["simulate", "measured", measured_run().to_str().unwrap(), "--simulated-runs", "1"], &store);
+    assert!(!stdout(&plain).contains("requests counted against an SLO"), "{}", stdout(&plain));
+}
+
 /// On every run measured on a GPU up to 0.95 of full-batch throughput, the
 /// rate the planner would route (its default margin) for a p99 SLO equal
 /// to the measured p99 is at most the rate the GPU was measured at: the

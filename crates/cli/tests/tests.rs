@@ -4,6 +4,7 @@
 
 mod autopilot;
 mod autopilot_run;
+mod campaign;
 mod colocate;
 mod deploy;
 mod docs;

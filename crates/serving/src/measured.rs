@@ -25,7 +25,8 @@ pub struct MeasuredServing {
     pub model: String,
     /// The largest batch a process runs.
     pub max_batch: u32,
-    /// Processes serving from one queue each (the script runs one).
+    /// Processes serving from one queue each, requests routed to them at
+    /// random.
     pub procs: u32,
     /// Seconds of arrivals per load.
     pub seconds: f64,
@@ -35,6 +36,10 @@ pub struct MeasuredServing {
     pub profile: Vec<MeasuredBatch>,
     /// The loads served.
     pub levels: Vec<MeasuredLevel>,
+    /// The rate a plan routes to this segment (req/s), where the run served
+    /// it at that capacity: the planner's promise, measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planned_capacity_rps: Option<f64>,
 }
 
 /// One profiled batch size.
@@ -75,9 +80,32 @@ pub struct MeasuredLevel {
     /// where measured.
     #[serde(default)]
     pub service_ms_by_batch: Option<BTreeMap<String, f64>>,
+    /// The latency SLO each request was counted against, ms, where the run
+    /// counted one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slo_ms: Option<f64>,
+    /// The share of requests (0–1) that finished within `slo_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_slo: Option<f64>,
 }
 
 impl MeasuredLevel {
+    /// Refuses an SLO that is not a positive latency, or a share within it
+    /// outside 0–1 or without its SLO.
+    fn check_slo(&self) -> Result<(), ServingError> {
+        let at = |field: &str, value: f64, what: &str| {
+            ServingError::invalid(field, format!("{value} at load {} is not {what}", self.utilisation))
+        };
+        if let Some(slo_ms) = self.slo_ms.filter(|ms| !(ms.is_finite() && *ms > 0.0)) {
+            return Err(at("slo_ms", slo_ms, "a positive latency"));
+        }
+        match self.within_slo {
+            Some(share) if !(0.0..=1.0).contains(&share) => Err(at("within_slo", share, "a share in 0–1")),
+            Some(share) if self.slo_ms.is_none() => Err(at("within_slo", share, "counted against an slo_ms")),
+            _ => Ok(()),
+        }
+    }
+
     /// How much slower the full batch (`max_batch`, profiled at
     /// `profiled_ms`) ran while serving than profiled, where measured.
     fn serving_slowdown(&self, max_batch: u32, profiled_ms: f64) -> Option<f64> {
@@ -117,6 +145,9 @@ pub struct LevelComparison {
     /// ([`BatchTiming`]: the serving slowdown, a faster serving counting as
     /// the profile, and the dispatch gap), where it measured either.
     pub model_p99_served_ms: Option<f64>,
+    /// The model's share of requests (0–1) within the level's SLO at the
+    /// measured rate (exact), where the run counted one.
+    pub model_within_slo: Option<f64>,
 }
 
 impl MeasuredServing {
@@ -190,6 +221,7 @@ impl MeasuredServing {
                         format!("{} at load {} is not a positive rate", level.arrived_rps, level.utilisation),
                     ));
                 }
+                level.check_slo()?;
                 let at = |percentile| analytic::percentile_latency_ms(&shape, level.arrived_rps, percentile);
                 let serving_slowdown = level.serving_slowdown(self.max_batch, full_ms);
                 let dispatch_gap_ms = level.dispatch_gap_us.map(|us| us / 1000.0);
@@ -214,6 +246,10 @@ impl MeasuredServing {
                     )?,
                     serving_slowdown,
                     model_p99_served_ms,
+                    model_within_slo: level
+                        .slo_ms
+                        .map(|slo_ms| analytic::attainment(&shape, level.arrived_rps, slo_ms))
+                        .transpose()?,
                 })
             })
             .collect()

@@ -115,3 +115,45 @@ fn a_run_the_model_cannot_read_is_refused_naming_the_field() {
     let error = MeasuredServing::from_json(&GPU_RUNS[5].1.replace("\"arrived_rps\"", "\"rate\"")).unwrap_err();
     assert!(error.to_string().starts_with("run: missing field `arrived_rps`"), "{error}");
 }
+
+/// A run in the shape `torch_serve.py --procs 2 --rate-rps R --slo-ms S`
+/// writes, made by hand (`fixtures/synthetic/`): a plan's capacity served
+/// by two processes, each request counted against the SLO.
+const PLANNED_RUN: &str = include_str!("fixtures/synthetic/planned-resnet50-2procs.json");
+
+#[test]
+fn a_run_at_a_planned_capacity_is_read_with_its_slo_and_the_models_share_within_it() {
+    let measured = parse("synthetic/planned-resnet50-2procs", PLANNED_RUN);
+    assert_eq!((measured.procs, measured.planned_capacity_rps), (2, Some(17698.1)));
+    let compared = measured.compare_with_model(1, 0.0).unwrap();
+    let level = &compared[0];
+    assert_eq!((level.measured.slo_ms, level.measured.within_slo), (Some(5.0), Some(0.9931)));
+    // The model's share within an SLO at its own p99 is the percentile: the
+    // share and the percentile come from one distribution, two processes'.
+    let mut at_model_p99 = measured.clone();
+    at_model_p99.levels[0].slo_ms = Some(level.model_p99_ms);
+    let share = at_model_p99.compare_with_model(1, 0.0).unwrap()[0].model_within_slo.unwrap();
+    assert!((share - 0.99).abs() < 2e-3, "within the model's own p99: {share}");
+    // Requests routed at random split a Poisson stream: each of the two
+    // processes serves what one process alone serves at half the rate.
+    let mut one_process = at_model_p99.clone();
+    one_process.procs = 1;
+    one_process.levels[0].arrived_rps /= 2.0;
+    let alone = one_process.compare_with_model(1, 0.0).unwrap()[0].model_within_slo.unwrap();
+    assert!((alone - share).abs() < 1e-9, "one process at half the rate: {alone}, two: {share}");
+}
+
+#[test]
+fn a_share_within_the_slo_the_run_cannot_have_counted_is_refused() {
+    let mut measured = parse("synthetic/planned-resnet50-2procs", PLANNED_RUN);
+    measured.levels[0].within_slo = Some(1.5);
+    let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
+    assert_eq!(error, "within_slo: 1.5 at load 0.85 is not a share in 0–1");
+    measured.levels[0].within_slo = Some(0.99);
+    measured.levels[0].slo_ms = None;
+    let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
+    assert_eq!(error, "within_slo: 0.99 at load 0.85 is not counted against an slo_ms");
+    measured.levels[0].slo_ms = Some(-1.0);
+    let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
+    assert_eq!(error, "slo_ms: -1 at load 0.85 is not a positive latency");
+}

@@ -25,6 +25,9 @@ struct ComparedRun {
     max_batch: u32,
     procs: u32,
     seconds: f64,
+    /// The plan's capacity for the segment, where the run served it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    planned_capacity_rps: Option<f64>,
     levels: Vec<LevelComparison>,
 }
 
@@ -41,6 +44,7 @@ pub fn run(args: &SimulateMeasuredArgs) -> Result<()> {
             max_batch: measured.max_batch,
             procs: measured.procs,
             seconds: measured.seconds,
+            planned_capacity_rps: measured.planned_capacity_rps,
             levels,
         });
     }
@@ -117,5 +121,39 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
          planner promises what the GPU did not deliver)",
         percent(DEFAULT_MARGIN)
     );
-    format!("{}{}\n", table.render(), wrap_words(&legend, "", ""))
+    format!("{}{}\n{}", table.render(), wrap_words(&legend, "", ""), render_within_slo(compared))
+}
+
+/// The loads each request was counted against an SLO at (a plan's
+/// capacity served, `torch_serve.py --rate-rps --slo-ms`): the share
+/// within it measured beside the model's; empty when no run counted one.
+fn render_within_slo(compared: &[ComparedRun]) -> String {
+    let mut table =
+        TextTable::new(&["model", "batch", "procs", "planned", "req/s", "SLO", "within", "model", "verdict"]);
+    let mut rows = 0;
+    for run in compared {
+        for level in &run.levels {
+            let measured = &level.measured;
+            let (Some(slo_ms), Some(within)) = (measured.slo_ms, measured.within_slo) else { continue };
+            rows += 1;
+            table.row(vec![
+                run.model.clone(),
+                run.max_batch.to_string(),
+                run.procs.to_string(),
+                run.planned_capacity_rps.map_or("-".to_string(), |rps| format!("{rps:.0}")),
+                format!("{:.0}", measured.arrived_rps),
+                format!("{slo_ms}"),
+                format!("{:.3}%", within * 100.0),
+                level.model_within_slo.map_or("-".to_string(), |share| format!("{:.3}%", share * 100.0)),
+                if within >= 0.99 { "kept" } else { "missed" }.to_string(),
+            ]);
+        }
+    }
+    if rows == 0 {
+        return String::new();
+    }
+    let legend = "requests counted against an SLO (ms): planned, the rate a plan routes to the segment (req/s), where \
+                  the run served it; within: the share measured within the SLO, then the model's at the measured rate; \
+                  verdict: kept when at least 99% were within it (a p99 SLO, as the campaign plans)";
+    format!("\n{}{}\n", table.render(), wrap_words(legend, "", ""))
 }
