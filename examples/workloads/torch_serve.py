@@ -471,7 +471,7 @@ def main_shared(args, device) -> dict:
 
 
 def gpu_facts() -> dict:
-    query = "name,driver_version,mig.mode.current,clocks.max.sm"
+    query = "name,driver_version,mig.mode.current,clocks.sm,clocks.max.sm,memory.total"
     try:
         line = subprocess.run(
             ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader", "-i", "0"],
