@@ -24,6 +24,8 @@
 #                     the weight-greedy policy and the genetic algorithm,
 #                     with (F = lookahead) and without (F = none) prefetching
 #   runs.json         `tessera simulate runs`: measured against simulated
+#   mig-lgip*.txt     with MIG mode enabled: `nvidia-smi mig -lgip` and
+#                     `-lgipp` (the profiles and placements, read only)
 #   mig.json          MIG: with MIG mode already enabled and GPU 0 without
 #                     instances, a layout applied by `tessera deploy`, listed,
 #                     one segment served, torn down; otherwise why not
@@ -209,6 +211,12 @@ mig_note() { # mig_note STATUS WORDS
     python3 -c 'import json, sys; json.dump({"mig_mode": sys.argv[2], "status": sys.argv[3], "note": sys.argv[4]}, open(sys.argv[1], "w"), indent=1)' \
         "$out/mig.json" "$mig_mode" "$1" "$2"
 }
+if [ "$mig_mode" = Enabled ]; then
+    # The GPU's MIG profiles and placements as its driver lists them: the
+    # golden text Tessera's GPU model rows are checked against.
+    step mig-lgip 20 --to "$out/mig-lgip.txt" nvidia-smi mig -lgip
+    step mig-lgipp 20 --to "$out/mig-lgipp.txt" nvidia-smi mig -lgipp
+fi
 if [ "$mig_mode" != Enabled ]; then
     mig_note skipped "MIG mode is $mig_mode on GPU 0; this campaign never changes it"
 elif nvidia-smi mig -i 0 -lgi >"$out/mig-before.txt" 2>&1; then

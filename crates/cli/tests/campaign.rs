@@ -58,7 +58,8 @@ fn calls(dir: &TempDir) -> Vec<String> {
 /// clocks or instances changed.
 fn assert_only_reads(calls: &[String]) {
     for call in calls.iter().filter(|call| call.starts_with("nvidia-smi")) {
-        let reads = call.starts_with("nvidia-smi --query-gpu=") || call == "nvidia-smi -L" || call.ends_with(" -lgi");
+        let lists = [" -lgi", " -lgip", " -lgipp"].iter().any(|list| call.ends_with(list));
+        let reads = call.starts_with("nvidia-smi --query-gpu=") || call == "nvidia-smi -L" || lists;
         assert!(reads, "the campaign changed the GPU: {call}");
     }
 }
@@ -137,6 +138,11 @@ fn with_mig_on_and_instances_there_the_campaign_changes_nothing() {
     let mig = read_json(&out.join("mig.json"));
     assert_eq!((&mig["mig_mode"], &mig["status"]), (&"Enabled".into(), &"skipped".into()));
     assert!(mig["note"].as_str().unwrap().contains("already has GPU instances"), "{mig}");
+    // The profiles and placements as the driver lists them, kept.
+    for list in ["mig-lgip.txt", "mig-lgipp.txt"] {
+        let text = std::fs::read_to_string(out.join(list)).unwrap();
+        assert_eq!(text, "(stand-in) GPU instance profiles\n", "{list}");
+    }
     // No MIG device listed to run on: nothing served, no MPS daemon.
     let log = std::fs::read_to_string(out.join("steps.log")).unwrap();
     assert!(log.contains("serving: skipped, MIG is enabled and GPU 0 has no MIG device"), "{log}");
