@@ -14,11 +14,9 @@
 //! `alone.rs`, `kernels.rs` and `segments.rs`; `diff.rs` the plan diff and
 //! the replan comparison `plan --from` prints; `serving.rs` the request-level simulation of a plan, `simulate serve`
 //! and `verify --simulate`; `measured.rs` `simulate measured`, serving runs measured on a GPU beside the model; `autopilot.rs` `autopilot simulate`, and in
-//! `autopilot/` the live loop `autopilot run` (`run.rs` wires a `RateSource`
-//! — `rates.rs`: the trait and a traffic file replayed; `prometheus.rs`:
-//! instant queries over the minimal HTTP/1.0 client of `http.rs` — to the
-//! controller and an `actuator.rs`: dry run, plan file, or tessera-k8s's
-//! apply and status, and each decision but a keep as a Kubernetes Event; `metrics.rs` its own `/metrics`; `journal.rs` `autopilot
+//! `autopilot/` the live loop `autopilot run` (`run.rs` turns the flags into
+//! tessera-live's parts: a rate source, the controller, a deploy target, a
+//! clock; it journals and prints each decision; `journal.rs` `autopilot
 //! journal`); `bench/` the benchmarks, `slo.rs` among them),
 //! `render` (a plan as a table, JSON or CSV), `table` (aligned tables fitted
 //! to the terminal: cells wrap between words, tiles or path components; a

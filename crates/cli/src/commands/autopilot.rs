@@ -1,18 +1,12 @@
 //! `tessera autopilot simulate`: the command line as a day to simulate
 //! (tessera-autopilot's `simulate_day`), the comparison rendered.
 //! `autopilot run` (the live loop) and `autopilot journal` are in
-//! `autopilot/`: `run` wires a rate source (`rates`; `prometheus` over
-//! `http`), and with `--observe-burstiness` each service's counts
-//! (`burstiness`), to the controller and an `actuator`, with its `metrics`;
-//! `journal` prints what it journaled.
+//! `autopilot/`: `run` turns the flags into tessera-live's parts (a rate
+//! source, with `--observe-burstiness` each service's counts, the
+//! controller, a deploy target) and runs its loop; `journal` prints what
+//! it journaled.
 
-mod actuator;
-mod burstiness;
-mod http;
 mod journal;
-mod metrics;
-mod prometheus;
-mod rates;
 mod run;
 
 use std::path::Path;
@@ -151,13 +145,23 @@ fn observed_burstiness(options: &mut PlanOptions, names: &[String], cv: &[Option
 /// Simulates the day with a progress bar per phase.
 fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
     let mut bar: Option<(bool, Progress)> = None;
-    let started = Instant::now();
     let mut measuring_from = None;
+    // The autopilot's decisions come first, then the scratch baseline's.
+    let mut decided = DecisionTimes::default();
+    let mut last_decided = Instant::now();
     let report = simulate_day(request, &mut |progress| {
         let (measuring, done, total) = match progress {
             DayProgress::Deciding { done, total } => (false, done, total),
             DayProgress::Measuring { done, total } => (true, done, total),
         };
+        if !measuring && done > 0 {
+            let seconds = last_decided.elapsed().as_secs_f64();
+            match done <= total / 2 {
+                true => decided.autopilot_s.push(seconds),
+                false => decided.scratch_s += seconds,
+            }
+            last_decided = Instant::now();
+        }
         if measuring && measuring_from.is_none() {
             measuring_from = Some(Instant::now());
         }
@@ -176,13 +180,37 @@ fn run_day(request: &DayRequest<'_>) -> Result<DayReport> {
     drop(bar);
     let report = report?;
     if let Some(measuring) = measuring_from {
-        note(format_args!(
-            "decided in {:.1} s, measured in {:.1} s",
-            measuring.duration_since(started).as_secs_f64(),
-            measuring.elapsed().as_secs_f64()
-        ));
+        note(format_args!("{}, measured in {:.1} s", decided.words(), measuring.elapsed().as_secs_f64()));
     }
     Ok(report)
+}
+
+/// How long the day's decisions took: each of the autopilot's, and the
+/// scratch baseline's in all.
+#[derive(Default)]
+struct DecisionTimes {
+    autopilot_s: Vec<f64>,
+    scratch_s: f64,
+}
+
+impl DecisionTimes {
+    /// `decided in 4.1 s (the autopilot's 60 decisions: median 0.01 s, the
+    /// slowest 1.20 s; the scratch baseline's 2.9 s)`.
+    fn words(&self) -> String {
+        let mut sorted = self.autopilot_s.clone();
+        sorted.sort_by(f64::total_cmp);
+        let autopilot: f64 = sorted.iter().sum();
+        let (Some(&slowest), Some(&median)) = (sorted.last(), sorted.get(sorted.len() / 2)) else {
+            return "nothing decided".to_string();
+        };
+        format!(
+            "decided in {:.1} s (the autopilot's {}: median {median:.2} s, the slowest {slowest:.2} s; the scratch \
+             baseline's {:.1} s)",
+            autopilot + self.scratch_s,
+            count(sorted.len(), "decision"),
+            self.scratch_s
+        )
+    }
 }
 
 /// What was simulated and how it was measured, in words.

@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tessera_autopilot::{estimate_cv, ObservedCv};
 
-use super::http::{query_escape, BaseUrl};
-use super::prometheus::answer_data;
+use crate::error::LiveError;
+use crate::http::{query_escape, BaseUrl};
+use crate::prometheus::answer_data;
 
 /// The burstiness reader.
 #[derive(Debug, Clone)]
@@ -47,17 +48,19 @@ impl PrometheusCounts {
         services: Vec<String>,
         window_s: f64,
         step_s: f64,
-    ) -> Result<PrometheusCounts, String> {
-        let url = BaseUrl::parse(url).map_err(|error| format!("--prometheus {error}"))?;
+    ) -> Result<PrometheusCounts, LiveError> {
+        let url = BaseUrl::parse(url).map_err(|error| LiveError::Setting(format!("--prometheus {error}")))?;
         for placeholder in ["{service}", "{step}"] {
             if !template.contains(placeholder) {
-                return Err(format!("--counts-template '{template}' does not contain {placeholder}"));
+                return Err(LiveError::Setting(format!(
+                    "--counts-template '{template}' does not contain {placeholder}"
+                )));
             }
         }
         if window_s < 2.0 * step_s {
-            return Err(format!(
+            return Err(LiveError::Setting(format!(
                 "--burstiness-window-s {window_s} holds fewer than two windows of --burstiness-step-s {step_s}"
-            ));
+            )));
         }
         Ok(PrometheusCounts { url, template: template.to_string(), timeout, services, window_s, step_s })
     }
@@ -180,9 +183,9 @@ mod tests {
         let made = |template: &str, window_s| {
             PrometheusCounts::new("http://p:9090", template, timeout, services.clone(), window_s, 15.0)
         };
-        assert!(made("x{s=\"{service}\"}", 600.0).unwrap_err().contains("does not contain {step}"));
-        assert!(made("x[{step}]", 600.0).unwrap_err().contains("does not contain {service}"));
-        assert!(made("x{s=\"{service}\"}[{step}]", 20.0).unwrap_err().contains("fewer than two windows"));
+        assert!(made("x{s=\"{service}\"}", 600.0).unwrap_err().to_string().contains("does not contain {step}"));
+        assert!(made("x[{step}]", 600.0).unwrap_err().to_string().contains("does not contain {service}"));
+        assert!(made("x{s=\"{service}\"}[{step}]", 20.0).unwrap_err().to_string().contains("fewer than two windows"));
         let reader = made(r#"increase(x{s="{service}"}[{step}])"#, 600.0).unwrap();
         assert_eq!(reader.query("a"), r#"increase(x{s="a"}[15000ms])"#);
     }

@@ -13,13 +13,14 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+use crate::error::LiveError;
 
 /// A gauge of floating-point values.
 type FloatGauge = Gauge<f64, AtomicU64>;
@@ -211,9 +212,13 @@ impl LoopMetrics {
 
     /// Serves `/metrics` at `address` from a thread of its own; the bound
     /// address (a port of 0 picks one).
-    pub fn serve(&self, address: SocketAddr) -> Result<SocketAddr> {
-        let listener = TcpListener::bind(address).with_context(|| format!("--metrics-addr {address}"))?;
-        let bound = listener.local_addr().with_context(|| format!("--metrics-addr {address}"))?;
+    ///
+    /// # Errors
+    /// The address cannot be listened on.
+    pub fn serve(&self, address: SocketAddr) -> Result<SocketAddr, LiveError> {
+        let listen = |source| LiveError::Listen { address, source };
+        let listener = TcpListener::bind(address).map_err(listen)?;
+        let bound = listener.local_addr().map_err(listen)?;
         let metrics = self.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {

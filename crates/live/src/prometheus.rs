@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde_json::Value;
 use tessera_autopilot::RateSample;
 
-use super::http::{query_escape, BaseUrl};
-use super::rates::{RateSource, Rates};
+use crate::error::LiveError;
+use crate::http::{query_escape, BaseUrl};
+use crate::rates::{RateSource, Rates};
 
 /// The Prometheus source.
 #[derive(Debug, Clone)]
@@ -26,12 +27,17 @@ impl PrometheusRates {
     /// Queries `url` for each of `services` with `template`, each query
     /// within `timeout`. An error when the URL cannot be used or the
     /// template does not name `{service}`.
-    pub fn new(url: &str, template: &str, timeout: Duration, services: Vec<String>) -> Result<PrometheusRates, String> {
-        let url = BaseUrl::parse(url).map_err(|error| format!("--prometheus {error}"))?;
+    pub fn new(
+        url: &str,
+        template: &str,
+        timeout: Duration,
+        services: Vec<String>,
+    ) -> Result<PrometheusRates, LiveError> {
+        let url = BaseUrl::parse(url).map_err(|error| LiveError::Setting(format!("--prometheus {error}")))?;
         if !template.contains("{service}") {
-            return Err(format!(
+            return Err(LiveError::Setting(format!(
                 "--query-template '{template}' does not contain {{service}}: every service would read the same rate"
-            ));
+            )));
         }
         Ok(PrometheusRates { url, template: template.to_string(), timeout, services })
     }
@@ -84,7 +90,7 @@ impl RateSource for PrometheusRates {
 
 /// The `data` of a successful answer of Prometheus' HTTP API, or what is
 /// wrong with the answer.
-pub(super) fn answer_data(status: u16, body: &[u8]) -> Result<Value, String> {
+pub(crate) fn answer_data(status: u16, body: &[u8]) -> Result<Value, String> {
     let mut answer: Value = serde_json::from_slice(body).map_err(|_| {
         let start: String = String::from_utf8_lossy(body).chars().take(80).collect();
         format!("Prometheus answered status {status} without JSON: '{start}'")
@@ -153,9 +159,11 @@ mod tests {
         let timeout = Duration::from_secs(1);
         assert!(PrometheusRates::new("http://p:9090", "up", timeout, services.clone())
             .unwrap_err()
+            .to_string()
             .contains("does not contain {service}"));
         assert!(PrometheusRates::new("https://p", "{service}", timeout, services.clone())
             .unwrap_err()
+            .to_string()
             .starts_with("--prometheus 'https://p': HTTPS"));
         let source = PrometheusRates::new("http://p:9090", r#"rate(x{s="{service}"}[1m])"#, timeout, services).unwrap();
         assert_eq!(source.query("a"), r#"rate(x{s="a"}[1m])"#);
