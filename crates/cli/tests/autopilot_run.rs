@@ -851,3 +851,64 @@ fn a_failed_apply_is_said_warned_of_and_the_next_decisions_act_again() {
         warned.iter().find(|event| event["note"].as_str().unwrap().contains("failed: the apply stopped"));
     assert!(note_of_failed.is_some(), "{events:#?}");
 }
+
+/// `--apply node`: plans are placed on the GPUs `nvidia-smi` lists on the
+/// node (a stand-in on `PATH`, shell built-ins only: eight A100-80GB in MIG
+/// mode without instances, refusing any change), and each new plan goes to
+/// the node as `tessera deploy --apply` would send it; with no workload
+/// registered for the demo's models, the apply fails before changing
+/// anything, and the decision says so.
+#[test]
+fn new_plans_go_to_this_node_placed_on_its_gpus() {
+    let dir = TempDir::new().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let fake = bin.join("nvidia-smi");
+    std::fs::write(
+        &fake,
+        r#"#!/bin/sh
+case "$*" in
+  "--query-gpu=name,memory.total,mig.mode.current --format=csv,noheader,nounits -i "[0-7]) echo "NVIDIA A100-SXM4-80GB, 81920, Enabled" ;;
+  "--query-gpu="*) echo "No devices were found"; exit 6 ;;
+  "mig -i "*" -lgi") echo "No GPU instances found: Not Found"; exit 6 ;;
+  "mig -i "*" -lci") echo "No compute instances found: Not Found"; exit 6 ;;
+  *) echo "ERROR: Invalid combination of input arguments."; exit 2 ;;
+esac
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let store = store_in(&dir);
+    let (slo, traffic) = (write(&dir, "slo.csv", SLO), write(&dir, "traffic.csv", TRAFFIC));
+    let mps = dir.path().join("mps");
+    let args = [
+        "autopilot",
+        "run",
+        "--demo",
+        "--slo",
+        &slo,
+        "--rates-file",
+        &traffic,
+        "--no-wait",
+        "--once",
+        "--format",
+        "json",
+        "--apply",
+        "node",
+        "--node",
+        "0",
+        "--mps-dir",
+        mps.to_str().unwrap(),
+    ];
+    let output = crate::util::run_with_env(&args, &[("PATH", &bin), ("TESSERA_STORE", &store)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("new plans deployed on node 0"), "{}", stderr(&output));
+    let made = decisions(&stdout(&output));
+    assert_eq!(made[0]["action"], "start");
+    assert!(made[0]["gpus_after"].as_u64().unwrap() <= 8, "{}", made[0]);
+    let outcome = made[0]["outcome"].as_str().unwrap();
+    assert!(outcome.starts_with("failed: ") && outcome.contains("workload"), "{outcome}");
+    let without_node = crate::util::tessera(&args[..args.len() - 4], &store);
+    assert_eq!(without_node.status.code(), Some(2));
+    assert!(stderr(&without_node).contains("required arguments were not provided:\n  --node <N>"));
+}

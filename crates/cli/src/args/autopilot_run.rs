@@ -9,6 +9,7 @@ use tessera_autopilot::{ControllerConfig, ReconfigurationTimes};
 use tessera_k8s::DEFAULT_NAMESPACE;
 use tessera_plan::PlanOptions;
 
+use super::deploy::DEFAULT_MPS_DIR;
 use super::{ClusterArgs, ObjectArgs};
 use super::{InputArgs, ListFormat};
 
@@ -121,6 +122,9 @@ pub enum ApplyTarget {
     /// A plan file (`--plan-out`), replaced atomically, for `tessera
     /// deploy` on a single node.
     PlanFile,
+    /// This node's GPUs (`--node`), changed as `tessera deploy --apply`
+    /// changes them; plans are placed on the GPUs the node has.
+    Node,
 }
 
 /// `tessera autopilot run`.
@@ -224,13 +228,25 @@ pub struct AutopilotRunArgs {
     /// break, step by step, and checks the cluster's status after; a
     /// failed apply or check makes the autopilot adopt what the cluster
     /// records and say so. `plan-file` writes it to --plan-out atomically
-    /// (for `tessera deploy`).
+    /// (for `tessera deploy`). `node` deploys it on this node's GPUs
+    /// (--node) as `tessera deploy --apply` does.
     #[arg(long, value_enum, value_name = "TARGET")]
     pub apply: Option<ApplyTarget>,
 
     /// The plan file `--apply plan-file` writes (JSON).
     #[arg(long, value_name = "FILE", required_if_eq("apply", "plan-file"))]
     pub plan_out: Option<PathBuf>,
+
+    /// The node `--apply node` changes (the number its plans give it),
+    /// its services run by the registered workloads (`tessera workload
+    /// add`).
+    #[arg(long, value_name = "N", required_if_eq("apply", "node"))]
+    pub node: Option<u32>,
+
+    /// Where `--apply node` keeps each instance's MPS pipe and log
+    /// directories, process logs and pids file, as `tessera deploy`.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
+    pub mps_dir: PathBuf,
 
     /// The namespace of the plan's objects (`--apply k8s`).
     #[arg(long, default_value = DEFAULT_NAMESPACE)]

@@ -236,6 +236,6 @@ fn status(args: &NodeArgs<'_>, store: Option<&Path>, out: &mut String) -> Result
     Ok(())
 }
 
-fn absolute(dir: &Path) -> Result<PathBuf> {
+pub(crate) fn absolute(dir: &Path) -> Result<PathBuf> {
     std::path::absolute(dir).with_context(|| format!("--mps-dir {}: cannot make it absolute", dir.display()))
 }

@@ -13,23 +13,27 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tessera_autopilot::{Controller, ControllerConfig, PlanSettings};
+use tessera_gpu::NodeOptions;
 use tessera_k8s::{ApplyOptions, LeaderElector, LeaseOptions};
 use tessera_live::{
-    Clock, DeployTarget, DryRun, FileRates, KubernetesTarget, LiveLoop, PlanFile, PrometheusCounts, PrometheusRates,
-    RateSource, Turn,
+    Clock, DeployTarget, DryRun, FileRates, KubernetesTarget, LiveLoop, NodeTarget, PlanFile, PrometheusCounts,
+    PrometheusRates, RateSource, Turn,
 };
 use tessera_plan::PlanOptions;
 use tessera_store::{read_traffic_csv, Store};
 
 use super::journal::decision_line;
 use crate::args::{ApplyTarget, AutopilotRunArgs, ElectionArgs, ListFormat};
+use crate::commands::deploy::absolute;
 use crate::commands::serving;
 use crate::inputs;
 use crate::output::{note, outln};
 
 /// Runs the loop until `--max-decisions` (or for ever).
 pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
-    let target = deploy_target(args)?;
+    let store_file = inputs::store_path(store)?;
+    let mut journal = Store::open(&store_file)?;
+    let target = deploy_target(args, &journal)?;
     let mut fleet = args.controller.plan.gpus.clone();
     let placement = target.placement()?;
     if let Some(placement) = &placement {
@@ -75,8 +79,6 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
     let settings = PlanSettings { options, target: placement };
     let config = ControllerConfig { max_sample_age_s: args.max_sample_age_s, ..args.controller.config() };
     let controller = Controller::new(inputs, settings, config, running).context("the controller's options")?;
-    let store_file = inputs::store_path(store)?;
-    let mut journal = Store::open(&store_file)?;
     let mut live = LiveLoop::new(controller, source, counts, target);
     if let Some(address) = args.metrics_addr {
         let bound = live.metrics().serve(address)?;
@@ -117,8 +119,9 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// The deploy target `args` ask for.
-fn deploy_target(args: &AutopilotRunArgs) -> Result<Box<dyn DeployTarget>> {
+/// The deploy target `args` ask for (a node's services are the workloads
+/// `store` registers).
+fn deploy_target(args: &AutopilotRunArgs, store: &Store) -> Result<Box<dyn DeployTarget>> {
     if args.election.leader_elect && (args.dry_run || !matches!(args.apply, Some(ApplyTarget::K8s))) {
         bail!("--leader-elect needs --apply k8s: the Lease and the plan the replicas share live in the cluster");
     }
@@ -126,6 +129,11 @@ fn deploy_target(args: &AutopilotRunArgs) -> Result<Box<dyn DeployTarget>> {
         (true, _) | (false, None) => Box::new(DryRun),
         (false, Some(ApplyTarget::PlanFile)) => {
             Box::new(PlanFile { path: args.plan_out.clone().context("--apply plan-file needs --plan-out FILE")? })
+        }
+        (false, Some(ApplyTarget::Node)) => {
+            let node = args.node.context("--apply node needs --node N")?;
+            let options = NodeOptions { node, mps_root: absolute(&args.mps_dir)?, assume_empty_without_driver: false };
+            Box::new(NodeTarget::on_this_machine(options, store.registered_workloads()?, None, false))
         }
         (false, Some(ApplyTarget::K8s)) => {
             let (routes, pods) = args.objects.resolve()?;
