@@ -137,16 +137,7 @@ mod tests {
     /// Node 0's GPU 0, an A100-80GB: `3g.40gb@4` (bert-base, batch 8, two
     /// processes) and `1g.10gb@0` (gpt2, batch 1, one process).
     fn plan() -> Plan {
-        let instance = |profile: &str, size: u8, start: u8, model: &str, batch: u32, procs: u32| {
-            serde_json::json!({"profile": profile, "size": size, "start": start, "service": model, "model": model,
-                "batch": batch, "procs": procs, "throughput_rps": 100.0, "latency_ms": 10.0})
-        };
-        let json = serde_json::json!({
-            "gpu_count": 1, "strategy": "test", "latency_rule": "parva", "gpus_per_node": 8, "services": [],
-            "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
-                instance("3g.40gb", 3, 4, "bert-base", 8, 2), instance("1g.10gb", 1, 0, "gpt2", 1, 1)]}]
-        });
-        serde_json::from_value(json).unwrap()
+        serde_json::from_str(include_str!("../tests/fixtures/two-instances.json")).unwrap()
     }
 
     fn workload(family: &str, batch: u32) -> RegisteredWorkload {
