@@ -152,3 +152,18 @@ fn every_command_of_the_guides_runs() {
         }
     }
 }
+
+/// The book (`docs/SUMMARY.md`, built by `mdbook build docs` in CI) has
+/// every guide of `docs/` as a chapter, and no chapter that is not one.
+#[test]
+fn the_book_lists_every_guide() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let summary = std::fs::read_to_string(docs.join("SUMMARY.md")).unwrap();
+    let chapters: std::collections::BTreeSet<String> = relative_links(&summary).into_iter().collect();
+    let guides: std::collections::BTreeSet<String> = std::fs::read_dir(&docs)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".md") && name != "SUMMARY.md")
+        .collect();
+    assert_eq!(chapters, guides, "docs/SUMMARY.md against the guides in docs/");
+}
