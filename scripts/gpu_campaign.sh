@@ -16,7 +16,10 @@
 #                     percentiles and the share within the SLO
 #   procs-pP.json     the model served by P = 2, 3 processes at 0.8 and 0.9 of
 #                     their full-batch throughput
-#   measured.json     `tessera simulate measured` of the three runs above:
+#   shared.json       four light models sharing the GPU under the serialized
+#                     discipline, 60 s (torch_serve.py --members): each
+#                     member's share within its SLO
+#   measured.json     `tessera simulate measured` of the four runs above:
 #   measured.txt      the serving model's prediction beside each
 #   trace.json        an oversubscription trace (four workloads, memory twice
 #                     what the GPU leaves them) and its schedules run by
@@ -47,6 +50,9 @@ python=${TESSERA_CAMPAIGN_PYTHON:-python3}
 model=${TESSERA_CAMPAIGN_MODEL:-resnet50}
 budget_s=${TESSERA_CAMPAIGN_BUDGET_S:-540}
 batch=16
+# Four light models sharing one instance (MODEL:RATE_RPS:SLO_MS at batch 1):
+# the executor about 40% busy on an H200, twice that on a GPU half as fast.
+shared_members=${TESSERA_CAMPAIGN_MEMBERS:-resnet50:150:20,mobilenetv2:200:20,densenet121:100:30,vgg16:100:20}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 case $tessera in /*) ;; *) tessera=$(pwd)/$tessera ;; esac
 serve="$repo/examples/workloads/torch_serve.py"
@@ -179,9 +185,13 @@ if [ -n "$device" ]; then
             --utilisation 0.8,0.9 --seconds 20 --warmup-s 2 --profile-runs 100 --output "$out/procs-p$procs.json"
     done
 fi
+# --- Light models sharing one instance, serialized (one executor) ----------
+if [ -n "$device" ]; then
+    step shared 200 "$python" "$serve" --members "$shared_members" --seconds 60 --output "$out/shared.json"
+fi
 stop_mps
 runs=()
-for run in planned procs-p2 procs-p3; do
+for run in planned procs-p2 procs-p3 shared; do
     [ -s "$out/$run.json" ] && runs+=("$out/$run.json")
 done
 if [ ${#runs[@]} -gt 0 ]; then

@@ -79,7 +79,8 @@ fn the_gpu_campaign_plans_on_what_it_profiled_and_serves_the_plans_capacity() {
         let found = steps.iter().find(|s| s["step"] == step).unwrap_or_else(|| panic!("no step {step}: {index}"));
         found["status"].as_str().unwrap().to_string()
     };
-    for step in ["mps-start", "profile-p1", "profile-p2", "profile-p3", "plan", "planned", "procs-p2", "procs-p3"] {
+    let served = ["profile-p1", "profile-p2", "profile-p3", "plan", "planned", "procs-p2", "procs-p3", "shared"];
+    for step in std::iter::once("mps-start").chain(served) {
         assert_eq!(status(step), "0", "{step}");
     }
     for step in ["measured", "measured-table", "trace"] {
@@ -115,10 +116,13 @@ fn the_gpu_campaign_plans_on_what_it_profiled_and_serves_the_plans_capacity() {
     let slo = std::fs::read_to_string(out.join("services.csv")).unwrap();
     let slo_ms: f64 = slo.lines().nth(1).unwrap().split(',').nth(3).unwrap().parse().unwrap();
     assert_eq!(planned["levels"][0]["slo_ms"].as_f64(), Some(slo_ms));
-    // simulate measured read the three served runs.
+    // simulate measured read the four served runs: three segments and a
+    // shared instance of four members.
     let measured = read_json(&out.join("measured.json"));
-    let procs: Vec<u64> = measured.as_array().unwrap().iter().map(|run| run["procs"].as_u64().unwrap()).collect();
+    let runs = measured.as_array().unwrap();
+    let procs: Vec<u64> = runs[..3].iter().map(|run| run["procs"].as_u64().unwrap()).collect();
     assert_eq!(procs, [busiest["procs"].as_u64().unwrap(), 2, 3]);
+    assert_eq!(runs[3]["members"].as_array().unwrap().len(), 4, "{}", runs[3]);
     assert!(std::fs::read_to_string(out.join("measured.txt")).unwrap().contains("kept"));
     assert_eq!(read_json(&out.join("mig.json"))["status"], "skipped");
 

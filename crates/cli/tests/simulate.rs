@@ -470,6 +470,33 @@ fn simulate_measured_says_whether_a_planned_capacity_kept_its_slo() {
     assert!(!stdout(&plain).contains("requests counted against an SLO"), "{}", stdout(&plain));
 }
 
+/// A shared instance served on a GPU (the serving tests' synthetic fixture
+/// in `torch_serve.py --members`'s shape): each member beside the
+/// serialized model, in a table and in JSON, after a segment's run.
+#[test]
+fn simulate_measured_puts_each_member_of_a_shared_run_beside_the_model() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let shared =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../serving/tests/fixtures/synthetic/shared-four-members.json");
+    let (shared, segment) = (shared.to_str().unwrap(), measured_run());
+    let args = ["simulate", "measured", segment.to_str().unwrap(), shared, "--simulated-runs", "1"];
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let members: Vec<&str> = text.lines().filter(|line| line.trim_start().starts_with("1 ")).collect();
+    assert_eq!(members.len(), 4, "{text}");
+    // Measured 58.0% busy; the rates and batch times give 63.95%.
+    assert!(members[0].contains("58.0%") && members[0].contains("63.9%") && members[0].contains("99.800%"), "{text}");
+    let json = tessera(&[&args[..], &["--format", "json"]].concat(), &store);
+    let runs: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(runs[0]["model"], "resnet50");
+    let member = &runs[1]["members"][3];
+    assert_eq!(member["measured"]["model"], "vgg16");
+    assert!(member["model_within_slo"].as_f64().unwrap() > 0.99, "{member}");
+    fails_with(&["simulate", "measured", shared.replace("shared-four", "nothing").as_str()], &store, &["cannot read"]);
+}
+
 /// On every run measured on a GPU up to 0.95 of full-batch throughput, the
 /// rate the planner would route (its default margin) for a p99 SLO equal
 /// to the measured p99 is at most the rate the GPU was measured at: the

@@ -80,7 +80,9 @@
 //! with streams of their own so the result does not depend on the thread
 //! count; `histogram` log-bucketed latencies; `measured` a serving run measured
 //! on a GPU (`MeasuredServing`, the JSON `examples/workloads/torch_serve.py`
-//! writes) beside the model's percentiles for its profile and rate. `analytic` is the exact
+//! writes) beside the model's percentiles for its profile and rate, and
+//! `measured_shared` a shared instance measured so (`MeasuredShared`,
+//! `torch_serve.py --members`) beside the serialized model's members. `analytic` is the exact
 //! percentile latency of one process under Poisson arrivals and greedy
 //! dynamic batching (`chain` the queue at batch starts, `ladder` the
 //! full-batch random walk's ladder heights, `latency` `P(T > t)`, `poisson`
@@ -100,6 +102,7 @@ mod discipline;
 mod error;
 mod histogram;
 mod measured;
+mod measured_shared;
 mod sampling;
 pub mod serialized;
 mod shape;
@@ -112,6 +115,7 @@ pub use capacity::{simulated_capacity_rps, Capacities, SIMULATED_REQUESTS, SIMUL
 pub use discipline::Discipline;
 pub use error::ServingError;
 pub use measured::{LevelComparison, MeasuredBatch, MeasuredLevel, MeasuredServing};
+pub use measured_shared::{MeasuredMember, MeasuredShared, MemberComparison, SharedComparison};
 pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
     simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,

@@ -25,7 +25,7 @@
 //! measured crates/serving/tests/fixtures/h200/*.json` prints every row;
 //! docs/serving-model.md quotes them.
 
-use tessera_serving::MeasuredServing;
+use tessera_serving::{MeasuredServing, MeasuredShared};
 
 /// The highest share of the full batch's throughput at which the model is
 /// held to the measurements.
@@ -156,4 +156,42 @@ fn a_share_within_the_slo_the_run_cannot_have_counted_is_refused() {
     measured.levels[0].slo_ms = Some(-1.0);
     let error = measured.compare_with_model(1, 0.0).unwrap_err().to_string();
     assert_eq!(error, "slo_ms: -1 at load 0.85 is not a positive latency");
+}
+
+/// A shared instance in the shape `torch_serve.py --members` writes, made
+/// by hand (`fixtures/synthetic/`): four light models, one executor.
+const SHARED_RUN: &str = include_str!("fixtures/synthetic/shared-four-members.json");
+
+#[test]
+fn a_shared_run_is_read_and_each_member_put_beside_the_serialized_model() {
+    let run = MeasuredShared::from_json(SHARED_RUN).unwrap();
+    let compared = run.compare_with_model().unwrap();
+    // The executor's busy share the rates and batch times give.
+    let busy: f64 = run.members.iter().map(|m| m.rate_rps * m.profile.latency_ms / 1000.0).sum();
+    assert!((compared.model_busy_share - busy).abs() < 1e-12 && (0.6..0.7).contains(&busy), "{busy}");
+    for member in &compared.members {
+        assert!(member.model_within_slo > 0.99, "{}: {}", member.measured.model, member.model_within_slo);
+        assert!(
+            member.model_p99_ms > member.measured.profile.latency_ms && member.model_p99_ms < member.measured.slo_ms
+        );
+    }
+    // At an SLO equal to its own p99, a member's share is its percentile.
+    let mut at_p99 = run.clone();
+    at_p99.members[2].slo_ms = compared.members[2].model_p99_ms;
+    let share = at_p99.compare_with_model().unwrap().members[2].model_within_slo;
+    assert!((share - 0.99).abs() < 5e-3, "{share}");
+}
+
+#[test]
+fn a_shared_run_the_model_cannot_judge_is_refused_naming_the_member() {
+    let mut run = MeasuredShared::from_json(SHARED_RUN).unwrap();
+    run.members[1].batch = 4;
+    let error = run.compare_with_model().unwrap_err().to_string();
+    assert_eq!(error, "batch: member mobilenetv2: 4: the serialized model judges members at batch 1");
+    let mut run = MeasuredShared::from_json(SHARED_RUN).unwrap();
+    run.members[0].rate_rps = 0.0;
+    assert_eq!(run.compare_with_model().unwrap_err().to_string(), "rate_rps: member resnet50: 0 is not positive");
+    run.members.truncate(1);
+    let error = run.compare_with_model().unwrap_err().to_string();
+    assert_eq!(error, "members: a shared run has at least two members");
 }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use tessera_core::text::percent;
 use tessera_plan::DEFAULT_MARGIN;
-use tessera_serving::{LevelComparison, MeasuredServing};
+use tessera_serving::{LevelComparison, MeasuredServing, MeasuredShared, SharedComparison};
 
 use crate::args::{ListFormat, SimulateMeasuredArgs};
 use crate::output::{emit, out};
@@ -31,21 +31,46 @@ struct ComparedRun {
     levels: Vec<LevelComparison>,
 }
 
+/// A shared instance's comparison, as `--format json` writes it.
+#[derive(Serialize)]
+struct ComparedShared {
+    /// The file it was read from.
+    file: String,
+    seconds: f64,
+    #[serde(flatten)]
+    comparison: SharedComparison,
+}
+
+/// One run's comparison, in the order the runs were given.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Compared {
+    Segment(ComparedRun),
+    Shared(ComparedShared),
+}
+
 pub fn run(args: &SimulateMeasuredArgs) -> Result<()> {
     let mut compared = Vec::with_capacity(args.runs.len());
     for path in &args.runs {
-        let measured = read_measured(path)?;
-        let levels = measured
-            .compare_with_model(args.simulated_runs, DEFAULT_MARGIN)
-            .with_context(|| format!("{}: the model cannot read this run", path.display()))?;
-        compared.push(ComparedRun {
-            file: path.display().to_string(),
-            model: measured.model,
-            max_batch: measured.max_batch,
-            procs: measured.procs,
-            seconds: measured.seconds,
-            planned_capacity_rps: measured.planned_capacity_rps,
-            levels,
+        let cannot = || format!("{}: the model cannot read this run", path.display());
+        compared.push(match read_measured(path)? {
+            Measured::Segment(measured) => {
+                let levels = measured.compare_with_model(args.simulated_runs, DEFAULT_MARGIN).with_context(cannot)?;
+                Compared::Segment(ComparedRun {
+                    file: path.display().to_string(),
+                    model: measured.model,
+                    max_batch: measured.max_batch,
+                    procs: measured.procs,
+                    seconds: measured.seconds,
+                    planned_capacity_rps: measured.planned_capacity_rps,
+                    levels,
+                })
+            }
+            Measured::Shared(run) => Compared::Shared(ComparedShared {
+                file: path.display().to_string(),
+                seconds: run.seconds,
+                comparison: run.compare_with_model().with_context(cannot)?,
+            }),
         });
     }
     match args.format {
@@ -54,20 +79,76 @@ pub fn run(args: &SimulateMeasuredArgs) -> Result<()> {
             json.push(b'\n');
             emit(&json, None)
         }
-        ListFormat::Table => out!("{}", render(&compared, args.simulated_runs)),
+        ListFormat::Table => {
+            let (mut segments, mut shared) = (Vec::new(), Vec::new());
+            for run in &compared {
+                match run {
+                    Compared::Segment(run) => segments.push(run),
+                    Compared::Shared(run) => shared.push(run),
+                }
+            }
+            let segments = if segments.is_empty() { String::new() } else { render(&segments, args.simulated_runs) };
+            out!("{segments}{}", render_shared(&shared))
+        }
     }
 }
 
-/// The measured run at `path`.
-fn read_measured(path: &Path) -> Result<MeasuredServing> {
+/// A run as measured: one segment, or a shared instance's members.
+enum Measured {
+    Segment(MeasuredServing),
+    Shared(MeasuredShared),
+}
+
+/// The measured run at `path` (a shared instance's when it lists
+/// `members`).
+fn read_measured(path: &Path) -> Result<Measured> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    MeasuredServing::from_json(&text).with_context(|| {
-        format!("{}: not a measured serving run (examples/workloads/torch_serve.py's JSON)", path.display())
+    let not_a_run =
+        || format!("{}: not a measured serving run (examples/workloads/torch_serve.py's JSON)", path.display());
+    let shared = serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|json| json.get("members").is_some());
+    Ok(match shared {
+        true => Measured::Shared(MeasuredShared::from_json(&text).with_context(not_a_run)?),
+        false => Measured::Segment(MeasuredServing::from_json(&text).with_context(not_a_run)?),
     })
 }
 
+/// A row per member of each shared instance run, then what the columns
+/// mean; empty without one.
+fn render_shared(runs: &[&ComparedShared]) -> String {
+    if runs.is_empty() {
+        return String::new();
+    }
+    let mut table =
+        TextTable::new(&["instance", "busy", "model", "member", "req/s", "SLO", "within", "model", "p99", "model"]);
+    for (number, run) in runs.iter().enumerate() {
+        let busy = format!("{:.1}%", run.comparison.busy_share * 100.0);
+        let model_busy = format!("{:.1}%", run.comparison.model_busy_share * 100.0);
+        for member in &run.comparison.members {
+            let measured = &member.measured;
+            table.row(vec![
+                (number + 1).to_string(),
+                busy.clone(),
+                model_busy.clone(),
+                measured.model.clone(),
+                format!("{}", measured.rate_rps),
+                format!("{}", measured.slo_ms),
+                format!("{:.3}%", measured.within_slo * 100.0),
+                format!("{:.3}%", member.model_within_slo * 100.0),
+                format!("{:.3}", measured.p99_ms),
+                format!("{:.3}", member.model_p99_ms),
+            ]);
+        }
+    }
+    let legend = "shared instances run under the serialized discipline (one executor, one batch at a time, the member \
+                  whose oldest request is oldest): the executor's busy share measured, then the model's (each \
+                  member's rate times its batch time as profiled alone); per member its rate (req/s) and SLO (ms), \
+                  the share of its requests within the SLO and its p99 (ms), measured then the serialized model's at \
+                  the rates served and the batch times profiled";
+    format!("\n{}{}\n", table.render(), wrap_words(legend, "", ""))
+}
+
 /// A row per measured load, then what the columns mean.
-fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
+fn render(compared: &[&ComparedRun], simulated_runs: u64) -> String {
     let mut table = TextTable::new(&[
         "model",
         "batch",
@@ -127,7 +208,7 @@ fn render(compared: &[ComparedRun], simulated_runs: u64) -> String {
 /// The loads each request was counted against an SLO at (a plan's
 /// capacity served, `torch_serve.py --rate-rps --slo-ms`): the share
 /// within it measured beside the model's; empty when no run counted one.
-fn render_within_slo(compared: &[ComparedRun]) -> String {
+fn render_within_slo(compared: &[&ComparedRun]) -> String {
     let mut table =
         TextTable::new(&["model", "batch", "procs", "planned", "req/s", "SLO", "within", "model", "verdict"]);
     let mut rows = 0;
