@@ -24,6 +24,11 @@ fn repo() -> PathBuf {
 /// GPU 0's MIG mode `mig_mode`; the stand-ins log every call to
 /// `dir/calls.log`.
 fn campaign(dir: &TempDir, mig_mode: &str) -> Output {
+    campaign_within(dir, mig_mode, 540)
+}
+
+/// [`campaign`] with a budget of `budget_s` seconds.
+fn campaign_within(dir: &TempDir, mig_mode: &str, budget_s: u32) -> Output {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for name in ["python", "nvidia-smi", "nvidia-cuda-mps-control"] {
@@ -40,6 +45,7 @@ fn campaign(dir: &TempDir, mig_mode: &str) -> Output {
         .env("TESSERA_CAMPAIGN_PYTHON", bin.join("python"))
         .env("FAKE_LOG", dir.path().join("calls.log"))
         .env("FAKE_MIG_MODE", mig_mode)
+        .env("TESSERA_CAMPAIGN_BUDGET_S", budget_s.to_string())
         .env_remove("CUDA_VISIBLE_DEVICES")
         .output()
         .expect("bash runs the campaign")
@@ -153,4 +159,15 @@ fn with_mig_on_and_instances_there_the_campaign_changes_nothing() {
     let calls = calls(&dir);
     assert_only_reads(&calls);
     assert!(!calls.iter().any(|call| call.starts_with("mps") || call.contains("torch_serve.py")), "{calls:?}");
+}
+
+#[test]
+fn past_its_budget_the_campaign_starts_no_step_and_says_so() {
+    let dir = TempDir::new().unwrap();
+    let output = campaign_within(&dir, "Disabled", 0);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let index = read_json(&dir.path().join("out/campaign.json"));
+    let steps = index["steps"].as_array().unwrap();
+    assert!(!steps.is_empty() && steps.iter().all(|step| step["status"] == "skipped"), "{index}");
+    assert!(!calls(&dir).iter().any(|call| call.contains("torch_serve.py") || call.starts_with("mps")));
 }
