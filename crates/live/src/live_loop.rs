@@ -24,6 +24,8 @@ pub struct LiveLoop {
     counts: Option<PrometheusCounts>,
     target: Box<dyn DeployTarget>,
     metrics: LoopMetrics,
+    /// The services' names, in the controller's order.
+    names: Vec<String>,
     /// Whether this replica led at the last decision time (`None` before
     /// the first).
     leading: Option<bool>,
@@ -48,7 +50,8 @@ impl LiveLoop {
         target: Box<dyn DeployTarget>,
     ) -> LiveLoop {
         let metrics = LoopMetrics::new(&ACTIONS.map(ActionKind::name));
-        LiveLoop { controller, source, counts, target, metrics, leading: None }
+        let names = controller.services().iter().map(|slo| slo.service.clone()).collect();
+        LiveLoop { controller, source, counts, target, metrics, names, leading: None }
     }
 
     /// Where the rates come from.
@@ -75,7 +78,6 @@ impl LiveLoop {
             return Turn::StoodBy;
         }
         self.metrics.set_leader(true);
-        let names: Vec<String> = self.controller.services().iter().map(|slo| slo.service.clone()).collect();
         let rates = self.source.rates(now_s);
         let arrivals_change = self.observe_burstiness(now_s);
         self.metrics.set_arrival_cv(renewal_cv(&self.controller.arrivals()));
@@ -114,6 +116,7 @@ impl LiveLoop {
         let accuracy = self.controller.forecast_accuracy();
         self.metrics.record_forecast_error(accuracy.mean_abs_relative_error, accuracy.under_share);
         let observed_rps: Vec<Option<f64>> = rates.samples.iter().map(|s| s.map(|s| s.rate_rps)).collect();
+        let names = &self.names;
         let record = AutopilotDecision {
             time_s: now_s,
             action: kind.name().to_string(),
