@@ -76,7 +76,9 @@ pub enum SimulateCommand {
     /// (examples/workloads/torch_serve.py's JSON) with the serving model: per
     /// load, the measured and predicted p50, p99 and p99.9 for the measured
     /// profile and arrival rate, and the p99s the model's own runs of the
-    /// same length reach.
+    /// same length reach; at a plan's capacity, the share within the SLO;
+    /// for a shared instance (`--members`), each member beside the
+    /// serialized model.
     Measured(SimulateMeasuredArgs),
     /// Write a synthetic trace (JSON) to stdout.
     Generate {
