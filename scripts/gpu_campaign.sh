@@ -52,8 +52,10 @@ python=${TESSERA_CAMPAIGN_PYTHON:-python3}
 model=${TESSERA_CAMPAIGN_MODEL:-resnet50}
 budget_s=${TESSERA_CAMPAIGN_BUDGET_S:-540}
 batch=16
-# Four light models sharing one instance (MODEL:RATE_RPS:SLO_MS at batch 1):
-# the executor about 40% busy on an H200, twice that on a GPU half as fast.
+# Four light models sharing one instance (MODEL:RATE_RPS:SLO_MS at batch 1),
+# at rates meant to leave the executor well short of full on an H200 (where
+# resnet50's batch of 1 took 0.93 ms; the others were not measured there):
+# the run measures the busy share.
 shared_members=${TESSERA_CAMPAIGN_MEMBERS:-resnet50:150:20,mobilenetv2:200:20,densenet121:100:30,vgg16:100:20}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 case $tessera in /*) ;; *) tessera=$(pwd)/$tessera ;; esac
