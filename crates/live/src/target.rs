@@ -175,7 +175,7 @@ pub struct KubernetesTarget {
 }
 
 impl KubernetesTarget {
-    /// The cluster and this replica's elector, under leader election.
+    /// This replica's elector, under leader election.
     fn elected(&self) -> Option<&LeaderElector> {
         self.elector.as_deref()
     }
