@@ -80,6 +80,12 @@ impl SharedMember {
     pub fn busy_ms(&self) -> f64 {
         self.latency_ms.max(1000.0 * f64::from(self.batch) / self.throughput_rps)
     }
+
+    /// The share of time the executor is busy with this member at its
+    /// routed rate, as profiled, when each batch is full.
+    pub fn busy_share(&self) -> f64 {
+        self.capacity_rps / f64::from(self.batch) * self.busy_ms() / 1000.0
+    }
 }
 
 /// One MIG instance shared by several services.
@@ -103,10 +109,7 @@ impl SharedInstance {
     /// with every batch `slowdown` slower than profiled, when each batch
     /// is full (0 to 1 for a stable instance).
     pub fn busy_share(&self, slowdown: f64) -> f64 {
-        self.members
-            .iter()
-            .map(|member| member.capacity_rps / f64::from(member.batch) * member.busy_ms() * (1.0 + slowdown) / 1000.0)
-            .sum()
+        self.members.iter().map(SharedMember::busy_share).sum::<f64>() * (1.0 + slowdown)
     }
 
     /// `true` when `other` runs the same executor: the same discipline

@@ -7,7 +7,7 @@ use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
 
 use crate::error::ServingError;
-use crate::serialized::{member_figures, Member, MemberFigures, MemberLoad};
+use crate::serialized::{member_figures, Member, MemberFigures, MemberLoad, SerializedQueue};
 use crate::shape::SegmentShape;
 
 /// One service as the serving model sees it.
@@ -117,8 +117,10 @@ impl ServingSystem {
 
     /// The system with `shared` instances: each a list of segments (one per
     /// member service, one process each) that one executor serves under the
-    /// serialized discipline. A member's service has no other segment, and
-    /// a segment is in at most one instance.
+    /// serialized discipline; a segment is in at most one instance. A
+    /// member's service may have other segments (mid-transition: its new
+    /// place serves beside its old one), which the analytic model
+    /// predicts and the simulator refuses.
     pub fn with_shared(mut self, shared: Vec<Vec<usize>>) -> Result<ServingSystem, ServingError> {
         let mut in_instance = vec![false; self.segments.len()];
         for group in &shared {
@@ -136,17 +138,21 @@ impl ServingSystem {
                 if self.segments[segment].shape.procs() != 1 {
                     return Err(ServingError::invalid("shared", format!("'{label}' has more than one process")));
                 }
-                let service = self.segments[segment].service;
-                if self.segments.iter().filter(|other| other.service == service).count() != 1 {
-                    return Err(ServingError::invalid(
-                        "shared",
-                        format!("service '{}' shares an instance and has other segments", self.services[service].name),
-                    ));
-                }
             }
         }
         self.shared = shared;
         Ok(self)
+    }
+
+    /// A service served by a shared instance and by another segment (its
+    /// own or another instance's), if any: the first by index.
+    pub fn member_served_elsewhere(&self) -> Option<usize> {
+        let mut segments = vec![0usize; self.services.len()];
+        for segment in &self.segments {
+            segments[segment.service] += 1;
+        }
+        let members = self.shared.iter().flatten().map(|&segment| self.segments[segment].service);
+        members.filter(|&service| segments[service] > 1).min()
     }
 
     /// The shared instances: each its members' segments.
@@ -154,27 +160,69 @@ impl ServingSystem {
         &self.shared
     }
 
-    /// The shared instance `service` is a member of, if any.
-    fn shared_instance_of(&self, service: usize) -> Option<&[usize]> {
-        self.shared.iter().find(|group| group.iter().any(|&s| self.segments[s].service == service)).map(Vec::as_slice)
+    /// The shared instance whose executor serves `segment`, if any.
+    fn instance_of(&self, segment: usize) -> Option<&[usize]> {
+        self.shared.iter().find(|group| group.contains(&segment)).map(Vec::as_slice)
     }
 
-    /// The serialized model's figures of `service`, a member of the shared
-    /// instance `group`.
-    fn member_figures(&self, group: &[usize], service: usize) -> Result<MemberFigures, ServingError> {
-        let members: Vec<Member> = group
-            .iter()
-            .map(|&segment| {
-                let served = &self.services[self.segments[segment].service];
-                let shape = &self.segments[segment].shape;
-                // The model takes every request as a batch of its own (what
-                // the planner makes; the verifier refuses other batches).
-                let load = MemberLoad { rate_rps: served.rate_rps, busy_ms: shape.latency_ms(shape.max_batch()) };
-                Member { load, slo_ms: served.latency_slo_ms, percentile: served.percentile }
-            })
-            .collect();
+    /// The shared instance that serves all of `service` (its one segment
+    /// is a member's), if any.
+    fn sole_member_of(&self, service: usize) -> Option<&[usize]> {
+        let mut segments = (0..self.segments.len()).filter(|&k| self.segments[k].service == service);
+        match (segments.next(), segments.next()) {
+            (Some(only), None) => self.instance_of(only),
+            _ => None,
+        }
+    }
+
+    /// The members of the shared instance `group`, each at the rate routed
+    /// to its segment. The model takes every request as a batch of its own
+    /// (what the planner makes; the verifier refuses other batches).
+    fn members(&self, group: &[usize]) -> Vec<Member> {
+        let member = |segment: usize| {
+            let served = &self.services[self.segments[segment].service];
+            let shape = &self.segments[segment].shape;
+            let rate_rps = served.rate_rps * self.routed_share(segment);
+            let load = MemberLoad { rate_rps, busy_ms: shape.latency_ms(shape.max_batch()) };
+            Member { load, slo_ms: served.latency_slo_ms, percentile: served.percentile }
+        };
+        group.iter().map(|&segment| member(segment)).collect()
+    }
+
+    /// The serialized model's prediction of `service`, whose one segment
+    /// is a member of the shared instance `group`: none of its requests
+    /// within any latency when the executor is busy all the time or more
+    /// (its queue grows without bound, as a segment past its throughput).
+    fn member_prediction(&self, group: &[usize], service: usize) -> Result<ServicePrediction, ServingError> {
+        let members = self.members(group);
+        if busy_share(&members) >= 1.0 {
+            return Ok(ServicePrediction { latency_ms: f64::INFINITY, attainment: 0.0 });
+        }
         let index = group.iter().position(|&segment| self.segments[segment].service == service).unwrap_or(0);
-        member_figures(&members, index, 0.0)
+        let MemberFigures { latency_ms, attainment, .. } = member_figures(&members, index, 0.0)?;
+        Ok(ServicePrediction { latency_ms, attainment })
+    }
+
+    /// How `service`'s requests are served: each of its segments with its
+    /// routed share, a member's through its instance's queue.
+    fn routes(&self, service: usize) -> Result<Vec<Route<'_>>, ServingError> {
+        let rate_rps = self.services[service].rate_rps;
+        let mut routes = Vec::new();
+        for k in (0..self.segments.len()).filter(|&k| self.segments[k].service == service) {
+            let (shape, share) = (&self.segments[k].shape, self.routed_share(k));
+            routes.push(match self.instance_of(k) {
+                None => Route::Segment { shape, share, routed_rps: rate_rps * share },
+                Some(group) => {
+                    let members = self.members(group);
+                    let queue = match busy_share(&members) < 1.0 {
+                        true => Some(SerializedQueue::of(&members, 0.0)?),
+                        false => None,
+                    };
+                    Route::Member { share, busy_ms: shape.latency_ms(shape.max_batch()), queue }
+                }
+            });
+        }
+        Ok(routes)
     }
 
     /// The services.
@@ -210,17 +258,16 @@ impl ServingSystem {
     /// is found by bisection on the mixture of its segments' latency
     /// distributions, to a relative precision of 1e-4.
     pub fn predict(&self, service: usize) -> Result<ServicePrediction, ServingError> {
-        if let Some(group) = self.shared_instance_of(service) {
-            let figures = self.member_figures(group, service)?;
-            return Ok(ServicePrediction { latency_ms: figures.latency_ms, attainment: figures.attainment });
+        if let Some(group) = self.sole_member_of(service) {
+            return self.member_prediction(group, service);
         }
         let served = &self.services[service];
-        let segments = self.routed_segments(service);
-        let within = |latency_ms: f64| within_latency(&segments, latency_ms);
+        let routes = self.routes(service)?;
+        let within = |latency_ms: f64| within_latency(&routes, latency_ms);
         let target = served.percentile / 100.0;
         let attainment = within(served.latency_slo_ms)?;
         // Bracket the percentile latency, then bisect.
-        let mut high_ms = segments.iter().map(|(shape, _, _)| shape.latency_ms(shape.max_batch())).fold(1.0, f64::max);
+        let mut high_ms = routes.iter().map(Route::longest_ms).fold(1.0, f64::max);
         let mut low_ms = 0.0;
         let mut doublings = 0;
         while within(high_ms)? < target {
@@ -247,19 +294,10 @@ impl ServingSystem {
     /// queues): [`ServingSystem::predict`]'s attainment, without the
     /// search for the percentile latency.
     pub fn predicted_attainment(&self, service: usize) -> Result<f64, ServingError> {
-        if let Some(group) = self.shared_instance_of(service) {
-            return Ok(self.member_figures(group, service)?.attainment);
+        if let Some(group) = self.sole_member_of(service) {
+            return Ok(self.member_prediction(group, service)?.attainment);
         }
-        within_latency(&self.routed_segments(service), self.services[service].latency_slo_ms)
-    }
-
-    /// `service`'s segments, each with its routed share and rate (req/s).
-    fn routed_segments(&self, service: usize) -> Vec<(&SegmentShape, f64, f64)> {
-        let rate_rps = self.services[service].rate_rps;
-        (0..self.segments.len())
-            .filter(|&k| self.segments[k].service == service)
-            .map(|k| (&self.segments[k].shape, self.routed_share(k), rate_rps * self.routed_share(k)))
-            .collect()
+        within_latency(&self.routes(service)?, self.services[service].latency_slo_ms)
     }
 
     /// The same system with every batch of every segment `margin` slower
@@ -287,7 +325,10 @@ impl ServingSystem {
     /// runs at the full batch's latency, and a note says for how many
     /// segments. The routing weight is the instance's capacity
     /// ([`tessera_core::InstanceAssignment::capacity`]), as the deployment
-    /// routes.
+    /// routes. A shared instance is one segment per member, each holding
+    /// the executor for its full batch, served together under the
+    /// serialized discipline; a shared instance of one member (a plan
+    /// pruned to the services with traffic) serves it alone.
     pub fn from_plan(
         plan: &Plan,
         catalog: Option<&ProfileCatalog>,
@@ -351,7 +392,11 @@ impl ServingSystem {
                     label: format!("{label} ({} shared)", member.service),
                 });
             }
-            shared.push(group);
+            // An executor left with one member (the others pruned, e.g.
+            // at no traffic) serves it as a segment of its own.
+            if group.len() > 1 {
+                shared.push(group);
+            }
         }
         let mut notes = Vec::new();
         if full_only > 0 {
@@ -375,12 +420,52 @@ impl ServingSystem {
     }
 }
 
-/// The share of requests within `latency_ms` over `segments` (each with
-/// its routed share and rate).
-fn within_latency(segments: &[(&SegmentShape, f64, f64)], latency_ms: f64) -> Result<f64, ServingError> {
-    segments.iter().try_fold(0.0, |sum, (shape, share, routed_rps)| {
-        Ok(sum + share * crate::analytic::attainment(shape, *routed_rps, latency_ms)?)
-    })
+/// One way a service's requests are served, with the share routed there.
+enum Route<'a> {
+    /// A segment of its own, at the rate routed to it.
+    Segment { shape: &'a SegmentShape, share: f64, routed_rps: f64 },
+    /// A member's segment of a shared instance: the executor's wait, then
+    /// its batch; no queue when the executor is busy all the time or more.
+    Member { share: f64, busy_ms: f64, queue: Option<SerializedQueue> },
+}
+
+impl Route<'_> {
+    /// The share of the service's requests routed here.
+    fn share(&self) -> f64 {
+        match self {
+            Route::Segment { share, .. } | Route::Member { share, .. } => *share,
+        }
+    }
+
+    /// The share of the requests routed here that finish within
+    /// `latency_ms`.
+    fn within(&self, latency_ms: f64) -> Result<f64, ServingError> {
+        match self {
+            Route::Segment { shape, routed_rps, .. } => crate::analytic::attainment(shape, *routed_rps, latency_ms),
+            Route::Member { busy_ms, queue, .. } => {
+                Ok(queue.as_ref().map_or(0.0, |queue| queue.waiting_within(latency_ms - busy_ms)))
+            }
+        }
+    }
+
+    /// Its longest batch, ms.
+    fn longest_ms(&self) -> f64 {
+        match self {
+            Route::Segment { shape, .. } => shape.latency_ms(shape.max_batch()),
+            Route::Member { busy_ms, .. } => *busy_ms,
+        }
+    }
+}
+
+/// The share of a service's requests within `latency_ms` over its
+/// `routes`.
+fn within_latency(routes: &[Route<'_>], latency_ms: f64) -> Result<f64, ServingError> {
+    routes.iter().try_fold(0.0, |sum, route| Ok(sum + route.share() * route.within(latency_ms)?))
+}
+
+/// The share of time an executor serving `members` is busy.
+fn busy_share(members: &[Member]) -> f64 {
+    members.iter().map(|member| member.load.rate_rps * member.load.busy_ms / 1000.0).sum()
 }
 
 #[cfg(test)]
@@ -426,5 +511,61 @@ mod tests {
         let busy = ServedService { rate_rps: 390.0, ..service("a") };
         let loaded = ServingSystem::new(vec![busy], vec![segment(0, 1.0), segment(0, 3.0)]).unwrap();
         assert!(loaded.predicted_attainment(0).unwrap() < attainment, "{attainment}");
+    }
+
+    #[test]
+    fn a_shared_executor_past_its_time_serves_nothing_in_time() {
+        // Two members whose batches of one hold the executor 20 ms each.
+        let member = |service| {
+            let shape = SegmentShape::full_batch_only(1, 1, 20.0).unwrap();
+            ServedSegment { service, shape, weight: 1.0, label: format!("m{service}") }
+        };
+        let at = |rate_rps: f64| {
+            let services = vec![ServedService { rate_rps, ..service("a") }, ServedService { rate_rps, ..service("b") }];
+            ServingSystem::new(services, vec![member(0), member(1)]).unwrap().with_shared(vec![vec![0, 1]]).unwrap()
+        };
+        // 10 req/s each: busy 40% of the time, most requests in time.
+        let calm = at(10.0).predict(0).unwrap();
+        assert!(calm.attainment > 0.9 && calm.latency_ms.is_finite(), "{calm:?}");
+        // 26 req/s each: busy 104%, the queue grows without bound.
+        let over = at(26.0).predict(1).unwrap();
+        assert_eq!((over.attainment, over.latency_ms), (0.0, f64::INFINITY));
+        assert_eq!(at(26.0).predicted_attainment(0).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn a_member_also_served_elsewhere_mixes_its_routes_and_is_not_simulated() {
+        let segment = |service, label: &str| {
+            let shape = SegmentShape::full_batch_only(1, 1, 20.0).unwrap();
+            ServedSegment { service, shape, weight: 1.0, label: label.into() }
+        };
+        let at = |name, rate_rps| ServedService { rate_rps, ..service(name) };
+        // a (20 req/s) half on the executor it shares with b, half on a
+        // segment of its own (a member moving out, mid-transition).
+        let mixed = ServingSystem::new(
+            vec![at("a", 20.0), at("b", 10.0)],
+            vec![segment(0, "shared a"), segment(1, "shared b"), segment(0, "own a")],
+        )
+        .unwrap()
+        .with_shared(vec![vec![0, 1]])
+        .unwrap();
+        let executor = ServingSystem::new(
+            vec![at("a", 10.0), at("b", 10.0)],
+            vec![segment(0, "shared a"), segment(1, "shared b")],
+        )
+        .unwrap()
+        .with_shared(vec![vec![0, 1]])
+        .unwrap();
+        let own = ServingSystem::new(vec![at("a", 10.0)], vec![segment(0, "own a")]).unwrap();
+        // b waits behind the half of a routed to the executor only.
+        assert_eq!(mixed.predict(1).unwrap(), executor.predict(1).unwrap());
+        let expected = 0.5 * executor.predicted_attainment(0).unwrap() + 0.5 * own.predicted_attainment(0).unwrap();
+        assert!((mixed.predicted_attainment(0).unwrap() - expected).abs() < 1e-12);
+        let latency_ms = mixed.predict(0).unwrap().latency_ms;
+        assert!(latency_ms.is_finite() && latency_ms >= 20.0, "{latency_ms}");
+        assert_eq!(mixed.member_served_elsewhere(), Some(0));
+        assert_eq!(executor.member_served_elsewhere(), None);
+        let refused = crate::simulate(&mixed, &crate::SimulationOptions::default()).unwrap_err().to_string();
+        assert!(refused.contains("service 'a' is served by a shared instance and by other segments"), "{refused}");
     }
 }

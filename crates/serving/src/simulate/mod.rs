@@ -178,7 +178,8 @@ impl SimulationOptions {
 /// threads; the report does not depend on their number. A run stops with
 /// [`ServingError::QueueLimit`] when a service's queues hold more than
 /// [`MAX_WAITING`] requests (a segment far past its throughput), so memory
-/// stays bounded.
+/// stays bounded. A member of a shared instance whose service has other
+/// segments too is refused, named.
 pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<ServingReport, ServingError> {
     options.validate()?;
     let services = system.services().len();
@@ -189,6 +190,16 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
                 "{} s makes {} buckets for each of {services} services, more than {MAX_TIMELINE_BUCKETS} in all",
                 options.timeline_bucket_s.unwrap_or_default(),
                 options.timeline_buckets()
+            ),
+        ));
+    }
+    if let Some(service) = system.member_served_elsewhere() {
+        return Err(ServingError::invalid(
+            "shared",
+            format!(
+                "service '{}' is served by a shared instance and by other segments: the simulator runs a member on \
+                 its executor alone (the analytic model predicts it)",
+                system.services()[service].name
             ),
         ));
     }
