@@ -2,11 +2,11 @@
 //! replaced, planned fresh or replanned from a running plan, and what the
 //! serving model predicts of a plan at other rates.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tessera_core::slo::DEFAULT_PERCENTILE;
 use tessera_core::text::percent;
-use tessera_core::{GpuAssignment, Plan, ServiceReport, ServiceSlo};
+use tessera_core::{GpuAssignment, Plan, ServiceReport, ServiceSlo, SharedInstance};
 use tessera_plan::{
     plan, Arrivals, GpuPosition, Inventory, LatencyRule, PlanError, PlanInputs, PlanOptions, PlanRequest, Planned,
     ReplanFrom,
@@ -32,23 +32,6 @@ pub struct PlanSettings {
     pub target: Option<Inventory>,
 }
 
-impl PlanSettings {
-    /// Refuses settings that ask for shared instances: the autopilot's
-    /// transitions move instances of one service.
-    pub(crate) fn check(&self) -> Result<(), AutopilotError> {
-        match self.options.share {
-            Some(sharing) => Err(AutopilotError::invalid(
-                "share",
-                format!(
-                    "the autopilot keeps instances of one service only; plan {sharing} shared instances with \
-                     `tessera plan --share`"
-                ),
-            )),
-            None => Ok(()),
-        }
-    }
-}
-
 /// The inputs (services and profiles) with the settings plans are made
 /// under.
 #[derive(Debug, Clone)]
@@ -61,6 +44,13 @@ impl Planner {
     /// A planner of `inputs`' services under `settings`.
     pub fn new(inputs: PlanInputs, settings: PlanSettings) -> Planner {
         Planner { inputs, settings }
+    }
+
+    /// Refuses at once the options every plan would be refused for (e.g.
+    /// shared instances under other arrivals than Poisson).
+    pub fn check(&self) -> Result<(), AutopilotError> {
+        let request = PlanRequest::from_options(&self.settings.options, &self.inputs, None).map_err(refused)?;
+        request.check().map_err(refused)
     }
 
     /// The services, in the inputs' order (rates as the inputs give them).
@@ -148,8 +138,7 @@ impl Planner {
         plan: &Plan,
         rates_rps: &[f64],
     ) -> Result<Option<(ServingSystem, Vec<usize>)>, ServingError> {
-        let served: BTreeSet<&str> =
-            plan.gpus.iter().flat_map(|gpu| &gpu.instances).map(|instance| instance.service.as_str()).collect();
+        let served: BTreeSet<&str> = plan.provided_rps().into_keys().collect();
         let indices: Vec<usize> = (0..self.services().len())
             .filter(|&index| rates_rps[index] > 0.0 && served.contains(self.services()[index].service.as_str()))
             .collect();
@@ -162,6 +151,21 @@ impl Planner {
             .iter()
             .map(|gpu| GpuAssignment {
                 instances: gpu.instances.iter().filter(|i| listed.contains(i.service.as_str())).cloned().collect(),
+                // A member at no traffic adds no load to its executor.
+                shared: gpu
+                    .shared
+                    .iter()
+                    .map(|shared| SharedInstance {
+                        members: shared
+                            .members
+                            .iter()
+                            .filter(|m| listed.contains(m.service.as_str()))
+                            .cloned()
+                            .collect(),
+                        ..shared.clone()
+                    })
+                    .filter(|shared| !shared.members.is_empty())
+                    .collect(),
                 ..gpu.clone()
             })
             .collect();
@@ -276,20 +280,39 @@ fn calmer_than(plan: &Plan, arrivals: &ArrivalModel) -> Option<String> {
 /// routed in proportion to capacity, meets at a rate up to its service's
 /// capacity times (1 + m)/(1 + s). `true` marks such a service (its share
 /// within the SLO is then at least its percentile, whatever it is) of a
-/// plan made under the percentile rule and Poisson arrivals.
+/// plan made under the percentile rule and Poisson arrivals. A member of
+/// a shared instance waits behind the others' requests too: it is marked
+/// only when every member of its instance is within its capacity so.
 fn within_capacities(plan: &Plan, services: &[ServiceSlo], rates_rps: &[f64], slowdown: f64) -> Vec<bool> {
     let margin = plan.margin.unwrap_or(0.0);
     let poisson = plan.traffic.as_ref().is_some_and(|traffic| traffic.arrivals == ArrivalModel::Poisson.to_string());
     let percentile_rule = poisson && plan.latency_rule == LatencyRule::Percentile.name();
-    services
+    let within: BTreeMap<&str, bool> = services
         .iter()
         .zip(rates_rps)
         .map(|(slo, &rate_rps)| {
             let report = plan.services.iter().find(|report| report.service == slo.service);
             let capacity_rps = report.map_or(0.0, |report| report.provisioned_rps);
-            percentile_rule && slowdown <= margin && rate_rps <= capacity_rps * (1.0 + margin) / (1.0 + slowdown)
+            let within =
+                percentile_rule && slowdown <= margin && rate_rps <= capacity_rps * (1.0 + margin) / (1.0 + slowdown);
+            (slo.service.as_str(), within)
         })
-        .collect()
+        .collect();
+    let mut marked = within.clone();
+    for (_, shared) in plan.shared_instances() {
+        let all = shared.members.iter().all(|member| within.get(member.service.as_str()).copied().unwrap_or(false));
+        for member in &shared.members {
+            if let Some(mark) = marked.get_mut(member.service.as_str()) {
+                *mark &= all;
+            }
+        }
+    }
+    services.iter().map(|slo| marked[slo.service.as_str()]).collect()
+}
+
+/// A planning option refused for every plan.
+fn refused(cause: PlanError) -> AutopilotError {
+    AutopilotError::Plan { what: "under these options".to_string(), cause: Box::new(cause) }
 }
 
 /// `slo` at `rate_rps` as a plan's service report, with only what the
@@ -383,5 +406,38 @@ mod tests {
         let slower = poisson.shortfalls(&plan, &over, margin + 0.1).unwrap();
         let words = slower[0].as_deref().expect("short with every batch much slower");
         assert!(words.contains("every batch 16% slower"), "{words}");
+    }
+
+    #[test]
+    fn members_at_no_traffic_leave_their_executor_and_a_lone_member_is_served_alone() {
+        let light: Vec<ServiceSlo> =
+            (0..4).map(|k| ServiceSlo::new(format!("light-{k}"), "resnet50", 3.0, 150.0).unwrap()).collect();
+        let inputs = PlanInputs::demo(&[tessera_plan::DEFAULT_GPU_MODEL]).unwrap().for_services(light);
+        let options = PlanOptions { share: Some(tessera_core::Sharing::Serialized), ..PlanOptions::default() };
+        let planner = Planner::new(inputs, PlanSettings { options, target: None });
+        let plan = planner.fresh(&[3.0; 4]).unwrap();
+        assert_eq!(plan.shared_instances().count(), 1);
+        let (system, indices) = planner.system_at(&plan, &[3.0, 0.0, 3.0, 3.0]).unwrap().unwrap();
+        assert_eq!(indices, [0, 2, 3]);
+        assert_eq!(system.shared().len(), 1);
+        assert_eq!(system.shared()[0].len(), 3);
+        let (alone, indices) = planner.system_at(&plan, &[0.0, 0.0, 5.0, 0.0]).unwrap().unwrap();
+        assert_eq!(indices, [2]);
+        assert!(alone.shared().is_empty());
+        // Alone it waits behind no one: it does at least as well as with
+        // the others at their rates.
+        let (together, _) = planner.system_at(&plan, &[3.0, 3.0, 5.0, 3.0]).unwrap().unwrap();
+        assert!(alone.predicted_attainment(0).unwrap() >= together.predicted_attainment(2).unwrap());
+        // Every member within its capacity: known to meet; one above it
+        // takes its co-members with it.
+        let capacity_rps: Vec<f64> = planner
+            .services()
+            .iter()
+            .map(|slo| plan.services.iter().find(|report| report.service == slo.service).unwrap().provisioned_rps)
+            .collect();
+        assert!(within_capacities(&plan, planner.services(), &capacity_rps, 0.0).iter().all(|&within| within));
+        let mut over = capacity_rps.clone();
+        over[1] *= 1.5;
+        assert!(within_capacities(&plan, planner.services(), &over, 0.0).iter().all(|&within| !within));
     }
 }

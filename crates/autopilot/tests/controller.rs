@@ -381,8 +381,9 @@ fn a_bad_configuration_is_named() {
         .starts_with("scale_down_min_gpus"));
 }
 
-#[test]
-fn a_running_plan_with_shared_instances_is_refused_naming_one() {
+/// Six light services (3 req/s each) that share one 1g instance, and the
+/// plan sharing it.
+fn light_shared() -> (PlanInputs, Plan) {
     let light: Vec<tessera_core::ServiceSlo> =
         (0..6).map(|k| tessera_core::ServiceSlo::new(format!("light-{k}"), "resnet50", 3.0, 150.0).unwrap()).collect();
     let light = inputs().for_services(light);
@@ -391,13 +392,70 @@ fn a_running_plan_with_shared_instances_is_refused_naming_one() {
         ..tessera_plan::PlanRequest::new(&light)
     };
     let shared = tessera_plan::plan(&request).unwrap().plan;
-    let refused = Controller::new(light, PlanSettings::default(), ControllerConfig::default(), Some(shared));
+    assert_eq!(shared.shared_instances().count(), 1, "one executor for the six");
+    (light, shared)
+}
+
+#[test]
+fn a_running_shared_instance_is_kept_while_it_holds_and_replanned_sharing_when_it_does_not() {
+    let (light, shared) = light_shared();
+    let mut controller =
+        Controller::new(light.clone(), PlanSettings::default(), ControllerConfig::default(), Some(shared.clone()))
+            .unwrap();
+    // At the rates it was planned for the executor holds.
+    let planned: Vec<f64> = light.services().iter().map(|slo| slo.rate_rps).collect();
+    let kept = controller.observe(&observation(0.0, &planned));
+    assert!(matches!(kept.action, Action::Keep), "{}", kept.reason);
+    // One member rises to 90% of what the executor can serve of it alone:
+    // its wait behind the others, and theirs behind it, break the SLO; the
+    // replan keeps sharing what still can.
+    let (_, executor) = shared.shared_instances().next().unwrap();
+    let first = executor.members.iter().find(|m| m.service == "light-0").unwrap();
+    let mut risen = planned.clone();
+    risen[0] = 0.9 * 1000.0 / first.busy_ms();
+    let decision = (1..=10)
+        .map(|minute| controller.observe(&observation(60.0 * f64::from(minute), &risen)))
+        .find(|decision| !matches!(decision.action, Action::Keep))
+        .expect("the rise is answered within ten minutes");
+    let Action::ScaleUp(change) = &decision.action else { panic!("expected a scale-up: {}", decision.reason) };
+    assert!(decision.reason.contains("light-0"), "{}", decision.reason);
+    let members: usize = change.plan.shared_instances().map(|(_, s)| s.members.len()).sum();
+    assert!(members >= 2, "the replan still shares: {members} members");
+    // The executor restarted with other members elsewhere before the old
+    // one stopped: no member went unserved while the steps ran.
+    assert!(change.transition.dips().next().is_none(), "{:?}", change.transition.steps);
+    let capacity = change.plan.provided_rps();
+    for (slo, &rate_rps) in light.services().iter().zip(&risen) {
+        let provided = capacity.get(slo.service.as_str()).copied().unwrap_or(0.0);
+        assert!(provided >= rate_rps * (1.0 - 1e-9), "{}: {provided} < {rate_rps}", slo.service);
+    }
+    let verified = tessera_plan::verify_plan(
+        &change.plan,
+        &light.for_services(
+            light
+                .services()
+                .iter()
+                .zip(&risen)
+                .map(|(slo, &rate_rps)| tessera_core::ServiceSlo { rate_rps, ..slo.clone() })
+                .collect(),
+        ),
+        tessera_plan::CheckOptions::default(),
+    )
+    .unwrap();
+    assert!(verified.violations.is_empty(), "{:?}", verified.violations);
+}
+
+#[test]
+fn sharing_under_bursty_arrivals_is_refused_at_once() {
+    let (light, _) = light_shared();
+    let options = tessera_plan::PlanOptions {
+        share: Some(tessera_core::Sharing::Serialized),
+        arrivals: Some(tessera_plan::Arrivals::Model(ArrivalModel::Renewal { cv: 2.0 })),
+        ..tessera_plan::PlanOptions::default()
+    };
+    let refused = Controller::new(light, PlanSettings { options, target: None }, ControllerConfig::default(), None);
     let message = refused.err().unwrap().to_string();
-    assert!(message.starts_with("plan: the running plan's node 0 gpu 0 1g.10gb@"), "{message}");
-    assert!(
-        message.ends_with("is shared by 6 services; the autopilot keeps instances of one service only"),
-        "{message}"
-    );
+    assert!(message.contains("share: shared instances are proven under Poisson arrivals only"), "{message}");
 }
 
 #[test]

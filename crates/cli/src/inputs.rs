@@ -178,18 +178,3 @@ pub fn read_sound_plan(path: &Path) -> Result<tessera_core::Plan> {
     tessera_plan::check_structure(&plan).with_context(|| path.display().to_string())?;
     Ok(plan)
 }
-
-/// [`read_sound_plan`], refusing a plan with a shared instance (naming
-/// it): what `autopilot run` reads, which runs instances of one
-/// service only.
-pub fn read_dedicated_plan(path: &Path) -> Result<tessera_core::Plan> {
-    let plan = read_sound_plan(path)?;
-    if let Some(shared) = plan.first_shared_instance() {
-        anyhow::bail!(
-            "{}: {shared}; this command runs instances of one service only (`tessera verify` checks shared \
-             instances; plan without --share to run them here)",
-            path.display()
-        );
-    }
-    Ok(plan)
-}

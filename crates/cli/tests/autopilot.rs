@@ -138,9 +138,9 @@ fn bad_traffic_and_options_are_refused_in_one_line() {
         &["keep_headroom: 0.5 is not in [0, 0.15]"],
     );
     fails_with(
-        &["autopilot", "simulate", "--demo", "--diurnal", "--share", "serialized"],
+        &["autopilot", "simulate", "--demo", "--diurnal", "--share", "serialized", "--arrivals", "cv=2"],
         &store,
-        &["share: the autopilot keeps instances of one service only"],
+        &["share: shared instances are proven under Poisson arrivals only"],
     );
 }
 

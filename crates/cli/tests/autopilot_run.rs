@@ -156,6 +156,36 @@ fn bad_sources_and_missing_choices_are_refused_in_one_line() {
     usage_error(&joined(&base, &["--rates-file", &traffic, "--observe-burstiness"]), &store, &["cannot be used with"]);
     let no_step = ["--prometheus", "http://p:9090", "--observe-burstiness", "--counts-template", "x{s=\"{service}\"}"];
     fails_with(&joined(&base, &no_step), &store, &["--counts-template", "does not contain {step}"]);
+    let shared = ["--prometheus", "http://p:9090", "--observe-burstiness", "--share", "serialized"];
+    fails_with(&joined(&base, &shared), &store, &["--observe-burstiness: shared instances are proven under Poisson"]);
+}
+
+#[test]
+fn light_services_share_instances_in_the_plans_it_writes() {
+    let dir = TempDir::new().unwrap();
+    let store = store_in(&dir);
+    let services: String = (0..6).map(|k| format!("light-{k},resnet50,{},150\n", 3 + k)).collect();
+    let slo = write(&dir, "slo.csv", &format!("service,model,rate_rps,latency_ms\n{services}"));
+    let rates: String = (0..6).map(|k| format!("0,light-{k},{}\n", 3 + k)).collect();
+    let traffic = write(&dir, "traffic.csv", &format!("time_s,service,rate_rps\n{rates}"));
+    let out = dir.path().join("running.json");
+    let mut args = vec!["autopilot", "run", "--demo", "--slo", &slo, "--rates-file", &traffic, "--rates-window-s"];
+    args.extend(["0.9", "--no-wait", "--max-decisions", "2", "--format", "json", "--share", "serialized"]);
+    args.extend(["--apply", "plan-file", "--plan-out", out.to_str().unwrap()]);
+    args.extend(CONTROLLER);
+    let output = tessera(&args, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let made = decisions(&stdout(&output));
+    assert_eq!(actions(&made), [("start".to_string(), 1), ("keep".to_string(), 1)]);
+    let plan = tessera_store::read_plan_file(&out, None).unwrap();
+    let (_, executor) = plan.shared_instances().next().expect("the six share an instance");
+    assert_eq!(executor.members.len(), 6);
+    // Read back as the running plan, it is kept.
+    let mut again = args.clone();
+    again.extend(["--plan", out.to_str().unwrap()]);
+    let output = tessera(&again, &store);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(actions(&decisions(&stdout(&output))).iter().all(|(action, _)| action == "keep"));
 }
 
 /// A fake Prometheus on 127.0.0.1 answering every rate query with `rates`

@@ -422,21 +422,6 @@ impl Plan {
         self.gpus.iter().flat_map(|gpu| gpu.shared.iter().map(move |shared| (gpu, shared)))
     }
 
-    /// Its first shared instance in words, for the commands that refuse
-    /// shared plans: `node 0 gpu 1 1g.10gb@3 is shared by 5 services`.
-    pub fn first_shared_instance(&self) -> Option<String> {
-        self.shared_instances().next().map(|(gpu, shared)| {
-            format!(
-                "node {} gpu {} {}@{} is shared by {} services",
-                gpu.node,
-                gpu.index,
-                shared.profile,
-                shared.start,
-                shared.members.len()
-            )
-        })
-    }
-
     /// What each service's instances provide, req/s: its segments'
     /// capacities and its shares of shared instances.
     pub fn provided_rps(&self) -> BTreeMap<&str, f64> {

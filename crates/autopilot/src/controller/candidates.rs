@@ -2,12 +2,14 @@
 //! cost: the replan with the fewest reconfigurations, and the ways around
 //! a dip (rule 6 of the controller).
 
+use std::collections::{BTreeSet, HashMap};
+
 use tessera_core::text::count;
 use tessera_core::{Plan, ServiceSlo};
 use tessera_plan::{GpuPosition, PlanError};
 
 use super::config::ControllerConfig;
-use crate::free_slices::add_in_free_slices;
+use crate::free_slices::{add_in_free_slices, move_restarted_executors};
 use crate::planner::Planner;
 use crate::transition::Transition;
 
@@ -79,7 +81,9 @@ impl Replanner<'_> {
     /// [`ControllerConfig::max_transition_s`], of it, the replan with room
     /// to keep every running GPU and add up to
     /// [`ControllerConfig::dip_extra_gpus`], the running plan with segments
-    /// added (`added_to`) and the replans draining one of the
+    /// added (`added_to`), the replan with every shared executor it would
+    /// restart in place started in a free slice instead (its members
+    /// served throughout) and the replans draining one of the
     /// `dip_extra_gpus + 1` least used GPUs, the one without a dip within
     /// the time on the fewest GPUs (then the fewest reconfigured), else the
     /// one without a dip on the fewest GPUs; the first when all dip.
@@ -91,10 +95,12 @@ impl Replanner<'_> {
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
         let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, dip_rps, room));
         let added = Some(self.added_to(running, up_rps, dip_rps));
+        let relocated =
+            move_restarted_executors(running, &first.plan).map(|moved| self.as_is(running, &moved, up_rps, dip_rps));
         let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
             .into_iter()
             .map(|gpu| Some(self.replan_drained(running, up_rps, dip_rps, self.config.max_extra_gpus, gpu)));
-        let best = [wider, added]
+        let best = [wider, added, relocated]
             .into_iter()
             .chain(drained)
             .flatten()
@@ -123,19 +129,40 @@ impl Replanner<'_> {
     /// `up_rps` (a fresh plan of the shortfalls, its segments put in the
     /// running GPUs' free slices where they fit, on new GPUs otherwise): no
     /// running segment stops. The planner checks the whole (a replan of it
-    /// that changes nothing) and reports its services.
+    /// that changes nothing) and reports its services. A member of a
+    /// running shared instance gets nothing added (a member has no other
+    /// segment: its executor changes only by a replan); when every short
+    /// service is one, there is nothing to add.
     pub fn added_to(&self, running: &Plan, up_rps: &[f64], dip_rps: &[f64]) -> Result<Candidate, PlanError> {
-        let shortfalls: Vec<(usize, f64)> = up_rps
+        let members: BTreeSet<&str> =
+            running.shared_instances().flat_map(|(_, shared)| &shared.members).map(|m| m.service.as_str()).collect();
+        let short: Vec<(usize, f64)> = up_rps
             .iter()
             .zip(self.capacities_rps(running))
             .enumerate()
             .filter(|(_, (&rate, capacity))| rate > *capacity * (1.0 + 1e-9))
             .map(|(index, (rate, capacity))| (index, rate - capacity))
             .collect();
+        let (shared, shortfalls): (Vec<_>, Vec<_>) =
+            short.into_iter().partition(|&(index, _)| members.contains(self.services()[index].service.as_str()));
+        if shortfalls.is_empty() && !shared.is_empty() {
+            let names: Vec<&str> = shared.iter().map(|&(index, _)| self.services()[index].service.as_str()).collect();
+            return Err(PlanError::InvalidOption {
+                field: "share",
+                message: format!("{} short in shared instances, which grow only by a replan", names.join(", ")),
+            });
+        }
         let extra = self.planner.fresh_for(&shortfalls)?;
         let mut merged = running.clone();
         add_in_free_slices(&mut merged, extra.gpus);
-        let planned = self.planner.replan(up_rps, &merged, merged.gpu_count as u64, &[])?;
+        self.as_is(running, &merged, up_rps, dip_rps)
+    }
+
+    /// `plan`, made by hand from `running`, as a candidate: the planner
+    /// checks it whole (a replan of it for `rates_rps` that changes
+    /// nothing) and reports its services.
+    fn as_is(&self, running: &Plan, plan: &Plan, rates_rps: &[f64], dip_rps: &[f64]) -> Result<Candidate, PlanError> {
+        let planned = self.planner.replan(rates_rps, plan, plan.gpu_count as u64, &[])?;
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
         Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
     }
@@ -166,14 +193,28 @@ impl Replanner<'_> {
     }
 
     /// GPUs `running` would need at `rates_rps`, roughly: each service's
-    /// share of its GPUs (compute slices) times its rate over its capacity.
+    /// share of its GPUs (compute slices; of a shared instance, its share
+    /// of the executor's busy time) times its rate over its capacity.
     pub fn estimated_gpus(&self, running: &Plan, rates_rps: &[f64]) -> f64 {
+        let index_of: HashMap<&str, usize> =
+            self.services().iter().enumerate().map(|(index, slo)| (slo.service.as_str(), index)).collect();
         let mut gpus = vec![0.0; self.services().len()];
         for gpu in &running.gpus {
             let slices = f64::from(gpu.gpu_model.spec().compute_slices);
             for instance in &gpu.instances {
-                if let Some(index) = self.services().iter().position(|slo| slo.service == instance.service) {
+                if let Some(&index) = index_of.get(instance.service.as_str()) {
                     gpus[index] += f64::from(instance.size) / slices;
+                }
+            }
+            // A member holds its share of the executor's busy time.
+            for shared in &gpu.shared {
+                let busy = shared.busy_share(0.0);
+                for member in &shared.members {
+                    if let Some(&index) = index_of.get(member.service.as_str()) {
+                        let share =
+                            if busy > 0.0 { member.busy_share() / busy } else { 1.0 / shared.members.len() as f64 };
+                        gpus[index] += f64::from(shared.size) / slices * share;
+                    }
                 }
             }
         }
@@ -260,7 +301,7 @@ fn least_used(plan: &Plan, count: usize) -> Vec<GpuPosition> {
         .gpus
         .iter()
         .map(|gpu| {
-            let used = gpu.instances.iter().map(|instance| u32::from(instance.size)).sum();
+            let used = gpu.layout().map(|(_, size, _)| u32::from(size)).sum();
             (used, GpuPosition { node: gpu.node, index: gpu.index })
         })
         .collect();

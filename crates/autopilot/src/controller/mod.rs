@@ -137,9 +137,9 @@ pub struct Controller {
 impl Controller {
     /// A controller of `inputs`' services (their rates are replaced by the
     /// observed ones) planning under `settings` and deciding under
-    /// `config`, with the plan that runs now, if any. Settings that ask for
-    /// shared instances, and a running plan that has them, are refused (its
-    /// predictions and day simulation count instances of one service).
+    /// `config`, with the plan that runs now, if any (its shared instances
+    /// are kept by replans, and fresh plans share where the settings ask).
+    /// Options every plan would be refused for are refused here.
     pub fn new(
         inputs: PlanInputs,
         settings: PlanSettings,
@@ -147,17 +147,12 @@ impl Controller {
         running: Option<Plan>,
     ) -> Result<Controller, AutopilotError> {
         config.validate()?;
-        settings.check()?;
-        if let Some(shared) = running.as_ref().and_then(Plan::first_shared_instance) {
-            return Err(AutopilotError::invalid(
-                "plan",
-                format!("the running plan's {shared}; the autopilot keeps instances of one service only"),
-            ));
-        }
         let service_count = inputs.services().len();
+        let planner = Planner::new(inputs, settings);
+        planner.check()?;
         let forecaster = Forecaster::new(service_count, config.forecast)?;
         Ok(Controller {
-            planner: Planner::new(inputs, settings),
+            planner,
             config,
             forecaster,
             plan: running,

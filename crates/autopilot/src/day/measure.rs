@@ -13,14 +13,22 @@
 //! same time use the same seed, whatever the strategy (common random
 //! numbers: differences between strategies are not sampling noise).
 //!
+//! **Shared instances.** The members of a shared executor wait behind
+//! each other, so they are measured together, as one group (with every
+//! other executor one of them is on); each service alone otherwise. Mid-
+//! transition a member may be served by its old executor and its new
+//! place at once, which the request simulator does not run: such a group
+//! takes the serving model's shares (its routes mixed by their weights).
+//!
 //! **Steady services from the serving model.** Where the model is exact a
 //! window only samples what it computes: with [`Sampling::model_steady`],
-//! a service arriving as Poisson with every segment offered less than
-//! [`MODEL_BELOW_LOAD`] of its full-batch throughput (at the day's
-//! slowdown) takes the serving model's exact stationary share within its
-//! SLO, and only the others (other arrivals; a segment near, at or past
-//! its throughput, where a queue settles slowly and a window's figure
-//! depends on its length) are simulated request by request. A piece in a
+//! a group arriving as Poisson with every segment offered less than
+//! [`MODEL_BELOW_LOAD`] of its full-batch throughput, and every executor
+//! busy less than that share of the time (at the day's slowdown), takes
+//! the serving model's exact stationary share within each SLO, and only
+//! the others (other arrivals; a segment near, at or past its throughput,
+//! where a queue settles slowly and a window's figure depends on its
+//! length) are simulated request by request. A piece in a
 //! transition is no exception: its segments are constant, and a window
 //! starts as empty as the model's queue carries nothing from the piece
 //! before.
@@ -39,7 +47,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
 use tessera_core::Plan;
-use tessera_serving::{simulate, ArrivalModel, ServedSegment, ServingSystem, SimulationOptions};
+use tessera_serving::{simulate, ArrivalModel, ServedSegment, ServedService, ServingSystem, SimulationOptions};
 
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
@@ -263,15 +271,21 @@ struct ServiceMeasure {
     index: usize,
     /// Its share of requests within its SLO.
     share: f64,
-    /// Requests simulated, warm-up included; `None`: measured by the
-    /// serving model.
+}
+
+/// One group of a piece measured: its services, and the requests
+/// simulated for them (warm-up included; `None`: measured by the serving
+/// model).
+struct GroupMeasure {
+    services: Vec<ServiceMeasure>,
     requests_simulated: Option<u64>,
 }
 
 /// Measures the segments of `serving` at `rates_rps` from `start_s`: each
-/// served service from the serving model where it is steady and
-/// `sampling` asks (see the module documentation), else simulated on its
-/// own window (see [`Sampling::service_window_s`]).
+/// group of served services (one service, or the members of a shared
+/// instance, which wait behind each other) from the serving model where it
+/// is steady and `sampling` asks (see the module documentation), else
+/// simulated on its own window (see [`Sampling::service_window_s`]).
 fn simulate_piece(
     planner: &Planner,
     serving: &Plan,
@@ -283,66 +297,154 @@ fn simulate_piece(
         return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0, services_modelled: 0 });
     };
     let piece_seed = sampling.seed ^ (start_s * 1000.0).round() as u64;
-    let outcomes: Vec<Result<ServiceMeasure, AutopilotError>> = indices
+    let arrivals_of =
+        |index: usize| arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals());
+    let outcomes: Vec<Result<GroupMeasure, AutopilotError>> = groups(&system)
         .par_iter()
-        .enumerate()
-        .map(|(served, &index)| {
-            let alone = service_alone(&system, served)?;
-            let arrivals = arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals());
-            let slowed = alone.slowed_by(sampling.slowdown);
-            let below = (0..slowed.segments().len()).all(|segment| slowed.offered_load(segment) < MODEL_BELOW_LOAD);
-            if sampling.model_steady && below && arrivals == ArrivalModel::Poisson {
-                return Ok(ServiceMeasure { index, share: slowed.predicted_attainment(0)?, requests_simulated: None });
+        .map(|served| {
+            let alone = group_alone(&system, served)?;
+            let index_of = |member: usize| indices[served[member]];
+            let arrivals = arrivals_of(index_of(0));
+            if let Some(other) = (1..served.len()).find(|&member| arrivals_of(index_of(member)) != arrivals) {
+                return Err(AutopilotError::invalid(
+                    "arrivals",
+                    format!(
+                        "{} and {} share an instance but arrive as {arrivals} and {}: a window draws one arrival \
+                         model for those who share",
+                        alone.services()[0].name,
+                        alone.services()[other].name,
+                        arrivals_of(index_of(other))
+                    ),
+                ));
             }
-            let service = &alone.services()[0];
-            let batch_ms = alone
-                .segments()
-                .iter()
-                .map(|segment| segment.shape.latency_ms(segment.shape.max_batch()))
-                .fold(0.0, f64::max);
-            let loaded = (0..alone.segments().len()).any(|segment| alone.offered_load(segment) >= FULL_WINDOW_LOAD);
-            let window_s =
-                if loaded { sampling.window_s } else { sampling.service_window_s(service.rate_rps, batch_ms) };
+            let slowed = alone.slowed_by(sampling.slowdown);
+            let modelled = |members: &[usize]| -> Result<Vec<ServiceMeasure>, AutopilotError> {
+                let shares = members.iter().map(|&member| slowed.predicted_attainment(member));
+                shares
+                    .zip(members)
+                    .map(|(share, &member)| Ok(ServiceMeasure { index: index_of(member), share: share? }))
+                    .collect()
+            };
+            let every: Vec<usize> = (0..served.len()).collect();
+            let steady = sampling.model_steady && below(&slowed, MODEL_BELOW_LOAD) && arrivals == ArrivalModel::Poisson;
+            // Mid-transition a member may serve beside its new place, which
+            // the simulator does not run: the model measures it.
+            if steady || alone.member_served_elsewhere().is_some() {
+                return Ok(GroupMeasure { services: modelled(&every)?, requests_simulated: None });
+            }
+            // A shortened window holds enough of the rarest service's
+            // requests.
+            let window_s = if below(&alone, FULL_WINDOW_LOAD) {
+                let batch_ms = alone
+                    .segments()
+                    .iter()
+                    .map(|segment| segment.shape.latency_ms(segment.shape.max_batch()))
+                    .fold(0.0, f64::max);
+                let window = |service: &ServedService| sampling.service_window_s(service.rate_rps, batch_ms);
+                alone.services().iter().map(window).fold(0.0, f64::max)
+            } else {
+                sampling.window_s
+            };
             let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
             let options = SimulationOptions {
                 arrivals,
                 seconds: warmup_s + window_s,
                 warmup_s,
-                seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index as u64).next_u64()).next_u64(),
+                seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index_of(0) as u64).next_u64()).next_u64(),
                 slowdown: sampling.slowdown,
                 ..SimulationOptions::default()
             };
             let report = simulate(&alone, &options)?;
-            let outcome = &report.services[0];
-            let share = match outcome.requests {
-                0 => slowed.predicted_attainment(0)?,
-                requests => outcome.within_slo as f64 / requests as f64,
-            };
-            Ok(ServiceMeasure { index, share, requests_simulated: Some(report.requests_simulated) })
+            let mut services = Vec::with_capacity(served.len());
+            for (member, outcome) in report.services.iter().enumerate() {
+                let share = match outcome.requests {
+                    0 => slowed.predicted_attainment(member)?,
+                    requests => outcome.within_slo as f64 / requests as f64,
+                };
+                services.push(ServiceMeasure { index: index_of(member), share });
+            }
+            Ok(GroupMeasure { services, requests_simulated: Some(report.requests_simulated) })
         })
         .collect();
     let mut measures =
         PieceMeasures { attainment: Vec::with_capacity(indices.len()), requests_simulated: 0, services_modelled: 0 };
     for outcome in outcomes {
-        let ServiceMeasure { index, share, requests_simulated } = outcome?;
-        measures.attainment.push((index, share));
+        let GroupMeasure { services, requests_simulated } = outcome?;
         match requests_simulated {
             Some(requests) => measures.requests_simulated += requests,
-            None => measures.services_modelled += 1,
+            None => measures.services_modelled += services.len() as u64,
         }
+        measures.attainment.extend(services.into_iter().map(|measured| (measured.index, measured.share)));
     }
     Ok(measures)
 }
 
-/// Service `served` of `system` alone with its segments.
-fn service_alone(system: &ServingSystem, served: usize) -> Result<ServingSystem, AutopilotError> {
-    let segments = system
-        .segments()
+/// Whether every segment of `system` is offered less than `load` of its
+/// full-batch throughput, and every shared executor is busy less than
+/// `load` of the time.
+fn below(system: &ServingSystem, load: f64) -> bool {
+    let segments = (0..system.segments().len()).all(|segment| system.offered_load(segment) < load);
+    let executors = system
+        .shared()
         .iter()
-        .filter(|segment| segment.service == served)
-        .map(|segment| ServedSegment { service: 0, ..segment.clone() })
+        .all(|group| group.iter().map(|&segment| system.offered_load(segment)).sum::<f64>() < load);
+    segments && executors
+}
+
+/// The services of `system` that are measured together: each alone, but
+/// those sharing an executor together, with every other executor that
+/// serves one of them (by their indices in `system`, in order).
+fn groups(system: &ServingSystem) -> Vec<Vec<usize>> {
+    // Union-find over the services, joined by the executors they share.
+    let mut parent: Vec<usize> = (0..system.services().len()).collect();
+    fn root(parent: &mut [usize], mut service: usize) -> usize {
+        while parent[service] != service {
+            parent[service] = parent[parent[service]];
+            service = parent[service];
+        }
+        service
+    }
+    for shared in system.shared() {
+        let mut services = shared.iter().map(|&segment| system.segments()[segment].service);
+        let Some(first) = services.next() else { continue };
+        for service in services {
+            let (a, b) = (root(&mut parent, first), root(&mut parent, service));
+            parent[a.max(b)] = a.min(b);
+        }
+    }
+    let mut position: Vec<Option<usize>> = vec![None; parent.len()];
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for service in 0..parent.len() {
+        let group = root(&mut parent, service);
+        match position[group] {
+            Some(at) => groups[at].push(service),
+            None => {
+                position[group] = Some(groups.len());
+                groups.push(vec![service]);
+            }
+        }
+    }
+    groups
+}
+
+/// The services `served` (indices in `system`) alone with their segments
+/// and shared instances, in that order.
+fn group_alone(system: &ServingSystem, served: &[usize]) -> Result<ServingSystem, AutopilotError> {
+    let mut renumbered = vec![None; system.segments().len()];
+    let mut segments = Vec::new();
+    for (k, segment) in system.segments().iter().enumerate() {
+        if let Some(service) = served.iter().position(|&s| s == segment.service) {
+            renumbered[k] = Some(segments.len());
+            segments.push(ServedSegment { service, ..segment.clone() });
+        }
+    }
+    let shared = system
+        .shared()
+        .iter()
+        .filter_map(|group| group.iter().map(|&segment| renumbered[segment]).collect::<Option<Vec<usize>>>())
         .collect();
-    Ok(ServingSystem::new(vec![system.services()[served].clone()], segments)?)
+    let services = served.iter().map(|&service| system.services()[service].clone()).collect();
+    Ok(ServingSystem::new(services, segments)?.with_shared(shared)?)
 }
 
 /// Requests per second a service at `rate_rps` loses while a transition
@@ -359,16 +461,11 @@ fn lost(rate_rps: f64, before_rps: f64, after_rps: f64, now_rps: f64) -> f64 {
     }
 }
 
-/// Each service's capacity in `plan` (the sum of its segments'), req/s, in
-/// the planner's order.
+/// Each service's capacity in `plan` (its segments' and its shares of
+/// shared instances), req/s, in the planner's order.
 fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
-    let mut capacity_rps = vec![0.0; planner.services().len()];
-    for instance in plan.gpus.iter().flat_map(|gpu| &gpu.instances) {
-        if let Some(index) = planner.services().iter().position(|slo| slo.service == instance.service) {
-            capacity_rps[index] += instance.capacity();
-        }
-    }
-    capacity_rps
+    let provided = plan.provided_rps();
+    planner.services().iter().map(|slo| provided.get(slo.service.as_str()).copied().unwrap_or(0.0)).collect()
 }
 
 #[cfg(test)]

@@ -132,7 +132,8 @@ pub fn simulate_day(
     request: &DayRequest<'_>,
     progress: &mut dyn FnMut(DayProgress),
 ) -> Result<DayReport, AutopilotError> {
-    request.settings.check()?;
+    let planner = Planner::new(request.inputs.clone(), request.settings.clone());
+    planner.check()?;
     request.validate()?;
     let end_s = request.hours * 3600.0;
     let decisions: Vec<f64> =
@@ -148,7 +149,6 @@ pub fn simulate_day(
         progress(DayProgress::Deciding { done, total });
     };
     let (autopilot, controller) = run_autopilot(request, &decisions, &observed, &mut decided)?;
-    let planner = Planner::new(request.inputs.clone(), request.settings.clone());
     let scratch = run_scratch(request, &planner, &decisions, &observed, &mut decided)?;
     let peaks = request.traffic.peak_rates_rps(end_s);
     let static_plan = planner.fresh(&peaks).map_err(|cause| AutopilotError::Plan {

@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan};
+use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan, SharedInstance};
 
 use crate::transition::Transition;
 
@@ -57,6 +57,14 @@ pub(super) struct Timeline {
 /// A running segment's place: node, GPU index, `profile@start`.
 type Place = (u32, u32, String);
 
+/// What serves on an instance: a service's segment, or a shared
+/// instance's executor.
+#[derive(Debug, Clone)]
+enum Resident {
+    Segment(InstanceAssignment),
+    Executor(SharedInstance),
+}
+
 impl Timeline {
     /// A day of `end_s` seconds that starts with `plan` running.
     pub fn new(plan: &Plan, end_s: f64) -> Timeline {
@@ -73,14 +81,14 @@ impl Timeline {
             processes: transition.totals.processes_restarted,
         });
         let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
-        let mut running: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(old).collect();
-        let incoming: BTreeMap<Place, (GpuAssignment, InstanceAssignment)> = placed(new).collect();
+        let mut running: BTreeMap<Place, (GpuAssignment, Resident)> = placed(old).collect();
+        let incoming: BTreeMap<Place, (GpuAssignment, Resident)> = placed(new).collect();
         let between = (Arc::new(old.clone()), Arc::new(new.clone()));
         let mut at_s = time_s;
         for timed in &transition.steps {
             for gpu in &timed.step.gpus {
                 for operation in &gpu.operations {
-                    if let Operation::Stop { instance, .. } = operation {
+                    if let Operation::Stop { instance, .. } | Operation::StopShared { instance, .. } = operation {
                         running.remove(&(gpu.node, gpu.index, instance.clone()));
                     }
                 }
@@ -89,7 +97,7 @@ impl Timeline {
             at_s += timed.duration_s;
             for gpu in &timed.step.gpus {
                 for operation in &gpu.operations {
-                    if let Operation::Start { instance, .. } = operation {
+                    if let Operation::Start { instance, .. } | Operation::StartShared { instance, .. } = operation {
                         let place = (gpu.node, gpu.index, instance.clone());
                         if let Some(segment) = incoming.get(&place) {
                             running.insert(place, segment.clone());
@@ -116,24 +124,33 @@ impl Timeline {
     }
 }
 
-/// Every segment of `plan` by its place, with its GPU.
-fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, InstanceAssignment))> + '_ {
+/// Every segment and shared executor of `plan` by its place, with its GPU.
+fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, Resident))> + '_ {
     plan.gpus.iter().flat_map(|gpu| {
-        gpu.instances.iter().map(move |instance| {
-            let place = (gpu.node, gpu.index, format!("{}@{}", instance.profile, instance.start));
-            (place, (gpu.clone(), instance.clone()))
-        })
+        let place = |profile: &str, start: u8| (gpu.node, gpu.index, format!("{profile}@{start}"));
+        let segments = gpu
+            .instances
+            .iter()
+            .map(move |i| (place(&i.profile, i.start), (gpu.clone(), Resident::Segment(i.clone()))));
+        let executors =
+            gpu.shared.iter().map(move |s| (place(&s.profile, s.start), (gpu.clone(), Resident::Executor(s.clone()))));
+        segments.chain(executors)
     })
 }
 
-/// The segments of `running` as a plan numbered like `like`.
-fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, InstanceAssignment)>) -> Arc<Plan> {
+/// The segments and executors of `running` as a plan numbered like `like`.
+fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, Resident)>) -> Arc<Plan> {
     let mut gpus: BTreeMap<(u32, u32), GpuAssignment> = BTreeMap::new();
-    for ((node, index, _), (gpu, instance)) in running {
-        gpus.entry((*node, *index))
-            .or_insert_with(|| GpuAssignment { instances: Vec::new(), ..gpu.clone() })
-            .instances
-            .push(instance.clone());
+    for ((node, index, _), (gpu, resident)) in running {
+        let serving = gpus.entry((*node, *index)).or_insert_with(|| GpuAssignment {
+            instances: Vec::new(),
+            shared: Vec::new(),
+            ..gpu.clone()
+        });
+        match resident {
+            Resident::Segment(instance) => serving.instances.push(instance.clone()),
+            Resident::Executor(shared) => serving.shared.push(shared.clone()),
+        }
     }
     Arc::new(Plan::from_gpus(
         gpus.into_values().collect(),

@@ -248,6 +248,11 @@ pub struct AutopilotRunArgs {
     #[arg(long, value_name = "DIR", default_value = DEFAULT_MPS_DIR)]
     pub mps_dir: PathBuf,
 
+    /// The multi-model server `--apply node` runs on each shared instance
+    /// (as `tessera deploy --shared-command`): needed when plans share.
+    #[arg(long, value_name = "COMMAND")]
+    pub shared_command: Option<String>,
+
     /// The namespace of the plan's objects (`--apply k8s`).
     #[arg(long, default_value = DEFAULT_NAMESPACE)]
     pub namespace: String,

@@ -10,7 +10,8 @@ use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 use super::position::GpuPosition;
 
 /// `new` renumbered to match `current`: each GPU takes the position of a
-/// GPU of `current` (never one of `excluded`) that is identical, else one
+/// GPU of `current` (never one of `excluded`) that is identical (its
+/// segments and shared executors), else one
 /// with the same layout, else one of the same model, else a position after
 /// the last; so a diff from `current` counts only what must change.
 pub fn align_to(current: &Plan, mut new: Plan, excluded: &[GpuPosition]) -> Plan {
@@ -31,8 +32,15 @@ pub fn align_to(current: &Plan, mut new: Plan, excluded: &[GpuPosition]) -> Plan
             }
         }
     };
-    match_by(&|g| format!("{} {:?}", g.gpu_model, sorted(g.instances.iter().map(segment_key))));
-    match_by(&|g| format!("{} {:?}", g.gpu_model, sorted(g.instances.iter().map(|i| (i.profile.clone(), i.start)))));
+    match_by(&|g| {
+        let shared = sorted(g.shared.iter().map(|s| {
+            let members: Vec<(&str, &str, u32)> =
+                s.members.iter().map(|m| (m.service.as_str(), m.model.as_str(), m.batch)).collect();
+            (s.profile.as_str(), s.start, s.sharing.name(), members)
+        }));
+        format!("{} {:?} {shared:?}", g.gpu_model, sorted(g.instances.iter().map(segment_key)))
+    });
+    match_by(&|g| format!("{} {:?}", g.gpu_model, sorted(g.layout())));
     match_by(&|g| g.gpu_model.to_string());
     let mut next = current
         .gpus

@@ -72,9 +72,17 @@ pub fn run(args: &AutopilotRunArgs, store: Option<&Path>) -> Result<()> {
         _ => None,
     };
     let running = match &args.plan {
-        Some(path) => Some(inputs::read_dedicated_plan(path)?),
+        Some(path) => Some(inputs::read_sound_plan(path)?),
         None => target.running().map_err(|error| anyhow::anyhow!("reading the plan the cluster runs: {error}"))?,
     };
+    let sharing =
+        args.controller.plan.share.is_some() || running.as_ref().is_some_and(|p| p.shared_instances().count() > 0);
+    if args.observe_burstiness && sharing {
+        anyhow::bail!(
+            "--observe-burstiness: shared instances are proven under Poisson arrivals only, and the plans here share \
+             (--share, or a running plan with shared instances)"
+        );
+    }
     let options = PlanOptions { gpus: fleet, ..serving::with_trace_read(&args.controller.plan)? };
     let settings = PlanSettings { options, target: placement };
     let config = ControllerConfig { max_sample_age_s: args.max_sample_age_s, ..args.controller.config() };
@@ -133,7 +141,12 @@ fn deploy_target(args: &AutopilotRunArgs, store: &Store) -> Result<Box<dyn Deplo
         (false, Some(ApplyTarget::Node)) => {
             let node = args.node.context("--apply node needs --node N")?;
             let options = NodeOptions { node, mps_root: absolute(&args.mps_dir)?, assume_empty_without_driver: false };
-            Box::new(NodeTarget::on_this_machine(options, store.registered_workloads()?, None, false))
+            Box::new(NodeTarget::on_this_machine(
+                options,
+                store.registered_workloads()?,
+                args.shared_command.clone(),
+                false,
+            ))
         }
         (false, Some(ApplyTarget::K8s)) => {
             let (routes, pods) = args.objects.resolve()?;
