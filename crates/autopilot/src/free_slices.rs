@@ -50,80 +50,6 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
     placed
 }
 
-/// `plan` (a replan of `running`) with every shared executor that would
-/// restart in place (its members changed) started instead in a free slice
-/// of another GPU (or of a new one), the old one left to stop once the new
-/// one serves: make before break for executors too, so its members are
-/// served throughout (a GPU's own change stops before it starts). `None`
-/// when no executor restarts in place.
-pub(crate) fn move_restarted_executors(running: &Plan, plan: &Plan) -> Option<Plan> {
-    let mut moved = plan.clone();
-    let mut restarted = Vec::new();
-    for gpu in &mut moved.gpus {
-        let Some(before) = running.gpus.iter().find(|old| (old.node, old.index) == (gpu.node, gpu.index)) else {
-            continue;
-        };
-        let (node, index) = (gpu.node, gpu.index);
-        gpu.shared.retain(|shared| {
-            let old = before.shared.iter().find(|old| (&old.profile, old.start) == (&shared.profile, shared.start));
-            let restarts = old.is_some_and(|old| !old.same_executor(shared));
-            if restarts {
-                restarted.push(((node, index), shared.clone()));
-            }
-            !restarts
-        });
-    }
-    if restarted.is_empty() {
-        return None;
-    }
-    let per_node = moved.gpus_per_node.max(1);
-    let gpu_model = moved.gpus.first()?.gpu_model;
-    let mut next = moved.gpus.iter().chain(&running.gpus).map(|gpu| gpu.node * per_node + gpu.index + 1).max()?;
-    for (origin, mut shared) in restarted {
-        // The vacated slice still runs the old executor while this starts:
-        // another GPU's free slice, else a new GPU.
-        let elsewhere = moved.gpus.iter_mut().filter(|gpu| (gpu.node, gpu.index) != origin).find_map(|gpu| {
-            let holds = running.gpus.iter().find(|old| (old.node, old.index) == (gpu.node, gpu.index));
-            let start = free_start_beside(gpu, holds, &shared.profile)?;
-            Some((gpu, start))
-        });
-        match elsewhere {
-            Some((gpu, start)) => {
-                shared.start = start;
-                gpu.shared.push(shared);
-            }
-            None => {
-                let mut gpu = GpuAssignment::dedicated(next / per_node, next % per_node, gpu_model, Vec::new());
-                next += 1;
-                shared.start = free_start(&gpu, &shared.profile)?;
-                gpu.shared.push(shared);
-                moved.gpus.push(gpu);
-            }
-        }
-    }
-    moved.gpus.retain(|gpu| !gpu.is_empty());
-    moved.gpus.sort_by_key(|gpu| (gpu.node, gpu.index));
-    moved.gpu_count = moved.gpus.len();
-    Some(moved)
-}
-
-/// A start at which an instance of `profile` fits on `gpu` beside its
-/// instances and beside those `running` (the same GPU in the running
-/// plan) still holds while a transition runs.
-fn free_start_beside(gpu: &GpuAssignment, running: Option<&GpuAssignment>, profile: &str) -> Option<u8> {
-    let mut both = gpu.clone();
-    if let Some(running) = running {
-        both.instances.extend(running.instances.iter().filter(|old| !holds(gpu, &old.profile, old.start)).cloned());
-        both.shared.extend(running.shared.iter().filter(|old| !holds(gpu, &old.profile, old.start)).cloned());
-    }
-    free_start(&both, profile)
-}
-
-/// Whether `gpu` has an instance of `profile` at `start`.
-fn holds(gpu: &GpuAssignment, profile: &str, start: u8) -> bool {
-    gpu.layout().any(|(held, _, at)| held == profile && at == start)
-}
-
 /// A start at which an instance of `profile` fits on `gpu` beside its
 /// instances (dedicated and shared).
 fn free_start(gpu: &GpuAssignment, profile: &str) -> Option<u8> {
@@ -216,38 +142,5 @@ mod tests {
         assert_eq!(plan.gpu_count, 2);
         assert!(plan.gpus[1].instances.is_empty());
         assert_eq!(plan.gpus[1].shared[0].members[0].service, "e");
-    }
-
-    #[test]
-    fn an_executor_whose_members_change_starts_on_another_gpu_before_the_old_one_stops() {
-        let with_executor = |index: u32, members: &[&str]| {
-            let mut gpu = gpu(index, vec![instance("4g.40gb", 0)]);
-            gpu.shared.push(shared(4, members));
-            gpu
-        };
-        let running = Plan::from_gpus(
-            vec![with_executor(0, &["a", "b"]), gpu(1, vec![instance("4g.40gb", 0)])],
-            "optimal",
-            "percentile",
-            8,
-        );
-        // The same executor: nothing restarts.
-        assert!(move_restarted_executors(&running, &running).is_none());
-        // c joins the executor on GPU 0: it starts on GPU 1's free slice.
-        let mut joined = running.clone();
-        joined.gpus[0] = with_executor(0, &["a", "b", "c"]);
-        let moved = move_restarted_executors(&running, &joined).expect("an executor restarts");
-        assert!(moved.gpus[0].shared.is_empty());
-        let (_, executor) = moved.shared_instances().next().unwrap();
-        assert_eq!((moved.gpus[1].index, executor.start, executor.members.len()), (1, 4, 3));
-        // With no room on another GPU, it starts on a new one.
-        let mut full = joined.clone();
-        full.gpus[1].instances.push(instance("3g.40gb", 4));
-        let mut running_full = running.clone();
-        running_full.gpus[1].instances.push(instance("3g.40gb", 4));
-        let moved = move_restarted_executors(&running_full, &full).unwrap();
-        assert_eq!(moved.gpu_count, 3);
-        assert_eq!((moved.gpus[2].node, moved.gpus[2].index), (0, 2));
-        assert_eq!(moved.gpus[2].shared[0].members.len(), 3);
     }
 }

@@ -9,7 +9,7 @@ use tessera_core::{Plan, ServiceSlo};
 use tessera_plan::{GpuPosition, PlanError};
 
 use super::config::ControllerConfig;
-use crate::free_slices::{add_in_free_slices, move_restarted_executors};
+use crate::free_slices::add_in_free_slices;
 use crate::planner::Planner;
 use crate::transition::Transition;
 
@@ -81,9 +81,7 @@ impl Replanner<'_> {
     /// [`ControllerConfig::max_transition_s`], of it, the replan with room
     /// to keep every running GPU and add up to
     /// [`ControllerConfig::dip_extra_gpus`], the running plan with segments
-    /// added (`added_to`), the replan with every shared executor it would
-    /// restart in place started in a free slice instead (its members
-    /// served throughout) and the replans draining one of the
+    /// added (`added_to`) and the replans draining one of the
     /// `dip_extra_gpus + 1` least used GPUs, the one without a dip within
     /// the time on the fewest GPUs (then the fewest reconfigured), else the
     /// one without a dip on the fewest GPUs; the first when all dip.
@@ -95,12 +93,10 @@ impl Replanner<'_> {
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
         let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, dip_rps, room));
         let added = Some(self.added_to(running, up_rps, dip_rps));
-        let relocated =
-            move_restarted_executors(running, &first.plan).map(|moved| self.as_is(running, &moved, up_rps, dip_rps));
         let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
             .into_iter()
             .map(|gpu| Some(self.replan_drained(running, up_rps, dip_rps, self.config.max_extra_gpus, gpu)));
-        let best = [wider, added, relocated]
+        let best = [wider, added]
             .into_iter()
             .chain(drained)
             .flatten()
