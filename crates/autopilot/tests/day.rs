@@ -207,3 +207,22 @@ fn a_long_tail_day_shares_instances_on_fewer_gpu_hours_within_slo() {
     assert!(rose >= 1 && sharing.reconfigurations >= 2, "{sharing:?}");
     assert_eq!(shared.autopilot.services.len(), 25);
 }
+
+#[test]
+fn sharing_with_a_service_measured_under_other_arrivals_is_refused_before_the_day() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 0.5);
+    let mut arrivals = vec![None; inputs.services().len()];
+    arrivals[3] = Some(ArrivalModel::Renewal { cv: 4.0 });
+    let options = tessera_plan::PlanOptions { share: Some(tessera_core::Sharing::Serialized), ..Default::default() };
+    let request = DayRequest {
+        settings: PlanSettings { options, target: None },
+        arrivals_by_service: arrivals,
+        ..request(&inputs, &traffic, 1.0)
+    };
+    let message = simulate_day(&request, &mut |_| {}).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        "arrivals_by_service: photo-tagging arrives as cv=4: shared instances are measured under Poisson arrivals only"
+    );
+}

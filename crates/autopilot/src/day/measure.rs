@@ -304,19 +304,8 @@ fn simulate_piece(
         .map(|served| {
             let alone = group_alone(&system, served)?;
             let index_of = |member: usize| indices[served[member]];
+            // Those who share arrive as Poisson (`DayRequest::validate`).
             let arrivals = arrivals_of(index_of(0));
-            if let Some(other) = (1..served.len()).find(|&member| arrivals_of(index_of(member)) != arrivals) {
-                return Err(AutopilotError::invalid(
-                    "arrivals",
-                    format!(
-                        "{} and {} share an instance but arrive as {arrivals} and {}: a window draws one arrival \
-                         model for those who share",
-                        alone.services()[0].name,
-                        alone.services()[other].name,
-                        arrivals_of(index_of(other))
-                    ),
-                ));
-            }
             let slowed = alone.slowed_by(sampling.slowdown);
             let modelled = |members: &[usize]| -> Result<Vec<ServiceMeasure>, AutopilotError> {
                 let shares = members.iter().map(|&member| slowed.predicted_attainment(member));

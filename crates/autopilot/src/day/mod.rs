@@ -108,8 +108,15 @@ impl DayRequest<'_> {
                 format!("{} models for {} services", self.arrivals_by_service.len(), names.len()),
             ));
         }
-        for model in self.arrivals_by_service.iter().flatten() {
+        for (model, service) in self.arrivals_by_service.iter().zip(&names) {
+            let Some(model) = model else { continue };
             model.validate()?;
+            if self.settings.options.share.is_some() && *model != ArrivalModel::Poisson {
+                return Err(AutopilotError::invalid(
+                    "arrivals_by_service",
+                    format!("{service} arrives as {model}: shared instances are measured under Poisson arrivals only"),
+                ));
+            }
         }
         if self.traffic.services() != names.as_slice() {
             return Err(AutopilotError::Traffic(CoreError::Traffic {
