@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use tessera_core::{GpuAssignment, SegmentConfig, ServiceSlo, SharedInstance};
-use tessera_serving::serialized::{member_figures, Member, MemberFigures, MemberLoad};
+use tessera_serving::serialized::{busy_share, member_figures, Member, MemberFigures, MemberLoad};
 use tessera_serving::ArrivalModel;
 
 use crate::judge::PREDICTION_TOLERANCE;
@@ -99,7 +99,7 @@ pub(crate) fn check_shared<'a>(
             .push(problem(format!("its members need {memory_gb:.2} GB together, the instance has {instance_gb} GB")));
     }
     let members: Vec<Member> = judged.iter().map(|(_, member)| *member).collect();
-    let busy: f64 = members.iter().map(|m| m.load.rate_rps * m.load.busy_ms / 1000.0).sum();
+    let busy = busy_share(&members);
     for (index, (slo, _)) in judged.iter().enumerate() {
         let figures = member_figures(&members, index, request.margin).ok();
         let latency_ms = figures.map_or(f64::INFINITY, |f| f.latency_ms);

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ServingError;
 use crate::measured::MeasuredBatch;
-use crate::serialized::{member_figures, Member, MemberLoad};
+use crate::serialized::{busy_share, member_figures, Member, MemberLoad};
 
 /// The percentile a shared run's members are judged at.
 const MEMBER_PERCENTILE: f64 = 99.0;
@@ -126,7 +126,7 @@ impl MeasuredShared {
                 })
             })
             .collect::<Result<Vec<_>, ServingError>>()?;
-        let model_busy_share = loads.iter().map(|m| m.load.rate_rps * m.load.busy_ms / 1000.0).sum();
+        let model_busy_share = busy_share(&loads);
         Ok(SharedComparison { busy_share: self.busy_share, model_busy_share, members })
     }
 }

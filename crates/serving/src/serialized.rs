@@ -97,6 +97,19 @@ pub struct MemberLoad {
     pub busy_ms: f64,
 }
 
+impl MemberLoad {
+    /// The share of time the executor is busy with this member.
+    pub fn busy_share(&self) -> f64 {
+        self.rate_rps * self.busy_ms / 1000.0
+    }
+}
+
+/// The share of time an executor serving `members` is busy, as profiled
+/// (1 or more: it cannot keep up).
+pub fn busy_share(members: &[Member]) -> f64 {
+    members.iter().map(|member| member.load.busy_share()).sum()
+}
+
 /// The waiting-time distribution of a serialized instance's requests
 /// under Poisson arrivals, rounded up to a grid (see the module docs).
 #[derive(Debug, Clone)]
@@ -128,7 +141,7 @@ impl SerializedQueue {
         }
         let scale = 1.0 + slowdown;
         let total_rps: f64 = members.iter().map(|m| m.rate_rps).sum();
-        let load: f64 = members.iter().map(|m| m.rate_rps * m.busy_ms * scale / 1000.0).sum();
+        let load = members.iter().map(MemberLoad::busy_share).sum::<f64>() * scale;
         if load >= 1.0 {
             return Err(ServingError::invalid(
                 "members",

@@ -7,7 +7,7 @@ use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
 
 use crate::error::ServingError;
-use crate::serialized::{member_figures, Member, MemberFigures, MemberLoad, SerializedQueue};
+use crate::serialized::{busy_share, member_figures, Member, MemberFigures, MemberLoad, SerializedQueue};
 use crate::shape::SegmentShape;
 
 /// One service as the serving model sees it.
@@ -461,11 +461,6 @@ impl Route<'_> {
 /// `routes`.
 fn within_latency(routes: &[Route<'_>], latency_ms: f64) -> Result<f64, ServingError> {
     routes.iter().try_fold(0.0, |sum, route| Ok(sum + route.share() * route.within(latency_ms)?))
-}
-
-/// The share of time an executor serving `members` is busy.
-fn busy_share(members: &[Member]) -> f64 {
-    members.iter().map(|member| member.load.rate_rps * member.load.busy_ms / 1000.0).sum()
 }
 
 #[cfg(test)]
