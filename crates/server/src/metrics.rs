@@ -70,6 +70,19 @@ struct InstanceLabels {
     model: String,
 }
 
+/// Labels of a MIG instance of the current plan shared by several
+/// services: where it is (as [`InstanceLabels`]) and how its members take
+/// turns.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[allow(non_snake_case)]
+struct SharedLabels {
+    node: u32,
+    gpu: u32,
+    GPU_I_PROFILE: String,
+    start_slice: u8,
+    sharing: String,
+}
+
 /// A gauge of floating-point values.
 type FloatGauge = Gauge<f64, AtomicU64>;
 
@@ -105,6 +118,9 @@ struct PlanMetrics {
     free_compute_slices: Family<GpuLabels, Gauge>,
     instance_compute_slices: Family<InstanceLabels, Gauge>,
     instance_utilisation: Family<InstanceLabels, FloatGauge>,
+    shared_compute_slices: Family<SharedLabels, Gauge>,
+    shared_busy: Family<SharedLabels, FloatGauge>,
+    member_busy: Family<InstanceLabels, FloatGauge>,
 }
 
 /// Request durations: 0.25 ms to about 8 s.
@@ -191,6 +207,21 @@ impl Metrics {
             "Planned utilisation of a MIG instance: its service's rate over its provisioned throughput",
             plan.instance_utilisation.clone(),
         );
+        registry.register(
+            "mig_shared_instance_compute_slices",
+            "Compute slices of a MIG instance of the current plan shared by several services",
+            plan.shared_compute_slices.clone(),
+        );
+        registry.register(
+            "mig_shared_instance_busy_ratio",
+            "Share of time a shared MIG instance's executor is busy at its members' planned rates, as profiled",
+            plan.shared_busy.clone(),
+        );
+        registry.register(
+            "mig_shared_member_busy_ratio",
+            "Share of time a shared MIG instance's executor is busy with one member (service) at its planned rate, as profiled",
+            plan.member_busy.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -266,6 +297,9 @@ impl Metrics {
         metrics.free_compute_slices.clear();
         metrics.instance_compute_slices.clear();
         metrics.instance_utilisation.clear();
+        metrics.shared_compute_slices.clear();
+        metrics.shared_busy.clear();
+        metrics.member_busy.clear();
         let mut utilisation = std::collections::HashMap::new();
         for report in &plan.services {
             let labels = ServiceLabels { service: report.service.clone(), model: report.model.clone() };
@@ -288,7 +322,7 @@ impl Metrics {
         }
         for gpu in &plan.gpus {
             let spec = gpu.gpu_model.spec();
-            let used: i64 = gpu.instances.iter().map(|instance| i64::from(instance.size)).sum();
+            let used: i64 = gpu.layout().map(|(_, size, _)| i64::from(size)).sum();
             let labels = GpuLabels { node: gpu.node, gpu: gpu.index, gpu_model: gpu.gpu_model.id().to_string() };
             metrics.free_compute_slices.get_or_create(&labels).set(i64::from(spec.compute_slices) - used);
             for instance in &gpu.instances {
@@ -303,6 +337,28 @@ impl Metrics {
                 metrics.instance_compute_slices.get_or_create(&labels).set(i64::from(instance.size));
                 if let Some(&u) = utilisation.get(instance.service.as_str()) {
                     metrics.instance_utilisation.get_or_create(&labels).set(u);
+                }
+            }
+            for shared in &gpu.shared {
+                let labels = SharedLabels {
+                    node: gpu.node,
+                    gpu: gpu.index,
+                    GPU_I_PROFILE: shared.profile.clone(),
+                    start_slice: shared.start,
+                    sharing: shared.sharing.to_string(),
+                };
+                metrics.shared_compute_slices.get_or_create(&labels).set(i64::from(shared.size));
+                metrics.shared_busy.get_or_create(&labels).set(shared.busy_share(0.0));
+                for member in &shared.members {
+                    let labels = InstanceLabels {
+                        node: gpu.node,
+                        gpu: gpu.index,
+                        GPU_I_PROFILE: shared.profile.clone(),
+                        start_slice: shared.start,
+                        service: member.service.clone(),
+                        model: member.model.clone(),
+                    };
+                    metrics.member_busy.get_or_create(&labels).set(member.busy_share());
                 }
             }
         }
@@ -360,7 +416,12 @@ mod tests {
             "gpu_count": 1, "strategy": "optimal", "latency_rule": "percentile", "gpus_per_node": 8, "margin": 0.06,
             "gpus": [{"node": 0, "index": 0, "gpu_model": "a100-80gb", "instances": [
                 {"profile": "3g.40gb", "size": 3, "start": 4, "service": "chat", "model": "gpt2", "batch": 4,
-                 "procs": 2, "throughput_rps": 100.0, "latency_ms": 10.0}]}],
+                 "procs": 2, "throughput_rps": 100.0, "latency_ms": 10.0},
+                {"profile": "1g.10gb", "size": 1, "start": 0, "sharing": "serialized", "members": [
+                    {"service": "tag", "model": "resnet50", "batch": 1, "latency_ms": 5.0,
+                     "throughput_rps": 200.0, "capacity_rps": 20.0, "memory_gb": 2.0},
+                    {"service": "ocr", "model": "resnet50", "batch": 1, "latency_ms": 5.0,
+                     "throughput_rps": 200.0, "capacity_rps": 40.0, "memory_gb": 2.0}]}]}],
             "services": [{"service": "chat", "model": "gpt2", "rate_rps": 50.0, "latency_slo_ms": 200.0,
                 "provisioned_rps": 100.0, "worst_latency_ms": 40.0, "segments": 1, "met": true,
                 "percentile": 99.0, "predicted_attainment": 0.995,
@@ -381,7 +442,10 @@ mod tests {
             r#"tessera_service_predicted_attainment_ratio{service="chat",model="gpt2"} 0.995"#,
             r#"tessera_service_tolerance_ratio{service="chat",model="gpt2"} 0.072"#,
             r#"tessera_service_busiest_load_ratio{service="chat",model="gpt2"} 0.93"#,
-            r#"tessera_gpu_free_compute_slices{node="0",gpu="0",gpu_model="a100-80gb"} 4"#,
+            r#"tessera_gpu_free_compute_slices{node="0",gpu="0",gpu_model="a100-80gb"} 3"#,
+            r#"tessera_mig_shared_instance_compute_slices{node="0",gpu="0",GPU_I_PROFILE="1g.10gb",start_slice="0",sharing="serialized"} 1"#,
+            r#"tessera_mig_shared_instance_busy_ratio{node="0",gpu="0",GPU_I_PROFILE="1g.10gb",start_slice="0",sharing="serialized"} 0.3"#,
+            r#"tessera_mig_shared_member_busy_ratio{node="0",gpu="0",GPU_I_PROFILE="1g.10gb",start_slice="0",service="ocr",model="resnet50"} 0.2"#,
             r#"tessera_mig_instance_utilisation_ratio{node="0",gpu="0",GPU_I_PROFILE="3g.40gb",start_slice="4",service="chat",model="gpt2"} 0.5"#,
         ] {
             assert!(text.contains(expected), "{expected} not in\n{text}");

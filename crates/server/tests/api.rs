@@ -161,24 +161,7 @@ async fn the_metrics_pass_promtool_when_it_is_installed() {
     assert!(metrics.header("content-type").unwrap().starts_with("text/plain; version=0.0.4"));
     let text = metrics.text();
     assert!(text.contains("tessera_service_provisioned_rps{") && text.contains("tessera_gpu_free_compute_slices{"));
-    let promtool = std::process::Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut promtool) = promtool else {
-        tessera_testkit::tool_missing(
-            "TESSERA_REQUIRE_PROMTOOL",
-            "promtool is not installed",
-            "apt-get install prometheus",
-        );
-        return;
-    };
-    std::io::Write::write_all(promtool.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
-    let output = promtool.wait_with_output().unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non:\n{text}");
+    promtool_checks(&text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,4 +291,100 @@ async fn a_job_replans_from_a_done_plan_with_the_fresh_optimum_in_its_notes() {
         parva.text()
     );
     server.stop().await;
+}
+
+/// A job with `share: serialized` over light services: the plan puts them
+/// in a shared instance, verifies stored and posted (members are services
+/// the store holds), the page draws the shared tile, `/metrics` gives the
+/// executor's and each member's busy share, and a replan after a member's
+/// rate changes keeps the instance. Sharing outside its model is a 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn light_services_share_an_instance_in_a_job_and_its_replan() {
+    let mut server = start_server(|_| {}).await;
+    let mut client = server.client().await;
+    let import = json!({"format": "tessera", "files": {"example.csv": example_profiles_csv()}});
+    assert_eq!(client.post("/v1/profiles", &import).await.unwrap().status, 201);
+    for k in 0..8 {
+        let body = json!({"name": format!("light-{k}"), "model": "resnet50", "rate_rps": 2 + k % 4,
+            "latency_slo_ms": 150.0});
+        let created = client.post("/v1/services", &body).await.unwrap();
+        assert_eq!(created.status, 201, "{}", created.text());
+    }
+    let started = client.post("/v1/plans", &json!({"share": "serialized", "time_limit_s": 20.0})).await.unwrap();
+    assert_eq!(started.status, 202, "{}", started.text());
+    let first = started.json()["id"].as_u64().unwrap();
+    let job = wait_job(&mut client, first).await;
+    assert_eq!(job["status"], "done", "{job}");
+    let plan = &job["plan"];
+    let instances: Vec<&serde_json::Value> =
+        plan["gpus"].as_array().unwrap().iter().flat_map(|gpu| gpu["instances"].as_array().unwrap()).collect();
+    let members: Vec<&str> = instances
+        .iter()
+        .filter_map(|instance| instance.get("members"))
+        .flat_map(|members| members.as_array().unwrap().iter().map(|m| m["service"].as_str().unwrap()))
+        .collect();
+    assert!(members.len() >= 2, "light services share an instance: {plan}");
+    assert!(plan["services"].as_array().unwrap().iter().all(|report| report["met"] == true), "{plan}");
+
+    let stored = client.post(&format!("/v1/plans/{first}/verify"), &json!({})).await.unwrap().json();
+    assert_eq!((stored["ok"].as_bool(), stored["services"].as_u64()), (Some(true), Some(8)), "{stored}");
+    let posted = client.post("/v1/verify", &json!({"plan": plan})).await.unwrap();
+    assert_eq!((posted.status, posted.json()["ok"].as_bool()), (200, Some(true)), "{}", posted.text());
+
+    let page = client.get(&format!("/plans/{first}")).await.unwrap().text();
+    let markup = &page[..page.find("<script type=\"application/json\"").unwrap()];
+    assert_eq!(markup.matches("<g class=\"tile\"").count(), instances.len());
+    assert!(markup.contains(&format!("data-members=\"{}", members[0])), "{markup}");
+    let metrics = client.get("/metrics").await.unwrap().text();
+    let member_series = format!(r#"service="{}",model="resnet50"}}"#, members[0]);
+    let member_busy = metrics.lines().find(|line| {
+        line.starts_with("tessera_mig_shared_member_busy_ratio{") && line.contains(member_series.as_str())
+    });
+    assert!(member_busy.is_some(), "{metrics}");
+    assert!(metrics.contains("tessera_mig_shared_instance_busy_ratio{") && metrics.contains(r#"sharing="serialized""#));
+    promtool_checks(&metrics);
+
+    // light-0 doubles its rate; the replan keeps the shared instance.
+    let stale = client.get("/v1/services/light-0").await.unwrap();
+    let update = json!({"model": "resnet50", "rate_rps": 4.0, "latency_slo_ms": 150.0});
+    let headers = [("if-match", stale.header("etag").unwrap())];
+    let updated = client.send("PUT", "/v1/services/light-0", Some(&update), &headers).await.unwrap();
+    assert_eq!(updated.status, 200, "{}", updated.text());
+    let again = client.post("/v1/plans", &json!({"share": "serialized", "from_plan": first})).await.unwrap();
+    assert_eq!(again.status, 202, "{}", again.text());
+    let replanned = wait_job(&mut client, again.json()["id"].as_u64().unwrap()).await;
+    assert_eq!(replanned["status"], "done", "{replanned}");
+    let kept =
+        replanned["plan"]["gpus"].as_array().unwrap().iter().flat_map(|gpu| gpu["instances"].as_array().unwrap());
+    assert!(kept.filter(|instance| instance.get("members").is_some()).count() >= 1, "{replanned}");
+    let notes = replanned["plan"]["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|note| note.as_str().unwrap().starts_with(&format!("replanned from plan {first}"))));
+
+    let bursty = client.post("/v1/plans", &json!({"share": "serialized", "arrivals": "cv=2"})).await.unwrap();
+    assert_eq!(bursty.status, 422, "{}", bursty.text());
+    assert!(error_of(&bursty).1.contains("Poisson"), "{}", bursty.text());
+    server.stop().await;
+}
+
+/// `promtool check metrics` passes on `text` (skipped, saying so, where
+/// promtool is not installed and CI does not require it).
+fn promtool_checks(text: &str) {
+    let promtool = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut promtool) = promtool else {
+        tessera_testkit::tool_missing(
+            "TESSERA_REQUIRE_PROMTOOL",
+            "promtool is not installed",
+            "apt-get install prometheus",
+        );
+        return;
+    };
+    std::io::Write::write_all(promtool.stdin.as_mut().unwrap(), text.as_bytes()).unwrap();
+    let output = promtool.wait_with_output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success() && said.trim().is_empty(), "promtool check metrics:\n{said}\non:\n{text}");
 }

@@ -244,9 +244,8 @@ pub(crate) async fn verify_posted(
     };
     let known: BTreeSet<&str> = services.iter().map(|slo| slo.service.as_str()).collect();
     let unknown: BTreeSet<&str> = plan
-        .gpus
-        .iter()
-        .flat_map(|gpu| gpu.instances.iter().map(|instance| instance.service.as_str()))
+        .provided_rps()
+        .into_keys()
         .chain(plan.services.iter().map(|report| report.service.as_str()))
         .filter(|service| !known.contains(service))
         .collect();

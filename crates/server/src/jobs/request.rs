@@ -62,8 +62,7 @@ impl PlanJobRequest {
     /// Refuses, naming the field, what no job may ask: options out of
     /// their ranges (as the command line's parsers refuse them), a time
     /// limit above [`MAX_TIME_LIMIT_S`], a trace (a file the service does
-    /// not read), replan options without a plan to replan from, shared
-    /// instances (its pages draw instances of one service only).
+    /// not read), replan options without a plan to replan from.
     pub(crate) fn check(&self) -> Result<(), ApiError> {
         self.options.check().map_err(|error| match error {
             PlanError::InvalidOption { field, message } => ApiError::invalid(format!("field '{field}': {message}")),
@@ -86,12 +85,6 @@ impl PlanJobRequest {
             return Err(ApiError::invalid(
                 "field 'from_plan': max_extra_gpus, drain and lost replan a running plan: name its job in from_plan",
             ));
-        }
-        if let Some(sharing) = self.options.share {
-            return Err(ApiError::invalid(format!(
-                "field 'share': {sharing} shared instances are planned by `tessera plan --share`; the service's \
-                 pages and routes draw and run instances of one service only"
-            )));
         }
         Ok(())
     }
@@ -301,7 +294,6 @@ mod tests {
             (serde_json::json!({"max_procs": 0}), "field 'max_procs'"),
             (serde_json::json!({"max_gpus": 0}), "field 'max_gpus'"),
             (serde_json::json!({"gpus_per_node": 0}), "field 'gpus_per_node'"),
-            (serde_json::json!({"share": "serialized"}), "field 'share'"),
             (serde_json::json!({"share": "mps"}), "field 'share'"),
             (serde_json::json!({"drain": ["3"]}), "field 'drain'"),
             (serde_json::json!({"lost": ["0:1"]}), "field 'from_plan'"),
