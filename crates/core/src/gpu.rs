@@ -298,6 +298,37 @@ impl GpuSpec {
         profiles.iter().filter(|profile| profile.primary)
     }
 
+    /// The memory-rich variant of the smallest profile that costs nothing
+    /// to use at one start: the smallest primary profile, its variant with
+    /// more memory and the same compute (`1g.20gb` beside `1g.10gb`), and
+    /// the start where the variant's extra memory slices are ones no
+    /// placement could use without overlapping the primary profile there
+    /// anyway (start 6 on a GPU of 7 compute and 8 memory slices: the
+    /// eighth memory slice that seven `1g.10gb` instances leave idle).
+    /// `None` when the model has no such variant or start.
+    pub fn memory_widening(&self) -> Option<(&'static MigProfile, &'static MigProfile, u8)> {
+        let primary = self.primary_profiles().next()?;
+        let profiles: &'static [MigProfile] = self.profiles;
+        let rich = profiles.iter().find(|p| {
+            !p.primary && p.compute_slices == primary.compute_slices && p.memory_slices > primary.memory_slices
+        })?;
+        let mask = |start: u8, slices: u8| -> u16 { (((1u32 << slices) - 1) << start) as u16 };
+        let start = rich.starts.iter().copied().find(|&start| {
+            if !primary.starts.contains(&start) {
+                return false;
+            }
+            let primary_mask = mask(start, primary.memory_slices);
+            let extra = mask(start, rich.memory_slices) & !primary_mask;
+            profiles.iter().all(|other| {
+                other.starts.iter().all(|&at| {
+                    let taken = mask(at, other.memory_slices);
+                    taken & extra == 0 || taken & primary_mask != 0
+                })
+            })
+        })?;
+        Some((primary, rich, start))
+    }
+
     /// The instance sizes (compute slices) this model offers, smallest first.
     pub fn sizes(&self) -> impl Iterator<Item = u8> {
         self.primary_profiles().map(|profile| profile.compute_slices)
@@ -314,6 +345,18 @@ mod tests {
         assert_eq!("nvidia_h100_80gb".parse::<GpuModel>().unwrap(), GpuModel::H100_80GB);
         let error = "v100-32gb".parse::<GpuModel>().unwrap_err().to_string();
         assert!(error.contains("v100-32gb") && error.contains("a100-80gb"), "{error}");
+    }
+
+    #[test]
+    fn the_memory_rich_smallest_instance_widens_only_where_nothing_else_could_start() {
+        for model in GpuModel::ALL.into_iter().filter(|model| model.spec().compute_slices == 7) {
+            let spec = model.spec();
+            let (primary, rich, start) = spec.memory_widening().expect("every seven-slice model has 1g's variant");
+            assert_eq!((primary.compute_slices, rich.compute_slices, start), (1, 1, 6), "{model}");
+            assert!(rich.memory_gb > primary.memory_gb && !rich.primary);
+        }
+        assert_eq!(GpuModel::A30_24GB.spec().memory_widening(), None, "the A30 has no memory-rich 1g");
+        assert_eq!(GpuModel::A100_80GB.spec().memory_widening().map(|(_, rich, _)| rich.name), Some("1g.20gb"));
     }
 
     #[test]

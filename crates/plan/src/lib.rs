@@ -35,9 +35,12 @@
 //!   folder of its steps (`inherit`, `stable`, `fill`, `residual`,
 //!   `absorb`, `assemble`, `align`, `keep_layouts`); `spread` — spreading a
 //!   service's segments over GPUs.
-//! * `share` — light services packed into shared instances, placed by the
-//!   `optimal` strategy as stand-in segments; `share_replan` — a replan
-//!   that keeps running shared instances where they run.
+//! * `share` — light services packed into shared instances;
+//!   `share_rich` — a shared plan: each instance placed by the `optimal`
+//!   strategy as a stand-in segment, memory-rich instances (`1g.20gb`)
+//!   where the placement leaves their memory idle and they save GPUs;
+//!   `share_replan` — a replan that keeps running shared instances where
+//!   they run.
 //! * `assemble` and `report` — per-GPU segments into a plan with explicit
 //!   placements and per-service summaries.
 //! * `verify` — checks any plan against profiles, SLOs, the lattice and its
@@ -219,6 +222,7 @@ mod round;
 mod service_check;
 mod share;
 mod share_replan;
+mod share_rich;
 mod spread;
 mod strategy;
 mod tolerance;

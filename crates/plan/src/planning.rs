@@ -29,8 +29,8 @@ use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
 use crate::replan::{replan, GpuPosition, ReplanRequest};
 use crate::report::{record_tolerances, service_reports};
-use crate::share;
 use crate::share_replan::replan_shared;
+use crate::share_rich;
 use crate::spread::spread_segments;
 use crate::strategy::Strategy;
 
@@ -426,7 +426,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
             };
             (plan, Some(comparison))
         }
-        None if request.share.is_some() => (share::plan_shared(&problem)?, None),
+        None if request.share.is_some() => (share_rich::plan_shared(&problem)?, None),
         None => {
             let plan = match request.strategy {
                 Strategy::Optimal => plan_optimal(&problem)?,

@@ -16,7 +16,9 @@
 //! dedicated planning, which serves it at least as well. The optimal
 //! planner then places each shared instance as a fixed segment of its size
 //! beside the dedicated segments, so the plan's bound and gap hold given
-//! which services share.
+//! which services share ([`crate::share_rich`], which also turns the
+//! instances where memory idles into memory-rich ones when that saves
+//! GPUs).
 //!
 //! Memory: a member's memory at batch 1 is the profile's `memory_gb` where
 //! measured, else an upper bound from the points that ran
@@ -33,7 +35,6 @@ use tessera_serving::serialized::{all_meet, member_figures, Member, MemberLoad};
 
 use crate::error::PlanError;
 use crate::judge::PREDICTION_TOLERANCE;
-use crate::optimal::plan_optimal;
 use crate::problem::Problem;
 
 /// The most services one shared instance hosts.
@@ -299,18 +300,6 @@ fn balance(light: Vec<(f64, SharedMember, Member)>, instance_gb: f64, margin: f6
     fillings
 }
 
-/// Plans `problem` with light services in shared instances: packs them,
-/// lets the optimal planner place each shared instance as a segment of its
-/// own beside the dedicated ones, and unfolds the result.
-pub(crate) fn plan_shared(problem: &Problem<'_>) -> Result<Plan, PlanError> {
-    let packing = pack(problem)?;
-    let stand_ins = stand_ins(&packing, problem.catalog)?;
-    let placing =
-        Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, points: None, ..problem.clone() };
-    let plan = plan_optimal(&placing)?;
-    Ok(unfold(plan, &packing, &stand_ins, problem))
-}
-
 /// The services and catalogue the optimal planner sees: `packing`'s
 /// dedicated services, and one stand-in service per shared instance whose
 /// stand-in model has one point, a single segment of the shared size.
@@ -391,11 +380,11 @@ pub(crate) fn unfold(mut plan: Plan, packing: &Packing, stand_ins: &StandIns, pr
         }
     }
     plan.services = problem.services.iter().filter_map(|slo| reports.remove(&slo.service)).collect();
-    let mut sizes: BTreeMap<u8, usize> = BTreeMap::new();
-    for (size, _) in &packing.instances {
-        *sizes.entry(*size).or_default() += 1;
+    let mut profiles: BTreeMap<&str, usize> = BTreeMap::new();
+    for (_, shared) in plan.shared_instances() {
+        *profiles.entry(shared.profile.as_str()).or_default() += 1;
     }
-    let sizes: Vec<String> = sizes.iter().map(|(size, count)| format!("{count} {size}g")).collect();
+    let sizes: Vec<String> = profiles.iter().map(|(profile, count)| format!("{count} {profile}")).collect();
     plan.notes.push(format!(
         "{} services share {} instances ({}) under the serialized discipline (one batch at a time, oldest request \
          first); the optimal planner's bound holds given which services share",

@@ -29,7 +29,8 @@ use tessera_serving::serialized::{all_meet, Member};
 use crate::error::PlanError;
 use crate::problem::Problem;
 use crate::replan::{align_to, replan, GpuPosition, Replan, ReplanRequest};
-use crate::share::{candidate, only_gpu_model, pack, plan_shared, stand_ins, unfold, Candidate, Packing, MAX_MEMBERS};
+use crate::share::{candidate, only_gpu_model, pack, stand_ins, unfold, Candidate, Packing, MAX_MEMBERS};
+use crate::share_rich::plan_shared;
 
 /// A running shared instance kept: where it runs and its members.
 struct Kept {
@@ -65,7 +66,8 @@ pub(crate) fn replan_shared(
     removed: &[GpuPosition],
 ) -> Result<Replan, PlanError> {
     let gpu_model = only_gpu_model(problem)?;
-    let instance_gb = |size: u8| f64::from(gpu_model.spec().profile_for_size(size).map_or(0, |p| p.memory_gb));
+    let spec = gpu_model.spec();
+    let instance_gb = |profile: &str| f64::from(spec.profile_by_name(profile).map_or(0, |p| p.memory_gb));
     let by_name: HashMap<&str, &ServiceSlo> = problem.services.iter().map(|slo| (slo.service.as_str(), slo)).collect();
     let mut bounded_memory: BTreeMap<String, f64> = BTreeMap::new();
     let mut as_member = |slo: &ServiceSlo, size: u8| {
@@ -92,7 +94,7 @@ pub(crate) fn replan_shared(
                 .collect();
             let mut instance =
                 Kept { place: (position, shared.profile.clone(), shared.start), size: shared.size, members };
-            while !instance.members.is_empty() && !instance.fits(instance_gb(shared.size), problem.margin) {
+            while !instance.members.is_empty() && !instance.fits(instance_gb(&shared.profile), problem.margin) {
                 let busiest = (0..instance.members.len())
                     .max_by(|&a, &b| instance.members[a].0.total_cmp(&instance.members[b].0))
                     .unwrap_or(0);
@@ -123,7 +125,7 @@ pub(crate) fn replan_shared(
         for k in order {
             let Some(member) = as_member(slo, kept[k].size) else { continue };
             kept[k].members.push(member);
-            if kept[k].fits(instance_gb(kept[k].size), problem.margin) {
+            if kept[k].fits(instance_gb(&kept[k].place.1), problem.margin) {
                 joined.insert(slo.service.as_str());
                 break;
             }
