@@ -52,7 +52,7 @@ const ROUNDS: usize = 3;
 const MAX_CHECKS: usize = 20_000;
 /// Lighter members of ordinary instances tried for each member of a rich
 /// one, lightest first.
-const SWAP_TRIES: usize = 16;
+const SWAP_TRIES: usize = 64;
 
 /// The smallest primary profile, its memory-rich variant and the start
 /// where the variant costs nothing.

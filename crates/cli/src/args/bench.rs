@@ -153,9 +153,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 7)]
         seed: u64,
         /// Simulated seconds per plan (a service's share within SLO over
-        /// ten minutes still swings by a point at a busy shared instance:
-        /// its slow requests come in bursts).
-        #[arg(long, value_name = "S", default_value_t = 3600.0, value_parser = parse_seconds)]
+        /// ten minutes still swings by a point at a busy shared instance,
+        /// over an hour by a few tenths: its slow requests come in bursts).
+        #[arg(long, value_name = "S", default_value_t = 14_400.0, value_parser = parse_seconds)]
         seconds: f64,
     },
     /// Replanning after rates change by ±20%: GPUs, layouts kept, instances
