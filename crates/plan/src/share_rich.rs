@@ -152,20 +152,18 @@ fn widening_slot(gpu: &GpuAssignment, shared: &HashSet<&str>, widening: Widening
 
 /// Puts every stand-in named in `rich` at a widening slot of `plan` (a
 /// placed plan of stand-ins, `shared` naming them all) as the rich profile,
-/// swapping stand-ins (they are alike) and the places of smallest
-/// instances on one GPU; the number of slots when they are too few.
+/// swapping stand-ins (they are alike) and, on a slot's GPU only, the
+/// places of two smallest instances; the number of slots when they are
+/// too few.
 fn widen(plan: &mut Plan, shared: &HashSet<&str>, rich: &HashSet<&str>, widening: Widening) -> Result<(), usize> {
     let (_, rich_profile, start) = widening;
-    let mut slots: Vec<(usize, usize)> = Vec::new();
-    for (g, gpu) in plan.gpus.iter_mut().enumerate() {
-        let Some((mover, at_start)) = widening_slot(gpu, shared, widening) else { continue };
-        if let Some(other) = at_start {
-            gpu.instances[other].start = gpu.instances[mover].start;
-        }
-        gpu.instances[mover].start = start;
-        slots.push((g, mover));
-    }
-    let placed_rich: Vec<(usize, usize)> = plan
+    let slots: Vec<(usize, usize, Option<usize>)> = plan
+        .gpus
+        .iter()
+        .enumerate()
+        .filter_map(|(g, gpu)| widening_slot(gpu, shared, widening).map(|(mover, at_start)| (g, mover, at_start)))
+        .collect();
+    let rich_places: Vec<(usize, usize)> = plan
         .gpus
         .iter()
         .enumerate()
@@ -173,30 +171,38 @@ fn widen(plan: &mut Plan, shared: &HashSet<&str>, rich: &HashSet<&str>, widening
             gpu.instances
                 .iter()
                 .enumerate()
-                .filter(|(_, i)| rich.contains(i.service.as_str()))
+                .filter(|(_, instance)| rich.contains(instance.service.as_str()))
                 .map(move |(k, _)| (g, k))
         })
         .collect();
-    if placed_rich.len() > slots.len() {
+    if rich_places.len() > slots.len() {
         return Err(slots.len());
     }
-    let name_at = |plan: &Plan, (g, k): (usize, usize)| plan.gpus[g].instances[k].service.clone();
-    let mut free_slots: Vec<(usize, usize)> =
-        slots.iter().copied().filter(|&slot| !rich.contains(name_at(plan, slot).as_str())).collect();
-    for place in placed_rich {
-        if slots.contains(&place) {
-            continue;
+    // A rich stand-in that is a slot's mover keeps that slot; the others
+    // trade names with the movers of the slots left (none of them rich).
+    let mut used = vec![false; slots.len()];
+    let mut waiting = Vec::new();
+    for place in rich_places {
+        match slots.iter().position(|&(g, mover, _)| (g, mover) == place) {
+            Some(slot) => used[slot] = true,
+            None => waiting.push(place),
         }
-        let Some(slot) = free_slots.pop() else { return Err(slots.len()) };
-        let (a, b) = (name_at(plan, place), name_at(plan, slot));
-        plan.gpus[place.0].instances[place.1].service = b;
-        plan.gpus[slot.0].instances[slot.1].service = a;
     }
-    for &(g, k) in &slots {
-        let instance = &mut plan.gpus[g].instances[k];
-        if rich.contains(instance.service.as_str()) {
-            instance.profile = rich_profile.name.to_string();
+    for (g, k) in waiting {
+        let Some(slot) = used.iter().position(|&taken| !taken) else { return Err(slots.len()) };
+        used[slot] = true;
+        let (slot_gpu, mover, _) = slots[slot];
+        let name = std::mem::take(&mut plan.gpus[g].instances[k].service);
+        let displaced = std::mem::replace(&mut plan.gpus[slot_gpu].instances[mover].service, name);
+        plan.gpus[g].instances[k].service = displaced;
+    }
+    for (&(g, mover, at_start), _) in slots.iter().zip(&used).filter(|(_, &taken)| taken) {
+        let gpu = &mut plan.gpus[g];
+        if let Some(other) = at_start {
+            gpu.instances[other].start = gpu.instances[mover].start;
         }
+        gpu.instances[mover].start = start;
+        gpu.instances[mover].profile = rich_profile.name.to_string();
     }
     Ok(())
 }
@@ -237,25 +243,29 @@ impl Search {
     }
 
     /// Swaps each rich bin's members, heaviest first, for the lightest
-    /// members of ordinary bins that both bins still take.
+    /// members of ordinary bins that both bins still take (each ordinary
+    /// member swapped at most once a call).
     fn lighten(&mut self, bins: &mut [Bin]) {
-        for r in 0..bins.len() {
-            if !bins[r].rich {
-                continue;
-            }
+        let mut lighter: Vec<(f64, usize, usize)> = bins
+            .iter()
+            .enumerate()
+            .filter(|(_, bin)| !bin.rich)
+            .flat_map(|(i, bin)| bin.members.iter().enumerate().map(move |(j, member)| (member.0, i, j)))
+            .collect();
+        lighter.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut swapped = vec![false; lighter.len()];
+        let rich: Vec<usize> = (0..bins.len()).filter(|&r| bins[r].rich).collect();
+        for r in rich {
             let mut order: Vec<usize> = (0..bins[r].members.len()).collect();
             order.sort_by(|&a, &b| bins[r].members[b].0.total_cmp(&bins[r].members[a].0));
             for b in order {
                 let heavy = bins[r].members[b].0;
-                let mut lighter: Vec<(f64, usize, usize)> = bins
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, bin)| !bin.rich)
-                    .flat_map(|(i, bin)| bin.members.iter().enumerate().map(move |(j, m)| (m.0, i, j)))
-                    .filter(|&(busy, ..)| busy < heavy * 0.999)
-                    .collect();
-                lighter.sort_by(|x, y| x.0.total_cmp(&y.0));
-                for &(_, i, j) in lighter.iter().take(SWAP_TRIES) {
+                let tries = (0..lighter.len())
+                    .filter(|&t| !swapped[t] && lighter[t].0 < heavy * 0.999)
+                    .take(SWAP_TRIES)
+                    .collect::<Vec<usize>>();
+                for t in tries {
+                    let (_, i, j) = lighter[t];
                     let (into_rich, into_ordinary) = (&bins[i].members[j], &bins[r].members[b]);
                     let ordinary =
                         bins[i].members.iter().enumerate().map(|(k, m)| if k == j { into_ordinary } else { m });
@@ -263,6 +273,7 @@ impl Search {
                     if self.fits(ordinary, false) && self.fits(rich, true) {
                         let heavier = bins[r].members[b].clone();
                         bins[r].members[b] = std::mem::replace(&mut bins[i].members[j], heavier);
+                        swapped[t] = true;
                         break;
                     }
                 }
