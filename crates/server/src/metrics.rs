@@ -19,7 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use tessera_core::Plan;
+use tessera_core::{GpuAssignment, Plan};
 
 /// Labels of an HTTP request.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -68,6 +68,21 @@ struct InstanceLabels {
     start_slice: u8,
     service: String,
     model: String,
+}
+
+impl InstanceLabels {
+    /// The labels of the instance of `profile` at `start` on `gpu` serving
+    /// `service` (`model`).
+    fn at(gpu: &GpuAssignment, profile: &str, start: u8, service: &str, model: &str) -> InstanceLabels {
+        InstanceLabels {
+            node: gpu.node,
+            gpu: gpu.index,
+            GPU_I_PROFILE: profile.to_string(),
+            start_slice: start,
+            service: service.to_string(),
+            model: model.to_string(),
+        }
+    }
 }
 
 /// Labels of a MIG instance of the current plan shared by several
@@ -326,14 +341,8 @@ impl Metrics {
             let labels = GpuLabels { node: gpu.node, gpu: gpu.index, gpu_model: gpu.gpu_model.id().to_string() };
             metrics.free_compute_slices.get_or_create(&labels).set(i64::from(spec.compute_slices) - used);
             for instance in &gpu.instances {
-                let labels = InstanceLabels {
-                    node: gpu.node,
-                    gpu: gpu.index,
-                    GPU_I_PROFILE: instance.profile.clone(),
-                    start_slice: instance.start,
-                    service: instance.service.clone(),
-                    model: instance.model.clone(),
-                };
+                let labels =
+                    InstanceLabels::at(gpu, &instance.profile, instance.start, &instance.service, &instance.model);
                 metrics.instance_compute_slices.get_or_create(&labels).set(i64::from(instance.size));
                 if let Some(&u) = utilisation.get(instance.service.as_str()) {
                     metrics.instance_utilisation.get_or_create(&labels).set(u);
@@ -350,14 +359,7 @@ impl Metrics {
                 metrics.shared_compute_slices.get_or_create(&labels).set(i64::from(shared.size));
                 metrics.shared_busy.get_or_create(&labels).set(shared.busy_share(0.0));
                 for member in &shared.members {
-                    let labels = InstanceLabels {
-                        node: gpu.node,
-                        gpu: gpu.index,
-                        GPU_I_PROFILE: shared.profile.clone(),
-                        start_slice: shared.start,
-                        service: member.service.clone(),
-                        model: member.model.clone(),
-                    };
+                    let labels = InstanceLabels::at(gpu, &shared.profile, shared.start, &member.service, &member.model);
                     metrics.member_busy.get_or_create(&labels).set(member.busy_share());
                 }
             }
