@@ -36,6 +36,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use tessera_core::layout::Placement;
 use tessera_core::{GpuAssignment, MigProfile, Plan, ServiceSlo};
 use tessera_serving::serialized::{all_meet, Member};
 
@@ -127,13 +128,13 @@ pub(crate) fn plan_with_rich_instances(
 /// variant's memory there, or no smallest shared instance is on the GPU.
 fn widening_slot(gpu: &GpuAssignment, shared: &HashSet<&str>, widening: Widening) -> Option<(usize, Option<usize>)> {
     let (primary, rich, start) = widening;
-    let mask = |at: u8, slices: u8| -> u16 { (((1u32 << slices) - 1) << at) as u16 };
-    let rich_mask = mask(start, rich.memory_slices);
+    let rich_mask = Placement { profile: rich, start }.memory_mask();
     let spec = gpu.gpu_model.spec();
     let mut at_start = None;
     for (k, instance) in gpu.instances.iter().enumerate() {
         let profile = spec.profile_by_name(&instance.profile).ok()?;
-        if mask(instance.start, profile.memory_slices) & rich_mask == 0 {
+        let taken = Placement { profile, start: instance.start }.memory_mask();
+        if taken & rich_mask == 0 {
             continue;
         }
         if !std::ptr::eq(profile, primary) || instance.start != start {
@@ -142,6 +143,8 @@ fn widening_slot(gpu: &GpuAssignment, shared: &HashSet<&str>, widening: Widening
         at_start = Some(k);
     }
     if !gpu.shared.is_empty() {
+        // Only a placed plan of stand-ins is widened: it has no shared
+        // instance of its own whose memory the loop above would miss.
         return None;
     }
     let is_shared_smallest =
