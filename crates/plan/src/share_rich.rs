@@ -378,7 +378,7 @@ mod tests {
     use super::*;
     use crate::latency::LatencyRule;
     use crate::verification::{verify_plan, CheckOptions};
-    use crate::{plan, PlanInputs, PlanRequest, ProfileOrigin};
+    use crate::{plan, PlanInputs, PlanRequest, ProfileOrigin, ReplanFrom};
 
     /// A long tail over five synthetic models: service i at
     /// max(1, round(200 / (i + 1)^1.1)) req/s, 400 ms at p99.
@@ -424,6 +424,15 @@ mod tests {
         let verified = verify_plan(&planned, &inputs, CheckOptions::default()).unwrap();
         assert!(verified.violations.is_empty(), "{:?}", verified.violations);
         assert!(planned.services.iter().all(|report| report.met));
+
+        // Replanned from itself, every instance stays as it runs, the
+        // 1g.20gb ones included, and the replan verifies.
+        let from = ReplanFrom { current: &planned, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+        let request = PlanRequest { share: Some(Sharing::Serialized), from: Some(from), ..PlanRequest::new(&inputs) };
+        let replanned = plan(&request).unwrap().plan;
+        assert_eq!(replanned.gpus, planned.gpus);
+        let verified = verify_plan(&replanned, &inputs, CheckOptions::default()).unwrap();
+        assert!(verified.violations.is_empty(), "{:?}", verified.violations);
     }
 
     /// One GPU of 1g instances at `starts` (a 3g.40gb at 4 where `with_3g`);
