@@ -1,7 +1,7 @@
 //! New segments placed in the unused slices of running GPUs, where the MIG
 //! lattice allows, without moving any running instance.
 
-use tessera_core::layout::validate_layout;
+use tessera_core::layout;
 use tessera_core::{GpuAssignment, Placement, Plan};
 
 /// Adds `gpus` (new GPUs' segments and shared executors) to `plan`: each
@@ -55,16 +55,11 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
 fn free_start(gpu: &GpuAssignment, profile: &str) -> Option<u8> {
     let spec = gpu.gpu_model.spec();
     let profile = spec.profile_by_name(profile).ok()?;
-    let mut placements: Vec<Placement> = gpu
+    let placements: Vec<Placement> = gpu
         .layout()
         .map(|(running, _, start)| Some(Placement { profile: spec.profile_by_name(running).ok()?, start }))
         .collect::<Option<_>>()?;
-    profile.starts.iter().copied().find(|&start| {
-        placements.push(Placement { profile, start });
-        let fits = validate_layout(gpu.gpu_model, &placements).is_ok();
-        placements.pop();
-        fits
-    })
+    layout::free_start(gpu.gpu_model, &placements, profile)
 }
 
 #[cfg(test)]

@@ -69,6 +69,23 @@ pub fn validate_layout(model: GpuModel, placements: &[Placement]) -> Result<(), 
     Ok(())
 }
 
+/// The first start at which an instance of `profile` fits beside
+/// `placements` on a GPU of `model`: a start its profile allows, on memory
+/// slices no instance holds, within the profile's most instances per GPU.
+/// `None` when it fits nowhere, or when `placements` is not a valid layout.
+/// The same answer as [`validate_layout`] of `placements` with the instance
+/// added, without building an error for each start that does not fit.
+pub fn free_start(model: GpuModel, placements: &[Placement], profile: &'static MigProfile) -> Option<u8> {
+    validate_layout(model, placements).ok()?;
+    let spec = model.spec();
+    let of_profile = placements.iter().filter(|p| std::ptr::eq(p.profile, profile)).count();
+    if !spec.profiles.iter().any(|p| std::ptr::eq(p, profile)) || of_profile >= usize::from(profile.max_count) {
+        return None;
+    }
+    let used = placements.iter().fold(0u16, |used, placement| used | placement.memory_mask());
+    profile.starts.iter().copied().find(|&start| slice_mask(start, profile.memory_slices) & used == 0)
+}
+
 /// How many instances of each size (compute slices) a GPU holds.
 ///
 /// Index `s` counts the instances with `s` compute slices; index 0 is unused.
@@ -359,6 +376,32 @@ mod tests {
         let foreign = place(GpuModel::A100_40GB, "3g.20gb", 4);
         assert!(matches!(validate_layout(m, &[foreign]), Err(LayoutError::ForeignProfile { .. })));
         validate_layout(m, &[place(m, "4g.40gb", 0), place(m, "3g.40gb", 4)]).unwrap();
+    }
+
+    #[test]
+    fn free_start_is_the_first_start_a_validated_layout_accepts() {
+        for model in [GpuModel::A100_80GB, GpuModel::A30_24GB, GpuModel::H200_141GB] {
+            let spec = model.spec();
+            for layout in Lattice::new(model).maximal_layouts() {
+                // Every sub-layout of a maximal one, and each profile beside it.
+                for subset in 0..1u32 << layout.len() {
+                    let placements: Vec<Placement> =
+                        (0..layout.len()).filter(|i| subset >> i & 1 == 1).map(|i| layout[i]).collect();
+                    for profile in spec.profiles {
+                        let validated = profile.starts.iter().copied().find(|&start| {
+                            let with: Vec<Placement> =
+                                placements.iter().copied().chain([Placement { profile, start }]).collect();
+                            validate_layout(model, &with).is_ok()
+                        });
+                        assert_eq!(free_start(model, &placements, profile), validated, "{model} {profile:?}");
+                    }
+                }
+            }
+        }
+        let m = GpuModel::A100_80GB;
+        let overlapping = [place(m, "2g.20gb", 0), place(m, "1g.10gb", 1)];
+        assert_eq!(free_start(m, &overlapping, place(m, "1g.10gb", 6).profile), None);
+        assert_eq!(free_start(m, &[], place(GpuModel::A100_40GB, "1g.5gb", 0).profile), None);
     }
 
     #[test]

@@ -5,6 +5,11 @@
 //! profiles (it must exist, be feasible, and carry the profiled numbers), and
 //! each service's throughput is recomputed from the profiles. It shares no
 //! code with the planners but the latency rule, which defines "feasible".
+//! Under a capacity rule it computes each segment's capacity itself; a
+//! segment routed no more than that meets its percentile by the capacity's
+//! definition (the largest rate the serving model finds within the SLO,
+//! whose percentile latency grows with the rate), and only a segment routed
+//! more is evaluated at its routed rate.
 
 use std::collections::{HashMap, HashSet};
 
@@ -192,12 +197,18 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
                 }
                 continue;
             }
-            Served::Capacity { shape, weight, .. } => {
+            Served::Capacity { shape, capacity_rps, weight } => {
                 // Requests are routed in proportion to the plan's weights.
                 let routed_rps = slo.rate_rps * weight / routing_weight[slo.service.as_str()];
                 let key = (slo.service.as_str(), gpu_model, point.config, weight.to_bits());
                 if let Some(figures) = figures.as_deref_mut() {
                     figures.note_routed(key, &shape, routed_rps);
+                }
+                // The capacity is the largest rate the serving model finds
+                // within the SLO, and its percentile latency only grows
+                // with the rate: a segment routed no more meets it.
+                if routed_rps <= capacity_rps {
+                    continue;
                 }
                 let latency_ms = *judged.entry(key).or_insert_with(|| {
                     // Whether the percentile is within the SLO is one

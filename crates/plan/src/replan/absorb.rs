@@ -3,18 +3,13 @@
 
 use std::collections::HashMap;
 
-use tessera_core::{layout::validate_layout, Placement};
+use tessera_core::{layout, Placement};
 
 use super::work::{Slot, WorkGpu};
 
 /// A valid start for `profile` beside the instances of `gpu`, if any.
 fn free_start(gpu: &WorkGpu, profile: &'static tessera_core::MigProfile) -> Option<u8> {
-    let mut placements = gpu.placements();
-    placements.push(Placement { profile, start: 0 });
-    profile.starts.iter().copied().find(|&start| {
-        *placements.last_mut().expect("just pushed") = Placement { profile, start };
-        validate_layout(gpu.model, &placements).is_ok()
-    })
+    layout::free_start(gpu.model, &gpu.placements(), profile)
 }
 
 /// Moves each new GPU whose instances all fit in the unused slices of one
@@ -44,7 +39,9 @@ pub(super) fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize, spread
 
 /// Where each instance of `gpus[new]` fits on one GPU of `order`, if any.
 fn placements_within_one(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
-    order.iter().find_map(|&k| {
+    let needed_gpcs = gpus[new].used_gpcs();
+    let has_room = |k: usize| gpus[k].used_gpcs() + needed_gpcs <= u32::from(gpus[k].model.spec().compute_slices);
+    order.iter().filter(|&&k| has_room(k)).find_map(|&k| {
         let mut trial = gpus[k].clone();
         let mut targets = Vec::new();
         for slot in &gpus[new].slots {
@@ -62,9 +59,11 @@ fn placements_across(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Ve
     let mut trials: HashMap<usize, WorkGpu> = HashMap::new();
     let mut targets = Vec::new();
     for slot in &gpus[new].slots {
+        let size = u32::from(slot.placement.profile.compute_slices);
         let (k, start) = order.iter().find_map(|&k| {
             let trial = trials.get(&k).unwrap_or(&gpus[k]);
-            free_start(trial, slot.placement.profile).map(|start| (k, start))
+            let has_room = trial.used_gpcs() + size <= u32::from(trial.model.spec().compute_slices);
+            has_room.then(|| free_start(trial, slot.placement.profile)).flatten().map(|start| (k, start))
         })?;
         let trial = trials.entry(k).or_insert_with(|| gpus[k].clone());
         trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });
