@@ -320,25 +320,34 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
     for mut remaining in [changes, breaks] {
         let mut current: Vec<GpuChangeSet> = Vec::new();
         let mut stopping: HashMap<String, f64> = HashMap::new();
+        // GPUs before `from` cannot join this step: they did not with less
+        // stopping, and a step only stops more.
+        let mut from = 0;
         while !remaining.is_empty() {
             // The first GPU (by position) that joins the step without a dip:
             // a GPU whose stops the starts of earlier steps cover may go
             // before one whose stops they do not yet.
-            let fits = remaining.iter().position(|entry| joins_without_dip(&rates, &provisioned, &stopping, &entry.1));
+            let fits = remaining[from..]
+                .iter()
+                .position(|entry| joins_without_dip(&rates, &provisioned, &stopping, &entry.1))
+                .map(|offset| from + offset);
             match fits {
                 Some(index) => {
                     let entry = remaining.remove(index);
                     add_all(&mut stopping, &entry.1, 1.0);
                     current.push(entry);
+                    from = index;
                 }
                 None if !current.is_empty() => {
                     close_step(&mut current, &rates, &mut provisioned, &mut steps);
                     stopping.clear();
+                    from = 0;
                 }
                 None => {
                     // Every GPU left dips on its own: the first runs alone.
                     current.push(remaining.remove(0));
                     close_step(&mut current, &rates, &mut provisioned, &mut steps);
+                    from = 0;
                 }
             }
         }
@@ -355,9 +364,13 @@ fn joins_without_dip(
     stopping: &HashMap<String, f64>,
     stopped: &[Running],
 ) -> bool {
-    let mut own: HashMap<&str, f64> = HashMap::new();
+    // A GPU stops a few segments: their services summed in a short list.
+    let mut own: Vec<(&str, f64)> = Vec::with_capacity(stopped.len());
     for (service, rps) in stopped {
-        *own.entry(service.as_str()).or_default() += rps;
+        match own.iter_mut().find(|(known, _)| known == service) {
+            Some((_, total)) => *total += rps,
+            None => own.push((service.as_str(), *rps)),
+        }
     }
     own.iter().all(|(service, rps)| {
         let Some(&rate_rps) = rates.get(service) else { return true };

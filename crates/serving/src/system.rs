@@ -458,9 +458,30 @@ impl Route<'_> {
 }
 
 /// The share of a service's requests within `latency_ms` over its
-/// `routes`.
+/// `routes`. Segments of one shape at one routed rate (a service's
+/// identical segments) are evaluated once: the same numbers give the same
+/// share.
 fn within_latency(routes: &[Route<'_>], latency_ms: f64) -> Result<f64, ServingError> {
-    routes.iter().try_fold(0.0, |sum, route| Ok(sum + route.share() * route.within(latency_ms)?))
+    let mut evaluated: Vec<(&SegmentShape, u64, f64)> = Vec::new();
+    routes.iter().try_fold(0.0, |sum, route| {
+        let within = match route {
+            Route::Segment { shape, routed_rps, .. } => {
+                let same = |&&(known, rate_bits, _): &&(&SegmentShape, u64, f64)| {
+                    rate_bits == routed_rps.to_bits() && known == *shape
+                };
+                match evaluated.iter().find(same) {
+                    Some(&(_, _, within)) => within,
+                    None => {
+                        let within = route.within(latency_ms)?;
+                        evaluated.push((shape, routed_rps.to_bits(), within));
+                        within
+                    }
+                }
+            }
+            Route::Member { .. } => route.within(latency_ms)?,
+        };
+        Ok(sum + route.share() * within)
+    })
 }
 
 #[cfg(test)]
@@ -506,6 +527,21 @@ mod tests {
         let busy = ServedService { rate_rps: 390.0, ..service("a") };
         let loaded = ServingSystem::new(vec![busy], vec![segment(0, 1.0), segment(0, 3.0)]).unwrap();
         assert!(loaded.predicted_attainment(0).unwrap() < attainment, "{attainment}");
+    }
+
+    #[test]
+    fn identical_segments_are_evaluated_once_and_give_the_same_share() {
+        let busy = ServedService { rate_rps: 300.0, ..service("a") };
+        let segments = vec![segment(0, 1.0), segment(0, 1.0), segment(0, 3.0), segment(0, 1.0)];
+        let system = ServingSystem::new(vec![busy], segments).unwrap();
+        let shape = SegmentShape::full_batch_only(2, 4, 20.0).unwrap();
+        // Each segment on its own, summed in the same order.
+        let expected = [1.0, 1.0, 3.0, 1.0].iter().fold(0.0, |sum, weight| {
+            let share = weight / 6.0;
+            sum + share * crate::analytic::attainment(&shape, 300.0 * share, 100.0).unwrap()
+        });
+        assert_eq!(system.predicted_attainment(0).unwrap(), expected);
+        assert!(expected < 1.0, "{expected}");
     }
 
     #[test]
