@@ -78,14 +78,21 @@ fn check_gpu_structure(gpu: &GpuAssignment, positions: &mut HashSet<(u32, u32)>,
 
 /// Every violation of `plan` against `request`; empty when the plan is sound.
 pub fn verify(plan: &Plan, request: &VerifyRequest<'_>) -> Vec<Violation> {
-    check(plan, request, None)
+    check(plan, request, &Capacities::new(), None)
+}
+
+/// [`verify`], with the serving model's capacities memoised in
+/// `capacities` (e.g. the planner's, when one plan after another is
+/// verified against the same services).
+pub(crate) fn verify_memoised(plan: &Plan, request: &VerifyRequest<'_>, capacities: &Capacities) -> Vec<Violation> {
+    check(plan, request, capacities, None)
 }
 
 /// [`verify`], and every service's figures as the verifier sees them
 /// (see [`ServiceCheck`]), in `request.services`' order.
 pub fn verify_services(plan: &Plan, request: &VerifyRequest<'_>) -> (Vec<Violation>, Vec<ServiceCheck>) {
     let mut figures = SegmentFigures::default();
-    let violations = check(plan, request, Some(&mut figures));
+    let violations = check(plan, request, &Capacities::new(), Some(&mut figures));
     let judged = Judged {
         services: request.services,
         rule: request.rule,
@@ -98,14 +105,18 @@ pub fn verify_services(plan: &Plan, request: &VerifyRequest<'_>) -> (Vec<Violati
 
 /// The checks of [`verify`], noting each service's segments in `figures`
 /// when asked.
-fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut SegmentFigures<'a>>) -> Vec<Violation> {
+fn check<'a>(
+    plan: &Plan,
+    request: &VerifyRequest<'a>,
+    capacities: &Capacities,
+    mut figures: Option<&mut SegmentFigures<'a>>,
+) -> Vec<Violation> {
     let mut violations = check_plan_structure(plan);
     let services: HashMap<&str, &ServiceSlo> = request.services.iter().map(|s| (s.service.as_str(), s)).collect();
     let mut provisioned_rps: HashMap<&str, f64> = HashMap::new();
     // Under a capacity rule: the plan's routing weights per service, and
-    // the serving model's capacities (memoised for this check only).
+    // the serving model's capacities (memoised in `capacities`).
     let mut routing_weight: HashMap<&str, f64> = HashMap::new();
-    let capacities = Capacities::new();
     let mut served = Vec::new();
     let mut shared_services: HashSet<&str> = HashSet::new();
     let mut positions = HashSet::new();
@@ -130,7 +141,7 @@ fn check<'a>(plan: &Plan, request: &VerifyRequest<'a>, mut figures: Option<&mut 
                     slo,
                     instance,
                     &at,
-                    (&capacities, request.arrivals, request.margin),
+                    (capacities, request.arrivals, request.margin),
                     &mut violations,
                 ) else {
                     continue;

@@ -61,7 +61,7 @@ use tessera_core::{diff_plans, Optimality, Plan, PlanDiff};
 use crate::error::PlanError;
 use crate::optimal::plan_optimal;
 use crate::problem::Problem;
-use crate::verify::{verify, VerifyRequest};
+use crate::verify::{verify_memoised, VerifyRequest};
 pub use align::{align_to, reseat};
 use inherit::inherit;
 use keep_layouts::keep_layouts;
@@ -113,7 +113,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
     let verified = |plan: &Plan| {
         plan.gpu_count as u64 <= bound
             && plan.services.iter().all(|s| s.met)
-            && verify(
+            && verify_memoised(
                 plan,
                 &VerifyRequest {
                     catalog: plan_request.catalog,
@@ -123,6 +123,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
                     max_procs: plan_request.max_procs,
                     margin: plan_request.margin,
                 },
+                plan_request.capacities,
             )
             .is_empty()
     };
@@ -171,6 +172,7 @@ mod tests {
     use super::fixtures::{request, services};
     use super::*;
     use crate::latency::LatencyRule;
+    use crate::verify::verify;
     use tessera_core::rng::SplitMix64;
     use tessera_core::synthetic::builtin_catalog;
     use tessera_core::{GpuModel, ProfileCatalog, ServiceSlo};
