@@ -22,7 +22,8 @@
 //! is the placement lattice: `Lattice` enumerates a model's maximal layouts,
 //! answers "is this multiset of sizes (`SizeCounts`) realizable?" with a hash
 //! lookup, and realizes a multiset into explicit starts; `validate_layout`
-//! checks any set of (profile, start). `packing` gives, in closed form, the
+//! checks any set of (profile, start), and `free_start` finds where one more
+//! instance fits beside a valid layout. `packing` gives, in closed form, the
 //! fewest GPUs of a model that hold a multiset of instances, and a packing
 //! that achieves it. `profile` holds `SegmentConfig`, `ProfilePoint`,
 //! `ModelProfile` (validated, sorted, no duplicates), `ProfileCatalog` and
