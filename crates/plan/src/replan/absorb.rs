@@ -40,8 +40,7 @@ pub(super) fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize, spread
 /// Where each instance of `gpus[new]` fits on one GPU of `order`, if any.
 fn placements_within_one(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Vec<(usize, u8)>> {
     let needed_gpcs = gpus[new].used_gpcs();
-    let has_room = |k: usize| gpus[k].used_gpcs() + needed_gpcs <= u32::from(gpus[k].model.spec().compute_slices);
-    order.iter().filter(|&&k| has_room(k)).find_map(|&k| {
+    order.iter().filter(|&&k| gpus[k].has_room_for(needed_gpcs)).find_map(|&k| {
         let mut trial = gpus[k].clone();
         let mut targets = Vec::new();
         for slot in &gpus[new].slots {
@@ -62,8 +61,8 @@ fn placements_across(gpus: &[WorkGpu], new: usize, order: &[usize]) -> Option<Ve
         let size = u32::from(slot.placement.profile.compute_slices);
         let (k, start) = order.iter().find_map(|&k| {
             let trial = trials.get(&k).unwrap_or(&gpus[k]);
-            let has_room = trial.used_gpcs() + size <= u32::from(trial.model.spec().compute_slices);
-            has_room.then(|| free_start(trial, slot.placement.profile)).flatten().map(|start| (k, start))
+            let start = trial.has_room_for(size).then(|| free_start(trial, slot.placement.profile)).flatten();
+            start.map(|start| (k, start))
         })?;
         let trial = trials.entry(k).or_insert_with(|| gpus[k].clone());
         trial.slots.push(Slot { placement: Placement { start, ..slot.placement }, ..*slot });

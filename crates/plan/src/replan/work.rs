@@ -28,6 +28,12 @@ impl WorkGpu {
         self.slots.iter().map(|s| u32::from(s.placement.profile.compute_slices)).sum()
     }
 
+    /// Whether `gpcs` more compute slices fit beside its instances (by
+    /// count only: where they go is the layout's question).
+    pub(super) fn has_room_for(&self, gpcs: u32) -> bool {
+        self.used_gpcs() + gpcs <= u32::from(self.model.spec().compute_slices)
+    }
+
     pub(super) fn placements(&self) -> Vec<Placement> {
         self.slots.iter().map(|s| s.placement).collect()
     }
