@@ -6,8 +6,11 @@ every host-to-device copy, write-back, compute and free of the simulated
 run, in the order the simulation started them, each with how many commands
 of each stream must have ended before it starts (`after`). This program:
 
-- caps device memory at the plan's `memory_bytes` (PyTorch's allocator is
-  limited to that fraction of the card, so the oversubscription is real);
+- caps device memory at the plan's `memory_bytes` plus a small headroom for
+  the allocator's rounding (PyTorch's allocator is limited to that fraction
+  of the card, so the oversubscription is real; its segments are expandable,
+  so memory one stream freed serves another; TESSERA_EXECUTOR_HEADROOM_MB,
+  default 512, sets the headroom);
 - keeps each buffer in pinned host memory and copies it in and out on its
   own CUDA stream per direction, in the plan's order;
 - runs one kernel per compute on a third stream, of the plan's duration
@@ -23,9 +26,14 @@ the sum of each stream's command times). Errors go to stderr, exit status 1.
 """
 
 import json
+import os
 import sys
 
-import torch
+# Before CUDA starts: freed memory is unmapped and remapped where needed
+# rather than kept in fixed segments, so one stream's frees serve another.
+os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+
+import torch  # noqa: E402
 
 PREFIX = "tessera:execution="
 
@@ -43,15 +51,55 @@ def calibrate(stream):
     return cycles * 20 / start.elapsed_time(end)
 
 
+def allocate(nbytes: int, device, waits) -> torch.Tensor:
+    """`nbytes` of device memory for one command. The host enqueues ahead of
+    the GPU, so memory the plan has freed by now may still be held by a copy
+    not yet ended (a write-back's chunks are released when it ends). When the
+    allocator refuses, wait for the ends this command waits for anyway, then
+    for all the work enqueued, and try again each time."""
+    for wait in (lambda: None, lambda: [event.synchronize() for event in waits], torch.cuda.synchronize):
+        wait()
+        try:
+            return torch.empty(nbytes, dtype=torch.uint8, device=device)
+        except torch.OutOfMemoryError:
+            pass
+    raise torch.OutOfMemoryError(f"{nbytes} bytes")
+
+
+def copy_in(host: torch.Tensor, nbytes: int, device, waits) -> torch.Tensor:
+    """A chunk of `nbytes` on the device, filled from `host` (enqueued)."""
+    chunk = allocate(nbytes, device, waits)
+    chunk.copy_(host[:nbytes], non_blocking=True)
+    return chunk
+
+
+def write_back(chunks: list, host: torch.Tensor, stream) -> None:
+    """Copies `chunks` into `host` (enqueued); their memory is free once the
+    copies on `stream` have ended."""
+    offset = 0
+    for chunk in chunks:
+        host[offset : offset + chunk.numel()].copy_(chunk, non_blocking=True)
+        chunk.record_stream(stream)
+        offset += chunk.numel()
+
+
+def run_kernel(nbytes: int, cycles: int, device, waits) -> None:
+    """A spin kernel of `cycles` holding `nbytes` of scratch (enqueued)."""
+    scratch = allocate(nbytes, device, waits)
+    torch.cuda._sleep(cycles)
+    del scratch
+
+
 def main() -> int:
     plan = json.load(sys.stdin)
     if plan.get("version") != 1:
         raise SystemExit(f"execution plan version {plan.get('version')!r}; this program reads version 1")
     if not torch.cuda.is_available():
         raise SystemExit("no CUDA device visible (check CUDA_VISIBLE_DEVICES)")
-    device = torch.device("cuda")
+    # The allocator cap needs an indexed device.
+    device = torch.device("cuda", torch.cuda.current_device())
     total = torch.cuda.get_device_properties(device).total_memory
-    cap = plan["memory_bytes"]
+    cap = plan["memory_bytes"] + int(os.environ.get("TESSERA_EXECUTOR_HEADROOM_MB", "512")) * 2**20
     if cap >= total:
         raise SystemExit(f"the trace's memory ({cap} bytes) is not below the card's ({total} bytes)")
     torch.cuda.set_per_process_memory_fraction(cap / total, device)
@@ -87,20 +135,14 @@ def main() -> int:
         with torch.cuda.stream(stream):
             start.record(stream)
             try:
+                # Each kind runs in a function of its own, so that no local
+                # of this loop keeps a buffer's memory alive past its free.
                 if kind == "h2d":
-                    chunk = torch.empty(command["bytes"], dtype=torch.uint8, device=device)
-                    chunk.copy_(host[label][: command["bytes"]], non_blocking=True)
-                    resident.setdefault(label, []).append(chunk)
+                    resident.setdefault(label, []).append(copy_in(host[label], command["bytes"], device, waits))
                 elif kind == "d2h":
-                    offset = 0
-                    for chunk in resident.pop(label, []):
-                        host[label][offset : offset + chunk.numel()].copy_(chunk, non_blocking=True)
-                        chunk.record_stream(stream)
-                        offset += chunk.numel()
+                    write_back(resident.pop(label, []), host[label], stream)
                 else:
-                    scratch = torch.empty(command["bytes"], dtype=torch.uint8, device=device)
-                    torch.cuda._sleep(int(command["compute_ms"] * cycles_per_ms))
-                    del scratch
+                    run_kernel(command["bytes"], int(command["compute_ms"] * cycles_per_ms), device, waits)
             except torch.OutOfMemoryError:
                 raise SystemExit(f"command {index} ({kind} {label}): CUDA out of memory under the cap of {cap} bytes")
             end.record(stream)

@@ -113,7 +113,10 @@ def build(model: str, device: torch.device):
 
 
 def capture(net, inputs, max_batch: int):
-    """One CUDA graph per batch size 1..max_batch, sharing one input buffer and one memory pool."""
+    """One CUDA graph per batch size 1..max_batch, sharing one input buffer and one memory pool.
+
+    Returns the graphs and the input buffer they read: the caller keeps both,
+    and the net, alive for as long as it replays them."""
     static = inputs(max_batch)
     graphs = {}
     pool = None
@@ -132,7 +135,7 @@ def capture(net, inputs, max_batch: int):
             pool = graph.pool()
             graphs[batch] = graph
     torch.cuda.synchronize()
-    return graphs
+    return graphs, static
 
 
 def run_batch(graph) -> None:
@@ -257,7 +260,7 @@ def worker(index: int, settings: dict, barrier, orders, results) -> None:
         load()
         torch.backends.cudnn.benchmark = True
         net, inputs = build(settings["model"], torch.device("cuda"))
-        graphs = capture(net, inputs, settings["batch"])
+        graphs, _buffer = capture(net, inputs, settings["batch"])
         barrier.wait(PHASE_TIMEOUT_S)
         warm_until = time.perf_counter() + 3.0  # clocks up before anything is measured
         while time.perf_counter() < warm_until:
@@ -445,7 +448,9 @@ def main_shared(args, device) -> dict:
     members = parse_members(args.members)
     for member in members:
         net, inputs = build(member["model"], device)
-        member["graphs"] = capture(net, inputs, member["batch"])
+        # The net and the input buffer stay alive with the graphs that read them.
+        member["net"] = net
+        member["graphs"], member["buffer"] = capture(net, inputs, member["batch"])
     warm_until = time.perf_counter() + 3.0
     while time.perf_counter() < warm_until:
         for member in members:

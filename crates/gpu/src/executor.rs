@@ -301,6 +301,57 @@ mod tests {
         assert!(message.contains("command 0 waits for a command that has not run"), "{message}");
     }
 
+    /// The executor program itself, with `examples/executor/fake_torch`
+    /// standing in for PyTorch: it counts device memory by the lifetime of
+    /// the program's tensors against the cap the program sets.
+    fn fake_torch_executor() -> ProgramDevice {
+        let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/executor");
+        let program = format!(
+            "PYTHONPATH={examples}/fake_torch TESSERA_EXECUTOR_HEADROOM_MB=0 python3 {examples}/run_schedule.py"
+        );
+        ProgramDevice { program, device: DeviceTarget::Gpu(0) }
+    }
+
+    #[test]
+    fn the_executor_program_holds_no_more_memory_than_the_plan_at_any_command() {
+        // The campaign's trace (scripts/gpu_campaign.sh) in every order it
+        // runs, then the plans above. On the H200 on 2026-11-30 five of its
+        // six orders ran out of memory under the cap: the program kept the
+        // last buffer it had copied or written back alive in a variable.
+        let params = GenerateParams {
+            clients: 4,
+            operations_per_client: 3,
+            oversubscription: 2.0,
+            transfer_ratio: 1.0,
+            link: Link::PcieGen5,
+            seed: 1,
+        };
+        let trace = generate(&params).unwrap();
+        let mut all = Vec::new();
+        for scheduler in [SchedulerKind::Fifo, SchedulerKind::Greedy, SchedulerKind::Genetic(Default::default())] {
+            for prefetch in [Prefetch::None, Prefetch::Lookahead(1)] {
+                let policies = Policies { prefetch, ..Policies::default() };
+                let schedule = plan_schedule(&trace, policies, &scheduler, &mut |_, _| {}).unwrap();
+                all.push((trace.clone(), execution_plan(&trace, &simulate(&trace, &schedule, policies).unwrap())));
+            }
+        }
+        all.extend(plans());
+        for (index, (_, plan)) in all.iter().enumerate() {
+            let report = execute_schedule(&mut fake_torch_executor(), &ExecuteOptions { plan: plan.clone() });
+            let report = report.unwrap_or_else(|error| panic!("plan {index}: {error}"));
+            // The stand-in's clock runs only in kernels: compute time is the plan's.
+            assert!((report.measured.compute_ms - report.simulated.compute_ms).abs() < 1e-3, "plan {index}");
+        }
+    }
+
+    #[test]
+    fn the_executor_program_fails_in_one_line_when_the_plan_does_not_fit_its_cap() {
+        let (_, mut plan) = plans().swap_remove(0);
+        plan.memory_bytes /= 4;
+        let error = fake_torch_executor().run(&plan).unwrap_err().to_string();
+        assert!(error.contains("CUDA out of memory under the cap") && !error.contains('\n'), "{error}");
+    }
+
     #[test]
     fn the_program_gets_the_plan_on_stdin_and_the_device_in_its_environment() {
         let dir = tempfile::tempdir().unwrap();
