@@ -8,8 +8,7 @@ of each stream must have ended before it starts (`after`). This program:
 
 - caps device memory at the plan's `memory_bytes` plus a small headroom for
   the allocator's rounding (PyTorch's allocator is limited to that fraction
-  of the card, so the oversubscription is real; its segments are expandable,
-  so memory one stream freed serves another; TESSERA_EXECUTOR_HEADROOM_MB,
+  of the card, so the oversubscription is real; TESSERA_EXECUTOR_HEADROOM_MB,
   default 512, sets the headroom);
 - keeps each buffer in pinned host memory and copies it in and out on its
   own CUDA stream per direction, in the plan's order;
@@ -29,11 +28,7 @@ import json
 import os
 import sys
 
-# Before CUDA starts: freed memory is unmapped and remapped where needed
-# rather than kept in fixed segments, so one stream's frees serve another.
-os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
-
-import torch  # noqa: E402
+import torch
 
 PREFIX = "tessera:execution="
 

@@ -195,3 +195,77 @@ fn a_shared_run_the_model_cannot_judge_is_refused_naming_the_member() {
     let error = run.compare_with_model().unwrap_err().to_string();
     assert_eq!(error, "members: a shared run has at least two members");
 }
+
+/// `scripts/gpu_campaign.sh` on a lent H200 on 2026-11-30
+/// (`fixtures/h200-2026-11-30/`: MIG off, driver 580.159.04, torch
+/// 2.11.0+cu130, the processes under an MPS daemon of the script's own).
+/// resnet50 (fp16) was profiled with 1, 2 and 3 processes at once, one
+/// service (p99 SLO) planned on those profiles by `tessera plan`, and the
+/// plan's busiest segment (batch 16, two processes) served at the capacity
+/// the plan gave it for 60 s; then two and three processes at 0.8 and 0.9
+/// of their full batch's throughput, 20 s each.
+const CAMPAIGN_PLANNED: &str = include_str!("fixtures/h200-2026-11-30/planned.json");
+const CAMPAIGN_PROCS: [(&str, &str); 2] = [
+    ("procs-p2", include_str!("fixtures/h200-2026-11-30/procs-p2.json")),
+    ("procs-p3", include_str!("fixtures/h200-2026-11-30/procs-p3.json")),
+];
+
+#[test]
+fn a_segment_served_at_its_planned_capacity_on_the_h200_kept_its_p99_slo() {
+    let run = parse("h200-2026-11-30/planned", CAMPAIGN_PLANNED);
+    let compared = run.compare_with_model(1, 0.0).unwrap();
+    let level = &compared[0].measured;
+    let planned_rps = run.planned_capacity_rps.unwrap();
+    assert!((level.arrived_rps / planned_rps - 1.0).abs() < 0.005, "served {} of {planned_rps}", level.arrived_rps);
+    // Measured: 99.976% within the SLO; the model said 99.835%: both keep
+    // a p99 SLO, the model on the safe side of the GPU.
+    let (measured, model) = (level.within_slo.unwrap(), compared[0].model_within_slo.unwrap());
+    assert!(measured >= 0.99 && (0.99..measured).contains(&model), "measured {measured}, model {model}");
+}
+
+#[test]
+fn with_two_or_three_processes_the_model_overstates_the_h200s_latency() {
+    // The profile of P processes is measured with all P running a batch at
+    // once; served at random, they seldom are, so batches run faster than
+    // the profile says. Measured: p50 6–11% and p99 15–31% under the
+    // model's, more so with three processes than with two.
+    let mut p99_ratio_by_procs: Vec<(u32, f64, f64)> = Vec::new();
+    let runs = [("planned", CAMPAIGN_PLANNED)].into_iter().chain(CAMPAIGN_PROCS);
+    for (name, json) in runs {
+        let run = parse(name, json);
+        for compared in run.compare_with_model(1, 0.0).unwrap() {
+            let level = &compared.measured;
+            let (p50, p99) = (compared.model_p50_ms / level.p50_ms, compared.model_p99_ms / level.p99_ms);
+            assert!((1.03..1.15).contains(&p50) && (1.10..1.35).contains(&p99), "{name}: p50 ×{p50:.3}, p99 ×{p99:.3}");
+            p99_ratio_by_procs.push((run.procs, level.utilisation, p99));
+        }
+    }
+    for (procs, load, ratio) in &p99_ratio_by_procs {
+        for (more_procs, same_load, more_ratio) in &p99_ratio_by_procs {
+            if more_procs > procs && (same_load - load).abs() < 0.01 {
+                assert!(more_ratio > ratio, "{procs} vs {more_procs} processes at {load}");
+            }
+        }
+    }
+}
+
+/// Four light models sharing the H200 under one serialized executor, 60 s
+/// (`torch_serve.py --members`, the same campaign).
+const CAMPAIGN_SHARED: &str = include_str!("fixtures/h200-2026-11-30/shared.json");
+
+#[test]
+fn four_models_sharing_the_h200_kept_their_slos_and_the_serialized_model_understates_their_p99() {
+    let run = MeasuredShared::from_json(CAMPAIGN_SHARED).unwrap();
+    let compared = run.compare_with_model().unwrap();
+    // Busy 52.6% measured against 49.1% from the rates and the batch times
+    // profiled alone: served in turn, batches ran about 7% slower.
+    let busy_ratio = compared.busy_share / compared.model_busy_share;
+    assert!((1.03..1.12).contains(&busy_ratio), "{busy_ratio}");
+    for member in &compared.members {
+        let name = &member.measured.model;
+        assert!(member.measured.within_slo == 1.0 && member.model_within_slo > 0.9999, "{name}");
+        // The model's p99 was 17–19% under the GPU's (about 1.1 ms).
+        let ratio = member.model_p99_ms / member.measured.p99_ms;
+        assert!((0.75..0.9).contains(&ratio), "{name}: model p99 ×{ratio:.3} of measured");
+    }
+}
