@@ -10,6 +10,7 @@ use tessera_serving::Capacities;
 use crate::error::PlanError;
 use crate::estimate::{complete_for_fleet, ProfileOrigin};
 use crate::judge::PointsMemo;
+use crate::replan::FreshMemo;
 
 /// The services to plan, the profiles of their models on every GPU model
 /// of a fleet (the missing ones estimated, see [`complete_for_fleet`]),
@@ -33,6 +34,10 @@ pub struct PlanInputs {
     /// The points each service was planned with, shared as the capacities
     /// are (they do not depend on the rates).
     judged_points: PointsMemo,
+    /// The last fresh optimum a replan planned over these profiles, shared
+    /// by inputs for other services over them (not by inputs completed
+    /// for more GPU models: their profiles differ).
+    fresh_memo: FreshMemo,
 }
 
 impl PlanInputs {
@@ -67,6 +72,7 @@ impl PlanInputs {
             images: BTreeMap::new(),
             capacities: Capacities::new(),
             judged_points: PointsMemo::default(),
+            fresh_memo: FreshMemo::default(),
         })
     }
 
@@ -145,6 +151,11 @@ impl PlanInputs {
     /// The memo of the points each service was planned with.
     pub(crate) fn judged_points(&self) -> &PointsMemo {
         &self.judged_points
+    }
+
+    /// The memo of the last fresh optimum a replan planned.
+    pub(crate) fn fresh_memo(&self) -> &FreshMemo {
+        &self.fresh_memo
     }
 }
 

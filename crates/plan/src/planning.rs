@@ -409,6 +409,7 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
                     current: from.current,
                     max_extra_gpus: from.max_extra_gpus,
                     removed_gpus: &removed,
+                    fresh_memo: Some(inputs.fresh_memo()),
                 })?,
             };
             let mut plan = replanned.plan;

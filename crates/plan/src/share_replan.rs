@@ -169,7 +169,10 @@ pub(crate) fn replan_shared(
     });
     let placing =
         Problem { catalog: &stand_ins.catalog, services: &stand_ins.services, points: None, ..problem.clone() };
-    let replanned = replan(&ReplanRequest { plan: placing, current: &running, max_extra_gpus, removed_gpus: removed })?;
+    // Its catalogue is of stand-ins: no memo of the inputs' serves it.
+    let request =
+        ReplanRequest { plan: placing, current: &running, max_extra_gpus, removed_gpus: removed, fresh_memo: None };
+    let replanned = replan(&request)?;
     let mut plan = unfold(replanned.plan, &packing, &stand_ins, problem);
     plan.notes.push(format!(
         "replanned with shared instances: {} of the running plan's {} kept where they run, {} joined by a service",

@@ -39,8 +39,9 @@
 //! (the rounds of the layout-keeping plan and the dissolving), `fill`
 //! (segments moved within kept layouts), `residual` (the rest planned on
 //! new GPUs), `absorb` (new GPUs moved into kept ones), `assemble` (work
-//! GPUs made a plan), `align` ([`align_to`], [`reseat`]) and `keep_layouts`
-//! (the fresh plan on old layouts).
+//! GPUs made a plan), `align` ([`align_to`], [`reseat`]), `keep_layouts`
+//! (the fresh plan on old layouts) and `fresh` (the last fresh optimum,
+//! kept for a replan of the same SLOs).
 
 mod absorb;
 mod align;
@@ -49,6 +50,7 @@ mod candidates;
 mod fill;
 #[cfg(test)]
 mod fixtures;
+mod fresh;
 mod inherit;
 mod keep_layouts;
 mod position;
@@ -63,6 +65,7 @@ use crate::optimal::plan_optimal;
 use crate::problem::Problem;
 use crate::verify::{verify_memoised, VerifyRequest};
 pub use align::{align_to, reseat};
+pub(crate) use fresh::FreshMemo;
 use inherit::inherit;
 use keep_layouts::keep_layouts;
 pub use position::GpuPosition;
@@ -80,6 +83,9 @@ pub struct ReplanRequest<'a> {
     /// GPUs of the current plan that must not be used (drained or lost):
     /// their services are replanned onto the rest.
     pub removed_gpus: &'a [GpuPosition],
+    /// The memo of the last fresh optimum planned over `plan`'s catalogue
+    /// (the inputs'); `None` plans it (a catalogue of stand-ins).
+    pub fresh_memo: Option<&'a FreshMemo>,
 }
 
 /// A replan, with the fresh optimum beside it.
@@ -105,7 +111,10 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
     let plan_request = &request.plan;
     plan_request.check()?;
     let inherited = inherit(plan_request, request.current, request.removed_gpus)?;
-    let fresh = plan_optimal(plan_request)?;
+    let fresh = match request.fresh_memo {
+        Some(memo) => memo.optimum(plan_request)?,
+        None => plan_optimal(plan_request)?,
+    };
     let fresh = align_to(request.current, fresh, request.removed_gpus);
     let fresh_diff = diff_plans(request.current, &fresh);
     let bound = fresh.gpu_count as u64 + request.max_extra_gpus;
@@ -180,7 +189,14 @@ mod tests {
 
     /// Replans `services` on the built-in catalogue from `current`.
     fn replan_of(catalog: &ProfileCatalog, services: &[ServiceSlo], current: &Plan, max_extra_gpus: u64) -> Replan {
-        replan(&ReplanRequest { plan: request(catalog, services), current, max_extra_gpus, removed_gpus: &[] }).unwrap()
+        let request = ReplanRequest {
+            plan: request(catalog, services),
+            current,
+            max_extra_gpus,
+            removed_gpus: &[],
+            fresh_memo: None,
+        };
+        replan(&request).unwrap()
     }
 
     fn check(replanned: &Replan, catalog: &ProfileCatalog, services: &[ServiceSlo]) {
@@ -245,6 +261,7 @@ mod tests {
             current: &current,
             max_extra_gpus: 1,
             removed_gpus: &[drained],
+            fresh_memo: None,
         })
         .unwrap();
         check(&replanned, &catalog, &services);
@@ -275,8 +292,9 @@ mod tests {
         let services = services(6, 5);
         let current = plan_optimal(&request(&catalog, &services)).unwrap();
         let on_h100 = Problem::parva(GpuModel::H100_80GB, &catalog, &services);
-        let error = replan(&ReplanRequest { plan: on_h100, current: &current, max_extra_gpus: 0, removed_gpus: &[] })
-            .unwrap_err();
+        let on_h100 =
+            ReplanRequest { plan: on_h100, current: &current, max_extra_gpus: 0, removed_gpus: &[], fresh_memo: None };
+        let error = replan(&on_h100).unwrap_err();
         assert!(matches!(error, PlanError::ForeignGpu { .. }), "{error}");
         assert!(error.to_string().contains("a100-80gb"), "{error}");
         let nowhere = [GpuPosition { node: 9, index: 7 }];
@@ -285,6 +303,7 @@ mod tests {
             current: &current,
             max_extra_gpus: 0,
             removed_gpus: &nowhere,
+            fresh_memo: None,
         })
         .unwrap_err();
         assert!(matches!(error, PlanError::GpuNotInPlan { node: 9, index: 7, .. }), "{error}");
