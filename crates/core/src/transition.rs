@@ -133,62 +133,148 @@ pub struct Step {
     pub dips: Vec<Dip>,
 }
 
-/// A segment in a transition's bookkeeping: service and throughput.
-type Running = (String, f64);
+/// A segment in a transition's bookkeeping: its service (an index into
+/// [`Ledger::names`]) and throughput.
+type Running = (usize, f64);
 
-/// One GPU's operations with the segments they stop and start.
-type GpuChangeSet = (GpuOperations, Vec<Running>, Vec<Running>);
+/// One GPU's operations with the segments they stop and start, and what
+/// its stops take from each service (summed, in the order they stop).
+struct GpuChangeSet {
+    gpu: GpuOperations,
+    stopped: Vec<Running>,
+    started: Vec<Running>,
+    stopped_by_service: Vec<Running>,
+}
 
-/// Adds `sign` × each segment's throughput to its service's total.
-fn add_all(totals: &mut HashMap<String, f64>, segments: &[Running], sign: f64) {
-    for (service, rps) in segments {
-        *totals.entry(service.clone()).or_default() += sign * rps;
+/// The services of a transition by index, with each one's rate in the
+/// new plan (`None`: not in it) and what runs for it now, req/s.
+struct Ledger<'a> {
+    names: Vec<&'a str>,
+    index: HashMap<&'a str, usize>,
+    rate_rps: Vec<Option<f64>>,
+    provisioned_rps: Vec<f64>,
+}
+
+impl<'a> Ledger<'a> {
+    /// The services of `new` at their rates, nothing provisioned yet.
+    fn of(new: &'a Plan) -> Ledger<'a> {
+        let mut ledger =
+            Ledger { names: Vec::new(), index: HashMap::new(), rate_rps: Vec::new(), provisioned_rps: Vec::new() };
+        for service in &new.services {
+            let at = ledger.service(&service.service);
+            ledger.rate_rps[at] = Some(service.rate_rps);
+        }
+        ledger
+    }
+
+    /// The index of `name`, added when new.
+    fn service(&mut self, name: &'a str) -> usize {
+        if let Some(&at) = self.index.get(name) {
+            return at;
+        }
+        self.names.push(name);
+        self.rate_rps.push(None);
+        self.provisioned_rps.push(0.0);
+        self.index.insert(name, self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    /// What each service gets from `resident`.
+    fn serves(&mut self, resident: &Resident<'a>) -> Vec<Running> {
+        match resident {
+            Resident::Segment(i) => vec![(self.service(&i.service), i.capacity())],
+            Resident::Executor(s) => s.members.iter().map(|m| (self.service(&m.service), m.capacity_rps)).collect(),
+        }
+    }
+
+    /// Adds `sign` × each segment's throughput to what its service has.
+    fn provision(&mut self, segments: &[Running], sign: f64) {
+        for &(service, rps) in segments {
+            self.provisioned_rps[service] += sign * rps;
+        }
+    }
+
+    /// Whether a GPU whose stops take `stopped_by_service` can join a step
+    /// already stopping `stopping` with no service falling below its rate.
+    fn joins_without_dip(&self, stopping: &Stopping, stopped_by_service: &[Running]) -> bool {
+        stopped_by_service.iter().all(|&(service, rps)| {
+            let Some(rate_rps) = self.rate_rps[service] else { return true };
+            let left_rps = self.provisioned_rps[service] - stopping.rps[service] - rps;
+            left_rps >= rate_rps * (1.0 - 1e-9)
+        })
+    }
+
+    /// The services below their rate while `stopping` is stopped, by name.
+    fn dips(&self, stopping: &Stopping) -> Vec<Dip> {
+        let mut dips: Vec<Dip> = stopping
+            .touched
+            .iter()
+            .filter_map(|&service| {
+                let rate_rps = self.rate_rps[service]?;
+                let provisioned_rps = self.provisioned_rps[service] - stopping.rps[service];
+                (provisioned_rps < rate_rps * (1.0 - 1e-9)).then(|| Dip {
+                    service: self.names[service].to_string(),
+                    rate_rps,
+                    provisioned_rps,
+                })
+            })
+            .collect();
+        dips.sort_by(|a, b| a.service.cmp(&b.service));
+        dips
     }
 }
 
-/// The services below their rate while `stopping` is stopped.
-fn dips_of(
-    rates: &HashMap<&str, f64>,
-    provisioned: &HashMap<String, f64>,
-    stopping: &HashMap<String, f64>,
-) -> Vec<Dip> {
-    let mut dips: Vec<Dip> = stopping
-        .iter()
-        .filter_map(|(service, stopped_rps)| {
-            let rate_rps = *rates.get(service.as_str())?;
-            let provisioned_rps = provisioned.get(service).copied().unwrap_or(0.0) - stopped_rps;
-            (provisioned_rps < rate_rps * (1.0 - 1e-9)).then(|| Dip {
-                service: service.clone(),
-                rate_rps,
-                provisioned_rps,
-            })
-        })
-        .collect();
-    dips.sort_by(|a, b| a.service.cmp(&b.service));
-    dips
+/// What a step stops so far, per service, req/s.
+struct Stopping {
+    rps: Vec<f64>,
+    /// The services with something stopped, each once, and their marks.
+    touched: Vec<usize>,
+    is_touched: Vec<bool>,
+}
+
+impl Stopping {
+    /// Nothing stopped of `services` services.
+    fn new(services: usize) -> Stopping {
+        Stopping { rps: vec![0.0; services], touched: Vec::new(), is_touched: vec![false; services] }
+    }
+
+    /// Adds each segment's throughput to what its service has stopped.
+    fn add(&mut self, segments: &[Running]) {
+        for &(service, rps) in segments {
+            if !self.is_touched[service] {
+                self.is_touched[service] = true;
+                self.touched.push(service);
+            }
+            self.rps[service] += rps;
+        }
+    }
+
+    /// Nothing stopped again.
+    fn clear(&mut self) {
+        for &service in &self.touched {
+            self.rps[service] = 0.0;
+            self.is_touched[service] = false;
+        }
+        self.touched.clear();
+    }
 }
 
 /// Ends the step of the GPUs in `current` (if any): its dips, then what it
 /// stops and starts counted as done.
-fn close_step(
-    current: &mut Vec<GpuChangeSet>,
-    rates: &HashMap<&str, f64>,
-    provisioned: &mut HashMap<String, f64>,
-    steps: &mut Vec<Step>,
-) {
+fn close_step(current: &mut Vec<GpuChangeSet>, ledger: &mut Ledger<'_>, steps: &mut Vec<Step>) {
     if current.is_empty() {
         return;
     }
-    let mut stopping = HashMap::new();
-    for (_, stopped, _) in current.iter() {
-        add_all(&mut stopping, stopped, 1.0);
+    let mut stopping = Stopping::new(ledger.names.len());
+    for change in current.iter() {
+        stopping.add(&change.stopped);
     }
-    let dips = dips_of(rates, provisioned, &stopping);
-    for (_, stopped, started) in current.iter() {
-        add_all(provisioned, stopped, -1.0);
-        add_all(provisioned, started, 1.0);
+    let dips = ledger.dips(&stopping);
+    for change in current.iter() {
+        ledger.provision(&change.stopped, -1.0);
+        ledger.provision(&change.started, 1.0);
     }
-    steps.push(Step { gpus: current.drain(..).map(|(gpu, ..)| gpu).collect(), dips });
+    steps.push(Step { gpus: current.drain(..).map(|change| change.gpu).collect(), dips });
 }
 
 /// The operation that stops `resident`.
@@ -208,14 +294,6 @@ fn start(resident: &Resident<'_>) -> Operation {
             Operation::Start { instance, service: i.service.clone(), batch: i.batch, procs: i.procs }
         }
         Resident::Executor(s) => Operation::StartShared { instance, sharing: s.sharing, services: member_services(s) },
-    }
-}
-
-/// What each service gets from `resident`, req/s.
-fn serves(resident: &Resident<'_>) -> Vec<Running> {
-    match resident {
-        Resident::Segment(i) => vec![(i.service.clone(), i.capacity())],
-        Resident::Executor(s) => s.members.iter().map(|m| (m.service.clone(), m.capacity_rps)).collect(),
     }
 }
 
@@ -253,11 +331,11 @@ pub fn hardware_change(old: &Plan, new: &Plan) -> Option<String> {
 /// segments stop and instances are destroyed before new ones are created
 /// and started, so every GPU's layout is valid after each operation.
 pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
-    let rates: HashMap<&str, f64> = new.services.iter().map(|s| (s.service.as_str(), s.rate_rps)).collect();
-    let mut provisioned: HashMap<String, f64> = HashMap::new();
+    let mut ledger = Ledger::of(new);
     for gpu in &old.gpus {
         for resident in Resident::all_on(Some(gpu)) {
-            add_all(&mut provisioned, &serves(&resident), 1.0);
+            let serves = ledger.serves(&resident);
+            ledger.provision(&serves, 1.0);
         }
     }
     let old_gpus: BTreeMap<(u32, u32), &GpuAssignment> = old.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
@@ -283,7 +361,7 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
         for resident in &before {
             if find(&after, resident).is_none_or(|next| !next.same_work(resident)) {
                 operations.push(stop(resident));
-                stopped.extend(serves(resident));
+                stopped.extend(ledger.serves(resident));
             }
         }
         for resident in before.iter().filter(|r| find(&after, r).is_none()) {
@@ -295,31 +373,41 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
         for resident in &after {
             if find(&before, resident).is_none_or(|previous| !previous.same_work(resident)) {
                 operations.push(start(resident));
-                started.extend(serves(resident));
+                started.extend(ledger.serves(resident));
             }
         }
         if operations.is_empty() {
             continue;
         }
-        let entry = (GpuOperations { node, index, operations }, stopped, started);
-        if entry.1.is_empty() {
-            makes.push(entry);
-        } else if entry.2.is_empty() {
-            breaks.push(entry);
+        // A GPU stops a few segments: their services summed in a short list.
+        let mut stopped_by_service: Vec<Running> = Vec::with_capacity(stopped.len());
+        for &(service, rps) in &stopped {
+            match stopped_by_service.iter_mut().find(|(known, _)| *known == service) {
+                Some((_, total)) => *total += rps,
+                None => stopped_by_service.push((service, rps)),
+            }
+        }
+        let change =
+            GpuChangeSet { gpu: GpuOperations { node, index, operations }, stopped, started, stopped_by_service };
+        if change.stopped.is_empty() {
+            makes.push(change);
+        } else if change.started.is_empty() {
+            breaks.push(change);
         } else {
-            changes.push(entry);
+            changes.push(change);
         }
     }
     let mut steps = Vec::new();
     if !makes.is_empty() {
-        for (_, _, started) in &makes {
-            add_all(&mut provisioned, started, 1.0);
+        for change in &makes {
+            ledger.provision(&change.started, 1.0);
         }
-        steps.push(Step { gpus: makes.into_iter().map(|(gpu, ..)| gpu).collect(), dips: Vec::new() });
+        steps.push(Step { gpus: makes.into_iter().map(|change| change.gpu).collect(), dips: Vec::new() });
     }
+    let mut stopping = Stopping::new(ledger.names.len());
     for mut remaining in [changes, breaks] {
         let mut current: Vec<GpuChangeSet> = Vec::new();
-        let mut stopping: HashMap<String, f64> = HashMap::new();
+        stopping.clear();
         // GPUs before `from` cannot join this step: they did not with less
         // stopping, and a step only stops more.
         let mut from = 0;
@@ -329,55 +417,31 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
             // before one whose stops they do not yet.
             let fits = remaining[from..]
                 .iter()
-                .position(|entry| joins_without_dip(&rates, &provisioned, &stopping, &entry.1))
+                .position(|change| ledger.joins_without_dip(&stopping, &change.stopped_by_service))
                 .map(|offset| from + offset);
             match fits {
                 Some(index) => {
-                    let entry = remaining.remove(index);
-                    add_all(&mut stopping, &entry.1, 1.0);
-                    current.push(entry);
+                    let change = remaining.remove(index);
+                    stopping.add(&change.stopped);
+                    current.push(change);
                     from = index;
                 }
                 None if !current.is_empty() => {
-                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
+                    close_step(&mut current, &mut ledger, &mut steps);
                     stopping.clear();
                     from = 0;
                 }
                 None => {
                     // Every GPU left dips on its own: the first runs alone.
                     current.push(remaining.remove(0));
-                    close_step(&mut current, &rates, &mut provisioned, &mut steps);
+                    close_step(&mut current, &mut ledger, &mut steps);
                     from = 0;
                 }
             }
         }
-        close_step(&mut current, &rates, &mut provisioned, &mut steps);
+        close_step(&mut current, &mut ledger, &mut steps);
     }
     steps
-}
-
-/// Whether the GPU stopping `stopped` can join a step already stopping
-/// `stopping` with no service falling below its rate.
-fn joins_without_dip(
-    rates: &HashMap<&str, f64>,
-    provisioned: &HashMap<String, f64>,
-    stopping: &HashMap<String, f64>,
-    stopped: &[Running],
-) -> bool {
-    // A GPU stops a few segments: their services summed in a short list.
-    let mut own: Vec<(&str, f64)> = Vec::with_capacity(stopped.len());
-    for (service, rps) in stopped {
-        match own.iter_mut().find(|(known, _)| known == service) {
-            Some((_, total)) => *total += rps,
-            None => own.push((service.as_str(), *rps)),
-        }
-    }
-    own.iter().all(|(service, rps)| {
-        let Some(&rate_rps) = rates.get(service) else { return true };
-        let left_rps =
-            provisioned.get(*service).copied().unwrap_or(0.0) - stopping.get(*service).copied().unwrap_or(0.0) - rps;
-        left_rps >= rate_rps * (1.0 - 1e-9)
-    })
 }
 
 #[cfg(test)]
