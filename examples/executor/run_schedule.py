@@ -96,7 +96,7 @@ def main() -> int:
     total = torch.cuda.get_device_properties(device).total_memory
     cap = plan["memory_bytes"] + int(os.environ.get("TESSERA_EXECUTOR_HEADROOM_MB", "512")) * 2**20
     if cap >= total:
-        raise SystemExit(f"the trace's memory ({cap} bytes) is not below the card's ({total} bytes)")
+        raise SystemExit(f"the trace's memory and headroom ({cap} bytes) are not below the card's ({total} bytes)")
     torch.cuda.set_per_process_memory_fraction(cap / total, device)
 
     streams = {"h2d": torch.cuda.Stream(), "d2h": torch.cuda.Stream(), "compute": torch.cuda.Stream()}

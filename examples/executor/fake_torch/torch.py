@@ -6,12 +6,10 @@ the cap the executor sets, the refusal past that cap, and a device index the
 cap must name. A compute takes its `_sleep` cycles at a made-up clock, so the
 times it reports are the plan's own."""
 
-import os
-
 uint8 = "uint8"
 _CYCLES_PER_MS = 1_000_000.0
-_TOTAL_BYTES = int(os.environ.get("FAKE_TORCH_TOTAL_BYTES", str(141 * 10**9)))
-_state = {"cap": _TOTAL_BYTES, "used": 0, "peak": 0, "now_ms": 0.0}
+_TOTAL_BYTES = 141 * 10**9
+_state = {"cap": _TOTAL_BYTES, "used": 0, "now_ms": 0.0}
 
 
 class OutOfMemoryError(RuntimeError):
@@ -31,7 +29,6 @@ class Tensor:
                 raise OutOfMemoryError(f"{nbytes} bytes above the cap ({_state['used']} of {_state['cap']} used)")
             self._on_device = True
             _state["used"] += nbytes
-            _state["peak"] = max(_state["peak"], _state["used"])
 
     def __del__(self):
         if self._on_device:
