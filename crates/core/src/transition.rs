@@ -259,22 +259,25 @@ impl Stopping {
     }
 }
 
-/// Ends the step of the GPUs in `current` (if any): its dips, then what it
-/// stops and starts counted as done.
-fn close_step(current: &mut Vec<GpuChangeSet>, ledger: &mut Ledger<'_>, steps: &mut Vec<Step>) {
+/// Ends the step of the GPUs in `current` (if any), which stop `stopping`:
+/// its dips, then what it stops and starts counted as done, and nothing
+/// stopping again.
+fn close_step(
+    current: &mut Vec<GpuChangeSet>,
+    stopping: &mut Stopping,
+    ledger: &mut Ledger<'_>,
+    steps: &mut Vec<Step>,
+) {
     if current.is_empty() {
         return;
     }
-    let mut stopping = Stopping::new(ledger.names.len());
-    for change in current.iter() {
-        stopping.add(&change.stopped);
-    }
-    let dips = ledger.dips(&stopping);
+    let dips = ledger.dips(stopping);
     for change in current.iter() {
         ledger.provision(&change.stopped, -1.0);
         ledger.provision(&change.started, 1.0);
     }
     steps.push(Step { gpus: current.drain(..).map(|change| change.gpu).collect(), dips });
+    stopping.clear();
 }
 
 /// The operation that stops `resident`.
@@ -407,7 +410,6 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
     let mut stopping = Stopping::new(ledger.names.len());
     for mut remaining in [changes, breaks] {
         let mut current: Vec<GpuChangeSet> = Vec::new();
-        stopping.clear();
         // GPUs before `from` cannot join this step: they did not with less
         // stopping, and a step only stops more.
         let mut from = 0;
@@ -427,19 +429,20 @@ pub fn transition_steps<'a>(old: &'a Plan, new: &'a Plan) -> Vec<Step> {
                     from = index;
                 }
                 None if !current.is_empty() => {
-                    close_step(&mut current, &mut ledger, &mut steps);
-                    stopping.clear();
+                    close_step(&mut current, &mut stopping, &mut ledger, &mut steps);
                     from = 0;
                 }
                 None => {
                     // Every GPU left dips on its own: the first runs alone.
-                    current.push(remaining.remove(0));
-                    close_step(&mut current, &mut ledger, &mut steps);
+                    let change = remaining.remove(0);
+                    stopping.add(&change.stopped);
+                    current.push(change);
+                    close_step(&mut current, &mut stopping, &mut ledger, &mut steps);
                     from = 0;
                 }
             }
         }
-        close_step(&mut current, &mut ledger, &mut steps);
+        close_step(&mut current, &mut stopping, &mut ledger, &mut steps);
     }
     steps
 }
