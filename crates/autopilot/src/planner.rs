@@ -110,8 +110,8 @@ impl Planner {
         from: Option<ReplanFrom<'a>>,
     ) -> Result<PlanRequest<'a>, PlanError> {
         let request = PlanRequest::from_options(&self.settings.options, inputs, from)?;
-        // Of the many plans weighed, one is kept: it alone is given its
-        // figures (`with_figures`).
+        // Of the many plans weighed, none is given its figures here: the
+        // caller who deploys or shows one asks for them (`with_figures`).
         Ok(PlanRequest { target: self.settings.target.as_ref(), figures: false, ..request })
     }
 

@@ -98,7 +98,7 @@ impl LiveLoop {
         let (mut outcome, failed) = match new_plan {
             None => ("nothing to do".to_string(), false),
             Some(plan) => {
-                let outcome = self.target.apply(plan, note);
+                let outcome = self.target.apply(&self.controller.with_figures(plan.clone()), note);
                 self.metrics.record_transition(outcome.metric_name());
                 if let Outcome::Failed { running: Some(running), .. } = &outcome {
                     self.controller.adopt(running.as_ref().clone());

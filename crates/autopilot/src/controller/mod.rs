@@ -79,7 +79,12 @@
 //! Every decision is journaled with its reason. A decision to reconfigure
 //! takes effect at once in the controller (the plan it returns is the one
 //! it then considers running); a caller whose apply failed says what runs
-//! with [`Controller::adopt`].
+//! with [`Controller::adopt`]. Its plans carry each service's capacity,
+//! which is all a decision reads, but not the serving model's figures
+//! (percentile latency, attainment, tolerance, busiest load): predicting
+//! them for every service of every plan a fleet passes through would cost
+//! more than deciding, so [`Controller::with_figures`] predicts them for
+//! the plan a caller deploys or shows.
 
 mod candidates;
 mod config;
@@ -183,6 +188,13 @@ impl Controller {
     pub fn adopt(&mut self, plan: Plan) {
         self.plan = Some(plan);
         self.refused_estimate = None;
+    }
+
+    /// `plan`, one of this controller's, with every service's figures
+    /// predicted at the rates it was made for (as `tessera plan` predicts
+    /// them); as it is when they cannot be computed.
+    pub fn with_figures(&self, plan: Plan) -> Plan {
+        self.planner.with_figures(plan)
     }
 
     /// The arrival model plans are made under.
@@ -311,7 +323,7 @@ impl Controller {
         let forecast_rps = self.forecaster.forecast();
         let plan_rps = scaled(&forecast_rps, 1.0 + self.config.plan_headroom);
         let Some(running) = self.plan.clone() else {
-            return match self.planner.fresh(&plan_rps).map(|plan| self.planner.with_figures(plan)) {
+            return match self.planner.fresh(&plan_rps) {
                 Ok(plan) => {
                     let reason = format!(
                         "no plan ran: planned from scratch for the forecast +{:.0}%: {}",
@@ -638,7 +650,6 @@ impl Controller {
         if !exempt_from_the_limit(&transition) {
             self.recent_s.push_back(time_s);
         }
-        let plan = self.planner.with_figures(plan);
         self.plan = Some(plan.clone());
         Reconfiguration { plan, transition, fresh_gpus }
     }
