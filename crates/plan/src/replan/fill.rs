@@ -3,7 +3,7 @@
 //! instances others can spare, and free instances left over go to a
 //! service that can run them.
 
-use tessera_core::ProfilePoint;
+use tessera_core::{GpuModel, ProfilePoint};
 
 use super::candidates::Candidates;
 use super::work::{Ledger, WorkGpu};
@@ -56,6 +56,9 @@ pub(super) fn fill_deficits(request: &Problem<'_>, gpus: &mut [WorkGpu], candida
             let deficit = ledger.deficit(service);
             // (short, size, taken from a service, throughput): smaller is better.
             let mut best: Option<(PickKey, usize, usize, ProfilePoint)> = None;
+            // The ledger holds still while the GPUs are scanned: the best
+            // configuration of each instance size is looked up once.
+            let mut best_of_size: Vec<((GpuModel, u8), Option<ProfilePoint>)> = Vec::new();
             for (g, gpu) in gpus.iter().enumerate() {
                 for (s, slot) in gpu.slots.iter().enumerate() {
                     let taken = match slot.segment {
@@ -69,8 +72,13 @@ pub(super) fn fill_deficits(request: &Problem<'_>, gpus: &mut [WorkGpu], candida
                         Some(_) => continue,
                     };
                     let size = slot.placement.profile.compute_slices;
-                    let Some(point) = candidates.best(gpu.model, service, size, |tp| ledger.ratio_with(service, tp))
-                    else {
+                    let known = best_of_size.iter().find(|(of, _)| *of == (gpu.model, size)).map(|(_, point)| *point);
+                    let point = known.unwrap_or_else(|| {
+                        let point = candidates.best(gpu.model, service, size, |tp| ledger.ratio_with(service, tp));
+                        best_of_size.push(((gpu.model, size), point));
+                        point
+                    });
+                    let Some(point) = point else {
                         continue;
                     };
                     let covering = point.throughput_rps >= deficit;

@@ -58,13 +58,23 @@ pub(super) fn keep_layouts(request: &Problem<'_>, current: &Plan, mut plan: Plan
     let mut unplaced: Vec<usize> = Vec::new();
     let mut order = changed_new.clone();
     order.sort_by_key(|&n| std::cmp::Reverse(plan.gpus[n].instances.len()));
+    // A GPU is rebuilt only on one with at least as many instances of each
+    // of its profiles: counted once, not compared name by name at each try.
+    let mut profiles = ProfileCounts::default();
+    let mut free_counts: Vec<Vec<u16>> = free_old.iter().map(|o| profiles.of(o)).collect();
     for n in order {
-        let rebuilt = free_old.iter().enumerate().find_map(|(k, o)| {
-            rebuild_on(&plan.gpus[n], o, request, &index, &mut candidates, &mut ledger).map(|gpu| (k, gpu))
+        let needs = profiles.of(&plan.gpus[n]);
+        let rebuilt = free_old.iter().zip(&free_counts).enumerate().find_map(|(k, (o, has))| {
+            let holds = (0..needs.len()).all(|p| has.get(p).copied().unwrap_or(0) >= needs[p]);
+            holds
+                .then(|| rebuild_on(&plan.gpus[n], o, request, &index, &mut candidates, &mut ledger))
+                .flatten()
+                .map(|gpu| (k, gpu))
         });
         match rebuilt {
             Some((k, gpu)) => {
                 free_old.remove(k);
+                free_counts.remove(k);
                 positions_freed.push(at(&plan.gpus[n]));
                 plan.gpus[n] = gpu;
             }
@@ -97,6 +107,30 @@ pub(super) fn keep_layouts(request: &Problem<'_>, current: &Plan, mut plan: Plan
     plan.gpus.sort_by_key(|g| (g.node, g.index));
     plan.services = service_reports(&plan.gpus, request);
     plan
+}
+
+/// Each GPU's instances counted by profile, the profiles numbered as first
+/// met.
+#[derive(Default)]
+struct ProfileCounts {
+    numbers: HashMap<String, usize>,
+}
+
+impl ProfileCounts {
+    /// How many instances of each profile `gpu` holds, by profile number
+    /// (profiles numbered after it are absent: none).
+    fn of(&mut self, gpu: &GpuAssignment) -> Vec<u16> {
+        let mut counts = vec![0; self.numbers.len()];
+        for instance in &gpu.instances {
+            let next = self.numbers.len();
+            let number = *self.numbers.entry(instance.profile.clone()).or_insert(next);
+            if number >= counts.len() {
+                counts.resize(number + 1, 0);
+            }
+            counts[number] += 1;
+        }
+        counts
+    }
 }
 
 /// `gpu`'s segments on the layout of `old` (see [`keep_layouts`]), if they
