@@ -72,8 +72,9 @@
 //! each piece of constant segments and rates measured per service, a steady
 //! one (Poisson, every segment below `MODEL_BELOW_LOAD`) by the serving
 //! model, any other simulated alone on a sampled window (shortened for a
-//! busy service unless it runs near capacity; pieces and services in
-//! parallel with rayon), each weighted by its requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
+//! busy service unless it runs near capacity; services in parallel with
+//! rayon), a service unchanged since it was last measured keeping that
+//! measure, each weighted by its requests, requests lost being those a transition serves below its rate and both plans' capacity; `report`: the `DayReport`, per hour and in total). Error
 //! type: `AutopilotError`.
 
 mod burstiness;

@@ -13,6 +13,15 @@
 //! same time use the same seed, whatever the strategy (common random
 //! numbers: differences between strategies are not sampling noise).
 //!
+//! **Measured once per state.** A group whose segments, shared instances
+//! and rates are what they were when it was last measured keeps that
+//! measure (segments' labels aside: a segment that moved to another GPU
+//! serves as before). The day is cut wherever any service's rate changes,
+//! so at fleet scale most pieces change one service's rate (a burst's
+//! edge) or one transition step's services; the others' queues are as
+//! they were, and a fresh window of them would only draw the same
+//! stationary share again.
+//!
 //! **Shared instances.** The members of a shared executor wait behind
 //! each other, so they are measured together, as one group (with every
 //! other executor one of them is on); each service alone otherwise. Mid-
@@ -43,6 +52,8 @@
 //! a piece serves late does. A service with no segment serving has none of
 //! its requests within its SLO.
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
@@ -72,8 +83,6 @@ pub const FULL_WINDOW_LOAD: f64 = 0.9;
 /// their full-batch throughput is steady: with [`Sampling::model_steady`]
 /// the serving model measures it where its requests arrive as Poisson.
 pub const MODEL_BELOW_LOAD: f64 = 0.97;
-/// Pieces simulated between two progress reports.
-const PIECES_PER_REPORT: usize = 16;
 
 /// How each piece of the day is sampled.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -168,6 +177,9 @@ pub(super) struct Measured {
     pub requests_simulated: u64,
     /// Services of pieces measured by the serving model, not simulated.
     pub services_modelled: u64,
+    /// Services of pieces that kept the measure of the state they were
+    /// last measured in (see the module documentation).
+    pub services_reused: u64,
 }
 
 /// One piece: a span of constant segments and rates within an hour.
@@ -200,6 +212,7 @@ pub(super) fn piece_count(timeline: &Timeline, traffic: &TrafficCurve) -> usize 
 }
 
 /// What one piece measured.
+#[derive(Default)]
 struct PieceMeasures {
     /// Per served service: its index among the planner's services and its
     /// share of requests within its SLO.
@@ -208,6 +221,63 @@ struct PieceMeasures {
     requests_simulated: u64,
     /// Services measured by the serving model.
     services_modelled: u64,
+    /// Services that kept their last measure.
+    services_reused: u64,
+}
+
+/// A group's last measure.
+struct LastMeasure {
+    /// The planner's index of each of its services.
+    members: Vec<usize>,
+    /// The last span whose segments of it were found to be those it was
+    /// measured on.
+    span: usize,
+    /// The system it was measured on (alone), at the rates it had then.
+    system: ServingSystem,
+    /// What it measured.
+    services: Vec<ServiceMeasure>,
+}
+
+/// Each group's last measure, by the planner's index of its first
+/// service.
+type LastMeasured = HashMap<usize, LastMeasure>;
+
+/// The fleet's serving system in one span, and its groups (see
+/// [`groups`]); its services' rates are those of the piece it was built
+/// at, and are replaced by each group's own when one is measured.
+struct SpanSystem {
+    /// The span.
+    span: usize,
+    /// The planner's index of each service of `system`.
+    indices: Vec<usize>,
+    system: ServingSystem,
+    /// Each group's services, by their indices in `system`.
+    groups: Vec<Vec<usize>>,
+}
+
+impl SpanSystem {
+    /// The span system of `span` (serving `serving`) at `rates_rps`: `kept`
+    /// when it is that span's and serves the same services, else built
+    /// anew; `None` when no service is served.
+    fn at(
+        kept: Option<SpanSystem>,
+        planner: &Planner,
+        (span, serving): (usize, &Plan),
+        rates_rps: &[f64],
+    ) -> Result<Option<SpanSystem>, AutopilotError> {
+        if let Some(kept) = kept {
+            let same_services = kept.indices.iter().all(|&index| rates_rps[index] > 0.0)
+                && rates_rps.iter().filter(|&&rate| rate > 0.0).count() == kept.indices.len();
+            if kept.span == span && same_services {
+                return Ok(Some(kept));
+            }
+        }
+        let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
+            return Ok(None);
+        };
+        let groups = groups(&system);
+        Ok(Some(SpanSystem { span, indices, system, groups }))
+    }
 }
 
 /// Measures `timeline` (see the module documentation) with `sampling`,
@@ -223,49 +293,55 @@ pub(super) fn measure(
 ) -> Result<Measured, AutopilotError> {
     let services = planner.services().len();
     let empty = HourMeasures { requests: vec![0.0; services], within: vec![0.0; services], ..Default::default() };
-    let mut measured = Measured { hours: vec![empty; hours], pieces: 0, requests_simulated: 0, services_modelled: 0 };
-    let pieces = pieces(timeline, traffic);
-    for chunk in pieces.chunks(PIECES_PER_REPORT) {
-        let simulated: Vec<Result<PieceMeasures, AutopilotError>> = chunk
-            .par_iter()
-            .map(|piece| {
-                let rates_rps = traffic.rates_rps(piece.start_s);
-                let serving = &timeline.spans[piece.span].serving;
-                simulate_piece(planner, serving, &rates_rps, piece.start_s, (sampling, arrivals_by_service))
-            })
-            .collect();
-        for (piece, simulated) in chunk.iter().zip(simulated) {
-            let simulated = simulated?;
-            let span = &timeline.spans[piece.span];
-            let hour = ((piece.start_s / 3600.0) as usize).min(hours - 1);
-            let length_s = piece.end_s - piece.start_s;
-            let rates_rps = traffic.rates_rps(piece.start_s);
-            let tally = &mut measured.hours[hour];
-            tally.gpu_s += span.gpus as f64 * length_s;
-            tally.gpus_max = tally.gpus_max.max(span.gpus);
-            for (service, &rate_rps) in rates_rps.iter().enumerate() {
-                tally.requests[service] += rate_rps * length_s;
+    let mut measured = Measured {
+        hours: vec![empty; hours],
+        pieces: 0,
+        requests_simulated: 0,
+        services_modelled: 0,
+        services_reused: 0,
+    };
+    let mut last_measured = LastMeasured::default();
+    let mut span_system: Option<SpanSystem> = None;
+    for piece in pieces(timeline, traffic) {
+        let rates_rps = traffic.rates_rps(piece.start_s);
+        let span = &timeline.spans[piece.span];
+        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &span.serving), &rates_rps)?;
+        let simulated = match &span_system {
+            Some(serving) => {
+                let arrivals = (sampling, arrivals_by_service);
+                simulate_piece(planner, serving, (&rates_rps, piece.start_s), arrivals, &mut last_measured)?
             }
-            for (index, share) in simulated.attainment {
-                tally.within[index] += share * rates_rps[index] * length_s;
-            }
-            if let Some((before, after)) = &span.between {
-                let now_rps = capacities(planner, &span.serving);
-                let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
-                let lost_rps: f64 =
-                    (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();
-                tally.lost += lost_rps * length_s;
-            }
-            measured.requests_simulated += simulated.requests_simulated;
-            measured.services_modelled += simulated.services_modelled;
-            measured.pieces += 1;
-            step();
+            None => PieceMeasures::default(),
+        };
+        let hour = ((piece.start_s / 3600.0) as usize).min(hours - 1);
+        let length_s = piece.end_s - piece.start_s;
+        let tally = &mut measured.hours[hour];
+        tally.gpu_s += span.gpus as f64 * length_s;
+        tally.gpus_max = tally.gpus_max.max(span.gpus);
+        for (service, &rate_rps) in rates_rps.iter().enumerate() {
+            tally.requests[service] += rate_rps * length_s;
         }
+        for (index, share) in simulated.attainment {
+            tally.within[index] += share * rates_rps[index] * length_s;
+        }
+        if let Some((before, after)) = &span.between {
+            let now_rps = capacities(planner, &span.serving);
+            let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
+            let lost_rps: f64 =
+                (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();
+            tally.lost += lost_rps * length_s;
+        }
+        measured.requests_simulated += simulated.requests_simulated;
+        measured.services_modelled += simulated.services_modelled;
+        measured.services_reused += simulated.services_reused;
+        measured.pieces += 1;
+        step();
     }
     Ok(measured)
 }
 
 /// One service of a piece, measured.
+#[derive(Debug, Clone, Copy)]
 struct ServiceMeasure {
     /// Its index among the planner's services.
     index: usize,
@@ -283,89 +359,155 @@ struct GroupMeasure {
 
 /// Measures the segments of `serving` at `rates_rps` from `start_s`: each
 /// group of served services (one service, or the members of a shared
-/// instance, which wait behind each other) from the serving model where it
-/// is steady and `sampling` asks (see the module documentation), else
+/// instance, which wait behind each other) as it was last measured where
+/// nothing of it changed since, else from the serving model where it is
+/// steady and `sampling` asks (see the module documentation), else
 /// simulated on its own window (see [`Sampling::service_window_s`]).
 fn simulate_piece(
     planner: &Planner,
-    serving: &Plan,
-    rates_rps: &[f64],
-    start_s: f64,
+    serving: &SpanSystem,
+    (rates_rps, start_s): (&[f64], f64),
     (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
+    last_measured: &mut LastMeasured,
 ) -> Result<PieceMeasures, AutopilotError> {
-    let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
-        return Ok(PieceMeasures { attainment: Vec::new(), requests_simulated: 0, services_modelled: 0 });
+    let mut measures = PieceMeasures::default();
+    let members_of =
+        |served: &[usize]| -> Vec<usize> { served.iter().map(|&service| serving.indices[service]).collect() };
+    // A group measured in this span keeps its segments: its rates alone
+    // tell whether it changed. Any other is set up anew and compared.
+    let mut fresh: Vec<&[usize]> = Vec::new();
+    let mut check: Vec<&[usize]> = Vec::new();
+    for served in &serving.groups {
+        let members = members_of(served);
+        match last_measured.get(&members[0]) {
+            Some(last) if last.members == members && last.span == serving.span => {
+                let same_rates = (last.system.services().iter().zip(&members))
+                    .all(|(service, &index)| service.rate_rps == rates_rps[index]);
+                match same_rates {
+                    true => {
+                        measures.services_reused += members.len() as u64;
+                        measures
+                            .attainment
+                            .extend(last.services.iter().map(|measured| (measured.index, measured.share)));
+                    }
+                    false => fresh.push(served),
+                }
+            }
+            Some(last) if last.members == members => check.push(served),
+            _ => fresh.push(served),
+        }
+    }
+    let alone = |served: &&[usize]| -> Result<Group, AutopilotError> {
+        let members = members_of(served);
+        let system = group_alone(&serving.system, served, |member| rates_rps[members[member]])?;
+        Ok(Group { members, system })
     };
+    let checked: Vec<Group> = check.par_iter().map(alone).collect::<Result<_, _>>()?;
+    let mut changed: Vec<Group> = fresh.par_iter().map(alone).collect::<Result<_, _>>()?;
+    for group in checked {
+        match last_measured.get_mut(&group.members[0]) {
+            Some(last) if same_state(&last.system, &group.system) => {
+                last.span = serving.span;
+                measures.services_reused += group.members.len() as u64;
+                measures.attainment.extend(last.services.iter().map(|measured| (measured.index, measured.share)));
+            }
+            _ => changed.push(group),
+        }
+    }
     let piece_seed = sampling.seed ^ (start_s * 1000.0).round() as u64;
-    let arrivals_of =
-        |index: usize| arrivals_by_service.get(index).cloned().flatten().unwrap_or_else(|| planner.arrivals());
-    let outcomes: Vec<Result<GroupMeasure, AutopilotError>> = groups(&system)
+    let outcomes: Vec<Result<GroupMeasure, AutopilotError>> = changed
         .par_iter()
-        .map(|served| {
-            let alone = group_alone(&system, served)?;
-            let index_of = |member: usize| indices[served[member]];
-            // Those who share arrive as Poisson (`DayRequest::validate`).
-            let arrivals = arrivals_of(index_of(0));
-            let slowed = alone.slowed_by(sampling.slowdown);
-            let modelled = |members: &[usize]| -> Result<Vec<ServiceMeasure>, AutopilotError> {
-                let shares = members.iter().map(|&member| slowed.predicted_attainment(member));
-                shares
-                    .zip(members)
-                    .map(|(share, &member)| Ok(ServiceMeasure { index: index_of(member), share: share? }))
-                    .collect()
-            };
-            let every: Vec<usize> = (0..served.len()).collect();
-            let steady = sampling.model_steady && below(&slowed, MODEL_BELOW_LOAD) && arrivals == ArrivalModel::Poisson;
-            // Mid-transition a member may serve beside its new place, which
-            // the simulator does not run: the model measures it.
-            if steady || alone.member_served_elsewhere().is_some() {
-                return Ok(GroupMeasure { services: modelled(&every)?, requests_simulated: None });
-            }
-            // A shortened window holds enough of the rarest service's
-            // requests.
-            let window_s = if below(&alone, FULL_WINDOW_LOAD) {
-                let batch_ms = alone
-                    .segments()
-                    .iter()
-                    .map(|segment| segment.shape.latency_ms(segment.shape.max_batch()))
-                    .fold(0.0, f64::max);
-                let window = |service: &ServedService| sampling.service_window_s(service.rate_rps, batch_ms);
-                alone.services().iter().map(window).fold(0.0, f64::max)
-            } else {
-                sampling.window_s
-            };
-            let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
-            let options = SimulationOptions {
-                arrivals,
-                seconds: warmup_s + window_s,
-                warmup_s,
-                seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index_of(0) as u64).next_u64()).next_u64(),
-                slowdown: sampling.slowdown,
-                ..SimulationOptions::default()
-            };
-            let report = simulate(&alone, &options)?;
-            let mut services = Vec::with_capacity(served.len());
-            for (member, outcome) in report.services.iter().enumerate() {
-                let share = match outcome.requests {
-                    0 => slowed.predicted_attainment(member)?,
-                    requests => outcome.within_slo as f64 / requests as f64,
-                };
-                services.push(ServiceMeasure { index: index_of(member), share });
-            }
-            Ok(GroupMeasure { services, requests_simulated: Some(report.requests_simulated) })
-        })
+        .map(|group| measure_group(planner, group, piece_seed, (sampling, arrivals_by_service)))
         .collect();
-    let mut measures =
-        PieceMeasures { attainment: Vec::with_capacity(indices.len()), requests_simulated: 0, services_modelled: 0 };
-    for outcome in outcomes {
+    for (group, outcome) in changed.into_iter().zip(outcomes) {
         let GroupMeasure { services, requests_simulated } = outcome?;
         match requests_simulated {
             Some(requests) => measures.requests_simulated += requests,
             None => measures.services_modelled += services.len() as u64,
         }
-        measures.attainment.extend(services.into_iter().map(|measured| (measured.index, measured.share)));
+        measures.attainment.extend(services.iter().map(|measured| (measured.index, measured.share)));
+        let Group { members, system } = group;
+        last_measured.insert(members[0], LastMeasure { members, span: serving.span, system, services });
     }
     Ok(measures)
+}
+
+/// Services measured together, alone with their segments.
+struct Group {
+    /// The planner's index of each service, in the order of `system`'s.
+    members: Vec<usize>,
+    /// The services with their segments and shared instances.
+    system: ServingSystem,
+}
+
+/// Whether `a` and `b` serve the same services at the same rates on the
+/// same segments and shared instances (their labels aside: where a
+/// segment is does not change how it serves).
+fn same_state(a: &ServingSystem, b: &ServingSystem) -> bool {
+    let same_segment =
+        |x: &ServedSegment, y: &ServedSegment| x.service == y.service && x.shape == y.shape && x.weight == y.weight;
+    a.services() == b.services()
+        && a.shared() == b.shared()
+        && a.segments().len() == b.segments().len()
+        && a.segments().iter().zip(b.segments()).all(|(x, y)| same_segment(x, y))
+}
+
+/// Measures one group of a piece whose windows are seeded from
+/// `piece_seed`: from the serving model where it is steady and `sampling`
+/// asks, else simulated on its own window.
+fn measure_group(
+    planner: &Planner,
+    group: &Group,
+    piece_seed: u64,
+    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
+) -> Result<GroupMeasure, AutopilotError> {
+    let alone = &group.system;
+    let index_of = |member: usize| group.members[member];
+    // Those who share arrive as Poisson (`DayRequest::validate`).
+    let arrivals = arrivals_by_service.get(index_of(0)).cloned().flatten().unwrap_or_else(|| planner.arrivals());
+    let slowed = alone.slowed_by(sampling.slowdown);
+    let modelled = || -> Result<Vec<ServiceMeasure>, AutopilotError> {
+        (0..group.members.len())
+            .map(|member| Ok(ServiceMeasure { index: index_of(member), share: slowed.predicted_attainment(member)? }))
+            .collect()
+    };
+    let steady = sampling.model_steady && below(&slowed, MODEL_BELOW_LOAD) && arrivals == ArrivalModel::Poisson;
+    // Mid-transition a member may serve beside its new place, which the
+    // simulator does not run: the model measures it.
+    if steady || alone.member_served_elsewhere().is_some() {
+        return Ok(GroupMeasure { services: modelled()?, requests_simulated: None });
+    }
+    // A shortened window holds enough of the rarest service's requests.
+    let window_s = if below(alone, FULL_WINDOW_LOAD) {
+        let batch_ms = alone
+            .segments()
+            .iter()
+            .map(|segment| segment.shape.latency_ms(segment.shape.max_batch()))
+            .fold(0.0, f64::max);
+        let window = |service: &ServedService| sampling.service_window_s(service.rate_rps, batch_ms);
+        alone.services().iter().map(window).fold(0.0, f64::max)
+    } else {
+        sampling.window_s
+    };
+    let warmup_s = sampling.warmup_s * window_s / sampling.window_s;
+    let options = SimulationOptions {
+        arrivals,
+        seconds: warmup_s + window_s,
+        warmup_s,
+        seed: SplitMix64::new(piece_seed ^ SplitMix64::new(index_of(0) as u64).next_u64()).next_u64(),
+        slowdown: sampling.slowdown,
+        ..SimulationOptions::default()
+    };
+    let report = simulate(alone, &options)?;
+    let mut services = Vec::with_capacity(group.members.len());
+    for (member, outcome) in report.services.iter().enumerate() {
+        let share = match outcome.requests {
+            0 => slowed.predicted_attainment(member)?,
+            requests => outcome.within_slo as f64 / requests as f64,
+        };
+        services.push(ServiceMeasure { index: index_of(member), share });
+    }
+    Ok(GroupMeasure { services, requests_simulated: Some(report.requests_simulated) })
 }
 
 /// Whether every segment of `system` is offered less than `load` of its
@@ -417,8 +559,13 @@ fn groups(system: &ServingSystem) -> Vec<Vec<usize>> {
 }
 
 /// The services `served` (indices in `system`) alone with their segments
-/// and shared instances, in that order.
-fn group_alone(system: &ServingSystem, served: &[usize]) -> Result<ServingSystem, AutopilotError> {
+/// and shared instances, in that order, the `k`th of them at
+/// `rate_rps(k)`.
+fn group_alone(
+    system: &ServingSystem,
+    served: &[usize],
+    rate_rps: impl Fn(usize) -> f64,
+) -> Result<ServingSystem, AutopilotError> {
     let mut renumbered = vec![None; system.segments().len()];
     let mut segments = Vec::new();
     for (k, segment) in system.segments().iter().enumerate() {
@@ -432,7 +579,9 @@ fn group_alone(system: &ServingSystem, served: &[usize]) -> Result<ServingSystem
         .iter()
         .filter_map(|group| group.iter().map(|&segment| renumbered[segment]).collect::<Option<Vec<usize>>>())
         .collect();
-    let services = served.iter().map(|&service| system.services()[service].clone()).collect();
+    let services = (served.iter().enumerate())
+        .map(|(member, &service)| ServedService { rate_rps: rate_rps(member), ..system.services()[service].clone() })
+        .collect();
     Ok(ServingSystem::new(services, segments)?.with_shared(shared)?)
 }
 
@@ -459,7 +608,53 @@ fn capacities(planner: &Planner, plan: &Plan) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
-    use super::lost;
+    use tessera_core::{GpuModel, TrafficPoint};
+    use tessera_plan::PlanInputs;
+
+    use super::*;
+    use crate::planner::PlanSettings;
+
+    /// The demo's services at their SLO rates for an hour, service 0 at
+    /// `blip` times its rate in `[1800, 1860)` s.
+    fn hour_with_a_blip(inputs: &PlanInputs, blip: f64) -> TrafficCurve {
+        let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
+        let mut points: Vec<TrafficPoint> = inputs
+            .services()
+            .iter()
+            .map(|slo| TrafficPoint { time_s: 0.0, service: slo.service.clone(), rate_rps: slo.rate_rps })
+            .collect();
+        let first = &inputs.services()[0];
+        for (time_s, factor) in [(1800.0, blip), (1860.0, 1.0)] {
+            points.push(TrafficPoint { time_s, service: first.service.clone(), rate_rps: first.rate_rps * factor });
+        }
+        TrafficCurve::new(&names, &points).unwrap()
+    }
+
+    #[test]
+    fn a_rate_change_of_one_service_remeasures_that_service_alone() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
+        let planner = Planner::new(inputs.clone(), PlanSettings::default());
+        let timeline = Timeline::new(&planner.fresh(&rates_rps).unwrap(), 3600.0);
+        // Every service simulated: a fresh window would draw a new sample.
+        let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
+        let measure_with = |blip: f64| {
+            let traffic = hour_with_a_blip(&inputs, blip);
+            measure(&planner, &timeline, &traffic, (&sampling, &[]), 1, &mut || {}).unwrap()
+        };
+        let (calm, blipped) = (measure_with(1.0), measure_with(0.9));
+        let services = rates_rps.len() as u64;
+        // Both are cut at 1800 s and 1860 s, where service 0 has a point.
+        assert_eq!((calm.pieces, blipped.pieces), (3, 3));
+        // Calm, every service keeps its first window's measure; with the
+        // blip, service 0 is measured at each of its rates.
+        assert_eq!(calm.services_reused, 2 * services);
+        assert_eq!(blipped.services_reused, 2 * (services - 1));
+        for service in 1..rates_rps.len() {
+            let share = |measured: &Measured| measured.hours[0].within[service] / measured.hours[0].requests[service];
+            assert!((share(&calm) - share(&blipped)).abs() < 1e-12, "service {service}");
+        }
+    }
 
     #[test]
     fn a_transition_loses_what_it_takes_below_both_plans_and_the_rate_and_no_rounding() {

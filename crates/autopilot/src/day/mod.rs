@@ -32,7 +32,7 @@ use crate::error::AutopilotError;
 use crate::forecast::Forecaster;
 use crate::planner::{PlanSettings, Planner};
 use crate::transition::Transition;
-use tessera_core::{CoreError, TrafficCurve};
+use tessera_core::{CoreError, Plan, TrafficCurve};
 use timeline::Timeline;
 
 pub use measure::{
@@ -197,6 +197,7 @@ pub fn simulate_day(
         pieces_simulated: measured.iter().map(|m| m.pieces).sum(),
         requests_simulated: measured.iter().map(|m| m.requests_simulated).sum(),
         services_modelled: measured.iter().map(|m| m.services_modelled).sum(),
+        services_reused: measured.iter().map(|m| m.services_reused).sum(),
     })
 }
 
@@ -210,14 +211,19 @@ fn run_autopilot(
     let end_s = request.hours * 3600.0;
     let mut controller = Controller::new(request.inputs.clone(), request.settings.clone(), request.controller, None)?;
     let mut timeline: Option<Timeline> = None;
+    // The plan that runs, as the timeline has it.
+    let mut running: Option<Plan> = None;
     for (&time_s, rates) in decisions.iter().zip(observed) {
         let samples = rates.iter().map(|&rate_rps| Some(RateSample { rate_rps, observed_at_s: time_s })).collect();
-        let running = controller.plan().cloned();
         let decision = controller.observe(&Observation { time_s, samples });
-        match (&decision.action, &mut timeline, running) {
-            (Action::Start(plan), None, _) => timeline = Some(Timeline::new(plan, end_s)),
+        match (&decision.action, &mut timeline, &mut running) {
+            (Action::Start(plan), None, running) => {
+                timeline = Some(Timeline::new(plan, end_s));
+                *running = Some(plan.clone());
+            }
             (Action::ScaleUp(change) | Action::ScaleDown(change), Some(timeline), Some(old)) => {
-                timeline.reconfigure(time_s, &old, &change.plan, &change.transition);
+                timeline.reconfigure(time_s, old, &change.plan, &change.transition);
+                *old = change.plan.clone();
             }
             (_, None, _) => {
                 return Err(AutopilotError::invalid(

@@ -124,16 +124,19 @@ impl Timeline {
     }
 }
 
-/// Every segment and shared executor of `plan` by its place, with its GPU.
+/// Every segment and shared executor of `plan` by its place, with its GPU
+/// (without its instances).
 fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, Resident))> + '_ {
     plan.gpus.iter().flat_map(|gpu| {
+        let bare = GpuAssignment { instances: Vec::new(), shared: Vec::new(), ..*gpu };
+        let bare_shared = bare.clone();
         let place = |profile: &str, start: u8| (gpu.node, gpu.index, format!("{profile}@{start}"));
         let segments = gpu
             .instances
             .iter()
-            .map(move |i| (place(&i.profile, i.start), (gpu.clone(), Resident::Segment(i.clone()))));
-        let executors =
-            gpu.shared.iter().map(move |s| (place(&s.profile, s.start), (gpu.clone(), Resident::Executor(s.clone()))));
+            .map(move |i| (place(&i.profile, i.start), (bare.clone(), Resident::Segment(i.clone()))));
+        let executors = (gpu.shared.iter())
+            .map(move |s| (place(&s.profile, s.start), (bare_shared.clone(), Resident::Executor(s.clone()))));
         segments.chain(executors)
     })
 }
@@ -142,11 +145,7 @@ fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, Resident)
 fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, Resident)>) -> Arc<Plan> {
     let mut gpus: BTreeMap<(u32, u32), GpuAssignment> = BTreeMap::new();
     for ((node, index, _), (gpu, resident)) in running {
-        let serving = gpus.entry((*node, *index)).or_insert_with(|| GpuAssignment {
-            instances: Vec::new(),
-            shared: Vec::new(),
-            ..gpu.clone()
-        });
+        let serving = gpus.entry((*node, *index)).or_insert_with(|| gpu.clone());
         match resident {
             Resident::Segment(instance) => serving.instances.push(instance.clone()),
             Resident::Executor(shared) => serving.shared.push(shared.clone()),

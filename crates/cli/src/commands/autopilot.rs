@@ -227,8 +227,9 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
         "{} over {} h of {described}; a decision every {} min; each piece of the day (constant plan and rates) \
          weighted by its requests and measured per service: {steady}on {} s of simulated requests after {} s of \
          warm-up (both shortened for a busy service to about {} measured requests, at least {} of its slowest \
-         batches, unless a segment of it runs at {:.0}% of its throughput or more) ({} pieces, {} services of \
-         them from the model, {} requests simulated)",
+         batches, unless a segment of it runs at {:.0}% of its throughput or more), a service as it was last \
+         measured where nothing of it changed since ({} pieces, {} services of them from the model, {} as last \
+         measured, {} requests simulated)",
         count(traffic.services().len(), "service"),
         report.hours,
         report.interval_s / 60.0,
@@ -239,6 +240,7 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
         100.0 * tessera_autopilot::FULL_WINDOW_LOAD,
         report.pieces_simulated,
         report.services_modelled,
+        report.services_reused,
         report.requests_simulated
     )
 }
@@ -419,6 +421,7 @@ struct DayDocument<'a> {
     pieces_simulated: usize,
     requests_simulated: u64,
     services_modelled: u64,
+    services_reused: u64,
 }
 
 /// One hour of every strategy.
@@ -467,6 +470,7 @@ impl<'a> DayDocument<'a> {
             pieces_simulated: report.pieces_simulated,
             requests_simulated: report.requests_simulated,
             services_modelled: report.services_modelled,
+            services_reused: report.services_reused,
         }
     }
 }
