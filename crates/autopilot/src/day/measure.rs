@@ -225,6 +225,14 @@ struct PieceMeasures {
     services_reused: u64,
 }
 
+impl PieceMeasures {
+    /// Counts `services` as measured as they were last.
+    fn keep(&mut self, services: &[ServiceMeasure]) {
+        self.services_reused += services.len() as u64;
+        self.attainment.extend(services.iter().map(|measured| (measured.index, measured.share)));
+    }
+}
+
 /// A group's last measure.
 struct LastMeasure {
     /// The planner's index of each of its services.
@@ -248,7 +256,10 @@ type LastMeasured = HashMap<usize, LastMeasure>;
 struct SpanSystem {
     /// The span.
     span: usize,
-    /// The planner's index of each service of `system`.
+    /// The planner's index of each service with a segment in the span.
+    served: Vec<usize>,
+    /// The planner's index of each service of `system`: those of `served`
+    /// with a rate above zero.
     indices: Vec<usize>,
     system: ServingSystem,
     /// Each group's services, by their indices in `system`.
@@ -266,17 +277,20 @@ impl SpanSystem {
         rates_rps: &[f64],
     ) -> Result<Option<SpanSystem>, AutopilotError> {
         if let Some(kept) = kept {
-            let same_services = kept.indices.iter().all(|&index| rates_rps[index] > 0.0)
-                && rates_rps.iter().filter(|&&rate| rate > 0.0).count() == kept.indices.len();
-            if kept.span == span && same_services {
+            let with_rates = kept.served.iter().copied().filter(|&index| rates_rps[index] > 0.0);
+            if kept.span == span && with_rates.eq(kept.indices.iter().copied()) {
                 return Ok(Some(kept));
             }
         }
         let Some((system, indices)) = planner.system_at(serving, rates_rps)? else {
             return Ok(None);
         };
+        let provided = serving.provided_rps();
+        let served = (0..planner.services().len())
+            .filter(|&index| provided.contains_key(planner.services()[index].service.as_str()))
+            .collect();
         let groups = groups(&system);
-        Ok(Some(SpanSystem { span, indices, system, groups }))
+        Ok(Some(SpanSystem { span, served, indices, system, groups }))
     }
 }
 
@@ -384,12 +398,7 @@ fn simulate_piece(
                 let same_rates = (last.system.services().iter().zip(&members))
                     .all(|(service, &index)| service.rate_rps == rates_rps[index]);
                 match same_rates {
-                    true => {
-                        measures.services_reused += members.len() as u64;
-                        measures
-                            .attainment
-                            .extend(last.services.iter().map(|measured| (measured.index, measured.share)));
-                    }
+                    true => measures.keep(&last.services),
                     false => fresh.push(served),
                 }
             }
@@ -408,8 +417,7 @@ fn simulate_piece(
         match last_measured.get_mut(&group.members[0]) {
             Some(last) if same_state(&last.system, &group.system) => {
                 last.span = serving.span;
-                measures.services_reused += group.members.len() as u64;
-                measures.attainment.extend(last.services.iter().map(|measured| (measured.index, measured.share)));
+                measures.keep(&last.services);
             }
             _ => changed.push(group),
         }
