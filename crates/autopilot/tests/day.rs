@@ -1,6 +1,8 @@
 //! Simulated days on the demo services.
 
-use tessera_autopilot::{simulate_day, ControllerConfig, DayReport, DayRequest, PlanSettings, Sampling, Tally};
+use tessera_autopilot::{
+    simulate_day, ControllerConfig, DayProgress, DayReport, DayRequest, PlanSettings, Sampling, Tally,
+};
 use tessera_core::GpuModel;
 use tessera_core::{TrafficCurve, TrafficPoint};
 use tessera_plan::PlanInputs;
@@ -225,4 +227,34 @@ fn sharing_with_a_service_measured_under_other_arrivals_is_refused_before_the_da
         message,
         "arrivals_by_service: photo-tagging arrives as cv=4: shared instances are measured under Poisson arrivals only"
     );
+}
+
+#[test]
+fn progress_comes_in_two_phases_each_counting_up_to_its_total() {
+    let inputs = inputs();
+    let traffic = ramp(&inputs, 1.0);
+    let mut heard = Vec::new();
+    let report = simulate_day(&request(&inputs, &traffic, 2.0), &mut |progress| heard.push(progress)).unwrap();
+    // Deciding first (the autopilot and scratch side by side), then
+    // measuring (the three days at once).
+    let first_measuring = heard.iter().position(|p| matches!(p, DayProgress::Measuring { .. })).unwrap();
+    let (deciding, measuring) = heard.split_at(first_measuring);
+    let mut last = (0, 0);
+    for progress in deciding {
+        let DayProgress::Deciding { autopilot, scratch, each } = *progress else {
+            panic!("{progress:?} while deciding")
+        };
+        assert_eq!(each, 120);
+        assert!(autopilot + scratch == last.0 + last.1 + 1 && autopilot >= last.0 && scratch >= last.1);
+        last = (autopilot, scratch);
+    }
+    assert_eq!(last, (120, 120));
+    let mut done_before = 0;
+    for progress in measuring {
+        let DayProgress::Measuring { done, total } = *progress else { panic!("{progress:?} while measuring") };
+        assert_eq!(total, report.pieces_simulated);
+        assert!(done >= done_before && done <= total);
+        done_before = done;
+    }
+    assert_eq!(done_before, report.pieces_simulated);
 }

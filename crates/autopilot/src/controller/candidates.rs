@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use rayon::prelude::*;
 use tessera_core::text::count;
 use tessera_core::{Plan, ServiceSlo};
 use tessera_plan::{GpuPosition, PlanError};
@@ -24,6 +25,17 @@ pub(super) struct Candidate {
     pub fresh_gpus: usize,
     /// A service its transition leaves below its forecast, in words.
     pub dip: Option<String>,
+}
+
+/// A way around a scale-up's dip or long transition (see
+/// [`Replanner::scale_up`]).
+enum Alternative {
+    /// A replan with room for this many GPUs over the fresh optimum.
+    Wider(u64),
+    /// The running plan with segments added.
+    Added,
+    /// A replan draining this GPU.
+    Drained(GpuPosition),
 }
 
 /// The planner under the controller's configuration, making candidates.
@@ -91,21 +103,29 @@ impl Replanner<'_> {
             return Ok(first);
         }
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
-        let wider = (room > self.config.max_extra_gpus).then(|| self.replan_for(running, up_rps, dip_rps, room));
-        let added = Some(self.added_to(running, up_rps, dip_rps));
-        let drained = least_used(running, self.config.dip_extra_gpus as usize + 1)
-            .into_iter()
-            .map(|gpu| Some(self.replan_drained(running, up_rps, dip_rps, self.config.max_extra_gpus, gpu)));
-        let best = [wider, added]
-            .into_iter()
-            .chain(drained)
-            .flatten()
-            .flatten()
-            .chain([first.clone()])
-            .filter(|candidate| candidate.dip.is_none())
-            .min_by_key(|candidate| {
-                (!self.fits(candidate), candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured())
-            });
+        // The alternatives are independent replans: made side by side.
+        let mut alternatives = vec![Alternative::Added];
+        if room > self.config.max_extra_gpus {
+            alternatives.insert(0, Alternative::Wider(room));
+        }
+        alternatives
+            .extend(least_used(running, self.config.dip_extra_gpus as usize + 1).into_iter().map(Alternative::Drained));
+        let made: Vec<Result<Candidate, PlanError>> = alternatives
+            .into_par_iter()
+            .map(|alternative| match alternative {
+                Alternative::Wider(room) => self.replan_for(running, up_rps, dip_rps, room),
+                Alternative::Added => self.added_to(running, up_rps, dip_rps),
+                Alternative::Drained(gpu) => {
+                    self.replan_drained(running, up_rps, dip_rps, self.config.max_extra_gpus, gpu)
+                }
+            })
+            .collect();
+        let best =
+            made.into_iter().flatten().chain([first.clone()]).filter(|candidate| candidate.dip.is_none()).min_by_key(
+                |candidate| {
+                    (!self.fits(candidate), candidate.plan.gpu_count, candidate.transition.totals.gpus_reconfigured())
+                },
+            );
         Ok(best.unwrap_or(first))
     }
 
@@ -278,10 +298,12 @@ impl Replanner<'_> {
             if plain.dip.is_none() {
                 continue;
             }
-            let drained = least_used
-                .iter()
-                .filter_map(|&gpu| self.replan_drained(running, plan_rps, dip_rps, extra_gpus, gpu).ok())
-                .find(takes);
+            // Drained replans side by side; the first of them that fits.
+            let drained: Vec<Option<Candidate>> = least_used
+                .par_iter()
+                .map(|&gpu| self.replan_drained(running, plan_rps, dip_rps, extra_gpus, gpu).ok())
+                .collect();
+            let drained = drained.into_iter().flatten().find(takes);
             if drained.is_some() {
                 return drained;
             }

@@ -296,15 +296,16 @@ impl SpanSystem {
 
 /// Measures `timeline` (see the module documentation) with `sampling`,
 /// each service's requests arriving as `arrivals_by_service` says (else as
-/// plans are made for); `step` is called after each piece.
+/// plans are made for); `step` is called after each piece and answers
+/// whether to go on (`None`: it said stop).
 pub(super) fn measure(
     planner: &Planner,
     timeline: &Timeline,
     traffic: &TrafficCurve,
     (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
     hours: usize,
-    step: &mut dyn FnMut(),
-) -> Result<Measured, AutopilotError> {
+    step: &mut dyn FnMut() -> bool,
+) -> Result<Option<Measured>, AutopilotError> {
     let services = planner.services().len();
     let empty = HourMeasures { requests: vec![0.0; services], within: vec![0.0; services], ..Default::default() };
     let mut measured = Measured {
@@ -349,9 +350,11 @@ pub(super) fn measure(
         measured.services_modelled += simulated.services_modelled;
         measured.services_reused += simulated.services_reused;
         measured.pieces += 1;
-        step();
+        if !step() {
+            return Ok(None);
+        }
     }
-    Ok(measured)
+    Ok(Some(measured))
 }
 
 /// One service of a piece, measured.
@@ -648,7 +651,7 @@ mod tests {
         let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
         let measure_with = |blip: f64| {
             let traffic = hour_with_a_blip(&inputs, blip);
-            measure(&planner, &timeline, &traffic, (&sampling, &[]), 1, &mut || {}).unwrap()
+            measure(&planner, &timeline, &traffic, (&sampling, &[]), 1, &mut || true).unwrap().unwrap()
         };
         let (calm, blipped) = (measure_with(1.0), measure_with(0.9));
         let services = rates_rps.len() as u64;

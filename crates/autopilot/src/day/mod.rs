@@ -19,10 +19,22 @@
 //!   change changes; it too waits for a running transition to end.
 //!
 //! `measure` turns each strategy's day into figures; `report` sums them.
+//!
+//! **Side by side.** The autopilot and the scratch baseline decide on
+//! two threads (neither depends on the other's decisions); then the three
+//! days are measured at once, each measure spreading its groups over
+//! rayon's pool. What a strategy measures does not depend on which thread
+//! runs it, or when. A thread that fails stops the others at their next
+//! step; the day's error is the failure.
 
 mod measure;
 mod report;
 mod timeline;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+
+use rayon::prelude::*;
 
 use tessera_plan::{align_to, reseat, PlanInputs};
 use tessera_serving::ArrivalModel;
@@ -71,14 +83,18 @@ pub struct DayRequest<'a> {
 /// Where a simulated day is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DayProgress {
-    /// Deciding: decisions made (autopilot and scratch), of all.
+    /// Deciding: the autopilot and the scratch baseline decide at once,
+    /// each on its own thread.
     Deciding {
-        /// Done.
-        done: usize,
-        /// In all.
-        total: usize,
+        /// Decisions the autopilot made.
+        autopilot: usize,
+        /// Decisions the scratch baseline made.
+        scratch: usize,
+        /// Decisions each makes in all.
+        each: usize,
     },
-    /// Measuring: pieces simulated, of all.
+    /// Measuring: pieces simulated, of all (the three strategies' days
+    /// are measured at once).
     Measuring {
         /// Done.
         done: usize,
@@ -86,6 +102,59 @@ pub enum DayProgress {
         total: usize,
     },
 }
+
+/// One step of a day's work, as a worker thread reports it.
+enum Step {
+    /// The autopilot decided once.
+    Autopilot,
+    /// The scratch baseline decided once.
+    Scratch,
+    /// A strategy's day is decided and cut into this many pieces.
+    Pieces(usize),
+    /// A piece was measured.
+    Piece,
+}
+
+/// Relays the [`Step`]s of a day's work to `progress` as two phases:
+/// deciding, then measuring once every strategy's pieces are known.
+struct Relay<'p> {
+    progress: &'p mut dyn FnMut(DayProgress),
+    /// Decisions each strategy makes.
+    each: usize,
+    autopilot: usize,
+    scratch: usize,
+    /// Strategies whose pieces are known, and their pieces in all.
+    cut: usize,
+    total: usize,
+    done: usize,
+}
+
+impl Relay<'_> {
+    fn hear(&mut self, step: Step) {
+        match step {
+            Step::Autopilot => self.autopilot += 1,
+            Step::Scratch => self.scratch += 1,
+            Step::Pieces(pieces) => (self.cut, self.total) = (self.cut + 1, self.total + pieces),
+            Step::Piece => self.done += 1,
+        }
+        let (autopilot, scratch, each) = (self.autopilot, self.scratch, self.each);
+        match (self.cut, &step) {
+            (STRATEGIES, Step::Piece | Step::Pieces(_)) => {
+                (self.progress)(DayProgress::Measuring { done: self.done, total: self.total })
+            }
+            (_, Step::Autopilot | Step::Scratch) => (self.progress)(DayProgress::Deciding { autopilot, scratch, each }),
+            _ => {}
+        }
+    }
+}
+
+/// What `thread` returned; its panic is the caller's.
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// The strategies of a day: the autopilot, static peak and scratch.
+const STRATEGIES: usize = 3;
 
 impl DayRequest<'_> {
     /// Checks the request, naming the first problem.
@@ -149,33 +218,71 @@ pub fn simulate_day(
         .iter()
         .map(|&time_s| request.traffic.mean_rates_rps((time_s - request.interval_s).max(0.0), time_s))
         .collect();
-    let total = 2 * decisions.len();
-    let mut done = 0;
-    let mut decided = || {
-        done += 1;
-        progress(DayProgress::Deciding { done, total });
-    };
-    let (autopilot, controller) = run_autopilot(request, &decisions, &observed, &mut decided)?;
-    let scratch = run_scratch(request, &planner, &decisions, &observed, &mut decided)?;
     let peaks = request.traffic.peak_rates_rps(end_s);
-    let static_plan = planner.fresh(&peaks).map_err(|cause| AutopilotError::Plan {
-        what: "for each service's peak rate".to_string(),
-        cause: Box::new(cause),
-    })?;
-    let static_peak = Timeline::new(&static_plan, end_s);
     let hours = request.hours.ceil() as usize;
-    let timelines = [&autopilot, &static_peak, &scratch];
-    let total: usize = timelines.iter().map(|timeline| measure::piece_count(timeline, request.traffic)).sum();
-    let mut done = 0;
-    progress(DayProgress::Measuring { done, total });
-    let mut measured = Vec::new();
-    for timeline in timelines {
-        let arrivals = (&request.sampling, request.arrivals_by_service.as_slice());
-        measured.push(measure::measure(&planner, timeline, request.traffic, arrivals, hours, &mut || {
-            done += 1;
-            progress(DayProgress::Measuring { done, total });
-        })?);
-    }
+    let arrivals = (&request.sampling, request.arrivals_by_service.as_slice());
+    // Set when a thread fails: the other stops at its next step.
+    let failed = &AtomicBool::new(false);
+    let go_on = |steps: &mpsc::Sender<Step>, step: Step| {
+        let _ = steps.send(step);
+        !failed.load(Ordering::Relaxed)
+    };
+    let each = decisions.len();
+    let (sender, steps) = mpsc::channel();
+    let work = move || -> Result<_, AutopilotError> {
+        let steps = &sender;
+        // The autopilot and the scratch baseline decide side by side.
+        let (autopilot, baselines) = std::thread::scope(|scope| {
+            let baselines = scope.spawn(|| {
+                let decided = &mut || go_on(steps, Step::Scratch);
+                let scratch = run_scratch(request, &planner, &decisions, &observed, decided);
+                let static_plan = planner.fresh(&peaks).map_err(|cause| AutopilotError::Plan {
+                    what: "for each service's peak rate".to_string(),
+                    cause: Box::new(cause),
+                });
+                let outcome = scratch.map(|scratch| scratch.map(|scratch| (scratch, static_plan)));
+                outcome.inspect_err(|_| failed.store(true, Ordering::Relaxed))
+            });
+            let decided = &mut || go_on(steps, Step::Autopilot);
+            let autopilot = run_autopilot(request, &decisions, &observed, decided)
+                .inspect_err(|_| failed.store(true, Ordering::Relaxed));
+            (autopilot, joined(baselines))
+        });
+        // A thread stops early only when the other failed: its error is
+        // the day's.
+        let (Some((autopilot, controller)), Some((scratch, static_plan))) = (autopilot?, baselines?) else {
+            unreachable!("a day's thread stopped early while the other succeeded")
+        };
+        let static_peak = Timeline::new(&static_plan?, end_s);
+        // Then the three days are measured at once; each measure is the
+        // same whichever thread runs it.
+        let timelines = [&autopilot, &static_peak, &scratch];
+        for timeline in timelines {
+            let _ = steps.send(Step::Pieces(measure::piece_count(timeline, request.traffic)));
+        }
+        let measured: Vec<Option<measure::Measured>> = timelines
+            .par_iter()
+            .map(|timeline| {
+                let step = &mut || go_on(steps, Step::Piece);
+                let measured = measure::measure(&planner, timeline, request.traffic, arrivals, hours, step);
+                measured.inspect_err(|_| failed.store(true, Ordering::Relaxed))
+            })
+            .collect::<Result<_, _>>()?;
+        let Some([autopilot_measured, static_measured, scratch_measured]) =
+            measured.into_iter().collect::<Option<Vec<_>>>().and_then(|all| <[_; STRATEGIES]>::try_from(all).ok())
+        else {
+            unreachable!("a measure stopped early while none failed")
+        };
+        let measured = [autopilot_measured, static_measured, scratch_measured];
+        Ok((autopilot, controller, static_peak, scratch, measured))
+    };
+    let (autopilot, controller, static_peak, scratch, measured) = std::thread::scope(|scope| {
+        let worker = scope.spawn(work);
+        let mut relay = Relay { progress, each, autopilot: 0, scratch: 0, cut: 0, total: 0, done: 0 };
+        // The channel closes when the work is done.
+        steps.into_iter().for_each(|step| relay.hear(step));
+        joined(worker)
+    })?;
     let names: Vec<String> = request.traffic.services().to_vec();
     let demand_rps = (0..hours)
         .map(|hour| {
@@ -201,13 +308,15 @@ pub fn simulate_day(
     })
 }
 
-/// The autopilot's day, and the controller that ran it.
+/// The autopilot's day, and the controller that ran it; `decided` is
+/// called after each decision and answers whether to go on (`None`: it
+/// said stop).
 fn run_autopilot(
     request: &DayRequest<'_>,
     decisions: &[f64],
     observed: &[Vec<f64>],
-    decided: &mut dyn FnMut(),
-) -> Result<(Timeline, Controller), AutopilotError> {
+    decided: &mut dyn FnMut() -> bool,
+) -> Result<Option<(Timeline, Controller)>, AutopilotError> {
     let end_s = request.hours * 3600.0;
     let mut controller = Controller::new(request.inputs.clone(), request.settings.clone(), request.controller, None)?;
     let mut timeline: Option<Timeline> = None;
@@ -233,20 +342,22 @@ fn run_autopilot(
             }
             _ => {}
         }
-        decided();
+        if !decided() {
+            return Ok(None);
+        }
     }
     let timeline = timeline.ok_or_else(|| AutopilotError::invalid("hours", "no decision was made"))?;
-    Ok((timeline, controller))
+    Ok(Some((timeline, controller)))
 }
 
-/// The scratch baseline's day.
+/// The scratch baseline's day; `decided` as for [`run_autopilot`].
 fn run_scratch(
     request: &DayRequest<'_>,
     planner: &Planner,
     decisions: &[f64],
     observed: &[Vec<f64>],
-    decided: &mut dyn FnMut(),
-) -> Result<Timeline, AutopilotError> {
+    decided: &mut dyn FnMut() -> bool,
+) -> Result<Option<Timeline>, AutopilotError> {
     let end_s = request.hours * 3600.0;
     let headroom = 1.0 + request.controller.plan_headroom;
     let mut forecaster = Forecaster::new(planner.services().len(), request.controller.forecast)?;
@@ -255,7 +366,9 @@ fn run_scratch(
     let mut busy_until_s = f64::NEG_INFINITY;
     for (&time_s, rates) in decisions.iter().zip(observed) {
         forecaster.observe(rates);
-        decided();
+        if !decided() {
+            return Ok(None);
+        }
         if time_s < busy_until_s {
             continue;
         }
@@ -279,5 +392,5 @@ fn run_scratch(
             }
         }
     }
-    timeline.ok_or_else(|| AutopilotError::invalid("hours", "no decision was made"))
+    timeline.ok_or_else(|| AutopilotError::invalid("hours", "no decision was made")).map(Some)
 }
