@@ -268,12 +268,10 @@ pub fn simulate_day(
                 measured.inspect_err(|_| failed.store(true, Ordering::Relaxed))
             })
             .collect::<Result<_, _>>()?;
-        let Some([autopilot_measured, static_measured, scratch_measured]) =
-            measured.into_iter().collect::<Option<Vec<_>>>().and_then(|all| <[_; STRATEGIES]>::try_from(all).ok())
-        else {
+        // In the timelines' order: the autopilot, static peak, scratch.
+        let Some(measured) = measured.into_iter().collect::<Option<Vec<_>>>() else {
             unreachable!("a measure stopped early while none failed")
         };
-        let measured = [autopilot_measured, static_measured, scratch_measured];
         Ok((autopilot, controller, static_peak, scratch, measured))
     };
     let (autopilot, controller, static_peak, scratch, measured) = std::thread::scope(|scope| {
