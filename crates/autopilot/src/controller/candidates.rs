@@ -104,12 +104,10 @@ impl Replanner<'_> {
         }
         let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
         // The alternatives are independent replans: made side by side.
-        let mut alternatives = vec![Alternative::Added];
-        if room > self.config.max_extra_gpus {
-            alternatives.insert(0, Alternative::Wider(room));
-        }
-        alternatives
-            .extend(least_used(running, self.config.dip_extra_gpus as usize + 1).into_iter().map(Alternative::Drained));
+        let wider = (room > self.config.max_extra_gpus).then_some(Alternative::Wider(room));
+        let drained =
+            least_used(running, self.config.dip_extra_gpus as usize + 1).into_iter().map(Alternative::Drained);
+        let alternatives: Vec<Alternative> = wider.into_iter().chain([Alternative::Added]).chain(drained).collect();
         let made: Vec<Result<Candidate, PlanError>> = alternatives
             .into_par_iter()
             .map(|alternative| match alternative {
