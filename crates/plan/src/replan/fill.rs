@@ -3,6 +3,9 @@
 //! instances others can spare, and free instances left over go to a
 //! service that can run them.
 
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, VecDeque};
+
 use tessera_core::{GpuModel, ProfilePoint};
 
 use super::candidates::Candidates;
@@ -45,60 +48,154 @@ pub(super) fn release_over_provisioned(request: &Problem<'_>, gpus: &mut [WorkGp
 /// largest when not), whether another service gives it up, its throughput.
 type PickKey = (bool, u8, bool, f64);
 
+/// A slot's position: its GPU's index, then its own among the GPU's.
+type SlotAt = (usize, usize);
+
+/// The kept instances of one GPU model and size. Every instance of a
+/// class is alike to a service short of its rate: the same best
+/// configuration, so the same [`PickKey`] but for whether another service
+/// gives it up.
+struct SlotClass {
+    model: GpuModel,
+    size: u8,
+    /// Its free instances, in scan order (by GPU, then slot): a free
+    /// instance is only ever taken first in its class, and never freed
+    /// again while deficits are filled.
+    free: VecDeque<SlotAt>,
+    /// Its instances whose services can spare them, in scan order.
+    spare: BTreeSet<SlotAt>,
+}
+
+/// The kept instances by class, kept up to date as segments move: which
+/// are free and which their services can spare.
+struct Instances {
+    /// In the order the classes first appear.
+    classes: Vec<SlotClass>,
+    /// Each slot's class, by GPU and slot.
+    class_of: Vec<Vec<usize>>,
+    /// Each service's instances.
+    held: Vec<Vec<SlotAt>>,
+}
+
+impl Instances {
+    fn of(gpus: &[WorkGpu], ledger: &Ledger) -> Instances {
+        let mut instances =
+            Instances { classes: Vec::new(), class_of: Vec::new(), held: vec![Vec::new(); ledger.rate_rps.len()] };
+        for (g, gpu) in gpus.iter().enumerate() {
+            let mut classes = Vec::with_capacity(gpu.slots.len());
+            for (s, slot) in gpu.slots.iter().enumerate() {
+                let size = slot.placement.profile.compute_slices;
+                let known = instances.classes.iter().position(|class| class.model == gpu.model && class.size == size);
+                let c = known.unwrap_or_else(|| {
+                    let class = SlotClass { model: gpu.model, size, free: VecDeque::new(), spare: BTreeSet::new() };
+                    instances.classes.push(class);
+                    instances.classes.len() - 1
+                });
+                classes.push(c);
+                match slot.segment {
+                    None => instances.classes[c].free.push_back((g, s)),
+                    Some(segment) => instances.held[segment.service].push((g, s)),
+                }
+            }
+            instances.class_of.push(classes);
+        }
+        for service in 0..instances.held.len() {
+            instances.refresh(service, gpus, ledger);
+        }
+        instances
+    }
+
+    /// Marks which of `service`'s instances it can spare now.
+    fn refresh(&mut self, service: usize, gpus: &[WorkGpu], ledger: &Ledger) {
+        for &(g, s) in &self.held[service] {
+            let spare = &mut self.classes[self.class_of[g][s]].spare;
+            match gpus[g].slots[s].segment.is_some_and(|x| ledger.can_spare(service, x.point.throughput_rps)) {
+                true => spare.insert((g, s)),
+                false => spare.remove(&(g, s)),
+            };
+        }
+    }
+
+    /// The first instance of class `c` that `service` may take: free, or
+    /// (`taken`) one another service can spare.
+    fn first(&self, c: usize, taken: bool, service: usize, gpus: &[WorkGpu]) -> Option<SlotAt> {
+        let class = &self.classes[c];
+        match taken {
+            false => class.free.front().copied(),
+            true => {
+                let others = |&&(g, s): &&SlotAt| gpus[g].slots[s].segment.is_some_and(|x| x.service != service);
+                class.spare.iter().find(others).copied()
+            }
+        }
+    }
+
+    /// Notes that the instance at `at` now runs `service`, and that the
+    /// service it was taken from, if any, holds it no more.
+    fn give(&mut self, (g, s): SlotAt, from: Option<usize>, service: usize, gpus: &[WorkGpu], ledger: &Ledger) {
+        let class = &mut self.classes[self.class_of[g][s]];
+        match from {
+            None => {
+                class.free.pop_front();
+            }
+            Some(from) => {
+                class.spare.remove(&(g, s));
+                self.held[from].retain(|&at| at != (g, s));
+                self.refresh(from, gpus, ledger);
+            }
+        }
+        self.held[service].push((g, s));
+        self.refresh(service, gpus, ledger);
+    }
+}
+
 /// Covers deficits in the kept layouts: free instances first, then
 /// instances other services can spare (see the module documentation).
+///
+/// Each step takes the instance with the smallest [`PickKey`], the first
+/// by position among equals. Instances of one class share their key but
+/// for `taken`, so a step weighs each class's best configuration once and
+/// looks for an instance only in the classes whose key is smallest: the
+/// first that is free, or that another service can spare.
 pub(super) fn fill_deficits(request: &Problem<'_>, gpus: &mut [WorkGpu], candidates: &mut Candidates<'_>) {
     let mut ledger = Ledger::of(request.services, gpus);
+    let mut instances = Instances::of(gpus, &ledger);
     let mut short: Vec<usize> = (0..request.services.len()).filter(|&s| ledger.deficit(s) > 0.0).collect();
     short.sort_by(|&a, &b| ledger.deficit(b).total_cmp(&ledger.deficit(a)).then(a.cmp(&b)));
     for service in short {
         while ledger.deficit(service) > 0.0 {
             let deficit = ledger.deficit(service);
-            // (short, size, taken from a service, throughput): smaller is better.
-            let mut best: Option<(PickKey, usize, usize, ProfilePoint)> = None;
-            // The ledger holds still while the GPUs are scanned: the best
-            // configuration of each instance size is looked up once.
-            let mut best_of_size: Vec<((GpuModel, u8), Option<ProfilePoint>)> = Vec::new();
-            for (g, gpu) in gpus.iter().enumerate() {
-                for (s, slot) in gpu.slots.iter().enumerate() {
-                    let taken = match slot.segment {
-                        None => false,
-                        Some(other)
-                            if other.service != service
-                                && ledger.can_spare(other.service, other.point.throughput_rps) =>
-                        {
-                            true
-                        }
-                        Some(_) => continue,
-                    };
-                    let size = slot.placement.profile.compute_slices;
-                    let known = best_of_size.iter().find(|(of, _)| *of == (gpu.model, size)).map(|(_, point)| *point);
-                    let point = known.unwrap_or_else(|| {
-                        let point = candidates.best(gpu.model, service, size, |tp| ledger.ratio_with(service, tp));
-                        best_of_size.push(((gpu.model, size), point));
-                        point
-                    });
-                    let Some(point) = point else {
-                        continue;
-                    };
-                    let covering = point.throughput_rps >= deficit;
+            // (key, class, taken from a service, configuration), best first.
+            let mut options: Vec<(PickKey, usize, bool, ProfilePoint)> = Vec::new();
+            for (c, class) in instances.classes.iter().enumerate() {
+                let best = candidates.best(class.model, service, class.size, |tp| ledger.ratio_with(service, tp));
+                let Some(point) = best else { continue };
+                let covering = point.throughput_rps >= deficit;
+                for taken in [false, true] {
                     // Covering candidates: the smallest; others: the most throughput.
-                    let key = if covering {
-                        (false, size, taken, point.throughput_rps)
-                    } else {
-                        (true, u8::MAX - size, taken, -point.throughput_rps)
+                    let key = match covering {
+                        true => (false, class.size, taken, point.throughput_rps),
+                        false => (true, u8::MAX - class.size, taken, -point.throughput_rps),
                     };
-                    if best.as_ref().is_none_or(|(k, ..)| key.partial_cmp(k) == Some(std::cmp::Ordering::Less)) {
-                        best = Some((key, g, s, point));
-                    }
+                    options.push((key, c, taken, point));
                 }
             }
-            let Some((_, g, s, point)) = best else { break };
+            options.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(Ordering::Equal));
+            // The first instance by position among the options of the
+            // smallest key that has one.
+            let picked = options.chunk_by(|a, b| a.0.partial_cmp(&b.0) == Some(Ordering::Equal)).find_map(|group| {
+                group
+                    .iter()
+                    .filter_map(|&(_, c, taken, point)| Some((instances.first(c, taken, service, gpus)?, point)))
+                    .min_by_key(|&(at, _)| at)
+            });
+            let Some(((g, s), point)) = picked else { break };
+            let from = gpus[g].slots[s].segment.map(|other| other.service);
             if let Some(other) = gpus[g].slots[s].segment {
                 ledger.provisioned_rps[other.service] -= other.point.throughput_rps;
             }
             gpus[g].slots[s].segment = Some(Segment { service, point });
             ledger.provisioned_rps[service] += point.throughput_rps;
+            instances.give((g, s), from, service, gpus, &ledger);
         }
     }
 }
