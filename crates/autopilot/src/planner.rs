@@ -99,8 +99,20 @@ impl Planner {
         drained: &[GpuPosition],
     ) -> Result<Planned, PlanError> {
         let inputs = self.inputs.for_services(self.services_at(rates_rps));
-        let from = ReplanFrom { current, max_extra_gpus, drained: drained.to_vec(), lost: Vec::new() };
+        let from =
+            ReplanFrom { current, max_extra_gpus, drained: drained.to_vec(), lost: Vec::new(), within_layouts: false };
         plan(&self.request(&inputs, Some(from))?)
+    }
+
+    /// A replan of the services at `rates_rps` within `current`'s MIG
+    /// instances: segments move between them, no GPU is added and no
+    /// fresh optimum is planned (see [`ReplanFrom::within_layouts`]); an
+    /// error when they cannot cover every service.
+    pub fn replan_within_layouts(&self, rates_rps: &[f64], current: &Plan) -> Result<Plan, PlanError> {
+        let inputs = self.inputs.for_services(self.services_at(rates_rps));
+        let from =
+            ReplanFrom { current, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new(), within_layouts: true };
+        Ok(plan(&self.request(&inputs, Some(from))?)?.plan)
     }
 
     /// The planner's request for `inputs` under the settings.

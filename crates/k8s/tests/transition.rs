@@ -51,7 +51,8 @@ fn old_and_new() -> (Plan, Plan) {
         .map(|(n, s)| ServiceSlo { rate_rps: s.rate_rps * [1.5, 0.5].get(n).copied().unwrap_or(1.0), ..s.clone() })
         .collect();
     let new_inputs = inputs.for_services(changed);
-    let from = ReplanFrom { current: &old, max_extra_gpus: 2, drained: Vec::new(), lost: Vec::new() };
+    let from =
+        ReplanFrom { current: &old, max_extra_gpus: 2, drained: Vec::new(), lost: Vec::new(), within_layouts: false };
     let new =
         plan(&PlanRequest { from: Some(from), target: Some(&target), ..PlanRequest::new(&new_inputs) }).unwrap().plan;
     (old, new)
@@ -70,7 +71,7 @@ fn old_and_without_last_node() -> (Plan, Plan, u32) {
     let last = old.gpus.iter().map(|g| g.node).max().unwrap();
     let drained =
         old.gpus.iter().filter(|g| g.node == last).map(|g| GpuPosition { node: g.node, index: g.index }).collect();
-    let from = ReplanFrom { current: &old, max_extra_gpus: 0, drained, lost: Vec::new() };
+    let from = ReplanFrom { current: &old, max_extra_gpus: 0, drained, lost: Vec::new(), within_layouts: false };
     let new =
         plan(&PlanRequest { from: Some(from), target: Some(&target), ..PlanRequest::new(&new_inputs) }).unwrap().plan;
     assert!(new.gpus.iter().all(|g| g.node != last), "the replan leaves node {last}: {new:#?}");

@@ -151,6 +151,13 @@ pub enum PlanError {
         /// What their count limits allow in total.
         allowed: u64,
     },
+    /// A replan within the running MIG instances leaves services short:
+    /// they need instances the running layouts do not have.
+    #[error("the running MIG instances cannot cover {short}: more need new or changed layouts")]
+    NotWithinLayouts {
+        /// The services left short, comma-separated.
+        short: String,
+    },
     /// The strategy found no plan within the fleet's count limits, though
     /// one may exist.
     #[error(

@@ -297,7 +297,8 @@ mod tests {
         // order would shift every other GPU down by one.
         let first = &running.gpus[0];
         let drained = vec![GpuPosition { node: first.node, index: first.index }];
-        let from = ReplanFrom { current: &running, max_extra_gpus: 1, drained, lost: Vec::new() };
+        let from =
+            ReplanFrom { current: &running, max_extra_gpus: 1, drained, lost: Vec::new(), within_layouts: false };
         let replanned =
             plan(&PlanRequest { target: Some(&target), from: Some(from), ..PlanRequest::new(&inputs) }).unwrap().plan;
         target.check(&replanned).unwrap();

@@ -27,7 +27,7 @@ use crate::parva::plan_parva;
 use crate::placement::Inventory;
 use crate::plan_options::{Arrivals, PlanOptions, ReplanOptions};
 use crate::problem::Problem;
-use crate::replan::{replan, GpuPosition, ReplanRequest};
+use crate::replan::{replan, replan_within_layouts, GpuPosition, Replan, ReplanRequest};
 use crate::report::{record_tolerances, service_reports};
 use crate::share_replan::replan_shared;
 use crate::share_rich;
@@ -99,6 +99,13 @@ pub struct ReplanFrom<'a> {
     pub drained: Vec<GpuPosition>,
     /// GPUs already gone (their services are replanned onto the rest).
     pub lost: Vec<GpuPosition>,
+    /// Move segments within the running MIG instances only, with no fresh
+    /// optimum planned and no comparison with it
+    /// ([`replan_within_layouts`](crate::replan::replan_within_layouts));
+    /// the plan fails when the running instances cannot cover every
+    /// service. With shared instances, a full replan (the sharing replanner
+    /// has no such mode): the caller checks what it changes.
+    pub within_layouts: bool,
 }
 
 impl<'a> ReplanFrom<'a> {
@@ -109,6 +116,7 @@ impl<'a> ReplanFrom<'a> {
             max_extra_gpus: options.max_extra_gpus,
             drained: options.drain.clone(),
             lost: options.lost.clone(),
+            within_layouts: false,
         }
     }
 }
@@ -388,6 +396,12 @@ fn images_of(inputs: &PlanInputs, current: Option<&Plan>) -> BTreeMap<String, Se
     images
 }
 
+/// A replan's plan, and how it compares with the fresh optimum.
+fn compared(replanned: Replan) -> (Plan, Option<ReplanComparison>) {
+    let Replan { plan, fresh, diff, fresh_diff, from_fresh } = replanned;
+    (plan, Some(ReplanComparison { fresh, diff, fresh_diff, from_fresh }))
+}
+
 /// Plans `request` (see the module docs).
 pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let resolved = request.resolved()?;
@@ -402,30 +416,25 @@ pub fn plan(request: &PlanRequest<'_>) -> Result<Planned, PlanError> {
     let (mut plan, mut replanned) = match &request.from {
         Some(from) => {
             let removed: Vec<GpuPosition> = from.drained.iter().chain(&from.lost).copied().collect();
-            let replanned = match request.resolved_share() {
-                Some(_) => replan_shared(&problem, from.current, from.max_extra_gpus, &removed)?,
-                None => replan(&ReplanRequest {
-                    plan: problem,
-                    current: from.current,
-                    max_extra_gpus: from.max_extra_gpus,
-                    removed_gpus: &removed,
-                    fresh_memo: Some(inputs.fresh_memo()),
-                })?,
+            let replan_request = ReplanRequest {
+                plan: problem,
+                current: from.current,
+                max_extra_gpus: from.max_extra_gpus,
+                removed_gpus: &removed,
+                fresh_memo: Some(inputs.fresh_memo()),
             };
-            let mut plan = replanned.plan;
+            let (mut plan, comparison) = match request.resolved_share() {
+                Some(_) => compared(replan_shared(&replan_request.plan, from.current, from.max_extra_gpus, &removed)?),
+                None if from.within_layouts => (replan_within_layouts(&replan_request)?, None),
+                None => compared(replan(&replan_request)?),
+            };
             for position in &from.drained {
                 plan.notes.push(format!("GPU {position} drained: its services run elsewhere before it is emptied"));
             }
             for position in &from.lost {
                 plan.notes.push(format!("GPU {position} lost: its services are replanned onto the rest"));
             }
-            let comparison = ReplanComparison {
-                fresh: replanned.fresh,
-                diff: replanned.diff,
-                fresh_diff: replanned.fresh_diff,
-                from_fresh: replanned.from_fresh,
-            };
-            (plan, Some(comparison))
+            (plan, comparison)
         }
         None if request.share.is_some() => (share_rich::plan_shared(&problem)?, None),
         None => {
@@ -497,7 +506,8 @@ pub fn with_figures(inputs: &PlanInputs, mut plan: Plan) -> Result<Plan, PlanErr
     models.sort();
     models.dedup();
     let fleet: Vec<GpuOffer> = models.into_iter().map(GpuOffer::plain).collect();
-    let from = ReplanFrom { current: &plan, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+    let from =
+        ReplanFrom { current: &plan, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new(), within_layouts: false };
     let resolved = PlanRequest { from: Some(from), fleet, ..PlanRequest::new(inputs) }.resolved()?;
     // The same request without the running plan (which is changed below),
     // predicting.

@@ -263,7 +263,13 @@ mod tests {
             services.retain(|s| s.service != "light-39");
             services.push(ServiceSlo::new("light-new", "resnet50", 3.0, 150.0).unwrap());
         });
-        let from = ReplanFrom { current: &running, max_extra_gpus: 1, drained: Vec::new(), lost: Vec::new() };
+        let from = ReplanFrom {
+            current: &running,
+            max_extra_gpus: 1,
+            drained: Vec::new(),
+            lost: Vec::new(),
+            within_layouts: false,
+        };
         // The running plan shares, so the replan does without being asked.
         let planned = plan(&PlanRequest { from: Some(from), ..PlanRequest::new(&after) }).unwrap();
         let replanned = &planned.plan;
@@ -297,7 +303,13 @@ mod tests {
             plan(&PlanRequest { share: Some(Sharing::Serialized), ..PlanRequest::new(&inputs) }).unwrap().plan;
         let (gpu, _) = running.shared_instances().next().unwrap();
         let drained = GpuPosition { node: gpu.node, index: gpu.index };
-        let from = ReplanFrom { current: &running, max_extra_gpus: 1, drained: vec![drained], lost: Vec::new() };
+        let from = ReplanFrom {
+            current: &running,
+            max_extra_gpus: 1,
+            drained: vec![drained],
+            lost: Vec::new(),
+            within_layouts: false,
+        };
         let replanned = plan(&PlanRequest { from: Some(from), ..PlanRequest::new(&inputs) }).unwrap().plan;
         assert!(replanned.gpus.iter().all(|g| (g.node, g.index) != (drained.node, drained.index)));
         let verified = verify_plan(&replanned, &inputs, CheckOptions::default()).unwrap();

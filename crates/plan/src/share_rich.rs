@@ -427,7 +427,13 @@ mod tests {
 
         // Replanned from itself, every instance stays as it runs, the
         // 1g.20gb ones included, and the replan verifies.
-        let from = ReplanFrom { current: &planned, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+        let from = ReplanFrom {
+            current: &planned,
+            max_extra_gpus: 0,
+            drained: Vec::new(),
+            lost: Vec::new(),
+            within_layouts: false,
+        };
         let request = PlanRequest { share: Some(Sharing::Serialized), from: Some(from), ..PlanRequest::new(&inputs) };
         let replanned = plan(&request).unwrap().plan;
         assert_eq!(replanned.gpus, planned.gpus);

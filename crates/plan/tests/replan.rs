@@ -43,7 +43,7 @@ proptest! {
         let new: Vec<ServiceSlo> =
             old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
         let new_inputs = measured(&new, &catalog, gpu);
-        let from = ReplanFrom { current: &current, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+        let from = ReplanFrom { current: &current, max_extra_gpus, drained: Vec::new(), lost: Vec::new(), within_layouts: false };
         let Planned { plan, replan } = plan(&PlanRequest {
             from: Some(from),
             ..request(&new_inputs, gpu, Strategy::Optimal, rule)
@@ -90,7 +90,13 @@ fn replans_of_parvagpu_scenarios_pass_the_verifier() {
                 old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * rng.uniform(0.8, 1.2), ..s.clone() }).collect();
             for max_extra_gpus in [0, 1] {
                 let new_inputs = measured(&new, &catalog, gpu);
-                let from = ReplanFrom { current: &current, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+                let from = ReplanFrom {
+                    current: &current,
+                    max_extra_gpus,
+                    drained: Vec::new(),
+                    lost: Vec::new(),
+                    within_layouts: false,
+                };
                 let replanned = plan(&PlanRequest { from: Some(from), ..limited(&new_inputs) }).unwrap();
                 let violations = verify(
                     &replanned.plan,
@@ -121,7 +127,13 @@ fn a_spread_replan_reports_the_diff_of_the_spread_plan() {
     let current = plan(&request(&old_inputs, gpu, Strategy::Optimal, LatencyRule::Parva)).unwrap().plan;
     let new: Vec<ServiceSlo> = old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * 1.1, ..s.clone() }).collect();
     let new_inputs = measured(&new, &catalog, gpu);
-    let from = ReplanFrom { current: &current, max_extra_gpus: 0, drained: Vec::new(), lost: Vec::new() };
+    let from = ReplanFrom {
+        current: &current,
+        max_extra_gpus: 0,
+        drained: Vec::new(),
+        lost: Vec::new(),
+        within_layouts: false,
+    };
     let Planned { plan: spread, replan } = plan(&PlanRequest {
         from: Some(from),
         spread: true,

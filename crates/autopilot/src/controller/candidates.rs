@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use rayon::prelude::*;
 use tessera_core::text::count;
 use tessera_core::{Plan, ServiceSlo};
-use tessera_plan::{GpuPosition, PlanError};
+use tessera_plan::{GpuPosition, PlanError, Planned};
 
 use super::config::ControllerConfig;
 use crate::free_slices::add_in_free_slices;
@@ -21,8 +21,9 @@ pub(super) struct Candidate {
     pub plan: Plan,
     /// The way there, timed.
     pub transition: Transition,
-    /// GPUs of the fresh optimum at the same rates.
-    pub fresh_gpus: usize,
+    /// GPUs of the fresh optimum at the same rates; `None` for a swap,
+    /// planned within the running instances without it.
+    pub fresh_gpus: Option<usize>,
     /// A service its transition leaves below its forecast, in words.
     pub dip: Option<String>,
 }
@@ -62,8 +63,7 @@ impl Replanner<'_> {
         extra_gpus: u64,
     ) -> Result<Candidate, PlanError> {
         let planned = self.planner.replan(plan_rps, running, extra_gpus, &[])?;
-        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
+        Ok(self.replanned(running, planned, dip_rps))
     }
 
     /// A replan from `running` for `plan_rps` within `extra_gpus` of the
@@ -78,8 +78,7 @@ impl Replanner<'_> {
         gpu: GpuPosition,
     ) -> Result<Candidate, PlanError> {
         let planned = self.planner.replan(plan_rps, running, extra_gpus, &[gpu])?;
-        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
+        Ok(self.replanned(running, planned, dip_rps))
     }
 
     /// Whether `candidate` may be taken as it is: no dip, and a transition
@@ -102,7 +101,8 @@ impl Replanner<'_> {
         if self.fits(&first) {
             return Ok(first);
         }
-        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus).saturating_sub(first.fresh_gpus as u64);
+        let room = (running.gpu_count as u64 + self.config.dip_extra_gpus)
+            .saturating_sub(first.fresh_gpus.unwrap_or(first.plan.gpu_count) as u64);
         // The alternatives are independent replans: made side by side.
         let wider = (room > self.config.max_extra_gpus).then_some(Alternative::Wider(room));
         let drained =
@@ -127,14 +127,14 @@ impl Replanner<'_> {
         Ok(best.unwrap_or(first))
     }
 
-    /// The swap to `swap_rps`: the replan from `running` with the fewest
-    /// reconfigurations and no GPU bound, taken only when it changes no
-    /// GPU's MIG layout and adds none (instances that stay change service:
-    /// only processes restart) and does not dip; `None` otherwise.
+    /// The swap to `swap_rps`: the replan within the running MIG
+    /// instances, taken only when it changes no GPU's MIG layout and adds
+    /// none (instances that stay change service: only processes restart)
+    /// and does not dip; `None` otherwise. No fresh optimum is planned:
+    /// a swap is weighed against nothing but the keep test.
     pub fn swapped(&self, running: &Plan, swap_rps: &[f64], dip_rps: &[f64]) -> Option<Candidate> {
-        let planned = self.planner.replan(swap_rps, running, running.gpu_count as u64, &[]).ok()?;
-        let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        let candidate = self.candidate(running, planned.plan, fresh_gpus, dip_rps);
+        let plan = self.planner.replan_within_layouts(swap_rps, running).ok()?;
+        let candidate = self.candidate(running, plan, None, dip_rps);
         let swaps = !candidate.transition.is_empty() && candidate.transition.keeps_layouts();
         (swaps && candidate.dip.is_none()).then_some(candidate)
     }
@@ -177,14 +177,20 @@ impl Replanner<'_> {
     /// nothing) and reports its services.
     fn as_is(&self, running: &Plan, plan: &Plan, rates_rps: &[f64], dip_rps: &[f64]) -> Result<Candidate, PlanError> {
         let planned = self.planner.replan(rates_rps, plan, plan.gpu_count as u64, &[])?;
+        Ok(self.replanned(running, planned, dip_rps))
+    }
+
+    /// A replan from `running` as a candidate, with its fresh optimum's
+    /// GPUs.
+    fn replanned(&self, running: &Plan, planned: Planned, dip_rps: &[f64]) -> Candidate {
         let fresh_gpus = planned.replan.as_ref().map_or(planned.plan.gpu_count, |c| c.fresh.gpu_count);
-        Ok(self.candidate(running, planned.plan, fresh_gpus, dip_rps))
+        self.candidate(running, planned.plan, Some(fresh_gpus), dip_rps)
     }
 
     /// `plan` as a candidate from `running`: its timed transition and its
     /// first dip (a service below its rate in `dip_rps` and below its
     /// capacity in `running` while a step runs).
-    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: usize, dip_rps: &[f64]) -> Candidate {
+    fn candidate(&self, running: &Plan, plan: Plan, fresh_gpus: Option<usize>, dip_rps: &[f64]) -> Candidate {
         let floor_rps: Vec<f64> =
             dip_rps.iter().zip(self.capacities_rps(running)).map(|(dip, capacity)| dip.min(capacity)).collect();
         let transition = Transition::between(running, &plan, &self.config.reconfiguration);
@@ -282,7 +288,8 @@ impl Replanner<'_> {
         let least_used = least_used(running, self.config.dip_extra_gpus as usize + 1);
         let takes = |tried: &Candidate| self.fits(tried) && running.gpu_count >= tried.plan.gpu_count + threshold;
         for release in releases {
-            let extra_gpus = running.gpu_count.saturating_sub(release + first.fresh_gpus) as u64;
+            let extra_gpus =
+                running.gpu_count.saturating_sub(release + first.fresh_gpus.unwrap_or(first.plan.gpu_count)) as u64;
             let plain = match release == released {
                 true => first.clone(),
                 false => match self.replan_for(running, plan_rps, dip_rps, extra_gpus) {
@@ -325,14 +332,15 @@ fn least_used(plan: &Plan, count: usize) -> Vec<GpuPosition> {
     gpus.into_iter().take(count).map(|(_, position)| position).collect()
 }
 
-/// A change of plan in words: `6 → 7 GPUs, 1 reconfigured, 2 processes
-/// started, 41 s`.
+/// A change of plan in words: `6 → 7 GPUs (fresh optimum 6), 1
+/// reconfigured, 2 processes started, 41 s` (a swap, planned without a
+/// fresh optimum, names none).
 pub(super) fn change_words(old: &Plan, new: &Candidate) -> String {
+    let fresh = new.fresh_gpus.map_or(String::new(), |gpus| format!(" (fresh optimum {gpus})"));
     format!(
-        "{} → {} (fresh optimum {}), {} reconfigured, {} started, {:.0} s",
+        "{} → {}{fresh}, {} reconfigured, {} started, {:.0} s",
         old.gpu_count,
         count(new.plan.gpu_count, "GPU"),
-        new.fresh_gpus,
         new.transition.totals.gpus_reconfigured(),
         count(new.transition.totals.processes_restarted, "process"),
         new.transition.duration_s()

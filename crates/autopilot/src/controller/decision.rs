@@ -32,8 +32,9 @@ pub struct Reconfiguration {
     pub plan: Plan,
     /// The way there from the running plan, timed.
     pub transition: Transition,
-    /// GPUs of the fresh optimum at the same rates.
-    pub fresh_gpus: usize,
+    /// GPUs of the fresh optimum at the same rates; `None` for a swap
+    /// (planned within the running MIG instances, without one).
+    pub fresh_gpus: Option<usize>,
 }
 
 /// What the controller decided.

@@ -16,12 +16,13 @@
 //!    batch that margin slower: the plan bears traffic above the forecast
 //!    or a GPU slower than profiled, either alone.
 //! 4. **Scale up early.** When a service falls short there, the controller
-//!    first tries a swap: the replan with the fewest reconfigurations for
-//!    each short service as below and every other at what rule 3 asks of
-//!    it, its forecast times `1 + keep_headroom` (its capacity if it fell
-//!    short within `scale_down_hold_s`), taken when it changes no GPU's MIG
-//!    layout, adds no GPU and leaves no service below its swap rate (or
-//!    its capacity before, when lower) while a step runs. Instances of
+//!    first tries a swap: segments moved within the running MIG instances
+//!    (no fresh optimum planned: a swap is cheap) for each short service
+//!    as below and every other at what rule 3 asks of it, its forecast
+//!    times `1 + keep_headroom` (its capacity if it fell short within
+//!    `scale_down_hold_s`), taken when it changes no GPU's MIG layout,
+//!    adds no GPU and leaves no service below its swap rate (or its
+//!    capacity before, when lower) while a step runs. Instances of
 //!    services with spare over what the keep test needs change service,
 //!    only processes restart, and the fleet meets a burst or a rise from
 //!    the headroom it holds, without growing, or releasing later what it

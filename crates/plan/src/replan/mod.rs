@@ -69,7 +69,7 @@ pub(crate) use fresh::FreshMemo;
 use inherit::inherit;
 use keep_layouts::keep_layouts;
 pub use position::GpuPosition;
-use stable::stable_plan;
+use stable::{stable_plan, within_layouts};
 
 /// What a replan is asked.
 #[derive(Debug, Clone)]
@@ -119,23 +119,7 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
     let fresh_diff = diff_plans(request.current, &fresh);
     let bound = fresh.gpu_count as u64 + request.max_extra_gpus;
 
-    let verified = |plan: &Plan| {
-        plan.gpu_count as u64 <= bound
-            && plan.services.iter().all(|s| s.met)
-            && verify_memoised(
-                plan,
-                &VerifyRequest {
-                    catalog: plan_request.catalog,
-                    services: plan_request.services,
-                    rule: plan_request.rule,
-                    arrivals: plan_request.arrivals,
-                    max_procs: plan_request.max_procs,
-                    margin: plan_request.margin,
-                },
-                plan_request.capacities,
-            )
-            .is_empty()
-    };
+    let verified = |plan: &Plan| plan.gpu_count as u64 <= bound && meets_every_slo(plan_request, plan);
     // The fresh plan rebuilt on old layouts, or (should that fail the
     // verifier) as it is; either reseated.
     let rebuilt = keep_layouts(plan_request, request.current, fresh.clone(), request.removed_gpus);
@@ -174,6 +158,49 @@ pub fn replan(request: &ReplanRequest<'_>) -> Result<Replan, PlanError> {
         plan.notes.push("the fresh plan's layouts, segments reseated, change least".to_string());
     }
     Ok(Replan { plan, fresh, diff, fresh_diff, from_fresh })
+}
+
+/// Plans the new SLOs within the current plan's MIG instances (less the
+/// removed GPUs'): segments move between the running instances, free ones
+/// first, then those whose services can spare them, as the layout-keeping
+/// plan's first round does, with no GPU added and no fresh optimum
+/// planned (a swap: only processes restart, or nothing changes). A free
+/// instance nobody can run is destroyed and a GPU left with nothing to run
+/// given back. Fails with [`PlanError::NotWithinLayouts`] when a service
+/// stays short, and with [`PlanError::Invalid`] when the plan does not
+/// pass the verifier.
+pub fn replan_within_layouts(request: &ReplanRequest<'_>) -> Result<Plan, PlanError> {
+    let plan_request = &request.plan;
+    plan_request.check()?;
+    let inherited = inherit(plan_request, request.current, request.removed_gpus)?;
+    let mut plan = within_layouts(plan_request, &inherited, request.current, request.removed_gpus)?;
+    if !meets_every_slo(plan_request, &plan) {
+        return Err(PlanError::Invalid("a segment moved within the running layouts misses its SLO".to_string()));
+    }
+    plan.notes.push(format!(
+        "replanned within the MIG instances of a plan of {}; no fresh optimum planned",
+        tessera_core::text::count(request.current.gpu_count, "GPU")
+    ));
+    Ok(plan)
+}
+
+/// Whether every service of `plan` is met and the verifier finds nothing
+/// wrong with it under `problem`.
+fn meets_every_slo(problem: &Problem<'_>, plan: &Plan) -> bool {
+    plan.services.iter().all(|s| s.met)
+        && verify_memoised(
+            plan,
+            &VerifyRequest {
+                catalog: problem.catalog,
+                services: problem.services,
+                rule: problem.rule,
+                arrivals: problem.arrivals,
+                max_procs: problem.max_procs,
+                margin: problem.margin,
+            },
+            problem.capacities,
+        )
+        .is_empty()
 }
 
 #[cfg(test)]
@@ -248,6 +275,38 @@ mod tests {
                 current.gpu_count
             );
         }
+    }
+
+    #[test]
+    fn a_replan_within_layouts_moves_segments_or_names_the_services_left_short() {
+        let catalog = builtin_catalog();
+        let old = services(40, 2);
+        let current = plan_optimal(&request(&catalog, &old)).unwrap();
+        let within = |services: &[ServiceSlo]| {
+            replan_within_layouts(&ReplanRequest {
+                plan: request(&catalog, services),
+                current: &current,
+                max_extra_gpus: 0,
+                removed_gpus: &[],
+                fresh_memo: None,
+            })
+        };
+        // One service rises while every other falls to half its rate:
+        // their spare instances serve it, and no layout changes.
+        let mut swapped: Vec<ServiceSlo> =
+            old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * 0.5, ..s.clone() }).collect();
+        swapped[0].rate_rps = old[0].rate_rps * 1.5;
+        let plan = within(&swapped).unwrap();
+        assert!(plan.services.iter().all(|s| s.met));
+        let totals = diff_plans(&current, &plan).totals;
+        assert_eq!((totals.gpus_layout_changed, totals.gpus_added, totals.gpus_removed), (0, 0, 0), "{totals:?}");
+        assert!(totals.services_changed > 0 && totals.processes_restarted > 0, "{totals:?}");
+        // Every service at twice its rate: nothing is spare.
+        let risen: Vec<ServiceSlo> =
+            old.iter().map(|s| ServiceSlo { rate_rps: s.rate_rps * 2.0, ..s.clone() }).collect();
+        let error = within(&risen).unwrap_err();
+        assert!(matches!(error, PlanError::NotWithinLayouts { .. }), "{error}");
+        assert!(old.iter().any(|s| error.to_string().contains(&s.service)), "{error}");
     }
 
     #[test]

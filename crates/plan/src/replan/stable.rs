@@ -54,6 +54,35 @@ pub(super) fn stable_plan(
     unreachable!("the loop returns")
 }
 
+/// The stable plan's first round within the inherited instances alone:
+/// segments move between them (steps 1 and 3 of the module
+/// documentation), nothing is planned on new GPUs and nothing dissolved;
+/// a free instance nobody can run is destroyed and a GPU left with
+/// nothing to run given back, as in every round. Fails when a service is
+/// still short.
+pub(super) fn within_layouts(
+    request: &Problem<'_>,
+    inherited: &[WorkGpu],
+    current: &Plan,
+    removed: &[GpuPosition],
+) -> Result<Plan, PlanError> {
+    let mut gpus = inherited.to_vec();
+    let mut candidates = Candidates::new(request);
+    release_over_provisioned(request, &mut gpus, &mut candidates);
+    fill_deficits(request, &mut gpus, &mut candidates);
+    let ledger = Ledger::of(request.services, &gpus);
+    let short: Vec<&str> = (request.services.iter().enumerate())
+        .filter(|&(service, _)| ledger.deficit(service) > 0.0)
+        .map(|(_, slo)| slo.service.as_str())
+        .collect();
+    if !short.is_empty() {
+        return Err(PlanError::NotWithinLayouts { short: short.join(", ") });
+    }
+    assign_leftovers(request, &mut gpus, &mut candidates);
+    gpus.retain(|gpu| gpu.slots.iter().any(|slot| slot.segment.is_some()));
+    Ok(assemble(request, gpus, current, removed))
+}
+
 /// Compute slices of `gpu` that serve nothing needed: unused slices, free
 /// instances, and segments whose services can spare them one at a time.
 fn waste(gpu: &WorkGpu, ledger: &Ledger) -> u32 {

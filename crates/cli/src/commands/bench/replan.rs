@@ -208,7 +208,13 @@ pub fn run(bench: &ReplanBench<'_>) -> Result<()> {
                 };
                 extras[setting] = extras[setting].max(max_extra_gpus);
                 let new_inputs = case.inputs.for_services(new.clone());
-                let from = ReplanFrom { current: &old, max_extra_gpus, drained: Vec::new(), lost: Vec::new() };
+                let from = ReplanFrom {
+                    current: &old,
+                    max_extra_gpus,
+                    drained: Vec::new(),
+                    lost: Vec::new(),
+                    within_layouts: false,
+                };
                 let started = Instant::now();
                 let (plan, comparison) = settings.replan(&new_inputs, from)?;
                 let seconds = started.elapsed().as_secs_f64();
@@ -259,7 +265,8 @@ fn failure(case: &Case<'_>, settings: &Settings) -> Result<String> {
     let mut table =
         TextTable::new(&["max extra", "plan", "GPUs", "layouts kept", "GPUs changed", "inst ±", "restarts"]);
     for max_extra_gpus in [0, (old.gpu_count as u64).div_ceil(100)] {
-        let from = ReplanFrom { current: &old, max_extra_gpus, drained: Vec::new(), lost: vec![lost] };
+        let from =
+            ReplanFrom { current: &old, max_extra_gpus, drained: Vec::new(), lost: vec![lost], within_layouts: false };
         let (replanned, comparison) = settings.replan(&case.inputs, from)?;
         for (name, plan, totals) in [
             ("replan", &replanned, &comparison.diff.totals),
