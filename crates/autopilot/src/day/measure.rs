@@ -53,6 +53,7 @@
 //! its requests within its SLO.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -317,10 +318,18 @@ pub(super) fn measure(
     };
     let mut last_measured = LastMeasured::default();
     let mut span_system: Option<SpanSystem> = None;
+    // Each span's segments, built once as its first piece comes.
+    let mut serving_plans = timeline.serving_plans();
+    let mut serving: Option<(usize, Arc<Plan>)> = None;
     for piece in pieces(timeline, traffic) {
         let rates_rps = traffic.rates_rps(piece.start_s);
         let span = &timeline.spans[piece.span];
-        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &span.serving), &rates_rps)?;
+        if serving.as_ref().is_none_or(|(at, _)| *at != piece.span) {
+            let plan = serving_plans.next().expect("a plan for every span, in order");
+            serving = Some((piece.span, plan));
+        }
+        let Some((_, serving_plan)) = &serving else { unreachable!("set above") };
+        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, serving_plan), &rates_rps)?;
         let simulated = match &span_system {
             Some(serving) => {
                 let arrivals = (sampling, arrivals_by_service);
@@ -339,8 +348,8 @@ pub(super) fn measure(
         for (index, share) in simulated.attainment {
             tally.within[index] += share * rates_rps[index] * length_s;
         }
-        if let Some((before, after)) = &span.between {
-            let now_rps = capacities(planner, &span.serving);
+        if let Some((before, after)) = span.serving.between() {
+            let now_rps = capacities(planner, serving_plan);
             let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
             let lost_rps: f64 =
                 (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();

@@ -44,7 +44,7 @@ use crate::error::AutopilotError;
 use crate::forecast::Forecaster;
 use crate::planner::{PlanSettings, Planner};
 use crate::transition::Transition;
-use tessera_core::{CoreError, Plan, TrafficCurve};
+use tessera_core::{CoreError, TrafficCurve};
 use timeline::Timeline;
 
 pub use measure::{
@@ -318,21 +318,15 @@ fn run_autopilot(
     let end_s = request.hours * 3600.0;
     let mut controller = Controller::new(request.inputs.clone(), request.settings.clone(), request.controller, None)?;
     let mut timeline: Option<Timeline> = None;
-    // The plan that runs, as the timeline has it.
-    let mut running: Option<Plan> = None;
     for (&time_s, rates) in decisions.iter().zip(observed) {
         let samples = rates.iter().map(|&rate_rps| Some(RateSample { rate_rps, observed_at_s: time_s })).collect();
         let decision = controller.observe(&Observation { time_s, samples });
-        match (&decision.action, &mut timeline, &mut running) {
-            (Action::Start(plan), None, running) => {
-                timeline = Some(Timeline::new(plan, end_s));
-                *running = Some(plan.clone());
+        match (&decision.action, &mut timeline) {
+            (Action::Start(plan), None) => timeline = Some(Timeline::new(plan, end_s)),
+            (Action::ScaleUp(change) | Action::ScaleDown(change), Some(timeline)) => {
+                timeline.reconfigure(time_s, &change.plan, &change.transition);
             }
-            (Action::ScaleUp(change) | Action::ScaleDown(change), Some(timeline), Some(old)) => {
-                timeline.reconfigure(time_s, old, &change.plan, &change.transition);
-                *old = change.plan.clone();
-            }
-            (_, None, _) => {
+            (_, None) => {
                 return Err(AutopilotError::invalid(
                     "traffic",
                     format!("the autopilot has no plan at {time_s} s: {}", decision.reason),
@@ -380,7 +374,7 @@ fn run_scratch(
                 let new = reseat(old, align_to(old, fresh, &[]));
                 let transition = Transition::between(old, &new, &request.controller.reconfiguration);
                 if !transition.is_empty() {
-                    busy_until_s = timeline.reconfigure(time_s, old, &new, &transition);
+                    busy_until_s = timeline.reconfigure(time_s, &new, &transition);
                     running = Some(new);
                 }
             }

@@ -9,12 +9,14 @@
 //! Each span of a transition remembers the segments that served before it
 //! and those that serve after it, so what the transition itself costs
 //! (capacity neither plan lacks) can be told from what the traffic or the
-//! new plan would have cost anyway.
+//! new plan would have cost anyway. The segments serving partway through
+//! a transition are built when measured, step after step: a day holds one
+//! plan per reconfiguration.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan, SharedInstance};
+use tessera_core::{GpuAssignment, InstanceAssignment, Operation, Plan, SharedInstance, Step};
 
 use crate::transition::Transition;
 
@@ -27,11 +29,41 @@ pub(super) struct Span {
     pub end_s: f64,
     /// GPUs held.
     pub gpus: usize,
-    /// The segments serving, as a plan's GPUs (no service reports).
-    pub serving: Arc<Plan>,
-    /// During a transition: the segments that served before it and those
-    /// that serve after it.
-    pub between: Option<(Arc<Plan>, Arc<Plan>)>,
+    /// The segments serving.
+    pub serving: Serving,
+}
+
+/// The segments serving in a span: a whole plan, or partway through a
+/// transition. A transition's spans share its two plans and its steps'
+/// operations; the segments serving partway are built when asked
+/// ([`Timeline::serving_plans`]), so a day holds one plan per
+/// reconfiguration, not one per step.
+#[derive(Debug, Clone)]
+pub(super) enum Serving {
+    /// A plan, whole.
+    Plan(Arc<Plan>),
+    /// While step `step` of `passage` runs: what the steps before it
+    /// started, less what they and it stopped.
+    Partway { passage: Arc<Passage>, step: usize },
+}
+
+impl Serving {
+    /// During a transition: the plans before and after it.
+    pub fn between(&self) -> Option<(&Plan, &Plan)> {
+        match self {
+            Serving::Plan(_) => None,
+            Serving::Partway { passage, .. } => Some((&passage.before, &passage.after)),
+        }
+    }
+}
+
+/// A transition as the timeline keeps it.
+#[derive(Debug)]
+pub(super) struct Passage {
+    before: Arc<Plan>,
+    after: Arc<Plan>,
+    /// Per step: the places it stops, then those it starts.
+    steps: Vec<(Vec<Place>, Vec<Place>)>,
 }
 
 /// A reconfiguration.
@@ -50,6 +82,8 @@ pub(super) struct Reconfigured {
 pub(super) struct Timeline {
     pub spans: Vec<Span>,
     pub reconfigurations: Vec<Reconfigured>,
+    /// The plan that runs once every transition so far has ended.
+    current: Arc<Plan>,
     /// When the day ends, seconds.
     end_s: f64,
 }
@@ -65,54 +99,58 @@ enum Resident {
     Executor(SharedInstance),
 }
 
+/// What serves where, with its GPU (without its instances).
+type Placed = BTreeMap<Place, (GpuAssignment, Resident)>;
+
 impl Timeline {
     /// A day of `end_s` seconds that starts with `plan` running.
     pub fn new(plan: &Plan, end_s: f64) -> Timeline {
-        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Arc::new(plan.clone()), between: None };
-        Timeline { spans: vec![first], reconfigurations: Vec::new(), end_s }
+        let current = Arc::new(plan.clone());
+        let first = Span { start_s: 0.0, end_s, gpus: plan.gpu_count, serving: Serving::Plan(current.clone()) };
+        Timeline { spans: vec![first], reconfigurations: Vec::new(), current, end_s }
     }
 
-    /// `transition` from `old` to `new` starts at `time_s`; returns when it
-    /// ends.
-    pub fn reconfigure(&mut self, time_s: f64, old: &Plan, new: &Plan, transition: &Transition) -> f64 {
+    /// `transition` from the plan that runs to `new` starts at `time_s`;
+    /// returns when it ends.
+    pub fn reconfigure(&mut self, time_s: f64, new: &Plan, transition: &Transition) -> f64 {
         self.reconfigurations.push(Reconfigured {
             time_s,
             gpus: transition.totals.gpus_reconfigured(),
             processes: transition.totals.processes_restarted,
         });
-        let held: BTreeSet<(u32, u32)> = old.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
-        let mut running: BTreeMap<Place, (GpuAssignment, Resident)> = placed(old).collect();
-        let incoming: BTreeMap<Place, (GpuAssignment, Resident)> = placed(new).collect();
-        let between = (Arc::new(old.clone()), Arc::new(new.clone()));
-        let mut at_s = time_s;
-        for timed in &transition.steps {
-            for gpu in &timed.step.gpus {
+        let before = self.current.clone();
+        let held: BTreeSet<(u32, u32)> = before.gpus.iter().chain(&new.gpus).map(|gpu| (gpu.node, gpu.index)).collect();
+        let places = |step: &Step, stops: bool| -> Vec<Place> {
+            let mut places = Vec::new();
+            for gpu in &step.gpus {
                 for operation in &gpu.operations {
-                    if let Operation::Stop { instance, .. } | Operation::StopShared { instance, .. } = operation {
-                        running.remove(&(gpu.node, gpu.index, instance.clone()));
-                    }
-                }
-            }
-            self.begin(at_s, held.len(), serving_plan(old, &running), Some(between.clone()));
-            at_s += timed.duration_s;
-            for gpu in &timed.step.gpus {
-                for operation in &gpu.operations {
-                    if let Operation::Start { instance, .. } | Operation::StartShared { instance, .. } = operation {
-                        let place = (gpu.node, gpu.index, instance.clone());
-                        if let Some(segment) = incoming.get(&place) {
-                            running.insert(place, segment.clone());
+                    let instance = match (operation, stops) {
+                        (Operation::Stop { instance, .. } | Operation::StopShared { instance, .. }, true) => instance,
+                        (Operation::Start { instance, .. } | Operation::StartShared { instance, .. }, false) => {
+                            instance
                         }
-                    }
+                        _ => continue,
+                    };
+                    places.push((gpu.node, gpu.index, instance.clone()));
                 }
             }
+            places
+        };
+        let steps = transition.steps.iter().map(|timed| (places(&timed.step, true), places(&timed.step, false)));
+        self.current = Arc::new(new.clone());
+        let passage = Arc::new(Passage { before, after: self.current.clone(), steps: steps.collect() });
+        let mut at_s = time_s;
+        for (step, timed) in transition.steps.iter().enumerate() {
+            self.begin(at_s, held.len(), Serving::Partway { passage: passage.clone(), step });
+            at_s += timed.duration_s;
         }
-        self.begin(at_s, new.gpu_count, between.1, None);
+        self.begin(at_s, new.gpu_count, Serving::Plan(self.current.clone()));
         at_s
     }
 
     /// A new span from `start_s` (the last one ends there); nothing past
     /// the day's end.
-    fn begin(&mut self, start_s: f64, gpus: usize, serving: Arc<Plan>, between: Option<(Arc<Plan>, Arc<Plan>)>) {
+    fn begin(&mut self, start_s: f64, gpus: usize, serving: Serving) {
         if start_s >= self.end_s {
             return;
         }
@@ -120,7 +158,68 @@ impl Timeline {
             last.end_s = start_s;
         }
         self.spans.retain(|span| span.end_s > span.start_s);
-        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving, between });
+        self.spans.push(Span { start_s, end_s: self.end_s, gpus, serving });
+    }
+
+    /// The segments serving in each span, in order, as plans' GPUs (no
+    /// service reports): a transition's spans are built step after step
+    /// from the plan before it.
+    pub fn serving_plans(&self) -> impl Iterator<Item = Arc<Plan>> + '_ {
+        let mut partway: Option<Partway> = None;
+        self.spans.iter().map(move |span| match &span.serving {
+            Serving::Plan(plan) => {
+                partway = None;
+                plan.clone()
+            }
+            Serving::Partway { passage, step } => {
+                let going_on = partway.take().filter(|at| Arc::ptr_eq(&at.passage, passage) && at.step <= *step);
+                let mut at = going_on.unwrap_or_else(|| Partway::new(passage.clone()));
+                at.advance_to(*step);
+                let plan = serving_plan(&passage.before, &at.running);
+                partway = Some(at);
+                plan
+            }
+        })
+    }
+}
+
+/// Where a transition is: the segments serving while one of its steps
+/// runs.
+struct Partway {
+    passage: Arc<Passage>,
+    step: usize,
+    running: Placed,
+    incoming: Placed,
+}
+
+impl Partway {
+    /// The first step of `passage` running: what it stops has stopped.
+    fn new(passage: Arc<Passage>) -> Partway {
+        let running = placed(&passage.before).collect();
+        let incoming = placed(&passage.after).collect();
+        let mut at = Partway { passage, step: 0, running, incoming };
+        at.stop(0);
+        at
+    }
+
+    /// On to step `to` (no earlier than this one): each step ends, its
+    /// segments start, then the next stops what it stops.
+    fn advance_to(&mut self, to: usize) {
+        while self.step < to {
+            for place in &self.passage.steps[self.step].1 {
+                if let Some(segment) = self.incoming.get(place) {
+                    self.running.insert(place.clone(), segment.clone());
+                }
+            }
+            self.step += 1;
+            self.stop(self.step);
+        }
+    }
+
+    fn stop(&mut self, step: usize) {
+        for place in &self.passage.steps[step].0 {
+            self.running.remove(place);
+        }
     }
 }
 
@@ -142,7 +241,7 @@ fn placed(plan: &Plan) -> impl Iterator<Item = (Place, (GpuAssignment, Resident)
 }
 
 /// The segments and executors of `running` as a plan numbered like `like`.
-fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, Resident)>) -> Arc<Plan> {
+fn serving_plan(like: &Plan, running: &Placed) -> Arc<Plan> {
     let mut gpus: BTreeMap<(u32, u32), GpuAssignment> = BTreeMap::new();
     for ((node, index, _), (gpu, resident)) in running {
         let serving = gpus.entry((*node, *index)).or_insert_with(|| gpu.clone());
@@ -157,4 +256,65 @@ fn serving_plan(like: &Plan, running: &BTreeMap<Place, (GpuAssignment, Resident)
         like.latency_rule.clone(),
         like.gpus_per_node,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use tessera_core::GpuModel;
+    use tessera_plan::{align_to, reseat, PlanInputs};
+
+    use super::*;
+    use crate::planner::{PlanSettings, Planner};
+    use crate::transition::ReconfigurationTimes;
+
+    /// Every GPU's instances and executors, by place.
+    fn residents(plan: &Plan) -> Vec<Place> {
+        placed(plan).map(|(place, _)| place).collect()
+    }
+
+    #[test]
+    fn a_transition_serves_step_by_step_from_the_plan_before_to_the_plan_after() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let planner = Planner::new(inputs.clone(), PlanSettings::default());
+        let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
+        let old = planner.fresh(&rates_rps).unwrap();
+        let doubled: Vec<f64> = rates_rps.iter().map(|rate| rate * 2.0).collect();
+        let new = reseat(&old, align_to(&old, planner.fresh(&doubled).unwrap(), &[]));
+        let transition = Transition::between(&old, &new, &ReconfigurationTimes::default());
+        assert!(transition.steps.len() >= 2, "{} steps", transition.steps.len());
+
+        let mut timeline = Timeline::new(&old, 3600.0);
+        let ends_s = timeline.reconfigure(600.0, &new, &transition);
+        let plans: Vec<Arc<Plan>> = timeline.serving_plans().collect();
+        assert_eq!(plans.len(), timeline.spans.len());
+        assert_eq!(timeline.spans.len(), transition.steps.len() + 2);
+        assert_eq!((timeline.spans[1].start_s, timeline.spans.last().unwrap().start_s), (600.0, ends_s));
+        assert_eq!(residents(&plans[0]), residents(&old));
+        assert_eq!(residents(plans.last().unwrap()), residents(&new));
+
+        // Partway, step after step: what the step and those before it
+        // stopped is gone, what those before it started serves.
+        let stops = |step: &Step| -> Vec<Place> {
+            let mut places = Vec::new();
+            for gpu in &step.gpus {
+                for operation in &gpu.operations {
+                    if let Operation::Stop { instance, .. } | Operation::StopShared { instance, .. } = operation {
+                        places.push((gpu.node, gpu.index, instance.clone()));
+                    }
+                }
+            }
+            places
+        };
+        let (old_places, new_places) = (residents(&old), residents(&new));
+        for (step, plan) in plans[1..plans.len() - 1].iter().enumerate() {
+            let serving = residents(plan);
+            assert!(stops(&transition.steps[step].step).iter().all(|place| !serving.contains(place)), "step {step}");
+            assert!(serving.iter().all(|place| old_places.contains(place) || new_places.contains(place)));
+            assert_eq!(
+                timeline.spans[step + 1].serving.between().map(|(before, _)| before.gpu_count),
+                Some(old.gpu_count)
+            );
+        }
+        assert!(plans.windows(2).any(|pair| residents(&pair[0]) != residents(&pair[1])));
+    }
 }
