@@ -1,6 +1,8 @@
 //! New segments placed in the unused slices of running GPUs, where the MIG
 //! lattice allows, without moving any running instance.
 
+use std::collections::HashMap;
+
 use tessera_core::layout;
 use tessera_core::{GpuAssignment, Placement, Plan};
 
@@ -13,29 +15,27 @@ use tessera_core::{GpuAssignment, Placement, Plan};
 pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> usize {
     let per_node = plan.gpus_per_node.max(1);
     let mut next = plan.gpus.iter().map(|gpu| gpu.node * per_node + gpu.index + 1).max().unwrap_or(0);
+    let mut room = Room::default();
     let mut placed = 0;
     for gpu in gpus {
         let mut left = GpuAssignment { instances: Vec::new(), shared: Vec::new(), ..gpu.clone() };
         for mut instance in gpu.instances {
-            match plan
-                .gpus
-                .iter_mut()
-                .find_map(|running| free_start(running, &instance.profile).map(|at| (running, at)))
-            {
-                Some((running, start)) => {
+            match room.first_fit(plan, &instance.profile) {
+                Some((at, start)) => {
                     instance.start = start;
-                    running.instances.push(instance);
+                    room.taken(plan, at, &instance.profile, start);
+                    plan.gpus[at].instances.push(instance);
                     placed += 1;
                 }
                 None => left.instances.push(instance),
             }
         }
         for mut shared in gpu.shared {
-            match plan.gpus.iter_mut().find_map(|running| free_start(running, &shared.profile).map(|at| (running, at)))
-            {
-                Some((running, start)) => {
+            match room.first_fit(plan, &shared.profile) {
+                Some((at, start)) => {
                     shared.start = start;
-                    running.shared.push(shared);
+                    room.taken(plan, at, &shared.profile, start);
+                    plan.gpus[at].shared.push(shared);
                     placed += 1;
                 }
                 None => left.shared.push(shared),
@@ -50,16 +50,66 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
     placed
 }
 
-/// A start at which an instance of `profile` fits on `gpu` beside its
-/// instances (dedicated and shared).
-fn free_start(gpu: &GpuAssignment, profile: &str) -> Option<u8> {
-    let spec = gpu.gpu_model.spec();
-    let profile = spec.profile_by_name(profile).ok()?;
-    let placements: Vec<Placement> = gpu
-        .layout()
-        .map(|(running, _, start)| Some(Placement { profile: spec.profile_by_name(running).ok()?, start }))
-        .collect::<Option<_>>()?;
-    layout::free_start(gpu.gpu_model, &placements, profile)
+/// What is known of the running GPUs' room while instances are added: an
+/// instance only ever takes room, so a GPU found without room for a
+/// profile never has it again, and the first fit of a profile is searched
+/// from the first GPU not yet found full for it.
+#[derive(Default)]
+struct Room {
+    /// Each GPU's placements, by its index in the plan, once looked at
+    /// (`None` inside: an instance of a profile its model does not have,
+    /// so nothing fits beside it).
+    layouts: Vec<Option<Option<Vec<Placement>>>>,
+    /// Per profile name: the first GPU that may still have room for it.
+    first_with_room: HashMap<String, usize>,
+}
+
+impl Room {
+    /// The first GPU of `plan` with room for an instance of `profile`, and
+    /// the start it would take.
+    fn first_fit(&mut self, plan: &Plan, profile: &str) -> Option<(usize, u8)> {
+        let from = self.first_with_room.get(profile).copied().unwrap_or(0);
+        for at in from..plan.gpus.len() {
+            if let Some(start) = self.free_start(plan, at, profile) {
+                self.first_with_room.insert(profile.to_string(), at);
+                return Some((at, start));
+            }
+        }
+        self.first_with_room.insert(profile.to_string(), plan.gpus.len());
+        None
+    }
+
+    /// A start at which an instance of `profile` fits on GPU `at` of
+    /// `plan` beside its instances (dedicated and shared).
+    fn free_start(&mut self, plan: &Plan, at: usize, profile: &str) -> Option<u8> {
+        let gpu = &plan.gpus[at];
+        let spec = gpu.gpu_model.spec();
+        let profile = spec.profile_by_name(profile).ok()?;
+        let placements = self.placements(plan, at).as_ref()?;
+        layout::free_start(gpu.gpu_model, placements, profile)
+    }
+
+    /// GPU `at`'s placements, read from the plan the first time.
+    fn placements(&mut self, plan: &Plan, at: usize) -> &Option<Vec<Placement>> {
+        if self.layouts.len() <= at {
+            self.layouts.resize(plan.gpus.len().max(at + 1), None);
+        }
+        self.layouts[at].get_or_insert_with(|| {
+            let spec = plan.gpus[at].gpu_model.spec();
+            (plan.gpus[at].layout())
+                .map(|(running, _, start)| Some(Placement { profile: spec.profile_by_name(running).ok()?, start }))
+                .collect()
+        })
+    }
+
+    /// Notes an instance of `profile` at `start` on GPU `at`.
+    fn taken(&mut self, plan: &Plan, at: usize, profile: &str, start: u8) {
+        let spec = plan.gpus[at].gpu_model.spec();
+        let profile = spec.profile_by_name(profile).ok();
+        if let (Some(Some(Some(placements))), Some(profile)) = (self.layouts.get_mut(at), profile) {
+            placements.push(Placement { profile, start });
+        }
+    }
 }
 
 #[cfg(test)]
