@@ -99,11 +99,12 @@ pub struct ReplanFrom<'a> {
     pub drained: Vec<GpuPosition>,
     /// GPUs already gone (their services are replanned onto the rest).
     pub lost: Vec<GpuPosition>,
-    /// Move segments within the running MIG instances only, with no fresh
-    /// optimum planned and no comparison with it
-    /// ([`replan_within_layouts`](crate::replan::replan_within_layouts));
-    /// the plan fails when the running instances cannot cover every
-    /// service. With shared instances, a full replan (the sharing replanner
+    /// Move segments within the running MIG instances only (the
+    /// layout-keeping plan's first round, free instances first, then those
+    /// whose services can spare them), with no GPU added, no fresh optimum
+    /// planned and no comparison with it ([`Planned::replan`] is `None`);
+    /// the plan fails ([`PlanError::NotWithinLayouts`]) when the running
+    /// instances cannot cover every service. With shared instances, a full replan (the sharing replanner
     /// has no such mode): the caller checks what it changes.
     pub within_layouts: bool,
 }
