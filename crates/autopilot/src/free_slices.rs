@@ -21,9 +21,9 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
         let mut left = GpuAssignment { instances: Vec::new(), shared: Vec::new(), ..gpu.clone() };
         for mut instance in gpu.instances {
             match room.first_fit(plan, &instance.profile) {
-                Some((at, start)) => {
-                    instance.start = start;
-                    room.taken(plan, at, &instance.profile, start);
+                Some((at, placement)) => {
+                    instance.start = placement.start;
+                    room.taken(at, placement);
                     plan.gpus[at].instances.push(instance);
                     placed += 1;
                 }
@@ -32,9 +32,9 @@ pub(crate) fn add_in_free_slices(plan: &mut Plan, gpus: Vec<GpuAssignment>) -> u
         }
         for mut shared in gpu.shared {
             match room.first_fit(plan, &shared.profile) {
-                Some((at, start)) => {
-                    shared.start = start;
-                    room.taken(plan, at, &shared.profile, start);
+                Some((at, placement)) => {
+                    shared.start = placement.start;
+                    room.taken(at, placement);
                     plan.gpus[at].shared.push(shared);
                     placed += 1;
                 }
@@ -66,27 +66,27 @@ struct Room {
 
 impl Room {
     /// The first GPU of `plan` with room for an instance of `profile`, and
-    /// the start it would take.
-    fn first_fit(&mut self, plan: &Plan, profile: &str) -> Option<(usize, u8)> {
+    /// where the instance would go there.
+    fn first_fit(&mut self, plan: &Plan, profile: &str) -> Option<(usize, Placement)> {
         let from = self.first_with_room.get(profile).copied().unwrap_or(0);
         for at in from..plan.gpus.len() {
-            if let Some(start) = self.free_start(plan, at, profile) {
+            if let Some(placement) = self.free_placement(plan, at, profile) {
                 self.first_with_room.insert(profile.to_string(), at);
-                return Some((at, start));
+                return Some((at, placement));
             }
         }
         self.first_with_room.insert(profile.to_string(), plan.gpus.len());
         None
     }
 
-    /// A start at which an instance of `profile` fits on GPU `at` of
-    /// `plan` beside its instances (dedicated and shared).
-    fn free_start(&mut self, plan: &Plan, at: usize, profile: &str) -> Option<u8> {
+    /// Where an instance of `profile` fits on GPU `at` of `plan` beside
+    /// its instances (dedicated and shared), if anywhere.
+    fn free_placement(&mut self, plan: &Plan, at: usize, profile: &str) -> Option<Placement> {
         let gpu = &plan.gpus[at];
-        let spec = gpu.gpu_model.spec();
-        let profile = spec.profile_by_name(profile).ok()?;
+        let profile = gpu.gpu_model.spec().profile_by_name(profile).ok()?;
         let placements = self.placements(plan, at).as_ref()?;
-        layout::free_start(gpu.gpu_model, placements, profile)
+        let start = layout::free_start(gpu.gpu_model, placements, profile)?;
+        Some(Placement { profile, start })
     }
 
     /// GPU `at`'s placements, read from the plan the first time.
@@ -102,12 +102,10 @@ impl Room {
         })
     }
 
-    /// Notes an instance of `profile` at `start` on GPU `at`.
-    fn taken(&mut self, plan: &Plan, at: usize, profile: &str, start: u8) {
-        let spec = plan.gpus[at].gpu_model.spec();
-        let profile = spec.profile_by_name(profile).ok();
-        if let (Some(Some(Some(placements))), Some(profile)) = (self.layouts.get_mut(at), profile) {
-            placements.push(Placement { profile, start });
+    /// Notes an instance at `placement` on GPU `at`.
+    fn taken(&mut self, at: usize, placement: Placement) {
+        if let Some(Some(Some(placements))) = self.layouts.get_mut(at) {
+            placements.push(placement);
         }
     }
 }

@@ -104,8 +104,9 @@ pub struct ReplanFrom<'a> {
     /// whose services can spare them), with no GPU added, no fresh optimum
     /// planned and no comparison with it ([`Planned::replan`] is `None`);
     /// the plan fails ([`PlanError::NotWithinLayouts`]) when the running
-    /// instances cannot cover every service. With shared instances, a full replan (the sharing replanner
-    /// has no such mode): the caller checks what it changes.
+    /// instances cannot cover every service. With shared instances, a full
+    /// replan (the sharing replanner has no such mode): the caller checks
+    /// what it changes.
     pub within_layouts: bool,
 }
 
