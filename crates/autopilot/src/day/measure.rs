@@ -324,12 +324,16 @@ pub(super) fn measure(
     for piece in pieces(timeline, traffic) {
         let rates_rps = traffic.rates_rps(piece.start_s);
         let span = &timeline.spans[piece.span];
-        if serving.as_ref().is_none_or(|(at, _)| *at != piece.span) {
-            let plan = serving_plans.next().expect("a plan for every span, in order");
-            serving = Some((piece.span, plan));
-        }
-        let Some((_, serving_plan)) = &serving else { unreachable!("set above") };
-        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, serving_plan), &rates_rps)?;
+        let serving_plan = match &serving {
+            Some((at, plan)) if *at == piece.span => plan.clone(),
+            _ => {
+                // Every span has a piece, and pieces come in span order.
+                let plan = serving_plans.next().expect("a plan for every span, in order");
+                serving = Some((piece.span, plan.clone()));
+                plan
+            }
+        };
+        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &serving_plan), &rates_rps)?;
         let simulated = match &span_system {
             Some(serving) => {
                 let arrivals = (sampling, arrivals_by_service);
@@ -349,7 +353,7 @@ pub(super) fn measure(
             tally.within[index] += share * rates_rps[index] * length_s;
         }
         if let Some((before, after)) = span.serving.between() {
-            let now_rps = capacities(planner, serving_plan);
+            let now_rps = capacities(planner, &serving_plan);
             let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
             let lost_rps: f64 =
                 (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();
