@@ -118,8 +118,9 @@ pub use measured::{LevelComparison, MeasuredBatch, MeasuredLevel, MeasuredServin
 pub use measured_shared::{MeasuredMember, MeasuredShared, MemberComparison, SharedComparison};
 pub use shape::{ProfiledShape, SegmentShape};
 pub use simulate::{
-    simulate, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome, ServingReport, SimulationOptions,
-    SloVerdict, TimelineBucket, WindowsMet, WorstService, BATCHES, MAX_TIMELINE_BUCKETS, MAX_WAITING,
+    simulate, simulate_attainment, Attained, CdfPoint, Interval, SegmentOutcome, ServiceMeasures, ServiceOutcome,
+    ServingReport, SimulationOptions, SloVerdict, TimelineBucket, WindowsMet, WorstService, BATCHES,
+    MAX_TIMELINE_BUCKETS, MAX_WAITING,
 };
 pub use stream::ArrivalStream;
 pub use system::{ServedSegment, ServedService, ServicePrediction, ServingSystem};

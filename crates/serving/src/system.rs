@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use tessera_core::text::count;
 use tessera_core::{Plan, ProfileCatalog, SegmentConfig};
 
+use crate::analytic::AttainmentCache;
 use crate::error::ServingError;
 use crate::serialized::{busy_share, member_figures, Member, MemberFigures, MemberLoad, SerializedQueue};
 use crate::shape::SegmentShape;
@@ -113,6 +114,23 @@ impl ServingSystem {
             ));
         }
         Ok(ServingSystem { services, segments, shared: Vec::new() })
+    }
+
+    /// The same system with each service `k` at `rate_rps(k)` requests per
+    /// second, checked as [`ServingSystem::new`] checks a rate.
+    pub fn with_rates(mut self, rate_rps: impl Fn(usize) -> f64) -> Result<ServingSystem, ServingError> {
+        for (index, service) in self.services.iter_mut().enumerate() {
+            let rate_rps = rate_rps(index);
+            if !(rate_rps.is_finite() && rate_rps > 0.0) {
+                let name = &service.name;
+                return Err(ServingError::invalid(
+                    "rate_rps",
+                    format!("service '{name}': {rate_rps} req/s is not positive"),
+                ));
+            }
+            service.rate_rps = rate_rps;
+        }
+        Ok(self)
     }
 
     /// The system with `shared` instances: each a list of segments (one per
@@ -263,7 +281,7 @@ impl ServingSystem {
         }
         let served = &self.services[service];
         let routes = self.routes(service)?;
-        let within = |latency_ms: f64| within_latency(&routes, latency_ms);
+        let within = |latency_ms: f64| within_latency(&routes, latency_ms, None);
         let target = served.percentile / 100.0;
         let attainment = within(served.latency_slo_ms)?;
         // Bracket the percentile latency, then bisect.
@@ -294,10 +312,26 @@ impl ServingSystem {
     /// queues): [`ServingSystem::predict`]'s attainment, without the
     /// search for the percentile latency.
     pub fn predicted_attainment(&self, service: usize) -> Result<f64, ServingError> {
+        self.attainment_with(service, None)
+    }
+
+    /// [`ServingSystem::predicted_attainment`] to within
+    /// [`crate::analytic::ATTAINMENT_TOLERANCE`], each segment's share
+    /// taken from `cache`'s grid of rates where it brackets the segment's
+    /// closely enough (see [`AttainmentCache`]): what a caller asking again
+    /// and again as rates move wants. The answer does not depend on what
+    /// the cache held before.
+    pub fn predicted_attainment_cached(&self, service: usize, cache: &AttainmentCache) -> Result<f64, ServingError> {
+        self.attainment_with(service, Some(cache))
+    }
+
+    /// The model's share of `service`'s requests within its SLO, each
+    /// segment's from `cache` where one is given.
+    fn attainment_with(&self, service: usize, cache: Option<&AttainmentCache>) -> Result<f64, ServingError> {
         if let Some(group) = self.sole_member_of(service) {
             return Ok(self.member_prediction(group, service)?.attainment);
         }
-        within_latency(&self.routes(service)?, self.services[service].latency_slo_ms)
+        within_latency(&self.routes(service)?, self.services[service].latency_slo_ms, cache)
     }
 
     /// The same system with every batch of every segment `margin` slower
@@ -438,10 +472,13 @@ impl Route<'_> {
     }
 
     /// The share of the requests routed here that finish within
-    /// `latency_ms`.
-    fn within(&self, latency_ms: f64) -> Result<f64, ServingError> {
+    /// `latency_ms`, a segment's from `cache` where one is given.
+    fn within(&self, latency_ms: f64, cache: Option<&AttainmentCache>) -> Result<f64, ServingError> {
         match self {
-            Route::Segment { shape, routed_rps, .. } => crate::analytic::attainment(shape, *routed_rps, latency_ms),
+            Route::Segment { shape, routed_rps, .. } => match cache {
+                Some(cache) => cache.attainment(shape, *routed_rps, latency_ms),
+                None => crate::analytic::attainment(shape, *routed_rps, latency_ms),
+            },
             Route::Member { busy_ms, queue, .. } => {
                 Ok(queue.as_ref().map_or(0.0, |queue| queue.waiting_within(latency_ms - busy_ms)))
             }
@@ -460,8 +497,8 @@ impl Route<'_> {
 /// The share of a service's requests within `latency_ms` over its
 /// `routes`. Segments of one shape at one routed rate (a service's
 /// identical segments) are evaluated once: the same numbers give the same
-/// share.
-fn within_latency(routes: &[Route<'_>], latency_ms: f64) -> Result<f64, ServingError> {
+/// share. A segment's share comes from `cache` where one is given.
+fn within_latency(routes: &[Route<'_>], latency_ms: f64, cache: Option<&AttainmentCache>) -> Result<f64, ServingError> {
     let mut evaluated: Vec<(&SegmentShape, u64, f64)> = Vec::new();
     routes.iter().try_fold(0.0, |sum, route| {
         let within = match route {
@@ -472,13 +509,13 @@ fn within_latency(routes: &[Route<'_>], latency_ms: f64) -> Result<f64, ServingE
                 match evaluated.iter().find(same) {
                     Some(&(_, _, within)) => within,
                     None => {
-                        let within = route.within(latency_ms)?;
+                        let within = route.within(latency_ms, cache)?;
                         evaluated.push((shape, routed_rps.to_bits(), within));
                         within
                     }
                 }
             }
-            Route::Member { .. } => route.within(latency_ms)?,
+            Route::Member { .. } => route.within(latency_ms, cache)?,
         };
         Ok(sum + route.share() * within)
     })

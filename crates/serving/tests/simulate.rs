@@ -1,7 +1,8 @@
 //! The simulator against queueing theory and against itself.
 
 use tessera_serving::{
-    simulate, ArrivalModel, Discipline, SegmentShape, ServingError, ServingReport, SimulationOptions,
+    simulate, simulate_attainment, ArrivalModel, Attained, Discipline, SegmentShape, ServingError, ServingReport,
+    SimulationOptions,
 };
 
 use crate::support::{parva_scale, single};
@@ -76,6 +77,40 @@ fn overload_collapses_attainment_without_hanging() {
     // The first tenth of a second meets its SLO; the backlog soon passes 200 ms for good.
     assert!(first > 0.9 && last == 0.0, "first bucket {first}, last {last}");
     assert_eq!(report.worst.as_ref().unwrap().name, "svc");
+}
+
+#[test]
+fn counting_only_gives_the_full_runs_counts() {
+    // Every discipline, batching delay, spread and slowdown, from light
+    // load to three times the throughput, and ParvaGPU-scale systems.
+    let shape = SegmentShape::new(3, vec![(1, 10.0), (4, 18.0), (8, 40.0)]).unwrap();
+    let throughput_rps = 3.0 * 8.0 / 0.040;
+    let mut cases: Vec<(tessera_serving::ServingSystem, SimulationOptions)> = Vec::new();
+    for load in [0.5, 0.98, 1.02, 1.3, 3.0] {
+        for discipline in Discipline::ALL {
+            for (max_queue_delay_ms, slowdown) in [(0.0, 0.0), (2.0, 0.05)] {
+                let options = SimulationOptions { discipline, max_queue_delay_ms, slowdown, ..options(20.0, 4.0) };
+                cases.push((single(shape.clone(), load * throughput_rps, 150.0), options));
+            }
+        }
+        let spread = shape.clone().with_p99_ratio(1.2).unwrap();
+        cases.push((single(spread, load * throughput_rps, 150.0), options(20.0, 4.0)));
+    }
+    for load in [0.9, 1.05, 1.5] {
+        cases.push((parva_scale(load), SimulationOptions { replications: 2, ..options(10.0, 2.0) }));
+    }
+    for (system, options) in &cases {
+        let report = simulate(system, options).unwrap();
+        let counted = simulate_attainment(system, options).unwrap();
+        let full: Vec<Attained> = report
+            .services
+            .iter()
+            .map(|outcome| Attained { requests: outcome.requests, within_slo: outcome.within_slo, simulated: 0 })
+            .collect();
+        let without_simulated: Vec<Attained> = counted.iter().map(|a| Attained { simulated: 0, ..*a }).collect();
+        assert_eq!(without_simulated, full, "{:?}", options.discipline);
+        assert_eq!(counted.iter().map(|a| a.simulated).sum::<u64>(), report.requests_simulated);
+    }
 }
 
 #[test]

@@ -34,7 +34,10 @@
 //! a group arriving as Poisson with every segment offered less than
 //! [`MODEL_BELOW_LOAD`] of its full-batch throughput, and every executor
 //! busy less than that share of the time (at the day's slowdown), takes
-//! the serving model's exact stationary share within each SLO, and only
+//! the serving model's stationary share within each SLO (to within
+//! [`tessera_serving::analytic::ATTAINMENT_TOLERANCE`]: the model is
+//! evaluated on a grid of rates shared by the strategies, and exactly only
+//! where the grid does not bracket a rate that closely), and only
 //! the others (other arrivals; a segment near, at or past its throughput,
 //! where a queue settles slowly and a window's figure depends on its
 //! length) are simulated request by request. A piece in a
@@ -59,7 +62,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 use tessera_core::rng::SplitMix64;
 use tessera_core::Plan;
-use tessera_serving::{simulate, ArrivalModel, ServedSegment, ServedService, ServingSystem, SimulationOptions};
+use tessera_serving::analytic::AttainmentCache;
+use tessera_serving::{
+    simulate_attainment, ArrivalModel, ServedSegment, ServedService, ServingSystem, SimulationOptions,
+};
 
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
@@ -101,8 +107,8 @@ pub struct Sampling {
     /// profiled (0.05: 5% slower; 0: as profiled).
     pub slowdown: f64,
     /// Steady services (Poisson arrivals, every segment below
-    /// [`MODEL_BELOW_LOAD`]) take the serving model's exact share within
-    /// their SLO instead of a simulated window (see the module
+    /// [`MODEL_BELOW_LOAD`]) take the serving model's share within their
+    /// SLO instead of a simulated window (see the module
     /// documentation); `false`: every service of every piece is simulated.
     pub model_steady: bool,
 }
@@ -151,6 +157,18 @@ impl Sampling {
         let floor_s = MIN_WINDOW_BATCHES * batch_ms / 1000.0;
         (self.max_requests as f64 / rate_rps).max(floor_s).min(self.window_s)
     }
+}
+
+/// How a day is measured: its sampling, each service's arrivals, and the
+/// serving model's shares already computed (shared by the strategies
+/// measured at once: what it answers does not depend on what it holds).
+#[derive(Clone, Copy)]
+pub(super) struct Measuring<'a> {
+    pub sampling: &'a Sampling,
+    /// Each service's arrival model (`None`, or none listed: as plans are
+    /// made for).
+    pub arrivals_by_service: &'a [Option<ArrivalModel>],
+    pub model: &'a AttainmentCache,
 }
 
 /// What the pieces of one hour held.
@@ -295,15 +313,14 @@ impl SpanSystem {
     }
 }
 
-/// Measures `timeline` (see the module documentation) with `sampling`,
-/// each service's requests arriving as `arrivals_by_service` says (else as
-/// plans are made for); `step` is called after each piece and answers
-/// whether to go on (`None`: it said stop).
+/// Measures `timeline` (see the module documentation) as `measuring`
+/// says; `step` is called after each piece and answers whether to go on
+/// (`None`: it said stop).
 pub(super) fn measure(
     planner: &Planner,
     timeline: &Timeline,
     traffic: &TrafficCurve,
-    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
+    measuring: Measuring<'_>,
     hours: usize,
     step: &mut dyn FnMut() -> bool,
 ) -> Result<Option<Measured>, AutopilotError> {
@@ -321,6 +338,8 @@ pub(super) fn measure(
     // Each span's segments, built once as its first piece comes.
     let mut serving_plans = timeline.serving_plans();
     let mut serving: Option<(usize, Arc<Plan>)> = None;
+    // A transition span's capacities before, after and in it.
+    let mut transition_capacities: Option<(usize, [Vec<f64>; 3])> = None;
     for piece in pieces(timeline, traffic) {
         let rates_rps = traffic.rates_rps(piece.start_s);
         let span = &timeline.spans[piece.span];
@@ -336,8 +355,7 @@ pub(super) fn measure(
         span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &serving_plan), &rates_rps)?;
         let simulated = match &span_system {
             Some(serving) => {
-                let arrivals = (sampling, arrivals_by_service);
-                simulate_piece(planner, serving, (&rates_rps, piece.start_s), arrivals, &mut last_measured)?
+                simulate_piece(planner, serving, (&rates_rps, piece.start_s), measuring, &mut last_measured)?
             }
             None => PieceMeasures::default(),
         };
@@ -353,8 +371,13 @@ pub(super) fn measure(
             tally.within[index] += share * rates_rps[index] * length_s;
         }
         if let Some((before, after)) = span.serving.between() {
-            let now_rps = capacities(planner, &serving_plan);
-            let (before_rps, after_rps) = (capacities(planner, before), capacities(planner, after));
+            let [before_rps, after_rps, now_rps] = match &transition_capacities {
+                Some((at, capacities)) if *at == piece.span => capacities,
+                _ => {
+                    let plans = [before, after, &*serving_plan];
+                    &transition_capacities.insert((piece.span, plans.map(|plan| capacities(planner, plan)))).1
+                }
+            };
             let lost_rps: f64 =
                 (0..services).map(|s| lost(rates_rps[s], before_rps[s], after_rps[s], now_rps[s])).sum();
             tally.lost += lost_rps * length_s;
@@ -397,38 +420,47 @@ fn simulate_piece(
     planner: &Planner,
     serving: &SpanSystem,
     (rates_rps, start_s): (&[f64], f64),
-    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
+    measuring: Measuring<'_>,
     last_measured: &mut LastMeasured,
 ) -> Result<PieceMeasures, AutopilotError> {
     let mut measures = PieceMeasures::default();
     let members_of =
         |served: &[usize]| -> Vec<usize> { served.iter().map(|&service| serving.indices[service]).collect() };
     // A group measured in this span keeps its segments: its rates alone
-    // tell whether it changed. Any other is set up anew and compared.
-    let mut fresh: Vec<&[usize]> = Vec::new();
+    // tell whether it changed, and a new rate is set on the system it was
+    // measured on. Any other is set up anew and compared.
+    let mut fresh: Vec<Fresh> = Vec::new();
     let mut check: Vec<&[usize]> = Vec::new();
     for served in &serving.groups {
         let members = members_of(served);
+        let at_rates = |system: &ServingSystem| {
+            (system.services().iter().zip(&members)).all(|(service, &index)| service.rate_rps == rates_rps[index])
+        };
         match last_measured.get(&members[0]) {
-            Some(last) if last.members == members && last.span == serving.span => {
-                let same_rates = (last.system.services().iter().zip(&members))
-                    .all(|(service, &index)| service.rate_rps == rates_rps[index]);
-                match same_rates {
-                    true => measures.keep(&last.services),
-                    false => fresh.push(served),
+            Some(last) if last.members == members && last.span == serving.span => match at_rates(&last.system) {
+                true => measures.keep(&last.services),
+                false => {
+                    let last = last_measured.remove(&members[0]).expect("the group's last measure, just found");
+                    let system = last.system.with_rates(|member| rates_rps[members[member]])?;
+                    fresh.push(Fresh::Rerated(Group { members, system }));
                 }
-            }
+            },
             Some(last) if last.members == members => check.push(served),
-            _ => fresh.push(served),
+            _ => fresh.push(Fresh::Anew(served)),
         }
     }
-    let alone = |served: &&[usize]| -> Result<Group, AutopilotError> {
+    let alone = |served: &[usize]| -> Result<Group, AutopilotError> {
         let members = members_of(served);
         let system = group_alone(&serving.system, served, |member| rates_rps[members[member]])?;
         Ok(Group { members, system })
     };
-    let checked: Vec<Group> = check.par_iter().map(alone).collect::<Result<_, _>>()?;
-    let mut changed: Vec<Group> = fresh.par_iter().map(alone).collect::<Result<_, _>>()?;
+    let checked: Vec<Group> = check.par_iter().map(|served| alone(served)).collect::<Result<_, _>>()?;
+    let mut changed: Vec<Group> = (fresh.into_par_iter())
+        .map(|fresh| match fresh {
+            Fresh::Rerated(group) => Ok(group),
+            Fresh::Anew(served) => alone(served),
+        })
+        .collect::<Result<_, _>>()?;
     for group in checked {
         match last_measured.get_mut(&group.members[0]) {
             Some(last) if same_state(&last.system, &group.system) => {
@@ -438,11 +470,9 @@ fn simulate_piece(
             _ => changed.push(group),
         }
     }
-    let piece_seed = sampling.seed ^ (start_s * 1000.0).round() as u64;
-    let outcomes: Vec<Result<GroupMeasure, AutopilotError>> = changed
-        .par_iter()
-        .map(|group| measure_group(planner, group, piece_seed, (sampling, arrivals_by_service)))
-        .collect();
+    let piece_seed = measuring.sampling.seed ^ (start_s * 1000.0).round() as u64;
+    let outcomes: Vec<Result<GroupMeasure, AutopilotError>> =
+        changed.par_iter().map(|group| measure_group(planner, group, piece_seed, measuring)).collect();
     for (group, outcome) in changed.into_iter().zip(outcomes) {
         let GroupMeasure { services, requests_simulated } = outcome?;
         match requests_simulated {
@@ -454,6 +484,16 @@ fn simulate_piece(
         last_measured.insert(members[0], LastMeasure { members, span: serving.span, system, services });
     }
     Ok(measures)
+}
+
+/// A group of a piece to measure afresh.
+enum Fresh<'a> {
+    /// Measured before in the span, at other rates: its system at the
+    /// piece's rates.
+    Rerated(Group),
+    /// Its services in the span system (their indices there), to set up
+    /// alone.
+    Anew(&'a [usize]),
 }
 
 /// Services measured together, alone with their segments.
@@ -483,19 +523,29 @@ fn measure_group(
     planner: &Planner,
     group: &Group,
     piece_seed: u64,
-    (sampling, arrivals_by_service): (&Sampling, &[Option<ArrivalModel>]),
+    Measuring { sampling, arrivals_by_service, model }: Measuring<'_>,
 ) -> Result<GroupMeasure, AutopilotError> {
     let alone = &group.system;
     let index_of = |member: usize| group.members[member];
     // Those who share arrive as Poisson (`DayRequest::validate`).
     let arrivals = arrivals_by_service.get(index_of(0)).cloned().flatten().unwrap_or_else(|| planner.arrivals());
-    let slowed = alone.slowed_by(sampling.slowdown);
+    let slowed_system;
+    let slowed = match sampling.slowdown {
+        0.0 => alone,
+        slowdown => {
+            slowed_system = alone.slowed_by(slowdown);
+            &slowed_system
+        }
+    };
     let modelled = || -> Result<Vec<ServiceMeasure>, AutopilotError> {
         (0..group.members.len())
-            .map(|member| Ok(ServiceMeasure { index: index_of(member), share: slowed.predicted_attainment(member)? }))
+            .map(|member| {
+                let share = slowed.predicted_attainment_cached(member, model)?;
+                Ok(ServiceMeasure { index: index_of(member), share })
+            })
             .collect()
     };
-    let steady = sampling.model_steady && below(&slowed, MODEL_BELOW_LOAD) && arrivals == ArrivalModel::Poisson;
+    let steady = sampling.model_steady && below(slowed, MODEL_BELOW_LOAD) && arrivals == ArrivalModel::Poisson;
     // Mid-transition a member may serve beside its new place, which the
     // simulator does not run: the model measures it.
     if steady || alone.member_served_elsewhere().is_some() {
@@ -522,16 +572,17 @@ fn measure_group(
         slowdown: sampling.slowdown,
         ..SimulationOptions::default()
     };
-    let report = simulate(alone, &options)?;
+    let counted = simulate_attainment(alone, &options)?;
     let mut services = Vec::with_capacity(group.members.len());
-    for (member, outcome) in report.services.iter().enumerate() {
-        let share = match outcome.requests {
+    for (member, attained) in counted.iter().enumerate() {
+        let share = match attained.requests {
             0 => slowed.predicted_attainment(member)?,
-            requests => outcome.within_slo as f64 / requests as f64,
+            requests => attained.within_slo as f64 / requests as f64,
         };
         services.push(ServiceMeasure { index: index_of(member), share });
     }
-    Ok(GroupMeasure { services, requests_simulated: Some(report.requests_simulated) })
+    let requests_simulated = counted.iter().map(|attained| attained.simulated).sum();
+    Ok(GroupMeasure { services, requests_simulated: Some(requests_simulated) })
 }
 
 /// Whether every segment of `system` is offered less than `load` of its
@@ -664,7 +715,8 @@ mod tests {
         let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
         let measure_with = |blip: f64| {
             let traffic = hour_with_a_blip(&inputs, blip);
-            measure(&planner, &timeline, &traffic, (&sampling, &[]), 1, &mut || true).unwrap().unwrap()
+            let measuring = Measuring { sampling: &sampling, arrivals_by_service: &[], model: &AttainmentCache::new() };
+            measure(&planner, &timeline, &traffic, measuring, 1, &mut || true).unwrap().unwrap()
         };
         let (calm, blipped) = (measure_with(1.0), measure_with(0.9));
         let services = rates_rps.len() as u64;

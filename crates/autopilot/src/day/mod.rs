@@ -37,6 +37,7 @@ use std::sync::mpsc;
 use rayon::prelude::*;
 
 use tessera_plan::{align_to, reseat, PlanInputs};
+use tessera_serving::analytic::AttainmentCache;
 use tessera_serving::ArrivalModel;
 
 use crate::controller::{Action, Controller, ControllerConfig, Observation, RateSample};
@@ -220,7 +221,12 @@ pub fn simulate_day(
         .collect();
     let peaks = request.traffic.peak_rates_rps(end_s);
     let hours = request.hours.ceil() as usize;
-    let arrivals = (&request.sampling, request.arrivals_by_service.as_slice());
+    let model = AttainmentCache::new();
+    let measuring = measure::Measuring {
+        sampling: &request.sampling,
+        arrivals_by_service: &request.arrivals_by_service,
+        model: &model,
+    };
     // Set when a thread fails: the other stops at its next step.
     let failed = &AtomicBool::new(false);
     let go_on = |steps: &mpsc::Sender<Step>, step: Step| {
@@ -264,7 +270,7 @@ pub fn simulate_day(
             .par_iter()
             .map(|timeline| {
                 let step = &mut || go_on(steps, Step::Piece);
-                let measured = measure::measure(&planner, timeline, request.traffic, arrivals, hours, step);
+                let measured = measure::measure(&planner, timeline, request.traffic, measuring, hours, step);
                 measured.inspect_err(|_| failed.store(true, Ordering::Relaxed))
             })
             .collect::<Result<_, _>>()?;
@@ -302,6 +308,7 @@ pub fn simulate_day(
         pieces_simulated: measured.iter().map(|m| m.pieces).sum(),
         requests_simulated: measured.iter().map(|m| m.requests_simulated).sum(),
         services_modelled: measured.iter().map(|m| m.services_modelled).sum(),
+        model_evaluations: model.evaluations(),
         services_reused: measured.iter().map(|m| m.services_reused).sum(),
     })
 }

@@ -114,6 +114,9 @@ pub struct DayReport {
     /// Services of pieces measured by the serving model (steady: see
     /// [`Sampling::model_steady`]), not simulated.
     pub services_modelled: u64,
+    /// Times the serving model was evaluated for them (at rates of its
+    /// grid, or exactly: see [`tessera_serving::analytic::AttainmentCache`]).
+    pub model_evaluations: u64,
     /// Services of pieces that kept the measure of the state they were
     /// last measured in (nothing of them changed since).
     pub services_reused: u64,

@@ -92,8 +92,8 @@ pub struct AutopilotSimulateArgs {
 
     /// Simulate every service of every piece request by request. By
     /// default a steady service (Poisson arrivals, every segment below 97%
-    /// of its full-batch throughput) takes the serving model's exact share
-    /// within its SLO instead of a simulated window.
+    /// of its full-batch throughput) takes the serving model's share within
+    /// its SLO (to within 0.001 points) instead of a simulated window.
     #[arg(long)]
     pub simulate_all: bool,
 

@@ -238,8 +238,10 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
     let steady = match report.sampling.model_steady {
         true => format!(
             "a steady service (Poisson arrivals, every segment below {:.0}% of its throughput) from the \
-             serving model's exact share, any other ",
-            100.0 * tessera_autopilot::MODEL_BELOW_LOAD
+             serving model's share (to within {} points; {} evaluations of the model), any other ",
+            100.0 * tessera_autopilot::MODEL_BELOW_LOAD,
+            100.0 * tessera_serving::analytic::ATTAINMENT_TOLERANCE,
+            report.model_evaluations
         ),
         false => "every service ".to_string(),
     };
@@ -441,6 +443,7 @@ struct DayDocument<'a> {
     pieces_simulated: usize,
     requests_simulated: u64,
     services_modelled: u64,
+    model_evaluations: u64,
     services_reused: u64,
 }
 
@@ -490,6 +493,7 @@ impl<'a> DayDocument<'a> {
             pieces_simulated: report.pieces_simulated,
             requests_simulated: report.requests_simulated,
             services_modelled: report.services_modelled,
+            model_evaluations: report.model_evaluations,
             services_reused: report.services_reused,
         }
     }

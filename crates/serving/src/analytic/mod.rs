@@ -120,7 +120,7 @@ mod process;
 mod search;
 mod service;
 
-pub use cache::CapacityCache;
+pub use cache::{AttainmentCache, CapacityCache, ATTAINMENT_TOLERANCE};
 pub use service::{predict_service, SegmentsPrediction};
 
 use crate::error::ServingError;

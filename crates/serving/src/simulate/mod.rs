@@ -181,6 +181,50 @@ impl SimulationOptions {
 /// stays bounded. A member of a shared instance whose service has other
 /// segments too is refused, named.
 pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<ServingReport, ServingError> {
+    let (runs, slowed) = run_services(system, options, false)?;
+    let system = slowed.as_ref().unwrap_or(system);
+    let summaries = (runs.into_par_iter().enumerate())
+        .map(|(service, runs)| report::summarise_service(&system.services()[service], options, runs))
+        .collect();
+    Ok(report::assemble(system, options, summaries))
+}
+
+/// One service's counts from [`simulate_attainment`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attained {
+    /// Requests measured (arrived after the warm-up), all replications.
+    pub requests: u64,
+    /// Those within the service's latency SLO.
+    pub within_slo: u64,
+    /// Arrivals simulated, warm-up included.
+    pub simulated: u64,
+}
+
+/// [`simulate`]'s counts alone, per service in the system's order: the
+/// same numbers as its report's, from a run that records no latency and
+/// never runs a request that surely misses its SLO whatever arrives after
+/// it (a queue far past its throughput). What a caller that needs only
+/// the share within each SLO asks.
+pub fn simulate_attainment(system: &ServingSystem, options: &SimulationOptions) -> Result<Vec<Attained>, ServingError> {
+    let (runs, _) = run_services(system, options, true)?;
+    Ok(runs
+        .iter()
+        .map(|runs| Attained {
+            requests: runs.iter().map(|run| run.counted.requests).sum(),
+            within_slo: runs.iter().map(|run| run.counted.within_slo).sum(),
+            simulated: runs.iter().map(|run| run.simulated).sum(),
+        })
+        .collect())
+}
+
+/// Each service's runs (one per replication) in the system's order, and
+/// the system slowed as `options` asks (`None`: as profiled);
+/// `counting_only` as [`service::run_service`] takes it.
+fn run_services(
+    system: &ServingSystem,
+    options: &SimulationOptions,
+    counting_only: bool,
+) -> Result<(Vec<Vec<service::ServiceRun>>, Option<ServingSystem>), ServingError> {
     options.validate()?;
     let services = system.services().len();
     if options.timeline_buckets().saturating_mul(services) > MAX_TIMELINE_BUCKETS {
@@ -203,13 +247,8 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
             ),
         ));
     }
-    let slowed;
-    let system = if options.slowdown == 0.0 {
-        system
-    } else {
-        slowed = system.slowed_by(options.slowdown);
-        &slowed
-    };
+    let slowed = (options.slowdown != 0.0).then(|| system.slowed_by(options.slowdown));
+    let system = slowed.as_ref().unwrap_or(system);
     let units = if options.replications == 1 { BATCHES } else { 1 };
     // What runs on its own: a service with segments of its own, or a
     // shared instance with all its members.
@@ -222,15 +261,17 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
     }
     runs_alone.extend((0..services).filter(|&service| !sharing[service]).map(|service| vec![service]));
     let shared_instances = system.shared().len();
-    let results: Vec<Result<Vec<(usize, report::ServiceSummary)>, ServingError>> = runs_alone
+    type Runs = Vec<(usize, Vec<service::ServiceRun>)>;
+    let results: Vec<Result<Runs, ServingError>> = runs_alone
         .par_iter()
         .enumerate()
         .map(|(k, members)| {
             let runs: Vec<Result<Vec<service::ServiceRun>, ServingError>> = (0..options.replications)
                 .into_par_iter()
                 .map(|replication| match k < shared_instances {
-                    true => shared::run_shared(system, options, members, replication, units),
-                    false => service::run_service(system, options, members[0], replication, units).map(|run| vec![run]),
+                    true => shared::run_shared(system, options, (members, replication), units, counting_only),
+                    false => service::run_service(system, options, (members[0], replication), units, counting_only)
+                        .map(|run| vec![run]),
                 })
                 .collect();
             // The first error in replication order, whichever thread met it.
@@ -242,16 +283,12 @@ pub fn simulate(system: &ServingSystem, options: &SimulationOptions) -> Result<S
             Ok(served
                 .iter()
                 .enumerate()
-                .map(|(m, &service)| {
-                    let member_runs = runs.iter().map(|run| run[m].clone()).collect();
-                    (service, report::summarise_service(&system.services()[service], options, member_runs))
-                })
+                .map(|(m, &service)| (service, runs.iter().map(|run| run[m].clone()).collect()))
                 .collect())
         })
         .collect();
     // Likewise the first error in order.
-    let mut summaries: Vec<(usize, report::ServiceSummary)> =
-        results.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
-    summaries.sort_by_key(|(service, _)| *service);
-    Ok(report::assemble(system, options, summaries.into_iter().map(|(_, summary)| summary).collect()))
+    let mut runs: Runs = results.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
+    runs.sort_by_key(|(service, _)| *service);
+    Ok((runs.into_iter().map(|(_, runs)| runs).collect(), slowed))
 }

@@ -32,6 +32,11 @@ pub(super) struct Batching {
     /// (the `sigma` of a factor of mean 1); 0: every batch runs exactly
     /// its latency.
     spread_sigma: f64,
+    /// The most requests per second one process can start: the largest
+    /// batch size over its latency.
+    peak_rps: f64,
+    /// The shortest batch latency, ms.
+    shortest_ms: f64,
 }
 
 impl Batching {
@@ -44,7 +49,9 @@ impl Batching {
         // exp(Z_99 sigma - sigma^2 / 2) = r, the smaller root (at most Z_99).
         let discriminant = (Z_99 * Z_99 - 2.0 * shape.p99_ratio().ln()).max(0.0);
         let spread_sigma = Z_99 - discriminant.sqrt();
-        Batching { latencies, max_batch: shape.max_batch() as usize, delay_s, spread_sigma }
+        let peak_rps = latencies.iter().map(|&(batch, _, s)| f64::from(batch) / s).fold(0.0, f64::max);
+        let shortest_ms = latencies.iter().map(|&(_, ms, _)| ms).fold(f64::INFINITY, f64::min);
+        Batching { latencies, max_batch: shape.max_batch() as usize, delay_s, spread_sigma, peak_rps, shortest_ms }
     }
 
     /// The latency (ms, s) of a batch of `k` requests: that of the smallest
@@ -84,6 +91,10 @@ pub(super) struct BatchQueue {
     processes: Vec<Process>,
     rng: SplitMix64,
     normal: Normal,
+    /// The arrival of the first of the requests last added by
+    /// [`BatchQueue::push_late`], one after another (infinite when the
+    /// last request was added by [`BatchQueue::push`]).
+    late_from_s: f64,
 }
 
 impl BatchQueue {
@@ -95,7 +106,55 @@ impl BatchQueue {
             processes: vec![Process { free_at_s: 0.0, batch: 0 }; processes],
             rng: SplitMix64::new(seed),
             normal: Normal::default(),
+            late_from_s: f64::INFINITY,
         }
+    }
+
+    /// Whether a request arriving at `arrival_s`, behind every request
+    /// waiting, surely finishes later than `slo_ms` after it, whatever
+    /// arrives next and however the queue was advanced (lazily) so far.
+    ///
+    /// From the state last advanced to, a process free at `f` starts at
+    /// most `B + peak (s - f)` requests by time `s` (every batch before its
+    /// last has ended by then, and none carries more than `peak` requests
+    /// per second of its run), so the request, `n` waiting ahead of it on
+    /// `p` processes, starts no earlier than `f_min + (n + 1 - p B) / (p
+    /// peak)` and runs at least the shortest batch. Batches whose run time
+    /// spreads have no shortest run: never surely late.
+    pub(super) fn surely_late(&self, arrival_s: f64, slo_ms: f64, batching: &Batching) -> bool {
+        if batching.spread_sigma > 0.0 {
+            return false;
+        }
+        let processes = self.processes.len() as f64;
+        let startable = self.waiting.len() as f64 + 1.0 - processes * batching.max_batch as f64;
+        if startable <= 0.0 {
+            return false;
+        }
+        let free_s = self.processes.iter().map(|process| process.free_at_s).fold(f64::INFINITY, f64::min);
+        let start_s = (free_s + startable / (processes * batching.peak_rps)).max(arrival_s);
+        // A microsecond spare for rounding in the simulated starts.
+        (start_s - arrival_s) * 1000.0 + batching.shortest_ms > slo_ms + 1e-3
+    }
+
+    /// Adds a request arriving at `arrival_s` that [`BatchQueue::surely_late`]
+    /// found late, without advancing the queue: it is run when a later
+    /// request that is not surely late advances the queue, and not at all
+    /// when every request after it was surely late too (see
+    /// [`BatchQueue::finish`]).
+    #[inline]
+    pub(super) fn push_late(&mut self, arrival_s: f64) {
+        self.late_from_s = self.late_from_s.min(arrival_s);
+        self.waiting.push_back(arrival_s);
+    }
+
+    /// Runs every waiting request but the last run added by
+    /// [`BatchQueue::push_late`], which are surely late: returns those, the
+    /// requests that were never run (their arrivals, in order).
+    pub(super) fn finish(&mut self, batching: &Batching, sink: &mut impl Sink) -> &VecDeque<f64> {
+        while self.waiting.front().is_some_and(|&oldest_s| oldest_s < self.late_from_s) {
+            self.start_batch(f64::INFINITY, batching, sink);
+        }
+        &self.waiting
     }
 
     /// Requests waiting or running at `now_s`, after
@@ -111,6 +170,7 @@ impl BatchQueue {
     /// arrival before it; call [`BatchQueue::advance`] to `arrival_s` first.
     #[inline]
     pub(super) fn push(&mut self, arrival_s: f64) {
+        self.late_from_s = f64::INFINITY;
         self.waiting.push_back(arrival_s);
     }
 
@@ -123,49 +183,58 @@ impl BatchQueue {
     /// with the waiting requests that arrived by then, at most `max_batch`.
     #[inline]
     pub(super) fn advance(&mut self, limit_s: f64, batching: &Batching, sink: &mut impl Sink) -> usize {
-        let max_batch = batching.max_batch;
         let mut started = 0;
-        while let Some(&oldest_s) = self.waiting.front() {
-            let mut process = 0;
-            for (index, candidate) in self.processes.iter().enumerate().skip(1) {
-                if candidate.free_at_s < self.processes[process].free_at_s {
-                    process = index;
-                }
-            }
-            let free_s = self.processes[process].free_at_s;
-            let waiting = self.waiting.len();
-            let full = waiting >= max_batch;
-            let mut start_s = oldest_s + batching.delay_s;
-            if full {
-                start_s = start_s.min(self.waiting[max_batch - 1]);
-            }
-            start_s = start_s.max(free_s);
-            if start_s >= limit_s {
-                // Later arrivals may still join (or, for a full batch, it has
-                // not begun yet: it stays waiting, so `in_system` holds).
-                break;
-            }
-            // The oldest is in (start >= oldest); then those arrived by the start.
-            let take = waiting.min(max_batch);
-            let mut k = 1;
-            while k < take && self.waiting[k] <= start_s {
-                k += 1;
-            }
-            let (mut run_ms, mut run_s) = batching.latency(k);
-            if batching.spread_sigma > 0.0 {
-                let sigma = batching.spread_sigma;
-                let factor = (sigma * self.normal.sample(&mut self.rng) - 0.5 * sigma * sigma).exp();
-                (run_ms, run_s) = (run_ms * factor, run_s * factor);
-            }
-            let end_s = start_s + run_s;
-            self.processes[process] = Process { free_at_s: end_s, batch: k };
-            for arrival_s in self.waiting.drain(..k) {
-                sink.request(arrival_s, start_s - arrival_s, run_ms);
-            }
-            sink.batch(start_s, end_s, k);
-            started += k;
+        while let Some(requests) = self.start_batch(limit_s, batching, sink) {
+            started += requests;
         }
         started
+    }
+
+    /// Starts the next batch if it begins before `limit_s` (see
+    /// [`BatchQueue::advance`]): the requests it takes, `None` when none
+    /// waits or it begins later.
+    #[inline]
+    fn start_batch(&mut self, limit_s: f64, batching: &Batching, sink: &mut impl Sink) -> Option<usize> {
+        let max_batch = batching.max_batch;
+        let &oldest_s = self.waiting.front()?;
+        let mut process = 0;
+        for (index, candidate) in self.processes.iter().enumerate().skip(1) {
+            if candidate.free_at_s < self.processes[process].free_at_s {
+                process = index;
+            }
+        }
+        let free_s = self.processes[process].free_at_s;
+        let waiting = self.waiting.len();
+        let full = waiting >= max_batch;
+        let mut start_s = oldest_s + batching.delay_s;
+        if full {
+            start_s = start_s.min(self.waiting[max_batch - 1]);
+        }
+        start_s = start_s.max(free_s);
+        if start_s >= limit_s {
+            // Later arrivals may still join (or, for a full batch, it has
+            // not begun yet: it stays waiting, so `in_system` holds).
+            return None;
+        }
+        // The oldest is in (start >= oldest); then those arrived by the start.
+        let take = waiting.min(max_batch);
+        let mut k = 1;
+        while k < take && self.waiting[k] <= start_s {
+            k += 1;
+        }
+        let (mut run_ms, mut run_s) = batching.latency(k);
+        if batching.spread_sigma > 0.0 {
+            let sigma = batching.spread_sigma;
+            let factor = (sigma * self.normal.sample(&mut self.rng) - 0.5 * sigma * sigma).exp();
+            (run_ms, run_s) = (run_ms * factor, run_s * factor);
+        }
+        let end_s = start_s + run_s;
+        self.processes[process] = Process { free_at_s: end_s, batch: k };
+        for arrival_s in self.waiting.drain(..k) {
+            sink.request(arrival_s, start_s - arrival_s, run_ms);
+        }
+        sink.batch(start_s, end_s, k);
+        Some(k)
     }
 }
 
@@ -289,6 +358,55 @@ mod tests {
                 }
                 assert!(log.batches.iter().any(|&(_, k)| k > 1) && log.batches.iter().any(|&(_, k)| k == 1));
             }
+        }
+    }
+
+    #[test]
+    fn a_request_found_surely_late_is_late() {
+        use crate::sampling::exponential;
+        use tessera_core::rng::SplitMix64;
+        let shape = SegmentShape::new(2, vec![(1, 4.0), (2, 5.0), (4, 7.0), (8, 12.0)]).unwrap();
+        let slo_ms = 40.0;
+        for (processes, load) in [(1, 1.02), (1, 1.5), (2, 1.1), (2, 0.9)] {
+            // Full batches of 8 every 12 ms per process, offered `load` of that.
+            let rate_per_s = load * processes as f64 * 8.0 / 0.012;
+            let mut rng = SplitMix64::new(5);
+            let mut t = 0.0;
+            let arrivals: Vec<f64> = (0..20_000)
+                .map(|_| {
+                    t += exponential(&mut rng) / rate_per_s;
+                    t
+                })
+                .collect();
+            let latencies = reference(processes, &shape, 0.001, &arrivals);
+            let batching = Batching::new(&shape, 0.001);
+            let (mut queue, mut log) = (BatchQueue::new(processes, 0), Log::default());
+            let mut found = 0;
+            for (i, &arrival) in arrivals.iter().enumerate() {
+                if queue.surely_late(arrival, slo_ms, &batching) {
+                    assert!(latencies[i] > slo_ms, "{processes} at {load}: request {i} took {} ms", latencies[i]);
+                    found += 1;
+                    // Left unrun: a later request finds the queue as lazy.
+                    queue.push_late(arrival);
+                } else {
+                    queue.advance(arrival, &batching, &mut log);
+                    queue.push(arrival);
+                }
+            }
+            let late = latencies.iter().filter(|&&ms| ms > slo_ms).count();
+            match load > 1.0 {
+                // Past its throughput most of the late are found.
+                true => assert!(found * 10 > late * 8, "{processes} at {load}: {found} of {late} late found"),
+                false => assert!(late == 0 || found < late),
+            }
+            // What finish leaves unrun is the last run of surely late
+            // requests; the rest ran at their reference latencies.
+            let unrun = queue.finish(&batching, &mut log).len();
+            assert_eq!(log.latencies_ms.len() + unrun, arrivals.len());
+            for (got, want) in log.latencies_ms.iter().zip(&latencies) {
+                assert!((got - want).abs() < 1e-9);
+            }
+            assert!(latencies[arrivals.len() - unrun..].iter().all(|&ms| ms > slo_ms));
         }
     }
 

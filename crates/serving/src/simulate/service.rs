@@ -5,6 +5,8 @@
 //! another, so each is run on its own, start to end, in one pass over its
 //! arrivals (the members of a shared instance run together: `shared`).
 
+use std::collections::VecDeque;
+
 use tessera_core::rng::SplitMix64;
 
 use super::queue::{BatchQueue, Batching, Sink};
@@ -41,6 +43,15 @@ pub(super) struct ServiceRun {
     pub(super) windows: Vec<[u64; 2]>,
     /// Per segment of the service, in the system's order.
     pub(super) segments: Vec<(usize, SegmentTally)>,
+    /// The measured requests and those within the SLO, all units.
+    pub(super) counted: Counted,
+}
+
+/// Measured requests, and those within the SLO.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Counted {
+    pub(super) requests: u64,
+    pub(super) within_slo: u64,
 }
 
 /// The measured requests of one unit.
@@ -72,9 +83,13 @@ impl SegmentTally {
     }
 }
 
-/// Counts each request into its unit and timeline bucket.
+/// Counts each request into its unit and timeline bucket (or, counting
+/// only, into [`Counted`] alone).
 #[derive(Debug)]
 pub(super) struct Recorder {
+    /// Only counts: no latencies, units, timeline or windows.
+    counting_only: bool,
+    counted: Counted,
     warmup_s: f64,
     end_s: f64,
     slo_ms: f64,
@@ -89,9 +104,12 @@ pub(super) struct Recorder {
 
 impl Recorder {
     /// An empty recorder for a service of `slo_ms` in a run of `options`
-    /// with `units` units.
-    pub(super) fn new(options: &SimulationOptions, slo_ms: f64, units: usize) -> Recorder {
+    /// with `units` units; `counting_only`: it only counts the measured
+    /// requests and those within the SLO.
+    pub(super) fn new(options: &SimulationOptions, slo_ms: f64, units: usize, counting_only: bool) -> Recorder {
         Recorder {
+            counting_only,
+            counted: Counted::default(),
             warmup_s: options.warmup_s,
             end_s: options.seconds,
             slo_ms,
@@ -107,7 +125,15 @@ impl Recorder {
     /// The run of a service this recorder counted, with `simulated`
     /// arrivals and its `segments`' tallies.
     pub(super) fn into_run(self, simulated: u64, segments: Vec<(usize, SegmentTally)>) -> ServiceRun {
-        ServiceRun { simulated, units: self.units, timeline: self.timeline, windows: self.windows, segments }
+        let (units, timeline, windows, counted) = (self.units, self.timeline, self.windows, self.counted);
+        ServiceRun { simulated, units, timeline, windows, segments, counted }
+    }
+
+    /// Counts the requests of `arrivals_s` measured, none within the SLO
+    /// (requests surely late that were never run).
+    fn late(&mut self, arrivals_s: &VecDeque<f64>) {
+        self.counted.requests +=
+            (arrivals_s.len() - arrivals_s.partition_point(|&arrival_s| arrival_s < self.warmup_s)) as u64;
     }
 }
 
@@ -124,6 +150,13 @@ impl Sink for Report<'_> {
         // Wait plus run: a request that never waits has the run's latency exactly.
         let latency_ms = wait_s * 1000.0 + run_ms;
         let within = latency_ms <= recorder.slo_ms;
+        if arrival_s >= recorder.warmup_s {
+            recorder.counted.requests += 1;
+            recorder.counted.within_slo += u64::from(within);
+        }
+        if recorder.counting_only {
+            return;
+        }
         if let Some(last) = recorder.timeline.len().checked_sub(1) {
             let bucket = ((arrival_s * recorder.buckets_per_s) as usize).min(last);
             recorder.timeline[bucket][0] += 1;
@@ -167,12 +200,19 @@ struct SegmentState {
 
 /// Runs `service` of `system` in replication `replication`, with `units`
 /// units for the confidence intervals.
+///
+/// `counting_only`: only the measured requests and those within the SLO
+/// are counted, and a request that surely misses its SLO whatever
+/// arrives next ([`BatchQueue::surely_late`]) joins its queue without
+/// running it; when every request after it was surely late too, it is
+/// counted late and never run. The counts are those of a full run; the
+/// queues hold more requests at once (and [`MAX_WAITING`] counts them).
 pub(super) fn run_service(
     system: &ServingSystem,
     options: &SimulationOptions,
-    service: usize,
-    replication: u32,
+    (service, replication): (usize, u32),
     units: usize,
+    counting_only: bool,
 ) -> Result<ServiceRun, ServingError> {
     let served = &system.services()[service];
     let seed = stream_seed(options.seed, u64::from(replication), REPLICATION_LABEL);
@@ -203,7 +243,9 @@ pub(super) fn run_service(
         .collect();
     let weights: Vec<f64> = segments.iter().map(|s| system.segments()[s.index].weight).collect();
     let router = Alias::new(&weights);
-    let mut recorder = Recorder::new(options, served.latency_slo_ms, units);
+    let mut recorder = Recorder::new(options, served.latency_slo_ms, units, counting_only);
+    // Join the shortest queue reads every queue's length: none is left behind.
+    let skip_late = counting_only && options.discipline != Discipline::JoinShortestQueue;
     let (mut simulated, mut waiting) = (0u64, 0usize);
     loop {
         let arrival_s = arrivals.next_s();
@@ -236,8 +278,12 @@ pub(super) fn run_service(
             }
         };
         let queue = &mut segment.queues[chosen];
-        waiting -= queue.advance(arrival_s, &segment.batching, &mut report);
-        queue.push(arrival_s);
+        if skip_late && queue.surely_late(arrival_s, served.latency_slo_ms, &segment.batching) {
+            queue.push_late(arrival_s);
+        } else {
+            waiting -= queue.advance(arrival_s, &segment.batching, &mut report);
+            queue.push(arrival_s);
+        }
         waiting += 1;
         if waiting > MAX_WAITING {
             let label = &system.segments()[segment.index].label;
@@ -250,11 +296,13 @@ pub(super) fn run_service(
             });
         }
     }
-    // No more arrivals: every request still waiting runs to completion.
+    // No more arrivals: every request still waiting runs to completion,
+    // but those surely late that no other followed.
     for segment in &mut segments {
         let mut report = Report { recorder: &mut recorder, tally: &mut segment.tally };
         for queue in &mut segment.queues {
-            queue.advance(f64::INFINITY, &segment.batching, &mut report);
+            let unrun = queue.finish(&segment.batching, &mut report);
+            report.recorder.late(unrun);
         }
     }
     Ok(recorder.into_run(simulated, segments.into_iter().map(|segment| (segment.index, segment.tally)).collect()))

@@ -33,13 +33,14 @@ struct MemberState {
 
 /// Runs the shared instance of `group` (segments of `system`, one per
 /// member) in replication `replication` with `units` units: one
-/// [`ServiceRun`] per member, in `group`'s order.
+/// [`ServiceRun`] per member, in `group`'s order (`counting_only`: its
+/// recorders only count).
 pub(super) fn run_shared(
     system: &ServingSystem,
     options: &SimulationOptions,
-    group: &[usize],
-    replication: u32,
+    (group, replication): (&[usize], u32),
     units: usize,
+    counting_only: bool,
 ) -> Result<Vec<ServiceRun>, ServingError> {
     let seed = stream_seed(options.seed, u64::from(replication), REPLICATION_LABEL);
     let mut members = group
@@ -55,7 +56,7 @@ pub(super) fn run_shared(
                 next_s,
                 queue: VecDeque::new(),
                 max_batch: system.segments()[segment].shape.max_batch() as usize,
-                recorder: Recorder::new(options, served.latency_slo_ms, units),
+                recorder: Recorder::new(options, served.latency_slo_ms, units, counting_only),
                 tally: SegmentTally::default(),
                 simulated: 0,
             })
