@@ -19,7 +19,9 @@
 //! * [`simulate`] — the request-level simulator, the referee of every
 //!   plan: per service attainment, latency percentiles with confidence
 //!   intervals, a latency CDF and attainment over time; per segment
-//!   utilisation ([`ServingReport`]).
+//!   utilisation ([`ServingReport`]). [`simulate_attainment`] counts only
+//!   the requests within each SLO, the same counts, without running the
+//!   requests a queue far past its throughput surely serves late.
 //!
 //! Modules: `arrivals` (the models, their syntax and checks), `stream` (the
 //! generators), `sampling` (exponential, gamma, hyperexponential and alias
@@ -40,7 +42,9 @@
 //!   to a grid and rounded up.
 //! * [`analytic`] — the exact percentile latency of a segment under Poisson
 //!   arrivals and random routing to its processes, and its capacity at a
-//!   percentile SLO ([`analytic::CapacityCache`] memoises them).
+//!   percentile SLO ([`analytic::CapacityCache`] memoises them;
+//!   [`analytic::AttainmentCache`] answers a segment's share within an SLO
+//!   from a grid of rates, to within [`analytic::ATTAINMENT_TOLERANCE`]).
 //!
 //! Invariant: no I/O, no global state; the same inputs and seed give the
 //! same results on every machine.

@@ -95,6 +95,9 @@ pub(super) struct BatchQueue {
     /// [`BatchQueue::push_late`], one after another (infinite when the
     /// last request was added by [`BatchQueue::push`]).
     late_from_s: f64,
+    /// Requests arriving before this are surely late as the queue stands
+    /// (see [`BatchQueue::surely_late`]); minus infinity once it advances.
+    late_before_s: f64,
 }
 
 impl BatchQueue {
@@ -107,6 +110,7 @@ impl BatchQueue {
             rng: SplitMix64::new(seed),
             normal: Normal::default(),
             late_from_s: f64::INFINITY,
+            late_before_s: f64::NEG_INFINITY,
         }
     }
 
@@ -121,7 +125,14 @@ impl BatchQueue {
     /// `p` processes, starts no earlier than `f_min + (n + 1 - p B) / (p
     /// peak)` and runs at least the shortest batch. Batches whose run time
     /// spreads have no shortest run: never surely late.
-    pub(super) fn surely_late(&self, arrival_s: f64, slo_ms: f64, batching: &Batching) -> bool {
+    ///
+    /// The bound is kept until the queue advances: more requests waiting
+    /// only start later, so a request arriving before the last bound's
+    /// latest late arrival is late too, with no new bound to take.
+    pub(super) fn surely_late(&mut self, arrival_s: f64, slo_ms: f64, batching: &Batching) -> bool {
+        if arrival_s < self.late_before_s {
+            return true;
+        }
         if batching.spread_sigma > 0.0 {
             return false;
         }
@@ -131,9 +142,11 @@ impl BatchQueue {
             return false;
         }
         let free_s = self.processes.iter().map(|process| process.free_at_s).fold(f64::INFINITY, f64::min);
-        let start_s = (free_s + startable / (processes * batching.peak_rps)).max(arrival_s);
-        // A microsecond spare for rounding in the simulated starts.
-        (start_s - arrival_s) * 1000.0 + batching.shortest_ms > slo_ms + 1e-3
+        let start_s = free_s + startable / (processes * batching.peak_rps);
+        // Late when (start - arrival) + shortest > slo, with a microsecond
+        // spare for rounding in the simulated starts.
+        self.late_before_s = start_s + (batching.shortest_ms - slo_ms - 1e-3) / 1000.0;
+        arrival_s < self.late_before_s
     }
 
     /// Adds a request arriving at `arrival_s` that [`BatchQueue::surely_late`]
@@ -171,6 +184,7 @@ impl BatchQueue {
     #[inline]
     pub(super) fn push(&mut self, arrival_s: f64) {
         self.late_from_s = f64::INFINITY;
+        self.late_before_s = f64::NEG_INFINITY;
         self.waiting.push_back(arrival_s);
     }
 
@@ -183,6 +197,7 @@ impl BatchQueue {
     /// with the waiting requests that arrived by then, at most `max_batch`.
     #[inline]
     pub(super) fn advance(&mut self, limit_s: f64, batching: &Batching, sink: &mut impl Sink) -> usize {
+        self.late_before_s = f64::NEG_INFINITY;
         let mut started = 0;
         while let Some(requests) = self.start_batch(limit_s, batching, sink) {
             started += requests;
