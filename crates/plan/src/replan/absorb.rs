@@ -17,18 +17,35 @@ fn free_start(gpu: &WorkGpu, profile: &'static tessera_core::MigProfile) -> Opti
 /// `spread`, a new GPU whose instances fit in unused slices of several kept
 /// GPUs moves too (GPUs already changed first): more layouts change, one
 /// GPU fewer.
+///
+/// Each kept GPU's unused compute slices are kept as GPUs take instances,
+/// and a kept GPU too full for what is moved is not searched: at fleet
+/// scale thousands of new GPUs each look over tens of thousands of kept
+/// ones.
 pub(super) fn absorb_new_gpus(gpus: &mut Vec<WorkGpu>, kept_count: usize, spread: bool) {
     let mut touched = vec![false; kept_count];
+    let mut unused: Vec<u32> = gpus[..kept_count].iter().map(WorkGpu::unused_gpcs).collect();
     let mut g = kept_count;
     while g < gpus.len() {
-        let mut order: Vec<usize> = (0..kept_count).filter(|&k| gpus[k].model == gpus[g].model).collect();
+        // The fewest slices a kept GPU must have unused to take part.
+        let least = match spread {
+            true => gpus[g].slots.iter().map(|slot| u32::from(slot.placement.profile.compute_slices)).min(),
+            false => Some(gpus[g].used_gpcs()),
+        };
+        let mut order: Vec<usize> = (0..kept_count)
+            .filter(|&k| least.is_some_and(|least| unused[k] >= least) && gpus[k].model == gpus[g].model)
+            .collect();
         order.sort_by_key(|&k| !touched[k]);
-        let targets = if spread { placements_across(gpus, g, &order) } else { placements_within_one(gpus, g, &order) };
+        let targets = match spread {
+            true => placements_across(gpus, g, &order),
+            false => placements_within_one(gpus, g, &order),
+        };
         match targets {
             Some(targets) => {
                 let new = gpus.remove(g);
                 for (slot, (target, start)) in new.slots.into_iter().zip(targets) {
                     touched[target] = true;
+                    unused[target] -= u32::from(slot.placement.profile.compute_slices);
                     gpus[target].slots.push(Slot { placement: Placement { start, ..slot.placement }, ..slot });
                 }
             }

@@ -28,6 +28,11 @@ impl WorkGpu {
         self.slots.iter().map(|s| u32::from(s.placement.profile.compute_slices)).sum()
     }
 
+    /// Its compute slices no instance takes.
+    pub(super) fn unused_gpcs(&self) -> u32 {
+        u32::from(self.model.spec().compute_slices).saturating_sub(self.used_gpcs())
+    }
+
     /// Whether `gpcs` more compute slices fit beside its instances (by
     /// count only: where they go is the layout's question).
     pub(super) fn has_room_for(&self, gpcs: u32) -> bool {
