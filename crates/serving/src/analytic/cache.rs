@@ -98,8 +98,8 @@ type AttainmentKey = (Vec<(u32, u64)>, u64);
 #[derive(Debug, Clone, Default)]
 pub struct AttainmentCache {
     points: Arc<RwLock<HashMap<AttainmentKey, HashMap<i64, f64>>>>,
-    /// Times the model was evaluated, at grid points or exactly.
-    evaluations: Arc<AtomicU64>,
+    /// Times the model was evaluated exactly, off the grid.
+    exact_evaluations: Arc<AtomicU64>,
 }
 
 impl AttainmentCache {
@@ -119,10 +119,7 @@ impl AttainmentCache {
         check_slo(latency_slo_ms)?;
         let process = Process::of(shape);
         let lambda = per_process_per_ms(shape, rate_rps);
-        let exact = |lambda: f64| {
-            self.evaluations.fetch_add(1, Ordering::Relaxed);
-            1.0 - miss_at(&process, lambda, latency_slo_ms, &mut Scratch::default())
-        };
+        let exact = |lambda: f64| 1.0 - miss_at(&process, lambda, latency_slo_ms, &mut Scratch::default());
         if lambda <= 0.0 {
             return Ok(exact(lambda));
         }
@@ -156,12 +153,16 @@ impl AttainmentCache {
             // go straight to the level that should close it.
             level += ((gap / ATTAINMENT_TOLERANCE).log2().ceil() as u32).max(1);
         }
+        self.exact_evaluations.fetch_add(1, Ordering::Relaxed);
         Ok(exact(lambda))
     }
 
-    /// How many times it evaluated the model, at grid points and exactly.
+    /// How many evaluations of the model its answers took: its grid
+    /// points and the rates evaluated exactly. The same questions give
+    /// the same count whatever the threads (a grid point two threads
+    /// computed at once counts once).
     pub fn evaluations(&self) -> u64 {
-        self.evaluations.load(Ordering::Relaxed)
+        self.len() as u64 + self.exact_evaluations.load(Ordering::Relaxed)
     }
 
     /// How many grid points it holds, all processes and SLOs together.
