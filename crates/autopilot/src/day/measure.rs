@@ -45,6 +45,11 @@
 //! starts as empty as the model's queue carries nothing from the piece
 //! before.
 //!
+//! **Queues carried.** A service offered more than its segments serve
+//! carries its backlog into the pieces after, which count the requests it
+//! makes late; a piece whose every request it makes late is not measured
+//! (see [`super::backlog`]).
+//!
 //! **Requests lost** are those a transition takes capacity from: while it
 //! runs, a service whose serving segments' capacity is below its rate, the
 //! capacity it had before the transition and the capacity it has after it
@@ -67,6 +72,7 @@ use tessera_serving::{
     simulate_attainment, ArrivalModel, ServedSegment, ServedService, ServingSystem, SimulationOptions,
 };
 
+use super::backlog::{Backlogs, Drain};
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
 use crate::planner::Planner;
@@ -199,6 +205,9 @@ pub(super) struct Measured {
     /// Services of pieces that kept the measure of the state they were
     /// last measured in (see the module documentation).
     pub services_reused: u64,
+    /// Services of pieces some of whose requests a carried backlog made
+    /// late (see [`super::backlog`]).
+    pub services_backlogged: u64,
 }
 
 /// One piece: a span of constant segments and rates within an hour.
@@ -283,17 +292,22 @@ struct SpanSystem {
     system: ServingSystem,
     /// Each group's services, by their indices in `system`.
     groups: Vec<Vec<usize>>,
+    /// How each service's backlog drains, by the planner's index (`None`:
+    /// not carried, see [`drains`]).
+    drains: Vec<Option<Drain>>,
 }
 
 impl SpanSystem {
-    /// The span system of `span` (serving `serving`) at `rates_rps`: `kept`
-    /// when it is that span's and serves the same services, else built
-    /// anew; `None` when no service is served.
+    /// The span system of `span` (serving `serving`) at `rates_rps`, its
+    /// GPUs `slowdown` slower than profiled: `kept` when it is that span's
+    /// and serves the same services, else built anew; `None` when no
+    /// service is served.
     fn at(
         kept: Option<SpanSystem>,
         planner: &Planner,
         (span, serving): (usize, &Plan),
         rates_rps: &[f64],
+        slowdown: f64,
     ) -> Result<Option<SpanSystem>, AutopilotError> {
         if let Some(kept) = kept {
             let with_rates = kept.served.iter().copied().filter(|&index| rates_rps[index] > 0.0);
@@ -309,7 +323,8 @@ impl SpanSystem {
             .filter(|&index| provided.contains_key(planner.services()[index].service.as_str()))
             .collect();
         let groups = groups(&system);
-        Ok(Some(SpanSystem { span, served, indices, system, groups }))
+        let drains = drains(&system, (&indices, planner.services().len()), &groups, slowdown);
+        Ok(Some(SpanSystem { span, served, indices, system, groups, drains }))
     }
 }
 
@@ -332,8 +347,10 @@ pub(super) fn measure(
         requests_simulated: 0,
         services_modelled: 0,
         services_reused: 0,
+        services_backlogged: 0,
     };
     let mut last_measured = LastMeasured::default();
+    let mut backlogs = Backlogs::new(services);
     let mut span_system: Option<SpanSystem> = None;
     // Each span's segments, built once as its first piece comes.
     let mut serving_plans = timeline.serving_plans();
@@ -352,15 +369,18 @@ pub(super) fn measure(
                 plan
             }
         };
-        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &serving_plan), &rates_rps)?;
+        let slowdown = measuring.sampling.slowdown;
+        span_system = SpanSystem::at(span_system.take(), planner, (piece.span, &serving_plan), &rates_rps, slowdown)?;
+        let length_s = piece.end_s - piece.start_s;
+        let drain = |service: usize| span_system.as_ref().and_then(|serving| serving.drains[service]);
+        let late: Vec<f64> = (0..services).map(|s| backlogs.advance(s, rates_rps[s], length_s, drain(s))).collect();
         let simulated = match &span_system {
             Some(serving) => {
-                simulate_piece(planner, serving, (&rates_rps, piece.start_s), measuring, &mut last_measured)?
+                simulate_piece(planner, serving, (&rates_rps, &late, piece.start_s), measuring, &mut last_measured)?
             }
             None => PieceMeasures::default(),
         };
         let hour = ((piece.start_s / 3600.0) as usize).min(hours - 1);
-        let length_s = piece.end_s - piece.start_s;
         let tally = &mut measured.hours[hour];
         tally.gpu_s += span.gpus as f64 * length_s;
         tally.gpus_max = tally.gpus_max.max(span.gpus);
@@ -368,7 +388,7 @@ pub(super) fn measure(
             tally.requests[service] += rate_rps * length_s;
         }
         for (index, share) in simulated.attainment {
-            tally.within[index] += share * rates_rps[index] * length_s;
+            tally.within[index] += share * (1.0 - late[index]) * rates_rps[index] * length_s;
         }
         if let Some((before, after)) = span.serving.between() {
             let [before_rps, after_rps, now_rps] = match &transition_capacities {
@@ -385,6 +405,7 @@ pub(super) fn measure(
         measured.requests_simulated += simulated.requests_simulated;
         measured.services_modelled += simulated.services_modelled;
         measured.services_reused += simulated.services_reused;
+        measured.services_backlogged += late.iter().filter(|&&share| share > 0.0).count() as u64;
         measured.pieces += 1;
         if !step() {
             return Ok(None);
@@ -412,14 +433,16 @@ struct GroupMeasure {
 
 /// Measures the segments of `serving` at `rates_rps` from `start_s`: each
 /// group of served services (one service, or the members of a shared
-/// instance, which wait behind each other) as it was last measured where
+/// instance, which wait behind each other) not at all where a carried
+/// backlog makes all its requests late (`late`: each service's share of
+/// requests made late, by the planner's index), as it was last measured where
 /// nothing of it changed since, else from the serving model where it is
 /// steady and `sampling` asks (see the module documentation), else
 /// simulated on its own window (see [`Sampling::service_window_s`]).
 fn simulate_piece(
     planner: &Planner,
     serving: &SpanSystem,
-    (rates_rps, start_s): (&[f64], f64),
+    (rates_rps, late, start_s): (&[f64], &[f64], f64),
     measuring: Measuring<'_>,
     last_measured: &mut LastMeasured,
 ) -> Result<PieceMeasures, AutopilotError> {
@@ -433,6 +456,13 @@ fn simulate_piece(
     let mut check: Vec<&[usize]> = Vec::new();
     for served in &serving.groups {
         let members = members_of(served);
+        // A carried backlog makes every request late: nothing to measure.
+        if let [service] = members[..] {
+            if late[service] >= 1.0 {
+                measures.attainment.push((service, 0.0));
+                continue;
+            }
+        }
         let at_rates = |system: &ServingSystem| {
             (system.services().iter().zip(&members)).all(|(service, &index)| service.rate_rps == rates_rps[index])
         };
@@ -633,6 +663,41 @@ fn groups(system: &ServingSystem) -> Vec<Vec<usize>> {
     groups
 }
 
+/// How each service of `system` drains its carried backlog, its GPUs
+/// `slowdown` slower than profiled, by the planner's index (`indices`:
+/// each of `system`'s services', of `services` in all): a service measured
+/// alone (a group of one, on no shared instance) drains at its segments'
+/// full-batch throughput together; any other is not carried.
+fn drains(
+    system: &ServingSystem,
+    (indices, services): (&[usize], usize),
+    groups: &[Vec<usize>],
+    slowdown: f64,
+) -> Vec<Option<Drain>> {
+    let factor = 1.0 + slowdown;
+    let mut throughput_rps = vec![0.0; system.services().len()];
+    let mut batch_ms = vec![0.0f64; system.services().len()];
+    for segment in system.segments() {
+        throughput_rps[segment.service] += segment.shape.throughput_rps() / factor;
+        batch_ms[segment.service] =
+            batch_ms[segment.service].max(segment.shape.latency_ms(segment.shape.max_batch()) * factor);
+    }
+    let mut shared = vec![false; system.services().len()];
+    for &segment in system.shared().iter().flatten() {
+        shared[system.segments()[segment].service] = true;
+    }
+    let mut drains = vec![None; services];
+    for group in groups {
+        if let [service] = group[..] {
+            if !shared[service] {
+                let slo_ms = system.services()[service].latency_slo_ms;
+                drains[indices[service]] = Some(Drain::new(throughput_rps[service], batch_ms[service], slo_ms));
+            }
+        }
+    }
+    drains
+}
+
 /// The services `served` (indices in `system`) alone with their segments
 /// and shared instances, in that order, the `k`th of them at
 /// `rate_rps(k)`.
@@ -690,8 +755,8 @@ mod tests {
     use crate::planner::PlanSettings;
 
     /// The demo's services at their SLO rates for an hour, service 0 at
-    /// `blip` times its rate in `[1800, 1860)` s.
-    fn hour_with_a_blip(inputs: &PlanInputs, blip: f64) -> TrafficCurve {
+    /// each `(time_s, factor)` times its rate from that time on.
+    fn hour_with(inputs: &PlanInputs, changes: &[(f64, f64)]) -> TrafficCurve {
         let names: Vec<String> = inputs.services().iter().map(|slo| slo.service.clone()).collect();
         let mut points: Vec<TrafficPoint> = inputs
             .services()
@@ -699,10 +764,16 @@ mod tests {
             .map(|slo| TrafficPoint { time_s: 0.0, service: slo.service.clone(), rate_rps: slo.rate_rps })
             .collect();
         let first = &inputs.services()[0];
-        for (time_s, factor) in [(1800.0, blip), (1860.0, 1.0)] {
+        for &(time_s, factor) in changes {
             points.push(TrafficPoint { time_s, service: first.service.clone(), rate_rps: first.rate_rps * factor });
         }
         TrafficCurve::new(&names, &points).unwrap()
+    }
+
+    /// The demo's services at their SLO rates for an hour, service 0 at
+    /// `blip` times its rate in `[1800, 1860)` s.
+    fn hour_with_a_blip(inputs: &PlanInputs, blip: f64) -> TrafficCurve {
+        hour_with(inputs, &[(1800.0, blip), (1860.0, 1.0)])
     }
 
     #[test]
@@ -729,6 +800,40 @@ mod tests {
         for service in 1..rates_rps.len() {
             let share = |measured: &Measured| measured.hours[0].within[service] / measured.hours[0].requests[service];
             assert!((share(&calm) - share(&blipped)).abs() < 1e-12, "service {service}");
+        }
+    }
+
+    #[test]
+    fn an_overload_carries_its_backlog_into_the_pieces_after_and_those_are_not_simulated() {
+        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
+        let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
+        let planner = Planner::new(inputs.clone(), PlanSettings::default());
+        let timeline = Timeline::new(&planner.fresh(&rates_rps).unwrap(), 3600.0);
+        let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
+        let measuring = Measuring { sampling: &sampling, arrivals_by_service: &[], model: &AttainmentCache::new() };
+        // Service 0 at twice its planned rate for ten minutes (a point every
+        // minute, so ten pieces), then as planned.
+        let mut changes: Vec<(f64, f64)> = (0..10).map(|minute| (1800.0 + 60.0 * minute as f64, 2.0)).collect();
+        changes.push((2400.0, 1.0));
+        let overloaded = measure(&planner, &timeline, &hour_with(&inputs, &changes), measuring, 1, &mut || true);
+        let overloaded = overloaded.unwrap().unwrap();
+        let calm = measure(&planner, &timeline, &hour_with(&inputs, &[]), measuring, 1, &mut || true);
+        let calm = calm.unwrap().unwrap();
+        let share = |measured: &Measured, service: usize| {
+            measured.hours[0].within[service] / measured.hours[0].requests[service]
+        };
+        // Late from the second minute of the overload on (and after it,
+        // while the backlog drains): the last nine minutes at twice the
+        // rate are none of them within.
+        let within_at_most = 1.0 - 2.0 * 540.0 / (1800.0 + 2.0 * 600.0 + 1200.0);
+        assert!(share(&overloaded, 0) < within_at_most, "{}", share(&overloaded, 0));
+        assert!(share(&calm, 0) > 0.99, "{}", share(&calm, 0));
+        // Nine of the overload's pieces, and the draining pieces after, are
+        // late by the backlog; the other services are not touched.
+        assert!(overloaded.services_backlogged >= 9, "{}", overloaded.services_backlogged);
+        assert_eq!(calm.services_backlogged, 0);
+        for service in 1..rates_rps.len() {
+            assert!((share(&overloaded, service) - share(&calm, service)).abs() < 1e-12, "service {service}");
         }
     }
 

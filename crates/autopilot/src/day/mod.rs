@@ -27,6 +27,7 @@
 //! runs it, or when. A thread that fails stops the others at their next
 //! step; the day's error is the failure.
 
+mod backlog;
 mod measure;
 mod report;
 mod timeline;
@@ -310,6 +311,7 @@ pub fn simulate_day(
         services_modelled: measured.iter().map(|m| m.services_modelled).sum(),
         model_evaluations: model.evaluations(),
         services_reused: measured.iter().map(|m| m.services_reused).sum(),
+        services_backlogged: measured.iter().map(|m| m.services_backlogged).sum(),
     })
 }
 

@@ -120,6 +120,9 @@ pub struct DayReport {
     /// Services of pieces that kept the measure of the state they were
     /// last measured in (nothing of them changed since).
     pub services_reused: u64,
+    /// Services of pieces some of whose requests the backlog carried from
+    /// the pieces before made late (all of them: not measured).
+    pub services_backlogged: u64,
 }
 
 /// One strategy's day from its timeline and measures.

@@ -250,8 +250,9 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
          weighted by its requests and measured per service: {steady}on {} s of simulated requests after {} s of \
          warm-up (both shortened for a busy service to about {} measured requests, at least {} of its slowest \
          batches, unless a segment of it runs at {:.0}% of its throughput or more), a service as it was last \
-         measured where nothing of it changed since ({} pieces, {} services of them from the model, {} as last \
-         measured, {} requests simulated)",
+         measured where nothing of it changed since, and a service's backlog past its throughput carried into \
+         the pieces after, its requests late while it exceeds what the SLO leaves ({} pieces, {} services of \
+         them from the model, {} as last measured, {} with requests late by a backlog, {} requests simulated)",
         count(traffic.services().len(), "service"),
         report.hours,
         report.interval_s / 60.0,
@@ -263,6 +264,7 @@ fn heading(report: &DayReport, traffic: &TrafficCurve, described: &str) -> Strin
         report.pieces_simulated,
         report.services_modelled,
         report.services_reused,
+        report.services_backlogged,
         report.requests_simulated
     )
 }
@@ -445,6 +447,7 @@ struct DayDocument<'a> {
     services_modelled: u64,
     model_evaluations: u64,
     services_reused: u64,
+    services_backlogged: u64,
 }
 
 /// One hour of every strategy.
@@ -495,6 +498,7 @@ impl<'a> DayDocument<'a> {
             services_modelled: report.services_modelled,
             model_evaluations: report.model_evaluations,
             services_reused: report.services_reused,
+            services_backlogged: report.services_backlogged,
         }
     }
 }
