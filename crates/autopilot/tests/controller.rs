@@ -477,3 +477,33 @@ fn burstier_arrivals_observed_replan_a_plan_proven_under_calmer_ones() {
     let later = controller.observe(&observation(3600.0, &rates(0.5)));
     assert!(!matches!(later.action, Action::ScaleUp(_)), "{}", later.reason);
 }
+
+/// `service`'s segments' full-batch throughput together in `plan`, req/s.
+fn throughput_rps(plan: &Plan, service: &str) -> f64 {
+    let instances = plan.gpus.iter().flat_map(|gpu| &gpu.instances);
+    instances.filter(|instance| instance.service == service).map(|instance| instance.throughput_rps).sum()
+}
+
+#[test]
+fn a_rate_past_the_throughput_queues_requests_and_the_scale_up_drains_them() {
+    let scaled_up = |drain_s: f64| {
+        let mut controller = controller(ControllerConfig { drain_s, ..ControllerConfig::default() });
+        controller.observe(&observation(0.0, &rates(0.4)));
+        let throughput = throughput_rps(controller.plan().unwrap(), "photo-tagging");
+        // A minute at twice photo-tagging's throughput: a minute of its
+        // throughput queued, the others well within theirs.
+        let mut burst = rates(0.4);
+        burst[3] = 2.0 * throughput;
+        let decision = controller.observe(&observation(60.0, &burst));
+        let Action::ScaleUp(change) = decision.action else { panic!("expected a scale-up: {}", decision.reason) };
+        (throughput, capacities(&change.plan)[3], decision.reason)
+    };
+    let (throughput, drained, reason) = scaled_up(120.0);
+    assert!(reason.contains("requests queued beyond throughput, each drained within 120 s: photo-tagging"), "{reason}");
+    // Met at its rate plus half its throughput a second (60 s of it over
+    // 120 s), with the keep test's headroom at least.
+    assert!(drained >= 1.05 * 2.5 * throughput * (1.0 - 1e-9), "{drained} for a throughput of {throughput}");
+    let (_, kept_up, reason) = scaled_up(0.0);
+    assert!(!reason.contains("queued"), "{reason}");
+    assert!(kept_up < drained, "{kept_up} without draining, {drained} with");
+}

@@ -28,6 +28,9 @@ pub const DEFAULT_MAX_EXTRA_GPUS: u64 = 0;
 /// a long transition; a scale-down that dips tries draining each of this
 /// many plus one least used GPUs.
 pub const DEFAULT_DIP_EXTRA_GPUS: u64 = 2;
+/// Default time within which a service's estimated backlog is to be
+/// drained, seconds (see [`ControllerConfig::drain_s`]).
+pub const DEFAULT_DRAIN_S: f64 = 60.0;
 /// Default longest transition a replan takes when a smaller one will do,
 /// seconds (5 minutes; another transition cannot start while one runs).
 pub const DEFAULT_MAX_TRANSITION_S: f64 = 300.0;
@@ -61,6 +64,11 @@ pub struct ControllerConfig {
     /// smaller one (see rule 6): a scale-up keeps the running GPUs, a
     /// scale-down releases fewer.
     pub max_transition_s: f64,
+    /// A service whose observed rate ran above its segments' full-batch
+    /// throughput has requests queued (rule 8): it is forecast at its
+    /// rate plus what drains them within this many seconds; 0: backlogs
+    /// are not estimated.
+    pub drain_s: f64,
     /// How rates are forecast.
     pub forecast: ForecastConfig,
     /// How long reconfigurations take (when the next may start).
@@ -80,6 +88,7 @@ impl Default for ControllerConfig {
             max_extra_gpus: DEFAULT_MAX_EXTRA_GPUS,
             dip_extra_gpus: DEFAULT_DIP_EXTRA_GPUS,
             max_transition_s: DEFAULT_MAX_TRANSITION_S,
+            drain_s: DEFAULT_DRAIN_S,
             forecast: ForecastConfig::default(),
             reconfiguration: ReconfigurationTimes::default(),
         }
@@ -111,6 +120,7 @@ impl ControllerConfig {
             ("scale_down_hold_s", self.scale_down_hold_s),
             ("max_sample_age_s", self.max_sample_age_s),
             ("max_transition_s", self.max_transition_s),
+            ("drain_s", self.drain_s),
         ] {
             if !(value.is_finite() && value >= 0.0) {
                 return Err(AutopilotError::invalid(field, format!("{value} is not a duration of 0 s or more")));

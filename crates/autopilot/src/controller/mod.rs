@@ -77,6 +77,16 @@
 //!    on new GPUs, disturbing nothing that serves, and not counted), and
 //!    anything else holds and says so.
 //!
+//! 8. **Queues drained.** Each service's backlog is estimated from its
+//!    observed rates: over each interval, what arrived above its
+//!    segments' full-batch throughput (as profiled, in the plan that
+//!    runs) joined its queue, and the throughput left over drained it. A
+//!    service with requests queued is forecast, for every rule above, at
+//!    its forecast plus what drains them within
+//!    [`ControllerConfig::drain_s`]: a burst met a minute late is given
+//!    the capacity to catch up, not only to keep up. A service on a
+//!    shared instance is not estimated.
+//!
 //! Every decision is journaled with its reason. A decision to reconfigure
 //! takes effect at once in the controller (the plan it returns is the one
 //! it then considers running); a caller whose apply failed says what runs
@@ -91,7 +101,7 @@ mod candidates;
 mod config;
 mod decision;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use tessera_core::text::{count, percent};
 use tessera_core::{Plan, ServiceSlo};
@@ -105,7 +115,7 @@ use crate::transition::Transition;
 use candidates::{change_words, Candidate, Replanner};
 
 pub use config::{
-    ControllerConfig, DEFAULT_DIP_EXTRA_GPUS, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS,
+    ControllerConfig, DEFAULT_DIP_EXTRA_GPUS, DEFAULT_DRAIN_S, DEFAULT_KEEP_HEADROOM, DEFAULT_MAX_EXTRA_GPUS,
     DEFAULT_MAX_RECONFIGURATIONS_PER_HOUR, DEFAULT_MAX_SAMPLE_AGE_S, DEFAULT_MAX_TRANSITION_S, DEFAULT_PLAN_HEADROOM,
     DEFAULT_SCALE_DOWN_HOLD_S, DEFAULT_SCALE_DOWN_MIN_GPUS,
 };
@@ -136,6 +146,9 @@ pub struct Controller {
     recent_estimates: VecDeque<(f64, f64)>,
     /// When the rate-limited reconfigurations of the last hour started.
     recent_s: VecDeque<f64>,
+    /// Per service, the requests estimated queued beyond what its segments
+    /// serve (rule 8).
+    queued: Vec<f64>,
     last_time_s: Option<f64>,
     journal: Vec<JournalEntry>,
 }
@@ -169,6 +182,7 @@ impl Controller {
             short_at_s: vec![None; service_count],
             recent_s: VecDeque::new(),
             recent_estimates: VecDeque::new(),
+            queued: vec![0.0; service_count],
             last_time_s: None,
             journal: Vec::new(),
         })
@@ -236,12 +250,14 @@ impl Controller {
     pub fn observe(&mut self, observation: &Observation) -> Decision {
         let time_s = observation.time_s;
         let rates = self.rates_of(observation);
+        let elapsed_s = self.last_time_s.map(|last| time_s - last);
         if time_s.is_finite() && self.last_time_s.is_none_or(|last| time_s >= last) {
             self.last_time_s = Some(time_s);
         }
         let (action, reason) = match rates {
             Err(reason) => (Action::Hold, reason),
             Ok(rates_rps) => {
+                self.estimate_queues(&rates_rps, elapsed_s);
                 self.forecaster.observe(&rates_rps);
                 self.decide(time_s)
             }
@@ -320,8 +336,56 @@ impl Controller {
     }
 
     /// The decision on a fresh forecast.
-    fn decide(&mut self, time_s: f64) -> (Action, String) {
+    /// Carries each service's estimated backlog over the `elapsed_s` its
+    /// observed `rates_rps` were the mean of (rule 8); none before a plan
+    /// runs or the first observation.
+    fn estimate_queues(&mut self, rates_rps: &[f64], elapsed_s: Option<f64>) {
+        let (Some(plan), Some(elapsed_s)) = (&self.plan, elapsed_s) else { return };
+        if self.config.drain_s == 0.0 {
+            return;
+        }
+        let throughputs = dedicated_throughputs_rps(plan, self.planner.services());
+        for ((queued, &rate_rps), throughput_rps) in self.queued.iter_mut().zip(rates_rps).zip(throughputs) {
+            *queued = match throughput_rps {
+                Some(throughput_rps) => (*queued + (rate_rps - throughput_rps) * elapsed_s).max(0.0),
+                None => 0.0,
+            };
+        }
+    }
+
+    /// Each service's forecast, plus what drains its estimated backlog
+    /// within `drain_s` (rule 8).
+    fn forecast_with_queues(&self) -> Vec<f64> {
         let forecast_rps = self.forecaster.forecast();
+        match self.config.drain_s > 0.0 {
+            true => forecast_rps
+                .iter()
+                .zip(&self.queued)
+                .map(|(rate, queued)| rate + queued / self.config.drain_s)
+                .collect(),
+            false => forecast_rps,
+        }
+    }
+
+    /// The services among `short` with requests queued, in words (empty
+    /// when none).
+    fn queued_words(&self, short: &[(usize, String)]) -> String {
+        let queued: Vec<String> = (short.iter())
+            .filter(|&&(index, _)| self.queued[index] > 0.0)
+            .map(|&(index, _)| format!("{} {:.0}", self.services()[index].service, self.queued[index]))
+            .collect();
+        match queued.is_empty() {
+            true => String::new(),
+            false => format!(
+                " (requests queued beyond throughput, each drained within {:.0} s: {})",
+                self.config.drain_s,
+                queued.join(", ")
+            ),
+        }
+    }
+
+    fn decide(&mut self, time_s: f64) -> (Action, String) {
+        let forecast_rps = self.forecast_with_queues();
         let plan_rps = scaled(&forecast_rps, 1.0 + self.config.plan_headroom);
         let Some(running) = self.plan.clone() else {
             return match self.planner.fresh(&plan_rps) {
@@ -367,9 +431,10 @@ impl Controller {
             return self.consider_scale_down(time_s, &running, &down_rps, &plan_rps);
         }
         let why = format!(
-            "predicted within SLO {}: {}",
+            "predicted within SLO {}: {}{}",
             self.keep_test(margin),
-            short.iter().map(|(_, words)| words.as_str()).collect::<Vec<_>>().join("; ")
+            short.iter().map(|(_, words)| words.as_str()).collect::<Vec<_>>().join("; "),
+            self.queued_words(&short)
         );
         let up_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, true);
         let kept_rps = self.scale_up_rates(time_s, &capacities_rps, &forecast_rps, &short, false);
@@ -667,6 +732,31 @@ fn exempt_from_the_limit(transition: &Transition) -> bool {
 fn stale_at(sample: &RateSample, time_s: f64, max_age_s: f64) -> bool {
     let age_s = time_s - sample.observed_at_s;
     age_s.is_nan() || age_s > max_age_s
+}
+
+/// Each of `services`' segments' full-batch throughput together in
+/// `plan`, as profiled (req/s, in the services' order); `None` for a
+/// service with no segment of its own or a member of a shared instance.
+fn dedicated_throughputs_rps(plan: &Plan, services: &[ServiceSlo]) -> Vec<Option<f64>> {
+    let index: HashMap<&str, usize> =
+        services.iter().enumerate().map(|(index, slo)| (slo.service.as_str(), index)).collect();
+    let mut throughputs_rps = vec![0.0; services.len()];
+    let mut shared = vec![false; services.len()];
+    for gpu in &plan.gpus {
+        for instance in &gpu.instances {
+            if let Some(&service) = index.get(instance.service.as_str()) {
+                throughputs_rps[service] += instance.throughput_rps;
+            }
+        }
+        for member in gpu.shared.iter().flat_map(|instance| &instance.members) {
+            if let Some(&service) = index.get(member.service.as_str()) {
+                shared[service] = true;
+            }
+        }
+    }
+    (throughputs_rps.into_iter().zip(shared))
+        .map(|(throughput_rps, shared)| (throughput_rps > 0.0 && !shared).then_some(throughput_rps))
+        .collect()
 }
 
 /// Every rate times `factor`.

@@ -72,6 +72,13 @@ pub struct ControllerArgs {
     #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_MAX_TRANSITION_S, value_parser = parse_non_negative)]
     pub max_transition_s: f64,
 
+    /// A service whose observed rate ran above its segments' full-batch
+    /// throughput has requests queued: it is forecast at its rate plus
+    /// what drains them within this many seconds (0: backlogs are not
+    /// estimated).
+    #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_DRAIN_S, value_parser = parse_non_negative)]
+    pub drain_s: f64,
+
     /// Seconds to stop a GPU's segments.
     #[arg(long, value_name = "S", default_value_t = tessera_autopilot::DEFAULT_STOP_S, value_parser = parse_non_negative)]
     pub stop_s: f64,
@@ -101,6 +108,7 @@ impl ControllerArgs {
             scale_down_hold_s: self.scale_down_after_min * 60.0,
             dip_extra_gpus: self.dip_extra_gpus,
             max_transition_s: self.max_transition_s,
+            drain_s: self.drain_s,
             max_reconfigurations_per_hour: usize::try_from(self.max_reconfigurations_per_hour).unwrap_or(usize::MAX),
             reconfiguration: ReconfigurationTimes {
                 stop_s: self.stop_s,
