@@ -58,6 +58,11 @@ pub struct ServingSystem {
     /// Shared instances: each the segments (one per member service) one
     /// serialized executor serves.
     shared: Vec<Vec<usize>>,
+    /// Each service's segments, by index, in order (derived from
+    /// `segments`).
+    segments_of: Vec<Vec<usize>>,
+    /// Each service's segments' weights summed in that order (derived).
+    weight_of: Vec<f64>,
 }
 
 impl ServingSystem {
@@ -92,7 +97,8 @@ impl ServingSystem {
             }
         }
         let mut weight_of = vec![0.0; services.len()];
-        for segment in &segments {
+        let mut segments_of = vec![Vec::new(); services.len()];
+        for (index, segment) in segments.iter().enumerate() {
             let Some(total) = weight_of.get_mut(segment.service) else {
                 return Err(ServingError::invalid(
                     "segment",
@@ -106,6 +112,7 @@ impl ServingSystem {
                 ));
             }
             *total += segment.weight;
+            segments_of[segment.service].push(index);
         }
         if let Some(index) = weight_of.iter().position(|&w| w <= 0.0) {
             return Err(ServingError::invalid(
@@ -113,7 +120,7 @@ impl ServingSystem {
                 format!("service '{}' has no segment with a positive weight", services[index].name),
             ));
         }
-        Ok(ServingSystem { services, segments, shared: Vec::new() })
+        Ok(ServingSystem { services, segments, shared: Vec::new(), segments_of, weight_of })
     }
 
     /// The same system with each service `k` at `rate_rps(k)` requests per
@@ -186,9 +193,8 @@ impl ServingSystem {
     /// The shared instance that serves all of `service` (its one segment
     /// is a member's), if any.
     fn sole_member_of(&self, service: usize) -> Option<&[usize]> {
-        let mut segments = (0..self.segments.len()).filter(|&k| self.segments[k].service == service);
-        match (segments.next(), segments.next()) {
-            (Some(only), None) => self.instance_of(only),
+        match self.segments_of[service][..] {
+            [only] => self.instance_of(only),
             _ => None,
         }
     }
@@ -226,7 +232,7 @@ impl ServingSystem {
     fn routes(&self, service: usize) -> Result<Vec<Route<'_>>, ServingError> {
         let rate_rps = self.services[service].rate_rps;
         let mut routes = Vec::new();
-        for k in (0..self.segments.len()).filter(|&k| self.segments[k].service == service) {
+        for &k in &self.segments_of[service] {
             let (shape, share) = (&self.segments[k].shape, self.routed_share(k));
             routes.push(match self.instance_of(k) {
                 None => Route::Segment { shape, share, routed_rps: rate_rps * share },
@@ -253,12 +259,16 @@ impl ServingSystem {
         &self.segments
     }
 
+    /// The indices of `service`'s segments in [`ServingSystem::segments`],
+    /// in order.
+    pub fn segments_of(&self, service: usize) -> &[usize] {
+        &self.segments_of[service]
+    }
+
     /// The share of its service's requests a segment receives (its weight
     /// over the service's total).
     pub fn routed_share(&self, segment: usize) -> f64 {
-        let service = self.segments[segment].service;
-        let total: f64 = self.segments.iter().filter(|s| s.service == service).map(|s| s.weight).sum();
-        self.segments[segment].weight / total
+        self.segments[segment].weight / self.weight_of[self.segments[segment].service]
     }
 
     /// A segment's offered load: the rate routed to it over its throughput
@@ -342,7 +352,13 @@ impl ServingSystem {
             .iter()
             .map(|segment| ServedSegment { shape: segment.shape.slowed_by(margin), ..segment.clone() })
             .collect();
-        ServingSystem { services: self.services.clone(), segments, shared: self.shared.clone() }
+        ServingSystem {
+            services: self.services.clone(),
+            segments,
+            shared: self.shared.clone(),
+            segments_of: self.segments_of.clone(),
+            weight_of: self.weight_of.clone(),
+        }
     }
 
     /// The system a plan sets up: its services at their rates and SLOs

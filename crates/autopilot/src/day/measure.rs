@@ -706,18 +706,18 @@ fn group_alone(
     served: &[usize],
     rate_rps: impl Fn(usize) -> f64,
 ) -> Result<ServingSystem, AutopilotError> {
-    let mut renumbered = vec![None; system.segments().len()];
-    let mut segments = Vec::new();
-    for (k, segment) in system.segments().iter().enumerate() {
-        if let Some(service) = served.iter().position(|&s| s == segment.service) {
-            renumbered[k] = Some(segments.len());
-            segments.push(ServedSegment { service, ..segment.clone() });
-        }
-    }
+    // The members' segments in the system's order, each with its member.
+    let mut kept: Vec<(usize, usize)> = (served.iter().enumerate())
+        .flat_map(|(member, &service)| system.segments_of(service).iter().map(move |&k| (k, member)))
+        .collect();
+    kept.sort_unstable();
+    let segments: Vec<ServedSegment> =
+        (kept.iter()).map(|&(k, service)| ServedSegment { service, ..system.segments()[k].clone() }).collect();
+    let renumbered = |segment: usize| kept.binary_search_by_key(&segment, |&(k, _)| k).ok();
     let shared = system
         .shared()
         .iter()
-        .filter_map(|group| group.iter().map(|&segment| renumbered[segment]).collect::<Option<Vec<usize>>>())
+        .filter_map(|group| group.iter().map(|&segment| renumbered(segment)).collect::<Option<Vec<usize>>>())
         .collect();
     let services = (served.iter().enumerate())
         .map(|(member, &service)| ServedService { rate_rps: rate_rps(member), ..system.services()[service].clone() })

@@ -3,7 +3,7 @@
 //! ([`align_to`]) and its segments moved between instances of the same
 //! profile to where they ran ([`reseat`]).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use tessera_core::{GpuAssignment, GpuModel, InstanceAssignment, Plan};
 
@@ -84,7 +84,7 @@ pub(super) fn sorted<T: Ord>(items: impl Iterator<Item = T>) -> Vec<T> {
 pub fn reseat(current: &Plan, mut plan: Plan) -> Plan {
     type PoolKey = (GpuModel, String);
     let old: HashMap<(u32, u32), &GpuAssignment> = current.gpus.iter().map(|g| ((g.node, g.index), g)).collect();
-    let mut pool: HashMap<PoolKey, Vec<InstanceAssignment>> = HashMap::new();
+    let mut pool: HashMap<PoolKey, Pool> = HashMap::new();
     for gpu in &plan.gpus {
         for instance in &gpu.instances {
             pool.entry((gpu.gpu_model, instance.profile.clone())).or_default().push(instance.clone());
@@ -102,12 +102,7 @@ pub fn reseat(current: &Plan, mut plan: Plan) -> Plan {
                 continue;
             };
             let Some(candidates) = pool.get_mut(&(gpu.gpu_model, instance.profile.clone())) else { continue };
-            let same = |c: &InstanceAssignment| {
-                (c.service.as_str(), c.model.as_str(), c.batch, c.procs)
-                    == (was.service.as_str(), was.model.as_str(), was.batch, was.procs)
-            };
-            if let Some(k) = candidates.iter().position(same) {
-                let segment = candidates.swap_remove(k);
+            if let Some(segment) = candidates.take_first(&kind_of(was)) {
                 *instance = InstanceAssignment { start: instance.start, ..segment };
                 *filled = true;
             }
@@ -118,12 +113,48 @@ pub fn reseat(current: &Plan, mut plan: Plan) -> Plan {
             if !done {
                 let candidates =
                     pool.get_mut(&(gpu.gpu_model, instance.profile.clone())).expect("every profile pooled");
-                let segment = candidates.pop().expect("as many segments as instances per profile");
+                let segment = candidates.instances.pop().expect("as many segments as instances per profile");
                 *instance = InstanceAssignment { start: instance.start, ..segment };
             }
         }
     }
     plan
+}
+
+/// What makes two segments the same wherever they run: service, model,
+/// batch and processes.
+type SegmentKind = (String, String, u32, u32);
+
+fn kind_of(instance: &InstanceAssignment) -> SegmentKind {
+    (instance.service.clone(), instance.model.clone(), instance.batch, instance.procs)
+}
+
+/// The segments of one GPU model and MIG profile still to seat, with the
+/// positions of each kind among them.
+#[derive(Default)]
+struct Pool {
+    instances: Vec<InstanceAssignment>,
+    positions: HashMap<SegmentKind, BTreeSet<usize>>,
+}
+
+impl Pool {
+    fn push(&mut self, instance: InstanceAssignment) {
+        self.positions.entry(kind_of(&instance)).or_default().insert(self.instances.len());
+        self.instances.push(instance);
+    }
+
+    /// Takes the first segment of `kind` out (the last one takes its
+    /// place, as `Vec::swap_remove`), if any.
+    fn take_first(&mut self, kind: &SegmentKind) -> Option<InstanceAssignment> {
+        let first = self.positions.get_mut(kind)?.pop_first()?;
+        let last = self.instances.len() - 1;
+        if first != last {
+            let moved = self.positions.get_mut(&kind_of(&self.instances[last])).expect("every segment indexed");
+            moved.remove(&last);
+            moved.insert(first);
+        }
+        Some(self.instances.swap_remove(first))
+    }
 }
 
 #[cfg(test)]
@@ -175,5 +206,26 @@ mod tests {
         assert_eq!(diff_plans(&current, &swapped).totals.gpus_services_changed, 2);
         let reseated = reseat(&current, swapped);
         assert!(diff_plans(&current, &reseated).totals.is_empty());
+    }
+
+    #[test]
+    fn a_pool_takes_the_first_of_a_kind_as_a_scan_and_swap_remove_would() {
+        use tessera_core::rng::SplitMix64;
+        let catalog = builtin_catalog();
+        let plan = plan_optimal(&request(&catalog, &services(24, 9))).unwrap();
+        let kinds: Vec<InstanceAssignment> = plan.gpus.iter().flat_map(|gpu| gpu.instances.clone()).take(4).collect();
+        let mut rng = SplitMix64::new(5);
+        let (mut pool, mut scanned) = (Pool::default(), Vec::new());
+        for _ in 0..200 {
+            let instance = kinds[rng.below(kinds.len())].clone();
+            pool.push(instance.clone());
+            scanned.push(instance);
+        }
+        while !scanned.is_empty() {
+            let kind = kind_of(&kinds[rng.below(kinds.len())]);
+            let expected = scanned.iter().position(|c| kind_of(c) == kind).map(|k| scanned.swap_remove(k));
+            assert_eq!(pool.take_first(&kind), expected);
+            assert_eq!(pool.instances, scanned);
+        }
     }
 }
