@@ -335,7 +335,6 @@ impl Controller {
         }
     }
 
-    /// The decision on a fresh forecast.
     /// Carries each service's estimated backlog over the `elapsed_s` its
     /// observed `rates_rps` were the mean of (rule 8); none before a plan
     /// runs or the first observation.
@@ -384,6 +383,7 @@ impl Controller {
         }
     }
 
+    /// The decision on a fresh forecast.
     fn decide(&mut self, time_s: f64) -> (Action, String) {
         let forecast_rps = self.forecast_with_queues();
         let plan_rps = scaled(&forecast_rps, 1.0 + self.config.plan_headroom);

@@ -675,25 +675,21 @@ fn drains(
     slowdown: f64,
 ) -> Vec<Option<Drain>> {
     let factor = 1.0 + slowdown;
-    let mut throughput_rps = vec![0.0; system.services().len()];
-    let mut batch_ms = vec![0.0f64; system.services().len()];
-    for segment in system.segments() {
-        throughput_rps[segment.service] += segment.shape.throughput_rps() / factor;
-        batch_ms[segment.service] =
-            batch_ms[segment.service].max(segment.shape.latency_ms(segment.shape.max_batch()) * factor);
-    }
     let mut shared = vec![false; system.services().len()];
     for &segment in system.shared().iter().flatten() {
         shared[system.segments()[segment].service] = true;
     }
     let mut drains = vec![None; services];
     for group in groups {
-        if let [service] = group[..] {
-            if !shared[service] {
-                let slo_ms = system.services()[service].latency_slo_ms;
-                drains[indices[service]] = Some(Drain::new(throughput_rps[service], batch_ms[service], slo_ms));
-            }
+        let [service] = group[..] else { continue };
+        if shared[service] {
+            continue;
         }
+        let shapes = || system.segments_of(service).iter().map(|&k| &system.segments()[k].shape);
+        let throughput_rps: f64 = shapes().map(|shape| shape.throughput_rps() / factor).sum();
+        let batch_ms = shapes().map(|shape| shape.latency_ms(shape.max_batch()) * factor).fold(0.0, f64::max);
+        let slo_ms = system.services()[service].latency_slo_ms;
+        drains[indices[service]] = Some(Drain::new(throughput_rps, batch_ms, slo_ms));
     }
     drains
 }
@@ -832,6 +828,12 @@ mod tests {
         // late by the backlog; the other services are not touched.
         assert!(overloaded.services_backlogged >= 9, "{}", overloaded.services_backlogged);
         assert_eq!(calm.services_backlogged, 0);
+        // Only the overload's first minute, and the first after it, are
+        // simulated (a window of 6 s each, the first at twice the rate),
+        // not ten windows at twice the rate.
+        let window_requests = 2.0 * rates_rps[0] * 6.0;
+        let extra = overloaded.requests_simulated - calm.requests_simulated;
+        assert!((extra as f64) < 3.0 * window_requests, "{extra} requests beyond the calm hour's");
         for service in 1..rates_rps.len() {
             assert!((share(&overloaded, service) - share(&calm, service)).abs() < 1e-12, "service {service}");
         }
