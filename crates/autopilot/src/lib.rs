@@ -26,7 +26,8 @@
 //! * [`simulate_day`] (`day`) — the controller over a traffic curve against
 //!   two baselines (static provisioning at the peak, replanning from
 //!   scratch at every interval), each measured hour by hour (a steady
-//!   service by the serving model's share, any other with the
+//!   service by the serving model's share, a backlog past a service's
+//!   throughput carried from piece to piece, any other with the
 //!   request-level simulator): a [`DayReport`].
 //!
 //! Invariant: no I/O; the same inputs and seeds give the same decisions

@@ -18,7 +18,9 @@
 //!   to match the running plan (`align_to`, `reseat`), so only what must
 //!   change changes; it too waits for a running transition to end.
 //!
-//! `measure` turns each strategy's day into figures; `report` sums them.
+//! `measure` turns each strategy's day into figures, carrying a service's
+//! queue from piece to piece where it runs past its throughput
+//! (`backlog`); `report` sums them.
 //!
 //! **Side by side.** The autopilot and the scratch baseline decide on
 //! two threads (neither depends on the other's decisions); then the three
