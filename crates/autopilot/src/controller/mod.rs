@@ -100,8 +100,9 @@
 mod candidates;
 mod config;
 mod decision;
+mod queues;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use tessera_core::text::{count, percent};
 use tessera_core::{Plan, ServiceSlo};
@@ -332,54 +333,6 @@ impl Controller {
             Ok(rates_rps)
         } else {
             Err(format!("holding the plan: {}", faults.join("; ")))
-        }
-    }
-
-    /// Carries each service's estimated backlog over the `elapsed_s` its
-    /// observed `rates_rps` were the mean of (rule 8); none before a plan
-    /// runs or the first observation.
-    fn estimate_queues(&mut self, rates_rps: &[f64], elapsed_s: Option<f64>) {
-        let (Some(plan), Some(elapsed_s)) = (&self.plan, elapsed_s) else { return };
-        if self.config.drain_s == 0.0 {
-            return;
-        }
-        let throughputs = dedicated_throughputs_rps(plan, self.planner.services());
-        for ((queued, &rate_rps), throughput_rps) in self.queued.iter_mut().zip(rates_rps).zip(throughputs) {
-            *queued = match throughput_rps {
-                Some(throughput_rps) => (*queued + (rate_rps - throughput_rps) * elapsed_s).max(0.0),
-                None => 0.0,
-            };
-        }
-    }
-
-    /// Each service's forecast, plus what drains its estimated backlog
-    /// within `drain_s` (rule 8).
-    fn forecast_with_queues(&self) -> Vec<f64> {
-        let forecast_rps = self.forecaster.forecast();
-        match self.config.drain_s > 0.0 {
-            true => forecast_rps
-                .iter()
-                .zip(&self.queued)
-                .map(|(rate, queued)| rate + queued / self.config.drain_s)
-                .collect(),
-            false => forecast_rps,
-        }
-    }
-
-    /// The services among `short` with requests queued, in words (empty
-    /// when none).
-    fn queued_words(&self, short: &[(usize, String)]) -> String {
-        let queued: Vec<String> = (short.iter())
-            .filter(|&&(index, _)| self.queued[index] > 0.0)
-            .map(|&(index, _)| format!("{} {:.0}", self.services()[index].service, self.queued[index]))
-            .collect();
-        match queued.is_empty() {
-            true => String::new(),
-            false => format!(
-                " (requests queued beyond throughput, each drained within {:.0} s: {})",
-                self.config.drain_s,
-                queued.join(", ")
-            ),
         }
     }
 
@@ -732,31 +685,6 @@ fn exempt_from_the_limit(transition: &Transition) -> bool {
 fn stale_at(sample: &RateSample, time_s: f64, max_age_s: f64) -> bool {
     let age_s = time_s - sample.observed_at_s;
     age_s.is_nan() || age_s > max_age_s
-}
-
-/// Each of `services`' segments' full-batch throughput together in
-/// `plan`, as profiled (req/s, in the services' order); `None` for a
-/// service with no segment of its own or a member of a shared instance.
-fn dedicated_throughputs_rps(plan: &Plan, services: &[ServiceSlo]) -> Vec<Option<f64>> {
-    let index: HashMap<&str, usize> =
-        services.iter().enumerate().map(|(index, slo)| (slo.service.as_str(), index)).collect();
-    let mut throughputs_rps = vec![0.0; services.len()];
-    let mut shared = vec![false; services.len()];
-    for gpu in &plan.gpus {
-        for instance in &gpu.instances {
-            if let Some(&service) = index.get(instance.service.as_str()) {
-                throughputs_rps[service] += instance.throughput_rps;
-            }
-        }
-        for member in gpu.shared.iter().flat_map(|instance| &instance.members) {
-            if let Some(&service) = index.get(member.service.as_str()) {
-                shared[service] = true;
-            }
-        }
-    }
-    (throughputs_rps.into_iter().zip(shared))
-        .map(|(throughput_rps, shared)| (throughput_rps > 0.0 && !shared).then_some(throughput_rps))
-        .collect()
 }
 
 /// Every rate times `factor`.

@@ -21,6 +21,8 @@
 //! throughput but within its segments' together is measured by its
 //! window, as before.
 
+use tessera_serving::ServingSystem;
+
 /// How a carried service's queue drains in one span.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct Drain {
@@ -84,6 +86,37 @@ impl Backlogs {
         };
         late_s / length_s
     }
+}
+
+/// How each service of `system` drains its carried backlog, its GPUs
+/// `slowdown` slower than profiled, by the planner's index (`indices`:
+/// each of `system`'s services', of `services` in all): a service measured
+/// alone (a group of one, on no shared instance) drains at its segments'
+/// full-batch throughput together; any other is not carried.
+pub(super) fn drains(
+    system: &ServingSystem,
+    (indices, services): (&[usize], usize),
+    groups: &[Vec<usize>],
+    slowdown: f64,
+) -> Vec<Option<Drain>> {
+    let factor = 1.0 + slowdown;
+    let mut shared = vec![false; system.services().len()];
+    for &segment in system.shared().iter().flatten() {
+        shared[system.segments()[segment].service] = true;
+    }
+    let mut drains = vec![None; services];
+    for group in groups {
+        let [service] = group[..] else { continue };
+        if shared[service] {
+            continue;
+        }
+        let shapes = || system.segments_of(service).iter().map(|&k| &system.segments()[k].shape);
+        let throughput_rps: f64 = shapes().map(|shape| shape.throughput_rps() / factor).sum();
+        let batch_ms = shapes().map(|shape| shape.latency_ms(shape.max_batch()) * factor).fold(0.0, f64::max);
+        let slo_ms = system.services()[service].latency_slo_ms;
+        drains[indices[service]] = Some(Drain::new(throughput_rps, batch_ms, slo_ms));
+    }
+    drains
 }
 
 #[cfg(test)]

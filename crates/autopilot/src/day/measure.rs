@@ -72,7 +72,8 @@ use tessera_serving::{
     simulate_attainment, ArrivalModel, ServedSegment, ServedService, ServingSystem, SimulationOptions,
 };
 
-use super::backlog::{Backlogs, Drain};
+use super::backlog::{drains, Backlogs, Drain};
+use super::groups::{group_alone, groups};
 use super::timeline::Timeline;
 use crate::error::AutopilotError;
 use crate::planner::Planner;
@@ -625,100 +626,6 @@ fn below(system: &ServingSystem, load: f64) -> bool {
         .iter()
         .all(|group| group.iter().map(|&segment| system.offered_load(segment)).sum::<f64>() < load);
     segments && executors
-}
-
-/// The services of `system` that are measured together: each alone, but
-/// those sharing an executor together, with every other executor that
-/// serves one of them (by their indices in `system`, in order).
-fn groups(system: &ServingSystem) -> Vec<Vec<usize>> {
-    // Union-find over the services, joined by the executors they share.
-    let mut parent: Vec<usize> = (0..system.services().len()).collect();
-    fn root(parent: &mut [usize], mut service: usize) -> usize {
-        while parent[service] != service {
-            parent[service] = parent[parent[service]];
-            service = parent[service];
-        }
-        service
-    }
-    for shared in system.shared() {
-        let mut services = shared.iter().map(|&segment| system.segments()[segment].service);
-        let Some(first) = services.next() else { continue };
-        for service in services {
-            let (a, b) = (root(&mut parent, first), root(&mut parent, service));
-            parent[a.max(b)] = a.min(b);
-        }
-    }
-    let mut position: Vec<Option<usize>> = vec![None; parent.len()];
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for service in 0..parent.len() {
-        let group = root(&mut parent, service);
-        match position[group] {
-            Some(at) => groups[at].push(service),
-            None => {
-                position[group] = Some(groups.len());
-                groups.push(vec![service]);
-            }
-        }
-    }
-    groups
-}
-
-/// How each service of `system` drains its carried backlog, its GPUs
-/// `slowdown` slower than profiled, by the planner's index (`indices`:
-/// each of `system`'s services', of `services` in all): a service measured
-/// alone (a group of one, on no shared instance) drains at its segments'
-/// full-batch throughput together; any other is not carried.
-fn drains(
-    system: &ServingSystem,
-    (indices, services): (&[usize], usize),
-    groups: &[Vec<usize>],
-    slowdown: f64,
-) -> Vec<Option<Drain>> {
-    let factor = 1.0 + slowdown;
-    let mut shared = vec![false; system.services().len()];
-    for &segment in system.shared().iter().flatten() {
-        shared[system.segments()[segment].service] = true;
-    }
-    let mut drains = vec![None; services];
-    for group in groups {
-        let [service] = group[..] else { continue };
-        if shared[service] {
-            continue;
-        }
-        let shapes = || system.segments_of(service).iter().map(|&k| &system.segments()[k].shape);
-        let throughput_rps: f64 = shapes().map(|shape| shape.throughput_rps() / factor).sum();
-        let batch_ms = shapes().map(|shape| shape.latency_ms(shape.max_batch()) * factor).fold(0.0, f64::max);
-        let slo_ms = system.services()[service].latency_slo_ms;
-        drains[indices[service]] = Some(Drain::new(throughput_rps, batch_ms, slo_ms));
-    }
-    drains
-}
-
-/// The services `served` (indices in `system`) alone with their segments
-/// and shared instances, in that order, the `k`th of them at
-/// `rate_rps(k)`.
-fn group_alone(
-    system: &ServingSystem,
-    served: &[usize],
-    rate_rps: impl Fn(usize) -> f64,
-) -> Result<ServingSystem, AutopilotError> {
-    // The members' segments in the system's order, each with its member.
-    let mut kept: Vec<(usize, usize)> = (served.iter().enumerate())
-        .flat_map(|(member, &service)| system.segments_of(service).iter().map(move |&k| (k, member)))
-        .collect();
-    kept.sort_unstable();
-    let segments: Vec<ServedSegment> =
-        (kept.iter()).map(|&(k, service)| ServedSegment { service, ..system.segments()[k].clone() }).collect();
-    let renumbered = |segment: usize| kept.binary_search_by_key(&segment, |&(k, _)| k).ok();
-    let shared = system
-        .shared()
-        .iter()
-        .filter_map(|group| group.iter().map(|&segment| renumbered(segment)).collect::<Option<Vec<usize>>>())
-        .collect();
-    let services = (served.iter().enumerate())
-        .map(|(member, &service)| ServedService { rate_rps: rate_rps(member), ..system.services()[service].clone() })
-        .collect();
-    Ok(ServingSystem::new(services, segments)?.with_shared(shared)?)
 }
 
 /// Requests per second a service at `rate_rps` loses while a transition

@@ -30,6 +30,7 @@
 //! step; the day's error is the failure.
 
 mod backlog;
+mod groups;
 mod measure;
 mod report;
 mod timeline;
