@@ -673,25 +673,29 @@ mod tests {
         TrafficCurve::new(&names, &points).unwrap()
     }
 
-    /// The demo's services at their SLO rates for an hour, service 0 at
-    /// `blip` times its rate in `[1800, 1860)` s.
-    fn hour_with_a_blip(inputs: &PlanInputs, blip: f64) -> TrafficCurve {
-        hour_with(inputs, &[(1800.0, blip), (1860.0, 1.0)])
-    }
-
-    #[test]
-    fn a_rate_change_of_one_service_remeasures_that_service_alone() {
+    /// The demo's hour of `hour_with(changes)` on a plan for the SLO
+    /// rates, measured with every service simulated (a fresh window would
+    /// draw a new sample) on 5-s windows.
+    fn measured_hour(changes: &[(f64, f64)]) -> Measured {
         let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
         let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
         let planner = Planner::new(inputs.clone(), PlanSettings::default());
         let timeline = Timeline::new(&planner.fresh(&rates_rps).unwrap(), 3600.0);
-        // Every service simulated: a fresh window would draw a new sample.
         let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
-        let measure_with = |blip: f64| {
-            let traffic = hour_with_a_blip(&inputs, blip);
-            let measuring = Measuring { sampling: &sampling, arrivals_by_service: &[], model: &AttainmentCache::new() };
-            measure(&planner, &timeline, &traffic, measuring, 1, &mut || true).unwrap().unwrap()
-        };
+        let measuring = Measuring { sampling: &sampling, arrivals_by_service: &[], model: &AttainmentCache::new() };
+        measure(&planner, &timeline, &hour_with(&inputs, changes), measuring, 1, &mut || true).unwrap().unwrap()
+    }
+
+    /// The demo's SLO rates, in its services' order.
+    fn demo_rates_rps() -> Vec<f64> {
+        PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap().services().iter().map(|slo| slo.rate_rps).collect()
+    }
+
+    #[test]
+    fn a_rate_change_of_one_service_remeasures_that_service_alone() {
+        let rates_rps = demo_rates_rps();
+        // Service 0 at `blip` times its rate in [1800, 1860) s.
+        let measure_with = |blip: f64| measured_hour(&[(1800.0, blip), (1860.0, 1.0)]);
         let (calm, blipped) = (measure_with(1.0), measure_with(0.9));
         let services = rates_rps.len() as u64;
         // Both are cut at 1800 s and 1860 s, where service 0 has a point.
@@ -708,20 +712,12 @@ mod tests {
 
     #[test]
     fn an_overload_carries_its_backlog_into_the_pieces_after_and_those_are_not_simulated() {
-        let inputs = PlanInputs::demo(&[GpuModel::A100_80GB]).unwrap();
-        let rates_rps: Vec<f64> = inputs.services().iter().map(|slo| slo.rate_rps).collect();
-        let planner = Planner::new(inputs.clone(), PlanSettings::default());
-        let timeline = Timeline::new(&planner.fresh(&rates_rps).unwrap(), 3600.0);
-        let sampling = Sampling { window_s: 5.0, warmup_s: 1.0, model_steady: false, ..Sampling::default() };
-        let measuring = Measuring { sampling: &sampling, arrivals_by_service: &[], model: &AttainmentCache::new() };
+        let rates_rps = demo_rates_rps();
         // Service 0 at twice its planned rate for ten minutes (a point every
         // minute, so ten pieces), then as planned.
         let mut changes: Vec<(f64, f64)> = (0..10).map(|minute| (1800.0 + 60.0 * minute as f64, 2.0)).collect();
         changes.push((2400.0, 1.0));
-        let overloaded = measure(&planner, &timeline, &hour_with(&inputs, &changes), measuring, 1, &mut || true);
-        let overloaded = overloaded.unwrap().unwrap();
-        let calm = measure(&planner, &timeline, &hour_with(&inputs, &[]), measuring, 1, &mut || true);
-        let calm = calm.unwrap().unwrap();
+        let (overloaded, calm) = (measured_hour(&changes), measured_hour(&[]));
         let share = |measured: &Measured, service: usize| {
             measured.hours[0].within[service] / measured.hours[0].requests[service]
         };
